@@ -1,0 +1,88 @@
+# Strait — build, generate, test.
+# Tools are pinned and installed into ./bin by the targets that need them.
+
+SHELL := /usr/bin/env bash -o pipefail
+BIN := $(CURDIR)/bin
+GO ?= go
+
+CONTROLLER_GEN_VERSION := v0.23.0
+GOLANGCI_LINT_VERSION := v2.6.0
+KUSTOMIZE_VERSION := v5.8.0
+K8S_VERSION := v1.37.1
+
+CONTROLLER_GEN := $(BIN)/controller-gen-$(CONTROLLER_GEN_VERSION)
+GOLANGCI_LINT := $(BIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
+KUSTOMIZE := $(BIN)/kustomize-$(KUSTOMIZE_VERSION)
+
+# The Kubernetes control-plane binaries the tests run, built from source (test/k8sbin).
+K8S_BIN := $(BIN)/k8s/$(K8S_VERSION)
+K8S_BINARIES := kube-apiserver kube-controller-manager kube-scheduler kube-proxy etcd
+export KUBEBUILDER_ASSETS := $(K8S_BIN)
+
+.PHONY: all build generate manifests fmt vet lint test test-unit verify bench k8s-binaries tools clean help
+
+all: build
+
+help: ## Show the targets.
+	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
+
+build: ## Build bin/strait.
+	$(GO) build -o $(BIN)/strait ./cmd/strait
+
+generate: $(CONTROLLER_GEN) ## Generate deepcopy code.
+	$(CONTROLLER_GEN) object paths=./api/...
+
+manifests: $(CONTROLLER_GEN) ## Generate CRDs (ours and the MCS ones from sigs.k8s.io/mcs-api).
+	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=kustomize/crd/bases
+	$(GO) run ./hack/mcscrds kustomize/crd/mcs
+
+fmt: ## gofmt the tree.
+	gofmt -w $$(git ls-files '*.go')
+
+vet: ## go vet.
+	$(GO) vet ./...
+
+lint: $(GOLANGCI_LINT) ## golangci-lint.
+	$(GOLANGCI_LINT) run ./...
+
+verify: generate manifests ## Fail when generated code or manifests are stale, or code is unformatted.
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
+	@git diff --exit-code -- api kustomize || { echo "generated files are stale: run 'make generate manifests' and commit"; exit 1; }
+	@test -z "$$(git status --porcelain -- api kustomize)" || { echo "untracked generated files:"; git status --porcelain -- api kustomize; exit 1; }
+	$(MAKE) vet lint
+
+test: k8s-binaries ## Run every test (root-only tests need root; under CI=true they fail instead of skipping).
+	$(GO) test -count=1 -timeout 40m ./...
+
+test-unit: ## Pure tests only (no API servers, no root).
+	$(GO) test -count=1 -short ./...
+
+bench: ## Benchmarks, written to bench.txt.
+	$(GO) test -run '^$$' -bench . -benchmem ./plan/ | tee bench.txt
+
+k8s-binaries: $(addprefix $(K8S_BIN)/,$(K8S_BINARIES)) ## Build kube-apiserver, etcd, ... from source.
+
+$(K8S_BIN)/etcd:
+	mkdir -p $(K8S_BIN)
+	cd test/k8sbin && $(GO) build -o $@ go.etcd.io/etcd/server/v3
+
+$(K8S_BIN)/kube-%:
+	mkdir -p $(K8S_BIN)
+	cd test/k8sbin && $(GO) build -ldflags "-X k8s.io/component-base/version.gitVersion=$(K8S_VERSION) -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=37" -o $@ k8s.io/kubernetes/cmd/kube-$*
+
+tools: $(CONTROLLER_GEN) $(GOLANGCI_LINT) $(KUSTOMIZE)
+
+$(CONTROLLER_GEN):
+	GOBIN=$(BIN)/tmp-cg $(GO) install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_GEN_VERSION)
+	mv $(BIN)/tmp-cg/controller-gen $@ && rmdir $(BIN)/tmp-cg
+
+$(GOLANGCI_LINT):
+	GOBIN=$(BIN)/tmp-gl $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
+	mv $(BIN)/tmp-gl/golangci-lint $@ && rmdir $(BIN)/tmp-gl
+
+$(KUSTOMIZE):
+	GOBIN=$(BIN)/tmp-kz $(GO) install sigs.k8s.io/kustomize/kustomize/v5@$(KUSTOMIZE_VERSION)
+	mv $(BIN)/tmp-kz/kustomize $@ && rmdir $(BIN)/tmp-kz
+
+clean:
+	rm -rf $(BIN)

@@ -1,0 +1,385 @@
+package v1alpha1
+
+import (
+	"github.com/fluxcd/pkg/apis/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// ClusterSetKind is the kind name of ClusterSet.
+const ClusterSetKind = "ClusterSet"
+
+// ClusterSetSpec is the whole desired clusterset, as kept in git.
+type ClusterSetSpec struct {
+	// Clusters are the member clusters. The name of each is its cluster ID.
+	// +required
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=255
+	Clusters []ClusterSpec `json:"clusters"`
+
+	// Cable says how gateways connect to each other.
+	// +optional
+	Cable CableSpec `json:"cable,omitempty"`
+
+	// Globalnet gives every cluster a range of a shared global address space, so that
+	// clusters with overlapping pod or service CIDRs can talk through NAT.
+	// +optional
+	Globalnet *GlobalnetSpec `json:"globalnet,omitempty"`
+
+	// Exports are the services exported to the whole clusterset.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=10000
+	Exports []ExportSpec `json:"exports,omitempty"`
+
+	// ExportPolicy says whether ServiceExports that people create directly in a member
+	// are honoured (MemberExports) or only the exports listed here (Declared).
+	// +optional
+	// +kubebuilder:default=Declared
+	ExportPolicy ExportPolicy `json:"exportPolicy,omitempty"`
+
+	// DNS configures the clusterset DNS server in every member.
+	// +optional
+	DNS DNSSpec `json:"dns,omitempty"`
+
+	// Suspend stops the hub from writing to members. Status is still reported.
+	// +optional
+	Suspend bool `json:"suspend,omitempty"`
+
+	// Interval is how often the hub re-plans without a triggering event.
+	// +optional
+	// +kubebuilder:default="10m"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern="^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$"
+	Interval *metav1.Duration `json:"interval,omitempty"`
+}
+
+// ClusterSpec is one member cluster.
+type ClusterSpec struct {
+	// Name is the cluster ID: an RFC 1123 label, unique in the clusterset.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern="^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+	Name string `json:"name"`
+
+	// KubeConfig references a Secret in the ClusterSet's namespace holding a kubeconfig
+	// for the member's API server.
+	// +optional
+	KubeConfig *meta.KubeConfigReference `json:"kubeConfig,omitempty"`
+
+	// PodCIDRs are the cluster's pod networks.
+	// +required
+	// +listType=set
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=8
+	// +kubebuilder:validation:items:MaxLength=43
+	// +kubebuilder:validation:XValidation:rule="self.all(c, isCIDR(c))",message="every entry must be a CIDR such as 10.8.0.0/16"
+	PodCIDRs []string `json:"podCIDRs"`
+
+	// ServiceCIDRs are the cluster's service networks.
+	// +required
+	// +listType=set
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=8
+	// +kubebuilder:validation:items:MaxLength=43
+	// +kubebuilder:validation:XValidation:rule="self.all(c, isCIDR(c))",message="every entry must be a CIDR such as 10.88.0.0/16"
+	ServiceCIDRs []string `json:"serviceCIDRs"`
+
+	// GlobalCIDR pins the cluster's range of the globalnet address space. Without it the
+	// hub allocates one and keeps it for as long as the cluster is a member.
+	// +optional
+	// +kubebuilder:validation:MaxLength=43
+	// +kubebuilder:validation:XValidation:rule="isCIDR(self)",message="must be a CIDR such as 242.1.0.0/16"
+	GlobalCIDR string `json:"globalCIDR,omitempty"`
+
+	// Gateway selects the cluster's gateway nodes.
+	// +optional
+	Gateway GatewaySelection `json:"gateway,omitempty"`
+}
+
+// GatewaySelection selects gateway nodes and how they are reached.
+type GatewaySelection struct {
+	// NodeSelector selects the nodes that may become the cluster's gateway. Defaults to
+	// nodes labelled strait.io/gateway=true.
+	// +optional
+	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+}
+
+// CableDriver names how gateways encapsulate traffic between clusters.
+// +kubebuilder:validation:Enum=wireguard;ipsec;vxlan
+type CableDriver string
+
+// Cable drivers.
+const (
+	CableWireGuard CableDriver = "wireguard"
+	CableIPsec     CableDriver = "ipsec"
+	CableVXLAN     CableDriver = "vxlan"
+)
+
+// Default cable ports, distinct from Submariner's (4500/4490/4800) so both can run during
+// a migration.
+const (
+	DefaultWireGuardPort int32 = 51871
+	DefaultIPsecPort     int32 = 4501
+	DefaultVXLANPort     int32 = 4803
+)
+
+// CableSpec says how gateways connect.
+// +kubebuilder:validation:XValidation:rule="!has(self.driver) || self.driver != 'ipsec' || has(self.pskSecretRef)",message="pskSecretRef is required for the ipsec driver"
+type CableSpec struct {
+	// Driver is the tunnel: wireguard (default), ipsec or vxlan (unencrypted).
+	// +optional
+	// +kubebuilder:default=wireguard
+	Driver CableDriver `json:"driver,omitempty"`
+
+	// Port is the UDP port gateways listen on. Defaults per driver: wireguard 51871,
+	// ipsec 4501 (NAT-T), vxlan 4803.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65535
+	Port int32 `json:"port,omitempty"`
+
+	// PSKSecretRef names a Secret in the ClusterSet's namespace with key "psk", the IPsec
+	// pre-shared key. The hub copies it to every member.
+	// +optional
+	PSKSecretRef *meta.LocalObjectReference `json:"pskSecretRef,omitempty"`
+}
+
+// GlobalnetSpec configures the global address space.
+type GlobalnetSpec struct {
+	// Enabled turns globalnet on. When on, every cluster gets a global CIDR, remote
+	// clusters route only global CIDRs, and pod and service CIDRs may overlap.
+	// +required
+	Enabled bool `json:"enabled"`
+
+	// CIDRRange is the global address space clusters' global CIDRs are cut from.
+	// +optional
+	// +kubebuilder:default="242.0.0.0/8"
+	// +kubebuilder:validation:MaxLength=18
+	// +kubebuilder:validation:XValidation:rule="isCIDR(self) && cidr(self).ip().family() == 4",message="must be an IPv4 CIDR such as 242.0.0.0/8"
+	CIDRRange string `json:"cidrRange,omitempty"`
+
+	// ClusterSize is the number of global addresses each cluster gets; a power of two.
+	// +optional
+	// +kubebuilder:default=65536
+	// +kubebuilder:validation:Minimum=4
+	// +kubebuilder:validation:Maximum=16777216
+	ClusterSize int32 `json:"clusterSize,omitempty"`
+
+	// ClusterEgressIPs is how many global addresses a cluster's outbound traffic is
+	// masqueraded to.
+	// +optional
+	// +kubebuilder:default=8
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=256
+	ClusterEgressIPs int32 `json:"clusterEgressIPs,omitempty"`
+}
+
+// Globalnet defaults.
+const (
+	DefaultGlobalCIDRRange  = "242.0.0.0/8"
+	DefaultClusterSize      = 65536
+	DefaultClusterEgressIPs = 8
+)
+
+// ExportSpec exports one service to the clusterset.
+type ExportSpec struct {
+	// Namespace of the service; the same in every cluster (namespace sameness).
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	Namespace string `json:"namespace"`
+
+	// Name of the service.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	Name string `json:"name"`
+
+	// Clusters that export the service. Empty: every member that has it.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=255
+	// +kubebuilder:validation:items:MaxLength=63
+	Clusters []string `json:"clusters,omitempty"`
+}
+
+// ExportPolicy says which ServiceExports count.
+// +kubebuilder:validation:Enum=Declared;MemberExports
+type ExportPolicy string
+
+// Export policies.
+const (
+	// ExportPolicyDeclared: only exports listed in the ClusterSet; git is the whole truth.
+	ExportPolicyDeclared ExportPolicy = "Declared"
+	// ExportPolicyMemberExports: also ServiceExports people create in members.
+	ExportPolicyMemberExports ExportPolicy = "MemberExports"
+)
+
+// DNSSpec configures `strait dns` in every member.
+type DNSSpec struct {
+	// ExtraZones are served in addition to clusterset.local.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=8
+	// +kubebuilder:validation:items:MaxLength=253
+	ExtraZones []string `json:"extraZones,omitempty"`
+
+	// DisableClusterNames turns off <cluster>.<svc>.<ns>.svc.clusterset.local for strict
+	// MCS conformance.
+	// +optional
+	DisableClusterNames bool `json:"disableClusterNames,omitempty"`
+
+	// TTLSeconds of answers.
+	// +optional
+	// +kubebuilder:default=5
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=3600
+	TTLSeconds int32 `json:"ttlSeconds,omitempty"`
+}
+
+// ClusterSetStatus is what the hub observed and did.
+type ClusterSetStatus struct {
+	meta.ReconcileRequestStatus `json:",inline"`
+
+	// ObservedGeneration is the generation the status was computed for.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// Conditions: Ready, Reconciling, Stalled.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// Clusters is the state of each member.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	Clusters []ClusterStatus `json:"clusters,omitempty"`
+
+	// Exports is the state of each exported service.
+	// +optional
+	// +listType=atomic
+	Exports []ExportStatus `json:"exports,omitempty"`
+
+	// Summary counts for print columns.
+	// +optional
+	Summary ClusterSetSummary `json:"summary,omitempty"`
+}
+
+// ClusterSetSummary holds the numbers people see in `kubectl get clustersets`.
+type ClusterSetSummary struct {
+	// Clusters is "connected/total", e.g. "2/3".
+	// +optional
+	Clusters string `json:"clusters,omitempty"`
+	// Exports is the number of exported services.
+	// +optional
+	Exports int32 `json:"exports,omitempty"`
+	// Conflicts is the number of exports with a Conflict.
+	// +optional
+	Conflicts int32 `json:"conflicts,omitempty"`
+}
+
+// ClusterStatus is the state of one member.
+type ClusterStatus struct {
+	// Name of the cluster.
+	// +required
+	Name string `json:"name"`
+
+	// Conditions: Connected (the hub reaches its API server), GatewayReady, Ready.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// GlobalCIDR allocated to the cluster under globalnet.
+	// +optional
+	GlobalCIDR string `json:"globalCIDR,omitempty"`
+
+	// ActiveGateway is the node name of the active gateway.
+	// +optional
+	ActiveGateway string `json:"activeGateway,omitempty"`
+
+	// Connections to the other members as the active gateway reports them.
+	// +optional
+	// +listType=map
+	// +listMapKey=cluster
+	Connections []ConnectionStatus `json:"connections,omitempty"`
+
+	// Inventory counts the objects the hub keeps in this member, by kind.
+	// +optional
+	Inventory map[string]int32 `json:"inventory,omitempty"`
+}
+
+// ConnectionStatus is one gateway-to-gateway connection.
+type ConnectionStatus struct {
+	// Cluster at the other end.
+	// +required
+	Cluster string `json:"cluster"`
+	// State: Connected, Connecting or Error.
+	// +optional
+	State string `json:"state,omitempty"`
+	// LatencyMicros is the smoothed round-trip time through the tunnel.
+	// +optional
+	LatencyMicros int64 `json:"latencyMicros,omitempty"`
+}
+
+// ExportStatus is the state of one exported service.
+type ExportStatus struct {
+	// Namespace of the service.
+	// +required
+	Namespace string `json:"namespace"`
+	// Name of the service.
+	// +required
+	Name string `json:"name"`
+	// Type: ClusterSetIP or Headless.
+	// +optional
+	Type string `json:"type,omitempty"`
+	// Clusters whose export is part of the import.
+	// +optional
+	Clusters []string `json:"clusters,omitempty"`
+	// Conflict says why a cluster's export was left out or changed, empty if none.
+	// +optional
+	Conflict string `json:"conflict,omitempty"`
+}
+
+// ClusterSet is the whole clusterset, as kept in git and synced to the hub.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=cset
+// +kubebuilder:printcolumn:name="Clusters",type=string,JSONPath=`.status.summary.clusters`
+// +kubebuilder:printcolumn:name="Exports",type=integer,JSONPath=`.status.summary.exports`
+// +kubebuilder:printcolumn:name="Cable",type=string,JSONPath=`.spec.cable.driver`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Status",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].message`,priority=1
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type ClusterSet struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// +required
+	Spec ClusterSetSpec `json:"spec"`
+	// +optional
+	Status ClusterSetStatus `json:"status,omitempty"`
+}
+
+// GetConditions returns the status conditions (Flux's conditions.Getter).
+func (in *ClusterSet) GetConditions() []metav1.Condition { return in.Status.Conditions }
+
+// SetConditions sets the status conditions (Flux's conditions.Setter).
+func (in *ClusterSet) SetConditions(c []metav1.Condition) { in.Status.Conditions = c }
+
+// ClusterSetList is a list of ClusterSets.
+// +kubebuilder:object:root=true
+type ClusterSetList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []ClusterSet `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&ClusterSet{}, &ClusterSetList{})
+}

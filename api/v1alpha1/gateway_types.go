@@ -1,0 +1,87 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// HAState of a gateway node.
+// +kubebuilder:validation:Enum=active;passive
+type HAState string
+
+// HA states.
+const (
+	HAActive  HAState = "active"
+	HAPassive HAState = "passive"
+)
+
+// GatewaySpec is what a gateway-capable node's agent publishes about itself.
+type GatewaySpec struct {
+	// NodeName of the gateway node; also the object's name.
+	// +required
+	// +kubebuilder:validation:MaxLength=253
+	NodeName string `json:"nodeName"`
+	// HAState: active drives the cables, passive waits.
+	// +required
+	HAState HAState `json:"haState"`
+	// IP other gateways send tunnel traffic to.
+	// +required
+	// +kubebuilder:validation:MaxLength=45
+	IP string `json:"ip"`
+	// Port the cable listens on.
+	// +required
+	Port int32 `json:"port"`
+	// PublicKey of the cluster (wireguard), base64.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	PublicKey string `json:"publicKey,omitempty"`
+	// HealthCheckIP answers ICMP echo through the tunnel.
+	// +optional
+	// +kubebuilder:validation:MaxLength=45
+	HealthCheckIP string `json:"healthCheckIP,omitempty"`
+	// Driver the gateway runs.
+	// +required
+	Driver CableDriver `json:"driver"`
+}
+
+// GatewayStatus is the gateway's health.
+type GatewayStatus struct {
+	// Conditions: Ready.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// LastHeartbeat is refreshed by the agent while it runs.
+	// +optional
+	LastHeartbeat *metav1.Time `json:"lastHeartbeat,omitempty"`
+}
+
+// Gateway is one gateway-capable node of this member, written by its agent; the hub
+// reads the active one into the Peers of the other members.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:name="Node",type=string,JSONPath=`.spec.nodeName`
+// +kubebuilder:printcolumn:name="HA",type=string,JSONPath=`.spec.haState`
+// +kubebuilder:printcolumn:name="IP",type=string,JSONPath=`.spec.ip`
+// +kubebuilder:printcolumn:name="Driver",type=string,JSONPath=`.spec.driver`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type Gateway struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// +required
+	Spec GatewaySpec `json:"spec"`
+	// +optional
+	Status GatewayStatus `json:"status,omitempty"`
+}
+
+// GatewayList is a list of Gateways.
+// +kubebuilder:object:root=true
+type GatewayList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []Gateway `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&Gateway{}, &GatewayList{})
+}

@@ -1,0 +1,114 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// MembershipSpec is this cluster's identity and settings as the hub decided them.
+type MembershipSpec struct {
+	// ClusterSet is "<namespace>/<name>" of the ClusterSet in the hub.
+	// +required
+	// +kubebuilder:validation:MaxLength=253
+	ClusterSet string `json:"clusterSet"`
+
+	// ClusterID is this cluster's name in the clusterset.
+	// +required
+	// +kubebuilder:validation:MaxLength=63
+	ClusterID string `json:"clusterID"`
+
+	// PodCIDRs of this cluster.
+	// +required
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=8
+	PodCIDRs []string `json:"podCIDRs"`
+
+	// ServiceCIDRs of this cluster.
+	// +required
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=8
+	ServiceCIDRs []string `json:"serviceCIDRs"`
+
+	// Globalnet is this cluster's part of the global address space; nil without globalnet.
+	// +optional
+	Globalnet *MemberGlobalnet `json:"globalnet,omitempty"`
+
+	// Cable settings shared by every gateway of the clusterset.
+	// +required
+	Cable MemberCable `json:"cable"`
+
+	// GatewayNodeSelector selects the nodes that may become the gateway.
+	// +optional
+	GatewayNodeSelector map[string]string `json:"gatewayNodeSelector,omitempty"`
+
+	// DNS settings for `strait dns`.
+	// +optional
+	DNS DNSSpec `json:"dns,omitempty"`
+}
+
+// MemberGlobalnet is a cluster's global CIDR and egress addresses.
+type MemberGlobalnet struct {
+	// GlobalCIDR is the cluster's range of the global address space.
+	// +required
+	// +kubebuilder:validation:MaxLength=43
+	GlobalCIDR string `json:"globalCIDR"`
+
+	// EgressIPs are the global addresses outbound traffic to other clusters is
+	// masqueraded to.
+	// +required
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=256
+	EgressIPs []string `json:"egressIPs"`
+}
+
+// MemberCable is the cable as a member's gateways run it.
+type MemberCable struct {
+	// Driver: wireguard, ipsec or vxlan.
+	// +required
+	Driver CableDriver `json:"driver"`
+	// Port gateways listen on.
+	// +required
+	Port int32 `json:"port"`
+	// PSKSecretName names the Secret in strait-system with key "psk" (ipsec only).
+	// +optional
+	PSKSecretName string `json:"pskSecretName,omitempty"`
+}
+
+// MembershipStatus is written by the agents.
+type MembershipStatus struct {
+	// Conditions of the member's data plane.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// Membership is this cluster's identity in the clusterset; one per member, named
+// "membership", written by the hub.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:name="Cluster",type=string,JSONPath=`.spec.clusterID`
+// +kubebuilder:printcolumn:name="ClusterSet",type=string,JSONPath=`.spec.clusterSet`
+// +kubebuilder:printcolumn:name="Cable",type=string,JSONPath=`.spec.cable.driver`
+// +kubebuilder:printcolumn:name="Global CIDR",type=string,JSONPath=`.spec.globalnet.globalCIDR`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type Membership struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// +required
+	Spec MembershipSpec `json:"spec"`
+	// +optional
+	Status MembershipStatus `json:"status,omitempty"`
+}
+
+// MembershipList is a list of Memberships.
+// +kubebuilder:object:root=true
+type MembershipList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []Membership `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&Membership{}, &MembershipList{})
+}

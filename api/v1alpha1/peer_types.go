@@ -1,0 +1,114 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// PeerSpec is what to route to a remote cluster and how to reach it.
+type PeerSpec struct {
+	// ClusterID of the remote cluster.
+	// +required
+	// +kubebuilder:validation:MaxLength=63
+	ClusterID string `json:"clusterID"`
+
+	// CIDRs routed to the remote cluster: its pod and service CIDRs, or its global CIDR
+	// under globalnet.
+	// +required
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=16
+	CIDRs []string `json:"cidrs"`
+
+	// Endpoint is the remote cluster's active gateway; nil until it has one.
+	// +optional
+	Endpoint *PeerEndpoint `json:"endpoint,omitempty"`
+}
+
+// PeerEndpoint is how a remote gateway is reached.
+type PeerEndpoint struct {
+	// Gateway is the node name of the remote active gateway.
+	// +required
+	// +kubebuilder:validation:MaxLength=253
+	Gateway string `json:"gateway"`
+	// IP is the address this cluster's gateway sends tunnel traffic to.
+	// +required
+	// +kubebuilder:validation:MaxLength=45
+	IP string `json:"ip"`
+	// Port the remote gateway listens on.
+	// +required
+	Port int32 `json:"port"`
+	// PublicKey of the remote cluster (wireguard), base64.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	PublicKey string `json:"publicKey,omitempty"`
+	// HealthCheckIP is an address inside the remote cluster's routed CIDRs that answers
+	// ICMP echo on the remote gateway; used to measure latency and loss through the tunnel.
+	// +optional
+	// +kubebuilder:validation:MaxLength=45
+	HealthCheckIP string `json:"healthCheckIP,omitempty"`
+	// Driver the remote gateway runs; the same for the whole clusterset.
+	// +required
+	Driver CableDriver `json:"driver"`
+}
+
+// PeerStatus is written by the local active gateway.
+type PeerStatus struct {
+	// Conditions: Connected.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// State: Connected, Connecting or Error.
+	// +optional
+	State string `json:"state,omitempty"`
+	// Gateway is the local node that reports this status.
+	// +optional
+	Gateway string `json:"gateway,omitempty"`
+	// LatencyMicros is the smoothed round-trip time through the tunnel.
+	// +optional
+	LatencyMicros int64 `json:"latencyMicros,omitempty"`
+	// LossPercent over the last health-check window.
+	// +optional
+	LossPercent int32 `json:"lossPercent,omitempty"`
+	// LastHandshake of the tunnel, where the driver knows one.
+	// +optional
+	LastHandshake *metav1.Time `json:"lastHandshake,omitempty"`
+	// RxBytes received from the peer.
+	// +optional
+	RxBytes int64 `json:"rxBytes,omitempty"`
+	// TxBytes sent to the peer.
+	// +optional
+	TxBytes int64 `json:"txBytes,omitempty"`
+}
+
+// Peer is one remote cluster as this member sees it; written by the hub, status by the
+// active gateway. `kubectl get peers` is the first thing an operator looks at.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:name="Cluster",type=string,JSONPath=`.spec.clusterID`
+// +kubebuilder:printcolumn:name="Endpoint",type=string,JSONPath=`.spec.endpoint.ip`
+// +kubebuilder:printcolumn:name="Driver",type=string,JSONPath=`.spec.endpoint.driver`
+// +kubebuilder:printcolumn:name="State",type=string,JSONPath=`.status.state`
+// +kubebuilder:printcolumn:name="Latency(us)",type=integer,JSONPath=`.status.latencyMicros`
+// +kubebuilder:printcolumn:name="CIDRs",type=string,JSONPath=`.spec.cidrs`,priority=1
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type Peer struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// +required
+	Spec PeerSpec `json:"spec"`
+	// +optional
+	Status PeerStatus `json:"status,omitempty"`
+}
+
+// PeerList is a list of Peers.
+// +kubebuilder:object:root=true
+type PeerList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []Peer `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&Peer{}, &PeerList{})
+}

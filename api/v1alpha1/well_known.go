@@ -1,0 +1,56 @@
+package v1alpha1
+
+// Names, labels and annotations shared by the hub, the agents, the DNS server and the
+// people who read member clusters with kubectl.
+const (
+	// SystemNamespace is where Strait's own objects live in every member.
+	SystemNamespace = "strait-system"
+
+	// FieldManager is the server-side apply field manager of the hub.
+	FieldManager = "strait-hub"
+
+	// LabelClusterSet names the ClusterSet an object in a member was written for, as
+	// "<namespace>.<name>" of the ClusterSet in the hub. The hub prunes by this label.
+	LabelClusterSet = "strait.io/clusterset"
+
+	// LabelManagedBy marks every object the hub writes into a member.
+	LabelManagedBy = "app.kubernetes.io/managed-by"
+
+	// ManagedByHub is the value of LabelManagedBy on objects written by the hub.
+	ManagedByHub = "strait-hub"
+
+	// LabelPeerCluster names the remote cluster a Peer is for.
+	LabelPeerCluster = "strait.io/peer-cluster"
+
+	// AnnotationTargetCluster names the member cluster an object is meant for in the
+	// output of `strait render`.
+	AnnotationTargetCluster = "strait.io/target-cluster"
+
+
+	// MembershipName is the name of the one Membership in each member.
+	MembershipName = "membership"
+)
+
+// Condition types used on Strait's objects beyond Flux's Ready/Reconciling/Stalled.
+const (
+	// ConditionConnected on a cluster in ClusterSet status: the hub reaches the member's
+	// API server. On a Peer: the tunnel to that peer passes health checks.
+	ConditionConnected = "Connected"
+	// ConditionGatewayReady on a cluster in ClusterSet status: the member has an active
+	// gateway.
+	ConditionGatewayReady = "GatewayReady"
+)
+
+// Reasons for conditions.
+const (
+	ReasonValidationFailed   = "ValidationFailed"
+	ReasonReconciliationOK   = "ReconciliationSucceeded"
+	ReasonProgressing        = "Progressing"
+	ReasonMembersUnreachable = "MembersUnreachable"
+	ReasonApplyFailed        = "ApplyFailed"
+	ReasonSuspended          = "Suspended"
+	ReasonConnected          = "Connected"
+	ReasonUnreachable        = "Unreachable"
+	ReasonNoActiveGateway    = "NoActiveGateway"
+	ReasonGatewayActive      = "GatewayActive"
+)

@@ -1,0 +1,300 @@
+package plan
+
+import (
+	"fmt"
+	"net/netip"
+	"sort"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	straitv1 "github.com/straitnet/strait/api/v1alpha1"
+)
+
+// IPsecPSKSecretName is the Secret in each member's strait-system namespace that holds
+// the IPsec pre-shared key the hub copies from the ClusterSet's pskSecretRef.
+const IPsecPSKSecretName = "strait-ipsec-psk"
+
+// Plan is the desired state of a whole clusterset. Member objects are materialized one
+// member at a time (Objects), because a large clusterset's imports are the same data
+// repeated in every member.
+type Plan struct {
+	clusterSet types.NamespacedName
+	spec       straitv1.ClusterSetSpec // defaulted
+	clusters   []string                // sorted
+	byName     map[string]*straitv1.ClusterSpec
+	observed   Observed
+	alloc      map[string]*ClusterAllocation
+	exports    []*exportPlan // sorted by namespace/name
+	// Status is the ClusterSet status the plan implies: clusters, exports and summary.
+	// The hub adds conditions, observedGeneration and what it could not reach.
+	Status straitv1.ClusterSetStatus
+}
+
+// Compute validates cs and computes every member's desired objects from it and from the
+// facts observed in the members. It returns field errors, and no plan, when cs is invalid
+// or globalnet runs out of addresses; the caller then keeps members as they are.
+func Compute(cs *straitv1.ClusterSet, observed Observed) (*Plan, field.ErrorList) {
+	if errs := Validate(cs); len(errs) > 0 {
+		return nil, errs
+	}
+	if observed == nil {
+		observed = Observed{}
+	}
+	p := &Plan{
+		clusterSet: types.NamespacedName{Namespace: cs.Namespace, Name: cs.Name},
+		spec:       WithDefaults(cs.Spec),
+		byName:     map[string]*straitv1.ClusterSpec{},
+		observed:   observed,
+		alloc:      map[string]*ClusterAllocation{},
+	}
+	for i := range p.spec.Clusters {
+		c := &p.spec.Clusters[i]
+		p.clusters = append(p.clusters, c.Name)
+		p.byName[c.Name] = c
+	}
+	sort.Strings(p.clusters)
+
+	p.exports = p.planExports()
+	if errs := p.allocate(); len(errs) > 0 {
+		return nil, errs
+	}
+	p.Status = p.status()
+	return p, nil
+}
+
+// Clusters are the member names, sorted.
+func (p *Plan) Clusters() []string { return p.clusters }
+
+// Allocation is a cluster's globalnet allocation; nil without globalnet.
+func (p *Plan) Allocation(cluster string) *ClusterAllocation { return p.alloc[cluster] }
+
+// ClusterSetLabel is the value of LabelClusterSet on every object written for cs.
+func ClusterSetLabel(cs types.NamespacedName) string { return cs.Namespace + "." + cs.Name }
+
+func (p *Plan) globalnet() bool { return GlobalnetEnabled(&p.spec) }
+
+// allocate runs globalnet IPAM: global CIDRs, egress IPs, and global IPs for exported
+// services and headless endpoints, each sticky to what members already hold.
+func (p *Plan) allocate() field.ErrorList {
+	if !p.globalnet() {
+		return nil
+	}
+	prev := make(map[string]previousAllocation, len(p.clusters))
+	for _, c := range p.clusters {
+		prev[c] = readPrevious(p.observed[c])
+	}
+	cidrs, errs := allocateGlobalCIDRs(&p.spec, prev)
+	if len(errs) > 0 {
+		return errs
+	}
+	egress := p.spec.Globalnet.ClusterEgressIPs
+	for _, c := range p.clusters {
+		cidr := cidrs[c]
+		a := &ClusterAllocation{GlobalCIDR: cidr, EgressIPs: egressIPs(cidr, egress)}
+		wantSvc, wantEp := p.ingressOwners(c)
+		pool := newIPPool(cidr, egress)
+		// Services first: they are fewer and longer-lived than pods.
+		var lost []string
+		a.Services, lost = allocateIngress(pool, prev[c].services, wantSvc)
+		var lostEp []string
+		a.Endpoints, lostEp = allocateIngress(pool, prev[c].endpoints, wantEp)
+		lost = append(lost, lostEp...)
+		if len(lost) > 0 {
+			errs = append(errs, field.Invalid(field.NewPath("spec", "globalnet", "clusterSize"), p.spec.Globalnet.ClusterSize,
+				fmt.Sprintf("cluster %s's global CIDR %s is full: %d exported services or endpoints got no global IP (first: %s)",
+					c, cidr, len(lost), lost[0])))
+		}
+		p.alloc[c] = a
+	}
+	return errs
+}
+
+// ingressOwners lists, sorted, what needs a global IP in cluster c: every exported
+// ClusterSetIP service it contributes, and every ready endpoint of every exported
+// headless service it contributes.
+func (p *Plan) ingressOwners(c string) (services, endpoints []string) {
+	for _, e := range p.exports {
+		src := e.source(c)
+		if src == nil {
+			continue
+		}
+		key := e.key()
+		if !src.headless {
+			services = append(services, key)
+			continue
+		}
+		for _, ep := range src.endpoints {
+			if ep.ready || src.publishNotReady {
+				endpoints = append(endpoints, key+"/"+ep.owner)
+			}
+		}
+	}
+	sort.Strings(endpoints)
+	return services, endpoints
+}
+
+// Objects returns every object the hub keeps in member cluster, sorted by kind,
+// namespace and name. Each carries the labels the hub prunes by and the annotation
+// naming its target cluster.
+func (p *Plan) Objects(cluster string) []client.Object {
+	if p.byName[cluster] == nil {
+		return nil
+	}
+	var objs []client.Object
+	objs = append(objs, p.membership(cluster))
+	for _, r := range p.clusters {
+		if r != cluster {
+			objs = append(objs, p.peer(cluster, r))
+		}
+	}
+	objs = append(objs, p.globalIngresses(cluster)...)
+	objs = append(objs, p.mcsObjects(cluster)...)
+	for _, o := range objs {
+		p.stamp(o, cluster)
+	}
+	return objs
+}
+
+// ServiceExportConditions returns, per ServiceExport in the member, the conditions
+// (Valid, Ready, Conflict) the hub writes into its status.
+func (p *Plan) ServiceExportConditions(cluster string) map[types.NamespacedName][]metav1.Condition {
+	out := map[types.NamespacedName][]metav1.Condition{}
+	for _, e := range p.exports {
+		if !e.exportedFrom[cluster] {
+			continue
+		}
+		out[types.NamespacedName{Namespace: e.namespace, Name: e.name}] = e.conditions(cluster)
+	}
+	return out
+}
+
+func (p *Plan) stamp(o client.Object, cluster string) {
+	labels := o.GetLabels()
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	labels[straitv1.LabelManagedBy] = straitv1.ManagedByHub
+	labels[straitv1.LabelClusterSet] = ClusterSetLabel(p.clusterSet)
+	o.SetLabels(labels)
+	ann := o.GetAnnotations()
+	if ann == nil {
+		ann = map[string]string{}
+	}
+	ann[straitv1.AnnotationTargetCluster] = cluster
+	o.SetAnnotations(ann)
+}
+
+func (p *Plan) membership(cluster string) *straitv1.Membership {
+	c := p.byName[cluster]
+	m := &straitv1.Membership{
+		TypeMeta:   metav1.TypeMeta{APIVersion: straitv1.GroupVersion.String(), Kind: "Membership"},
+		ObjectMeta: metav1.ObjectMeta{Name: straitv1.MembershipName, Namespace: straitv1.SystemNamespace},
+		Spec: straitv1.MembershipSpec{
+			ClusterSet:          p.clusterSet.String(),
+			ClusterID:           cluster,
+			PodCIDRs:            canonicalCIDRs(c.PodCIDRs),
+			ServiceCIDRs:        canonicalCIDRs(c.ServiceCIDRs),
+			Cable:               straitv1.MemberCable{Driver: p.spec.Cable.Driver, Port: p.spec.Cable.Port},
+			GatewayNodeSelector: c.Gateway.NodeSelector,
+			DNS:                 p.spec.DNS,
+		},
+	}
+	if p.spec.Cable.Driver == straitv1.CableIPsec {
+		m.Spec.Cable.PSKSecretName = IPsecPSKSecretName
+	}
+	if a := p.alloc[cluster]; a != nil {
+		m.Spec.Globalnet = &straitv1.MemberGlobalnet{GlobalCIDR: a.GlobalCIDR.String(), EgressIPs: addrStrings(a.EgressIPs)}
+	}
+	return m
+}
+
+// peer is what member cluster routes to remote and how it reaches it.
+func (p *Plan) peer(cluster, remote string) *straitv1.Peer {
+	r := p.byName[remote]
+	var cidrs []string
+	if a := p.alloc[remote]; a != nil {
+		cidrs = []string{a.GlobalCIDR.String()}
+	} else {
+		cidrs = append(canonicalCIDRs(r.PodCIDRs), canonicalCIDRs(r.ServiceCIDRs)...)
+	}
+	peer := &straitv1.Peer{
+		TypeMeta: metav1.TypeMeta{APIVersion: straitv1.GroupVersion.String(), Kind: "Peer"},
+		ObjectMeta: metav1.ObjectMeta{Name: remote, Namespace: straitv1.SystemNamespace,
+			Labels: map[string]string{straitv1.LabelPeerCluster: remote}},
+		Spec: straitv1.PeerSpec{ClusterID: remote, CIDRs: cidrs},
+	}
+	if gw := p.observed[remote].activeGateway(); gw != nil {
+		peer.Spec.Endpoint = &straitv1.PeerEndpoint{
+			Gateway:       gw.Spec.NodeName,
+			IP:            gw.Spec.IP,
+			Port:          gw.Spec.Port,
+			PublicKey:     gw.Spec.PublicKey,
+			HealthCheckIP: gw.Spec.HealthCheckIP,
+			Driver:        gw.Spec.Driver,
+		}
+	}
+	return peer
+}
+
+// globalIngresses are the NAT mappings the exporting cluster's gateway programs.
+func (p *Plan) globalIngresses(cluster string) []client.Object {
+	a := p.alloc[cluster]
+	if a == nil {
+		return nil
+	}
+	var out []client.Object
+	for _, e := range p.exports {
+		src := e.source(cluster)
+		if src == nil {
+			continue
+		}
+		gi := &straitv1.GlobalIngress{
+			TypeMeta:   metav1.TypeMeta{APIVersion: straitv1.GroupVersion.String(), Kind: "GlobalIngress"},
+			ObjectMeta: metav1.ObjectMeta{Name: e.name + "." + e.namespace, Namespace: straitv1.SystemNamespace},
+			Spec:       straitv1.GlobalIngressSpec{ServiceName: e.name, ServiceNamespace: e.namespace},
+		}
+		if !src.headless {
+			ip, ok := a.Services[e.key()]
+			if !ok {
+				continue
+			}
+			gi.Spec.GlobalIP = ip.String()
+			gi.Spec.ServiceIP = src.clusterIP
+		} else {
+			for _, ep := range src.endpoints {
+				ip, ok := a.Endpoints[e.key()+"/"+ep.owner]
+				if !ok {
+					continue
+				}
+				gi.Spec.Endpoints = append(gi.Spec.Endpoints, straitv1.GlobalEndpoint{
+					GlobalIP: ip.String(), PodIP: ep.ip, PodName: ep.pod, Hostname: ep.hostname})
+			}
+			if len(gi.Spec.Endpoints) == 0 {
+				continue
+			}
+		}
+		out = append(out, gi)
+	}
+	return out
+}
+
+func canonicalCIDRs(in []string) []string {
+	out := make([]string, 0, len(in))
+	for _, s := range in {
+		if p, err := netip.ParsePrefix(s); err == nil {
+			out = append(out, p.Masked().String())
+		}
+	}
+	return out
+}
+
+func addrStrings(in []netip.Addr) []string {
+	out := make([]string, len(in))
+	for i, a := range in {
+		out[i] = a.String()
+	}
+	return out
+}

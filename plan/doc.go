@@ -1,0 +1,14 @@
+// Package plan turns a ClusterSet and the facts observed in its members into every
+// member's desired objects and the ClusterSet status they imply.
+//
+// It is pure: no client, no clock, no randomness, no I/O. The same input always gives
+// the same output, byte for byte once serialized. It owns:
+//   - Parse: strict decoding of ClusterSet YAML (unknown fields are errors);
+//   - Validate: the field.ErrorList the webhook and the hub both run;
+//   - globalnet IPAM: sticky allocation of global CIDRs, egress IPs and global IPs,
+//     reading previous allocations back from what members hold;
+//   - Compute: Membership, Peers, GlobalIngresses and the Multi-Cluster Services objects
+//     (ServiceExport, ServiceImport, EndpointSlice) for each member.
+//
+// It must not talk to an API server or a kernel; controllers/ and cmd/ do that.
+package plan

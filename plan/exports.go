@@ -1,0 +1,278 @@
+package plan
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	mcsv1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
+
+	straitv1 "github.com/straitnet/strait/api/v1alpha1"
+)
+
+// exportPlan is one exported service across the clusterset: who exports it, who
+// contributes to its import, and what conflicts were resolved how.
+type exportPlan struct {
+	namespace, name string
+	// exportedFrom: clusters with a ServiceExport that counts (declared in git, or made
+	// in the member under the MemberExports policy).
+	exportedFrom map[string]bool
+	// declared: clusters where the hub writes the ServiceExport.
+	declared map[string]bool
+	// sources contribute to the import, oldest export first.
+	sources []*exportSource
+	// noService: exported from there, but the service was not observed.
+	noService map[string]bool
+	// conflicts: cluster -> reason and message of its Conflict condition.
+	conflicts map[string][2]string
+	typ       mcsv1.ServiceImportType
+	ports     []mcsv1.ServicePort
+}
+
+// exportSource is one cluster's contribution to an import.
+type exportSource struct {
+	cluster         string
+	exportedAt      *metav1.Time
+	headless        bool
+	clusterIP       string
+	ports           []corev1.ServicePort
+	targetPorts     []discoveryv1.EndpointPort
+	publishNotReady bool
+	endpoints       []sourceEndpoint
+	anyReady        bool
+}
+
+type sourceEndpoint struct {
+	ip, pod, hostname, owner string
+	ready                    bool
+}
+
+func (e *exportPlan) key() string { return e.namespace + "/" + e.name }
+
+func (e *exportPlan) source(cluster string) *exportSource {
+	for _, s := range e.sources {
+		if s.cluster == cluster {
+			return s
+		}
+	}
+	return nil
+}
+
+// planExports gathers every export and resolves the MCS rules: the type and the ports of
+// the import follow the oldest export; a cluster whose service has another type is left
+// out with a TypeConflict; conflicting port definitions keep the oldest one.
+func (p *Plan) planExports() []*exportPlan {
+	byKey := map[string]*exportPlan{}
+	get := func(ns, name string) *exportPlan {
+		k := ns + "/" + name
+		if e := byKey[k]; e != nil {
+			return e
+		}
+		e := &exportPlan{namespace: ns, name: name, exportedFrom: map[string]bool{}, declared: map[string]bool{},
+			noService: map[string]bool{}, conflicts: map[string][2]string{}}
+		byKey[k] = e
+		return e
+	}
+	for _, d := range p.spec.Exports {
+		e := get(d.Namespace, d.Name)
+		clusters := d.Clusters
+		if len(clusters) == 0 {
+			clusters = p.clusters
+		}
+		for _, c := range clusters {
+			e.exportedFrom[c], e.declared[c] = true, true
+		}
+	}
+	if p.spec.ExportPolicy == straitv1.ExportPolicyMemberExports {
+		for _, c := range p.clusters {
+			f := p.observed[c]
+			if f == nil {
+				continue
+			}
+			for i := range f.ServiceExports {
+				se := &f.ServiceExports[i]
+				if se.Labels[straitv1.LabelManagedBy] == straitv1.ManagedByHub {
+					continue
+				}
+				get(se.Namespace, se.Name).exportedFrom[c] = true
+			}
+		}
+	}
+	out := make([]*exportPlan, 0, len(byKey))
+	for _, e := range byKey {
+		p.resolve(e)
+		out = append(out, e)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].key() < out[j].key() })
+	return out
+}
+
+func (p *Plan) resolve(e *exportPlan) {
+	for _, c := range p.clusters {
+		if !e.exportedFrom[c] {
+			continue
+		}
+		f := p.observed[c]
+		svc := f.service(e.namespace, e.name)
+		if svc == nil {
+			e.noService[c] = true
+			continue
+		}
+		s := &exportSource{
+			cluster:         c,
+			headless:        svc.Spec.ClusterIP == corev1.ClusterIPNone,
+			clusterIP:       svc.Spec.ClusterIP,
+			ports:           svc.Spec.Ports,
+			targetPorts:     f.slicePorts(e.namespace, e.name),
+			publishNotReady: svc.Spec.PublishNotReadyAddresses,
+		}
+		if se := f.serviceExport(e.namespace, e.name); se != nil && !se.CreationTimestamp.IsZero() {
+			t := se.CreationTimestamp
+			s.exportedAt = &t
+		}
+		for _, ep := range f.endpoints(e.namespace, e.name) {
+			se := sourceEndpoint{ip: ep.Addresses[0], ready: isReady(ep)}
+			if ep.TargetRef != nil && ep.TargetRef.Kind == "Pod" {
+				se.pod = ep.TargetRef.Name
+			}
+			if ep.Hostname != nil {
+				se.hostname = *ep.Hostname
+			} else {
+				se.hostname = se.pod
+			}
+			se.owner = endpointOwner(se.pod, se.ip)
+			s.anyReady = s.anyReady || se.ready
+			s.endpoints = append(s.endpoints, se)
+		}
+		sort.Slice(s.endpoints, func(i, j int) bool { return s.endpoints[i].owner < s.endpoints[j].owner })
+		e.sources = append(e.sources, s)
+	}
+	sort.SliceStable(e.sources, func(i, j int) bool { return olderExport(e.sources[i], e.sources[j]) })
+	if len(e.sources) == 0 {
+		return
+	}
+	oldest := e.sources[0]
+	e.typ = mcsv1.ClusterSetIP
+	if oldest.headless {
+		e.typ = mcsv1.Headless
+	}
+	kept := e.sources[:0]
+	for _, s := range e.sources {
+		if s.headless != oldest.headless {
+			e.conflicts[s.cluster] = [2]string{string(mcsv1.ServiceExportReasonTypeConflict), fmt.Sprintf(
+				"service type %s differs from the oldest export's (%s in cluster %s); this cluster is left out of the import",
+				serviceType(s.headless), e.typ, oldest.cluster)}
+			continue
+		}
+		kept = append(kept, s)
+	}
+	e.sources = kept
+	e.ports = e.unionPorts()
+}
+
+// olderExport orders exports by creation time, known times before unknown ones (an
+// export not yet written is the newest), then by cluster name.
+func olderExport(a, b *exportSource) bool {
+	switch {
+	case a.exportedAt != nil && b.exportedAt == nil:
+		return true
+	case a.exportedAt == nil && b.exportedAt != nil:
+		return false
+	case a.exportedAt != nil && !a.exportedAt.Equal(b.exportedAt):
+		return a.exportedAt.Before(b.exportedAt)
+	}
+	return a.cluster < b.cluster
+}
+
+func serviceType(headless bool) mcsv1.ServiceImportType {
+	if headless {
+		return mcsv1.Headless
+	}
+	return mcsv1.ClusterSetIP
+}
+
+// unionPorts is the union of the sources' ports by name; a port name defined
+// differently by a newer export keeps the oldest definition and marks a PortConflict.
+func (e *exportPlan) unionPorts() []mcsv1.ServicePort {
+	byName := map[string]mcsv1.ServicePort{}
+	owner := map[string]string{}
+	for _, s := range e.sources {
+		for _, sp := range s.ports {
+			proto := sp.Protocol
+			if proto == "" {
+				proto = corev1.ProtocolTCP
+			}
+			port := mcsv1.ServicePort{Name: sp.Name, Protocol: proto, AppProtocol: sp.AppProtocol, Port: sp.Port}
+			prev, ok := byName[sp.Name]
+			if !ok {
+				byName[sp.Name], owner[sp.Name] = port, s.cluster
+				continue
+			}
+			if prev.Port != port.Port || prev.Protocol != port.Protocol {
+				if _, already := e.conflicts[s.cluster]; !already {
+					e.conflicts[s.cluster] = [2]string{string(mcsv1.ServiceExportReasonPortConflict), fmt.Sprintf(
+						"port %q is %d/%s here but %d/%s in cluster %s, whose export is older; the older definition is used",
+						sp.Name, port.Port, port.Protocol, prev.Port, prev.Protocol, owner[sp.Name])}
+				}
+			}
+		}
+	}
+	out := make([]mcsv1.ServicePort, 0, len(byName))
+	for _, sp := range byName {
+		out = append(out, sp)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Port != out[j].Port {
+			return out[i].Port < out[j].Port
+		}
+		if out[i].Protocol != out[j].Protocol {
+			return out[i].Protocol < out[j].Protocol
+		}
+		return out[i].Name < out[j].Name
+	})
+	return out
+}
+
+// conditions are the ServiceExport conditions of the export in cluster.
+func (e *exportPlan) conditions(cluster string) []metav1.Condition {
+	valid := metav1.Condition{Type: string(mcsv1.ServiceExportConditionValid), Status: metav1.ConditionTrue,
+		Reason: string(mcsv1.ServiceExportReasonValid), Message: "the service can be exported"}
+	ready := metav1.Condition{Type: string(mcsv1.ServiceExportConditionReady), Status: metav1.ConditionTrue,
+		Reason: string(mcsv1.ServiceExportReasonExported), Message: "the service is imported into every member"}
+	conflict := metav1.Condition{Type: string(mcsv1.ServiceExportConditionConflict), Status: metav1.ConditionFalse,
+		Reason: string(mcsv1.ServiceExportReasonNoConflicts), Message: "no conflicts with the other exports"}
+	if e.noService[cluster] {
+		valid.Status, valid.Reason, valid.Message = metav1.ConditionFalse, string(mcsv1.ServiceExportReasonNoService),
+			fmt.Sprintf("service %s/%s does not exist in this cluster", e.namespace, e.name)
+		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, string(mcsv1.ServiceExportReasonPending),
+			"waiting for the service"
+	}
+	if c, ok := e.conflicts[cluster]; ok {
+		conflict.Status, conflict.Reason, conflict.Message = metav1.ConditionTrue, c[0], c[1]
+		if c[0] == string(mcsv1.ServiceExportReasonTypeConflict) {
+			ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, string(mcsv1.ServiceExportReasonFailed), c[1]
+		}
+	}
+	return []metav1.Condition{valid, ready, conflict}
+}
+
+// conflictSummary is one line naming every conflicting cluster, for ClusterSet status.
+func (e *exportPlan) conflictSummary() string {
+	var parts []string
+	for _, c := range sortedKeys(e.conflicts) {
+		parts = append(parts, c+": "+e.conflicts[c][1])
+	}
+	return strings.Join(parts, "; ")
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,290 @@
+package plan
+
+import (
+	"fmt"
+	"math/big"
+	"net/netip"
+	"sort"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	straitv1 "github.com/straitnet/strait/api/v1alpha1"
+)
+
+// ClusterAllocation is one cluster's share of the global address space.
+type ClusterAllocation struct {
+	GlobalCIDR netip.Prefix
+	EgressIPs  []netip.Addr
+	// Services maps "namespace/name" of an exported ClusterSetIP service to its global IP.
+	Services map[string]netip.Addr
+	// Endpoints maps "namespace/name/owner" of a ready endpoint of an exported headless
+	// service (owner: the pod's name, else its IP) to its global IP.
+	Endpoints map[string]netip.Addr
+}
+
+// previousAllocation is what a member held before this plan, read back from its
+// Membership and GlobalIngresses.
+type previousAllocation struct {
+	globalCIDR netip.Prefix
+	services   map[string]netip.Addr
+	endpoints  map[string]netip.Addr
+}
+
+// readPrevious reads the allocations a member holds. Unparseable values are ignored:
+// they are re-allocated, which is what a person would do with them by hand.
+func readPrevious(f *MemberFacts) previousAllocation {
+	prev := previousAllocation{services: map[string]netip.Addr{}, endpoints: map[string]netip.Addr{}}
+	if f == nil {
+		return prev
+	}
+	if m := f.Membership; m != nil && m.Spec.Globalnet != nil {
+		if p, err := netip.ParsePrefix(m.Spec.Globalnet.GlobalCIDR); err == nil {
+			prev.globalCIDR = p.Masked()
+		}
+	}
+	for i := range f.GlobalIngresses {
+		gi := &f.GlobalIngresses[i].Spec
+		key := gi.ServiceNamespace + "/" + gi.ServiceName
+		if ip, err := netip.ParseAddr(gi.GlobalIP); err == nil {
+			prev.services[key] = ip
+		}
+		for _, ep := range gi.Endpoints {
+			if ip, err := netip.ParseAddr(ep.GlobalIP); err == nil {
+				prev.endpoints[key+"/"+endpointOwner(ep.PodName, ep.PodIP)] = ip
+			}
+		}
+	}
+	return prev
+}
+
+func endpointOwner(pod, ip string) string {
+	if pod != "" {
+		return pod
+	}
+	return ip
+}
+
+// allocateGlobalCIDRs gives every cluster its global CIDR: pins from git first, then
+// what each member already holds if it still fits, then the lowest free aligned block
+// for the rest, in cluster-name order. Nothing whose cluster is still a member moves.
+func allocateGlobalCIDRs(spec *straitv1.ClusterSetSpec, prev map[string]previousAllocation) (map[string]netip.Prefix, field.ErrorList) {
+	g := spec.Globalnet
+	rng := netip.MustParsePrefix(g.CIDRRange).Masked()
+	bits := 32 - log2(uint64(g.ClusterSize))
+	out := make(map[string]netip.Prefix, len(spec.Clusters))
+	var taken []netip.Prefix
+	free := func(p netip.Prefix) bool {
+		for _, t := range taken {
+			if t.Overlaps(p) {
+				return false
+			}
+		}
+		return true
+	}
+	names := make([]string, 0, len(spec.Clusters))
+	for _, c := range spec.Clusters {
+		if c.GlobalCIDR != "" {
+			p := netip.MustParsePrefix(c.GlobalCIDR)
+			out[c.Name] = p
+			taken = append(taken, p)
+			continue
+		}
+		names = append(names, c.Name)
+	}
+	sort.Strings(names)
+	var rest []string
+	for _, n := range names {
+		p := prev[n].globalCIDR
+		if p.IsValid() && p.Bits() == bits && rng.Contains(p.Addr()) && free(p) {
+			out[n] = p
+			taken = append(taken, p)
+			continue
+		}
+		rest = append(rest, n)
+	}
+	var errs field.ErrorList
+	sort.Slice(taken, func(i, j int) bool { return taken[i].Addr().Less(taken[j].Addr()) })
+	next := rng.Addr()
+	for _, n := range rest {
+		p, ok := firstFreeBlock(rng, bits, next, taken)
+		if !ok {
+			errs = append(errs, field.Invalid(field.NewPath("spec", "globalnet", "cidrRange"), g.CIDRRange,
+				fmt.Sprintf("no free block of %d addresses left for cluster %s", g.ClusterSize, n)))
+			continue
+		}
+		out[n] = p
+		taken = insertSorted(taken, p)
+		next = p.Addr()
+	}
+	return out, errs
+}
+
+// firstFreeBlock finds the lowest aligned /bits block at or after start inside rng that
+// overlaps nothing in taken (sorted by address).
+func firstFreeBlock(rng netip.Prefix, bits int, start netip.Addr, taken []netip.Prefix) (netip.Prefix, bool) {
+	p := netip.PrefixFrom(start, bits).Masked()
+	for rng.Contains(p.Addr()) {
+		clash := false
+		for _, t := range taken {
+			if t.Overlaps(p) {
+				clash = true
+				// Skip past the end of the clashing block, aligned to our size.
+				end := lastAddr(t).Next()
+				if !end.IsValid() {
+					return netip.Prefix{}, false
+				}
+				if lastAddr(p).Less(end) {
+					p = netip.PrefixFrom(alignUp(end, bits), bits)
+				} else {
+					p = nextBlock(p)
+				}
+				break
+			}
+		}
+		if !clash {
+			return p, true
+		}
+		if !p.IsValid() {
+			return netip.Prefix{}, false
+		}
+	}
+	return netip.Prefix{}, false
+}
+
+func insertSorted(ps []netip.Prefix, p netip.Prefix) []netip.Prefix {
+	i := sort.Search(len(ps), func(i int) bool { return p.Addr().Less(ps[i].Addr()) })
+	ps = append(ps, netip.Prefix{})
+	copy(ps[i+1:], ps[i:])
+	ps[i] = p
+	return ps
+}
+
+func lastAddr(p netip.Prefix) netip.Addr {
+	return addOffset(p.Masked().Addr(), prefixSize(p)-1)
+}
+
+func nextBlock(p netip.Prefix) netip.Prefix {
+	n := lastAddr(p).Next()
+	if !n.IsValid() {
+		return netip.Prefix{}
+	}
+	return netip.PrefixFrom(n, p.Bits())
+}
+
+func alignUp(a netip.Addr, bits int) netip.Addr {
+	p := netip.PrefixFrom(a, bits).Masked()
+	if p.Addr() == a {
+		return a
+	}
+	n := nextBlock(p)
+	if !n.IsValid() {
+		return a
+	}
+	return n.Addr()
+}
+
+func prefixSize(p netip.Prefix) uint64 {
+	return uint64(1) << (p.Addr().BitLen() - p.Bits())
+}
+
+func addOffset(a netip.Addr, off uint64) netip.Addr {
+	if a.Is4() {
+		b := a.As4()
+		v := uint64(b[0])<<24 | uint64(b[1])<<16 | uint64(b[2])<<8 | uint64(b[3])
+		v += off
+		return netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)})
+	}
+	b := a.As16()
+	n := new(big.Int).SetBytes(b[:])
+	n.Add(n, new(big.Int).SetUint64(off))
+	var out [16]byte
+	n.FillBytes(out[:])
+	return netip.AddrFrom16(out)
+}
+
+func offsetOf(p netip.Prefix, a netip.Addr) uint64 {
+	x, y := p.Masked().Addr().As4(), a.As4()
+	base := uint64(x[0])<<24 | uint64(x[1])<<16 | uint64(x[2])<<8 | uint64(x[3])
+	v := uint64(y[0])<<24 | uint64(y[1])<<16 | uint64(y[2])<<8 | uint64(y[3])
+	return v - base
+}
+
+func log2(v uint64) int {
+	n := 0
+	for v > 1 {
+		v >>= 1
+		n++
+	}
+	return n
+}
+
+// egressIPs are the first n addresses of a global CIDR after the reserved ones.
+func egressIPs(cidr netip.Prefix, n int32) []netip.Addr {
+	out := make([]netip.Addr, 0, n)
+	for i := uint64(0); i < uint64(n); i++ {
+		out = append(out, addOffset(cidr.Addr(), reservedGlobalIPs+i))
+	}
+	return out
+}
+
+// ipPool hands out global IPs of one cluster: the addresses after the egress IPs, up to
+// but not including the last address of the CIDR.
+type ipPool struct {
+	cidr       netip.Prefix
+	first, end uint64 // offsets: [first, end)
+	used       map[uint64]bool
+	cursor     uint64
+}
+
+func newIPPool(cidr netip.Prefix, egress int32) *ipPool {
+	first := uint64(reservedGlobalIPs) + uint64(egress)
+	return &ipPool{cidr: cidr, first: first, end: prefixSize(cidr) - 1, used: map[uint64]bool{}, cursor: first}
+}
+
+// claim marks a previously held address as used again; false if it is not ours to keep.
+func (p *ipPool) claim(a netip.Addr) bool {
+	if !a.Is4() || !p.cidr.Contains(a) {
+		return false
+	}
+	off := offsetOf(p.cidr, a)
+	if off < p.first || off >= p.end || p.used[off] {
+		return false
+	}
+	p.used[off] = true
+	return true
+}
+
+// next hands out the lowest free address at or after the cursor.
+func (p *ipPool) next() (netip.Addr, bool) {
+	for ; p.cursor < p.end; p.cursor++ {
+		if !p.used[p.cursor] {
+			p.used[p.cursor] = true
+			return addOffset(p.cidr.Addr(), p.cursor), true
+		}
+	}
+	return netip.Addr{}, false
+}
+
+// allocateIngress gives global IPs to the owners in want (keys as in ClusterAllocation),
+// keeping every previous address whose owner is still wanted. want must be sorted so
+// that new owners are numbered in a deterministic order.
+func allocateIngress(pool *ipPool, prev map[string]netip.Addr, want []string) (map[string]netip.Addr, []string) {
+	out := make(map[string]netip.Addr, len(want))
+	var fresh, exhausted []string
+	for _, k := range want {
+		if a, ok := prev[k]; ok && pool.claim(a) {
+			out[k] = a
+			continue
+		}
+		fresh = append(fresh, k)
+	}
+	for _, k := range fresh {
+		a, ok := pool.next()
+		if !ok {
+			exhausted = append(exhausted, k)
+			continue
+		}
+		out[k] = a
+	}
+	return out, exhausted
+}

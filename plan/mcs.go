@@ -1,0 +1,143 @@
+package plan
+
+import (
+	"fmt"
+	"hash/fnv"
+	"net/netip"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	mcsv1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
+)
+
+// EndpointSliceManagedBy is the endpointslice.kubernetes.io/managed-by value of the MCS
+// EndpointSlices the hub writes, so that the EndpointSlice controller leaves them alone.
+const EndpointSliceManagedBy = "strait.io/hub"
+
+// mcsObjects are the Multi-Cluster Services objects of one member: the ServiceExports
+// declared for it in git, and a ServiceImport and one EndpointSlice per source cluster
+// for every export that has at least one source.
+func (p *Plan) mcsObjects(cluster string) []client.Object {
+	var out []client.Object
+	for _, e := range p.exports {
+		if e.declared[cluster] {
+			out = append(out, &mcsv1.ServiceExport{
+				TypeMeta:   metav1.TypeMeta{APIVersion: mcsv1.GroupVersion.String(), Kind: "ServiceExport"},
+				ObjectMeta: metav1.ObjectMeta{Name: e.name, Namespace: e.namespace},
+			})
+		}
+		if len(e.sources) == 0 {
+			continue
+		}
+		si := &mcsv1.ServiceImport{
+			TypeMeta:   metav1.TypeMeta{APIVersion: mcsv1.GroupVersion.String(), Kind: "ServiceImport"},
+			ObjectMeta: metav1.ObjectMeta{Name: e.name, Namespace: e.namespace},
+			Spec:       mcsv1.ServiceImportSpec{Type: e.typ, Ports: e.ports},
+		}
+		for _, s := range e.sources {
+			si.Status.Clusters = append(si.Status.Clusters, mcsv1.ClusterStatus{Cluster: s.cluster})
+		}
+		out = append(out, si)
+		for _, s := range e.sources {
+			out = append(out, p.endpointSlice(cluster, e, s))
+		}
+	}
+	return out
+}
+
+// endpointSlice is what member sees of source's export. For a ClusterSetIP service it
+// holds one address, the service's cluster IP (its global IP when seen from another
+// cluster under globalnet), ready when any backend is ready. For a headless service it
+// holds every endpoint (ready ones, or all with publishNotReadyAddresses), with pod IPs
+// or their global IPs.
+func (p *Plan) endpointSlice(member string, e *exportPlan, s *exportSource) *discoveryv1.EndpointSlice {
+	remote := member != s.cluster
+	alloc := p.alloc[s.cluster]
+	slice := &discoveryv1.EndpointSlice{
+		TypeMeta: metav1.TypeMeta{APIVersion: "discovery.k8s.io/v1", Kind: "EndpointSlice"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      SliceName(e.name, s.cluster),
+			Namespace: e.namespace,
+			Labels: map[string]string{
+				mcsv1.LabelServiceName:           e.name,
+				mcsv1.LabelSourceCluster:         s.cluster,
+				discoveryv1.LabelManagedBy:       EndpointSliceManagedBy,
+			},
+		},
+	}
+	translate := func(ip string) (string, bool) {
+		if !remote || alloc == nil {
+			return ip, true
+		}
+		return "", false
+	}
+	if !s.headless {
+		ip, ok := translate(s.clusterIP)
+		if !ok {
+			g, found := alloc.Services[e.key()]
+			ip, ok = g.String(), found
+		}
+		slice.AddressType = addressType(ip)
+		for _, sp := range s.ports {
+			slice.Ports = append(slice.Ports, discoveryv1.EndpointPort{Name: ptr(sp.Name), Port: ptr(sp.Port), Protocol: ptr(protoOrTCP(sp.Protocol))})
+		}
+		if ok && ip != "" && ip != "None" {
+			slice.Endpoints = []discoveryv1.Endpoint{{Addresses: []string{ip}, Conditions: discoveryv1.EndpointConditions{Ready: ptr(s.anyReady)}}}
+		}
+		return slice
+	}
+	slice.Ports = s.targetPorts
+	for _, ep := range s.endpoints {
+		if !ep.ready && !s.publishNotReady {
+			continue
+		}
+		ip, ok := translate(ep.ip)
+		if !ok {
+			g, found := alloc.Endpoints[e.key()+"/"+ep.owner]
+			if !found {
+				continue
+			}
+			ip = g.String()
+		}
+		out := discoveryv1.Endpoint{Addresses: []string{ip}, Conditions: discoveryv1.EndpointConditions{Ready: ptr(ep.ready)}}
+		if ep.hostname != "" {
+			out.Hostname = ptr(ep.hostname)
+		}
+		slice.Endpoints = append(slice.Endpoints, out)
+	}
+	slice.AddressType = discoveryv1.AddressTypeIPv4
+	if len(slice.Endpoints) > 0 {
+		slice.AddressType = addressType(slice.Endpoints[0].Addresses[0])
+	}
+	return slice
+}
+
+// SliceName is the name of the EndpointSlice holding cluster's endpoints of service:
+// "<service>-<cluster>", shortened with a hash when longer than a DNS label.
+func SliceName(service, cluster string) string {
+	n := service + "-" + cluster
+	if len(n) <= 63 {
+		return n
+	}
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(n))
+	return fmt.Sprintf("%s-%08x", n[:54], h.Sum32())
+}
+
+func addressType(ip string) discoveryv1.AddressType {
+	if a, err := netip.ParseAddr(ip); err == nil && a.Is6() && !a.Is4In6() {
+		return discoveryv1.AddressTypeIPv6
+	}
+	return discoveryv1.AddressTypeIPv4
+}
+
+func protoOrTCP(p corev1.Protocol) corev1.Protocol {
+	if p == "" {
+		return corev1.ProtocolTCP
+	}
+	return p
+}
+
+func ptr[T any](v T) *T { return &v }
