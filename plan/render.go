@@ -1,0 +1,81 @@
+package plan
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+)
+
+// Format of rendered objects.
+type Format string
+
+// Formats.
+const (
+	FormatYAML Format = "yaml"
+	FormatJSON Format = "json"
+)
+
+// Render serializes the objects of the given members (all when clusters is empty) for
+// `kubectl diff -f -` and `kubectl apply --server-side -f -`: YAML documents separated by
+// "---", or one JSON List. Keys are sorted and empty fields left out, so the same plan
+// always renders to the same bytes.
+func Render(p *Plan, clusters []string, format Format) ([]byte, error) {
+	if len(clusters) == 0 {
+		clusters = p.Clusters()
+	}
+	var items []map[string]any
+	for _, c := range clusters {
+		if p.byName[c] == nil {
+			return nil, fmt.Errorf("cluster %q is not in the ClusterSet (clusters: %v)", c, p.Clusters())
+		}
+		for _, o := range p.Objects(c) {
+			m, err := toMap(o)
+			if err != nil {
+				return nil, err
+			}
+			items = append(items, m)
+		}
+	}
+	switch format {
+	case FormatJSON:
+		out, err := json.MarshalIndent(map[string]any{"apiVersion": "v1", "kind": "List", "items": items}, "", "  ")
+		return append(out, '\n'), err
+	case FormatYAML, "":
+		var buf bytes.Buffer
+		for i, m := range items {
+			if i > 0 {
+				buf.WriteString("---\n")
+			}
+			y, err := yaml.Marshal(m)
+			if err != nil {
+				return nil, err
+			}
+			buf.Write(y)
+		}
+		return buf.Bytes(), nil
+	}
+	return nil, fmt.Errorf("unknown output format %q: want yaml or json", format)
+}
+
+// toMap turns an object into a map without the fields an apply must not carry: a null
+// creationTimestamp and an empty status.
+func toMap(o client.Object) (map[string]any, error) {
+	data, err := json.Marshal(o)
+	if err != nil {
+		return nil, fmt.Errorf("encoding %T %s/%s: %w", o, o.GetNamespace(), o.GetName(), err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(data, &m); err != nil {
+		return nil, err
+	}
+	if md, ok := m["metadata"].(map[string]any); ok && md["creationTimestamp"] == nil {
+		delete(md, "creationTimestamp")
+	}
+	if st, ok := m["status"].(map[string]any); ok && len(st) == 0 {
+		delete(m, "status")
+	}
+	return m, nil
+}
