@@ -61,9 +61,9 @@ func (p *Plan) endpointSlice(member string, e *exportPlan, s *exportSource) *dis
 			Name:      SliceName(e.name, s.cluster),
 			Namespace: e.namespace,
 			Labels: map[string]string{
-				mcsv1.LabelServiceName:           e.name,
-				mcsv1.LabelSourceCluster:         s.cluster,
-				discoveryv1.LabelManagedBy:       EndpointSliceManagedBy,
+				mcsv1.LabelServiceName:     e.name,
+				mcsv1.LabelSourceCluster:   s.cluster,
+				discoveryv1.LabelManagedBy: EndpointSliceManagedBy,
 			},
 		},
 	}

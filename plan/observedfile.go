@@ -79,4 +79,3 @@ func appendStrict[T any](doc []byte, into *[]T) error {
 	*into = append(*into, v)
 	return nil
 }
-

@@ -26,7 +26,6 @@ const (
 	// output of `strait render`.
 	AnnotationTargetCluster = "strait.io/target-cluster"
 
-
 	// MembershipName is the name of the one Membership in each member.
 	MembershipName = "membership"
 )
