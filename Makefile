@@ -19,12 +19,18 @@ K8S_BIN := $(BIN)/k8s/$(K8S_VERSION)
 K8S_BINARIES := kube-apiserver kube-controller-manager kube-scheduler kube-proxy etcd
 export KUBEBUILDER_ASSETS := $(K8S_BIN)
 
-.PHONY: all build generate manifests fmt vet lint test test-unit verify bench k8s-binaries tools clean help
+.PHONY: all demo build generate manifests fmt vet lint test test-unit verify bench k8s-binaries tools clean help
 
 all: build
 
 help: ## Show the targets.
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
+
+demo: build ## The main job: render every example clusterset (imports included).
+	@for d in examples/clusterset/*/clusterset.yaml; do \
+	  dir=$$(dirname $$d); echo "== $$dir"; \
+	  $(BIN)/strait render -f $$d --observed $$dir/observed | grep -E '^(kind|  name|  namespace|    strait.io/target-cluster):' | paste - - - - | column -t; \
+	done
 
 build: ## Build bin/strait.
 	$(GO) build -o $(BIN)/strait ./cmd/strait

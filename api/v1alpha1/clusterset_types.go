@@ -379,7 +379,3 @@ type ClusterSetList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []ClusterSet `json:"items"`
 }
-
-func init() {
-	SchemeBuilder.Register(&ClusterSet{}, &ClusterSetList{})
-}
