@@ -109,7 +109,7 @@ func (f *fixture) ask(network, name string, qtype uint16) string {
 		}
 	}
 	sort.Strings(out)
-	return fmt.Sprint(dns.RcodeToString[r.Rcode], out)
+	return fmt.Sprintf("%s %v", dns.RcodeToString[r.Rcode], out)
 }
 
 // eventually waits until the answer over UDP and over TCP is want.
@@ -134,7 +134,7 @@ func mcsSlice(ns, svc, cluster string, ports []discoveryv1.EndpointPort, eps ...
 	return &discoveryv1.EndpointSlice{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: svc + "-" + cluster, Labels: map[string]string{
 			mcsv1.LabelServiceName: svc, mcsv1.LabelSourceCluster: cluster,
-			discoveryv1.LabelManagedBy: "strait.io/hub"}},
+			discoveryv1.LabelManagedBy: "strait-hub"}},
 		AddressType: discoveryv1.AddressTypeIPv4,
 		Ports:       ports,
 		Endpoints:   eps,
