@@ -31,16 +31,18 @@ import (
 )
 
 type options struct {
-	services   int
-	perNS      int
-	seconds    int
-	rounds     int
-	clients    int
-	strait     string
-	coredns    string
-	dnsperf    string
-	work       string
-	udpSockets int
+	services    int
+	perNS       int
+	seconds     int
+	rounds      int
+	clients     int
+	outstanding int
+	rate        int
+	strait      string
+	coredns     string
+	dnsperf     string
+	work        string
+	udpSockets  int
 }
 
 func main() {
@@ -50,6 +52,8 @@ func main() {
 	flag.IntVar(&o.seconds, "seconds", 15, "dnsperf run length per server and round")
 	flag.IntVar(&o.rounds, "rounds", 2, "rounds; each round measures every server once")
 	flag.IntVar(&o.clients, "clients", 10, "dnsperf -c (simulated clients)")
+	flag.IntVar(&o.outstanding, "outstanding", 100, "dnsperf -q (queries in flight) in the throughput runs")
+	flag.IntVar(&o.rate, "rate", 10000, "dnsperf -Q (queries per second) in the latency runs; 0 skips them")
 	flag.StringVar(&o.strait, "strait", "bin/strait", "strait binary")
 	flag.StringVar(&o.coredns, "coredns", "/tmp/coredns", "coredns binary")
 	flag.StringVar(&o.dnsperf, "dnsperf", "dnsperf", "dnsperf binary")
@@ -128,18 +132,28 @@ func run(o options) (err error) {
 	if err != nil {
 		return err
 	}
-	results := map[string][]result{}
-	for r := range o.rounds {
-		for _, s := range servers {
-			res, err := dnsperf(o, s.addr, queries)
-			if err != nil {
-				return fmt.Errorf("%s round %d: %w", s.name, r+1, err)
+	modes := []mode{{"throughput", fmt.Sprintf("-q %d, no rate limit", o.outstanding), []string{"-q", strconv.Itoa(o.outstanding)}}}
+	if o.rate > 0 {
+		modes = append(modes, mode{"latency", fmt.Sprintf("-q %d -Q %d (fixed offered load)", o.outstanding, o.rate),
+			[]string{"-q", strconv.Itoa(o.outstanding), "-Q", strconv.Itoa(o.rate)}})
+	}
+	results := map[string]map[string][]result{}
+	for _, m := range modes {
+		results[m.name] = map[string][]result{}
+		for r := range o.rounds {
+			for _, s := range servers {
+				res, err := dnsperf(o, s.addr, queries, m.args)
+				if err != nil {
+					return fmt.Errorf("%s %s round %d: %w", m.name, s.name, r+1, err)
+				}
+				fmt.Fprintf(os.Stderr, "%s round %d %-14s %10.0f qps  avg %.3f ms  lost %d\n", m.name, r+1, s.name, res.qps, res.avgMs, res.lost)
+				results[m.name][s.name] = append(results[m.name][s.name], res)
 			}
-			fmt.Fprintf(os.Stderr, "round %d %-14s %10.0f qps  avg %.3f ms\n", r+1, s.name, res.qps, res.avgMs)
-			results[s.name] = append(results[s.name], res)
 		}
 	}
-	report(o, servers, results)
+	for _, m := range modes {
+		report(o, m, servers, results[m.name])
+	}
 	return nil
 }
 
@@ -307,9 +321,14 @@ func waitAnswer(addr, name string, timeout time.Duration) error {
 	}
 }
 
+type mode struct {
+	name, desc string
+	args       []string
+}
+
 type result struct {
 	qps, avgMs, sdMs float64
-	noerror          string
+	lost             int
 }
 
 var (
@@ -320,10 +339,11 @@ var (
 	reLost    = regexp.MustCompile(`Queries lost:\s+(\d+)`)
 )
 
-func dnsperf(o options, addr, queries string) (result, error) {
+func dnsperf(o options, addr, queries string, extra []string) (result, error) {
 	host, port, _ := net.SplitHostPort(addr)
-	cmd := exec.Command(o.dnsperf, "-s", host, "-p", port, "-d", queries, "-l", strconv.Itoa(o.seconds),
-		"-c", strconv.Itoa(o.clients), "-T", "1", "-q", "500", "-t", "2")
+	args := append([]string{"-s", host, "-p", port, "-d", queries, "-l", strconv.Itoa(o.seconds),
+		"-c", strconv.Itoa(o.clients), "-T", "1", "-t", "2"}, extra...)
+	cmd := exec.Command(o.dnsperf, args...)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return result{}, fmt.Errorf("dnsperf: %w\n%s", err, out)
@@ -345,13 +365,13 @@ func dnsperf(o options, addr, queries string) (result, error) {
 	if sm := reCodes.FindStringSubmatch(s); sm == nil || !strings.HasPrefix(sm[1], "NOERROR") || strings.Contains(sm[1], ",") {
 		return r, fmt.Errorf("not every answer was NOERROR:\n%s", s)
 	}
-	if sm := reLost.FindStringSubmatch(s); sm != nil && sm[1] != "0" {
-		fmt.Fprintf(os.Stderr, "warning: %s lost %s queries\n", addr, sm[1])
+	if sm := reLost.FindStringSubmatch(s); sm != nil {
+		r.lost, _ = strconv.Atoi(sm[1])
 	}
 	return r, nil
 }
 
-func report(o options, servers []*server, results map[string][]result) {
+func report(o options, m mode, servers []*server, results map[string][]result) {
 	w := bufio.NewWriter(os.Stdout)
 	defer w.Flush()
 	median := func(rs []result, f func(result) float64) float64 {
@@ -367,14 +387,18 @@ func report(o options, servers []*server, results map[string][]result) {
 	}
 	base := results[servers[0].name]
 	bq, bl := median(base, func(r result) float64 { return r.qps }), median(base, func(r result) float64 { return r.avgMs })
-	fmt.Fprintf(w, "%d services, %d rounds of %d s, dnsperf -c %d -T 1 -q 500, %d UDP sockets each, medians of the rounds\n\n",
-		o.services, o.rounds, o.seconds, o.clients, o.udpSockets)
-	fmt.Fprintln(w, "| server | queries/s | avg latency (ms) | latency stddev (ms) | strait dns QPS ÷ this | this latency ÷ strait dns |")
-	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|")
+	fmt.Fprintf(w, "\n### %s: %d services, dnsperf -c %d -T 1 %s, %d rounds of %d s, %d UDP sockets per server, medians of the rounds\n\n",
+		m.name, o.services, o.clients, m.desc, o.rounds, o.seconds, o.udpSockets)
+	fmt.Fprintln(w, "| server | queries/s | avg latency (ms) | latency stddev (ms) | lost | strait dns QPS ÷ this | this avg latency ÷ strait dns |")
+	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|")
 	for _, s := range servers {
 		rs := results[s.name]
 		q, l, sd := median(rs, func(r result) float64 { return r.qps }), median(rs, func(r result) float64 { return r.avgMs }),
 			median(rs, func(r result) float64 { return r.sdMs })
-		fmt.Fprintf(w, "| %s | %.0f | %.3f | %.3f | %.2f | %.2f |\n", s.name, q, l, sd, bq/q, l/bl)
+		lost := 0
+		for _, r := range rs {
+			lost += r.lost
+		}
+		fmt.Fprintf(w, "| %s | %.0f | %.3f | %.3f | %d | %.2f | %.2f |\n", s.name, q, l, sd, lost, bq/q, l/bl)
 	}
 }
