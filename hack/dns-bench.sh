@@ -11,5 +11,5 @@ coredns=${COREDNS:-/tmp/coredns}
 hack/build-coredns.sh "$coredns" >&2
 go build -o bin/strait ./cmd/strait
 go build -o bin/dnsbench ./hack/dnsbench
-echo "# $(date -u +%FT%TZ) $(uname -r), $(nproc) cores; strait $(git rev-parse --short HEAD), $("$coredns" -version | head -1), dnsperf $(dpkg-query -W -f "${Version}" dnsperf 2>/dev/null || echo "?")"
+echo "# $(date -u +%FT%TZ) $(uname -r), $(nproc) cores; strait $(git rev-parse --short HEAD), $("$coredns" -version | head -1), dnsperf $(dpkg-query -W -f '${Version}' dnsperf 2>/dev/null || echo "?")"
 bin/dnsbench -strait bin/strait -coredns "$coredns" "$@"

@@ -36,6 +36,7 @@ type options struct {
 	seconds     int
 	rounds      int
 	clients     int
+	warmup      int
 	outstanding int
 	rate        int
 	strait      string
@@ -49,8 +50,9 @@ func main() {
 	o := options{}
 	flag.IntVar(&o.services, "services", 10000, "imported services")
 	flag.IntVar(&o.perNS, "per-namespace", 100, "services per namespace")
-	flag.IntVar(&o.seconds, "seconds", 15, "dnsperf run length per server and round")
-	flag.IntVar(&o.rounds, "rounds", 2, "rounds; each round measures every server once")
+	flag.IntVar(&o.seconds, "seconds", 10, "dnsperf run length per server and round")
+	flag.IntVar(&o.rounds, "rounds", 5, "rounds; each round measures every server once, in turn")
+	flag.IntVar(&o.warmup, "warmup", 3, "seconds of dnsperf per server and mode before measuring, not counted")
 	flag.IntVar(&o.clients, "clients", 10, "dnsperf -c (simulated clients)")
 	flag.IntVar(&o.outstanding, "outstanding", 100, "dnsperf -q (queries in flight) in the throughput runs")
 	flag.IntVar(&o.rate, "rate", 10000, "dnsperf -Q (queries per second) in the latency runs; 0 skips them")
@@ -140,6 +142,11 @@ func run(o options) (err error) {
 	results := map[string]map[string][]result{}
 	for _, m := range modes {
 		results[m.name] = map[string][]result{}
+		for _, s := range servers {
+			if _, err := dnsperf(options{dnsperf: o.dnsperf, seconds: o.warmup, clients: o.clients}, s.addr, queries, m.args); err != nil {
+				return fmt.Errorf("%s %s warm-up: %w", m.name, s.name, err)
+			}
+		}
 		for r := range o.rounds {
 			for _, s := range servers {
 				res, err := dnsperf(o, s.addr, queries, m.args)

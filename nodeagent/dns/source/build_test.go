@@ -105,3 +105,30 @@ func TestBuildFromObjects(t *testing.T) {
 		t.Errorf("overrides: %+v", cfg)
 	}
 }
+
+func TestSlimKeepsWhatAnswersNeed(t *testing.T) {
+	yes := true
+	full := slice("shop", "web", "c2", ep("10.2.0.10", &yes, "web-0"))
+	full.Labels["extra"] = "x"
+	full.Annotations = map[string]string{"kubectl.kubernetes.io/last-applied-configuration": "{...}"}
+	full.ResourceVersion = "42"
+	node := "node-1"
+	full.Endpoints[0].NodeName = &node
+	full.Endpoints[0].TargetRef = &corev1.ObjectReference{Kind: "Pod", Name: "web-0"}
+	name, port, proto := "http", int32(80), corev1.ProtocolTCP
+	full.Ports = []discoveryv1.EndpointPort{{Name: &name, Port: &port, Protocol: &proto}}
+	before := Services([]mcsv1.ServiceImport{{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web"}}}, []discoveryv1.EndpointSlice{*full.DeepCopy()})
+
+	got, err := slim(&full)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := got.(*discoveryv1.EndpointSlice)
+	if len(s.Labels) != 2 || s.Annotations != nil || s.ResourceVersion != "42" || s.Endpoints[0].NodeName != nil || s.Endpoints[0].TargetRef != nil {
+		t.Errorf("slim kept too much or too little: %+v", s)
+	}
+	after := Services([]mcsv1.ServiceImport{{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web"}}}, []discoveryv1.EndpointSlice{*s})
+	if !reflect.DeepEqual(before, after) {
+		t.Errorf("slim changed the model:\n%+v\n%+v", before, after)
+	}
+}

@@ -79,7 +79,7 @@ func New(cfg *rest.Config, opts Options, publish func(*resolver.Snapshot)) (*Sou
 	noCopy := true
 	c, err := cache.New(cfg, cache.Options{
 		Scheme:                       scheme,
-		DefaultTransform:             cache.TransformStripManagedFields(),
+		DefaultTransform:             slim,
 		DefaultUnsafeDisableDeepCopy: &noCopy,
 		ByObject: map[client.Object]cache.ByObject{
 			&discoveryv1.EndpointSlice{}: {Label: labels.NewSelector().Add(*mcsSlice)},
