@@ -148,7 +148,9 @@ func run(o options) (err error) {
 			}
 		}
 		for r := range o.rounds {
-			for _, s := range servers {
+			// Each round starts with another server, so that none always runs first.
+			for k := range servers {
+				s := servers[(r+k)%len(servers)]
 				res, err := dnsperf(o, s.addr, queries, m.args)
 				if err != nil {
 					return fmt.Errorf("%s %s round %d: %w", m.name, s.name, r+1, err)
@@ -381,31 +383,46 @@ func dnsperf(o options, addr, queries string, extra []string) (result, error) {
 func report(o options, m mode, servers []*server, results map[string][]result) {
 	w := bufio.NewWriter(os.Stdout)
 	defer w.Flush()
-	median := func(rs []result, f func(result) float64) float64 {
-		v := make([]float64, len(rs))
-		for i, r := range rs {
-			v[i] = f(r)
-		}
+	median := func(v []float64) float64 {
+		v = append([]float64(nil), v...)
 		sort.Float64s(v)
 		if len(v)%2 == 1 {
 			return v[len(v)/2]
 		}
 		return (v[len(v)/2-1] + v[len(v)/2]) / 2
 	}
+	col := func(rs []result, f func(result) float64) []float64 {
+		v := make([]float64, len(rs))
+		for i, r := range rs {
+			v[i] = f(r)
+		}
+		return v
+	}
+	qps := func(r result) float64 { return r.qps }
+	avg := func(r result) float64 { return r.avgMs }
 	base := results[servers[0].name]
-	bq, bl := median(base, func(r result) float64 { return r.qps }), median(base, func(r result) float64 { return r.avgMs })
-	fmt.Fprintf(w, "\n### %s: %d services, dnsperf -c %d -T 1 %s, %d rounds of %d s, %d UDP sockets per server, medians of the rounds\n\n",
+	fmt.Fprintf(w, "\n### %s: %d services, dnsperf -c %d -T 1 %s, %d rounds of %d s, %d UDP sockets per server\n\n",
 		m.name, o.services, o.clients, m.desc, o.rounds, o.seconds, o.udpSockets)
-	fmt.Fprintln(w, "| server | queries/s | avg latency (ms) | latency stddev (ms) | lost | strait dns QPS ÷ this | this avg latency ÷ strait dns |")
-	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|")
+	fmt.Fprintln(w, "Medians over the rounds; the ratios are the medians of the per-round ratios (the servers of a round run back to back, so they share the machine's load of that moment).")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "| server | queries/s | avg latency (ms) | latency stddev (ms) | lost | strait dns QPS ÷ this | this avg latency ÷ strait dns | rounds strait dns had the higher QPS / lower latency |")
+	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|")
 	for _, s := range servers {
 		rs := results[s.name]
-		q, l, sd := median(rs, func(r result) float64 { return r.qps }), median(rs, func(r result) float64 { return r.avgMs }),
-			median(rs, func(r result) float64 { return r.sdMs })
-		lost := 0
-		for _, r := range rs {
+		var rq, rl []float64
+		wonQ, wonL, lost := 0, 0, 0
+		for i, r := range rs {
+			rq = append(rq, base[i].qps/r.qps)
+			rl = append(rl, r.avgMs/base[i].avgMs)
+			if base[i].qps > r.qps {
+				wonQ++
+			}
+			if base[i].avgMs < r.avgMs {
+				wonL++
+			}
 			lost += r.lost
 		}
-		fmt.Fprintf(w, "| %s | %.0f | %.3f | %.3f | %d | %.2f | %.2f |\n", s.name, q, l, sd, lost, bq/q, l/bl)
+		fmt.Fprintf(w, "| %s | %.0f | %.3f | %.3f | %d | %.2f | %.2f | %d/%d, %d/%d |\n", s.name, median(col(rs, qps)), median(col(rs, avg)),
+			median(col(rs, func(r result) float64 { return r.sdMs })), lost, median(rq), median(rl), wonQ, len(rs), wonL, len(rs))
 	}
 }
