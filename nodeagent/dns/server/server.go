@@ -61,7 +61,7 @@ func (s *Server) Snapshot() *resolver.Snapshot { return s.current.Load() }
 func (s *Server) ServeDNS(w dns.ResponseWriter, r *dns.Msg) {
 	start := s.now()
 	m := s.answer(r, isTCP(w))
-	_ = w.WriteMsg(m)
+	// Count before writing: a client that has its answer can read the metric.
 	if s.metrics != nil {
 		var qtype uint16
 		if len(r.Question) > 0 {
@@ -69,6 +69,7 @@ func (s *Server) ServeDNS(w dns.ResponseWriter, r *dns.Msg) {
 		}
 		s.metrics.observe(qtype, m.Rcode, s.now().Sub(start).Seconds())
 	}
+	_ = w.WriteMsg(m)
 }
 
 func (s *Server) answer(r *dns.Msg, tcp bool) *dns.Msg {
