@@ -1,0 +1,223 @@
+package cabletest
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/straitnet/strait/nodeagent/cable"
+)
+
+// Suite is what a driver's real-kernel test needs to say about the driver.
+type Suite struct {
+	// Port every gateway listens on.
+	Port int32
+	// PSK for drivers that use one.
+	PSK []byte
+	// Sidecar starts what a gateway needs beside the agent (strongSwan's charon) in site
+	// s and returns the environment the gateway process needs and a function that stops
+	// it and fails t if it left anything behind. Nil when the driver needs nothing.
+	Sidecar func(t *testing.T, lab *Lab, s Site) (env []string, stop func())
+	// ConnectTimeout bounds how long the first packet may take to get through.
+	ConnectTimeout time.Duration
+}
+
+type site struct {
+	Site
+	gw   *Gateway
+	env  []string
+	stop func()
+	key  string
+}
+
+// Run is the real-kernel test every driver passes: two gateways on a WAN, a pod behind
+// each; after Converge pod → remote pod ICMP and TCP work; converging again changes
+// nothing; a crashed and restarted agent converges back without duplicates; removing the
+// remote removes its tunnel and routes; Cleanup leaves no link, route, file or process.
+func Run(t *testing.T, s Suite) {
+	top := t
+	RequireRoot(t)
+	lab := NewLab(t)
+	a, b := &site{Site: lab.A}, &site{Site: lab.B}
+	for _, x := range []*site{a, b} {
+		if s.Sidecar != nil {
+			x.env, x.stop = s.Sidecar(t, lab, x.Site)
+		}
+		x.gw = StartGateway(t, x.GatewayNS, x.env...)
+		x.key = must(t)(x.gw.PublicKey())
+	}
+	converge := func(t *testing.T, x, peer *site) {
+		t.Helper()
+		if err := x.gw.Converge(x.Local(s.Port, s.PSK), peer.Remote(s.Port, peer.key)); err != nil {
+			t.Fatalf("converge %s: %v", x.ClusterID, err)
+		}
+	}
+	converge(t, a, b)
+	converge(t, b, a)
+	requireTraffic(t, lab, s.ConnectTimeout)
+	requireConnected(t, a.gw, b.ClusterID, s.ConnectTimeout)
+
+	t.Run("converging again changes nothing", func(t *testing.T) {
+		before := []string{must(t)(a.gw.Dump()), must(t)(b.gw.Dump())}
+		converge(t, a, b)
+		converge(t, b, a)
+		after := []string{must(t)(a.gw.Dump()), must(t)(b.gw.Dump())}
+		for i := range before {
+			if before[i] != after[i] {
+				t.Errorf("state changed on the second Converge:\nbefore:\n%s\nafter:\n%s", before[i], after[i])
+			}
+		}
+		requireTraffic(t, lab, 5*time.Second)
+	})
+
+	t.Run("a restarted agent converges to the same state", func(t *testing.T) {
+		before := withoutIndexes(must(t)(a.gw.Dump()))
+		a.gw.Kill()
+		a.gw = StartGateway(top, a.GatewayNS, a.env...)
+		if k := must(t)(a.gw.PublicKey()); k != a.key {
+			t.Fatalf("public key changed across a restart: %q, was %q", k, a.key)
+		}
+		converge(t, a, b)
+		requireTraffic(t, lab, s.ConnectTimeout)
+		if after := withoutIndexes(must(t)(a.gw.Dump())); after != before {
+			t.Errorf("state after restart differs:\nbefore:\n%s\nafter:\n%s", before, after)
+		}
+	})
+
+	t.Run("removing the remote removes its tunnel", func(t *testing.T) {
+		if err := a.gw.Converge(a.Local(s.Port, s.PSK)); err != nil {
+			t.Fatalf("converge without remotes: %v", err)
+		}
+		if routes := linesWith(must(t)(a.gw.Dump()), "route "); len(routes) > 0 {
+			t.Errorf("routes left in Strait's table: %v", routes)
+		}
+		if err := Eventually(5*time.Second, func() error {
+			conns, err := a.gw.Connections()
+			if err != nil {
+				return err
+			}
+			if len(conns) > 0 {
+				return fmt.Errorf("connections left: %+v", conns)
+			}
+			return nil
+		}); err != nil {
+			t.Error(err)
+		}
+		if err := Ping(lab.A.PodNS, lab.B.PodIP); err == nil {
+			t.Errorf("pod a still reaches pod b after the remote was removed")
+		}
+		converge(t, a, b)
+		requireTraffic(t, lab, s.ConnectTimeout)
+	})
+
+	t.Run("cleanup leaves nothing", func(t *testing.T) {
+		for _, x := range []*site{a, b} {
+			files, err := x.gw.Cleanup()
+			if err != nil {
+				t.Fatalf("cleanup %s: %v", x.ClusterID, err)
+			}
+			if files != "" {
+				t.Errorf("files left by %s's driver: %s", x.ClusterID, files)
+			}
+			if err := x.gw.Exit(); err != nil {
+				t.Errorf("gateway %s: %v", x.ClusterID, err)
+			}
+			if x.stop != nil {
+				x.stop()
+			}
+			links := MustRun(t, "ip", "-n", x.GatewayNS, "-o", "link", "show")
+			for _, l := range strings.Split(strings.TrimSpace(links), "\n") {
+				name := strings.TrimSuffix(strings.Fields(l)[1], ":")
+				name, _, _ = strings.Cut(name, "@")
+				if !slices.Contains([]string{"lo", "eth0", "pod0"}, name) {
+					t.Errorf("link %s left in %s", name, x.GatewayNS)
+				}
+			}
+			if routes := strings.TrimSpace(MustRun(t, "ip", "-n", x.GatewayNS, "route", "show", "table", fmt.Sprint(Table))); routes != "" {
+				t.Errorf("routes left in %s: %s", x.GatewayNS, routes)
+			}
+			if pids := Pids(t, x.GatewayNS); len(pids) > 0 {
+				t.Errorf("processes left in %s: %v", x.GatewayNS, pids)
+			}
+		}
+		if err := Ping(lab.A.PodNS, lab.B.PodIP); err == nil {
+			t.Errorf("pod a still reaches pod b after cleanup")
+		}
+	})
+}
+
+func requireTraffic(t *testing.T, lab *Lab, timeout time.Duration) {
+	t.Helper()
+	start := time.Now()
+	if err := Eventually(timeout, func() error { return Ping(lab.A.PodNS, lab.B.PodIP) }); err != nil {
+		t.Fatalf("pod a → pod b: %v", err)
+	}
+	t.Logf("pod a → pod b answered after %v", time.Since(start).Round(time.Millisecond))
+	if err := Ping(lab.B.PodNS, lab.A.PodIP); err != nil {
+		t.Fatalf("pod b → pod a: %v", err)
+	}
+	ctx := context.Background()
+	if err := TCP(ctx, lab.A.PodNS, lab.B.PodNS, lab.B.PodIP); err != nil {
+		t.Fatalf("TCP pod a → pod b: %v", err)
+	}
+	if err := TCP(ctx, lab.B.PodNS, lab.A.PodNS, lab.A.PodIP); err != nil {
+		t.Fatalf("TCP pod b → pod a: %v", err)
+	}
+}
+
+func requireConnected(t *testing.T, g *Gateway, cluster string, timeout time.Duration) {
+	t.Helper()
+	err := Eventually(timeout, func() error {
+		conns, err := g.Connections()
+		if err != nil {
+			return err
+		}
+		want := []cable.Connection{{ClusterID: cluster, Connected: true}}
+		var got []cable.Connection
+		for _, c := range conns {
+			got = append(got, cable.Connection{ClusterID: c.ClusterID, Connected: c.Connected})
+		}
+		if !slices.Equal(got, want) {
+			return fmt.Errorf("connections %+v, want %+v", conns, want)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+var linkIndex = regexp.MustCompile(`(?m)^link \d+ `)
+
+// withoutIndexes drops link indexes, which a device recreated by a new process changes.
+func withoutIndexes(dump string) string {
+	lines := strings.Split(linkIndex.ReplaceAllString(dump, "link "), "\n")
+	slices.Sort(lines)
+	return strings.Join(lines, "\n")
+}
+
+func linesWith(dump, prefix string) []string {
+	var out []string
+	for _, l := range strings.Split(dump, "\n") {
+		if strings.HasPrefix(l, prefix) {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// must fails t when a gateway call fails.
+func must(t *testing.T) func(string, error) string {
+	t.Helper()
+	return func(s string, err error) string {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+}
