@@ -18,10 +18,11 @@ type Suite struct {
 	Port int32
 	// PSK for drivers that use one.
 	PSK []byte
-	// Sidecar starts what a gateway needs beside the agent (strongSwan's charon) in site
+	// Setup starts what a gateway needs beside the agent (strongSwan's charon) in site
 	// s and returns the environment the gateway process needs and a function that stops
-	// it and fails t if it left anything behind. Nil when the driver needs nothing.
-	Sidecar func(t *testing.T, lab *Lab, s Site) (env []string, stop func())
+	// it and fails t if it left anything behind (nil when there is nothing to stop). Setup
+	// may be nil.
+	Setup func(t *testing.T, lab *Lab, s Site) (env []string, stop func())
 	// ConnectTimeout bounds how long the first packet may take to get through.
 	ConnectTimeout time.Duration
 }
@@ -44,8 +45,8 @@ func Run(t *testing.T, s Suite) {
 	lab := NewLab(t)
 	a, b := &site{Site: lab.A}, &site{Site: lab.B}
 	for _, x := range []*site{a, b} {
-		if s.Sidecar != nil {
-			x.env, x.stop = s.Sidecar(t, lab, x.Site)
+		if s.Setup != nil {
+			x.env, x.stop = s.Setup(t, lab, x.Site)
 		}
 		x.gw = StartGateway(t, x.GatewayNS, x.env...)
 		x.key = must(t)(x.gw.PublicKey())
@@ -63,6 +64,7 @@ func Run(t *testing.T, s Suite) {
 
 	t.Run("converging again changes nothing", func(t *testing.T) {
 		before := []string{must(t)(a.gw.Dump()), must(t)(b.gw.Dump())}
+		t.Logf("state of gateway a:\n%s", before[0])
 		converge(t, a, b)
 		converge(t, b, a)
 		after := []string{must(t)(a.gw.Dump()), must(t)(b.gw.Dump())}
