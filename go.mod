@@ -5,6 +5,7 @@ go 1.26.0
 require (
 	github.com/fluxcd/pkg/apis/meta v1.32.0
 	github.com/spf13/cobra v1.10.2
+	github.com/strongswan/govici v0.8.1
 	github.com/vishvananda/netlink v1.3.1
 	github.com/vishvananda/netns v0.0.5
 	golang.org/x/sys v0.48.0

@@ -59,7 +59,11 @@ func Run(t *testing.T, s Suite) {
 	}
 	converge(t, a, b)
 	converge(t, b, a)
-	requireTraffic(t, lab, s.ConnectTimeout)
+	resync := func() {
+		_ = a.gw.Converge(a.Local(s.Port, s.PSK), b.Remote(s.Port, b.key))
+		_ = b.gw.Converge(b.Local(s.Port, s.PSK), a.Remote(s.Port, a.key))
+	}
+	requireTraffic(t, lab, s.ConnectTimeout, resync)
 	requireConnected(t, a.gw, b.ClusterID, s.ConnectTimeout)
 
 	t.Run("converging again changes nothing", func(t *testing.T) {
@@ -73,7 +77,7 @@ func Run(t *testing.T, s Suite) {
 				t.Errorf("state changed on the second Converge:\nbefore:\n%s\nafter:\n%s", before[i], after[i])
 			}
 		}
-		requireTraffic(t, lab, 5*time.Second)
+		requireTraffic(t, lab, 5*time.Second, resync)
 	})
 
 	t.Run("a restarted agent converges to the same state", func(t *testing.T) {
@@ -84,7 +88,7 @@ func Run(t *testing.T, s Suite) {
 			t.Fatalf("public key changed across a restart: %q, was %q", k, a.key)
 		}
 		converge(t, a, b)
-		requireTraffic(t, lab, s.ConnectTimeout)
+		requireTraffic(t, lab, s.ConnectTimeout, resync)
 		if after := withoutIndexes(must(t)(a.gw.Dump())); after != before {
 			t.Errorf("state after restart differs:\nbefore:\n%s\nafter:\n%s", before, after)
 		}
@@ -113,7 +117,7 @@ func Run(t *testing.T, s Suite) {
 			t.Errorf("pod a still reaches pod b after the remote was removed")
 		}
 		converge(t, a, b)
-		requireTraffic(t, lab, s.ConnectTimeout)
+		requireTraffic(t, lab, s.ConnectTimeout, resync)
 	})
 
 	t.Run("cleanup leaves nothing", func(t *testing.T) {
@@ -152,10 +156,22 @@ func Run(t *testing.T, s Suite) {
 	})
 }
 
-func requireTraffic(t *testing.T, lab *Lab, timeout time.Duration) {
+// requireTraffic waits for pod a → pod b, calling resync every resyncPeriod meanwhile as
+// the agent's periodic full resync would (a Converge may have to be repeated once the
+// other end is ready, e.g. an IKE initiation the other end refused), then checks ICMP and
+// TCP both ways.
+func requireTraffic(t *testing.T, lab *Lab, timeout time.Duration, resync func()) {
 	t.Helper()
 	start := time.Now()
-	if err := Eventually(timeout, func() error { return Ping(lab.A.PodNS, lab.B.PodIP) }); err != nil {
+	last := start
+	if err := Eventually(timeout, func() error {
+		err := Ping(lab.A.PodNS, lab.B.PodIP)
+		if err != nil && time.Since(last) > resyncPeriod {
+			resync()
+			last = time.Now()
+		}
+		return err
+	}); err != nil {
 		t.Fatalf("pod a → pod b: %v", err)
 	}
 	t.Logf("pod a → pod b answered after %v", time.Since(start).Round(time.Millisecond))
@@ -192,6 +208,9 @@ func requireConnected(t *testing.T, g *Gateway, cluster string, timeout time.Dur
 		t.Fatal(err)
 	}
 }
+
+// resyncPeriod stands for the agent's periodic full resync.
+const resyncPeriod = 2 * time.Second
 
 var linkIndex = regexp.MustCompile(`(?m)^link \d+ `)
 
