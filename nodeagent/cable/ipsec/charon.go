@@ -92,6 +92,9 @@ func (c Charon) Conf() (string, error) {
 
 // WriteConf writes the sidecar's strongswan.conf into Dir.
 func (c Charon) WriteConf() error {
+	if err := c.checkDir(); err != nil {
+		return err
+	}
 	conf, err := c.Conf()
 	if err != nil {
 		return err
@@ -159,6 +162,24 @@ func (c Charon) Run(ctx context.Context, out io.Writer) error {
 		_ = cmd.Process.Kill()
 		<-done
 		return errors.New("charon did not stop within 10s of SIGTERM; killed")
+	}
+	return nil
+}
+
+// checkDir refuses a Dir under /run: charon gets a private /run, so a socket there would
+// be out of the agent's sight.
+func (c Charon) checkDir() error {
+	if c.Dir == "" {
+		return errors.New("charon sidecar needs a directory")
+	}
+	dir, err := filepath.Abs(c.Dir)
+	if err != nil {
+		return err
+	}
+	for _, run := range []string{"/run", "/var/run"} {
+		if rel, err := filepath.Rel(run, dir); err == nil && !strings.HasPrefix(rel, "..") {
+			return fmt.Errorf("charon sidecar directory %s is under %s, which charon has to itself", c.Dir, run)
+		}
 	}
 	return nil
 }
