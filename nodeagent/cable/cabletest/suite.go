@@ -38,7 +38,8 @@ type site struct {
 // Run is the real-kernel test every driver passes: two gateways on a WAN, a pod behind
 // each; after Converge pod → remote pod ICMP and TCP work; converging again changes
 // nothing; a crashed and restarted agent converges back without duplicates; removing the
-// remote removes its tunnel and routes; Cleanup leaves no link, route, file or process.
+// remote removes its tunnel and routes; Cleanup, also by a fresh process after a crash,
+// leaves no link, route, file or process.
 func Run(t *testing.T, s Suite) {
 	top := t
 	RequireRoot(t)
@@ -121,6 +122,10 @@ func Run(t *testing.T, s Suite) {
 	})
 
 	t.Run("cleanup leaves nothing", func(t *testing.T) {
+		// Gateway a's agent crashes and a fresh process cleans up what it left (as
+		// `strait agent --cleanup` does); gateway b cleans up after itself.
+		a.gw.Kill()
+		a.gw = StartGateway(top, a.GatewayNS, a.env...)
 		for _, x := range []*site{a, b} {
 			files, err := x.gw.Cleanup()
 			if err != nil {
