@@ -2,9 +2,9 @@ package devroute_test
 
 import (
 	"fmt"
-	"os"
 	"net"
 	"net/netip"
+	"os"
 	"slices"
 	"testing"
 
