@@ -141,11 +141,11 @@ func StartGateway(t testing.TB, ns string, env ...string) *Gateway {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	reqR.Close()
-	respW.Close()
+	_ = reqR.Close()
+	_ = respW.Close()
 	g := &Gateway{cmd: cmd, req: json.NewEncoder(reqW), w: reqW, resp: bufio.NewScanner(respR), done: make(chan error, 1)}
 	g.resp.Buffer(make([]byte, 1<<20), 1<<20)
-	go func() { g.done <- cmd.Wait(); respR.Close() }()
+	go func() { g.done <- cmd.Wait(); _ = respR.Close() }()
 	t.Cleanup(g.Kill)
 	return g
 }
@@ -205,7 +205,7 @@ func (g *Gateway) Cleanup() (string, error) {
 // Exit ends the gateway process gracefully and waits for it.
 func (g *Gateway) Exit() error {
 	_ = g.req.Encode(request{Op: "exit"})
-	g.w.Close()
+	_ = g.w.Close()
 	select {
 	case err := <-g.done:
 		g.done <- err
@@ -221,7 +221,7 @@ func (g *Gateway) Kill() {
 	if g.cmd.ProcessState == nil {
 		_ = g.cmd.Process.Kill()
 	}
-	g.w.Close()
+	_ = g.w.Close()
 	select {
 	case err := <-g.done:
 		g.done <- err

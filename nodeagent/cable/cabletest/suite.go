@@ -22,7 +22,7 @@ type Suite struct {
 	// s and returns the environment the gateway process needs and a function that stops
 	// it and fails t if it left anything behind (nil when there is nothing to stop). Setup
 	// may be nil.
-	Setup func(t *testing.T, lab *Lab, s Site) (env []string, stop func())
+	Setup func(t testing.TB, lab *Lab, s Site) (env []string, stop func())
 	// ConnectTimeout bounds how long the first packet may take to get through.
 	ConnectTimeout time.Duration
 }

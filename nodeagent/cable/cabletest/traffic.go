@@ -35,13 +35,13 @@ func inNamespace(ns string, f func() error) error {
 			errc <- err
 			return
 		}
-		defer orig.Close()
+		defer func() { _ = orig.Close() }()
 		h, err := netns.GetFromName(ns)
 		if err != nil {
 			errc <- err
 			return
 		}
-		defer h.Close()
+		defer func() { _ = h.Close() }()
 		if err := netns.Set(h); err != nil {
 			errc <- err
 			return
@@ -69,13 +69,13 @@ func TCP(ctx context.Context, fromNS, toNS string, dst netip.Addr) error {
 	}); err != nil {
 		return fmt.Errorf("listen in %s: %w", toNS, err)
 	}
-	defer ln.Close()
+	defer func() { _ = ln.Close() }()
 	go func() {
 		c, err := ln.Accept()
 		if err != nil {
 			return
 		}
-		defer c.Close()
+		defer func() { _ = c.Close() }()
 		_, _ = io.Copy(c, c)
 	}()
 	port := ln.Addr().(*net.TCPAddr).Port
@@ -87,7 +87,7 @@ func TCP(ctx context.Context, fromNS, toNS string, dst netip.Addr) error {
 	}); err != nil {
 		return fmt.Errorf("dial %s from %s: %w", dst, fromNS, err)
 	}
-	defer conn.Close()
+	defer func() { _ = conn.Close() }()
 	_ = conn.SetDeadline(time.Now().Add(3 * time.Second))
 	msg := bytes.Repeat([]byte("strait "), 2000) // several segments
 	go func() { _, _ = conn.Write(msg) }()

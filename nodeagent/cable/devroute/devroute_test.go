@@ -35,7 +35,7 @@ func newNamespace(t *testing.T) *netlink.Handle {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { ns.Close() })
+	t.Cleanup(func() { _ = ns.Close() })
 	h, err := netlink.NewHandleAt(ns)
 	if err != nil {
 		t.Fatal(err)

@@ -44,7 +44,7 @@ func TestNewWireGuardPublishesTheClustersKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer d.(io.Closer).Close()
+	defer func() { _ = d.(io.Closer).Close() }()
 	var s corev1.Secret
 	if err := c.Get(ctx, wireguard.KeySecret, &s); err != nil {
 		t.Fatal(err)

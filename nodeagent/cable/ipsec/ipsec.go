@@ -100,7 +100,7 @@ func (d *Driver) Converge(ctx context.Context, local cable.Local, remotes []cabl
 	if err != nil {
 		return err
 	}
-	defer s.Close()
+	defer func() { _ = s.Close() }()
 
 	// The key is hex on the wire ("0x…"), so any bytes are fine.
 	if _, err := call(ctx, s, "load-shared", sharedKey{ID: SharedKeyID, Type: "IKE", Data: "0x" + hex.EncodeToString(local.PSK)}); err != nil {
@@ -254,7 +254,7 @@ func (d *Driver) Connections(ctx context.Context) ([]cable.Connection, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer s.Close()
+	defer func() { _ = s.Close() }()
 	loaded, err := listConns(ctx, s)
 	if err != nil {
 		return nil, err
@@ -305,7 +305,7 @@ func (d *Driver) Cleanup(ctx context.Context) error {
 	if err != nil {
 		return errors.Join(append(errs, err)...)
 	}
-	defer s.Close()
+	defer func() { _ = s.Close() }()
 	loaded, err := listConns(ctx, s)
 	if err != nil {
 		return errors.Join(append(errs, err)...)

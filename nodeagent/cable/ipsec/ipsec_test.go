@@ -45,7 +45,7 @@ func dumpSAs(ctx context.Context, socket string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	defer s.Close()
+	defer func() { _ = s.Close() }()
 	var lines []string
 	for m, err := range s.CallStreaming(ctx, "list-conns", "list-conn", nil) {
 		if err != nil {
@@ -95,7 +95,7 @@ func runCharonIfChild() {
 }
 
 // startCharon runs the charon sidecar in namespace ns.
-func startCharon(t *testing.T, ns, dir string) (socket string, stop func()) {
+func startCharon(t testing.TB, ns, dir string) (socket string, stop func()) {
 	t.Helper()
 	c := ipsec.Charon{Dir: dir}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -113,7 +113,7 @@ func startCharon(t *testing.T, ns, dir string) (socket string, stop func()) {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
-	go func() { done <- cmd.Wait(); logFile.Close() }()
+	go func() { done <- cmd.Wait(); _ = logFile.Close() }()
 	stopped := false
 	stop = func() {
 		if stopped {
@@ -152,7 +152,17 @@ func startCharon(t *testing.T, ns, dir string) (socket string, stop func()) {
 	return c.VICISocket(), stop
 }
 
-func TestCable(t *testing.T) {
+var suite = cabletest.Suite{
+	Port:           port,
+	PSK:            []byte("a pre-shared key only this test knows"),
+	ConnectTimeout: 20 * time.Second,
+	Setup: func(t testing.TB, _ *cabletest.Lab, s cabletest.Site) ([]string, func()) {
+		socket, stop := startCharon(t, s.GatewayNS, filepath.Join(t.TempDir(), s.ClusterID))
+		return []string{viciEnv + "=" + socket}, stop
+	},
+}
+
+func requireCharon(t testing.TB) {
 	cabletest.RequireRoot(t)
 	if _, err := os.Stat(ipsec.CharonPath); err != nil {
 		if os.Getenv("CI") != "" {
@@ -160,14 +170,14 @@ func TestCable(t *testing.T) {
 		}
 		t.Skipf("needs strongSwan's charon: %v", err)
 	}
-	dir := t.TempDir()
-	cabletest.Run(t, cabletest.Suite{
-		Port:           port,
-		PSK:            []byte("a pre-shared key only this test knows"),
-		ConnectTimeout: 20 * time.Second,
-		Setup: func(t *testing.T, _ *cabletest.Lab, s cabletest.Site) ([]string, func()) {
-			socket, stop := startCharon(t, s.GatewayNS, filepath.Join(dir, s.ClusterID))
-			return []string{viciEnv + "=" + socket}, stop
-		},
-	})
+}
+
+func TestCable(t *testing.T) {
+	requireCharon(t)
+	cabletest.Run(t, suite)
+}
+
+func BenchmarkThroughput(b *testing.B) {
+	requireCharon(b)
+	cabletest.Throughput(b, suite)
 }

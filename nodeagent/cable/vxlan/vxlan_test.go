@@ -18,9 +18,11 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-func TestCable(t *testing.T) {
-	cabletest.Run(t, cabletest.Suite{Port: 4799, ConnectTimeout: 5 * time.Second})
-}
+var suite = cabletest.Suite{Port: 4799, ConnectTimeout: 5 * time.Second}
+
+func TestCable(t *testing.T) { cabletest.Run(t, suite) }
+
+func BenchmarkThroughput(b *testing.B) { cabletest.Throughput(b, suite) }
 
 func TestVTEP(t *testing.T) {
 	for _, tc := range []struct {

@@ -34,7 +34,7 @@ func startUserspace(name string, mtu int, logf func(string, ...any)) (*userspace
 		return nil, fmt.Errorf("open UAPI socket of %s: %w", name, err)
 	}
 	l, err := ipc.UAPIListen(name, f)
-	f.Close()
+	_ = f.Close()
 	if err != nil {
 		dev.Close()
 		return nil, fmt.Errorf("listen on UAPI socket of %s: %w", name, err)

@@ -40,7 +40,7 @@ func dumpDevice(context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	defer c.Close()
+	defer func() { _ = c.Close() }()
 	dev, err := c.Device(wireguard.DeviceName)
 	if err != nil {
 		return "", err
@@ -53,16 +53,18 @@ func dumpDevice(context.Context) (string, error) {
 	return strings.Join(lines, "\n") + "\n", nil
 }
 
-func TestCable(t *testing.T) {
-	cabletest.Run(t, cabletest.Suite{
-		Port:           51899,
-		ConnectTimeout: 10 * time.Second,
-		Setup: func(t *testing.T, _ *cabletest.Lab, _ cabletest.Site) ([]string, func()) {
-			key, err := wgtypes.GeneratePrivateKey()
-			if err != nil {
-				t.Fatal(err)
-			}
-			return []string{keyEnv + "=" + key.String()}, nil
-		},
-	})
+var suite = cabletest.Suite{
+	Port:           51899,
+	ConnectTimeout: 10 * time.Second,
+	Setup: func(t testing.TB, _ *cabletest.Lab, _ cabletest.Site) ([]string, func()) {
+		key, err := wgtypes.GeneratePrivateKey()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return []string{keyEnv + "=" + key.String()}, nil
+	},
 }
+
+func TestCable(t *testing.T) { cabletest.Run(t, suite) }
+
+func BenchmarkThroughput(b *testing.B) { cabletest.Throughput(b, suite) }
