@@ -40,5 +40,7 @@ TUN device ipsec0.`,
 	f.IntVar(&c.NATTPort, "port", 4500, "UDP port for IKE and ESP-in-UDP (the cable port)")
 	f.BoolVar(&c.Libipsec, "libipsec", false, "userspace ESP through a TUN (kernel-libipsec), for kernels without ESP")
 	f.StringVar(&c.Binary, "charon", ipsec.CharonPath, "path of the charon executable")
+	f.IntVar(&c.RoutingTable, "routing-table", ipsec.DefaultRoutingTable, "charon's own routing table (libipsec installs a route per SA there)")
+	f.IntVar(&c.RoutingTablePrio, "routing-table-prio", ipsec.DefaultRoutingTablePrio, "priority of the rule for charon's table; must come after Strait's rule")
 	return cmd
 }

@@ -29,6 +29,8 @@ type Suite struct {
 
 type site struct {
 	Site
+	// baseline is the gateway namespace's network state before any driver ran.
+	baseline string
 	gw   *Gateway
 	env  []string
 	stop func()
@@ -46,6 +48,7 @@ func Run(t *testing.T, s Suite) {
 	lab := NewLab(t)
 	a, b := &site{Site: lab.A}, &site{Site: lab.B}
 	for _, x := range []*site{a, b} {
+		x.baseline = networkState(t, x.GatewayNS)
 		if s.Setup != nil {
 			x.env, x.stop = s.Setup(t, lab, x.Site)
 		}
@@ -140,16 +143,8 @@ func Run(t *testing.T, s Suite) {
 			if x.stop != nil {
 				x.stop()
 			}
-			links := MustRun(t, "ip", "-n", x.GatewayNS, "-o", "link", "show")
-			for _, l := range strings.Split(strings.TrimSpace(links), "\n") {
-				name := strings.TrimSuffix(strings.Fields(l)[1], ":")
-				name, _, _ = strings.Cut(name, "@")
-				if !slices.Contains([]string{"lo", "eth0", "pod0"}, name) {
-					t.Errorf("link %s left in %s", name, x.GatewayNS)
-				}
-			}
-			if routes := strings.TrimSpace(MustRun(t, "ip", "-n", x.GatewayNS, "route", "show", "table", fmt.Sprint(Table))); routes != "" {
-				t.Errorf("routes left in %s: %s", x.GatewayNS, routes)
+			if after := networkState(t, x.GatewayNS); after != x.baseline {
+				t.Errorf("%s differs from before the driver ran:\nbefore:\n%s\nafter:\n%s", x.GatewayNS, x.baseline, after)
 			}
 			if pids := Pids(t, x.GatewayNS); len(pids) > 0 {
 				t.Errorf("processes left in %s: %v", x.GatewayNS, pids)
@@ -246,4 +241,16 @@ func must(t *testing.T) func(string, error) string {
 		}
 		return s
 	}
+}
+
+// networkState is what a driver could leave behind in namespace ns: links, IPv4
+// addresses, policy rules and the IPv4 routes of every table (IPv6 link-local state
+// changes by itself while duplicate address detection runs).
+func networkState(t testing.TB, ns string) string {
+	t.Helper()
+	return MustRun(t, "ip", "-n", ns, "-o", "link", "show") +
+		MustRun(t, "ip", "-n", ns, "-4", "-o", "addr", "show") +
+		MustRun(t, "ip", "-n", ns, "-4", "rule", "show") +
+		MustRun(t, "ip", "-n", ns, "-6", "rule", "show") +
+		MustRun(t, "ip", "-n", ns, "-4", "route", "show", "table", "all")
 }

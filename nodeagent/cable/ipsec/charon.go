@@ -2,6 +2,7 @@ package ipsec
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -29,7 +30,19 @@ type Charon struct {
 	Libipsec bool
 	// Binary is the charon executable; empty means CharonPath.
 	Binary string
+	// RoutingTable is charon's own routing table (kernel-libipsec puts a route per child
+	// SA there whatever install_routes says); 0 means DefaultRoutingTable.
+	RoutingTable int
+	// RoutingTablePrio is the priority of charon's rule for RoutingTable; it must come
+	// after Strait's rule. 0 means DefaultRoutingTablePrio.
+	RoutingTablePrio int
 }
+
+// Defaults for charon's own routing table and rule.
+const (
+	DefaultRoutingTable     = 220
+	DefaultRoutingTablePrio = 32000
+)
 
 // ConfPath is the strongswan.conf this sidecar uses (STRONGSWAN_CONF).
 func (c Charon) ConfPath() string { return filepath.Join(c.Dir, "strongswan.conf") }
@@ -51,7 +64,12 @@ charon {
 	port = 0
 	port_nat_t = {{.NATTPort}}
 	# Strait installs the routes to remote CIDRs itself, in its own table.
+	# kernel-netlink honours this; kernel-libipsec installs a route per child SA anyway.
 	install_routes = no
+	# Those go to charon's own table behind a rule consulted after Strait's, so Strait's
+	# table decides and charon's is only a fallback.
+	routing_table = {{.Table}}
+	routing_table_prio = {{.Prio}}
 	install_virtual_ip = no
 	retransmit_timeout = 2.0
 	retransmit_tries = 3
@@ -86,6 +104,7 @@ func (c Charon) Conf() (string, error) {
 	var b bytes.Buffer
 	err := confTemplate.Execute(&b, map[string]any{
 		"Load": strings.Join(load, " "), "NATTPort": c.NATTPort, "Socket": c.VICISocket(),
+		"Table": cmp.Or(c.RoutingTable, DefaultRoutingTable), "Prio": cmp.Or(c.RoutingTablePrio, DefaultRoutingTablePrio),
 	})
 	return b.String(), err
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
@@ -110,6 +111,10 @@ func (d *Driver) Converge(ctx context.Context, local cable.Local, remotes []cabl
 	var errs []error
 	wanted := map[string]cable.Remote{}
 	var routes []devroute.Route
+	src, err := d.localSource(local)
+	if err != nil {
+		errs = append(errs, err)
+	}
 	for _, r := range remotes {
 		c, err := connFor(local, r)
 		if err != nil {
@@ -123,7 +128,7 @@ func (d *Driver) Converge(ctx context.Context, local cable.Local, remotes []cabl
 		}
 		wanted[name] = r
 		for _, p := range r.CIDRs {
-			routes = append(routes, devroute.Route{Dst: p.Masked()})
+			routes = append(routes, devroute.Route{Dst: p.Masked(), Src: src})
 		}
 	}
 
@@ -188,6 +193,26 @@ func terminate(ctx context.Context, s *vici.Session, uniqueID string) error {
 		return fmt.Errorf("IKE SA %s: %w", uniqueID, err)
 	}
 	return nil
+}
+
+// localSource is the source address for traffic the gateway itself sends through the
+// tunnel: libipsec only carries packets whose source is inside the local traffic
+// selector, so it is HealthCheckIP — which the gateway must own (charon refuses to
+// install a child SA otherwise). Invalid when the gateway does not own it (yet).
+func (d *Driver) localSource(local cable.Local) (netip.Addr, error) {
+	if !local.HealthCheckIP.IsValid() {
+		return netip.Addr{}, nil
+	}
+	addrs, err := d.cfg.Netlink.AddrList(nil, netlink.FAMILY_ALL)
+	if err != nil {
+		return netip.Addr{}, fmt.Errorf("list addresses: %w", err)
+	}
+	for _, a := range addrs {
+		if ip, ok := netip.AddrFromSlice(a.IP); ok && ip.Unmap() == local.HealthCheckIP.Unmap() {
+			return ip.Unmap(), nil
+		}
+	}
+	return netip.Addr{}, fmt.Errorf("this gateway does not own its health-check address %s, which IPsec needs inside its local CIDRs", local.HealthCheckIP)
 }
 
 // syncRoutes routes remote CIDRs into libipsec's TUN. Without it (kernel ESP) charon's

@@ -101,13 +101,14 @@ func TestCharonConf(t *testing.T) {
 	for _, want := range []string{
 		"load = kernel-libipsec kernel-netlink ", "vici ", "port_nat_t = 4599",
 		"socket = unix:///var/lib/strait/charon/charon.vici", "install_routes = no",
+		"routing_table = 220", "routing_table_prio = 32000",
 	} {
 		if !strings.Contains(conf, want) {
 			t.Errorf("strongswan.conf lacks %q:\n%s", want, conf)
 		}
 	}
 	conf, _ = Charon{Dir: "/x", NATTPort: 4500}.Conf()
-	if strings.Contains(conf, "kernel-libipsec") {
+	if !strings.Contains(conf, "load = kernel-netlink ") {
 		t.Errorf("kernel-libipsec loaded without Libipsec:\n%s", conf)
 	}
 	for _, dir := range []string{"/run/strait", "/var/run/strait/charon", ""} {
