@@ -31,10 +31,10 @@ type site struct {
 	Site
 	// baseline is the gateway namespace's network state before any driver ran.
 	baseline string
-	gw   *Gateway
-	env  []string
-	stop func()
-	key  string
+	gw       *Gateway
+	env      []string
+	stop     func()
+	key      string
 }
 
 // Run is the real-kernel test every driver passes: two gateways on a WAN, a pod behind
