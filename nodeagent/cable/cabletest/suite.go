@@ -3,6 +3,7 @@ package cabletest
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"regexp"
 	"slices"
 	"strings"
@@ -95,6 +96,28 @@ func Run(t *testing.T, s Suite) {
 		requireTraffic(t, lab, s.ConnectTimeout, resync)
 		if after := withoutIndexes(must(t)(a.gw.Dump())); after != before {
 			t.Errorf("state after restart differs:\nbefore:\n%s\nafter:\n%s", before, after)
+		}
+	})
+
+	t.Run("the remote gateway moves to another address", func(t *testing.T) {
+		// What a peer sees on failover: the remote cluster's active gateway is now at
+		// another address (with the same key), and a new agent runs there.
+		moved := netip.MustParseAddr("192.0.2.3")
+		MustRun(t, "ip", "-n", b.GatewayNS, "addr", "del", b.WANIP.String()+"/24", "dev", "eth0")
+		MustRun(t, "ip", "-n", b.GatewayNS, "addr", "add", moved.String()+"/24", "dev", "eth0")
+		old := regexp.MustCompile(regexp.QuoteMeta(b.WANIP.String()) + `\b`)
+		b.baseline = old.ReplaceAllString(b.baseline, moved.String())
+		b.WANIP = moved
+		start := time.Now()
+		b.gw.Kill()
+		b.gw = StartGateway(top, b.GatewayNS, b.env...)
+		converge(t, b, a)
+		converge(t, a, b)
+		requireTraffic(t, lab, s.ConnectTimeout, resync)
+		t.Logf("traffic resumed %v after the move", time.Since(start).Round(time.Millisecond))
+		requireConnected(t, a.gw, b.ClusterID, s.ConnectTimeout)
+		if dump := must(t)(a.gw.Dump()); old.MatchString(dump) {
+			t.Errorf("gateway a still refers to the old address:\n%s", dump)
 		}
 	})
 
