@@ -37,13 +37,19 @@ func prunable() []struct {
 
 // prune deletes what carries the ClusterSet's labels in the member but is not desired
 // (everything, when desired is nil). The inventory is the labels themselves, read from
-// the member, so objects written before a hub restart are found too.
+// the member, so objects written before a hub restart are found too. A routine prune
+// reads the informers; a final one (desired nil: the cluster left, or the ClusterSet is
+// deleted) reads the API server, so that nothing the informers have not seen yet stays.
 func (w *memberWriter) prune(ctx context.Context, desired map[objKey]bool) (int, error) {
+	var rd client.Reader = w.m.Reader
+	if desired == nil {
+		rd = w.m.Client
+	}
 	sel := client.MatchingLabels{straitv1.LabelManagedBy: straitv1.ManagedByHub, straitv1.LabelClusterSet: plan.ClusterSetLabel(w.cs)}
 	var errs []error
 	n := 0
 	for _, pk := range prunable() {
-		if err := w.m.Reader.List(ctx, pk.list, sel); err != nil {
+		if err := rd.List(ctx, pk.list, sel); err != nil {
 			errs = append(errs, fmt.Errorf("listing %s: %w", pk.kind, err))
 			continue
 		}
