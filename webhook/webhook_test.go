@@ -2,8 +2,8 @@ package webhook
 
 import (
 	"context"
-	"flag"
 	"crypto/tls"
+	"flag"
 	"fmt"
 	"net"
 	"os"

@@ -12,13 +12,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
-	mcsv1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
+	"github.com/straitnet/strait/controllers"
 )
 
 // K8sVersion is the version of the control-plane binaries the tests run.
@@ -49,7 +48,7 @@ type Cluster struct {
 	// KubeConfigSecret is the Secret in the hub holding the member's kubeconfig (empty
 	// for the hub).
 	KubeConfigSecret string
-	// KubeConfig is that kubeconfig.
+	// KubeConfig is that kubeconfig; for the hub, an administrator's.
 	KubeConfig []byte
 
 	env     *envtest.Environment
@@ -67,15 +66,7 @@ type Env struct {
 }
 
 // NewScheme has the types the hub, the members and the tests use.
-func NewScheme() *runtime.Scheme {
-	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, straitv1.AddToScheme, mcsv1.AddToScheme} {
-		if err := add(s); err != nil {
-			panic(err) // only on a programming error: conflicting type registrations
-		}
-	}
-	return s
-}
+func NewScheme() *runtime.Scheme { return controllers.NewScheme() }
 
 // Start starts the hub and the members in parallel, installs the CRDs and registers
 // each member's kubeconfig in the hub. On error everything started is stopped.
@@ -127,6 +118,13 @@ func Start(ctx context.Context, opts Options) (_ *Env, retErr error) {
 	}
 	if err := ensureNamespace(ctx, e.Hub.Client, e.HubNamespace); err != nil {
 		return e, err
+	}
+	admin, err := e.Hub.env.AddUser(envtest.User{Name: "hub-admin", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		return e, fmt.Errorf("hub kubeconfig: %w", err)
+	}
+	if e.Hub.KubeConfig, err = admin.KubeConfig(); err != nil {
+		return e, fmt.Errorf("hub kubeconfig: %w", err)
 	}
 	user := envtest.User{Name: "strait-hub", Groups: []string{"system:masters"}}
 	if opts.MemberUser != nil {
@@ -242,9 +240,6 @@ func (c *Cluster) StartAPIServer() error {
 	c.stopped = false
 	return nil
 }
-
-// KubeConfigRef is the reference a ClusterSet uses for the member's kubeconfig.
-func (c *Cluster) KubeConfigRef() string { return c.KubeConfigSecret }
 
 func ensureNamespace(ctx context.Context, c client.Client, name string) error {
 	err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
