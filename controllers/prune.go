@@ -18,20 +18,23 @@ import (
 )
 
 // prunable are the kinds the hub writes, as lists to find them by label.
+// Strait's own kinds live in strait-system only (the member role grants no more).
 func prunable() []struct {
-	kind string
-	list client.ObjectList
+	kind      string
+	list      client.ObjectList
+	namespace string
 } {
 	return []struct {
-		kind string
-		list client.ObjectList
+		kind      string
+		list      client.ObjectList
+		namespace string
 	}{
-		{"Membership", &straitv1.MembershipList{}},
-		{"Peer", &straitv1.PeerList{}},
-		{"GlobalIngress", &straitv1.GlobalIngressList{}},
-		{"ServiceExport", &mcsv1.ServiceExportList{}},
-		{"ServiceImport", &mcsv1.ServiceImportList{}},
-		{"EndpointSlice", &discoveryv1.EndpointSliceList{}},
+		{"Membership", &straitv1.MembershipList{}, straitv1.SystemNamespace},
+		{"Peer", &straitv1.PeerList{}, straitv1.SystemNamespace},
+		{"GlobalIngress", &straitv1.GlobalIngressList{}, straitv1.SystemNamespace},
+		{"ServiceExport", &mcsv1.ServiceExportList{}, ""},
+		{"ServiceImport", &mcsv1.ServiceImportList{}, ""},
+		{"EndpointSlice", &discoveryv1.EndpointSliceList{}, ""},
 	}
 }
 
@@ -49,7 +52,7 @@ func (w *memberWriter) prune(ctx context.Context, desired map[objKey]bool) (int,
 	var errs []error
 	n := 0
 	for _, pk := range prunable() {
-		if err := rd.List(ctx, pk.list, sel); err != nil {
+		if err := rd.List(ctx, pk.list, sel, client.InNamespace(pk.namespace)); err != nil {
 			errs = append(errs, fmt.Errorf("listing %s: %w", pk.kind, err))
 			continue
 		}
