@@ -48,6 +48,7 @@ type fixture struct {
 }
 
 func TestMain(m *testing.M) {
+	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapLevel())))
 	code := m.Run()
 	if shared != nil {
 		shared.stop()
@@ -88,7 +89,6 @@ func hub(t *testing.T) *fixture {
 
 // startHub runs the hub controller against env's hub, as `strait hub` does.
 func startHub(env *clusters.Env, probe time.Duration) (context.CancelFunc, chan error, error) {
-	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.UseDevMode(false), zap.Level(zapLevel())))
 	mgr, err := ctrl.NewManager(env.Hub.Config, manager.Options{
 		Scheme:                 env.Scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},

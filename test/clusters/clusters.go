@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -101,10 +102,15 @@ func Start(ctx context.Context, opts Options) (_ *Env, retErr error) {
 	e.Hub, e.Members = all[0], all[1:]
 	errs := make([]error, len(all))
 	var wg sync.WaitGroup
+	// A few at a time: on two cores, many API servers starting at once all miss their
+	// start timeout.
+	sem := make(chan struct{}, 3)
 	for i, c := range all {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
 			dirs := []string{crdBases}
 			if i > 0 {
 				dirs = append(dirs, crdMCS)
@@ -145,10 +151,12 @@ func (c *Cluster) start(assets string, crdDirs []string, scheme *runtime.Scheme)
 	}
 	c.certDir = dir
 	c.env = &envtest.Environment{
-		BinaryAssetsDirectory: assets,
-		CRDDirectoryPaths:     crdDirs,
-		ErrorIfCRDPathMissing: true,
-		Scheme:                scheme,
+		BinaryAssetsDirectory:    assets,
+		CRDDirectoryPaths:        crdDirs,
+		ErrorIfCRDPathMissing:    true,
+		Scheme:                   scheme,
+		ControlPlaneStartTimeout: 90 * time.Second,
+		ControlPlaneStopTimeout:  30 * time.Second,
 	}
 	// Our own certificate directory survives StopAPIServer, so that a restarted API
 	// server keeps its port, its serving certificate and its client CA, and the
