@@ -316,6 +316,13 @@ type ClusterStatus struct {
 	// Inventory counts the objects the hub keeps in this member, by kind.
 	// +optional
 	Inventory map[string]int32 `json:"inventory,omitempty"`
+
+	// KubeConfig is the reference the hub connects to the member with. It is kept after
+	// the cluster leaves spec.clusters, together with a Ready=False condition with reason
+	// Pruning, until the hub has removed everything it wrote there; a cluster that only
+	// appears in status is being cleaned up.
+	// +optional
+	KubeConfig *meta.KubeConfigReference `json:"kubeConfig,omitempty"`
 }
 
 // ConnectionStatus is one gateway-to-gateway connection.
