@@ -13,7 +13,7 @@ import (
 var testOwn = Ownership{LinkNames: []string{"vx-test"}, Table: 4242, Protocol: 242, RulePriority: 4242, NFTable: "strait-test"}
 
 func pfx(s string) netip.Prefix { return netip.MustParsePrefix(s) }
-func ip(s string) netip.Addr     { return netip.MustParseAddr(s) }
+func ip(s string) netip.Addr    { return netip.MustParseAddr(s) }
 
 func vx(mtu int, fdb ...string) Link {
 	l := Link{Name: "vx-test", Kind: "vxlan", MTU: mtu, Up: true,
@@ -122,7 +122,7 @@ nft table ip strait-test
     counter
 `},
 		{name: "vni changed: device recreated with its routes", want: State{
-			Links: []Link{func() Link { l := vx(1400, "10.0.0.3"); l.VXLAN.VNI = 4343; return l }()},
+			Links:   []Link{func() Link { l := vx(1400, "10.0.0.3"); l.VXLAN.VNI = 4343; return l }()},
 			Sysctls: rpf, Rules: rule,
 			Routes: []Route{route("10.9.0.0/16", "241.0.0.3", 1320)},
 		}, dump: `link vx-test vxlan vni=4343 port=4804 local=10.0.0.1 parent=eth0 mtu=1400 up
