@@ -58,7 +58,8 @@ func (n *NS) Ping(dst netip.Addr, timeout time.Duration) (time.Duration, error) 
 }
 
 // EchoServer is a TCP server inside a namespace that answers every line with the
-// address the connection came from, so a test sees the source after NAT.
+// address the connection came from and the address it was accepted on, so a test sees
+// the source after SNAT and the endpoint after DNAT.
 type EchoServer struct {
 	ln net.Listener
 	wg sync.WaitGroup
@@ -99,7 +100,8 @@ func (s *EchoServer) serve() {
 					return
 				}
 				host, _, _ := net.SplitHostPort(c.RemoteAddr().String())
-				if _, err := fmt.Fprintln(c, host); err != nil {
+				local, _, _ := net.SplitHostPort(c.LocalAddr().String())
+				if _, err := fmt.Fprintln(c, host, local); err != nil {
 					return
 				}
 			}
@@ -122,17 +124,27 @@ func (n *NS) Dial(ctx context.Context, addr string) (net.Conn, error) {
 // WhoAmI connects to an EchoServer at addr and returns the source address the server
 // saw.
 func (n *NS) WhoAmI(addr string, timeout time.Duration) (string, error) {
+	src, _, err := n.Exchange(addr, timeout)
+	return src, err
+}
+
+// Exchange connects to an EchoServer at addr and returns the source address the server
+// saw and the server's own address.
+func (n *NS) Exchange(addr string, timeout time.Duration) (src, server string, err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	c, err := n.Dial(ctx, addr)
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	defer c.Close()
-	return Ask(c, timeout)
+	line, err := Ask(c, timeout)
+	src, server, _ = strings.Cut(line, " ")
+	return src, server, err
 }
 
-// Ask sends one line on an EchoServer connection and returns the answer.
+// Ask sends one line on an EchoServer connection and returns the answer line
+// ("<source seen> <server address>").
 func Ask(c net.Conn, timeout time.Duration) (string, error) {
 	_ = c.SetDeadline(time.Now().Add(timeout))
 	if _, err := fmt.Fprintln(c, "who"); err != nil {
