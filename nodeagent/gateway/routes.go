@@ -26,7 +26,12 @@ func Overhead(d cable.Driver) int {
 	if o, ok := d.(Overheader); ok {
 		return o.Overhead()
 	}
-	switch d.Name() {
+	return DriverOverhead(d.Name())
+}
+
+// DriverOverhead is the usual IPv4 overhead of a kind of cable.
+func DriverOverhead(name straitv1.CableDriver) int {
+	switch name {
 	case straitv1.CableWireGuard:
 		return 80 // outer IPv4/IPv6 + UDP + WireGuard header and tag, rounded as wg-quick does
 	case straitv1.CableIPsec:

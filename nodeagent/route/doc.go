@@ -5,7 +5,8 @@
 // priority and route protocol, route MTU from the underlay minus overhead, TCP MSS
 // clamped to that route MTU for remote traffic in the nftables table "strait", and
 // rp_filter loose on vx-strait (traffic from nodes arrives there but returns through the
-// cluster network).
+// cluster network) and, on nodes other than the active gateway, on the underlay device
+// (replies arrive there while the route back is vx-strait).
 //
 // It also names everything that is ours on a node (Ownership). It does no I/O.
 package route

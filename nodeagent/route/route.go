@@ -104,6 +104,13 @@ func Compute(in Input) kernel.State {
 		slices.SortFunc(vx.FDB, func(a, b netip.Addr) int { return a.Compare(b) })
 	} else {
 		vx.FDB = []netip.Addr{in.Gateway.IP}
+		// Replies from remote clusters come back from the gateway through the cluster
+		// network while the route back to their source is vx-strait: loose on the
+		// underlay too (the one setting on a device that is not ours; never reverted,
+		// as loosening cannot break traffic).
+		if in.Underlay != "" {
+			st.Sysctls["net/ipv4/conf/"+in.Underlay+"/rp_filter"] = "2"
+		}
 		mtu := RouteMTU(in.UnderlayMTU, in.CableOverhead, false)
 		for _, p := range remote {
 			st.Routes = append(st.Routes, kernel.Route{Table: Table, Dst: p, Dev: VXLANDevice,
