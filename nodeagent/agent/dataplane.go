@@ -66,6 +66,10 @@ func (d *Dataplane) Cleanup(ctx context.Context, driver cable.Driver) error {
 	if err := kernel.Cleanup(ctx, d.kernel, d.own); err != nil {
 		errs = append(errs, fmt.Errorf("kernel: %w", err))
 	}
+	// Routes a cable driver left, also when the driver itself cannot be built here.
+	if err := kernel.Cleanup(ctx, d.kernel, kernel.Ownership{Protocol: route.CableProtocol}); err != nil {
+		errs = append(errs, fmt.Errorf("cable routes: %w", err))
+	}
 	if driver != nil {
 		if err := driver.Cleanup(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("cable %s: %w", driver.Name(), err))

@@ -277,3 +277,5 @@ func addrs(ss []string) ([]netip.Addr, error) {
 	}
 	return out, errors.Join(errs...)
 }
+
+func parseAddr(s string) (netip.Addr, error) { return netip.ParseAddr(s) }

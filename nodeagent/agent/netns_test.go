@@ -170,6 +170,9 @@ func TestDataplaneRoutedClusters(t *testing.T) {
 	})
 
 	t.Run("cleanup leaves nothing", func(t *testing.T) {
+		// A route a cable driver left behind (its own protocol) goes too.
+		gw := c2.activeNode()
+		gw.ns.Run(t, "ip", "route", "add", "10.99.0.0/16", "dev", "wan", "table", "4242", "proto", "243")
 		for _, cl := range l.clusters {
 			for _, n := range cl.nodes {
 				if err := n.dp.Cleanup(context.Background(), nil); err != nil {
@@ -181,6 +184,12 @@ func TestDataplaneRoutedClusters(t *testing.T) {
 			if d != "" {
 				t.Errorf("%s after cleanup:\n%s", name, d)
 			}
+		}
+		if out := gw.ns.Run(t, "ip", "route", "show", "table", "4242"); out != "" {
+			t.Errorf("table 4242 after cleanup: %s", out)
+		}
+		if out := gw.ns.Run(t, "ip", "rule", "show"); strings.Contains(out, "4242") || !strings.Contains(out, "lookup local") {
+			t.Errorf("rules after cleanup: %s", out)
 		}
 	})
 }

@@ -44,17 +44,25 @@ func Apply(ctx context.Context, k Kernel, own Ownership, want State) error {
 			add(fmt.Errorf("sysctl %s=%s: %w", key, v, err))
 		}
 	}
-	rules, err := k.Rules(ctx)
-	add(err)
-	if err == nil {
-		add(applyRules(ctx, k, own, rules, want.Rules))
+	// A zero Ownership field owns nothing: priority 0 is the kernel's local-table rule,
+	// protocol 0 unspecified routes.
+	if own.RulePriority > 0 {
+		rules, err := k.Rules(ctx)
+		add(err)
+		if err == nil {
+			add(applyRules(ctx, k, own, rules, want.Rules))
+		}
 	}
-	routes, err := k.Routes(ctx, own.Protocol)
-	add(err)
-	if err == nil {
-		add(applyRoutes(ctx, k, own, routes, want.Routes))
+	if own.Protocol > 0 {
+		routes, err := k.Routes(ctx, own.Protocol)
+		add(err)
+		if err == nil {
+			add(applyRoutes(ctx, k, own, routes, want.Routes))
+		}
 	}
-	add(applyNFT(ctx, k, own.NFTable, want.NFT))
+	if own.NFTable != "" {
+		add(applyNFT(ctx, k, own.NFTable, want.NFT))
+	}
 	// Links last: their routes went first.
 	wanted := map[string]bool{}
 	for _, l := range want.Links {

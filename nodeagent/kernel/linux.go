@@ -282,7 +282,9 @@ func (l *Linux) ReplaceRoute(_ context.Context, r Route) error {
 }
 
 func (l *Linux) DeleteRoute(_ context.Context, r Route) error {
-	nr := &netlink.Route{Table: r.Table, Protocol: netlink.RouteProtocol(r.Protocol), Dst: ipNet(r.Dst)}
+	// Scope "nowhere" matches a route of any scope (device routes are scope link).
+	nr := &netlink.Route{Table: r.Table, Protocol: netlink.RouteProtocol(r.Protocol), Dst: ipNet(r.Dst),
+		Scope: netlink.SCOPE_NOWHERE}
 	return ignore(l.nl.RouteDel(nr), unix.ESRCH, unix.ENOENT)
 }
 

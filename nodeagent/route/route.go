@@ -18,8 +18,12 @@ const (
 	// Table is Strait's routing table, looked up by a rule at RulePriority.
 	Table        = 4242
 	RulePriority = 4242
-	// Protocol marks every route Strait adds (ip route ... proto 242).
+	// Protocol marks every route the route agent adds (ip route ... proto 242).
 	Protocol = 242
+	// CableProtocol marks the routes a cable driver adds through its own device (in
+	// Table too). A separate number keeps the route agent's prune and the driver's
+	// prune from removing each other's routes; both are ours for --cleanup.
+	CableProtocol = 243
 	// NFTable is Strait's nftables table (family ip).
 	NFTable = "strait"
 	// VXLANOverhead is what VXLAN over IPv4 adds to a packet.
