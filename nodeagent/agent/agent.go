@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -117,7 +118,9 @@ func New(restCfg *rest.Config, cfg Config) (*Agent, error) {
 		return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: "node"}}}
 	})
 	generation := builder.WithPredicates(predicate.GenerationChangedPredicate{})
+	skip := true // one agent per manager; tests run several in one process
 	err = ctrl.NewControllerManagedBy(mgr).Named("strait-agent").
+		WithOptions(controller.Options{SkipNameValidation: &skip}).
 		Watches(&straitv1.Membership{}, all, generation).
 		Watches(&straitv1.Peer{}, all, generation).
 		Watches(&straitv1.GlobalIngress{}, all).
@@ -184,8 +187,11 @@ func (a *Agent) sync(ctx context.Context) (time.Duration, error) {
 		return 0, fmt.Errorf("node %s: %w", a.cfg.NodeName, err)
 	}
 	capable := a.cfg.Cables != nil && GatewayCapable(m, self)
-	a.ensureElection(ctx, capable)
 	driver, derr := a.ensureDriver(ctx, m, capable)
+	// A node whose cable cannot be built must not win the Lease: every node would route
+	// to it.
+	capable = capable && driver != nil && derr == nil
+	a.ensureElection(ctx, capable)
 
 	holder := ""
 	lease := &coordinationv1.Lease{}

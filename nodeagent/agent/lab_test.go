@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"sync"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -19,17 +20,34 @@ import (
 // routedDriver is the plainest cable: gateways reach each other's CIDRs by routing over
 // the WAN, no encapsulation. It lets the data-plane tests run without a tunnel; the
 // cable drivers have their own tests.
-type routedDriver struct{ converged []cable.Remote }
+type routedDriver struct {
+	mu        sync.Mutex
+	converged []cable.Remote
+}
 
 func (*routedDriver) Name() straitv1.CableDriver { return "routed" }
 func (*routedDriver) PublicKey() string          { return "" }
 func (d *routedDriver) Converge(_ context.Context, _ cable.Local, remotes []cable.Remote) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	d.converged = remotes
 	return nil
 }
 func (*routedDriver) Connections(context.Context) ([]cable.Connection, error) { return nil, nil }
-func (d *routedDriver) Cleanup(context.Context) error                         { d.converged = nil; return nil }
-func (*routedDriver) Route(r cable.Remote) (string, netip.Addr)               { return "wan", r.IP }
+func (d *routedDriver) Cleanup(context.Context) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.converged = nil
+	return nil
+}
+func (*routedDriver) Route(r cable.Remote) (string, netip.Addr) { return "wan", r.IP }
+
+// remotes are the remotes of the last Converge; nil after Cleanup.
+func (d *routedDriver) remotes() []cable.Remote {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.converged
+}
 
 // labNode is a node namespace with one pod namespace behind its cni0 bridge.
 type labNode struct {

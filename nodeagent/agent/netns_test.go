@@ -148,7 +148,7 @@ func TestDataplaneRoutedClusters(t *testing.T) {
 		if strings.Contains(d["c1-gw1"], "dev wan") {
 			t.Errorf("the old gateway still routes into the cable:\n%s", d["c1-gw1"])
 		}
-		if c1.node("gw1").driver.converged != nil {
+		if c1.node("gw1").driver.remotes() != nil {
 			t.Error("the old gateway's cable was not cleaned up")
 		}
 		if !strings.Contains(d["c1-node"], "fdb 10.0.1.2\n") || strings.Contains(d["c1-node"], "fdb 10.0.1.1\n") {
