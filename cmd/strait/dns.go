@@ -21,8 +21,6 @@ import (
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -113,7 +111,7 @@ Metrics (Prometheus) and /healthz, /readyz are served on --metrics-addr.`,
 func runDNS(ctx context.Context, o *dnsOptions) error {
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	ctrllog.SetLogger(logr.FromSlogHandler(log.Handler()))
-	cfg, err := restConfig(o.kubeconfig)
+	cfg, err := restConfig(o.kubeconfig, "strait-dns")
 	if err != nil {
 		return err
 	}
@@ -269,16 +267,6 @@ func serveMetrics(ctx context.Context, addr string, reg *prometheus.Registry, sr
 	return nil
 }
 
-func restConfig(kubeconfig string) (*rest.Config, error) {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = kubeconfig
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
-	if err != nil {
-		return nil, fmt.Errorf("loading kubeconfig: %w", err)
-	}
-	cfg.UserAgent = "strait-dns"
-	return cfg, nil
-}
 
 func namespacedName(s string) (types.NamespacedName, error) {
 	ns, name, ok := strings.Cut(s, "/")
