@@ -133,4 +133,3 @@ func cleanupNode(ctx context.Context, k kernel.Kernel, o *agentOptions) error {
 	}
 	return errors.Join(errs...)
 }
-

@@ -267,7 +267,6 @@ func serveMetrics(ctx context.Context, addr string, reg *prometheus.Registry, sr
 	return nil
 }
 
-
 func namespacedName(s string) (types.NamespacedName, error) {
 	ns, name, ok := strings.Cut(s, "/")
 	if !ok || ns == "" || name == "" {
