@@ -324,7 +324,7 @@ func waitAnswer(addr, name string, timeout time.Duration) error {
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("%s does not answer %s (last: %v %v)", addr, name, r, err)
+			return fmt.Errorf("%s does not answer %s (last answer: %v): %w", addr, name, r, err)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
