@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"flag"
@@ -381,8 +380,9 @@ func dnsperf(o options, addr, queries string, extra []string) (result, error) {
 }
 
 func report(o options, m mode, servers []*server, results map[string][]result) {
-	w := bufio.NewWriter(os.Stdout)
-	defer w.Flush()
+	var b strings.Builder
+	p := func(format string, a ...any) { _, _ = fmt.Fprintf(&b, format, a...) }
+	defer func() { _, _ = os.Stdout.WriteString(b.String()) }()
 	median := func(v []float64) float64 {
 		v = append([]float64(nil), v...)
 		sort.Float64s(v)
@@ -401,12 +401,11 @@ func report(o options, m mode, servers []*server, results map[string][]result) {
 	qps := func(r result) float64 { return r.qps }
 	avg := func(r result) float64 { return r.avgMs }
 	base := results[servers[0].name]
-	fmt.Fprintf(w, "\n### %s: %d services, dnsperf -c %d -T 1 %s, %d rounds of %d s, %d UDP sockets per server\n\n",
+	p("\n### %s: %d services, dnsperf -c %d -T 1 %s, %d rounds of %d s, %d UDP sockets per server\n\n",
 		m.name, o.services, o.clients, m.desc, o.rounds, o.seconds, o.udpSockets)
-	fmt.Fprintln(w, "Medians over the rounds; the ratios are the medians of the per-round ratios (the servers of a round run back to back, so they share the machine's load of that moment).")
-	fmt.Fprintln(w)
-	fmt.Fprintln(w, "| server | queries/s | avg latency (ms) | latency stddev (ms) | lost | strait dns QPS ÷ this | this avg latency ÷ strait dns | rounds strait dns had the higher QPS / lower latency |")
-	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|")
+	p("Medians over the rounds; the ratios are the medians of the per-round ratios (the servers of a round run back to back, so they share the machine's load of that moment).\n\n")
+	p("| server | queries/s | avg latency (ms) | latency stddev (ms) | lost | strait dns QPS ÷ this | this avg latency ÷ strait dns | rounds strait dns had the higher QPS / lower latency |\n")
+	p("|---|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, s := range servers {
 		rs := results[s.name]
 		var rq, rl []float64
@@ -422,7 +421,7 @@ func report(o options, m mode, servers []*server, results map[string][]result) {
 			}
 			lost += r.lost
 		}
-		fmt.Fprintf(w, "| %s | %.0f | %.3f | %.3f | %d | %.2f | %.2f | %d/%d, %d/%d |\n", s.name, median(col(rs, qps)), median(col(rs, avg)),
+		p("| %s | %.0f | %.3f | %.3f | %d | %.2f | %.2f | %d/%d, %d/%d |\n", s.name, median(col(rs, qps)), median(col(rs, avg)),
 			median(col(rs, func(r result) float64 { return r.sdMs })), lost, median(rq), median(rl), wonQ, len(rs), wonL, len(rs))
 	}
 }

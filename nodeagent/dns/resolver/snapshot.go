@@ -157,7 +157,7 @@ func NewSnapshot(cfg Config, services []Service, connected func(cluster string) 
 				c = &cluster{name: name, ports: src.Ports}
 			}
 			for _, ep := range src.Endpoints {
-				if !ep.Addr.IsValid() || !(ep.Ready || src.PublishNotReady && in.Headless) {
+				if !ep.Addr.IsValid() || !ep.Ready && (!src.PublishNotReady || !in.Headless) {
 					continue
 				}
 				addr := ep.Addr.Unmap()

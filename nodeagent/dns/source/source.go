@@ -52,7 +52,7 @@ type Source struct {
 // Scheme has every type the source reads.
 func Scheme() (*runtime.Scheme, error) {
 	s := runtime.NewScheme()
-	err := errors.Join(clientgoscheme.AddToScheme(s), straitv1.AddToScheme(s), mcsv1.AddToScheme(s))
+	err := errors.Join(clientgoscheme.AddToScheme(s), straitv1.AddToScheme(s), mcsv1.Install(s))
 	if err != nil {
 		return nil, fmt.Errorf("building scheme: %w", err)
 	}
