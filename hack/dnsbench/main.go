@@ -421,7 +421,11 @@ func report(o options, m mode, servers []*server, results map[string][]result) {
 			}
 			lost += r.lost
 		}
-		p("| %s | %.0f | %.3f | %.3f | %d | %.2f | %.2f | %d/%d, %d/%d |\n", s.name, median(col(rs, qps)), median(col(rs, avg)),
-			median(col(rs, func(r result) float64 { return r.sdMs })), lost, median(rq), median(rl), wonQ, len(rs), wonL, len(rs))
+		won := fmt.Sprintf("%d/%d, %d/%d", wonQ, len(rs), wonL, len(rs))
+		if s == servers[0] {
+			won = "–"
+		}
+		p("| %s | %.0f | %.3f | %.3f | %d | %.2f | %.2f | %s |\n", s.name, median(col(rs, qps)), median(col(rs, avg)),
+			median(col(rs, func(r result) float64 { return r.sdMs })), lost, median(rq), median(rl), won)
 	}
 }
