@@ -5,8 +5,10 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -123,7 +125,12 @@ func run(o options) (err error) {
 	if err := writeQueries(queries, names); err != nil {
 		return err
 	}
-	servers, err := startServers(o, kubeconfig, names)
+	mport, err := freePort()
+	if err != nil {
+		return err
+	}
+	metricsAddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(mport))
+	servers, err := startServers(o, kubeconfig, metricsAddr, names)
 	defer func() {
 		for _, s := range servers {
 			_ = s.cmd.Process.Kill()
@@ -162,6 +169,7 @@ func run(o options) (err error) {
 	for _, m := range modes {
 		report(o, m, servers, results[m.name])
 	}
+	memory(servers, metricsAddr)
 	return nil
 }
 
@@ -262,7 +270,7 @@ func freePort() (int, error) {
 
 // startServers starts strait dns, CoreDNS with hosts and CoreDNS with file, and waits
 // until each answers the last service.
-func startServers(o options, kubeconfig string, names []string) ([]*server, error) {
+func startServers(o options, kubeconfig, metricsAddr string, names []string) ([]*server, error) {
 	var hosts, zone strings.Builder
 	zone.WriteString("$ORIGIN clusterset.local.\n@ 5 IN SOA ns.dns.clusterset.local. hostmaster.clusterset.local. 1 7200 1800 86400 5\n@ 5 IN NS ns.dns.clusterset.local.\nns.dns 5 IN A 127.0.0.1\n")
 	for i, n := range names {
@@ -289,7 +297,7 @@ func startServers(o options, kubeconfig string, names []string) ([]*server, erro
 	}
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 	if err := start("strait dns", exec.Command(o.strait, "dns", "--listen", addr, "--kubeconfig", kubeconfig,
-		"--coredns=false", "--metrics-addr=", "--udp-sockets", strconv.Itoa(o.udpSockets)), addr); err != nil {
+		"--coredns=false", "--metrics-addr", metricsAddr, "--udp-sockets", strconv.Itoa(o.udpSockets)), addr); err != nil {
 		return servers, err
 	}
 	for _, plugin := range []string{"hosts", "file"} {
@@ -428,4 +436,37 @@ func report(o options, m mode, servers []*server, results map[string][]result) {
 		p("| %s | %.0f | %.3f | %.3f | %d | %.2f | %.2f | %s |\n", s.name, median(col(rs, qps)), median(col(rs, avg)),
 			median(col(rs, func(r result) float64 { return r.sdMs })), lost, median(rq), median(rl), won)
 	}
+}
+
+// memory prints each server's resident memory after the runs, and what strait dns's
+// metrics say it holds.
+func memory(servers []*server, metricsAddr string) {
+	var b strings.Builder
+	b.WriteString("\n### memory after the runs\n\n| server | resident memory (MiB) |\n|---|---:|\n")
+	for _, s := range servers {
+		status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", s.cmd.Process.Pid))
+		rss := "?"
+		if err == nil {
+			if m := regexp.MustCompile(`VmRSS:\s+(\d+) kB`).FindSubmatch(status); m != nil {
+				kb, _ := strconv.Atoi(string(m[1]))
+				rss = fmt.Sprintf("%.0f", float64(kb)/1024)
+			}
+		}
+		b.WriteString("| " + s.name + " | " + rss + " |\n")
+	}
+	resp, err := http.Get("http://" + metricsAddr + "/metrics")
+	if err == nil {
+		body, _ := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		b.WriteString("\nstrait dns metrics:\n\n```\n")
+		for _, line := range strings.Split(string(body), "\n") {
+			for _, name := range []string{"strait_dns_snapshot_services ", "strait_dns_snapshot_records ", "go_memstats_heap_inuse_bytes ", "go_gc_duration_seconds_count "} {
+				if strings.HasPrefix(line, name) {
+					b.WriteString(line + "\n")
+				}
+			}
+		}
+		b.WriteString("```\n")
+	}
+	_, _ = os.Stdout.WriteString(b.String())
 }
