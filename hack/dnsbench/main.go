@@ -81,7 +81,7 @@ func run(o options) (err error) {
 		if err != nil {
 			return err
 		}
-		defer os.RemoveAll(dir)
+		defer func() { _ = os.RemoveAll(dir) }()
 		o.work = dir
 	}
 	env := &envtest.Environment{
@@ -264,7 +264,7 @@ func freePort() (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	defer l.Close()
+	defer func() { _ = l.Close() }()
 	return l.LocalAddr().(*net.UDPAddr).Port, nil
 }
 
