@@ -36,6 +36,7 @@ type agentOptions struct {
 	healthAddr     string
 	cleanup        bool
 	dump           bool
+	netnsPath      string
 }
 
 func newAgentCmd() *cobra.Command {
@@ -77,6 +78,7 @@ leaves the kernel as it is.
 	f.StringVar(&o.healthAddr, "health-probe-bind-address", ":9343", `healthz/readyz address ("0" disables)`)
 	f.BoolVar(&o.cleanup, "cleanup", false, "remove everything of Strait's from this node (devices, routes, rules, nftables table, cables) and exit")
 	f.BoolVar(&o.dump, "dump", false, "print everything of Strait's on this node and exit")
+	f.StringVar(&o.netnsPath, "netns", "", "program the data plane in this network namespace (a path like /var/run/netns/NAME) while talking to the API server from the agent's own; for labs that run nodes as namespaces")
 	return cmd
 }
 
@@ -84,7 +86,16 @@ func runAgent(ctx context.Context, o *agentOptions, stdout, stderr io.Writer) er
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	k, err := kernel.NewLinux(netns.None())
+	ns := netns.None()
+	if o.netnsPath != "" {
+		h, err := netns.GetFromPath(o.netnsPath)
+		if err != nil {
+			return fmt.Errorf("--netns %s: %w", o.netnsPath, err)
+		}
+		defer h.Close()
+		ns = h
+	}
+	k, err := kernel.NewLinux(ns)
 	if err != nil {
 		return err
 	}
@@ -111,7 +122,7 @@ func runAgent(ctx context.Context, o *agentOptions, stdout, stderr io.Writer) er
 	a, err := agent.New(cfg, agent.Config{
 		NodeName: o.nodeName, Namespace: o.namespace, Resync: o.resync, HealthInterval: o.healthInterval,
 		Election: o.election, Kernel: k, Cables: cableFactory(cfg, o.namespace),
-		Prober:      health.NewICMP(netns.None(), 5, 100*time.Millisecond, time.Second),
+		Prober:      health.NewICMP(ns, 5, 100*time.Millisecond, time.Second),
 		MetricsAddr: o.metricsAddr, HealthAddr: o.healthAddr,
 	})
 	if err != nil {

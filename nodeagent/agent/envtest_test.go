@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,6 +21,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
 	"github.com/straitnet/strait/nodeagent/cable"
@@ -46,6 +48,7 @@ func startAPIServer(t testing.TB) (*rest.Config, []byte) {
 		}
 		t.Setenv("KUBEBUILDER_ASSETS", dir)
 	}
+	ctrllog.SetLogger(logr.Discard())
 	env := &envtest.Environment{CRDDirectoryPaths: []string{"../../kustomize/crd/bases"}, ErrorIfCRDPathMissing: true}
 	cfg, err := env.Start()
 	if err != nil {
