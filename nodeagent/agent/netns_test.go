@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"net"
 	"net/netip"
 	"strings"
 	"sync/atomic"
@@ -12,6 +13,7 @@ import (
 	"github.com/straitnet/strait/nodeagent/health"
 	"github.com/straitnet/strait/nodeagent/kernel"
 	"github.com/straitnet/strait/test/netns"
+	"golang.org/x/sys/unix"
 )
 
 const timeout = 2 * time.Second
@@ -68,6 +70,42 @@ func TestDataplaneRoutedClusters(t *testing.T) {
 			t.Fatalf("server saw %s, want the pod's own IP %s (no NAT without globalnet)", got, src.podIP)
 		}
 		reach(t, c1.node("gw2"), c2.node("gw1").podIP) // passive gateway's pod, to the active gateway's pod
+	})
+
+	t.Run("TCP MSS is clamped to the route MTU", func(t *testing.T) {
+		var ln net.Listener
+		if err := dst.pod.Do(func() error {
+			var err error
+			ln, err = net.Listen("tcp4", "0.0.0.0:7002")
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		mss := make(chan int, 1)
+		go func() {
+			c, err := ln.Accept()
+			if err != nil {
+				mss <- -1
+				return
+			}
+			defer c.Close()
+			raw, _ := c.(*net.TCPConn).SyscallConn()
+			v := -1
+			_ = raw.Control(func(fd uintptr) { v, _ = unix.GetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_MAXSEG) })
+			mss <- v
+		}()
+		c, err := src.pod.Dial(context.Background(), dst.podIP.String()+":7002")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		// Both pods have MTU 1500 (MSS 1460); the route through vx-strait has 1450.
+		if got := <-mss; got <= 0 || got > 1450-40 {
+			t.Fatalf("server's MSS %d, want at most %d (clamped to the route MTU)", got, 1450-40)
+		} else {
+			t.Logf("server's MSS %d", got)
+		}
 	})
 
 	t.Run("node state", func(t *testing.T) {
