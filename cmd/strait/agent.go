@@ -13,8 +13,6 @@ import (
 	"github.com/go-logr/logr/funcr"
 	"github.com/spf13/cobra"
 	"github.com/vishvananda/netns"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
@@ -111,7 +109,7 @@ func runAgent(ctx context.Context, o *agentOptions, stdout, stderr io.Writer) er
 	if o.nodeName == "" {
 		return errors.New("--node-name (or $NODE_NAME) is required")
 	}
-	cfg, err := restConfig(o.kubeconfig)
+	cfg, err := restConfig(o.kubeconfig, "strait-agent")
 	if err != nil {
 		return err
 	}
@@ -134,7 +132,7 @@ func runAgent(ctx context.Context, o *agentOptions, stdout, stderr io.Writer) er
 // cleanupNode removes Strait's kernel state and every cable driver's leftovers.
 func cleanupNode(ctx context.Context, k kernel.Kernel, o *agentOptions) error {
 	errs := []error{agent.Cleanup(ctx, k, nil)}
-	cfg, _ := restConfig(o.kubeconfig) // drivers that need the API get nil and say so
+	cfg, _ := restConfig(o.kubeconfig, "strait-agent") // drivers that need the API get nil and say so
 	factory := cableFactory(cfg, o.namespace)
 	for _, name := range []straitv1.CableDriver{straitv1.CableWireGuard, straitv1.CableIPsec, straitv1.CableVXLAN} {
 		m := &straitv1.Membership{Spec: straitv1.MembershipSpec{Cable: straitv1.MemberCable{Driver: name}}}
@@ -145,15 +143,4 @@ func cleanupNode(ctx context.Context, k kernel.Kernel, o *agentOptions) error {
 		errs = append(errs, d.Cleanup(ctx))
 	}
 	return errors.Join(errs...)
-}
-
-func restConfig(kubeconfig string) (*rest.Config, error) {
-	if kubeconfig != "" {
-		return clientcmd.BuildConfigFromFlags("", kubeconfig)
-	}
-	if cfg, err := rest.InClusterConfig(); err == nil {
-		return cfg, nil
-	}
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	return clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, nil).ClientConfig()
 }

@@ -29,7 +29,10 @@ overlapping CIDRs talk through globalnet NAT — all from one ClusterSet kept in
 	}
 	root.AddCommand(
 		newRenderCmd(),
+		newHubCmd(),
 		newAgentCmd(),
+		newDNSCmd(),
+		newCharonCmd(),
 	)
 	return root
 }
