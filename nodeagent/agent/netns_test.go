@@ -186,7 +186,7 @@ func TestDataplaneRoutedClusters(t *testing.T) {
 		if strings.Contains(d["c1-gw1"], "dev wan") {
 			t.Errorf("the old gateway still routes into the cable:\n%s", d["c1-gw1"])
 		}
-		if c1.node("gw1").driver.remotes() != nil {
+		if c1.node("gw1").routed().remotes() != nil {
 			t.Error("the old gateway's cable was not cleaned up")
 		}
 		if !strings.Contains(d["c1-node"], "fdb 10.0.1.2\n") || strings.Contains(d["c1-node"], "fdb 10.0.1.1\n") {
@@ -312,4 +312,45 @@ func TestDataplaneGlobalnet(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestDataplaneVXLANCable runs the lab with the real vxlan cable driver between the
+// gateways: pod to remote pod through vx-strait, the cable and vx-strait again; a gateway
+// failover; cleanup removes the cable device and its routes too.
+func TestDataplaneVXLANCable(t *testing.T) {
+	l := newLabWithCable(t, false, straitv1.CableVXLAN)
+	c1, c2 := l.clusters[0], l.clusters[1]
+	src, dst := c1.node("node"), c2.node("node")
+	dst.pod.ServeEcho(t, "0.0.0.0:7000")
+	l.converge()
+	if got := reach(t, src, dst.podIP); got != src.podIP.String() {
+		t.Fatalf("server saw %s, want %s", got, src.podIP)
+	}
+	if out := c1.node("gw1").ns.Run(t, "ip", "route", "show", "table", "4242"); !strings.Contains(out, "dev strait-vx0 proto 243") {
+		t.Fatalf("the active gateway has no cable routes:\n%s", out)
+	}
+	start := time.Now()
+	c1.active, c2.active = c1.node("gw2").name, c2.node("gw2").name
+	l.converge()
+	if err := netns.Eventually(timeout, func() error { _, err := src.pod.Ping(dst.podIP, 200*time.Millisecond); return err }); err != nil {
+		t.Fatalf("no traffic after failover: %v", err)
+	}
+	t.Logf("vxlan cable: traffic flowing %v after the gateways changed", time.Since(start))
+	reach(t, src, dst.podIP)
+	if out := c1.node("gw1").ns.Run(t, "ip", "-o", "link", "show"); strings.Contains(out, "strait-vx0") {
+		t.Errorf("the old gateway kept its cable device:\n%s", out)
+	}
+	for _, cl := range l.clusters {
+		for _, n := range cl.nodes {
+			if err := n.dp.Cleanup(context.Background(), n.driver); err != nil {
+				t.Fatal(err)
+			}
+			if out := n.ns.Run(t, "ip", "route", "show", "table", "all"); strings.Contains(out, "table 4242") {
+				t.Errorf("%s: routes in table 4242 after cleanup:\n%s", n.name, out)
+			}
+			if out := n.ns.Run(t, "ip", "-o", "link", "show"); strings.Contains(out, "strait-vx0") || strings.Contains(out, "vx-strait") {
+				t.Errorf("%s: devices after cleanup:\n%s", n.name, out)
+			}
+		}
+	}
 }
