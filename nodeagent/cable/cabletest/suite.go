@@ -201,6 +201,13 @@ func requireTraffic(t *testing.T, lab *Lab, timeout time.Duration, resync func()
 	if err := Ping(lab.B.PodNS, lab.A.PodIP); err != nil {
 		t.Fatalf("pod b → pod a: %v", err)
 	}
+	// The gateways themselves (health checks) reach each other's health-check address.
+	if err := Ping(lab.A.GatewayNS, lab.B.GatewayPodIP); err != nil {
+		t.Fatalf("gateway a → gateway b's health-check address: %v", err)
+	}
+	if err := Ping(lab.B.GatewayNS, lab.A.GatewayPodIP); err != nil {
+		t.Fatalf("gateway b → gateway a's health-check address: %v", err)
+	}
 	ctx := context.Background()
 	if err := TCP(ctx, lab.A.PodNS, lab.B.PodNS, lab.B.PodIP); err != nil {
 		t.Fatalf("TCP pod a → pod b: %v", err)

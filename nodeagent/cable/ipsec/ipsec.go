@@ -198,21 +198,13 @@ func terminate(ctx context.Context, s *vici.Session, uniqueID string) error {
 // localSource is the source address for traffic the gateway itself sends through the
 // tunnel: libipsec only carries packets whose source is inside the local traffic
 // selector, so it is HealthCheckIP — which the gateway must own (charon refuses to
-// install a child SA otherwise). Invalid when the gateway does not own it (yet).
+// install a child SA otherwise).
 func (d *Driver) localSource(local cable.Local) (netip.Addr, error) {
-	if !local.HealthCheckIP.IsValid() {
-		return netip.Addr{}, nil
+	src, err := devroute.OwnedSource(d.cfg.Netlink, local.HealthCheckIP)
+	if err == nil && local.HealthCheckIP.IsValid() && !src.IsValid() {
+		err = fmt.Errorf("this gateway does not own its health-check address %s, which IPsec needs inside its local CIDRs", local.HealthCheckIP)
 	}
-	addrs, err := d.cfg.Netlink.AddrList(nil, netlink.FAMILY_ALL)
-	if err != nil {
-		return netip.Addr{}, fmt.Errorf("list addresses: %w", err)
-	}
-	for _, a := range addrs {
-		if ip, ok := netip.AddrFromSlice(a.IP); ok && ip.Unmap() == local.HealthCheckIP.Unmap() {
-			return ip.Unmap(), nil
-		}
-	}
-	return netip.Addr{}, fmt.Errorf("this gateway does not own its health-check address %s, which IPsec needs inside its local CIDRs", local.HealthCheckIP)
+	return src, err
 }
 
 // syncRoutes routes remote CIDRs into libipsec's TUN. Without it (kernel ESP) charon's

@@ -105,6 +105,10 @@ func (d *Driver) Converge(_ context.Context, local cable.Local, remotes []cable.
 	}
 
 	var errs []error
+	src, err := devroute.OwnedSource(d.cfg.Netlink, local.HealthCheckIP)
+	if err != nil {
+		errs = append(errs, err)
+	}
 	peers := map[wgtypes.Key]wgtypes.PeerConfig{}
 	var routes []devroute.Route
 	d.remotes = map[wgtypes.Key]string{}
@@ -123,7 +127,7 @@ func (d *Driver) Converge(_ context.Context, local cable.Local, remotes []cable.
 		}
 		for _, c := range r.CIDRs {
 			pc.AllowedIPs = append(pc.AllowedIPs, net.IPNet{IP: net.IP(c.Masked().Addr().AsSlice()), Mask: net.CIDRMask(c.Bits(), c.Addr().BitLen())})
-			routes = append(routes, devroute.Route{Dst: c.Masked()})
+			routes = append(routes, devroute.Route{Dst: c.Masked(), Src: src})
 		}
 		peers[key] = pc
 		d.remotes[key] = r.ClusterID
