@@ -24,6 +24,9 @@ type Suite struct {
 	// it and fails t if it left anything behind (nil when there is nothing to stop). Setup
 	// may be nil.
 	Setup func(t testing.TB, lab *Lab, s Site) (env []string, stop func())
+	// Roams says the remote end follows a gateway that moved (same key, new address)
+	// before it is told, as WireGuard peers do.
+	Roams bool
 	// ConnectTimeout bounds how long the first packet may take to get through.
 	ConnectTimeout time.Duration
 }
@@ -112,6 +115,11 @@ func Run(t *testing.T, s Suite) {
 		b.gw.Kill()
 		b.gw = StartGateway(top, b.GatewayNS, b.env...)
 		converge(t, b, a)
+		if s.Roams {
+			// Gateway a has not heard of the move yet: the peer roams by itself.
+			requireTraffic(t, lab, s.ConnectTimeout, func() { converge(t, b, a) })
+			t.Logf("traffic resumed %v after the move, before gateway a was told", time.Since(start).Round(time.Millisecond))
+		}
 		converge(t, a, b)
 		requireTraffic(t, lab, s.ConnectTimeout, resync)
 		t.Logf("traffic resumed %v after the move", time.Since(start).Round(time.Millisecond))
