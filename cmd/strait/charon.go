@@ -28,7 +28,7 @@ The agent loads connections and keys through VICI; this command configures none.
 --port must equal the cable port of the Membership (IKE and ESP-in-UDP share it).
 Use --libipsec on kernels without ESP: charon then does ESP in userspace through the
 TUN device ipsec0.`,
-		Example: `  strait charon --dir /var/lib/strait/charon --port 4500 --libipsec`,
+		Example: `  strait charon --dir /var/lib/strait/charon --port 4501 --libipsec`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
