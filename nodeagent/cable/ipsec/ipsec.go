@@ -151,9 +151,9 @@ func (d *Driver) Converge(ctx context.Context, local cable.Local, remotes []cabl
 	for name, list := range sas {
 		r, ok := wanted[name]
 		for _, sa := range list {
-			// An SA to a remote no longer wanted, or to a gateway that is no longer the
-			// remote's active one, goes; the initiator below brings up a fresh one.
-			if ok && sa.RemoteHost == r.IP.Unmap().String() {
+			// An SA to a remote no longer wanted, or between addresses that are no longer
+			// the two active gateways', goes; the initiator below brings up a fresh one.
+			if ok && current(sa, local, r) {
 				continue
 			}
 			if err := terminate(ctx, s, sa.UniqueID); err != nil {
@@ -162,7 +162,7 @@ func (d *Driver) Converge(ctx context.Context, local cable.Local, remotes []cabl
 		}
 	}
 	for name, r := range wanted {
-		if !initiates(local, r) || hasLiveSA(sas[name], r) {
+		if !initiates(local, r) || hasLiveSA(sas[name], local, r) {
 			continue
 		}
 		// timeout -1: charon initiates in the background; Connections reports the outcome.
@@ -178,9 +178,14 @@ func (d *Driver) Converge(ctx context.Context, local cable.Local, remotes []cabl
 	return errors.Join(errs...)
 }
 
-func hasLiveSA(list []ikeSA, r cable.Remote) bool {
+// current says whether sa runs between the two gateways that are active now.
+func current(sa ikeSA, local cable.Local, r cable.Remote) bool {
+	return sa.RemoteHost == r.IP.Unmap().String() && sa.LocalHost == local.IP.Unmap().String()
+}
+
+func hasLiveSA(list []ikeSA, local cable.Local, r cable.Remote) bool {
 	for _, sa := range list {
-		if sa.RemoteHost == r.IP.Unmap().String() && (sa.State == "ESTABLISHED" || sa.State == "CONNECTING") {
+		if current(sa, local, r) && (sa.State == "ESTABLISHED" || sa.State == "CONNECTING") {
 			return true
 		}
 	}
