@@ -21,8 +21,17 @@ import (
 	"github.com/straitnet/strait/nodeagent/cable/devroute"
 )
 
-// LibipsecDevice is the TUN charon's kernel-libipsec plugin makes.
-const LibipsecDevice = "ipsec0"
+const (
+	// LibipsecDevice is the TUN charon's kernel-libipsec plugin makes.
+	LibipsecDevice = "ipsec0"
+	// overhead of UDP-encapsulated ESP over IPv4 with AES-GCM, padding included, rounded
+	// up as libipsec's TUN MTU (1400 on a 1500 underlay) is.
+	overhead = 100
+)
+
+// Overhead is what the cable adds to every packet; the gateway lowers the MTU of routes
+// towards it by that much.
+func (d *Driver) Overhead() int { return overhead }
 
 // Config is how the driver is built.
 type Config struct {

@@ -291,3 +291,7 @@ func (d *Driver) Cleanup(_ context.Context) error {
 	}
 	return nil
 }
+
+// Overhead is what the cable adds to every packet; the gateway lowers the MTU of routes
+// towards it by that much.
+func (d *Driver) Overhead() int { return overhead }

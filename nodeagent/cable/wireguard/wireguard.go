@@ -323,3 +323,7 @@ func (d *Driver) Close() error {
 	errs = append(errs, d.wg.Close())
 	return errors.Join(errs...)
 }
+
+// Overhead is what the cable adds to every packet; the gateway lowers the MTU of routes
+// towards it by that much.
+func (d *Driver) Overhead() int { return overhead }
