@@ -2,6 +2,8 @@ package cabletest
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"fmt"
 	"net/netip"
 	"regexp"
@@ -90,6 +92,14 @@ func Run(t *testing.T, s Suite) {
 
 	t.Run("a restarted agent converges to the same state", func(t *testing.T) {
 		before := withoutIndexes(must(t)(a.gw.Dump()))
+		// The crashed agent also had a remote that is gone by the time the new one starts:
+		// the new one must prune what it did not create itself.
+		if err := a.gw.Converge(a.Local(s.Port, s.PSK), b.Remote(s.Port, b.key), goneRemote(t)); err != nil {
+			t.Fatalf("converge with a third remote: %v", err)
+		}
+		if dump := must(t)(a.gw.Dump()); !strings.Contains(dump, "10.3.0.0/16") {
+			t.Fatalf("no route to the third remote:\n%s", dump)
+		}
 		a.gw.Kill()
 		a.gw = StartGateway(top, a.GatewayNS, a.env...)
 		if k := must(t)(a.gw.PublicKey()); k != a.key {
@@ -291,4 +301,14 @@ func networkState(t testing.TB, ns string) string {
 		MustRun(t, "ip", "-n", ns, "-4", "rule", "show") +
 		MustRun(t, "ip", "-n", ns, "-6", "rule", "show") +
 		MustRun(t, "ip", "-n", ns, "-4", "route", "show", "table", "all")
+}
+
+// goneRemote is a remote cluster whose gateway never answers (nothing holds its address).
+func goneRemote(t testing.TB) cable.Remote {
+	var key [32]byte
+	if _, err := rand.Read(key[:]); err != nil {
+		t.Fatal(err)
+	}
+	return cable.Remote{ClusterID: "cluster-c", IP: netip.MustParseAddr("192.0.2.9"), Port: 4999,
+		PublicKey: base64.StdEncoding.EncodeToString(key[:]), CIDRs: []netip.Prefix{netip.MustParsePrefix("10.3.0.0/16")}}
 }
