@@ -19,12 +19,18 @@ K8S_BIN := $(BIN)/k8s/$(K8S_VERSION)
 K8S_BINARIES := kube-apiserver kube-controller-manager kube-scheduler kube-proxy etcd
 export KUBEBUILDER_ASSETS := $(K8S_BIN)
 
-.PHONY: all build generate manifests fmt vet lint test test-unit verify bench k8s-binaries tools clean help
+.PHONY: all demo build generate manifests fmt vet lint test test-unit verify bench bench-dns coredns k8s-binaries tools clean help
 
 all: build
 
 help: ## Show the targets.
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
+
+demo: build ## The main job: render every example clusterset (imports included).
+	@for d in examples/clusterset/*/clusterset.yaml; do \
+	  dir=$$(dirname $$d); echo "== $$dir"; \
+	  $(BIN)/strait render -f $$d --observed $$dir/observed | grep -E '^(kind|  name|  namespace|    strait.io/target-cluster):' | paste - - - - | column -t; \
+	done
 
 build: ## Build bin/strait.
 	$(GO) build -o $(BIN)/strait ./cmd/strait
@@ -58,7 +64,13 @@ test-unit: ## Pure tests only (no API servers, no root).
 	$(GO) test -count=1 -short ./...
 
 bench: ## Benchmarks, written to bench.txt.
-	$(GO) test -run '^$$' -bench . -benchmem ./plan/ | tee bench.txt
+	$(GO) test -run '^$$' -bench . -benchmem ./plan/ ./nodeagent/dns/resolver/ ./nodeagent/dns/server/ | tee bench.txt
+
+bench-dns: k8s-binaries ## dnsperf: strait dns vs CoreDNS with 10,000 imported services (needs dnsperf), to bench-dns.md.
+	hack/dns-bench.sh | tee bench-dns.md
+
+coredns: ## Build CoreDNS from the module proxy outside the repo (/tmp/coredns) for bench-dns.
+	hack/build-coredns.sh
 
 k8s-binaries: $(addprefix $(K8S_BIN)/,$(K8S_BINARIES)) ## Build kube-apiserver, etcd, ... from source.
 

@@ -91,16 +91,16 @@ func (p *Plan) allocate() field.ErrorList {
 		return errs
 	}
 	egress := p.spec.Globalnet.ClusterEgressIPs
+	wantServices, wantEndpoints := p.ingressOwners()
 	for _, c := range p.clusters {
 		cidr := cidrs[c]
 		a := &ClusterAllocation{GlobalCIDR: cidr, EgressIPs: egressIPs(cidr, egress)}
-		wantSvc, wantEp := p.ingressOwners(c)
 		pool := newIPPool(cidr, egress)
 		// Services first: they are fewer and longer-lived than pods.
 		var lost []string
-		a.Services, lost = allocateIngress(pool, prev[c].services, wantSvc)
+		a.Services, lost = allocateIngress(pool, prev[c].services, wantServices[c])
 		var lostEp []string
-		a.Endpoints, lostEp = allocateIngress(pool, prev[c].endpoints, wantEp)
+		a.Endpoints, lostEp = allocateIngress(pool, prev[c].endpoints, wantEndpoints[c])
 		lost = append(lost, lostEp...)
 		if len(lost) > 0 {
 			errs = append(errs, field.Invalid(field.NewPath("spec", "globalnet", "clusterSize"), p.spec.Globalnet.ClusterSize,
@@ -112,27 +112,28 @@ func (p *Plan) allocate() field.ErrorList {
 	return errs
 }
 
-// ingressOwners lists, sorted, what needs a global IP in cluster c: every exported
-// ClusterSetIP service it contributes, and every ready endpoint of every exported
-// headless service it contributes.
-func (p *Plan) ingressOwners(c string) (services, endpoints []string) {
-	for _, e := range p.exports {
-		src := e.source(c)
-		if src == nil {
-			continue
-		}
+// ingressOwners lists, per cluster and sorted, what needs a global IP there: every
+// exported ClusterSetIP service it contributes, and every ready endpoint of every
+// exported headless service it contributes.
+func (p *Plan) ingressOwners() (services, endpoints map[string][]string) {
+	services, endpoints = map[string][]string{}, map[string][]string{}
+	for _, e := range p.exports { // sorted by key, so services come out sorted
 		key := e.key()
-		if !src.headless {
-			services = append(services, key)
-			continue
-		}
-		for _, ep := range src.endpoints {
-			if ep.ready || src.publishNotReady {
-				endpoints = append(endpoints, key+"/"+ep.owner)
+		for _, src := range e.sources {
+			if !src.headless {
+				services[src.cluster] = append(services[src.cluster], key)
+				continue
+			}
+			for _, ep := range src.endpoints {
+				if ep.ready || src.publishNotReady {
+					endpoints[src.cluster] = append(endpoints[src.cluster], key+"/"+ep.owner)
+				}
 			}
 		}
 	}
-	sort.Strings(endpoints)
+	for _, eps := range endpoints {
+		sort.Strings(eps)
+	}
 	return services, endpoints
 }
 

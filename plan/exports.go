@@ -111,10 +111,7 @@ func (p *Plan) planExports() []*exportPlan {
 }
 
 func (p *Plan) resolve(e *exportPlan) {
-	for _, c := range p.clusters {
-		if !e.exportedFrom[c] {
-			continue
-		}
+	for _, c := range sortedKeys(e.exportedFrom) {
 		f := p.observed[c]
 		svc := f.service(e.namespace, e.name)
 		if svc == nil {

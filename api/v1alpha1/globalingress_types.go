@@ -83,7 +83,3 @@ type GlobalIngressList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []GlobalIngress `json:"items"`
 }
-
-func init() {
-	SchemeBuilder.Register(&GlobalIngress{}, &GlobalIngressList{})
-}

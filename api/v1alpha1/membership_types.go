@@ -108,7 +108,3 @@ type MembershipList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []Membership `json:"items"`
 }
-
-func init() {
-	SchemeBuilder.Register(&Membership{}, &MembershipList{})
-}

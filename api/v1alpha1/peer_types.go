@@ -108,7 +108,3 @@ type PeerList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []Peer `json:"items"`
 }
-
-func init() {
-	SchemeBuilder.Register(&Peer{}, &PeerList{})
-}

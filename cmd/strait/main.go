@@ -29,6 +29,9 @@ overlapping CIDRs talk through globalnet NAT — all from one ClusterSet kept in
 	}
 	root.AddCommand(
 		newRenderCmd(),
+		newHubCmd(),
+		newAgentCmd(),
+		newDNSCmd(),
 		newCharonCmd(),
 	)
 	return root

@@ -1,0 +1,129 @@
+package plan
+
+import (
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/fluxcd/pkg/apis/meta"
+
+	straitv1 "github.com/straitnet/strait/api/v1alpha1"
+)
+
+func twoClusters() *straitv1.ClusterSet {
+	return &straitv1.ClusterSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "t", Namespace: "strait-system"},
+		Spec: straitv1.ClusterSetSpec{Clusters: []straitv1.ClusterSpec{
+			{Name: "c1", PodCIDRs: []string{"10.8.0.0/16"}, ServiceCIDRs: []string{"10.88.0.0/16"}},
+			{Name: "c2", PodCIDRs: []string{"10.9.0.0/16"}, ServiceCIDRs: []string{"10.99.0.0/16"}},
+		}},
+	}
+}
+
+func TestValidate(t *testing.T) {
+	tests := []struct {
+		name   string
+		mutate func(cs *straitv1.ClusterSet)
+		// want lists substrings that must all appear in one error, per expected error.
+		want [][]string
+	}{
+		{name: "valid", mutate: func(*straitv1.ClusterSet) {}},
+		{name: "bad CIDR syntax", mutate: func(cs *straitv1.ClusterSet) { cs.Spec.Clusters[0].PodCIDRs[0] = "10.8.0.0/33" },
+			want: [][]string{{"spec.clusters[0].podCIDRs[0]", `"10.8.0.0/33"`, "not a CIDR"}}},
+		{name: "pod overlaps pod", mutate: func(cs *straitv1.ClusterSet) { cs.Spec.Clusters[1].PodCIDRs[0] = "10.8.128.0/17" },
+			want: [][]string{{"spec.clusters[1].podCIDRs[0]", "c1", "c2", "10.8.0.0/16", "10.8.128.0/17"}}},
+		{name: "service overlaps service", mutate: func(cs *straitv1.ClusterSet) { cs.Spec.Clusters[1].ServiceCIDRs[0] = "10.88.0.0/16" },
+			want: [][]string{{"spec.clusters[1].serviceCIDRs[0]", "c1", "c2", "10.88.0.0/16"}}},
+		{name: "pod overlaps other cluster's services", mutate: func(cs *straitv1.ClusterSet) { cs.Spec.Clusters[1].PodCIDRs[0] = "10.88.5.0/24" },
+			want: [][]string{{"spec.clusters[1].podCIDRs[0]", "c1", "c2", "serviceCIDRs 10.88.0.0/16", "10.88.5.0/24"}}},
+		{name: "own pod overlaps own services", mutate: func(cs *straitv1.ClusterSet) { cs.Spec.Clusters[0].ServiceCIDRs[0] = "10.8.0.0/24" },
+			want: [][]string{{"spec.clusters[0].serviceCIDRs[0]", "cluster c1", "its own podCIDRs 10.8.0.0/16"}}},
+		{name: "overlap allowed under globalnet", mutate: func(cs *straitv1.ClusterSet) {
+			cs.Spec.Clusters[1].PodCIDRs[0] = "10.8.0.0/16"
+			cs.Spec.Globalnet = &straitv1.GlobalnetSpec{Enabled: true}
+		}},
+		{name: "duplicate names", mutate: func(cs *straitv1.ClusterSet) { cs.Spec.Clusters[1].Name = "c1" },
+			want: [][]string{{"spec.clusters[1].name", "Duplicate", "c1", "clusters[0]"}}},
+		{name: "name not an RFC 1123 label", mutate: func(cs *straitv1.ClusterSet) { cs.Spec.Clusters[0].Name = "C_1" },
+			want: [][]string{{"spec.clusters[0].name", `"C_1"`, "RFC 1123"}}},
+		{name: "globalnet range too small", mutate: func(cs *straitv1.ClusterSet) {
+			cs.Spec.Globalnet = &straitv1.GlobalnetSpec{Enabled: true, CIDRRange: "242.0.0.0/24", ClusterSize: 256}
+		}, want: [][]string{{"spec.globalnet.cidrRange", "242.0.0.0/24", "too small", "2 clusters", "512"}}},
+		{name: "cluster size not a power of two", mutate: func(cs *straitv1.ClusterSet) {
+			cs.Spec.Globalnet = &straitv1.GlobalnetSpec{Enabled: true, ClusterSize: 1000}
+		}, want: [][]string{{"spec.globalnet.clusterSize", "1000", "power of two"}}},
+		{name: "pin outside range", mutate: func(cs *straitv1.ClusterSet) {
+			cs.Spec.Globalnet = &straitv1.GlobalnetSpec{Enabled: true, CIDRRange: "242.0.0.0/8"}
+			cs.Spec.Clusters[0].GlobalCIDR = "120.1.0.0/24"
+		}, want: [][]string{{"spec.clusters[0].globalCIDR", "120.1.0.0/24", "outside", "242.0.0.0/8"}}},
+		{name: "pins overlap", mutate: func(cs *straitv1.ClusterSet) {
+			cs.Spec.Globalnet = &straitv1.GlobalnetSpec{Enabled: true, CIDRRange: "120.0.0.0/8"}
+			cs.Spec.Clusters[0].GlobalCIDR = "120.1.0.0/16"
+			cs.Spec.Clusters[1].GlobalCIDR = "120.1.2.0/24"
+		}, want: [][]string{{"spec.clusters[1].globalCIDR", "c1", "c2", "120.1.0.0/16", "120.1.2.0/24", "overlap"}}},
+		{name: "pin with host bits", mutate: func(cs *straitv1.ClusterSet) {
+			cs.Spec.Globalnet = &straitv1.GlobalnetSpec{Enabled: true, CIDRRange: "120.0.0.0/8"}
+			cs.Spec.Clusters[0].GlobalCIDR = "120.1.0.7/24"
+		}, want: [][]string{{"spec.clusters[0].globalCIDR", "120.1.0.0/24"}}},
+		{name: "egress IPs larger than global CIDR", mutate: func(cs *straitv1.ClusterSet) {
+			cs.Spec.Globalnet = &straitv1.GlobalnetSpec{Enabled: true, ClusterSize: 8, ClusterEgressIPs: 8}
+		}, want: [][]string{{"spec.globalnet.clusterEgressIPs", "8 egress IPs", "8 addresses"}}},
+		{name: "egress IPs larger than pinned CIDR", mutate: func(cs *straitv1.ClusterSet) {
+			cs.Spec.Globalnet = &straitv1.GlobalnetSpec{Enabled: true, CIDRRange: "120.0.0.0/8", ClusterEgressIPs: 16}
+			cs.Spec.Clusters[0].GlobalCIDR = "120.1.0.0/28"
+		}, want: [][]string{{"spec.clusters[0].globalCIDR", "c1", "16 addresses", "16 egress IPs"}}},
+		{name: "pin without globalnet", mutate: func(cs *straitv1.ClusterSet) { cs.Spec.Clusters[0].GlobalCIDR = "242.1.0.0/16" },
+			want: [][]string{{"spec.clusters[0].globalCIDR", "globalnet.enabled is false"}}},
+		{name: "export names unknown cluster", mutate: func(cs *straitv1.ClusterSet) {
+			cs.Spec.Exports = []straitv1.ExportSpec{{Namespace: "sample", Name: "web", Clusters: []string{"c9"}}}
+		}, want: [][]string{{"spec.exports[0].clusters[0]", "Not found", `"c9"`}}},
+		{name: "duplicate export", mutate: func(cs *straitv1.ClusterSet) {
+			cs.Spec.Exports = []straitv1.ExportSpec{{Namespace: "sample", Name: "web"}, {Namespace: "sample", Name: "web"}}
+		}, want: [][]string{{"spec.exports[1]", "Duplicate", "sample/web"}}},
+		{name: "unknown cable driver", mutate: func(cs *straitv1.ClusterSet) { cs.Spec.Cable.Driver = "gre" },
+			want: [][]string{{"spec.cable.driver", `"gre"`, "wireguard", "ipsec", "vxlan"}}},
+		{name: "bad port", mutate: func(cs *straitv1.ClusterSet) { cs.Spec.Cable.Port = 70000 },
+			want: [][]string{{"spec.cable.port", "70000", "between 1 and 65535"}}},
+		{name: "ipsec without psk", mutate: func(cs *straitv1.ClusterSet) { cs.Spec.Cable.Driver = straitv1.CableIPsec },
+			want: [][]string{{"spec.cable.pskSecretRef", "pre-shared key"}}},
+		{name: "ipsec with psk", mutate: func(cs *straitv1.ClusterSet) {
+			cs.Spec.Cable = straitv1.CableSpec{Driver: straitv1.CableIPsec, PSKSecretRef: &meta.LocalObjectReference{Name: "psk"}}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cs := twoClusters()
+			tt.mutate(cs)
+			errs := Validate(cs)
+			if len(errs) != len(tt.want) {
+				t.Fatalf("got %d errors, want %d:\n%s", len(errs), len(tt.want), errs.ToAggregate())
+			}
+			for i, parts := range tt.want {
+				msg := errs[i].Error()
+				for _, p := range parts {
+					if !strings.Contains(msg, p) {
+						t.Errorf("error %d %q does not mention %q", i, msg, p)
+					}
+				}
+			}
+		})
+	}
+}
+
+func TestParseIsStrict(t *testing.T) {
+	for name, doc := range map[string]string{
+		"unknown field":  "apiVersion: strait.io/v1alpha1\nkind: ClusterSet\nmetadata: {name: x}\nspec:\n  clusterz: []\n",
+		"wrong kind":     "apiVersion: strait.io/v1alpha1\nkind: Cluster\nmetadata: {name: x}\n",
+		"wrong version":  "apiVersion: strait.io/v1\nkind: ClusterSet\nmetadata: {name: x}\n",
+		"two documents":  "apiVersion: strait.io/v1alpha1\nkind: ClusterSet\n---\napiVersion: strait.io/v1alpha1\nkind: ClusterSet\n",
+		"nested unknown": "apiVersion: strait.io/v1alpha1\nkind: ClusterSet\nmetadata: {name: x}\nspec:\n  clusters:\n  - name: a\n    podCIDR: 10.0.0.0/16\n",
+	} {
+		if _, err := Parse([]byte(doc)); err == nil {
+			t.Errorf("%s: Parse accepted it", name)
+		}
+	}
+	if _, err := Parse([]byte("# leading comment\n---\napiVersion: strait.io/v1alpha1\nkind: ClusterSet\nmetadata: {name: x}\n")); err != nil {
+		t.Errorf("a comment-only first document is not a document: %v", err)
+	}
+}
