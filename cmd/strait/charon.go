@@ -37,7 +37,7 @@ TUN device ipsec0.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&c.Dir, "dir", "/var/lib/strait/charon", "directory for strongswan.conf and the VICI socket, shared with the agent")
+	f.StringVar(&c.Dir, "dir", ipsec.DefaultCharonDir, "directory for strongswan.conf and the VICI socket, shared with the agent")
 	f.IntVar(&c.NATTPort, "port", int(straitv1.DefaultIPsecPort), "UDP port for IKE and ESP-in-UDP (the ClusterSet's cable port)")
 	f.BoolVar(&c.Libipsec, "libipsec", false, "userspace ESP through a TUN (kernel-libipsec), for kernels without ESP")
 	f.StringVar(&c.Binary, "charon", ipsec.CharonPath, "path of the charon executable")

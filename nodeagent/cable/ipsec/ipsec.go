@@ -6,11 +6,13 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/strongswan/govici/vici"
@@ -333,6 +335,10 @@ func (d *Driver) Cleanup(ctx context.Context) error {
 		errs = append(errs, err)
 	}
 	s, err := d.session(ctx)
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ECONNREFUSED) {
+		// No charon (or a dead one): it holds nothing of ours.
+		return errors.Join(errs...)
+	}
 	if err != nil {
 		return errors.Join(append(errs, err)...)
 	}
