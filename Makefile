@@ -19,7 +19,10 @@ K8S_BIN := $(BIN)/k8s/$(K8S_VERSION)
 K8S_BINARIES := kube-apiserver kube-controller-manager kube-scheduler kube-proxy etcd
 export KUBEBUILDER_ASSETS := $(K8S_BIN)
 
-.PHONY: all demo build generate manifests fmt vet lint test test-unit verify bench k8s-binaries tools clean help
+COREDNS_VERSION := v1.14.7
+COREDNS := $(BIN)/coredns
+
+.PHONY: all demo build lab lab-down coredns generate manifests fmt vet lint test test-unit verify bench k8s-binaries tools clean help
 
 all: build
 
@@ -89,6 +92,23 @@ $(GOLANGCI_LINT):
 $(KUSTOMIZE):
 	GOBIN=$(BIN)/tmp-kz $(GO) install sigs.k8s.io/kustomize/kustomize/v5@$(KUSTOMIZE_VERSION)
 	mv $(BIN)/tmp-kz/kustomize $@ && rmdir $(BIN)/tmp-kz
+
+coredns: $(COREDNS) ## Build CoreDNS (the lab's cluster DNS) from the Go module proxy into bin/coredns.
+
+$(COREDNS):
+	mkdir -p /tmp/strait-coredns $(BIN)
+	cd /tmp/strait-coredns && rm -f go.mod go.sum && \
+	  printf 'module straitlab/coredns\n\ngo 1.26.0\n' > go.mod && \
+	  printf 'package main\n\nimport _ "github.com/coredns/coredns/coremain"\n' > tools.go && \
+	  $(GO) get github.com/coredns/coredns@$(COREDNS_VERSION) && \
+	  $(GO) build -o $@ github.com/coredns/coredns
+
+lab: build k8s-binaries coredns ## Bring up the default lab (root): clusters c1, c2 and a hub as network namespaces.
+	$(BIN)/strait lab up --example basic
+	$(BIN)/strait lab status
+
+lab-down: build ## Remove the lab: namespaces, links, processes, files.
+	$(BIN)/strait lab down
 
 clean:
 	rm -rf $(BIN)
