@@ -29,6 +29,7 @@ overlapping CIDRs talk through globalnet NAT — all from one ClusterSet kept in
 	}
 	root.AddCommand(
 		newRenderCmd(),
+		newLabCmd(),
 	)
 	return root
 }
