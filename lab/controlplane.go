@@ -90,7 +90,8 @@ func (l *Lab) ensureControlPlane(ctx context.Context, c controlPlane) error {
 		"--endpoint-reconciler-type", "lease"); err != nil {
 		return err
 	}
-	if err := waitReady(ctx, l.inNamespaceConfig(name, c.cp.Namespace), 90*time.Second); err != nil {
+	alive := func() bool { _, ok := l.state.Pid(name, "kube-apiserver"); return ok }
+	if err := waitReady(ctx, l.inNamespaceConfig(name, c.cp.Namespace), alive, 90*time.Second); err != nil {
 		return fmt.Errorf("%s API server: %w (log: %s)", name, err, l.state.LogPath(name, "kube-apiserver"))
 	}
 	common := []string{"--kubeconfig", kc, "--authentication-kubeconfig", kc, "--authorization-kubeconfig", kc,
@@ -140,7 +141,7 @@ func (l *Lab) inNamespaceConfig(cluster, ns string) func() (*rest.Config, error)
 }
 
 // waitReady polls /readyz until it answers ok.
-func waitReady(ctx context.Context, config func() (*rest.Config, error), timeout time.Duration) error {
+func waitReady(ctx context.Context, config func() (*rest.Config, error), alive func() bool, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var last error
@@ -159,6 +160,9 @@ func waitReady(ctx context.Context, config func() (*rest.Config, error), timeout
 		}
 		if err != nil {
 			last = err
+		}
+		if !alive() {
+			return fmt.Errorf("exited: %w", last)
 		}
 		select {
 		case <-ctx.Done():

@@ -104,6 +104,11 @@ func ensureNetwork(ctx context.Context, t *topology.Lab) error {
 			return err
 		}
 	}
+	if t.Hub != nil {
+		if err := netns.IP(ctx, "-n", t.Hub.Namespace, "addr", "replace", t.Hub.LANAddr.String(), "dev", "lo"); err != nil {
+			return err
+		}
+	}
 	if t.HasWAN() {
 		if err := netns.EnsureBridge(ctx, topology.WANNamespace, topology.BridgeName); err != nil {
 			return err

@@ -68,8 +68,8 @@ type Lab struct {
 type ControlPlane struct {
 	Cluster   string
 	Namespace string
-	// LANAddr is the API server's address on the cluster LAN (invalid for the hub, whose
-	// namespace has only loopback).
+	// LANAddr is the API server's address on the cluster LAN (for the hub, whose
+	// namespace has only loopback, a /32 on lo).
 	LANAddr netip.Prefix
 	// Routes are the pod CIDR routes via nodes, so the control plane (and the cluster DNS
 	// running there) can answer pods.
@@ -171,7 +171,10 @@ func Compute(cs *straitv1.ClusterSet, spec Spec) (*Lab, field.ErrorList) {
 	}
 	l := &Lab{WANSubnet: wanSubnet}
 	if spec.Hub {
-		l.Hub = &ControlPlane{Cluster: HubName, Namespace: ClusterPrefix(HubName) + "cp"}
+		// The hub has no LAN; its address lives on loopback so the API server has a
+		// non-loopback address to advertise.
+		l.Hub = &ControlPlane{Cluster: HubName, Namespace: ClusterPrefix(HubName) + "cp",
+			LANAddr: netip.PrefixFrom(nthAddr(lanRange.Addr(), 2), 32)}
 	}
 	wanNext := 10
 	for i, c := range cs.Spec.Clusters {
