@@ -6,9 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"time"
 
@@ -93,7 +95,11 @@ func (l *Lab) Up(ctx context.Context, o UpOptions) error {
 			if cp.Cluster == topology.HubName {
 				return nil
 			}
-			return l.waitPodsReady(ctx, cp, timeout)
+			if err := l.waitPodsReady(ctx, cp, timeout); err != nil {
+				return err
+			}
+			c, _ := t.Cluster(cp.Cluster)
+			return l.waitServices(ctx, *c, timeout)
 		}); err != nil {
 			return err
 		}
@@ -286,4 +292,59 @@ func (l *Lab) ensureProcessEnv(cluster, name, ns string, env []string, argv ...s
 		return err
 	}
 	return l.state.WritePid(cluster, name, pid)
+}
+
+// waitServices waits until every node reaches every sample Service and the cluster DNS
+// on its ClusterIP over TCP, which means kube-proxy has programmed them.
+func (l *Lab) waitServices(ctx context.Context, c topology.Cluster, timeout time.Duration) error {
+	cfg, err := l.inNamespaceConfig(c.Name, c.ControlPlane.Namespace)()
+	if err != nil {
+		return err
+	}
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	var targets []string
+	for _, ns := range []string{SampleNamespace, "kube-system"} {
+		svcs, err := client.CoreV1().Services(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		for _, s := range svcs.Items {
+			if s.Spec.ClusterIP == "" || s.Spec.ClusterIP == corev1.ClusterIPNone {
+				continue
+			}
+			for _, p := range s.Spec.Ports {
+				if p.Protocol == corev1.ProtocolTCP {
+					targets = append(targets, net.JoinHostPort(s.Spec.ClusterIP, strconv.Itoa(int(p.Port))))
+				}
+			}
+		}
+	}
+	deadline := time.Now().Add(timeout)
+	for _, n := range c.Nodes {
+		for _, target := range targets {
+			for {
+				dctx, cancel := context.WithTimeout(ctx, time.Second)
+				conn, err := netns.Dial(dctx, n.Namespace, "tcp", target)
+				cancel()
+				if err == nil {
+					_ = conn.Close()
+					break
+				}
+				if time.Now().After(deadline) {
+					return fmt.Errorf("%s: node %s cannot reach Service %s: %w (kube-proxy log: %s)", c.Name, n.Name, target, err,
+						l.state.LogPath(c.Name, "kube-proxy-"+n.Name))
+				}
+				select {
+				case <-ctx.Done():
+					return ctx.Err()
+				case <-time.After(200 * time.Millisecond):
+				}
+			}
+		}
+	}
+	l.progress("%s: %d Service ports reachable through kube-proxy from every node", c.Name, len(targets))
+	return nil
 }

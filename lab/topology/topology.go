@@ -107,7 +107,8 @@ type Node struct {
 	// address) is the node side of every pod veth.
 	PodCIDR    netip.Prefix
 	PodGateway netip.Addr
-	// Routes are host-gw routes to the other nodes' pod CIDRs.
+	// Routes are host-gw routes to the other nodes' pod CIDRs, and the service CIDR
+	// towards the control plane (so the node's own ClusterIP connections are routable).
 	Routes []Route
 }
 
@@ -267,6 +268,9 @@ func computeCluster(c straitv1.ClusterSpec, index int, spec Spec, wanNext *int, 
 				cl.Nodes[i].Routes = append(cl.Nodes[i].Routes, Route{Dst: other.PodCIDR, Via: other.LANAddr.Addr()})
 			}
 		}
+		// A node's own connections to ClusterIPs need a route before kube-proxy's
+		// output chain can rewrite them (a real node has a default route for this).
+		cl.Nodes[i].Routes = append(cl.Nodes[i].Routes, Route{Dst: svc, Via: cl.ControlPlane.LANAddr.Addr()})
 	}
 	for _, node := range cl.Nodes {
 		cl.ControlPlane.Routes = append(cl.ControlPlane.Routes, Route{Dst: node.PodCIDR, Via: node.LANAddr.Addr()})
