@@ -19,10 +19,10 @@ K8S_BIN := $(BIN)/k8s/$(K8S_VERSION)
 K8S_BINARIES := kube-apiserver kube-controller-manager kube-scheduler kube-proxy etcd
 export KUBEBUILDER_ASSETS := $(K8S_BIN)
 
-COREDNS_VERSION := v1.14.7
+# CoreDNS, the lab's cluster DNS, built from the Go module proxy outside the repository.
 COREDNS := $(BIN)/coredns
 
-.PHONY: all demo build lab lab-down coredns generate manifests fmt vet lint test test-unit verify bench k8s-binaries tools clean help
+.PHONY: all demo build lab lab-down generate manifests fmt vet lint test test-unit verify bench bench-dns coredns k8s-binaries tools clean help
 
 all: build
 
@@ -60,14 +60,20 @@ verify: generate manifests ## Fail when generated code or manifests are stale, o
 	@test -z "$$(git status --porcelain -- api kustomize)" || { echo "untracked generated files:"; git status --porcelain -- api kustomize; exit 1; }
 	$(MAKE) vet lint
 
-test: k8s-binaries ## Run every test (root-only tests need root; under CI=true they fail instead of skipping).
+test: k8s-binaries $(COREDNS) ## Run every test (root-only tests need root; under CI=true they fail instead of skipping).
 	$(GO) test -count=1 -timeout 40m ./...
 
 test-unit: ## Pure tests only (no API servers, no root).
 	$(GO) test -count=1 -short ./...
 
 bench: ## Benchmarks, written to bench.txt.
-	$(GO) test -run '^$$' -bench . -benchmem ./plan/ | tee bench.txt
+	$(GO) test -run '^$$' -bench . -benchmem ./plan/ ./nodeagent/dns/resolver/ ./nodeagent/dns/server/ | tee bench.txt
+
+bench-dns: k8s-binaries ## dnsperf: strait dns vs CoreDNS with 10,000 imported services (needs dnsperf), to bench-dns.md.
+	hack/dns-bench.sh | tee bench-dns.md
+
+coredns: $(COREDNS) ## Build CoreDNS from the module proxy outside the repo: /tmp/coredns for bench-dns, bin/coredns for the lab.
+	hack/build-coredns.sh
 
 k8s-binaries: $(addprefix $(K8S_BIN)/,$(K8S_BINARIES)) ## Build kube-apiserver, etcd, ... from source.
 
@@ -93,17 +99,10 @@ $(KUSTOMIZE):
 	GOBIN=$(BIN)/tmp-kz $(GO) install sigs.k8s.io/kustomize/kustomize/v5@$(KUSTOMIZE_VERSION)
 	mv $(BIN)/tmp-kz/kustomize $@ && rmdir $(BIN)/tmp-kz
 
-coredns: $(COREDNS) ## Build CoreDNS (the lab's cluster DNS) from the Go module proxy into bin/coredns.
-
 $(COREDNS):
-	mkdir -p /tmp/strait-coredns $(BIN)
-	cd /tmp/strait-coredns && rm -f go.mod go.sum && \
-	  printf 'module straitlab/coredns\n\ngo 1.26.0\n' > go.mod && \
-	  printf 'package main\n\nimport _ "github.com/coredns/coredns/coremain"\n' > tools.go && \
-	  $(GO) get github.com/coredns/coredns@$(COREDNS_VERSION) && \
-	  $(GO) build -o $@ github.com/coredns/coredns
+	hack/build-coredns.sh $(COREDNS)
 
-lab: build k8s-binaries coredns ## Bring up the default lab (root): clusters c1, c2 and a hub as network namespaces.
+lab: build k8s-binaries $(COREDNS) ## Bring up the default lab (root): clusters c1, c2 and a hub as network namespaces.
 	$(BIN)/strait lab up --example basic
 	$(BIN)/strait lab status
 

@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"encoding/json"
 	"fmt"
 	"testing"
 
@@ -13,7 +14,7 @@ import (
 
 // bigClusterSet is 255 clusters on globalnet exporting 10,000 ClusterSetIP services,
 // spread round-robin over the clusters, each with two ready endpoints.
-func bigClusterSet(b *testing.B) (*straitv1.ClusterSet, Observed) {
+func bigClusterSet(b testing.TB) (*straitv1.ClusterSet, Observed) {
 	b.Helper()
 	const clusters, exports = 255, 10000
 	cs := &straitv1.ClusterSet{ObjectMeta: metav1.ObjectMeta{Name: "big", Namespace: "strait-system"},
@@ -74,4 +75,34 @@ func BenchmarkMemberObjects(b *testing.B) {
 			b.Fatalf("only %d objects", len(objs))
 		}
 	}
+}
+
+// TestBigClusterSetFitsInEtcd: a ClusterSet with 255 clusters and 10,000 exports, with
+// the status the plan implies, stays well under etcd's ~1.5 MB object limit, and so do
+// the largest member objects.
+func TestBigClusterSetFitsInEtcd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a 10,000-export clusterset")
+	}
+	cs, obs := bigClusterSet(t)
+	p, errs := Compute(cs, obs)
+	if len(errs) > 0 {
+		t.Fatal(errs.ToAggregate())
+	}
+	cs.Status = p.Status
+	const limit = 1536 * 1024
+	data, err := json.Marshal(cs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(data) > limit*3/4 {
+		t.Errorf("ClusterSet with status is %d bytes, want under %d", len(data), limit*3/4)
+	}
+	for _, o := range p.Objects("c000") {
+		d, _ := json.Marshal(o)
+		if len(d) > 64*1024 {
+			t.Errorf("%T %s is %d bytes", o, o.GetName(), len(d))
+		}
+	}
+	t.Logf("ClusterSet with 10,000 exports and status: %d bytes", len(data))
 }

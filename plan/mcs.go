@@ -14,7 +14,7 @@ import (
 
 // EndpointSliceManagedBy is the endpointslice.kubernetes.io/managed-by value of the MCS
 // EndpointSlices the hub writes, so that the EndpointSlice controller leaves them alone.
-const EndpointSliceManagedBy = "strait.io/hub"
+const EndpointSliceManagedBy = "strait-hub.strait.io"
 
 // mcsObjects are the Multi-Cluster Services objects of one member: the ServiceExports
 // declared for it in git, and a ServiceImport and one EndpointSlice per source cluster

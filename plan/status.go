@@ -8,6 +8,9 @@ import (
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
 )
 
+// MaxStatusExports caps ClusterSet status.exports.
+const MaxStatusExports = 1000
+
 // status is the ClusterSet status the plan implies: per cluster its reachability,
 // active gateway, global CIDR and connections; per export its type, sources and
 // conflicts; and the summary for print columns.
@@ -49,6 +52,7 @@ func (p *Plan) status() straitv1.ClusterSetStatus {
 		st.Clusters = append(st.Clusters, cs)
 	}
 	conflicts := int32(0)
+	var healthy []straitv1.ExportStatus
 	for _, e := range p.exports {
 		es := straitv1.ExportStatus{Namespace: e.namespace, Name: e.name, Conflict: e.conflictSummary()}
 		if len(e.sources) > 0 {
@@ -60,7 +64,18 @@ func (p *Plan) status() straitv1.ClusterSetStatus {
 		if len(e.conflicts) > 0 {
 			conflicts++
 		}
-		st.Exports = append(st.Exports, es)
+		if len(e.conflicts) > 0 || len(e.sources) == 0 {
+			st.Exports = append(st.Exports, es)
+		} else {
+			healthy = append(healthy, es)
+		}
+	}
+	// Exports that need attention come first; the list is capped so that a clusterset
+	// with 10,000 exports still fits in one etcd object. Per-export detail is also on
+	// each member's ServiceExport conditions.
+	st.Exports = append(st.Exports, healthy...)
+	if len(st.Exports) > MaxStatusExports {
+		st.Exports = st.Exports[:MaxStatusExports]
 	}
 	st.Summary = straitv1.ClusterSetSummary{
 		Clusters:  fmt.Sprintf("%d/%d", connected, len(p.clusters)),

@@ -260,9 +260,13 @@ type ClusterSetStatus struct {
 	// +listMapKey=name
 	Clusters []ClusterStatus `json:"clusters,omitempty"`
 
-	// Exports is the state of each exported service.
+	// Exports is the state of exported services: those with a conflict or without any
+	// exporting service first, then the rest by namespace and name, at most 1000 so the
+	// object stays small with 10,000 exports. Summary counts them all; every member's
+	// ServiceExports carry the per-cluster conditions.
 	// +optional
 	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=1000
 	Exports []ExportStatus `json:"exports,omitempty"`
 
 	// Summary counts for print columns.
@@ -312,6 +316,13 @@ type ClusterStatus struct {
 	// Inventory counts the objects the hub keeps in this member, by kind.
 	// +optional
 	Inventory map[string]int32 `json:"inventory,omitempty"`
+
+	// KubeConfig is the reference the hub connects to the member with. It is kept after
+	// the cluster leaves spec.clusters, together with a Ready=False condition with reason
+	// Pruning, until the hub has removed everything it wrote there; a cluster that only
+	// appears in status is being cleaned up.
+	// +optional
+	KubeConfig *meta.KubeConfigReference `json:"kubeConfig,omitempty"`
 }
 
 // ConnectionStatus is one gateway-to-gateway connection.

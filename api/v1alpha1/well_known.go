@@ -52,4 +52,11 @@ const (
 	ReasonUnreachable        = "Unreachable"
 	ReasonNoActiveGateway    = "NoActiveGateway"
 	ReasonGatewayActive      = "GatewayActive"
+	ReasonPruning            = "Pruning"
+	ReasonPruneFailed        = "PruneFailed"
+	ReasonApplied            = "Applied"
 )
+
+// Finalizer is set on a ClusterSet by the hub so that deleting it first removes what the
+// hub wrote into the members.
+const Finalizer = "strait.io/cleanup"

@@ -54,13 +54,6 @@ directory; "lab down" removes all of it, also after a crash of "lab up".`,
 	return cmd
 }
 
-func envOr(key, def string) string {
-	if v := os.Getenv(key); v != "" {
-		return v
-	}
-	return def
-}
-
 // repoRoot finds the directory holding examples/clusterset: the working directory or a
 // parent, else the parent of the directory of this binary.
 func repoRoot() string {

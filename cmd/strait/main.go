@@ -29,6 +29,10 @@ overlapping CIDRs talk through globalnet NAT — all from one ClusterSet kept in
 	}
 	root.AddCommand(
 		newRenderCmd(),
+		newHubCmd(),
+		newAgentCmd(),
+		newDNSCmd(),
+		newCharonCmd(),
 		newLabCmd(),
 	)
 	return root

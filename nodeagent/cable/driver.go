@@ -46,6 +46,19 @@ type Connection struct {
 	TxBytes       int64
 }
 
+// Routing is where a driver installs the routes to remote clusters' CIDRs through its own
+// device: Strait's routing table and route protocol. Only the driver knows how its device
+// reaches a remote (a VXLAN VTEP next hop, a WireGuard peer, strongSwan's libipsec TUN),
+// so the driver owns exactly those routes — in Table, marked with Protocol, via its own
+// device — and nothing else in the table. The route agent owns the policy rule that sends
+// remote traffic to Table and every other route in it (e.g. via vx-strait on plain nodes).
+type Routing struct {
+	// Table is Strait's routing table number.
+	Table int
+	// Protocol is Strait's route protocol number; it marks routes as ours.
+	Protocol int
+}
+
 // Driver is one way of carrying traffic between gateways. Every method is
 // level-triggered: Converge may be called again and again with the same input and must
 // then change nothing; it removes connections to remotes no longer listed, also ones a
@@ -55,7 +68,8 @@ type Driver interface {
 	Name() straitv1.CableDriver
 	// PublicKey is what remote gateways need to reach this one (wireguard), or "".
 	PublicKey() string
-	// Converge makes the local end and the connections exactly local and remotes.
+	// Converge makes the local end and the connections exactly local and remotes, and the
+	// routes to every remote's CIDRs through the driver's device (see Routing).
 	Converge(ctx context.Context, local Local, remotes []Remote) error
 	// Connections reports the state of every connection.
 	Connections(ctx context.Context) ([]Connection, error)

@@ -1,0 +1,46 @@
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/straitnet/strait/nodeagent/cable/ipsec"
+)
+
+func newCharonCmd() *cobra.Command {
+	c := ipsec.Charon{}
+	cmd := &cobra.Command{
+		Use:   "charon",
+		Short: "Run strongSwan's charon as the gateway's IPsec sidecar",
+		Long: `Run strongSwan's charon for the ipsec cable driver, as the sidecar beside
+'strait agent' on gateway nodes. It writes its own strongswan.conf into --dir (an
+explicit plugin list, nothing from /etc/strongswan.d), opens the VICI socket
+<dir>/charon.vici that the agent drives, gives charon a private /run, and on SIGTERM
+stops charon and removes its files. --dir must not be under /run: charon's
+/run is its own.
+
+The agent loads connections and keys through VICI; this command configures none.
+--port must equal the cable port of the Membership (IKE and ESP-in-UDP share it).
+Use --libipsec on kernels without ESP: charon then does ESP in userspace through the
+TUN device ipsec0.`,
+		Example: `  strait charon --dir /var/lib/strait/charon --port 4500 --libipsec`,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return c.Run(ctx, cmd.ErrOrStderr())
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&c.Dir, "dir", "/var/lib/strait/charon", "directory for strongswan.conf and the VICI socket, shared with the agent")
+	f.IntVar(&c.NATTPort, "port", 4500, "UDP port for IKE and ESP-in-UDP (the cable port)")
+	f.BoolVar(&c.Libipsec, "libipsec", false, "userspace ESP through a TUN (kernel-libipsec), for kernels without ESP")
+	f.StringVar(&c.Binary, "charon", ipsec.CharonPath, "path of the charon executable")
+	f.IntVar(&c.RoutingTable, "routing-table", ipsec.DefaultRoutingTable, "charon's own routing table (libipsec installs a route per SA there)")
+	f.IntVar(&c.RoutingTablePrio, "routing-table-prio", ipsec.DefaultRoutingTablePrio, "priority of the rule for charon's table; must come after Strait's rule")
+	return cmd
+}

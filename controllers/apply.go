@@ -1,0 +1,313 @@
+package controllers
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	mcsv1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
+
+	straitv1 "github.com/straitnet/strait/api/v1alpha1"
+	"github.com/straitnet/strait/controllers/members"
+	"github.com/straitnet/strait/plan"
+)
+
+// memberResult is what writing one member did.
+type memberResult struct {
+	applied, pruned int
+	inventory       map[string]int32
+	// err: the member was unreachable (unreachable true) or refused writes.
+	err         error
+	unreachable bool
+	// cleaned: a removed cluster holds nothing of the ClusterSet any more.
+	cleaned bool
+}
+
+// writeMembers applies the plan to every reachable member and prunes, a bounded number
+// of members at a time. Members that are unreachable are left alone.
+func (r *ClusterSetReconciler) writeMembers(ctx context.Context, obj *straitv1.ClusterSet, p *plan.Plan, conns map[string]*conn) map[string]*memberResult {
+	cs := types.NamespacedName{Namespace: obj.Namespace, Name: obj.Name}
+	psk, pskErr := r.ipsecPSK(ctx, obj)
+	results := make(map[string]*memberResult, len(conns))
+	sem := make(chan struct{}, r.cfg.MaxConcurrentMembers)
+	var wg sync.WaitGroup
+	for name, c := range conns {
+		res := &memberResult{}
+		results[name] = res
+		if !c.reachable() {
+			res.err, res.unreachable = c.err, true
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			w := &memberWriter{r: r, cs: cs, m: c.member, table: r.appliedFor(members.Key{ClusterSet: cs, Cluster: name})}
+			var err error
+			if c.removed {
+				res.pruned, err = w.prune(ctx, nil)
+				res.cleaned = err == nil
+			} else {
+				err = w.write(ctx, p, name, psk, pskErr, res)
+			}
+			res.err = err
+			lbl := plan.ClusterSetLabel(cs)
+			r.metrics.applied.WithLabelValues(lbl, name).Add(float64(res.applied))
+			r.metrics.pruned.WithLabelValues(lbl, name).Add(float64(res.pruned))
+		}()
+	}
+	wg.Wait()
+	return results
+}
+
+// ipsecPSK returns the Secret to copy into every member, nil when the cable is not ipsec.
+func (r *ClusterSetReconciler) ipsecPSK(ctx context.Context, obj *straitv1.ClusterSet) (*corev1.Secret, error) {
+	spec := plan.WithDefaults(obj.Spec)
+	if spec.Cable.Driver != straitv1.CableIPsec || spec.Cable.PSKSecretRef == nil {
+		return nil, nil
+	}
+	src := &corev1.Secret{}
+	name := types.NamespacedName{Namespace: obj.Namespace, Name: spec.Cable.PSKSecretRef.Name}
+	if err := r.secrets.Get(ctx, name, src); err != nil {
+		return nil, fmt.Errorf("reading the IPsec PSK Secret %s: %w", name, err)
+	}
+	if len(src.Data["psk"]) == 0 {
+		return nil, fmt.Errorf("the IPsec PSK Secret %s has no key \"psk\"", name)
+	}
+	return &corev1.Secret{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
+		ObjectMeta: metav1.ObjectMeta{Name: plan.IPsecPSKSecretName, Namespace: straitv1.SystemNamespace},
+		Type:       corev1.SecretTypeOpaque,
+		Data:       map[string][]byte{"psk": src.Data["psk"]},
+	}, nil
+}
+
+// memberWriter writes one member.
+type memberWriter struct {
+	r     *ClusterSetReconciler
+	cs    types.NamespacedName
+	m     *members.Member
+	table *appliedTable
+}
+
+func (w *memberWriter) write(ctx context.Context, p *plan.Plan, cluster string, psk *corev1.Secret, pskErr error, res *memberResult) error {
+	objs := p.Objects(cluster)
+	if psk != nil {
+		s := psk.DeepCopy()
+		s.Labels = map[string]string{straitv1.LabelManagedBy: straitv1.ManagedByHub, straitv1.LabelClusterSet: plan.ClusterSetLabel(w.cs)}
+		s.Annotations = map[string]string{straitv1.AnnotationTargetCluster: cluster}
+		objs = append(objs, s)
+	}
+	var errs []error
+	if pskErr != nil {
+		errs = append(errs, pskErr)
+	}
+	if err := w.ensureNamespaces(ctx, objs); err != nil {
+		return errors.Join(append(errs, err)...)
+	}
+	res.inventory = map[string]int32{}
+	desired := map[objKey]bool{}
+	for _, o := range objs {
+		kind := o.GetObjectKind().GroupVersionKind().Kind
+		k := keyOf(kind, o)
+		desired[k] = true
+		res.inventory[kind]++
+		n, err := w.apply(ctx, k, o)
+		res.applied += n
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	errs = append(errs, w.exportConditions(ctx, p.ServiceExportConditions(cluster))...)
+	// A failed apply may have left an object out: prune only on a complete write, so
+	// nothing is deleted because of a transient error.
+	if len(errs) == 0 {
+		n, err := w.prune(ctx, desired)
+		res.pruned += n
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// ensureNamespaces creates the namespaces the objects live in when the member lacks
+// them (an import's namespace need not exist where it is imported). They are never
+// deleted: people's objects may live there too.
+func (w *memberWriter) ensureNamespaces(ctx context.Context, objs []client.Object) error {
+	seen := map[string]bool{}
+	var errs []error
+	for _, o := range objs {
+		ns := o.GetNamespace()
+		if ns == "" || seen[ns] || w.table.hasNamespace(ns) {
+			continue
+		}
+		seen[ns] = true
+		err := w.m.Client.Get(ctx, types.NamespacedName{Name: ns}, &corev1.Namespace{})
+		if apierrors.IsNotFound(err) {
+			err = w.m.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns,
+				Labels: map[string]string{straitv1.LabelManagedBy: straitv1.ManagedByHub}}})
+			if apierrors.IsAlreadyExists(err) {
+				err = nil
+			}
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("namespace %s: %w", ns, err))
+			continue
+		}
+		w.table.setNamespace(ns, true)
+	}
+	return errors.Join(errs...)
+}
+
+// apply server-side applies one object (and the status of a ServiceImport), unless the
+// member still holds exactly what the hub last wrote. It returns how many writes it did.
+func (w *memberWriter) apply(ctx context.Context, k objKey, o client.Object) (int, error) {
+	body, status, err := applyBody(o)
+	if err != nil {
+		return 0, err
+	}
+	specHash, statusHash := hashOf(body.Object), hashOf(status)
+	if e, ok := w.table.get(k); ok && e.specHash == specHash && e.statusHash == statusHash && w.currentRV(ctx, k, o) == e.rv {
+		return 0, nil
+	}
+	writes := 0
+	opts := []client.ApplyOption{client.FieldOwner(straitv1.FieldManager), client.ForceOwnership}
+	if err := w.m.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(body), opts...); err != nil {
+		if apierrors.IsNotFound(err) {
+			w.table.setNamespace(k.namespace, false)
+		}
+		return 0, fmt.Errorf("applying %s %s/%s: %w", k.kind, k.namespace, k.name, err)
+	}
+	writes++
+	rv := body.GetResourceVersion()
+	if status != nil {
+		st := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": body.GetAPIVersion(), "kind": body.GetKind(),
+			"metadata": map[string]any{"name": k.name, "namespace": k.namespace},
+			"status":   status,
+		}}
+		if err := w.m.Client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(st), client.FieldOwner(straitv1.FieldManager), client.ForceOwnership); err != nil {
+			return writes, fmt.Errorf("applying the status of %s %s/%s: %w", k.kind, k.namespace, k.name, err)
+		}
+		writes++
+		rv = st.GetResourceVersion()
+	}
+	w.table.set(k, appliedEntry{rv: rv, specHash: specHash, statusHash: statusHash})
+	return writes, nil
+}
+
+// currentRV is the resourceVersion the informers hold for an object ("" when unknown:
+// then the object is written).
+func (w *memberWriter) currentRV(ctx context.Context, k objKey, o client.Object) string {
+	if k.kind == "Secret" {
+		return "" // Secrets are not watched: the PSK is written every time
+	}
+	cur, ok := o.DeepCopyObject().(client.Object)
+	if !ok {
+		return ""
+	}
+	if err := w.m.Reader.Get(ctx, types.NamespacedName{Namespace: k.namespace, Name: k.name}, cur); err != nil {
+		return ""
+	}
+	return cur.GetResourceVersion()
+}
+
+// applyBody turns a typed object into the body of an apply: no status, no null
+// creationTimestamp. The status of a ServiceImport, a subresource, is returned apart.
+func applyBody(o client.Object) (*unstructured.Unstructured, map[string]any, error) {
+	data, err := json.Marshal(o)
+	if err != nil {
+		return nil, nil, err
+	}
+	m := map[string]any{}
+	if err := json.Unmarshal(data, &m); err != nil {
+		return nil, nil, err
+	}
+	if md, ok := m["metadata"].(map[string]any); ok {
+		delete(md, "creationTimestamp")
+	}
+	var status map[string]any
+	if st, ok := m["status"].(map[string]any); ok && len(st) > 0 {
+		if _, isImport := o.(*mcsv1.ServiceImport); isImport {
+			status = st
+		}
+	}
+	delete(m, "status")
+	return &unstructured.Unstructured{Object: m}, status, nil
+}
+
+// exportConditions writes Valid/Ready/Conflict into the ServiceExports that count, the
+// hub's and people's, keeping lastTransitionTime when a condition did not change.
+func (w *memberWriter) exportConditions(ctx context.Context, want map[types.NamespacedName][]metav1.Condition) []error {
+	keys := make([]types.NamespacedName, 0, len(want))
+	for k := range want {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return keys[i].String() < keys[j].String() })
+	var errs []error
+	for _, k := range keys {
+		se := &mcsv1.ServiceExport{}
+		if err := w.m.Reader.Get(ctx, k, se); err != nil {
+			if err = w.m.Client.Get(ctx, k, se); err != nil {
+				if !apierrors.IsNotFound(err) {
+					errs = append(errs, fmt.Errorf("reading ServiceExport %s: %w", k, err))
+				}
+				continue
+			}
+		}
+		conds := append([]metav1.Condition(nil), se.Status.Conditions...)
+		changed := false
+		for _, c := range want[k] {
+			c.ObservedGeneration = se.Generation
+			if cur := apimeta.FindStatusCondition(conds, c.Type); cur != nil && cur.Status == c.Status &&
+				cur.Reason == c.Reason && cur.Message == c.Message && cur.ObservedGeneration == c.ObservedGeneration {
+				continue
+			}
+			apimeta.SetStatusCondition(&conds, c)
+			changed = true
+		}
+		if !changed {
+			continue
+		}
+		st := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": mcsv1.GroupVersion.String(), "kind": "ServiceExport",
+			"metadata": map[string]any{"name": k.Name, "namespace": k.Namespace},
+			"status":   map[string]any{"conditions": conditionsToMaps(conds, want[k])},
+		}}
+		if err := w.m.Client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(st), client.FieldOwner(straitv1.FieldManager), client.ForceOwnership); err != nil {
+			errs = append(errs, fmt.Errorf("writing the conditions of ServiceExport %s: %w", k, err))
+		}
+	}
+	return errs
+}
+
+// conditionsToMaps keeps the condition types the hub owns, for an apply of the status.
+func conditionsToMaps(conds, owned []metav1.Condition) []any {
+	types := map[string]bool{}
+	for _, c := range owned {
+		types[c.Type] = true
+	}
+	var out []any
+	for _, c := range conds {
+		if !types[c.Type] {
+			continue
+		}
+		data, _ := json.Marshal(c)
+		m := map[string]any{}
+		_ = json.Unmarshal(data, &m)
+		out = append(out, m)
+	}
+	return out
+}

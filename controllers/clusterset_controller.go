@@ -1,0 +1,249 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/fluxcd/pkg/apis/meta"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	straitv1 "github.com/straitnet/strait/api/v1alpha1"
+	"github.com/straitnet/strait/controllers/members"
+	"github.com/straitnet/strait/plan"
+)
+
+// Config of the reconciler.
+type Config struct {
+	// RetryInterval is when a ClusterSet with unreachable members is looked at again
+	// (a member coming back also triggers a reconcile at once); default 30s.
+	RetryInterval time.Duration
+	// ProbeInterval is how often each member's API server is health-checked; default 5s.
+	ProbeInterval time.Duration
+	// MaxConcurrentMembers bounds the members written in parallel; default 8.
+	MaxConcurrentMembers int
+	// Local is the connection for clusters without a kubeConfig: the hub's own cluster.
+	Local *rest.Config
+}
+
+// ClusterSetReconciler reconciles ClusterSets.
+type ClusterSetReconciler struct {
+	hub      client.Client
+	secrets  client.Reader // uncached: the hub does not keep every Secret in memory
+	recorder events.EventRecorder
+	members  *members.Cache
+	metrics  *Metrics
+	cfg      Config
+
+	queue     atomic.Pointer[workqueue.TypedRateLimitingInterface[reconcile.Request]]
+	relevance sync.Map // types.NamespacedName -> *relevance
+	applied   sync.Map // members.Key -> *appliedTable
+}
+
+// NewClusterSetReconciler builds the reconciler from a manager.
+func NewClusterSetReconciler(mgr ctrl.Manager, metrics *Metrics, cfg Config) *ClusterSetReconciler {
+	if cfg.RetryInterval == 0 {
+		cfg.RetryInterval = 30 * time.Second
+	}
+	if cfg.MaxConcurrentMembers == 0 {
+		cfg.MaxConcurrentMembers = 8
+	}
+	if cfg.Local == nil {
+		cfg.Local = mgr.GetConfig()
+	}
+	r := &ClusterSetReconciler{
+		hub:      mgr.GetClient(),
+		secrets:  mgr.GetAPIReader(),
+		recorder: mgr.GetEventRecorder("strait-hub"),
+		metrics:  metrics,
+		cfg:      cfg,
+	}
+	r.members = members.NewCache(members.Options{
+		Scheme:        mgr.GetScheme(),
+		Watched:       watchedKinds(),
+		ProbeInterval: cfg.ProbeInterval,
+		OnChange:      r.memberChanged,
+		Log:           mgr.GetLogger().WithName("members"),
+	})
+	return r
+}
+
+// SetupWithManager registers the controller: ClusterSet changes of generation or of the
+// reconcile-request annotation, and changes in members through a queue-feeding source.
+func (r *ClusterSetReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if err := mgr.Add(stopper{r.members}); err != nil {
+		return err
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&straitv1.ClusterSet{}, builder.WithPredicates(predicate.Or(
+			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
+		WatchesRawSource(source.Func(func(_ context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
+			r.queue.Store(&q)
+			return nil
+		})).
+		WithOptions(controller.Options{MaxConcurrentReconciles: 2}).
+		Named("clusterset").
+		Complete(r)
+}
+
+// stopper stops the member connections when the manager stops.
+type stopper struct{ c *members.Cache }
+
+func (s stopper) Start(ctx context.Context) error {
+	<-ctx.Done()
+	s.c.Stop()
+	return nil
+}
+
+func (stopper) NeedLeaderElection() bool { return false }
+
+// Reconcile is one pass over a ClusterSet.
+func (r *ClusterSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
+	start := time.Now()
+	logger := log.FromContext(ctx)
+	obj := &straitv1.ClusterSet{}
+	if err := r.hub.Get(ctx, req.NamespacedName, obj); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.forget(req.NamespacedName)
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, err
+	}
+	csLabel := plan.ClusterSetLabel(req.NamespacedName)
+	defer func() { r.metrics.reconcileDuration.WithLabelValues(csLabel).Observe(time.Since(start).Seconds()) }()
+
+	// Status is patched once, at the end, whatever happened.
+	base := obj.DeepCopy()
+	defer func() {
+		if !obj.DeletionTimestamp.IsZero() && !controllerutil.ContainsFinalizer(obj, straitv1.Finalizer) {
+			return
+		}
+		if err := r.patchStatus(ctx, base, obj); err != nil {
+			retErr = errors.Join(retErr, err)
+		}
+	}()
+
+	if v, ok := meta.ReconcileAnnotationValue(obj.GetAnnotations()); ok {
+		obj.Status.SetLastHandledReconcileRequest(v)
+	}
+
+	if !obj.DeletionTimestamp.IsZero() {
+		return r.finalize(ctx, obj)
+	}
+	if !controllerutil.ContainsFinalizer(obj, straitv1.Finalizer) {
+		patch := client.MergeFrom(obj.DeepCopy())
+		controllerutil.AddFinalizer(obj, straitv1.Finalizer)
+		if err := r.hub.Patch(ctx, obj, patch); err != nil {
+			return ctrl.Result{}, fmt.Errorf("adding finalizer: %w", err)
+		}
+	}
+
+	if obj.Spec.Suspend {
+		logger.Info("reconciliation is suspended")
+		return ctrl.Result{}, nil
+	}
+
+	// Objects from git may arrive before the webhook is installed: an invalid spec is a
+	// terminal state, not a retry loop.
+	if errs := plan.Validate(obj); len(errs) > 0 {
+		r.stalled(obj, straitv1.ReasonValidationFailed, errs.ToAggregate().Error())
+		r.metrics.errors.WithLabelValues(csLabel, "validation").Inc()
+		return ctrl.Result{}, nil
+	}
+	setCondition(obj, meta.ReconcilingCondition, metav1.ConditionTrue, straitv1.ReasonProgressing,
+		fmt.Sprintf("reconciling generation %d", obj.Generation))
+
+	conns := r.connect(ctx, obj)
+	observed := r.observe(ctx, obj, conns)
+	r.relevanceFor(req.NamespacedName).update(obj, observed)
+	p, errs := plan.Compute(obj, observed)
+	if len(errs) > 0 {
+		r.stalled(obj, straitv1.ReasonValidationFailed, errs.ToAggregate().Error())
+		r.metrics.errors.WithLabelValues(csLabel, "validation").Inc()
+		return ctrl.Result{}, nil
+	}
+
+	results := r.writeMembers(ctx, obj, p, conns)
+	r.setStatus(obj, p, conns, results)
+	return r.result(obj, results), nil
+}
+
+// result decides when to look again: on the interval when all is well, after
+// RetryInterval when a member was unreachable or refused a write.
+func (r *ClusterSetReconciler) result(obj *straitv1.ClusterSet, results map[string]*memberResult) ctrl.Result {
+	interval := 10 * time.Minute
+	if obj.Spec.Interval != nil && obj.Spec.Interval.Duration > 0 {
+		interval = obj.Spec.Interval.Duration
+	}
+	for _, res := range results {
+		if res.err != nil {
+			return ctrl.Result{RequeueAfter: min(interval, r.cfg.RetryInterval)}
+		}
+	}
+	return ctrl.Result{RequeueAfter: jitter(interval)}
+}
+
+// jitter spreads periodic reconciles of many ClusterSets by up to 10%.
+func jitter(d time.Duration) time.Duration {
+	return d + time.Duration(rand.Int64N(int64(d)/10+1))
+}
+
+// stalled records a spec that cannot be reconciled until it changes.
+func (r *ClusterSetReconciler) stalled(obj *straitv1.ClusterSet, reason, msg string) {
+	setCondition(obj, meta.StalledCondition, metav1.ConditionTrue, reason, msg)
+	setCondition(obj, meta.ReadyCondition, metav1.ConditionFalse, reason, msg)
+	apimeta.RemoveStatusCondition(&obj.Status.Conditions, meta.ReconcilingCondition)
+	obj.Status.ObservedGeneration = obj.Generation
+	r.recorder.Eventf(obj, nil, "Warning", reason, "Validate", "%s", msg)
+}
+
+func (r *ClusterSetReconciler) patchStatus(ctx context.Context, base, obj *straitv1.ClusterSet) error {
+	if apiEqualStatus(base, obj) {
+		return nil
+	}
+	if err := r.hub.Status().Patch(ctx, obj, client.MergeFrom(base)); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("patching status: %w", err)
+	}
+	return nil
+}
+
+// enqueue asks for a reconcile of a ClusterSet.
+func (r *ClusterSetReconciler) enqueue(cs types.NamespacedName) {
+	if q := r.queue.Load(); q != nil {
+		(*q).Add(reconcile.Request{NamespacedName: cs})
+	}
+}
+
+// forget drops everything kept for a ClusterSet that no longer exists.
+func (r *ClusterSetReconciler) forget(cs types.NamespacedName) {
+	for _, k := range r.members.Keys(cs) {
+		r.members.Forget(k)
+		r.applied.Delete(k)
+	}
+	r.relevance.Delete(cs)
+	r.metrics.forget(plan.ClusterSetLabel(cs))
+}
+
+func setCondition(obj *straitv1.ClusterSet, typ string, status metav1.ConditionStatus, reason, msg string) {
+	apimeta.SetStatusCondition(&obj.Status.Conditions, metav1.Condition{
+		Type: typ, Status: status, Reason: reason, Message: msg, ObservedGeneration: obj.Generation})
+}

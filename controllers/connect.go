@@ -1,0 +1,130 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+
+	"github.com/fluxcd/pkg/apis/meta"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+
+	straitv1 "github.com/straitnet/strait/api/v1alpha1"
+	"github.com/straitnet/strait/controllers/members"
+)
+
+// conn is one member as this reconcile sees it.
+type conn struct {
+	name       string
+	kubeConfig *meta.KubeConfigReference
+	// member is nil when no connection could be built (e.g. no kubeconfig Secret).
+	member *members.Member
+	// err says why the member cannot be written now; nil when it can.
+	err error
+	// removed: the cluster left spec.clusters; everything the hub wrote there goes.
+	removed bool
+	// noKubeConfig: the kubeconfig could not be read (the Secret is gone or broken).
+	noKubeConfig bool
+}
+
+func (c *conn) reachable() bool { return c.member != nil && c.err == nil }
+
+// connect returns a connection for every cluster of the spec, and for every cluster that
+// left it but may still hold objects (remembered in status, or still connected), probed
+// in parallel. A member that cannot be reached is recorded, never waited for.
+func (r *ClusterSetReconciler) connect(ctx context.Context, obj *straitv1.ClusterSet) map[string]*conn {
+	cs := types.NamespacedName{Namespace: obj.Namespace, Name: obj.Name}
+	conns := map[string]*conn{}
+	for i := range obj.Spec.Clusters {
+		c := &obj.Spec.Clusters[i]
+		conns[c.Name] = &conn{name: c.Name, kubeConfig: c.KubeConfig}
+	}
+	for i := range obj.Status.Clusters {
+		c := &obj.Status.Clusters[i]
+		if _, ok := conns[c.Name]; !ok {
+			conns[c.Name] = &conn{name: c.Name, kubeConfig: c.KubeConfig, removed: true}
+		}
+	}
+	for _, k := range r.members.Keys(cs) {
+		if _, ok := conns[k.Cluster]; !ok {
+			conns[k.Cluster] = &conn{name: k.Cluster, removed: true, member: r.members.Get(k)}
+		}
+	}
+	var wg sync.WaitGroup
+	for _, c := range conns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r.connectOne(ctx, obj, cs, c)
+		}()
+	}
+	wg.Wait()
+	return conns
+}
+
+func (r *ClusterSetReconciler) connectOne(ctx context.Context, obj *straitv1.ClusterSet, cs types.NamespacedName, c *conn) {
+	key := members.Key{ClusterSet: cs, Cluster: c.name}
+	if c.member == nil {
+		cfg, version, err := r.restConfig(ctx, obj.Namespace, c.kubeConfig)
+		if err != nil {
+			c.err, c.noKubeConfig = err, true
+			// Keep writing through the last good connection if the Secret went away:
+			// it is how the hub cleans up a cluster whose Secret was deleted with it.
+			c.member = r.members.Get(key)
+			if c.member == nil {
+				return
+			}
+		} else if c.member, err = r.members.Connect(key, cfg, version); err != nil {
+			c.err = err
+			return
+		}
+	}
+	if err := c.member.Probe(ctx); err != nil {
+		c.err = err
+		return
+	}
+	c.err = nil
+}
+
+// restConfig reads a member's kubeconfig. Without a reference, the member is the hub's
+// own cluster.
+func (r *ClusterSetReconciler) restConfig(ctx context.Context, ns string, ref *meta.KubeConfigReference) (*rest.Config, string, error) {
+	if ref == nil || ref.SecretRef == nil {
+		if ref != nil && ref.ConfigMapRef != nil {
+			return nil, "", fmt.Errorf("kubeConfig.configMapRef (workload identity) is not supported; use secretRef")
+		}
+		return r.cfg.Local, "local", nil
+	}
+	sec := &corev1.Secret{}
+	if err := r.secrets.Get(ctx, types.NamespacedName{Namespace: ns, Name: ref.SecretRef.Name}, sec); err != nil {
+		return nil, "", fmt.Errorf("reading kubeconfig Secret %s/%s: %w", ns, ref.SecretRef.Name, err)
+	}
+	var data []byte
+	if ref.SecretRef.Key != "" {
+		data = sec.Data[ref.SecretRef.Key]
+	} else if data = sec.Data["value"]; len(data) == 0 {
+		data = sec.Data["value.yaml"]
+	}
+	if len(data) == 0 {
+		keys := make([]string, 0, len(sec.Data))
+		for k := range sec.Data {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		return nil, "", fmt.Errorf("kubeconfig Secret %s/%s has no key %q (keys: %v)", ns, ref.SecretRef.Name, keyOrDefault(ref.SecretRef.Key), keys)
+	}
+	cfg, err := members.RESTConfigFromKubeConfig(data)
+	if err != nil {
+		return nil, "", fmt.Errorf("kubeconfig Secret %s/%s: %w", ns, ref.SecretRef.Name, err)
+	}
+	return cfg, string(sec.UID) + "/" + sec.ResourceVersion, nil
+}
+
+func keyOrDefault(k string) string {
+	if k == "" {
+		return "value"
+	}
+	return k
+}

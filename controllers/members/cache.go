@@ -1,0 +1,217 @@
+package members
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Key names one member connection: a cluster of a ClusterSet. The same API server in two
+// ClusterSets gets two connections; they write objects labelled for their own set.
+type Key struct {
+	ClusterSet types.NamespacedName
+	Cluster    string
+}
+
+func (k Key) String() string { return k.ClusterSet.String() + "/" + k.Cluster }
+
+// ChangeFunc is called when something the hub watches changes in a member: obj is the
+// changed object (deleted says whether it went away), or nil for a change of health.
+type ChangeFunc func(key Key, obj client.Object, deleted bool)
+
+// Options of a Cache.
+type Options struct {
+	Scheme *runtime.Scheme
+	// Watched are the kinds whose changes in a member are reported, each with the
+	// namespace to watch in ("" for all namespaces).
+	Watched []Watch
+	// ProbeInterval is how often a member's API server is health-checked; default 5s.
+	ProbeInterval time.Duration
+	// ProbeTimeout bounds one health check and the first sync of the informers;
+	// default 3s.
+	ProbeTimeout time.Duration
+	// OnChange receives every change; it must not block.
+	OnChange ChangeFunc
+	Log      logr.Logger
+}
+
+// Watch is one watched kind.
+type Watch struct {
+	Object    client.Object
+	Namespace string
+}
+
+// Cache holds the member connections.
+type Cache struct {
+	opts  Options
+	mu    sync.Mutex
+	conns map[Key]*Member
+}
+
+// NewCache returns an empty cache.
+func NewCache(opts Options) *Cache {
+	if opts.ProbeInterval == 0 {
+		opts.ProbeInterval = 5 * time.Second
+	}
+	if opts.ProbeTimeout == 0 {
+		opts.ProbeTimeout = 3 * time.Second
+	}
+	if opts.OnChange == nil {
+		opts.OnChange = func(Key, client.Object, bool) {}
+	}
+	return &Cache{opts: opts, conns: map[Key]*Member{}}
+}
+
+// RESTConfigFromKubeConfig parses a kubeconfig as stored in a member's Secret.
+func RESTConfigFromKubeConfig(data []byte) (*rest.Config, error) {
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(data)
+	if err != nil {
+		return nil, fmt.Errorf("parsing kubeconfig: %w", err)
+	}
+	return cfg, nil
+}
+
+// Connect returns the connection for key, building it when there is none or when it was
+// built from another version of the kubeconfig (version is the Secret's
+// resourceVersion). A new connection starts its informers and its probe in the
+// background; it is usable once Connected says so.
+func (c *Cache) Connect(key Key, cfg *rest.Config, version string) (*Member, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if m := c.conns[key]; m != nil {
+		if m.version == version {
+			return m, nil
+		}
+		m.stop()
+		delete(c.conns, key)
+	}
+	m, err := c.newMember(key, cfg, version)
+	if err != nil {
+		return nil, err
+	}
+	c.conns[key] = m
+	return m, nil
+}
+
+// Get returns the connection for key, or nil.
+func (c *Cache) Get(key Key) *Member {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.conns[key]
+}
+
+// Forget stops and drops the connection for key.
+func (c *Cache) Forget(key Key) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if m := c.conns[key]; m != nil {
+		m.stop()
+		delete(c.conns, key)
+	}
+}
+
+// Keys lists the connections of a ClusterSet, sorted by cluster.
+func (c *Cache) Keys(cs types.NamespacedName) []Key {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []Key
+	for k := range c.conns {
+		if k.ClusterSet == cs {
+			out = append(out, k)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Cluster < out[j].Cluster })
+	return out
+}
+
+// Len is the number of connections.
+func (c *Cache) Len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.conns)
+}
+
+// Stop stops every connection.
+func (c *Cache) Stop() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k, m := range c.conns {
+		m.stop()
+		delete(c.conns, k)
+	}
+}
+
+func (c *Cache) newMember(key Key, cfg *rest.Config, version string) (*Member, error) {
+	cfg = rest.CopyConfig(cfg)
+	// A member that hangs must not hold the reconcile: every request is bounded.
+	if cfg.Timeout == 0 {
+		cfg.Timeout = 10 * time.Second
+	}
+	cfg.QPS, cfg.Burst = 50, 100
+	direct, err := client.New(cfg, client.Options{Scheme: c.opts.Scheme})
+	if err != nil {
+		return nil, fmt.Errorf("client for %s: %w", key, err)
+	}
+	byObject := map[client.Object]cache.ByObject{}
+	for _, w := range c.opts.Watched {
+		if w.Namespace != "" {
+			byObject[w.Object] = cache.ByObject{Namespaces: map[string]cache.Config{w.Namespace: {}}}
+		}
+	}
+	informers, err := cache.New(cfg, cache.Options{Scheme: c.opts.Scheme, ByObject: byObject, ReaderFailOnMissingInformer: true})
+	if err != nil {
+		return nil, fmt.Errorf("informers for %s: %w", key, err)
+	}
+	disco, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("discovery client for %s: %w", key, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	m := &Member{Key: key, Client: direct, Reader: informers, version: version, cancel: cancel, disco: disco,
+		cfg: cfg, log: c.opts.Log.WithValues("member", key.String()), opts: &c.opts, done: make(chan struct{}),
+		syncedCh: make(chan struct{})}
+	for _, w := range c.opts.Watched {
+		inf, err := informers.GetInformer(ctx, w.Object, cache.BlockUntilSynced(false))
+		if err != nil {
+			cancel()
+			return nil, fmt.Errorf("informer for %T in %s: %w", w.Object, key, err)
+		}
+		if _, err := inf.AddEventHandler(m.handler()); err != nil {
+			cancel()
+			return nil, fmt.Errorf("event handler for %T in %s: %w", w.Object, key, err)
+		}
+	}
+	go m.run(ctx, informers)
+	return m, nil
+}
+
+func (m *Member) handler() toolscache.ResourceEventHandler {
+	notify := func(obj any, deleted bool) {
+		if !m.synced.Load() {
+			return // the initial list is reported once, when the informers have synced
+		}
+		if t, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+			obj = t.Obj
+		}
+		if o, ok := obj.(client.Object); ok {
+			m.opts.OnChange(m.Key, o, deleted)
+		}
+	}
+	return toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { notify(obj, false) },
+		UpdateFunc: func(_, obj any) { notify(obj, false) },
+		DeleteFunc: func(obj any) { notify(obj, true) },
+	}
+}

@@ -1,0 +1,156 @@
+package members
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Member is one connection to a member cluster.
+type Member struct {
+	Key Key
+	// Client talks to the member's API server directly; the hub writes through it.
+	Client client.Client
+	// Reader reads the watched kinds from the informers: what the member held when it
+	// was last reachable.
+	Reader client.Reader
+
+	version string
+	cfg     *rest.Config
+	log     logr.Logger
+	opts    *Options
+	cancel  context.CancelFunc
+	done    chan struct{}
+
+	synced   atomic.Bool
+	syncedCh chan struct{}
+	disco    *discovery.DiscoveryClient
+	mu       sync.Mutex
+	health   Health
+}
+
+// Health is what the last probe found.
+type Health struct {
+	// Connected: the API server answered /readyz and the informers have synced.
+	Connected bool
+	// Err is why not.
+	Err error
+	// Since is when Connected last changed.
+	Since time.Time
+}
+
+// Health returns the result of the last probe.
+func (m *Member) Health() Health {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.health
+}
+
+// Version is the kubeconfig version the connection was built from.
+func (m *Member) Version() string { return m.version }
+
+func (m *Member) stop() {
+	m.cancel()
+	<-m.done
+}
+
+// run starts the informers, then probes the API server every ProbeInterval and reports
+// every change of health.
+func (m *Member) run(ctx context.Context, informers cache.Cache) {
+	defer close(m.done)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if err := informers.Start(ctx); err != nil && ctx.Err() == nil {
+			m.log.Error(err, "member informers stopped")
+		}
+	}()
+	defer wg.Wait()
+	probe := func() {
+		pctx, cancel := context.WithTimeout(ctx, m.opts.ProbeTimeout)
+		defer cancel()
+		err := m.disco.RESTClient().Get().AbsPath("/readyz").Do(pctx).Error()
+		if err == nil && !m.synced.Load() {
+			if informers.WaitForCacheSync(pctx) {
+				m.synced.Store(true)
+				close(m.syncedCh)
+			} else {
+				err = errors.New("the member's objects could not be listed in time")
+			}
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		if err != nil {
+			err = fmt.Errorf("API server %s: %w", m.cfg.Host, err)
+		}
+		m.setHealth(err)
+	}
+	probe()
+	t := time.NewTicker(m.opts.ProbeInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			probe()
+		}
+	}
+}
+
+func (m *Member) setHealth(err error) {
+	m.mu.Lock()
+	prev := m.health
+	now := err == nil
+	changed := prev.Since.IsZero() || prev.Connected != now
+	m.health.Connected, m.health.Err = now, err
+	if changed {
+		m.health.Since = time.Now()
+	}
+	m.mu.Unlock()
+	if changed {
+		if err != nil {
+			m.log.Info("member unreachable", "error", err.Error())
+		} else {
+			m.log.Info("member connected")
+		}
+		m.opts.OnChange(m.Key, nil, false)
+	}
+}
+
+// Probe checks the member now, updating Health, and returns the error if any. The
+// reconciler calls it before writing, so a member that went away since the last
+// periodic probe is found before a write waits on it.
+func (m *Member) Probe(ctx context.Context) error {
+	pctx, cancel := context.WithTimeout(ctx, m.opts.ProbeTimeout)
+	defer cancel()
+	err := m.disco.RESTClient().Get().AbsPath("/readyz").Do(pctx).Error()
+	if err != nil {
+		err = fmt.Errorf("API server %s: %w", m.cfg.Host, err)
+		m.setHealth(err)
+		return err
+	}
+	if !m.synced.Load() {
+		select {
+		case <-m.syncedCh:
+		case <-pctx.Done():
+			return errors.New("the member's objects are still being listed")
+		}
+	}
+	m.setHealth(nil)
+	return nil
+}
+
+// Synced says whether the informers have listed the member at least once.
+func (m *Member) Synced() bool { return m.synced.Load() }

@@ -1,0 +1,143 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	mcsv1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
+
+	straitv1 "github.com/straitnet/strait/api/v1alpha1"
+	"github.com/straitnet/strait/controllers/members"
+	"github.com/straitnet/strait/plan"
+)
+
+// watchedKinds are what the hub reads in members, and so watches: a change to any of them
+// can change the plan.
+func watchedKinds() []members.Watch {
+	return []members.Watch{
+		{Object: &straitv1.Gateway{}, Namespace: straitv1.SystemNamespace},
+		{Object: &straitv1.Peer{}, Namespace: straitv1.SystemNamespace},
+		{Object: &straitv1.Membership{}, Namespace: straitv1.SystemNamespace},
+		{Object: &straitv1.GlobalIngress{}, Namespace: straitv1.SystemNamespace},
+		{Object: &corev1.Service{}},
+		{Object: &discoveryv1.EndpointSlice{}},
+		{Object: &mcsv1.ServiceExport{}},
+		{Object: &mcsv1.ServiceImport{}},
+	}
+}
+
+// observe reads every member's facts from its informers. An unreachable member's facts
+// are what was last seen (Reachable false); a member never seen has none.
+func (r *ClusterSetReconciler) observe(ctx context.Context, obj *straitv1.ClusterSet, conns map[string]*conn) plan.Observed {
+	wanted := declaredExports(obj)
+	memberExports := obj.Spec.ExportPolicy == straitv1.ExportPolicyMemberExports
+	out := plan.Observed{}
+	for i := range obj.Spec.Clusters {
+		c := conns[obj.Spec.Clusters[i].Name]
+		if c == nil || c.member == nil || !c.member.Synced() {
+			out[obj.Spec.Clusters[i].Name] = &plan.MemberFacts{}
+			continue
+		}
+		f, err := readFacts(ctx, c.member.Reader, wanted, memberExports)
+		if err != nil {
+			if c.err == nil {
+				c.err = err
+			}
+			out[c.name] = &plan.MemberFacts{}
+			continue
+		}
+		f.Reachable = c.err == nil
+		out[c.name] = f
+	}
+	return out
+}
+
+// declaredExports are the namespace/name of every export in the spec.
+func declaredExports(obj *straitv1.ClusterSet) map[types.NamespacedName]bool {
+	out := map[types.NamespacedName]bool{}
+	for _, e := range obj.Spec.Exports {
+		out[types.NamespacedName{Namespace: e.Namespace, Name: e.Name}] = true
+	}
+	return out
+}
+
+func readFacts(ctx context.Context, rd client.Reader, declared map[types.NamespacedName]bool, memberExports bool) (*plan.MemberFacts, error) {
+	f := &plan.MemberFacts{}
+	inSystem := client.InNamespace(straitv1.SystemNamespace)
+
+	var gws straitv1.GatewayList
+	if err := rd.List(ctx, &gws, inSystem); err != nil {
+		return nil, fmt.Errorf("listing gateways: %w", err)
+	}
+	f.Gateways = gws.Items
+	var peers straitv1.PeerList
+	if err := rd.List(ctx, &peers, inSystem); err != nil {
+		return nil, fmt.Errorf("listing peers: %w", err)
+	}
+	f.Peers = peers.Items
+	m := &straitv1.Membership{}
+	switch err := rd.Get(ctx, types.NamespacedName{Namespace: straitv1.SystemNamespace, Name: straitv1.MembershipName}, m); {
+	case err == nil:
+		f.Membership = m
+	case !apierrors.IsNotFound(err):
+		return nil, fmt.Errorf("reading the membership: %w", err)
+	}
+	var gis straitv1.GlobalIngressList
+	if err := rd.List(ctx, &gis, inSystem); err != nil {
+		return nil, fmt.Errorf("listing global ingresses: %w", err)
+	}
+	f.GlobalIngresses = gis.Items
+
+	var ses mcsv1.ServiceExportList
+	if err := rd.List(ctx, &ses); err != nil {
+		return nil, fmt.Errorf("listing service exports: %w", err)
+	}
+	exported := map[types.NamespacedName]bool{}
+	for k := range declared {
+		exported[k] = true
+	}
+	for _, se := range ses.Items {
+		k := types.NamespacedName{Namespace: se.Namespace, Name: se.Name}
+		ours := se.Labels[straitv1.LabelManagedBy] == straitv1.ManagedByHub
+		if declared[k] || (memberExports && !ours) {
+			f.ServiceExports = append(f.ServiceExports, se)
+			exported[k] = true
+		}
+	}
+	// Only the services that are exported, and their slices: a member may hold many.
+	for k := range exported {
+		svc := &corev1.Service{}
+		switch err := rd.Get(ctx, k, svc); {
+		case err == nil:
+			f.Services = append(f.Services, *svc)
+		case !apierrors.IsNotFound(err):
+			return nil, fmt.Errorf("reading service %s: %w", k, err)
+		}
+		var slices discoveryv1.EndpointSliceList
+		if err := rd.List(ctx, &slices, client.InNamespace(k.Namespace), client.MatchingLabels{discoveryv1.LabelServiceName: k.Name}); err != nil {
+			return nil, fmt.Errorf("listing endpoint slices of %s: %w", k, err)
+		}
+		f.EndpointSlices = append(f.EndpointSlices, slices.Items...)
+	}
+	sortFacts(f)
+	return f, nil
+}
+
+// sortFacts orders what came out of maps, so that the same member state always gives
+// the same plan.
+func sortFacts(f *plan.MemberFacts) {
+	sort.Slice(f.Services, func(i, j int) bool {
+		return key(&f.Services[i]) < key(&f.Services[j])
+	})
+	sort.Slice(f.EndpointSlices, func(i, j int) bool {
+		return key(&f.EndpointSlices[i]) < key(&f.EndpointSlices[j])
+	})
+}
+
+func key(o client.Object) string { return o.GetNamespace() + "/" + o.GetName() }

@@ -1,0 +1,109 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	mcsv1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
+
+	straitv1 "github.com/straitnet/strait/api/v1alpha1"
+	"github.com/straitnet/strait/plan"
+)
+
+// prunable are the kinds the hub writes, as lists to find them by label.
+// Strait's own kinds live in strait-system only (the member role grants no more).
+func prunable() []struct {
+	kind      string
+	list      client.ObjectList
+	namespace string
+} {
+	return []struct {
+		kind      string
+		list      client.ObjectList
+		namespace string
+	}{
+		{"Membership", &straitv1.MembershipList{}, straitv1.SystemNamespace},
+		{"Peer", &straitv1.PeerList{}, straitv1.SystemNamespace},
+		{"GlobalIngress", &straitv1.GlobalIngressList{}, straitv1.SystemNamespace},
+		{"ServiceExport", &mcsv1.ServiceExportList{}, ""},
+		{"ServiceImport", &mcsv1.ServiceImportList{}, ""},
+		{"EndpointSlice", &discoveryv1.EndpointSliceList{}, ""},
+	}
+}
+
+// prune deletes what carries the ClusterSet's labels in the member but is not desired
+// (everything, when desired is nil). The inventory is the labels themselves, read from
+// the member, so objects written before a hub restart are found too. A routine prune
+// reads the informers; a final one (desired nil: the cluster left, or the ClusterSet is
+// deleted) reads the API server, so that nothing the informers have not seen yet stays.
+func (w *memberWriter) prune(ctx context.Context, desired map[objKey]bool) (int, error) {
+	var rd client.Reader = w.m.Reader
+	if desired == nil {
+		rd = w.m.Client
+	}
+	sel := client.MatchingLabels{straitv1.LabelManagedBy: straitv1.ManagedByHub, straitv1.LabelClusterSet: plan.ClusterSetLabel(w.cs)}
+	var errs []error
+	n := 0
+	for _, pk := range prunable() {
+		if err := rd.List(ctx, pk.list, sel, client.InNamespace(pk.namespace)); err != nil {
+			errs = append(errs, fmt.Errorf("listing %s: %w", pk.kind, err))
+			continue
+		}
+		items, err := meta.ExtractList(pk.list)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		for _, it := range items {
+			o, ok := it.(client.Object)
+			if !ok {
+				continue
+			}
+			k := keyOf(pk.kind, o)
+			if desired[k] {
+				continue
+			}
+			if err := w.delete(ctx, k, o); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			n++
+		}
+	}
+	// Secrets are not watched (the hub reads no Secret in members); the PSK is looked up
+	// by name.
+	psk := objKey{kind: "Secret", namespace: straitv1.SystemNamespace, name: plan.IPsecPSKSecretName}
+	if !desired[psk] {
+		s := &corev1.Secret{}
+		err := w.m.Client.Get(ctx, types.NamespacedName{Namespace: psk.namespace, Name: psk.name}, s)
+		switch {
+		case err == nil && s.Labels[straitv1.LabelClusterSet] == sel[straitv1.LabelClusterSet]:
+			if err := w.delete(ctx, psk, s); err != nil {
+				errs = append(errs, err)
+			} else {
+				n++
+			}
+		case err != nil && !apierrors.IsNotFound(err):
+			errs = append(errs, fmt.Errorf("reading Secret %s/%s: %w", psk.namespace, psk.name, err))
+		}
+	}
+	return n, errors.Join(errs...)
+}
+
+func (w *memberWriter) delete(ctx context.Context, k objKey, o client.Object) error {
+	w.table.drop(k)
+	err := w.m.Client.Delete(ctx, o, client.Preconditions{UID: ptr(o.GetUID())}, client.PropagationPolicy("Background"))
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("pruning %s %s/%s: %w", k.kind, k.namespace, k.name, err)
+	}
+	return nil
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -1,0 +1,72 @@
+package controllers_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/fluxcd/pkg/apis/meta"
+	. "github.com/onsi/gomega"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	mcsv1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
+
+	straitv1 "github.com/straitnet/strait/api/v1alpha1"
+)
+
+// A stopped member API server turns that cluster's Connected condition False (with an
+// event) while the other members still converge; when it comes back it converges too.
+func TestUnreachableMemberDoesNotStopTheOthers(t *testing.T) {
+	f := hub(t)
+	g := NewWithT(t)
+	ctx := context.Background()
+	serveService(t, f.env.Member("c1"), "web", "front", "10.0.0.21", "10.1.0.21")
+
+	cs := f.newClusterSet(t, "c1", "c2", "c3")
+	f.create(t, cs)
+	f.waitReady(t, cs)
+
+	c2 := f.env.Member("c2")
+	g.Expect(c2.StopAPIServer()).To(Succeed())
+	t.Cleanup(func() { _ = c2.StartAPIServer() })
+
+	g.Eventually(func(g Gomega) {
+		cur := f.get(g, cs)
+		ready := apimeta.FindStatusCondition(cur.Status.Conditions, meta.ReadyCondition)
+		g.Expect(ready.Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(ready.Reason).To(Equal(straitv1.ReasonMembersUnreachable))
+		g.Expect(ready.Message).To(ContainSubstring("c2"))
+		g.Expect(apimeta.IsStatusConditionTrue(cur.Status.Conditions, meta.ReconcilingCondition)).To(BeTrue())
+		g.Expect(apimeta.FindStatusCondition(cur.Status.Conditions, meta.StalledCondition)).To(BeNil())
+		for _, c := range cur.Status.Clusters {
+			conn := apimeta.FindStatusCondition(c.Conditions, straitv1.ConditionConnected)
+			if c.Name == "c2" {
+				g.Expect(conn.Status).To(Equal(metav1.ConditionFalse))
+			} else {
+				g.Expect(conn.Status).To(Equal(metav1.ConditionTrue))
+			}
+		}
+		g.Expect(cur.Status.Summary.Clusters).To(Equal("2/3"))
+	}, 20*time.Second, 100*time.Millisecond).Should(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(f.events(g, cs)).To(ContainElement(And(ContainSubstring(straitv1.ReasonUnreachable), ContainSubstring("c2"))))
+	}, 10*time.Second, 100*time.Millisecond).Should(Succeed())
+
+	// A change while c2 is away reaches c1 and c3.
+	f.update(t, cs, func(c *straitv1.ClusterSet) {
+		c.Spec.Exports = []straitv1.ExportSpec{{Namespace: "web", Name: "front", Clusters: []string{"c1"}}}
+	})
+	for _, n := range []string{"c1", "c3"} {
+		g.Eventually(func() error {
+			return f.env.Member(n).Client.Get(ctx, types.NamespacedName{Namespace: "web", Name: "front"}, &mcsv1.ServiceImport{})
+		}, 15*time.Second, 100*time.Millisecond).Should(Succeed(), "member %s", n)
+	}
+
+	// c2 comes back and converges, without waiting for the ClusterSet's interval.
+	g.Expect(c2.StartAPIServer()).To(Succeed())
+	g.Eventually(func() error {
+		return c2.Client.Get(ctx, types.NamespacedName{Namespace: "web", Name: "front"}, &mcsv1.ServiceImport{})
+	}, 20*time.Second, 100*time.Millisecond).Should(Succeed())
+	f.waitReady(t, cs)
+}

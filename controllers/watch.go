@@ -1,0 +1,112 @@
+package controllers
+
+import (
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	mcsv1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
+
+	straitv1 "github.com/straitnet/strait/api/v1alpha1"
+	"github.com/straitnet/strait/controllers/members"
+	"github.com/straitnet/strait/plan"
+)
+
+// relevance is what, in members, can change a ClusterSet's plan: its exported services
+// (declared, or made in members under the MemberExports policy). Changes to other
+// Services and EndpointSlices do not wake the reconciler.
+type relevance struct {
+	mu            sync.RWMutex
+	exported      map[types.NamespacedName]bool
+	memberExports bool
+}
+
+func (r *ClusterSetReconciler) relevanceFor(cs types.NamespacedName) *relevance {
+	v, _ := r.relevance.LoadOrStore(cs, &relevance{})
+	return v.(*relevance)
+}
+
+func (rel *relevance) update(obj *straitv1.ClusterSet, observed plan.Observed) {
+	exported := declaredExports(obj)
+	for _, f := range observed {
+		for i := range f.ServiceExports {
+			se := &f.ServiceExports[i]
+			exported[types.NamespacedName{Namespace: se.Namespace, Name: se.Name}] = true
+		}
+	}
+	rel.mu.Lock()
+	rel.exported, rel.memberExports = exported, obj.Spec.ExportPolicy == straitv1.ExportPolicyMemberExports
+	rel.mu.Unlock()
+}
+
+func (rel *relevance) service(k types.NamespacedName) bool {
+	rel.mu.RLock()
+	defer rel.mu.RUnlock()
+	return rel.exported == nil || rel.exported[k]
+}
+
+func (rel *relevance) anyExport() bool {
+	rel.mu.RLock()
+	defer rel.mu.RUnlock()
+	return rel.exported == nil || rel.memberExports
+}
+
+// memberChanged is called by the member informers and probes. It enqueues the ClusterSet
+// when the change can matter: health changes, gateways, exported services and their
+// slices, ServiceExports people make, and objects the hub wrote that someone else
+// changed or deleted (echoes of the hub's own writes are recognised and dropped).
+func (r *ClusterSetReconciler) memberChanged(key members.Key, obj client.Object, deleted bool) {
+	if obj == nil || r.relevantChange(key, obj, deleted) {
+		r.enqueue(key.ClusterSet)
+	}
+}
+
+func (r *ClusterSetReconciler) relevantChange(key members.Key, obj client.Object, deleted bool) bool {
+	if obj.GetLabels()[straitv1.LabelClusterSet] == plan.ClusterSetLabel(key.ClusterSet) {
+		return !r.appliedFor(key).isOwnWrite(keyOf(kindOf(obj), obj), obj.GetResourceVersion(), deleted)
+	}
+	rel := r.relevanceFor(key.ClusterSet)
+	nn := types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()}
+	switch o := obj.(type) {
+	case *straitv1.Gateway:
+		return true
+	case *corev1.Service:
+		return rel.service(nn)
+	case *discoveryv1.EndpointSlice:
+		if o.Labels[discoveryv1.LabelManagedBy] == plan.EndpointSliceManagedBy {
+			return false
+		}
+		svc := o.Labels[discoveryv1.LabelServiceName]
+		return svc != "" && rel.service(types.NamespacedName{Namespace: o.Namespace, Name: svc})
+	case *mcsv1.ServiceExport:
+		return rel.anyExport() || rel.service(nn)
+	}
+	return false
+}
+
+// kindOf names the kind of an object from the member informers (which carry no TypeMeta).
+func kindOf(o client.Object) string {
+	switch o.(type) {
+	case *straitv1.Membership:
+		return "Membership"
+	case *straitv1.Peer:
+		return "Peer"
+	case *straitv1.Gateway:
+		return "Gateway"
+	case *straitv1.GlobalIngress:
+		return "GlobalIngress"
+	case *corev1.Service:
+		return "Service"
+	case *corev1.Secret:
+		return "Secret"
+	case *discoveryv1.EndpointSlice:
+		return "EndpointSlice"
+	case *mcsv1.ServiceExport:
+		return "ServiceExport"
+	case *mcsv1.ServiceImport:
+		return "ServiceImport"
+	}
+	return o.GetObjectKind().GroupVersionKind().Kind
+}

@@ -1,0 +1,367 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"sync"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	straitv1 "github.com/straitnet/strait/api/v1alpha1"
+	"github.com/straitnet/strait/nodeagent/cable"
+	"github.com/straitnet/strait/nodeagent/gateway"
+	"github.com/straitnet/strait/nodeagent/health"
+	"github.com/straitnet/strait/nodeagent/kernel"
+	"github.com/straitnet/strait/nodeagent/route"
+)
+
+// CableFactory builds the cable driver a Membership asks for on node. It is called
+// again when the Membership's driver changes.
+type CableFactory func(ctx context.Context, m *straitv1.Membership, node string) (cable.Driver, error)
+
+// Config of one agent.
+type Config struct {
+	NodeName  string
+	Namespace string
+	// Resync is the period of the full resync.
+	Resync time.Duration
+	// HealthInterval is how often the active gateway probes every peer.
+	HealthInterval time.Duration
+	Election       gateway.Timing
+	Kernel         kernel.Kernel
+	// Cables builds cable drivers; nil: this node never runs a cable.
+	Cables CableFactory
+	Prober health.Prober
+	// MetricsAddr and HealthAddr: "0" disables.
+	MetricsAddr, HealthAddr string
+}
+
+// Agent is `strait agent` on one node.
+type Agent struct {
+	cfg     Config
+	dp      *Dataplane
+	client  client.Client
+	kube    kubernetes.Interface
+	mgr     ctrl.Manager
+	trigger chan event.GenericEvent
+
+	mu         sync.Mutex
+	driver     cable.Driver
+	driverKind straitv1.CableDriver
+	elector    *gateway.Elector
+	stopElect  context.CancelFunc
+	electDone  chan struct{}
+	watchingEP bool
+	last       Desired
+	lastPeers  []straitv1.Peer
+}
+
+// Scheme knows every type the agent reads or writes.
+func Scheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(s)
+	_ = straitv1.AddToScheme(s)
+	return s
+}
+
+// New builds the agent for the cluster at cfg.
+func New(restCfg *rest.Config, cfg Config) (*Agent, error) {
+	if cfg.NodeName == "" {
+		return nil, errors.New("node name is required")
+	}
+	kube, err := kubernetes.NewForConfig(restCfg)
+	if err != nil {
+		return nil, err
+	}
+	mgr, err := ctrl.NewManager(restCfg, ctrl.Options{
+		Scheme:                 Scheme(),
+		Metrics:                metricsserver.Options{BindAddress: cfg.MetricsAddr},
+		HealthProbeBindAddress: cfg.HealthAddr,
+		Cache: cache.Options{
+			DefaultNamespaces: map[string]cache.Config{cfg.Namespace: {}},
+			ByObject: map[client.Object]cache.ByObject{
+				// Only the active gateway under globalnet reads EndpointSlices; the
+				// informer starts on its first read.
+				&discoveryv1.EndpointSlice{}: {Namespaces: map[string]cache.Config{cache.AllNamespaces: {}}},
+			},
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	a := &Agent{cfg: cfg, dp: NewDataplane(cfg.Kernel), client: mgr.GetClient(), kube: kube, mgr: mgr,
+		trigger: make(chan event.GenericEvent, 1)}
+	all := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
+		return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: "node"}}}
+	})
+	generation := builder.WithPredicates(predicate.GenerationChangedPredicate{})
+	skip := true // one agent per manager; tests run several in one process
+	err = ctrl.NewControllerManagedBy(mgr).Named("strait-agent").
+		WithOptions(controller.Options{SkipNameValidation: &skip}).
+		Watches(&straitv1.Membership{}, all, generation).
+		Watches(&straitv1.Peer{}, all, generation).
+		Watches(&straitv1.GlobalIngress{}, all).
+		Watches(&corev1.Node{}, all, builder.WithPredicates(nodeChanged())).
+		Watches(&coordinationv1.Lease{}, all, builder.WithPredicates(leaseHolderChanged())).
+		WatchesRawSource(source.Channel(a.trigger, handler.EnqueueRequestsFromMapFunc(
+			func(context.Context, client.Object) []reconcile.Request {
+				return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: "node"}}}
+			}))).
+		Complete(reconcile.Func(a.reconcile))
+	if err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// Trigger asks for a reconcile soon; it never blocks.
+func (a *Agent) Trigger() {
+	select {
+	case a.trigger <- event.GenericEvent{Object: &corev1.Node{}}:
+	default:
+	}
+}
+
+// Run runs the agent until ctx ends; then it releases the gateway Lease (a passive
+// gateway takes over within the retry period) and leaves the kernel as it is, so
+// traffic flows until the next owner converges.
+func (a *Agent) Run(ctx context.Context) error {
+	if w, ok := a.cfg.Kernel.(kernel.Watcher); ok {
+		if err := w.Watch(ctx, route.Protocol, a.Trigger); err != nil {
+			return err
+		}
+	}
+	go a.healthLoop(ctx)
+	err := a.mgr.Start(ctx)
+	a.stopElection()
+	a.publishShutdown()
+	return err
+}
+
+func (a *Agent) reconcile(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
+	requeue := reconcile.Result{RequeueAfter: a.cfg.Resync}
+	wait, err := a.sync(ctx)
+	if wait > 0 {
+		requeue.RequeueAfter = wait
+	}
+	return requeue, err
+}
+
+// sync reads everything, converges the data plane and publishes the gateway. A
+// positive wait means: come back sooner (the election is about to decide).
+func (a *Agent) sync(ctx context.Context) (time.Duration, error) {
+	ns := a.cfg.Namespace
+	var m *straitv1.Membership
+	mem := &straitv1.Membership{}
+	switch err := a.client.Get(ctx, types.NamespacedName{Namespace: ns, Name: straitv1.MembershipName}, mem); {
+	case err == nil:
+		m = mem
+	case !apierrors.IsNotFound(err):
+		return 0, fmt.Errorf("membership: %w", err)
+	}
+	self := &corev1.Node{}
+	if err := a.client.Get(ctx, types.NamespacedName{Name: a.cfg.NodeName}, self); err != nil {
+		return 0, fmt.Errorf("node %s: %w", a.cfg.NodeName, err)
+	}
+	capable := a.cfg.Cables != nil && GatewayCapable(m, self)
+	driver, derr := a.ensureDriver(ctx, m, capable)
+	// A node whose cable cannot be built must not win the Lease: every node would route
+	// to it.
+	capable = capable && driver != nil && derr == nil
+	a.ensureElection(ctx, capable)
+
+	holder := ""
+	lease := &coordinationv1.Lease{}
+	if err := a.client.Get(ctx, types.NamespacedName{Namespace: ns, Name: gateway.LeaseName}, lease); err == nil && lease.Spec.HolderIdentity != nil {
+		holder = *lease.Spec.HolderIdentity
+	}
+	activeSelf := a.isActive()
+	if holder == a.cfg.NodeName && !activeSelf && capable {
+		// Our previous process held the Lease: the elector renews it at once; until it
+		// has, leave the data plane as the previous process left it.
+		return a.cfg.Election.RetryPeriod, nil
+	}
+	if activeSelf {
+		holder = a.cfg.NodeName
+	} else if holder == a.cfg.NodeName {
+		holder = ""
+	}
+
+	snap := Snapshot{NodeName: a.cfg.NodeName, Membership: m, ActiveGateway: holder, Driver: driver}
+	var errs []error
+	errs = append(errs, derr)
+	peers := &straitv1.PeerList{}
+	if err := a.client.List(ctx, peers, client.InNamespace(ns)); err != nil {
+		return 0, fmt.Errorf("peers: %w", err)
+	}
+	snap.Peers = peers.Items
+	nodes := &corev1.NodeList{}
+	if err := a.client.List(ctx, nodes); err != nil {
+		return 0, fmt.Errorf("nodes: %w", err)
+	}
+	snap.Nodes = nodes.Items
+	if activeSelf && m != nil && m.Spec.Globalnet != nil {
+		if err := a.readIngress(ctx, &snap); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	links, err := a.dp.Links(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("links: %w", err)
+	}
+	snap.Links = links
+	want, err := a.dp.Converge(ctx, snap)
+	errs = append(errs, err)
+	a.mu.Lock()
+	a.last, a.lastPeers = want, snap.Peers
+	a.mu.Unlock()
+	if m != nil {
+		errs = append(errs, a.publishGateway(ctx, m, self, capable, activeSelf, driver, want))
+	}
+	return 0, errors.Join(errs...)
+}
+
+func (a *Agent) isActive() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.elector != nil && a.elector.Active()
+}
+
+// ensureElection starts campaigning on a capable node and stops (releasing the Lease)
+// on one that no longer is.
+func (a *Agent) ensureElection(ctx context.Context, capable bool) {
+	a.mu.Lock()
+	running := a.elector != nil
+	a.mu.Unlock()
+	switch {
+	case capable && !running:
+		ectx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+		el := gateway.NewElector(a.kube, a.cfg.Namespace, a.cfg.NodeName, a.cfg.Election, func(bool) { a.Trigger() })
+		done := make(chan struct{})
+		a.mu.Lock()
+		a.elector, a.stopElect, a.electDone = el, cancel, done
+		a.mu.Unlock()
+		go func() {
+			defer close(done)
+			if err := el.Run(ectx); err != nil {
+				log.FromContext(ctx).Error(err, "gateway election")
+			}
+		}()
+	case !capable && running:
+		a.stopElection()
+	}
+}
+
+func (a *Agent) stopElection() {
+	a.mu.Lock()
+	cancel, done := a.stopElect, a.electDone
+	a.elector, a.stopElect, a.electDone = nil, nil, nil
+	a.mu.Unlock()
+	if cancel != nil {
+		cancel()
+		<-done
+	}
+}
+
+func (a *Agent) ensureDriver(ctx context.Context, m *straitv1.Membership, capable bool) (cable.Driver, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if !capable || m == nil {
+		return a.driver, nil // kept so a node that stops being capable cleans its cable up
+	}
+	if a.driver != nil && a.driverKind == m.Spec.Cable.Driver {
+		return a.driver, nil
+	}
+	if a.driver != nil {
+		if err := a.driver.Cleanup(ctx); err != nil {
+			return a.driver, fmt.Errorf("cable %s cleanup before switching to %s: %w", a.driverKind, m.Spec.Cable.Driver, err)
+		}
+	}
+	d, err := a.cfg.Cables(ctx, m, a.cfg.NodeName)
+	if err != nil {
+		a.driver = nil
+		return nil, fmt.Errorf("cable %s: %w", m.Spec.Cable.Driver, err)
+	}
+	a.driver, a.driverKind = d, m.Spec.Cable.Driver
+	return d, nil
+}
+
+// readIngress reads GlobalIngresses and the ready endpoints of their services.
+func (a *Agent) readIngress(ctx context.Context, snap *Snapshot) error {
+	gis := &straitv1.GlobalIngressList{}
+	if err := a.client.List(ctx, gis, client.InNamespace(a.cfg.Namespace)); err != nil {
+		return fmt.Errorf("global ingresses: %w", err)
+	}
+	snap.Ingresses = gis.Items
+	a.mu.Lock()
+	watching := a.watchingEP
+	a.watchingEP = true
+	a.mu.Unlock()
+	if !watching {
+		inf, err := a.mgr.GetCache().GetInformer(ctx, &discoveryv1.EndpointSlice{})
+		if err != nil {
+			return fmt.Errorf("endpointslice informer: %w", err)
+		}
+		trigger := func(any) { a.Trigger() }
+		if _, err := inf.AddEventHandler(toolsHandler(trigger)); err != nil {
+			return err
+		}
+	}
+	snap.Endpoints = map[string][]netip.Addr{}
+	for _, gi := range gis.Items {
+		if gi.Spec.GlobalIP == "" {
+			continue
+		}
+		slices := &discoveryv1.EndpointSliceList{}
+		if err := a.client.List(ctx, slices, client.InNamespace(gi.Spec.ServiceNamespace),
+			client.MatchingLabels{discoveryv1.LabelServiceName: gi.Spec.ServiceName}); err != nil {
+			return fmt.Errorf("endpoints of %s/%s: %w", gi.Spec.ServiceNamespace, gi.Spec.ServiceName, err)
+		}
+		key := gi.Spec.ServiceNamespace + "/" + gi.Spec.ServiceName
+		for _, s := range slices.Items {
+			if s.AddressType != discoveryv1.AddressTypeIPv4 {
+				continue
+			}
+			for _, ep := range s.Endpoints {
+				if ep.Conditions.Ready != nil && !*ep.Conditions.Ready {
+					continue
+				}
+				for _, ad := range ep.Addresses {
+					if ip, err := netip.ParseAddr(ad); err == nil {
+						snap.Endpoints[key] = append(snap.Endpoints[key], ip)
+					}
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// Cleanup removes everything of ours from the node: the kernel state and, when a
+// driver is given, the cable.
+func Cleanup(ctx context.Context, k kernel.Kernel, d cable.Driver) error {
+	return NewDataplane(k).Cleanup(ctx, d)
+}

@@ -1,0 +1,281 @@
+package agent
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	straitv1 "github.com/straitnet/strait/api/v1alpha1"
+	"github.com/straitnet/strait/nodeagent/cable"
+	"github.com/straitnet/strait/nodeagent/gateway"
+	"github.com/straitnet/strait/nodeagent/globalnet"
+	"github.com/straitnet/strait/nodeagent/kernel"
+	"github.com/straitnet/strait/nodeagent/route"
+)
+
+// AnnotationGatewayIP on a Node overrides the address other gateways send tunnel
+// traffic to (a public or NATed address); the node's InternalIP otherwise.
+const AnnotationGatewayIP = "strait.io/gateway-ip"
+
+// Snapshot is everything the node's data plane depends on, read at one moment.
+type Snapshot struct {
+	NodeName   string
+	Membership *straitv1.Membership
+	Peers      []straitv1.Peer
+	Nodes      []corev1.Node
+	// ActiveGateway is the node holding the gateway Lease; "" for none.
+	ActiveGateway string
+	// Links are the node's current links (for the underlay device, its MTU and the
+	// health-check address).
+	Links []kernel.Link
+	// Ingresses are this cluster's GlobalIngresses (read on the active gateway only).
+	Ingresses []straitv1.GlobalIngress
+	// Endpoints are the ready endpoint IPs of services, by "namespace/name".
+	Endpoints map[string][]netip.Addr
+	// Driver is this node's cable driver; nil on nodes that cannot be gateways.
+	Driver cable.Driver
+}
+
+// Desired is the node's whole data plane.
+type Desired struct {
+	State kernel.State
+	// Active: this node is the active gateway and runs the cable to Remotes.
+	Active  bool
+	Local   cable.Local
+	Remotes []cable.Remote
+	// Placed: the node could be placed and State is the whole truth (also when empty).
+	// When false nothing may be applied: an empty State would remove everything.
+	Placed bool
+}
+
+// GatewayCapable says whether node may become the gateway under m.
+func GatewayCapable(m *straitv1.Membership, node *corev1.Node) bool {
+	if m == nil || node == nil {
+		return false
+	}
+	return labels.SelectorFromSet(m.Spec.GatewayNodeSelector).Matches(labels.Set(node.Labels))
+}
+
+// InternalIP is the node's IPv4 InternalIP.
+func InternalIP(node *corev1.Node) netip.Addr {
+	for _, a := range node.Status.Addresses {
+		if a.Type == corev1.NodeInternalIP {
+			if ip, err := netip.ParseAddr(a.Address); err == nil && ip.Is4() {
+				return ip
+			}
+		}
+	}
+	return netip.Addr{}
+}
+
+// GatewayIP is where other gateways reach node.
+func GatewayIP(node *corev1.Node) netip.Addr {
+	if s := node.Annotations[AnnotationGatewayIP]; s != "" {
+		if ip, err := netip.ParseAddr(s); err == nil {
+			return ip
+		}
+	}
+	return InternalIP(node)
+}
+
+// Compute is the node's desired data plane. Without a Membership it is empty (so Apply
+// removes everything of ours); a node it cannot place (no such Node, no InternalIP, no
+// underlay device) is an error and nothing should be applied.
+func Compute(s Snapshot) (Desired, error) {
+	m := s.Membership
+	if m == nil {
+		return Desired{Placed: true}, nil
+	}
+	var errs []error
+	nodes := map[string]*corev1.Node{}
+	var rnodes []route.Node
+	for i := range s.Nodes {
+		n := &s.Nodes[i]
+		nodes[n.Name] = n
+		if ip := InternalIP(n); ip.IsValid() {
+			rnodes = append(rnodes, route.Node{Name: n.Name, IP: ip})
+		}
+	}
+	self := nodes[s.NodeName]
+	if self == nil {
+		return Desired{}, fmt.Errorf("node %s not found", s.NodeName)
+	}
+	selfIP := InternalIP(self)
+	if !selfIP.IsValid() {
+		return Desired{}, fmt.Errorf("node %s has no IPv4 InternalIP", s.NodeName)
+	}
+	underlay, ok := linkWithAddr(s.Links, selfIP)
+	if !ok {
+		return Desired{}, fmt.Errorf("no device holds node %s's address %s", s.NodeName, selfIP)
+	}
+	localCIDRs, err := prefixes(append(slices.Clone(m.Spec.PodCIDRs), m.Spec.ServiceCIDRs...))
+	errs = append(errs, err)
+	var gn *straitv1.MemberGlobalnet = m.Spec.Globalnet
+	var globalCIDR netip.Prefix
+	if gn != nil {
+		if globalCIDR, err = netip.ParsePrefix(gn.GlobalCIDR); err != nil {
+			errs = append(errs, fmt.Errorf("membership globalCIDR: %w", err))
+			gn = nil
+		}
+	}
+
+	var remoteCIDRs []netip.Prefix
+	var remotes []cable.Remote
+	peers := slices.Clone(s.Peers)
+	slices.SortFunc(peers, func(a, b straitv1.Peer) int { return strings.Compare(a.Spec.ClusterID, b.Spec.ClusterID) })
+	for _, p := range peers {
+		cidrs, err := prefixes(p.Spec.CIDRs)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("peer %s: %w", p.Name, err))
+		}
+		remoteCIDRs = append(remoteCIDRs, cidrs...)
+		if ep := p.Spec.Endpoint; ep != nil {
+			ip, err := netip.ParseAddr(ep.IP)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("peer %s endpoint ip: %w", p.Name, err))
+				continue
+			}
+			remotes = append(remotes, cable.Remote{ClusterID: p.Spec.ClusterID, IP: ip, Port: ep.Port,
+				PublicKey: ep.PublicKey, CIDRs: cidrs})
+		}
+	}
+
+	var gw route.Node
+	if g := nodes[s.ActiveGateway]; g != nil {
+		gw = route.Node{Name: g.Name, IP: InternalIP(g)}
+	}
+	active := s.ActiveGateway == s.NodeName && s.Driver != nil
+	overhead := 0
+	if s.Driver != nil {
+		overhead = gateway.Overhead(s.Driver)
+	} else if drv := m.Spec.Cable.Driver; drv != "" {
+		overhead = gateway.DriverOverhead(drv)
+	}
+	parts := []kernel.State{route.Compute(route.Input{
+		Self: route.Node{Name: s.NodeName, IP: selfIP}, Nodes: rnodes, Gateway: gw,
+		Underlay: underlay.Name, UnderlayMTU: underlay.MTU, CableOverhead: overhead, RemoteCIDRs: remoteCIDRs,
+	})}
+	d := Desired{Active: active, Placed: true}
+	if active {
+		hc := healthCheckIP(s.Links, m, globalCIDR)
+		d.Local = cable.Local{ClusterID: m.Spec.ClusterID, NodeName: s.NodeName, IP: GatewayIP(self),
+			Port: m.Spec.Cable.Port, CIDRs: localCIDRs, HealthCheckIP: hc}
+		if gn != nil {
+			d.Local.CIDRs = []netip.Prefix{globalCIDR}
+		}
+		d.Remotes = remotes
+		parts = append(parts, kernel.State{Routes: gateway.Routes(s.Driver, remotes,
+			route.RouteMTU(underlay.MTU, overhead, true))})
+		if gn != nil {
+			egress, err := addrs(gn.EgressIPs)
+			errs = append(errs, err)
+			parts = append(parts, globalnet.Compute(globalnet.Input{LocalCIDRs: localCIDRs,
+				RemoteGlobalCIDRs: remoteCIDRs, EgressIPs: egress, Ingress: ingresses(s.Ingresses, s.Endpoints)}))
+			// The health-check address is ours to add (the last of the global CIDR, which
+			// the hub never hands out); it lives on vx-strait.
+			if hc.IsValid() && len(parts[0].Links) == 1 {
+				parts = append(parts, kernel.State{Links: []kernel.Link{{Name: route.VXLANDevice,
+					Addrs: []netip.Prefix{netip.PrefixFrom(hc, 32)}}}})
+			}
+		}
+	}
+	d.State = kernel.Merge(parts...)
+	return d, errors.Join(errs...)
+}
+
+// healthCheckIP: under globalnet the last address of the global CIDR; else this node's
+// address inside the pod CIDRs (the CNI bridge's), if it has one.
+func healthCheckIP(links []kernel.Link, m *straitv1.Membership, globalCIDR netip.Prefix) netip.Addr {
+	if globalCIDR.IsValid() {
+		return lastAddr(globalCIDR)
+	}
+	pods, _ := prefixes(m.Spec.PodCIDRs)
+	for _, l := range links {
+		for _, a := range l.Addrs {
+			for _, p := range pods {
+				if p.Contains(a.Addr()) {
+					return a.Addr()
+				}
+			}
+		}
+	}
+	return netip.Addr{}
+}
+
+func lastAddr(p netip.Prefix) netip.Addr {
+	a := p.Masked().Addr().As4()
+	host := uint32(1)<<(32-p.Bits()) - 1
+	v := (uint32(a[0])<<24 | uint32(a[1])<<16 | uint32(a[2])<<8 | uint32(a[3])) | host
+	return netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)})
+}
+
+// ingresses turns GlobalIngresses into NAT mappings: a headless service's pods map one
+// to one; a ClusterSetIP service maps to its ready endpoints.
+func ingresses(gis []straitv1.GlobalIngress, endpoints map[string][]netip.Addr) []globalnet.Ingress {
+	var out []globalnet.Ingress
+	for _, gi := range gis {
+		for _, ep := range gi.Spec.Endpoints {
+			g, err1 := netip.ParseAddr(ep.GlobalIP)
+			p, err2 := netip.ParseAddr(ep.PodIP)
+			if err1 == nil && err2 == nil {
+				out = append(out, globalnet.Ingress{GlobalIP: g, Endpoints: []netip.Addr{p}, Pod: true})
+			}
+		}
+		if gi.Spec.GlobalIP == "" {
+			continue
+		}
+		g, err := netip.ParseAddr(gi.Spec.GlobalIP)
+		if err != nil {
+			continue
+		}
+		out = append(out, globalnet.Ingress{GlobalIP: g,
+			Endpoints: endpoints[gi.Spec.ServiceNamespace+"/"+gi.Spec.ServiceName]})
+	}
+	return out
+}
+
+func linkWithAddr(links []kernel.Link, ip netip.Addr) (kernel.Link, bool) {
+	for _, l := range links {
+		for _, a := range l.Addrs {
+			if a.Addr() == ip {
+				return l, true
+			}
+		}
+	}
+	return kernel.Link{}, false
+}
+
+func prefixes(ss []string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	var errs []error
+	for _, s := range ss {
+		p, err := netip.ParsePrefix(s)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		out = append(out, p.Masked())
+	}
+	return out, errors.Join(errs...)
+}
+
+func addrs(ss []string) ([]netip.Addr, error) {
+	var out []netip.Addr
+	var errs []error
+	for _, s := range ss {
+		a, err := netip.ParseAddr(s)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		out = append(out, a)
+	}
+	return out, errors.Join(errs...)
+}
+
+func parseAddr(s string) (netip.Addr, error) { return netip.ParseAddr(s) }

@@ -1,0 +1,272 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	straitv1 "github.com/straitnet/strait/api/v1alpha1"
+	"github.com/straitnet/strait/nodeagent/cable"
+	"github.com/straitnet/strait/nodeagent/gateway"
+	"github.com/straitnet/strait/nodeagent/health"
+	"github.com/straitnet/strait/nodeagent/kernel"
+	"github.com/straitnet/strait/nodeagent/route"
+)
+
+// startAPIServer starts a real kube-apiserver and etcd (envtest) with Strait's CRDs.
+func startAPIServer(t testing.TB) *rest.Config {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts a kube-apiserver")
+	}
+	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
+		dir, _ := filepath.Abs("../../bin/k8s/v1.37.1")
+		if _, err := os.Stat(filepath.Join(dir, "kube-apiserver")); err != nil {
+			if os.Getenv("CI") != "" {
+				t.Fatalf("no kube-apiserver in %s (run make k8s-binaries)", dir)
+			}
+			t.Skipf("no kube-apiserver in %s", dir)
+		}
+		t.Setenv("KUBEBUILDER_ASSETS", dir)
+	}
+	env := &envtest.Environment{CRDDirectoryPaths: []string{"../../kustomize/crd/bases"}, ErrorIfCRDPathMissing: true}
+	cfg, err := env.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Stop() })
+	return cfg
+}
+
+// killSwitch cuts an agent off the API server, as a crash or a partition would: it can
+// neither renew nor release its Lease.
+type killSwitch struct {
+	dead atomic.Bool
+	next http.RoundTripper
+}
+
+func (k *killSwitch) RoundTrip(r *http.Request) (*http.Response, error) {
+	if k.dead.Load() {
+		return nil, &net.OpError{Op: "dial", Err: fmt.Errorf("agent killed")}
+	}
+	return k.next.RoundTrip(r)
+}
+
+// constProber answers every probe: the wiring test checks that results reach Peer
+// status; health's own test sends real ICMP.
+type constProber struct{}
+
+func (constProber) Probe(context.Context, netip.Addr, netip.Addr) (health.Result, error) {
+	return health.Result{Sent: 5, Received: 4, RTT: 1500 * time.Microsecond}, nil
+}
+
+type runningAgent struct {
+	name   string
+	fake   *kernel.Fake
+	cancel context.CancelFunc
+	done   chan error
+	kill   *killSwitch
+	driver *routedDriver
+}
+
+func startAgent(t *testing.T, cfg *rest.Config, name, ip string) *runningAgent {
+	t.Helper()
+	ra := &runningAgent{name: name, done: make(chan error, 1), driver: &routedDriver{},
+		fake: kernel.NewFake(kernel.Link{Name: "eth0", Kind: "veth", MTU: 1500, Up: true,
+			Addrs: []netip.Prefix{netip.MustParsePrefix(ip + "/24")}})}
+	c := rest.CopyConfig(cfg)
+	ra.kill = &killSwitch{}
+	c.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { ra.kill.next = rt; return ra.kill }
+	a, err := New(c, Config{NodeName: name, Namespace: straitv1.SystemNamespace, Resync: 10 * time.Second,
+		HealthInterval: 200 * time.Millisecond, Election: gateway.FastTiming(), Kernel: ra.fake,
+		Cables: func(context.Context, *straitv1.Membership, string) (cable.Driver, error) { return ra.driver, nil },
+		Prober: constProber{}, MetricsAddr: "0", HealthAddr: "0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	ra.cancel = cancel
+	go func() { ra.done <- a.Run(ctx) }()
+	t.Cleanup(func() { ra.stop() })
+	return ra
+}
+
+func (ra *runningAgent) stop() {
+	if ra.cancel != nil {
+		ra.cancel()
+		<-ra.done
+		ra.cancel = nil
+	}
+}
+
+func eventually(t *testing.T, timeout time.Duration, what string, fn func() error) time.Duration {
+	t.Helper()
+	start := time.Now()
+	var err error
+	for time.Since(start) < timeout {
+		if err = fn(); err == nil {
+			return time.Since(start)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("%s: not within %v: %v", what, timeout, err)
+	return 0
+}
+
+func mustCreate(t *testing.T, c client.Client, objs ...client.Object) {
+	t.Helper()
+	for _, o := range objs {
+		if err := c.Create(context.Background(), o); err != nil {
+			t.Fatalf("create %T %s: %v", o, o.GetName(), err)
+		}
+	}
+}
+
+// TestAgentWithAPIServer runs three agents (two gateway-capable nodes and a plain one)
+// on fake kernels against a real API server: election, Gateway objects, the plain
+// node's routes following the Lease, Peer status, and failover after a graceful stop
+// and after a crash.
+func TestAgentWithAPIServer(t *testing.T) {
+	cfg := startAPIServer(t)
+	ctx := context.Background()
+	c, err := client.New(cfg, client.Options{Scheme: Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustCreate(t, c, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: straitv1.SystemNamespace}})
+	for i, name := range []string{"gw1", "gw2", "plain"} {
+		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{}}}
+		if name != "plain" {
+			n.Labels["strait.io/gateway"] = "true"
+			n.Annotations = map[string]string{AnnotationGatewayIP: fmt.Sprintf("203.0.113.%d", i+1)}
+		}
+		mustCreate(t, c, n)
+		n.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: fmt.Sprintf("10.0.1.%d", i+1)}}
+		if err := c.Status().Update(ctx, n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mustCreate(t, c,
+		&straitv1.Membership{ObjectMeta: metav1.ObjectMeta{Name: straitv1.MembershipName, Namespace: straitv1.SystemNamespace},
+			Spec: straitv1.MembershipSpec{ClusterSet: "strait-system/cs", ClusterID: "c1", PodCIDRs: []string{"10.10.0.0/16"},
+				ServiceCIDRs: []string{"10.11.0.0/16"}, Cable: straitv1.MemberCable{Driver: straitv1.CableVXLAN, Port: 4500},
+				GatewayNodeSelector: map[string]string{"strait.io/gateway": "true"}}},
+		&straitv1.Peer{ObjectMeta: metav1.ObjectMeta{Name: "c2", Namespace: straitv1.SystemNamespace},
+			Spec: straitv1.PeerSpec{ClusterID: "c2", CIDRs: []string{"10.20.0.0/16"},
+				Endpoint: &straitv1.PeerEndpoint{Gateway: "c2-gw1", IP: "198.51.100.9", Port: 4500, Driver: straitv1.CableVXLAN,
+					HealthCheckIP: "10.20.0.1"}}})
+
+	agents := map[string]*runningAgent{}
+	for i, name := range []string{"gw1", "gw2", "plain"} {
+		agents[name] = startAgent(t, cfg, name, fmt.Sprintf("10.0.1.%d", i+1))
+	}
+	holder := func() string {
+		l := &coordinationv1.Lease{}
+		if err := c.Get(ctx, types.NamespacedName{Namespace: straitv1.SystemNamespace, Name: gateway.LeaseName}, l); err != nil || l.Spec.HolderIdentity == nil {
+			return ""
+		}
+		return *l.Spec.HolderIdentity
+	}
+	plainPointsAt := func(gw string) func() error {
+		ip := map[string]string{"gw1": "10.0.1.1", "gw2": "10.0.1.2"}[gw]
+		return func() error {
+			d, _ := kernel.Dump(ctx, agents["plain"].fake, route.Ownership())
+			if !strings.Contains(d, "fdb "+ip+"\n") || !strings.Contains(d, "10.20.0.0/16 via "+route.VTEP(netip.MustParseAddr(ip)).String()) {
+				return fmt.Errorf("plain node does not point at %s:\n%s", gw, d)
+			}
+			return nil
+		}
+	}
+	gatewayState := func(name string, want straitv1.HAState) func() error {
+		return func() error {
+			g := &straitv1.Gateway{}
+			if err := c.Get(ctx, types.NamespacedName{Namespace: straitv1.SystemNamespace, Name: name}, g); err != nil {
+				return err
+			}
+			if g.Spec.HAState != want || g.Status.LastHeartbeat == nil {
+				return fmt.Errorf("gateway %s: %s, heartbeat %v", name, g.Spec.HAState, g.Status.LastHeartbeat)
+			}
+			return nil
+		}
+	}
+
+	var first string
+	eventually(t, 10*time.Second, "a gateway is elected", func() error {
+		if first = holder(); first == "" {
+			return fmt.Errorf("no holder")
+		}
+		return nil
+	})
+	second := map[string]string{"gw1": "gw2", "gw2": "gw1"}[first]
+	eventually(t, 5*time.Second, "plain node routes to the elected gateway", plainPointsAt(first))
+	eventually(t, 5*time.Second, "active Gateway published", gatewayState(first, straitv1.HAActive))
+	eventually(t, 5*time.Second, "passive Gateway published", gatewayState(second, straitv1.HAPassive))
+	if err := c.Get(ctx, types.NamespacedName{Namespace: straitv1.SystemNamespace, Name: "plain"}, &straitv1.Gateway{}); err == nil {
+		t.Error("the plain node published a Gateway")
+	}
+	eventually(t, 5*time.Second, "the active gateway runs the cable", func() error {
+		if rs := agents[first].driver.remotes(); len(rs) != 1 || rs[0].ClusterID != "c2" {
+			return fmt.Errorf("cable remotes %v", rs)
+		}
+		return nil
+	})
+	eventually(t, 5*time.Second, "peer status from the active gateway's health checks", func() error {
+		p := &straitv1.Peer{}
+		if err := c.Get(ctx, types.NamespacedName{Namespace: straitv1.SystemNamespace, Name: "c2"}, p); err != nil {
+			return err
+		}
+		if p.Status.State != "Connected" || p.Status.Gateway != first || p.Status.LatencyMicros != 1500 || p.Status.LossPercent != 20 {
+			return fmt.Errorf("peer status %+v", p.Status)
+		}
+		return nil
+	})
+
+	// Graceful stop: the Lease is released and the other gateway takes over at once.
+	start := time.Now()
+	agents[first].stop()
+	eventually(t, 5*time.Second, "graceful handover", func() error {
+		if h := holder(); h != second {
+			return fmt.Errorf("holder %q", h)
+		}
+		return plainPointsAt(second)()
+	})
+	graceful := time.Since(start)
+	eventually(t, 5*time.Second, "new active Gateway", gatewayState(second, straitv1.HAActive))
+
+	// Crash: the active agent loses the API server without releasing anything.
+	agents[first] = startAgent(t, cfg, first, map[string]string{"gw1": "10.0.1.1", "gw2": "10.0.1.2"}[first])
+	eventually(t, 5*time.Second, "restarted agent is passive", gatewayState(first, straitv1.HAPassive))
+	start = time.Now()
+	agents[second].kill.dead.Store(true)
+	eventually(t, 10*time.Second, "failover after a crash", func() error {
+		if h := holder(); h != first {
+			return fmt.Errorf("holder %q", h)
+		}
+		return plainPointsAt(first)()
+	})
+	crash := time.Since(start)
+	t.Logf("plain node re-pointed %v after a graceful stop, %v after a crash (lease %v, retry %v)",
+		graceful, crash, gateway.FastTiming().LeaseDuration, gateway.FastTiming().RetryPeriod)
+	if graceful > time.Second {
+		t.Errorf("graceful handover took %v, target < 1 s", graceful)
+	}
+	if crash > 5*time.Second {
+		t.Errorf("failover after a crash took %v, target < 5 s", crash)
+	}
+}

@@ -1,0 +1,158 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	straitv1 "github.com/straitnet/strait/api/v1alpha1"
+	"github.com/straitnet/strait/nodeagent/cable"
+)
+
+// publishGateway writes this node's Gateway: active or passive, endpoint, public key,
+// health-check IP, heartbeat. A node that is no longer capable deletes its Gateway.
+func (a *Agent) publishGateway(ctx context.Context, m *straitv1.Membership, self *corev1.Node, capable, active bool, d cable.Driver, want Desired) error {
+	gw := &straitv1.Gateway{ObjectMeta: metav1.ObjectMeta{Name: a.cfg.NodeName, Namespace: a.cfg.Namespace}}
+	if !capable || d == nil {
+		return client.IgnoreNotFound(a.client.Delete(ctx, gw))
+	}
+	state := straitv1.HAPassive
+	if active {
+		state = straitv1.HAActive
+	}
+	spec := straitv1.GatewaySpec{NodeName: a.cfg.NodeName, HAState: state, IP: GatewayIP(self).String(),
+		Port: m.Spec.Cable.Port, PublicKey: d.PublicKey(), Driver: m.Spec.Cable.Driver}
+	if hc := want.Local.HealthCheckIP; hc.IsValid() {
+		spec.HealthCheckIP = hc.String()
+	}
+	if _, err := controllerutil.CreateOrUpdate(ctx, a.client, gw, func() error {
+		gw.Spec = spec
+		return nil
+	}); err != nil {
+		return fmt.Errorf("gateway %s: %w", a.cfg.NodeName, err)
+	}
+	now := metav1.Now()
+	gw.Status.LastHeartbeat = &now
+	cond := metav1.Condition{Type: "Ready", Status: metav1.ConditionTrue, Reason: straitv1.ReasonGatewayActive,
+		Message: "this node is the active gateway", ObservedGeneration: gw.Generation}
+	if !active {
+		cond.Reason, cond.Message = "Standby", "passive: takes over when the active gateway's Lease expires"
+	}
+	setCondition(&gw.Status.Conditions, cond)
+	if err := a.client.Status().Update(ctx, gw); err != nil {
+		return fmt.Errorf("gateway %s status: %w", a.cfg.NodeName, err)
+	}
+	return nil
+}
+
+// publishShutdown marks this node's Gateway passive after the Lease was released.
+func (a *Agent) publishShutdown() {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	gw := &straitv1.Gateway{}
+	if err := a.client.Get(ctx, types.NamespacedName{Namespace: a.cfg.Namespace, Name: a.cfg.NodeName}, gw); err != nil {
+		return
+	}
+	if gw.Spec.HAState == straitv1.HAPassive {
+		return
+	}
+	orig := gw.DeepCopy()
+	gw.Spec.HAState = straitv1.HAPassive
+	_ = a.client.Patch(ctx, gw, client.MergeFrom(orig))
+}
+
+func setCondition(conds *[]metav1.Condition, c metav1.Condition) {
+	apimeta.SetStatusCondition(conds, c)
+}
+
+// healthLoop probes every peer through the tunnel while this node is the active
+// gateway and writes the result and the cable's counters into the Peer's status.
+func (a *Agent) healthLoop(ctx context.Context) {
+	if a.cfg.Prober == nil || a.cfg.HealthInterval <= 0 {
+		return
+	}
+	t := time.NewTicker(a.cfg.HealthInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if err := a.checkPeers(ctx); err != nil && ctx.Err() == nil {
+			log.FromContext(ctx).Error(err, "peer health")
+		}
+	}
+}
+
+func (a *Agent) checkPeers(ctx context.Context) error {
+	a.mu.Lock()
+	want, peers, driver := a.last, a.lastPeers, a.driver
+	a.mu.Unlock()
+	if !want.Active || driver == nil {
+		return nil
+	}
+	conns := map[string]cable.Connection{}
+	if cs, err := driver.Connections(ctx); err == nil {
+		for _, c := range cs {
+			conns[c.ClusterID] = c
+		}
+	}
+	var errs []error
+	for _, p := range peers {
+		st := straitv1.PeerStatus{Gateway: a.cfg.NodeName, Conditions: p.Status.Conditions}
+		c, known := conns[p.Spec.ClusterID]
+		if known {
+			st.RxBytes, st.TxBytes = c.RxBytes, c.TxBytes
+			if !c.LastHandshake.IsZero() {
+				t := metav1.NewTime(c.LastHandshake)
+				st.LastHandshake = &t
+			}
+		}
+		reachable := known && c.Connected
+		reason, msg := straitv1.ReasonUnreachable, "no endpoint"
+		if ep := p.Spec.Endpoint; ep != nil {
+			msg = "the cable reports no connection"
+			if hc, err := parseAddr(ep.HealthCheckIP); err == nil {
+				r, err := a.cfg.Prober.Probe(ctx, want.Local.HealthCheckIP, hc)
+				if err != nil {
+					msg = err.Error()
+				} else {
+					st.LossPercent = r.LossPercent()
+					st.LatencyMicros = r.RTT.Microseconds()
+					reachable = r.Received > 0
+					msg = fmt.Sprintf("%d of %d health checks to %s answered", r.Received, r.Sent, hc)
+				}
+			}
+		}
+		st.State = "Connecting"
+		cond := metav1.Condition{Type: straitv1.ConditionConnected, Status: metav1.ConditionFalse, Reason: reason,
+			Message: msg, ObservedGeneration: p.Generation}
+		if reachable {
+			st.State, cond.Status, cond.Reason = "Connected", metav1.ConditionTrue, straitv1.ReasonConnected
+		} else if p.Spec.Endpoint == nil {
+			st.State = "Error"
+		}
+		setCondition(&st.Conditions, cond)
+		cur := &straitv1.Peer{}
+		if err := a.client.Get(ctx, client.ObjectKeyFromObject(&p), cur); err != nil {
+			errs = append(errs, client.IgnoreNotFound(err))
+			continue
+		}
+		orig := cur.DeepCopy()
+		cur.Status = st
+		if err := a.client.Status().Patch(ctx, cur, client.MergeFrom(orig)); err != nil {
+			errs = append(errs, fmt.Errorf("peer %s status: %w", p.Name, err))
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,139 @@
+package cabletest
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net/netip"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/straitnet/strait/nodeagent/cable"
+)
+
+// Table and Protocol are the routing table and route protocol the lab gives drivers; the
+// lab's gateways send everything to Table with a policy rule, as the route agent would.
+const (
+	Table    = 7310
+	Protocol = 207
+	rulePref = 7310
+)
+
+// Routing is what the lab's drivers are built with.
+var Routing = cable.Routing{Table: Table, Protocol: Protocol}
+
+// Site is one cluster in the lab: a gateway namespace on the WAN and a pod namespace
+// behind it.
+type Site struct {
+	ClusterID string
+	GatewayNS string
+	PodNS     string
+	// WANIP is the gateway's address on the WAN.
+	WANIP netip.Addr
+	// GatewayPodIP is the gateway's address towards its pod, inside CIDR.
+	GatewayPodIP netip.Addr
+	// PodIP is the pod's address.
+	PodIP netip.Addr
+	CIDR  netip.Prefix
+}
+
+// Lab is two sites on a shared WAN.
+type Lab struct {
+	WANNS string
+	A, B  Site
+}
+
+// Namespaces of the lab.
+func (l *Lab) Namespaces() []string {
+	return []string{l.A.PodNS, l.B.PodNS, l.A.GatewayNS, l.B.GatewayNS, l.WANNS}
+}
+
+// NewLab builds the lab and removes it (and every process left in it) when t ends.
+func NewLab(t testing.TB) *Lab {
+	t.Helper()
+	var b [3]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		t.Fatal(err)
+	}
+	id := "sc" + hex.EncodeToString(b[:])
+	l := &Lab{
+		WANNS: id + "-wan",
+		A: Site{ClusterID: "cluster-a", GatewayNS: id + "-gwa", PodNS: id + "-poda",
+			WANIP: netip.MustParseAddr("192.0.2.1"), GatewayPodIP: netip.MustParseAddr("10.1.0.1"),
+			PodIP: netip.MustParseAddr("10.1.0.10"), CIDR: netip.MustParsePrefix("10.1.0.0/16")},
+		B: Site{ClusterID: "cluster-b", GatewayNS: id + "-gwb", PodNS: id + "-podb",
+			WANIP: netip.MustParseAddr("192.0.2.2"), GatewayPodIP: netip.MustParseAddr("10.2.0.1"),
+			PodIP: netip.MustParseAddr("10.2.0.10"), CIDR: netip.MustParsePrefix("10.2.0.0/16")},
+	}
+	t.Cleanup(func() { l.destroy(t) })
+	for _, ns := range l.Namespaces() {
+		MustRun(t, "ip", "netns", "add", ns)
+		MustRun(t, "ip", "-n", ns, "link", "set", "lo", "up")
+	}
+	MustRun(t, "ip", "-n", l.WANNS, "link", "add", "br0", "type", "bridge")
+	MustRun(t, "ip", "-n", l.WANNS, "link", "set", "br0", "up")
+	for i, s := range []Site{l.A, l.B} {
+		wanPort := fmt.Sprintf("w%d", i)
+		MustRun(t, "ip", "-n", s.GatewayNS, "link", "add", "eth0", "type", "veth", "peer", "name", wanPort, "netns", l.WANNS)
+		MustRun(t, "ip", "-n", l.WANNS, "link", "set", wanPort, "master", "br0", "up")
+		MustRun(t, "ip", "-n", s.GatewayNS, "addr", "add", s.WANIP.String()+"/24", "dev", "eth0")
+		MustRun(t, "ip", "-n", s.GatewayNS, "link", "set", "eth0", "up")
+
+		MustRun(t, "ip", "-n", s.PodNS, "link", "add", "eth0", "type", "veth", "peer", "name", "pod0", "netns", s.GatewayNS)
+		MustRun(t, "ip", "-n", s.GatewayNS, "addr", "add", s.GatewayPodIP.String()+"/24", "dev", "pod0")
+		MustRun(t, "ip", "-n", s.GatewayNS, "link", "set", "pod0", "up")
+		MustRun(t, "ip", "-n", s.PodNS, "addr", "add", s.PodIP.String()+"/24", "dev", "eth0")
+		MustRun(t, "ip", "-n", s.PodNS, "link", "set", "eth0", "up")
+		MustRun(t, "ip", "-n", s.PodNS, "route", "add", "default", "via", s.GatewayPodIP.String())
+
+		MustRun(t, "ip", "netns", "exec", s.GatewayNS, "sysctl", "-qw", "net.ipv4.ip_forward=1")
+		MustRun(t, "ip", "-n", s.GatewayNS, "rule", "add", "pref", fmt.Sprint(rulePref), "lookup", fmt.Sprint(Table))
+	}
+	return l
+}
+
+func (l *Lab) destroy(t testing.TB) {
+	for _, ns := range l.Namespaces() {
+		KillAll(t, ns)
+		if out, err := exec.Command("ip", "netns", "del", ns).CombinedOutput(); err != nil {
+			t.Errorf("delete namespace %s: %v: %s", ns, err, out)
+		}
+	}
+}
+
+// KillAll kills every process left in namespace ns.
+func KillAll(t testing.TB, ns string) {
+	out, _ := exec.Command("ip", "netns", "pids", ns).Output()
+	for _, pid := range strings.Fields(string(out)) {
+		_ = exec.Command("kill", "-9", pid).Run()
+	}
+}
+
+// Pids lists the processes in namespace ns.
+func Pids(t testing.TB, ns string) []string {
+	t.Helper()
+	return strings.Fields(MustRun(t, "ip", "netns", "pids", ns))
+}
+
+// MustRun runs a command and fails t when it fails.
+func MustRun(t testing.TB, name string, args ...string) string {
+	t.Helper()
+	out, err := exec.Command(name, args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s %s: %v: %s", name, strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+// Local is the cable.Local of s's gateway.
+func (s Site) Local(port int32, psk []byte) cable.Local {
+	return cable.Local{ClusterID: s.ClusterID, NodeName: s.ClusterID + "-gw", IP: s.WANIP, Port: port,
+		CIDRs: []netip.Prefix{s.CIDR}, HealthCheckIP: s.GatewayPodIP, PSK: psk}
+}
+
+// Remote is the cable.Remote for s's gateway as seen from the other site.
+func (s Site) Remote(port int32, publicKey string) cable.Remote {
+	return cable.Remote{ClusterID: s.ClusterID, IP: s.WANIP, Port: port, PublicKey: publicKey,
+		CIDRs: []netip.Prefix{s.CIDR}}
+}

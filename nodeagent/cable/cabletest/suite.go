@@ -1,0 +1,279 @@
+package cabletest
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/straitnet/strait/nodeagent/cable"
+)
+
+// Suite is what a driver's real-kernel test needs to say about the driver.
+type Suite struct {
+	// Port every gateway listens on.
+	Port int32
+	// PSK for drivers that use one.
+	PSK []byte
+	// Setup starts what a gateway needs beside the agent (strongSwan's charon) in site
+	// s and returns the environment the gateway process needs and a function that stops
+	// it and fails t if it left anything behind (nil when there is nothing to stop). Setup
+	// may be nil.
+	Setup func(t testing.TB, lab *Lab, s Site) (env []string, stop func())
+	// ConnectTimeout bounds how long the first packet may take to get through.
+	ConnectTimeout time.Duration
+}
+
+type site struct {
+	Site
+	// baseline is the gateway namespace's network state before any driver ran.
+	baseline string
+	gw       *Gateway
+	env      []string
+	stop     func()
+	key      string
+}
+
+// Run is the real-kernel test every driver passes: two gateways on a WAN, a pod behind
+// each; after Converge pod → remote pod ICMP and TCP work; converging again changes
+// nothing; a crashed and restarted agent converges back without duplicates; removing the
+// remote removes its tunnel and routes; Cleanup, also by a fresh process after a crash,
+// leaves no link, route, file or process.
+func Run(t *testing.T, s Suite) {
+	top := t
+	RequireRoot(t)
+	lab := NewLab(t)
+	a, b := &site{Site: lab.A}, &site{Site: lab.B}
+	for _, x := range []*site{a, b} {
+		x.baseline = networkState(t, x.GatewayNS)
+		if s.Setup != nil {
+			x.env, x.stop = s.Setup(t, lab, x.Site)
+		}
+		x.gw = StartGateway(t, x.GatewayNS, x.env...)
+		x.key = must(t)(x.gw.PublicKey())
+	}
+	converge := func(t *testing.T, x, peer *site) {
+		t.Helper()
+		if err := x.gw.Converge(x.Local(s.Port, s.PSK), peer.Remote(s.Port, peer.key)); err != nil {
+			t.Fatalf("converge %s: %v", x.ClusterID, err)
+		}
+	}
+	converge(t, a, b)
+	converge(t, b, a)
+	resync := func() {
+		_ = a.gw.Converge(a.Local(s.Port, s.PSK), b.Remote(s.Port, b.key))
+		_ = b.gw.Converge(b.Local(s.Port, s.PSK), a.Remote(s.Port, a.key))
+	}
+	requireTraffic(t, lab, s.ConnectTimeout, resync)
+	requireConnected(t, a.gw, b.ClusterID, s.ConnectTimeout)
+
+	t.Run("converging again changes nothing", func(t *testing.T) {
+		before := []string{must(t)(a.gw.Dump()), must(t)(b.gw.Dump())}
+		t.Logf("state of gateway a:\n%s", before[0])
+		converge(t, a, b)
+		converge(t, b, a)
+		after := []string{must(t)(a.gw.Dump()), must(t)(b.gw.Dump())}
+		for i := range before {
+			if before[i] != after[i] {
+				t.Errorf("state changed on the second Converge:\nbefore:\n%s\nafter:\n%s", before[i], after[i])
+			}
+		}
+		requireTraffic(t, lab, 5*time.Second, resync)
+	})
+
+	t.Run("a restarted agent converges to the same state", func(t *testing.T) {
+		before := withoutIndexes(must(t)(a.gw.Dump()))
+		a.gw.Kill()
+		a.gw = StartGateway(top, a.GatewayNS, a.env...)
+		if k := must(t)(a.gw.PublicKey()); k != a.key {
+			t.Fatalf("public key changed across a restart: %q, was %q", k, a.key)
+		}
+		converge(t, a, b)
+		requireTraffic(t, lab, s.ConnectTimeout, resync)
+		if after := withoutIndexes(must(t)(a.gw.Dump())); after != before {
+			t.Errorf("state after restart differs:\nbefore:\n%s\nafter:\n%s", before, after)
+		}
+	})
+
+	t.Run("the remote gateway moves to another address", func(t *testing.T) {
+		// What a peer sees on failover: the remote cluster's active gateway is now at
+		// another address (with the same key), and a new agent runs there.
+		moved := netip.MustParseAddr("192.0.2.3")
+		MustRun(t, "ip", "-n", b.GatewayNS, "addr", "del", b.WANIP.String()+"/24", "dev", "eth0")
+		MustRun(t, "ip", "-n", b.GatewayNS, "addr", "add", moved.String()+"/24", "dev", "eth0")
+		old := regexp.MustCompile(regexp.QuoteMeta(b.WANIP.String()) + `\b`)
+		b.baseline = old.ReplaceAllString(b.baseline, moved.String())
+		b.WANIP = moved
+		start := time.Now()
+		b.gw.Kill()
+		b.gw = StartGateway(top, b.GatewayNS, b.env...)
+		converge(t, b, a)
+		converge(t, a, b)
+		requireTraffic(t, lab, s.ConnectTimeout, resync)
+		t.Logf("traffic resumed %v after the move", time.Since(start).Round(time.Millisecond))
+		requireConnected(t, a.gw, b.ClusterID, s.ConnectTimeout)
+		if dump := must(t)(a.gw.Dump()); old.MatchString(dump) {
+			t.Errorf("gateway a still refers to the old address:\n%s", dump)
+		}
+	})
+
+	t.Run("removing the remote removes its tunnel", func(t *testing.T) {
+		if err := a.gw.Converge(a.Local(s.Port, s.PSK)); err != nil {
+			t.Fatalf("converge without remotes: %v", err)
+		}
+		if routes := linesWith(must(t)(a.gw.Dump()), "route "); len(routes) > 0 {
+			t.Errorf("routes left in Strait's table: %v", routes)
+		}
+		if err := Eventually(5*time.Second, func() error {
+			conns, err := a.gw.Connections()
+			if err != nil {
+				return err
+			}
+			if len(conns) > 0 {
+				return fmt.Errorf("connections left: %+v", conns)
+			}
+			return nil
+		}); err != nil {
+			t.Error(err)
+		}
+		if err := Ping(lab.A.PodNS, lab.B.PodIP); err == nil {
+			t.Errorf("pod a still reaches pod b after the remote was removed")
+		}
+		converge(t, a, b)
+		requireTraffic(t, lab, s.ConnectTimeout, resync)
+	})
+
+	t.Run("cleanup leaves nothing", func(t *testing.T) {
+		// Gateway a's agent crashes and a fresh process cleans up what it left (as
+		// `strait agent --cleanup` does); gateway b cleans up after itself.
+		a.gw.Kill()
+		a.gw = StartGateway(top, a.GatewayNS, a.env...)
+		for _, x := range []*site{a, b} {
+			files, err := x.gw.Cleanup()
+			if err != nil {
+				t.Fatalf("cleanup %s: %v", x.ClusterID, err)
+			}
+			if files != "" {
+				t.Errorf("files left by %s's driver: %s", x.ClusterID, files)
+			}
+			if err := x.gw.Exit(); err != nil {
+				t.Errorf("gateway %s: %v", x.ClusterID, err)
+			}
+			if x.stop != nil {
+				x.stop()
+			}
+			if after := networkState(t, x.GatewayNS); after != x.baseline {
+				t.Errorf("%s differs from before the driver ran:\nbefore:\n%s\nafter:\n%s", x.GatewayNS, x.baseline, after)
+			}
+			if pids := Pids(t, x.GatewayNS); len(pids) > 0 {
+				t.Errorf("processes left in %s: %v", x.GatewayNS, pids)
+			}
+		}
+		if err := Ping(lab.A.PodNS, lab.B.PodIP); err == nil {
+			t.Errorf("pod a still reaches pod b after cleanup")
+		}
+	})
+}
+
+// requireTraffic waits for pod a → pod b, calling resync every resyncPeriod meanwhile as
+// the agent's periodic full resync would (a Converge may have to be repeated once the
+// other end is ready, e.g. an IKE initiation the other end refused), then checks ICMP and
+// TCP both ways.
+func requireTraffic(t *testing.T, lab *Lab, timeout time.Duration, resync func()) {
+	t.Helper()
+	start := time.Now()
+	last := start
+	if err := Eventually(timeout, func() error {
+		err := Ping(lab.A.PodNS, lab.B.PodIP)
+		if err != nil && time.Since(last) > resyncPeriod {
+			resync()
+			last = time.Now()
+		}
+		return err
+	}); err != nil {
+		t.Fatalf("pod a → pod b: %v", err)
+	}
+	t.Logf("pod a → pod b answered after %v", time.Since(start).Round(time.Millisecond))
+	if err := Ping(lab.B.PodNS, lab.A.PodIP); err != nil {
+		t.Fatalf("pod b → pod a: %v", err)
+	}
+	ctx := context.Background()
+	if err := TCP(ctx, lab.A.PodNS, lab.B.PodNS, lab.B.PodIP); err != nil {
+		t.Fatalf("TCP pod a → pod b: %v", err)
+	}
+	if err := TCP(ctx, lab.B.PodNS, lab.A.PodNS, lab.A.PodIP); err != nil {
+		t.Fatalf("TCP pod b → pod a: %v", err)
+	}
+}
+
+func requireConnected(t *testing.T, g *Gateway, cluster string, timeout time.Duration) {
+	t.Helper()
+	err := Eventually(timeout, func() error {
+		conns, err := g.Connections()
+		if err != nil {
+			return err
+		}
+		want := []cable.Connection{{ClusterID: cluster, Connected: true}}
+		var got []cable.Connection
+		for _, c := range conns {
+			got = append(got, cable.Connection{ClusterID: c.ClusterID, Connected: c.Connected})
+		}
+		if !slices.Equal(got, want) {
+			return fmt.Errorf("connections %+v, want %+v", conns, want)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// resyncPeriod stands for the agent's periodic full resync.
+const resyncPeriod = 2 * time.Second
+
+var linkIndex = regexp.MustCompile(`(?m)^link \d+ `)
+
+// withoutIndexes drops link indexes, which a device recreated by a new process changes.
+func withoutIndexes(dump string) string {
+	lines := strings.Split(linkIndex.ReplaceAllString(dump, "link "), "\n")
+	slices.Sort(lines)
+	return strings.Join(lines, "\n")
+}
+
+func linesWith(dump, prefix string) []string {
+	var out []string
+	for _, l := range strings.Split(dump, "\n") {
+		if strings.HasPrefix(l, prefix) {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// must fails t when a gateway call fails.
+func must(t *testing.T) func(string, error) string {
+	t.Helper()
+	return func(s string, err error) string {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+}
+
+// networkState is what a driver could leave behind in namespace ns: links, IPv4
+// addresses, policy rules and the IPv4 routes of every table (IPv6 link-local state
+// changes by itself while duplicate address detection runs).
+func networkState(t testing.TB, ns string) string {
+	t.Helper()
+	return MustRun(t, "ip", "-n", ns, "-o", "link", "show") +
+		MustRun(t, "ip", "-n", ns, "-4", "-o", "addr", "show") +
+		MustRun(t, "ip", "-n", ns, "-4", "rule", "show") +
+		MustRun(t, "ip", "-n", ns, "-6", "rule", "show") +
+		MustRun(t, "ip", "-n", ns, "-4", "route", "show", "table", "all")
+}

@@ -1,0 +1,18 @@
+// Package ipsec is the IPsec cable driver: strongSwan's charon, running beside the agent
+// as a sidecar, driven through its VICI socket with govici — never by running swanctl or
+// ipsec and parsing their text.
+//
+// The driver owns, in charon, the connections whose names start with "strait-" (one per
+// remote cluster) and the shared key "strait-psk"; on the node, the routes to remote CIDRs
+// through libipsec's TUN device in Strait's table with Strait's route protocol. It never
+// touches other connections, keys or routes, and it does not run charon: Charon writes the
+// sidecar's strongswan.conf and command (used by `strait charon` and by the tests).
+//
+// On kernels without ESP (these machines) charon uses the kernel-libipsec plugin: ESP in
+// userspace through a TUN device, always UDP-encapsulated. IKE and ESP then share one UDP
+// port, cable.Local.Port, which is charon's NAT-T port (charon.port_nat_t); charon's plain
+// IKE port is left to the kernel to choose.
+//
+// To avoid both ends initiating at once, the gateway of the cluster whose ID sorts first
+// initiates and restarts; the other only responds.
+package ipsec

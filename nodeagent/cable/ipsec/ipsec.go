@@ -1,0 +1,363 @@
+package ipsec
+
+import (
+	"cmp"
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/strongswan/govici/vici"
+	"github.com/vishvananda/netlink"
+
+	straitv1 "github.com/straitnet/strait/api/v1alpha1"
+	"github.com/straitnet/strait/nodeagent/cable"
+	"github.com/straitnet/strait/nodeagent/cable/devroute"
+)
+
+// LibipsecDevice is the TUN charon's kernel-libipsec plugin makes.
+const LibipsecDevice = "ipsec0"
+
+// Config is how the driver is built.
+type Config struct {
+	// VICISocket is the path of charon's VICI socket (Charon.VICISocket).
+	VICISocket string
+	// Routing is where routes to remote CIDRs go.
+	Routing cable.Routing
+	// Netlink is the handle to program through; nil means the current network namespace.
+	Netlink *netlink.Handle
+	// Now is the clock for SA ages; nil means time.Now.
+	Now func() time.Time
+}
+
+// Driver is the IPsec cable driver.
+type Driver struct {
+	cfg Config
+	mu  sync.Mutex
+}
+
+var _ cable.Driver = (*Driver)(nil)
+
+// New returns an IPsec driver. It connects to charon on every call, so charon may start
+// after the driver and restart under it.
+func New(cfg Config) (*Driver, error) {
+	if cfg.VICISocket == "" {
+		return nil, errors.New("ipsec driver needs charon's VICI socket path")
+	}
+	h, err := devroute.Handle(cfg.Netlink)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Netlink = h
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &Driver{cfg: cfg}, nil
+}
+
+// Name implements cable.Driver.
+func (d *Driver) Name() straitv1.CableDriver { return straitv1.CableIPsec }
+
+// PublicKey implements cable.Driver: the IPsec cable authenticates with the PSK.
+func (d *Driver) PublicKey() string { return "" }
+
+func (d *Driver) session(ctx context.Context) (*vici.Session, error) {
+	s, err := vici.NewSession(vici.WithSocketPath(d.cfg.VICISocket))
+	if err != nil {
+		return nil, fmt.Errorf("connect to charon at %s: %w", d.cfg.VICISocket, err)
+	}
+	return s, nil
+}
+
+func call(ctx context.Context, s *vici.Session, cmd string, in any) (*vici.Message, error) {
+	var msg *vici.Message
+	if in != nil {
+		var err error
+		if msg, err = vici.MarshalMessage(in); err != nil {
+			return nil, fmt.Errorf("%s: %w", cmd, err)
+		}
+	}
+	out, err := s.Call(ctx, cmd, msg)
+	if err != nil {
+		return nil, fmt.Errorf("charon %s: %w", cmd, err)
+	}
+	return out, nil
+}
+
+// Converge implements cable.Driver.
+func (d *Driver) Converge(ctx context.Context, local cable.Local, remotes []cable.Remote) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if len(local.PSK) == 0 {
+		return errors.New("ipsec cable needs a PSK")
+	}
+	s, err := d.session(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = s.Close() }()
+
+	// The key is hex on the wire ("0x…"), so any bytes are fine.
+	if _, err := call(ctx, s, "load-shared", sharedKey{ID: SharedKeyID, Type: "IKE", Data: "0x" + hex.EncodeToString(local.PSK)}); err != nil {
+		return err
+	}
+
+	var errs []error
+	wanted := map[string]cable.Remote{}
+	var routes []devroute.Route
+	src, err := d.localSource(local)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	for _, r := range remotes {
+		c, err := connFor(local, r)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		name := ConnName(r.ClusterID)
+		if _, err := call(ctx, s, "load-conn", map[string]conn{name: c}); err != nil {
+			errs = append(errs, fmt.Errorf("remote %s: %w", r.ClusterID, err))
+			continue
+		}
+		wanted[name] = r
+		for _, p := range r.CIDRs {
+			routes = append(routes, devroute.Route{Dst: p.Masked(), Src: src})
+		}
+	}
+
+	loaded, err := listConns(ctx, s)
+	if err != nil {
+		return errors.Join(append(errs, err)...)
+	}
+	sas, err := listSAs(ctx, s)
+	if err != nil {
+		return errors.Join(append(errs, err)...)
+	}
+	for _, name := range loaded {
+		if _, ok := wanted[name]; ok {
+			continue
+		}
+		if _, err := call(ctx, s, "unload-conn", map[string]string{"name": name}); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for name, list := range sas {
+		r, ok := wanted[name]
+		for _, sa := range list {
+			// An SA to a remote no longer wanted, or to a gateway that is no longer the
+			// remote's active one, goes; the initiator below brings up a fresh one.
+			if ok && sa.RemoteHost == r.IP.Unmap().String() {
+				continue
+			}
+			if err := terminate(ctx, s, sa.UniqueID); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	for name, r := range wanted {
+		if !initiates(local, r) || hasLiveSA(sas[name], r) {
+			continue
+		}
+		// timeout -1: charon initiates in the background; Connections reports the outcome.
+		in := map[string]string{"child": name, "ike": name, "timeout": "-1"}
+		if _, err := call(ctx, s, "initiate", in); err != nil {
+			errs = append(errs, fmt.Errorf("remote %s: %w", r.ClusterID, err))
+		}
+	}
+
+	if err := d.syncRoutes(routes); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+func hasLiveSA(list []ikeSA, r cable.Remote) bool {
+	for _, sa := range list {
+		if sa.RemoteHost == r.IP.Unmap().String() && (sa.State == "ESTABLISHED" || sa.State == "CONNECTING") {
+			return true
+		}
+	}
+	return false
+}
+
+func terminate(ctx context.Context, s *vici.Session, uniqueID string) error {
+	in := map[string]string{"ike-id": uniqueID, "force": "yes", "timeout": "-1"}
+	if _, err := call(ctx, s, "terminate", in); err != nil {
+		return fmt.Errorf("IKE SA %s: %w", uniqueID, err)
+	}
+	return nil
+}
+
+// localSource is the source address for traffic the gateway itself sends through the
+// tunnel: libipsec only carries packets whose source is inside the local traffic
+// selector, so it is HealthCheckIP — which the gateway must own (charon refuses to
+// install a child SA otherwise). Invalid when the gateway does not own it (yet).
+func (d *Driver) localSource(local cable.Local) (netip.Addr, error) {
+	if !local.HealthCheckIP.IsValid() {
+		return netip.Addr{}, nil
+	}
+	addrs, err := d.cfg.Netlink.AddrList(nil, netlink.FAMILY_ALL)
+	if err != nil {
+		return netip.Addr{}, fmt.Errorf("list addresses: %w", err)
+	}
+	for _, a := range addrs {
+		if ip, ok := netip.AddrFromSlice(a.IP); ok && ip.Unmap() == local.HealthCheckIP.Unmap() {
+			return ip.Unmap(), nil
+		}
+	}
+	return netip.Addr{}, fmt.Errorf("this gateway does not own its health-check address %s, which IPsec needs inside its local CIDRs", local.HealthCheckIP)
+}
+
+// syncRoutes routes remote CIDRs into libipsec's TUN. Without it (kernel ESP) charon's
+// XFRM policies catch the traffic and no route through a device is needed.
+func (d *Driver) syncRoutes(routes []devroute.Route) error {
+	link, err := d.cfg.Netlink.LinkByName(LibipsecDevice)
+	var notFound netlink.LinkNotFoundError
+	if errors.As(err, &notFound) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("look up %s: %w", LibipsecDevice, err)
+	}
+	return devroute.Sync(d.cfg.Netlink, link, d.cfg.Routing, routes)
+}
+
+// listConns names the connections loaded in charon that are ours.
+func listConns(ctx context.Context, s *vici.Session) ([]string, error) {
+	var out []string
+	for m, err := range s.CallStreaming(ctx, "list-conns", "list-conn", nil) {
+		if err != nil {
+			return nil, fmt.Errorf("charon list-conns: %w", err)
+		}
+		for _, name := range m.Keys() {
+			if _, ok := clusterOf(name); ok {
+				out = append(out, name)
+			}
+		}
+	}
+	return out, nil
+}
+
+// listSAs returns our IKE SAs by connection name.
+func listSAs(ctx context.Context, s *vici.Session) (map[string][]ikeSA, error) {
+	out := map[string][]ikeSA{}
+	for m, err := range s.CallStreaming(ctx, "list-sas", "list-sa", nil) {
+		if err != nil {
+			return nil, fmt.Errorf("charon list-sas: %w", err)
+		}
+		for _, name := range m.Keys() {
+			if _, ok := clusterOf(name); !ok {
+				continue
+			}
+			sec, ok := m.Get(name).(*vici.Message)
+			if !ok {
+				continue
+			}
+			var sa ikeSA
+			if err := vici.UnmarshalMessage(sec, &sa); err != nil {
+				return nil, fmt.Errorf("charon list-sas: %s: %w", name, err)
+			}
+			out[name] = append(out[name], sa)
+		}
+	}
+	return out, nil
+}
+
+// Connections implements cable.Driver: one entry per loaded connection; connected while
+// its IKE SA is established and its child SA installed.
+func (d *Driver) Connections(ctx context.Context) ([]cable.Connection, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	s, err := d.session(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = s.Close() }()
+	loaded, err := listConns(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	sas, err := listSAs(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	now := d.cfg.Now()
+	out := make([]cable.Connection, 0, len(loaded))
+	for _, name := range loaded {
+		cluster, _ := clusterOf(name)
+		c := cable.Connection{ClusterID: cluster}
+		for _, sa := range sas[name] {
+			if sa.State != "ESTABLISHED" {
+				continue
+			}
+			if secs, err := strconv.Atoi(sa.Established); err == nil {
+				c.LastHandshake = now.Add(-time.Duration(secs) * time.Second)
+			}
+			for _, ch := range sa.ChildSAs {
+				if ch.State != "INSTALLED" {
+					continue
+				}
+				c.Connected = true
+				in, _ := strconv.ParseInt(ch.BytesIn, 10, 64)
+				outb, _ := strconv.ParseInt(ch.BytesOut, 10, 64)
+				c.RxBytes += in
+				c.TxBytes += outb
+			}
+		}
+		out = append(out, c)
+	}
+	slices.SortFunc(out, func(a, b cable.Connection) int { return cmp.Compare(a.ClusterID, b.ClusterID) })
+	return out, nil
+}
+
+// Cleanup implements cable.Driver: it unloads our connections and key, closes their SAs
+// and removes our routes through libipsec's TUN. charon itself is the sidecar's to stop.
+func (d *Driver) Cleanup(ctx context.Context) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var errs []error
+	if err := d.syncRoutes(nil); err != nil {
+		errs = append(errs, err)
+	}
+	s, err := d.session(ctx)
+	if err != nil {
+		return errors.Join(append(errs, err)...)
+	}
+	defer func() { _ = s.Close() }()
+	loaded, err := listConns(ctx, s)
+	if err != nil {
+		return errors.Join(append(errs, err)...)
+	}
+	for _, name := range loaded {
+		if _, err := call(ctx, s, "unload-conn", map[string]string{"name": name}); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	sas, err := listSAs(ctx, s)
+	if err != nil {
+		return errors.Join(append(errs, err)...)
+	}
+	for _, list := range sas {
+		for _, sa := range list {
+			if err := terminate(ctx, s, sa.UniqueID); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	if _, err := call(ctx, s, "unload-shared", map[string]string{"id": SharedKeyID}); err != nil && !isNotFound(err) {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// isNotFound tells charon's "not found" answer to unload-shared, for an idempotent Cleanup.
+func isNotFound(err error) bool {
+	return err != nil && strings.Contains(strings.ToLower(err.Error()), "not found")
+}

@@ -1,0 +1,129 @@
+package ipsec
+
+import (
+	"net/netip"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/strongswan/govici/vici"
+
+	"github.com/straitnet/strait/nodeagent/cable"
+)
+
+var (
+	localA = cable.Local{ClusterID: "cluster-a", IP: netip.MustParseAddr("192.0.2.1"), Port: 4500,
+		CIDRs: []netip.Prefix{netip.MustParsePrefix("10.1.0.0/16"), netip.MustParsePrefix("10.101.0.0/16")}}
+	remoteB = cable.Remote{ClusterID: "cluster-b", IP: netip.MustParseAddr("198.51.100.2"), Port: 4501,
+		CIDRs: []netip.Prefix{netip.MustParsePrefix("10.2.7.9/16")}}
+)
+
+// The message charon receives, read back the way charon would.
+func TestConnForMessage(t *testing.T) {
+	c, err := connFor(localA, remoteB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := vici.MarshalMessage(map[string]conn{ConnName(remoteB.ClusterID): c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sec := m.Get("strait-cluster-b").(*vici.Message)
+	for key, want := range map[string]any{
+		"version": "2", "local_addrs": []string{"192.0.2.1"}, "remote_addrs": []string{"198.51.100.2"},
+		"local_port": "4500", "remote_port": "4501", "encap": "yes", "mobike": "no",
+	} {
+		if got := sec.Get(key); !equal(got, want) {
+			t.Errorf("%s = %v, want %v", key, got, want)
+		}
+	}
+	for side, id := range map[string]string{"local": "cluster-a", "remote": "cluster-b"} {
+		auth := sec.Get(side).(*vici.Message)
+		if auth.Get("auth") != "psk" || auth.Get("id") != id {
+			t.Errorf("%s auth = %v/%v, want psk/%s", side, auth.Get("auth"), auth.Get("id"), id)
+		}
+	}
+	ch := sec.Get("children").(*vici.Message).Get("strait-cluster-b").(*vici.Message)
+	for key, want := range map[string]any{
+		"local_ts":  []string{"10.1.0.0/16", "10.101.0.0/16"},
+		"remote_ts": []string{"10.2.0.0/16"}, // masked
+		"mode":      "tunnel", "start_action": "none",
+	} {
+		if got := ch.Get(key); !equal(got, want) {
+			t.Errorf("child %s = %v, want %v", key, got, want)
+		}
+	}
+}
+
+// Exactly one end initiates, and only that end restarts a dead connection.
+func TestOneEndInitiates(t *testing.T) {
+	localB := cable.Local{ClusterID: "cluster-b", IP: remoteB.IP, Port: remoteB.Port, CIDRs: remoteB.CIDRs}
+	remoteA := cable.Remote{ClusterID: "cluster-a", IP: localA.IP, Port: localA.Port, CIDRs: localA.CIDRs}
+	if initiates(localA, remoteB) == initiates(localB, remoteA) {
+		t.Fatal("both or neither end initiate")
+	}
+	a, _ := connFor(localA, remoteB)
+	b, _ := connFor(localB, remoteA)
+	if got := a.Children["strait-cluster-b"]; got.DPDAction != "restart" || got.CloseAction != "start" {
+		t.Errorf("initiator's child: %+v", got)
+	}
+	if got := b.Children["strait-cluster-a"]; got.DPDAction != "clear" || got.CloseAction != "none" {
+		t.Errorf("responder's child: %+v", got)
+	}
+}
+
+func TestConnForRefusesIncompleteEnds(t *testing.T) {
+	noCIDRs := remoteB
+	noCIDRs.CIDRs = nil
+	noIP := remoteB
+	noIP.IP = netip.Addr{}
+	for _, r := range []cable.Remote{noCIDRs, noIP} {
+		if _, err := connFor(localA, r); err == nil {
+			t.Errorf("connFor(%+v) accepted", r)
+		}
+	}
+}
+
+func TestClusterOf(t *testing.T) {
+	if c, ok := clusterOf("strait-cluster-b"); !ok || c != "cluster-b" {
+		t.Errorf("clusterOf(strait-cluster-b) = %q, %v", c, ok)
+	}
+	if _, ok := clusterOf("site-to-site"); ok {
+		t.Error("a connection that is not ours was claimed")
+	}
+}
+
+func TestCharonConf(t *testing.T) {
+	conf, err := Charon{Dir: "/var/lib/strait/charon", NATTPort: 4599, Libipsec: true}.Conf()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"load = kernel-libipsec kernel-netlink ", "vici ", "port_nat_t = 4599",
+		"socket = unix:///var/lib/strait/charon/charon.vici", "install_routes = no",
+		"routing_table = 220", "routing_table_prio = 32000",
+	} {
+		if !strings.Contains(conf, want) {
+			t.Errorf("strongswan.conf lacks %q:\n%s", want, conf)
+		}
+	}
+	conf, _ = Charon{Dir: "/x", NATTPort: 4500}.Conf()
+	if !strings.Contains(conf, "load = kernel-netlink ") {
+		t.Errorf("kernel-libipsec loaded without Libipsec:\n%s", conf)
+	}
+	for _, dir := range []string{"/run/strait", "/var/run/strait/charon", ""} {
+		if err := (Charon{Dir: dir}).checkDir(); err == nil {
+			t.Errorf("directory %q accepted", dir)
+		}
+	}
+}
+
+func equal(got, want any) bool {
+	switch w := want.(type) {
+	case []string:
+		g, ok := got.([]string)
+		return ok && slices.Equal(g, w)
+	default:
+		return got == want
+	}
+}

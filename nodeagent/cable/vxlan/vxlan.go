@@ -1,0 +1,289 @@
+package vxlan
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"slices"
+	"sync"
+
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+
+	straitv1 "github.com/straitnet/strait/api/v1alpha1"
+	"github.com/straitnet/strait/nodeagent/cable"
+	"github.com/straitnet/strait/nodeagent/cable/devroute"
+)
+
+const (
+	// DeviceName is the cable's VXLAN device.
+	DeviceName = "strait-vx0"
+	// VNI of the cable.
+	VNI = 7301
+	// overhead of VXLAN over IPv4: outer IPv4 20 + UDP 8 + VXLAN 8 + inner Ethernet 14.
+	overhead = 50
+	// vtepFirstOctet is the first octet of every VTEP address.
+	vtepFirstOctet = 243
+)
+
+// Config is how the driver is built.
+type Config struct {
+	// Routing is where routes to remote CIDRs go.
+	Routing cable.Routing
+	// Netlink is the handle to program through; nil means the current network namespace.
+	Netlink *netlink.Handle
+}
+
+// Driver is the VXLAN cable driver.
+type Driver struct {
+	cfg Config
+	mu  sync.Mutex
+	// remotes of the last Converge, by underlay IP, to name clusters in Connections.
+	remotes map[netip.Addr]string
+}
+
+var _ cable.Driver = (*Driver)(nil)
+
+// New returns a VXLAN driver.
+func New(cfg Config) (*Driver, error) {
+	h, err := devroute.Handle(cfg.Netlink)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Netlink = h
+	return &Driver{cfg: cfg, remotes: map[netip.Addr]string{}}, nil
+}
+
+// Name implements cable.Driver.
+func (d *Driver) Name() straitv1.CableDriver { return straitv1.CableVXLAN }
+
+// PublicKey implements cable.Driver: VXLAN has no keys.
+func (d *Driver) PublicKey() string { return "" }
+
+// VTEP is the VTEP address of the gateway whose underlay address is ip.
+func VTEP(ip netip.Addr) (netip.Addr, error) {
+	if !ip.Is4() && !ip.Is4In6() {
+		return netip.Addr{}, fmt.Errorf("vxlan cable needs an IPv4 gateway address, got %s", ip)
+	}
+	b := ip.Unmap().As4()
+	return netip.AddrFrom4([4]byte{vtepFirstOctet, b[1], b[2], b[3]}), nil
+}
+
+// Converge implements cable.Driver.
+func (d *Driver) Converge(_ context.Context, local cable.Local, remotes []cable.Remote) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	h := d.cfg.Netlink
+	vtep, err := VTEP(local.IP)
+	if err != nil {
+		return err
+	}
+	mtu, err := devroute.UnderlayMTU(h, local.IP.Unmap())
+	if err != nil {
+		return err
+	}
+	link, err := d.ensureDevice(local, mtu-overhead)
+	if err != nil {
+		return err
+	}
+	addr := &netlink.Addr{IPNet: &net.IPNet{IP: net.IP(vtep.AsSlice()), Mask: net.CIDRMask(8, 32)}}
+	if err := h.AddrReplace(link, addr); err != nil {
+		return fmt.Errorf("address %s on %s: %w", vtep, DeviceName, err)
+	}
+	if err := d.removeOtherAddrs(link, vtep); err != nil {
+		return err
+	}
+	if link.Attrs().Flags&net.FlagUp == 0 {
+		if err := h.LinkSetUp(link); err != nil {
+			return fmt.Errorf("set %s up: %w", DeviceName, err)
+		}
+	}
+
+	var errs []error
+	wantFDB := map[netip.Addr]bool{}
+	var routes []devroute.Route
+	d.remotes = map[netip.Addr]string{}
+	for _, r := range remotes {
+		rv, err := VTEP(r.IP)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("remote %s: %w", r.ClusterID, err))
+			continue
+		}
+		wantFDB[r.IP.Unmap()] = true
+		d.remotes[r.IP.Unmap()] = r.ClusterID
+		for _, c := range r.CIDRs {
+			routes = append(routes, devroute.Route{Dst: c.Masked(), Gw: rv})
+		}
+	}
+	if err := d.syncFDB(link, wantFDB); err != nil {
+		errs = append(errs, err)
+	}
+	if err := devroute.Sync(h, link, d.cfg.Routing, routes); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// ensureDevice returns the cable device, creating it, or recreating it when its VXLAN
+// parameters differ from what local needs (they cannot be changed in place).
+func (d *Driver) ensureDevice(local cable.Local, mtu int) (netlink.Link, error) {
+	h := d.cfg.Netlink
+	want := &netlink.Vxlan{
+		LinkAttrs: netlink.LinkAttrs{Name: DeviceName, MTU: mtu},
+		VxlanId:   VNI,
+		SrcAddr:   net.IP(local.IP.Unmap().AsSlice()),
+		Port:      int(local.Port),
+		Learning:  false,
+	}
+	link, err := h.LinkByName(DeviceName)
+	var notFound netlink.LinkNotFoundError
+	switch {
+	case errors.As(err, &notFound):
+	case err != nil:
+		return nil, fmt.Errorf("look up %s: %w", DeviceName, err)
+	default:
+		if have, ok := link.(*netlink.Vxlan); ok && have.VxlanId == want.VxlanId && have.Port == want.Port &&
+			have.SrcAddr.Equal(want.SrcAddr) && !have.Learning {
+			if have.MTU != mtu {
+				if err := h.LinkSetMTU(link, mtu); err != nil {
+					return nil, fmt.Errorf("set MTU of %s: %w", DeviceName, err)
+				}
+			}
+			return link, nil
+		}
+		if err := h.LinkDel(link); err != nil {
+			return nil, fmt.Errorf("replace %s: %w", DeviceName, err)
+		}
+	}
+	if err := h.LinkAdd(want); err != nil {
+		return nil, fmt.Errorf("create %s: %w", DeviceName, err)
+	}
+	link, err = h.LinkByName(DeviceName)
+	if err != nil {
+		return nil, fmt.Errorf("look up %s: %w", DeviceName, err)
+	}
+	return link, nil
+}
+
+func (d *Driver) removeOtherAddrs(link netlink.Link, vtep netip.Addr) error {
+	addrs, err := d.cfg.Netlink.AddrList(link, netlink.FAMILY_V4)
+	if err != nil {
+		return fmt.Errorf("addresses of %s: %w", DeviceName, err)
+	}
+	var errs []error
+	for _, a := range addrs {
+		if aa, ok := netip.AddrFromSlice(a.IP); ok && aa.Unmap() == vtep {
+			continue
+		}
+		if err := d.cfg.Netlink.AddrDel(link, &a); err != nil {
+			errs = append(errs, fmt.Errorf("remove %s from %s: %w", a.IPNet, DeviceName, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (d *Driver) fdb(link netlink.Link) ([]netlink.Neigh, error) {
+	all, err := d.cfg.Netlink.NeighList(link.Attrs().Index, unix.AF_BRIDGE)
+	if err != nil {
+		return nil, fmt.Errorf("FDB of %s: %w", DeviceName, err)
+	}
+	zero := net.HardwareAddr{0, 0, 0, 0, 0, 0}
+	var out []netlink.Neigh
+	for _, n := range all {
+		if n.IP != nil && slices.Equal(n.HardwareAddr, zero) {
+			out = append(out, n)
+		}
+	}
+	return out, nil
+}
+
+func (d *Driver) syncFDB(link netlink.Link, want map[netip.Addr]bool) error {
+	have, err := d.fdb(link)
+	if err != nil {
+		return err
+	}
+	present := map[netip.Addr]bool{}
+	var errs []error
+	for _, n := range have {
+		ip, _ := netip.AddrFromSlice(n.IP)
+		ip = ip.Unmap()
+		if want[ip] {
+			present[ip] = true
+			continue
+		}
+		if err := d.cfg.Netlink.NeighDel(fdbEntry(link, ip)); err != nil && !errors.Is(err, unix.ENOENT) {
+			errs = append(errs, fmt.Errorf("remove FDB entry for %s: %w", ip, err))
+		}
+	}
+	for ip := range want {
+		if present[ip] {
+			continue
+		}
+		if err := d.cfg.Netlink.NeighAppend(fdbEntry(link, ip)); err != nil {
+			errs = append(errs, fmt.Errorf("FDB entry for %s: %w", ip, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func fdbEntry(link netlink.Link, remote netip.Addr) *netlink.Neigh {
+	return &netlink.Neigh{
+		LinkIndex:    link.Attrs().Index,
+		Family:       unix.AF_BRIDGE,
+		Flags:        netlink.NTF_SELF,
+		State:        netlink.NUD_PERMANENT,
+		HardwareAddr: net.HardwareAddr{0, 0, 0, 0, 0, 0},
+		IP:           net.IP(remote.AsSlice()),
+	}
+}
+
+// Connections implements cable.Driver. VXLAN has no handshake: a remote counts as
+// connected while its FDB entry is in place and the device is up; liveness is the health
+// checker's business. Byte counters are per device, not per remote, so they stay zero.
+func (d *Driver) Connections(_ context.Context) ([]cable.Connection, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	link, err := d.cfg.Netlink.LinkByName(DeviceName)
+	var notFound netlink.LinkNotFoundError
+	if errors.As(err, &notFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("look up %s: %w", DeviceName, err)
+	}
+	entries, err := d.fdb(link)
+	if err != nil {
+		return nil, err
+	}
+	up := link.Attrs().Flags&net.FlagUp != 0
+	var out []cable.Connection
+	for _, n := range entries {
+		ip, _ := netip.AddrFromSlice(n.IP)
+		out = append(out, cable.Connection{ClusterID: d.remotes[ip.Unmap()], Connected: up})
+	}
+	slices.SortFunc(out, func(a, b cable.Connection) int { return cmp.Compare(a.ClusterID, b.ClusterID) })
+	return out, nil
+}
+
+// Cleanup implements cable.Driver: deleting the device takes its address, FDB entries and
+// routes with it.
+func (d *Driver) Cleanup(_ context.Context) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.remotes = map[netip.Addr]string{}
+	link, err := d.cfg.Netlink.LinkByName(DeviceName)
+	var notFound netlink.LinkNotFoundError
+	if errors.As(err, &notFound) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("look up %s: %w", DeviceName, err)
+	}
+	if err := d.cfg.Netlink.LinkDel(link); err != nil {
+		return fmt.Errorf("delete %s: %w", DeviceName, err)
+	}
+	return nil
+}

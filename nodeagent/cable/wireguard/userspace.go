@@ -1,0 +1,66 @@
+package wireguard
+
+import (
+	"errors"
+	"fmt"
+	"net"
+
+	"golang.zx2c4.com/wireguard/conn"
+	"golang.zx2c4.com/wireguard/device"
+	"golang.zx2c4.com/wireguard/ipc"
+	"golang.zx2c4.com/wireguard/tun"
+)
+
+// userspaceDevice is an embedded wireguard-go device with its UAPI socket, through which
+// wgctrl configures it like any other userspace WireGuard. It must run in a process that
+// is wholly inside the device's network namespace: wireguard-go opens its sockets on
+// goroutines of its own.
+type userspaceDevice struct {
+	dev  *device.Device
+	uapi net.Listener
+	done chan struct{}
+}
+
+func startUserspace(name string, mtu int, logf func(string, ...any)) (*userspaceDevice, error) {
+	tdev, err := tun.CreateTUN(name, mtu)
+	if err != nil {
+		return nil, fmt.Errorf("create TUN %s: %w", name, err)
+	}
+	logger := &device.Logger{Verbosef: device.DiscardLogf, Errorf: logf}
+	dev := device.NewDevice(tdev, conn.NewDefaultBind(), logger)
+	f, err := ipc.UAPIOpen(name)
+	if err != nil {
+		dev.Close()
+		return nil, fmt.Errorf("open UAPI socket of %s: %w", name, err)
+	}
+	l, err := ipc.UAPIListen(name, f)
+	_ = f.Close()
+	if err != nil {
+		dev.Close()
+		return nil, fmt.Errorf("listen on UAPI socket of %s: %w", name, err)
+	}
+	u := &userspaceDevice{dev: dev, uapi: l, done: make(chan struct{})}
+	go func() {
+		defer close(u.done)
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go dev.IpcHandle(c)
+		}
+	}()
+	return u, nil
+}
+
+// close stops the device: its TUN, its UAPI socket (the file is unlinked) and its UDP
+// socket go with it.
+func (u *userspaceDevice) close() error {
+	err := u.uapi.Close()
+	<-u.done
+	u.dev.Close()
+	if err != nil && !errors.Is(err, net.ErrClosed) {
+		return fmt.Errorf("close UAPI socket: %w", err)
+	}
+	return nil
+}

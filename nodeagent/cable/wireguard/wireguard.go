@@ -1,0 +1,321 @@
+package wireguard
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+	"golang.zx2c4.com/wireguard/wgctrl"
+	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
+
+	straitv1 "github.com/straitnet/strait/api/v1alpha1"
+	"github.com/straitnet/strait/nodeagent/cable"
+	"github.com/straitnet/strait/nodeagent/cable/devroute"
+)
+
+const (
+	// DeviceName is the cable's WireGuard device.
+	DeviceName = "strait-wg"
+	// overhead of WireGuard over IPv6 (the worst case): outer IPv6 40 + UDP 8 +
+	// WireGuard header 16 + tag 16.
+	overhead = 80
+	// keepalive keeps the path (and NAT bindings) warm and the handshake fresh, so
+	// Connections tells a live peer from a dead one.
+	keepalive = 10 * time.Second
+	// rejectAfter is WireGuard's REJECT_AFTER_TIME: a session older than that is dead.
+	rejectAfter = 180 * time.Second
+)
+
+// Config is how the driver is built.
+type Config struct {
+	// PrivateKey of the cluster (see LoadOrCreateKey).
+	PrivateKey wgtypes.Key
+	// Routing is where routes to remote CIDRs go.
+	Routing cable.Routing
+	// Netlink is the handle to program through; nil means the current network namespace.
+	// The device itself is always made in the process's namespace.
+	Netlink *netlink.Handle
+	// Userspace makes the driver use embedded wireguard-go even where the kernel has
+	// WireGuard.
+	Userspace bool
+	// Logf receives wireguard-go's errors; nil drops them.
+	Logf func(format string, args ...any)
+	// Now is the clock for handshake ages; nil means time.Now.
+	Now func() time.Time
+}
+
+// Driver is the WireGuard cable driver.
+type Driver struct {
+	cfg Config
+	wg  *wgctrl.Client
+
+	mu        sync.Mutex
+	userspace *userspaceDevice
+	// remotes of the last Converge by public key, to name clusters in Connections.
+	remotes map[wgtypes.Key]string
+}
+
+var _ cable.Driver = (*Driver)(nil)
+
+// New returns a WireGuard driver. Close it (or Cleanup it) to stop an embedded device.
+func New(cfg Config) (*Driver, error) {
+	h, err := devroute.Handle(cfg.Netlink)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Netlink = h
+	if cfg.Logf == nil {
+		cfg.Logf = func(string, ...any) {}
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	wg, err := wgctrl.New()
+	if err != nil {
+		return nil, fmt.Errorf("wgctrl: %w", err)
+	}
+	return &Driver{cfg: cfg, wg: wg, remotes: map[wgtypes.Key]string{}}, nil
+}
+
+// Name implements cable.Driver.
+func (d *Driver) Name() straitv1.CableDriver { return straitv1.CableWireGuard }
+
+// PublicKey implements cable.Driver.
+func (d *Driver) PublicKey() string { return d.cfg.PrivateKey.PublicKey().String() }
+
+// Converge implements cable.Driver.
+func (d *Driver) Converge(_ context.Context, local cable.Local, remotes []cable.Remote) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	mtu, err := devroute.UnderlayMTU(d.cfg.Netlink, local.IP.Unmap())
+	if err != nil {
+		return err
+	}
+	link, err := d.ensureDevice(mtu - overhead)
+	if err != nil {
+		return err
+	}
+
+	var errs []error
+	peers := map[wgtypes.Key]wgtypes.PeerConfig{}
+	var routes []devroute.Route
+	d.remotes = map[wgtypes.Key]string{}
+	for _, r := range remotes {
+		key, err := wgtypes.ParseKey(r.PublicKey)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("remote %s: public key: %w", r.ClusterID, err))
+			continue
+		}
+		ka := keepalive
+		pc := wgtypes.PeerConfig{
+			PublicKey:                   key,
+			Endpoint:                    &net.UDPAddr{IP: net.IP(r.IP.Unmap().AsSlice()), Port: int(r.Port)},
+			PersistentKeepaliveInterval: &ka,
+			ReplaceAllowedIPs:           true,
+		}
+		for _, c := range r.CIDRs {
+			pc.AllowedIPs = append(pc.AllowedIPs, net.IPNet{IP: net.IP(c.Masked().Addr().AsSlice()), Mask: net.CIDRMask(c.Bits(), c.Addr().BitLen())})
+			routes = append(routes, devroute.Route{Dst: c.Masked()})
+		}
+		peers[key] = pc
+		d.remotes[key] = r.ClusterID
+	}
+	if err := d.configure(local, peers); err != nil {
+		errs = append(errs, err)
+	}
+	if link.Attrs().Flags&net.FlagUp == 0 {
+		if err := d.cfg.Netlink.LinkSetUp(link); err != nil {
+			errs = append(errs, fmt.Errorf("set %s up: %w", DeviceName, err))
+		}
+	}
+	if err := devroute.Sync(d.cfg.Netlink, link, d.cfg.Routing, routes); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// ensureDevice returns strait-wg: the kernel link when there is one or the kernel can make
+// one, else the embedded device, started when this Driver has none yet.
+func (d *Driver) ensureDevice(mtu int) (netlink.Link, error) {
+	h := d.cfg.Netlink
+	link, err := h.LinkByName(DeviceName)
+	var notFound netlink.LinkNotFoundError
+	switch {
+	case errors.As(err, &notFound):
+		if err := d.createDevice(mtu); err != nil {
+			return nil, err
+		}
+		if link, err = h.LinkByName(DeviceName); err != nil {
+			return nil, fmt.Errorf("look up %s: %w", DeviceName, err)
+		}
+	case err != nil:
+		return nil, fmt.Errorf("look up %s: %w", DeviceName, err)
+	case link.Type() != "wireguard" && d.userspace == nil:
+		return nil, fmt.Errorf("%s exists as a %s device this agent did not make (another agent running?)", DeviceName, link.Type())
+	}
+	if link.Attrs().MTU != mtu {
+		if err := h.LinkSetMTU(link, mtu); err != nil {
+			return nil, fmt.Errorf("set MTU of %s: %w", DeviceName, err)
+		}
+	}
+	return link, nil
+}
+
+func (d *Driver) createDevice(mtu int) error {
+	if d.userspace != nil {
+		// Our embedded device's TUN vanished under us: start afresh.
+		_ = d.userspace.close()
+		d.userspace = nil
+	}
+	if !d.cfg.Userspace {
+		err := d.cfg.Netlink.LinkAdd(&netlink.Wireguard{LinkAttrs: netlink.LinkAttrs{Name: DeviceName, MTU: mtu}})
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, unix.EOPNOTSUPP) {
+			return fmt.Errorf("create kernel WireGuard device %s: %w", DeviceName, err)
+		}
+	}
+	u, err := startUserspace(DeviceName, mtu, d.cfg.Logf)
+	if err != nil {
+		return err
+	}
+	d.userspace = u
+	return nil
+}
+
+// configure sends wgctrl only what differs, so converging again leaves sessions alone.
+func (d *Driver) configure(local cable.Local, want map[wgtypes.Key]wgtypes.PeerConfig) error {
+	dev, err := d.wg.Device(DeviceName)
+	if err != nil {
+		return fmt.Errorf("read %s: %w", DeviceName, err)
+	}
+	var cfg wgtypes.Config
+	changed := false
+	if dev.PrivateKey != d.cfg.PrivateKey {
+		cfg.PrivateKey = &d.cfg.PrivateKey
+		changed = true
+	}
+	if dev.ListenPort != int(local.Port) {
+		port := int(local.Port)
+		cfg.ListenPort = &port
+		changed = true
+	}
+	have := map[wgtypes.Key]wgtypes.Peer{}
+	for _, p := range dev.Peers {
+		have[p.PublicKey] = p
+		if _, ok := want[p.PublicKey]; !ok {
+			cfg.Peers = append(cfg.Peers, wgtypes.PeerConfig{PublicKey: p.PublicKey, Remove: true})
+			changed = true
+		}
+	}
+	for key, pc := range want {
+		if p, ok := have[key]; ok && samePeer(p, pc) {
+			continue
+		}
+		cfg.Peers = append(cfg.Peers, pc)
+		changed = true
+	}
+	if !changed {
+		return nil
+	}
+	if err := d.wg.ConfigureDevice(DeviceName, cfg); err != nil {
+		return fmt.Errorf("configure %s: %w", DeviceName, err)
+	}
+	return nil
+}
+
+func samePeer(p wgtypes.Peer, pc wgtypes.PeerConfig) bool {
+	if p.Endpoint == nil || !p.Endpoint.IP.Equal(pc.Endpoint.IP) || p.Endpoint.Port != pc.Endpoint.Port {
+		return false
+	}
+	if p.PersistentKeepaliveInterval != *pc.PersistentKeepaliveInterval {
+		return false
+	}
+	return slices.Equal(ipNetStrings(p.AllowedIPs), ipNetStrings(pc.AllowedIPs))
+}
+
+func ipNetStrings(ns []net.IPNet) []string {
+	out := make([]string, 0, len(ns))
+	for _, n := range ns {
+		out = append(out, n.String())
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Connections implements cable.Driver: a peer is connected while its last handshake is
+// younger than WireGuard's REJECT_AFTER_TIME.
+func (d *Driver) Connections(_ context.Context) ([]cable.Connection, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	dev, err := d.wg.Device(DeviceName)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", DeviceName, err)
+	}
+	now := d.cfg.Now()
+	out := make([]cable.Connection, 0, len(dev.Peers))
+	for _, p := range dev.Peers {
+		out = append(out, cable.Connection{
+			ClusterID:     d.remotes[p.PublicKey],
+			Connected:     !p.LastHandshakeTime.IsZero() && now.Sub(p.LastHandshakeTime) < rejectAfter,
+			LastHandshake: p.LastHandshakeTime,
+			RxBytes:       p.ReceiveBytes,
+			TxBytes:       p.TransmitBytes,
+		})
+	}
+	slices.SortFunc(out, func(a, b cable.Connection) int { return cmp.Compare(a.ClusterID, b.ClusterID) })
+	return out, nil
+}
+
+// Cleanup implements cable.Driver: it stops the embedded device or deletes the kernel
+// link; routes through the device go with it.
+func (d *Driver) Cleanup(_ context.Context) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.remotes = map[wgtypes.Key]string{}
+	var errs []error
+	if d.userspace != nil {
+		if err := d.userspace.close(); err != nil {
+			errs = append(errs, err)
+		}
+		d.userspace = nil
+	}
+	link, err := d.cfg.Netlink.LinkByName(DeviceName)
+	var notFound netlink.LinkNotFoundError
+	switch {
+	case errors.As(err, &notFound):
+	case err != nil:
+		errs = append(errs, fmt.Errorf("look up %s: %w", DeviceName, err))
+	case link.Type() == "wireguard":
+		if err := d.cfg.Netlink.LinkDel(link); err != nil {
+			errs = append(errs, fmt.Errorf("delete %s: %w", DeviceName, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Close releases the driver's wgctrl client and stops an embedded device without
+// touching a kernel device, as on an agent restart.
+func (d *Driver) Close() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var errs []error
+	if d.userspace != nil {
+		errs = append(errs, d.userspace.close())
+		d.userspace = nil
+	}
+	errs = append(errs, d.wg.Close())
+	return errors.Join(errs...)
+}

@@ -1,0 +1,15 @@
+// Package dns is the home of `strait dns`, the member's clusterset.local DNS server
+// (ARCHITECTURE.md §5). It holds no code itself; the work is split by concern:
+//
+//   - resolver: pure. An immutable Snapshot of the imported services and which clusters
+//     are connected, and the answers to DNS questions over it. No I/O, no clock.
+//   - server: the miekg/dns handler and UDP/TCP listeners, EDNS0 and truncation, and
+//     the Prometheus metrics. It reads the current Snapshot and never builds one.
+//   - source: informers on the member's ServiceImports, MCS EndpointSlices, Peers and
+//     Membership; it builds a new Snapshot on every change and swaps it in atomically.
+//   - corefile: the marked stanza in kube-system/coredns that forwards the zones to
+//     strait dns (a pure text edit, and the ConfigMap read-modify-write around it).
+//
+// None of these packages touches the kernel, and none writes MCS objects: those belong
+// to the hub.
+package dns

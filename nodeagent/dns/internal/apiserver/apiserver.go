@@ -1,0 +1,80 @@
+package apiserver
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+)
+
+// K8sVersion of the test binaries under bin/k8s.
+const K8sVersion = "v1.37.1"
+
+// Run starts an API server, runs the tests of m with its config, stops it and exits.
+// Without the test binaries the tests are skipped, unless CI is set: then they fail.
+func Run(m *testing.M, run func(cfg *rest.Config) int) {
+	os.Exit(run1(m, run))
+}
+
+func run1(m *testing.M, run func(cfg *rest.Config) int) int {
+	root, err := repoRoot()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	assets := os.Getenv("KUBEBUILDER_ASSETS")
+	if assets == "" {
+		assets = filepath.Join(root, "bin", "k8s", K8sVersion)
+	}
+	for _, b := range []string{"kube-apiserver", "etcd"} {
+		if _, err := os.Stat(filepath.Join(assets, b)); err != nil {
+			if os.Getenv("CI") != "" {
+				fmt.Fprintf(os.Stderr, "FAIL: test binary %s missing in %s (run make k8s-binaries)\n", b, assets)
+				return 1
+			}
+			fmt.Fprintf(os.Stderr, "SKIP: test binary %s missing in %s (run make k8s-binaries)\n", b, assets)
+			return 0
+		}
+	}
+	env := &envtest.Environment{
+		BinaryAssetsDirectory: assets,
+		CRDDirectoryPaths: []string{
+			filepath.Join(root, "kustomize", "crd", "bases"),
+			filepath.Join(root, "kustomize", "crd", "mcs"),
+		},
+		ErrorIfCRDPathMissing: true,
+	}
+	cfg, err := env.Start()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "starting envtest:", err)
+		return 1
+	}
+	code := run(cfg)
+	if err := env.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, "stopping envtest:", err)
+		if code == 0 {
+			code = 1
+		}
+	}
+	return code
+}
+
+func repoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", fmt.Errorf("no go.mod above the working directory")
+		}
+		dir = parent
+	}
+}

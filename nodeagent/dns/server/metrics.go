@@ -1,0 +1,69 @@
+package server
+
+import (
+	"sync"
+
+	"github.com/miekg/dns"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/straitnet/strait/nodeagent/dns/resolver"
+)
+
+// Metrics of the DNS server, registered on the Registerer given to NewMetrics.
+type Metrics struct {
+	queries  *prometheus.CounterVec
+	latency  prometheus.Histogram
+	services prometheus.Gauge
+	records  prometheus.Gauge
+
+	// counters caches the label lookups of the hot path, keyed by qtype<<16|rcode.
+	counters sync.Map
+}
+
+// NewMetrics creates the metrics and registers them on reg.
+func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
+	m := &Metrics{
+		queries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "strait", Subsystem: "dns", Name: "queries_total",
+			Help: "DNS questions answered, by question type and response code.",
+		}, []string{"type", "rcode"}),
+		latency: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Namespace: "strait", Subsystem: "dns", Name: "request_duration_seconds",
+			Help:    "Time from receiving a question to handing the answer to the socket.",
+			Buckets: prometheus.ExponentialBuckets(5e-6, 2, 14),
+		}),
+		services: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: "strait", Subsystem: "dns", Name: "snapshot_services",
+			Help: "Imported services in the snapshot being served.",
+		}),
+		records: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: "strait", Subsystem: "dns", Name: "snapshot_records",
+			Help: "Addresses the snapshot being served answers with.",
+		}),
+	}
+	for _, c := range []prometheus.Collector{m.queries, m.latency, m.services, m.records} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+func (m *Metrics) observe(qtype uint16, rcode int, seconds float64) {
+	key := uint32(qtype)<<16 | uint32(rcode)&0xffff
+	c, ok := m.counters.Load(key)
+	if !ok {
+		t, known := dns.TypeToString[qtype]
+		if !known {
+			t = "other"
+		}
+		c, _ = m.counters.LoadOrStore(key, m.queries.WithLabelValues(t, dns.RcodeToString[rcode]))
+	}
+	c.(prometheus.Counter).Inc()
+	m.latency.Observe(seconds)
+}
+
+func (m *Metrics) snapshot(s *resolver.Snapshot) {
+	m.services.Set(float64(s.Services()))
+	m.records.Set(float64(s.Records()))
+}

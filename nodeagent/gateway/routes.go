@@ -1,0 +1,60 @@
+package gateway
+
+import (
+	"net/netip"
+
+	straitv1 "github.com/straitnet/strait/api/v1alpha1"
+	"github.com/straitnet/strait/nodeagent/cable"
+	"github.com/straitnet/strait/nodeagent/kernel"
+	"github.com/straitnet/strait/nodeagent/route"
+)
+
+// Router is implemented by cable drivers whose traffic the gateway routes into a device:
+// the route to every CIDR of r goes to Dev (via Gw when valid, on-link). Drivers that
+// route themselves (strongSwan installs its own routes) do not implement it.
+type Router interface {
+	Route(r cable.Remote) (dev string, gw netip.Addr)
+}
+
+// Overheader is implemented by drivers that know their per-packet overhead.
+type Overheader interface {
+	Overhead() int
+}
+
+// Overhead of a driver: its own word, else the usual IPv4 figure for its kind.
+func Overhead(d cable.Driver) int {
+	if o, ok := d.(Overheader); ok {
+		return o.Overhead()
+	}
+	return DriverOverhead(d.Name())
+}
+
+// DriverOverhead is the usual IPv4 overhead of a kind of cable.
+func DriverOverhead(name straitv1.CableDriver) int {
+	switch name {
+	case straitv1.CableWireGuard:
+		return 80 // outer IPv4/IPv6 + UDP + WireGuard header and tag, rounded as wg-quick does
+	case straitv1.CableIPsec:
+		return 100 // UDP-encapsulated ESP with padding and ICV
+	case straitv1.CableVXLAN:
+		return route.VXLANOverhead
+	}
+	return 0
+}
+
+// Routes are the active gateway's routes to every remote's CIDRs through the cable, in
+// Strait's table with the given MTU; none when the driver is not a Router.
+func Routes(d cable.Driver, remotes []cable.Remote, mtu int) []kernel.Route {
+	rt, ok := d.(Router)
+	if !ok {
+		return nil
+	}
+	var out []kernel.Route
+	for _, r := range remotes {
+		dev, gw := rt.Route(r)
+		for _, p := range route.Canonical(r.CIDRs) {
+			out = append(out, kernel.Route{Table: route.Table, Dst: p, Dev: dev, Gw: gw, Onlink: gw.IsValid(), MTU: mtu})
+		}
+	}
+	return out
+}

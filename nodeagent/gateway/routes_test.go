@@ -1,0 +1,54 @@
+package gateway
+
+import (
+	"context"
+	"net/netip"
+	"testing"
+
+	straitv1 "github.com/straitnet/strait/api/v1alpha1"
+	"github.com/straitnet/strait/nodeagent/cable"
+)
+
+type fakeDriver struct{ name straitv1.CableDriver }
+
+func (f fakeDriver) Name() straitv1.CableDriver                                { return f.name }
+func (fakeDriver) PublicKey() string                                           { return "" }
+func (fakeDriver) Converge(context.Context, cable.Local, []cable.Remote) error { return nil }
+func (fakeDriver) Connections(context.Context) ([]cable.Connection, error)     { return nil, nil }
+func (fakeDriver) Cleanup(context.Context) error                               { return nil }
+
+type routedDriver struct{ fakeDriver }
+
+func (routedDriver) Route(r cable.Remote) (string, netip.Addr) { return "wan", r.IP }
+
+func TestRoutes(t *testing.T) {
+	remotes := []cable.Remote{
+		{ClusterID: "c2", IP: netip.MustParseAddr("203.0.113.2"), CIDRs: []netip.Prefix{netip.MustParsePrefix("10.2.0.0/16"), netip.MustParsePrefix("10.102.0.5/16")}},
+		{ClusterID: "c3", IP: netip.MustParseAddr("203.0.113.3"), CIDRs: []netip.Prefix{netip.MustParsePrefix("10.3.0.0/16")}},
+	}
+	if got := Routes(fakeDriver{name: straitv1.CableIPsec}, remotes, 1400); len(got) != 0 {
+		t.Fatalf("a driver that routes itself got routes: %v", got)
+	}
+	got := Routes(routedDriver{}, remotes, 1400)
+	want := []string{
+		"table=4242 proto=0 10.2.0.0/16 via 203.0.113.2 dev wan onlink mtu=1400",
+		"table=4242 proto=0 10.102.0.0/16 via 203.0.113.2 dev wan onlink mtu=1400",
+		"table=4242 proto=0 10.3.0.0/16 via 203.0.113.3 dev wan onlink mtu=1400",
+	}
+	if len(got) != len(want) {
+		t.Fatalf("got %v", got)
+	}
+	for i := range want {
+		if got[i].String() != want[i] {
+			t.Errorf("route %d = %s, want %s", i, got[i], want[i])
+		}
+	}
+}
+
+func TestOverhead(t *testing.T) {
+	for d, want := range map[straitv1.CableDriver]int{straitv1.CableWireGuard: 80, straitv1.CableIPsec: 100, straitv1.CableVXLAN: 50, "": 0} {
+		if got := Overhead(fakeDriver{name: d}); got != want {
+			t.Errorf("Overhead(%q) = %d, want %d", d, got, want)
+		}
+	}
+}

@@ -1,0 +1,116 @@
+package globalnet
+
+import (
+	"net/netip"
+	"slices"
+	"strconv"
+
+	"github.com/google/nftables/expr"
+	"github.com/straitnet/strait/nodeagent/kernel"
+)
+
+// Names in the table "strait".
+const (
+	Table          = "strait"
+	LocalSet       = "gn-local"    // this cluster's pod and service CIDRs
+	RemoteSet      = "gn-remote"   // remote global CIDRs
+	EgressMap      = "gn-egress"   // index → egress IP
+	PodSNATMap     = "gn-pod-snat" // pod IP → its global IP
+	DNATMap        = "gn-dnat"     // global IP → the one pod or endpoint behind it
+	SlotDNATMap    = "gn-svc-dnat" // global IP . slot → endpoint
+	PreroutingNAT  = "gn-ingress"
+	PostroutingNAT = "gn-egress"
+	// Slots per load-balanced service; an endpoint fills Slots/len(endpoints) of them.
+	Slots = 16
+	// hashSeed keeps the egress IP of a source stable across restarts.
+	hashSeed = 0x5357
+)
+
+// Ingress is one global IP of this cluster and where it leads.
+type Ingress struct {
+	GlobalIP netip.Addr
+	// Endpoints are the ready pod IPs behind it: one for a headless service's pod, the
+	// ready endpoints of a ClusterSetIP service.
+	Endpoints []netip.Addr
+	// Pod: the global IP is one pod's own (headless), so the pod's egress is SNATed to it.
+	Pod bool
+}
+
+// Input is everything the NAT depends on.
+type Input struct {
+	LocalCIDRs        []netip.Prefix
+	RemoteGlobalCIDRs []netip.Prefix
+	EgressIPs         []netip.Addr
+	Ingress           []Ingress
+}
+
+// Compute is the globalnet part of the active gateway's state; empty without egress IPs
+// (globalnet off) or without remote global CIDRs.
+func Compute(in Input) kernel.State {
+	egress := slices.Clone(in.EgressIPs)
+	slices.SortFunc(egress, netip.Addr.Compare)
+	egress = slices.Compact(egress)
+	if len(egress) == 0 || len(in.RemoteGlobalCIDRs) == 0 {
+		return kernel.State{}
+	}
+	t := &kernel.NFTable{Name: Table}
+	t.Sets = append(t.Sets,
+		kernel.NFTSet{Name: LocalSet, Key: "ipv4_addr", Interval: true, Elements: kernel.IntervalElements(in.LocalCIDRs)},
+		kernel.NFTSet{Name: RemoteSet, Key: "ipv4_addr", Interval: true, Elements: kernel.IntervalElements(in.RemoteGlobalCIDRs)},
+	)
+	em := kernel.NFTSet{Name: EgressMap, Key: "integer", Value: "ipv4_addr"}
+	for i, a := range egress {
+		em.Elements = append(em.Elements, kernel.NFTElement{Key: strconv.Itoa(i), Value: a.String()})
+	}
+	podSNAT := kernel.NFTSet{Name: PodSNATMap, Key: "ipv4_addr", Value: "ipv4_addr"}
+	dnat := kernel.NFTSet{Name: DNATMap, Key: "ipv4_addr", Value: "ipv4_addr"}
+	slots := kernel.NFTSet{Name: SlotDNATMap, Key: "ipv4_addr . integer", Value: "ipv4_addr"}
+	seenPod := map[netip.Addr]bool{}
+	ingress := slices.Clone(in.Ingress)
+	slices.SortFunc(ingress, func(a, b Ingress) int { return a.GlobalIP.Compare(b.GlobalIP) })
+	ingress = slices.CompactFunc(ingress, func(a, b Ingress) bool { return a.GlobalIP == b.GlobalIP })
+	for _, ing := range ingress {
+		eps := slices.Clone(ing.Endpoints)
+		slices.SortFunc(eps, netip.Addr.Compare)
+		eps = slices.Compact(eps)
+		switch {
+		case len(eps) == 0:
+			continue
+		case len(eps) == 1:
+			dnat.Elements = append(dnat.Elements, kernel.NFTElement{Key: ing.GlobalIP.String(), Value: eps[0].String()})
+		default:
+			for s := range Slots {
+				slots.Elements = append(slots.Elements, kernel.NFTElement{
+					Key: ing.GlobalIP.String() + " . " + strconv.Itoa(s), Value: eps[s%len(eps)].String()})
+			}
+		}
+		if ing.Pod && len(eps) == 1 && !seenPod[eps[0]] {
+			seenPod[eps[0]] = true
+			podSNAT.Elements = append(podSNAT.Elements, kernel.NFTElement{Key: eps[0].String(), Value: ing.GlobalIP.String()})
+		}
+	}
+	t.Sets = append(t.Sets, em, podSNAT, dnat, slots)
+	t.Chains = []kernel.NFTChain{
+		{Name: PreroutingNAT, Type: "nat", Hook: "prerouting", Priority: -110, Rules: []kernel.NFTRule{
+			rule("ip saddr @"+RemoteSet+" dnat to ip daddr map @"+DNATMap,
+				kernel.SaddrInSet(RemoteSet), kernel.DNATDaddrMap(DNATMap)),
+			rule("ip saddr @"+RemoteSet+" dnat to ip daddr . numgen random mod "+strconv.Itoa(Slots)+" map @"+SlotDNATMap,
+				kernel.SaddrInSet(RemoteSet), kernel.DNATDaddrSlotMap(SlotDNATMap, Slots)),
+		}},
+		{Name: PostroutingNAT, Type: "nat", Hook: "postrouting", Priority: 110, Rules: []kernel.NFTRule{
+			rule("ip daddr @"+RemoteSet+" ip saddr @"+PodSNATMap+" snat to ip saddr map @"+PodSNATMap,
+				kernel.DaddrInSet(RemoteSet), kernel.SNATSaddrMap(PodSNATMap)),
+			rule("ip daddr @"+RemoteSet+" ip saddr @"+LocalSet+" snat to jhash ip saddr mod "+strconv.Itoa(len(egress))+" map @"+EgressMap,
+				kernel.DaddrInSet(RemoteSet), kernel.SaddrInSet(LocalSet), kernel.SNATHashMap(EgressMap, uint32(len(egress)), hashSeed)),
+		}},
+	}
+	return kernel.State{NFT: t}
+}
+
+func rule(text string, parts ...[]expr.Any) kernel.NFTRule {
+	r := kernel.NFTRule{Text: text}
+	for _, p := range parts {
+		r.Exprs = append(r.Exprs, p...)
+	}
+	return r
+}

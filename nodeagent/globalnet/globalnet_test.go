@@ -1,0 +1,65 @@
+package globalnet
+
+import (
+	"net/netip"
+	"strings"
+	"testing"
+)
+
+func a(s string) netip.Addr { return netip.MustParseAddr(s) }
+
+func TestCompute(t *testing.T) {
+	in := Input{
+		LocalCIDRs:        []netip.Prefix{netip.MustParsePrefix("10.7.0.0/16"), netip.MustParsePrefix("10.96.0.0/16")},
+		RemoteGlobalCIDRs: []netip.Prefix{netip.MustParsePrefix("242.0.2.0/24"), netip.MustParsePrefix("242.0.3.0/24")},
+		EgressIPs:         []netip.Addr{a("242.0.1.2"), a("242.0.1.1"), a("242.0.1.1")},
+		Ingress: []Ingress{
+			{GlobalIP: a("242.0.1.20"), Endpoints: []netip.Addr{a("10.7.0.9"), a("10.7.0.8"), a("10.7.0.7")}},
+			{GlobalIP: a("242.0.1.10"), Endpoints: []netip.Addr{a("10.7.0.5")}},
+			{GlobalIP: a("242.0.1.11"), Endpoints: []netip.Addr{a("10.7.0.6")}, Pod: true},
+			{GlobalIP: a("242.0.1.12")}, // no ready endpoint: no mapping
+		},
+	}
+	st := Compute(in)
+	if st.NFT == nil {
+		t.Fatal("no table")
+	}
+	got := st.NFT.String()
+	for _, want := range []string{
+		"set gn-remote ipv4_addr interval\n    242.0.2.0/23\n",
+		"set gn-local ipv4_addr interval\n    10.7.0.0/16\n    10.96.0.0/16\n",
+		"map gn-egress integer : ipv4_addr\n    0 : 242.0.1.1\n    1 : 242.0.1.2\n",
+		"map gn-dnat ipv4_addr : ipv4_addr\n    242.0.1.10 : 10.7.0.5\n    242.0.1.11 : 10.7.0.6\n  map",
+		"map gn-pod-snat ipv4_addr : ipv4_addr\n    10.7.0.6 : 242.0.1.11\n",
+		"242.0.1.20 . 0 : 10.7.0.7\n", "242.0.1.20 . 1 : 10.7.0.8\n", "242.0.1.20 . 2 : 10.7.0.9\n", "242.0.1.20 . 15 : 10.7.0.7\n",
+		"snat to jhash ip saddr mod 2 map @gn-egress",
+		"chain gn-ingress type=nat hook=prerouting priority=-110",
+		"chain gn-egress type=nat hook=postrouting priority=110",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("missing %q in:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "242.0.1.12") {
+		t.Errorf("a global IP without ready endpoints is mapped:\n%s", got)
+	}
+	if n := strings.Count(got, "242.0.1.20 . "); n != Slots {
+		t.Errorf("%d slots for a 3-endpoint service, want %d", n, Slots)
+	}
+	for _, c := range st.NFT.Chains {
+		for _, r := range c.Rules {
+			if len(r.Exprs) == 0 {
+				t.Errorf("rule %q has no expressions", r.Text)
+			}
+		}
+	}
+}
+
+func TestComputeOffWithoutEgressOrRemotes(t *testing.T) {
+	if st := Compute(Input{RemoteGlobalCIDRs: []netip.Prefix{netip.MustParsePrefix("242.0.2.0/24")}}); st.NFT != nil {
+		t.Error("no egress IPs (globalnet off) must program nothing")
+	}
+	if st := Compute(Input{EgressIPs: []netip.Addr{a("242.0.1.1")}}); st.NFT != nil {
+		t.Error("no remote global CIDRs must program nothing")
+	}
+}

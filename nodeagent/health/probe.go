@@ -1,0 +1,140 @@
+package health
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/netip"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/vishvananda/netns"
+	"golang.org/x/net/icmp"
+	"golang.org/x/net/ipv4"
+)
+
+// Result of one probe round.
+type Result struct {
+	Sent, Received int
+	// RTT is the mean round-trip time of the answered probes.
+	RTT time.Duration
+}
+
+// LossPercent is the share of unanswered probes.
+func (r Result) LossPercent() int32 {
+	if r.Sent == 0 {
+		return 0
+	}
+	return int32(100 * (r.Sent - r.Received) / r.Sent)
+}
+
+// Prober measures one destination.
+type Prober interface {
+	Probe(ctx context.Context, src, dst netip.Addr) (Result, error)
+}
+
+// ICMP probes with echo requests from a raw socket in a network namespace.
+type ICMP struct {
+	ns       netns.NsHandle
+	count    int
+	interval time.Duration
+	timeout  time.Duration
+	seq      atomic.Uint32
+}
+
+// NewICMP sends count echo requests interval apart per round and waits timeout for the
+// last reply. ns is the namespace to probe from (netns.None(): the caller's).
+func NewICMP(ns netns.NsHandle, count int, interval, timeout time.Duration) *ICMP {
+	return &ICMP{ns: ns, count: count, interval: interval, timeout: timeout}
+}
+
+func (p *ICMP) listen(src netip.Addr) (*icmp.PacketConn, error) {
+	open := func() (*icmp.PacketConn, error) { return icmp.ListenPacket("ip4:icmp", src.String()) }
+	if !p.ns.IsOpen() {
+		return open()
+	}
+	type res struct {
+		c   *icmp.PacketConn
+		err error
+	}
+	ch := make(chan res, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread dies with the goroutine
+		if err := netns.Set(p.ns); err != nil {
+			ch <- res{nil, err}
+			return
+		}
+		c, err := open()
+		ch <- res{c, err}
+	}()
+	r := <-ch
+	return r.c, r.err
+}
+
+// Probe sends the round's echo requests from src to dst and collects the replies.
+func (p *ICMP) Probe(ctx context.Context, src, dst netip.Addr) (Result, error) {
+	conn, err := p.listen(src)
+	if err != nil {
+		return Result{}, fmt.Errorf("icmp socket on %s: %w", src, err)
+	}
+	defer conn.Close()
+	id := int(p.seq.Add(1)&0xffff) ^ 0x5354
+	var mu sync.Mutex
+	sent := map[int]time.Time{}
+	var res Result
+	var total time.Duration
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		buf := make([]byte, 1500)
+		for {
+			n, from, err := conn.ReadFrom(buf)
+			if err != nil {
+				return
+			}
+			at := time.Now()
+			m, err := icmp.ParseMessage(1, buf[:n])
+			if err != nil || m.Type != ipv4.ICMPTypeEchoReply || from.String() != dst.String() {
+				continue
+			}
+			e, ok := m.Body.(*icmp.Echo)
+			if !ok || e.ID != id {
+				continue
+			}
+			mu.Lock()
+			t0, ok := sent[e.Seq]
+			delete(sent, e.Seq)
+			mu.Unlock()
+			if ok {
+				res.Received++
+				total += at.Sub(t0)
+			}
+		}
+	}()
+	for i := 0; i < p.count; i++ {
+		b, _ := (&icmp.Message{Type: ipv4.ICMPTypeEcho, Body: &icmp.Echo{ID: id, Seq: i, Data: []byte("strait-health")}}).Marshal(nil)
+		mu.Lock()
+		sent[i] = time.Now()
+		mu.Unlock()
+		if _, err := conn.WriteTo(b, &net.IPAddr{IP: dst.AsSlice()}); err == nil {
+			res.Sent++
+		}
+		if i < p.count-1 {
+			select {
+			case <-ctx.Done():
+				conn.Close()
+				<-done
+				return res, ctx.Err()
+			case <-time.After(p.interval):
+			}
+		}
+	}
+	_ = conn.SetReadDeadline(time.Now().Add(p.timeout))
+	<-done
+	if res.Received > 0 {
+		res.RTT = total / time.Duration(res.Received)
+	}
+	return res, nil
+}

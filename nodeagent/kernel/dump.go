@@ -1,0 +1,150 @@
+package kernel
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Dump is a deterministic text rendering of everything of ours in k: owned links with
+// their addresses, FDB entries and rp_filter, routes with our protocol, rules with our
+// priority and our nftables table. Tests compare it; people read it (`strait agent
+// --dump`).
+func Dump(ctx context.Context, k Kernel, own Ownership) (string, error) {
+	var b strings.Builder
+	var errs []error
+	links, err := k.Links(ctx)
+	errs = append(errs, err)
+	for _, l := range links {
+		if !own.OwnsLink(l.Name) {
+			continue
+		}
+		fmt.Fprintf(&b, "link %s %s", l.Name, l.Kind)
+		if v := l.VXLAN; v != nil {
+			fmt.Fprintf(&b, " vni=%d port=%d local=%s parent=%s", v.VNI, v.Port, v.Local, v.Parent)
+		}
+		fmt.Fprintf(&b, " mtu=%d", l.MTU)
+		if l.Up {
+			b.WriteString(" up")
+		}
+		b.WriteString("\n")
+		addrs := sortedStrings(l.Addrs)
+		for _, a := range addrs {
+			fmt.Fprintf(&b, "  addr %s\n", a)
+		}
+		for _, a := range sortedStrings(l.FDB) {
+			fmt.Fprintf(&b, "  fdb %s\n", a)
+		}
+		rp, err := k.Sysctl(ctx, "net/ipv4/conf/"+l.Name+"/rp_filter")
+		errs = append(errs, err)
+		fmt.Fprintf(&b, "  rp_filter=%s\n", rp)
+	}
+	routes, err := k.Routes(ctx, own.Protocol)
+	errs = append(errs, err)
+	var lines []string
+	for _, r := range routes {
+		lines = append(lines, "route "+r.String())
+	}
+	slices.Sort(lines)
+	b.WriteString(joinLines(lines))
+	rules, err := k.Rules(ctx)
+	errs = append(errs, err)
+	lines = nil
+	for _, r := range rules {
+		if r.Priority == own.RulePriority {
+			lines = append(lines, fmt.Sprintf("rule pref=%d table=%d", r.Priority, r.Table))
+		}
+	}
+	slices.Sort(lines)
+	b.WriteString(joinLines(lines))
+	t, err := k.NFTable(ctx, own.NFTable)
+	errs = append(errs, err)
+	if t != nil {
+		b.WriteString(t.String())
+	}
+	return b.String(), errors.Join(errs...)
+}
+
+// String renders a route like ip-route does, with the table and protocol first.
+func (r Route) String() string {
+	s := fmt.Sprintf("table=%d proto=%d %s", r.Table, r.Protocol, r.Dst)
+	if r.Gw.IsValid() {
+		s += " via " + r.Gw.String()
+	}
+	s += " dev " + r.Dev
+	if r.Onlink {
+		s += " onlink"
+	}
+	if r.Src.IsValid() {
+		s += " src " + r.Src.String()
+	}
+	if r.MTU != 0 {
+		s += fmt.Sprintf(" mtu=%d", r.MTU)
+	}
+	return s
+}
+
+// String renders the table with sorted sets, elements and chains; rules keep their order.
+func (t *NFTable) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "nft table ip %s\n", t.Name)
+	sets := slices.Clone(t.Sets)
+	slices.SortFunc(sets, func(a, b NFTSet) int { return strings.Compare(a.Name, b.Name) })
+	for _, s := range sets {
+		fmt.Fprintf(&b, "  %s\n", s.header())
+		var els []string
+		for _, e := range s.Elements {
+			if s.Value != "" {
+				els = append(els, e.Key+" : "+e.Value)
+			} else {
+				els = append(els, e.Key)
+			}
+		}
+		slices.Sort(els)
+		for _, e := range els {
+			fmt.Fprintf(&b, "    %s\n", e)
+		}
+	}
+	chains := slices.Clone(t.Chains)
+	slices.SortFunc(chains, func(a, b NFTChain) int { return strings.Compare(a.Name, b.Name) })
+	for _, c := range chains {
+		fmt.Fprintf(&b, "  %s\n", c.header())
+		for _, r := range c.Rules {
+			fmt.Fprintf(&b, "    %s\n", r.Text)
+		}
+	}
+	return b.String()
+}
+
+func (s NFTSet) header() string {
+	h := "set " + s.Name + " " + s.Key
+	if s.Value != "" {
+		h = "map " + s.Name + " " + s.Key + " : " + s.Value
+	}
+	if s.Interval {
+		h += " interval"
+	}
+	return h
+}
+
+func (c NFTChain) header() string {
+	return fmt.Sprintf("chain %s type=%s hook=%s priority=%d", c.Name, c.Type, c.Hook, c.Priority)
+}
+
+func sortedStrings[T fmt.Stringer](in []T) []string {
+	out := make([]string, len(in))
+	for i, v := range in {
+		out[i] = v.String()
+	}
+	slices.Sort(out)
+	return out
+}
+
+func joinLines(lines []string) string {
+	if len(lines) == 0 {
+		return ""
+	}
+	return strings.Join(lines, "\n") + "\n"
+}

@@ -1,0 +1,42 @@
+package kernel
+
+import (
+	"net/netip"
+	"slices"
+)
+
+// IntervalElements is the canonical element list of an interval set holding ps:
+// overlapping and adjacent prefixes merged, sorted, each rendered by RangeText. The
+// kernel refuses overlapping intervals, and reading merged ranges back gives the same
+// text, so Apply sees no difference on the next pass.
+func IntervalElements(ps []netip.Prefix) []NFTElement {
+	type span struct{ first, last netip.Addr }
+	var spans []span
+	for _, p := range ps {
+		if !p.Addr().Is4() {
+			continue
+		}
+		p = p.Masked()
+		spans = append(spans, span{p.Addr(), lastOf(p)})
+	}
+	slices.SortFunc(spans, func(a, b span) int { return a.first.Compare(b.first) })
+	var merged []span
+	for _, s := range spans {
+		if n := len(merged); n > 0 {
+			prev := &merged[n-1]
+			next := prev.last.Next()
+			if !next.IsValid() || !next.Less(s.first) { // overlapping or adjacent
+				if prev.last.Less(s.last) {
+					prev.last = s.last
+				}
+				continue
+			}
+		}
+		merged = append(merged, s)
+	}
+	out := make([]NFTElement, len(merged))
+	for i, s := range merged {
+		out[i] = NFTElement{Key: RangeText(s.first, s.last)}
+	}
+	return out
+}

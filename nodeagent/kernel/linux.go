@@ -1,0 +1,357 @@
+package kernel
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
+)
+
+// Linux is the Kernel of one network namespace, through netlink, /proc/sys and
+// nftables.
+type Linux struct {
+	ns netns.NsHandle
+	nl *netlink.Handle
+}
+
+// NewLinux binds to the namespace ns; netns.None() means the caller's own.
+func NewLinux(ns netns.NsHandle) (*Linux, error) {
+	var (
+		nl  *netlink.Handle
+		err error
+	)
+	if ns.IsOpen() {
+		nl, err = netlink.NewHandleAt(ns)
+	} else {
+		nl, err = netlink.NewHandle()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("netlink handle: %w", err)
+	}
+	return &Linux{ns: ns, nl: nl}, nil
+}
+
+// Close releases the netlink handle (not the namespace).
+func (l *Linux) Close() { l.nl.Close() }
+
+// inNS runs fn on a throw-away OS thread inside the namespace.
+func (l *Linux) inNS(fn func() error) error {
+	if !l.ns.IsOpen() {
+		return fn()
+	}
+	errc := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread dies with the goroutine
+		if err := netns.Set(l.ns); err != nil {
+			errc <- err
+			return
+		}
+		errc <- fn()
+	}()
+	return <-errc
+}
+
+func (l *Linux) Links(context.Context) ([]Link, error) {
+	links, err := l.nl.LinkList()
+	if err != nil {
+		return nil, err
+	}
+	names := map[int]string{}
+	for _, nl := range links {
+		names[nl.Attrs().Index] = nl.Attrs().Name
+	}
+	out := make([]Link, 0, len(links))
+	for _, nl := range links {
+		a := nl.Attrs()
+		lk := Link{Name: a.Name, Kind: nl.Type(), MTU: a.MTU, Up: a.Flags&net.FlagUp != 0}
+		addrs, err := l.nl.AddrList(nl, netlink.FAMILY_V4)
+		if err != nil {
+			return nil, fmt.Errorf("addresses of %s: %w", a.Name, err)
+		}
+		for _, ad := range addrs {
+			if p, ok := prefixOf(ad.IPNet); ok {
+				lk.Addrs = append(lk.Addrs, p)
+			}
+		}
+		if vx, ok := nl.(*netlink.Vxlan); ok {
+			local, _ := netip.AddrFromSlice(vx.SrcAddr.To4())
+			lk.VXLAN = &VXLAN{VNI: vx.VxlanId, Port: vx.Port, Local: local, Parent: names[vx.VtepDevIndex]}
+			neighs, err := l.nl.NeighList(a.Index, unix.AF_BRIDGE)
+			if err != nil {
+				return nil, fmt.Errorf("fdb of %s: %w", a.Name, err)
+			}
+			for _, n := range neighs {
+				if isZeroMAC(n.HardwareAddr) && n.IP != nil {
+					if ip, ok := netip.AddrFromSlice(n.IP.To4()); ok {
+						lk.FDB = append(lk.FDB, ip)
+					}
+				}
+			}
+		}
+		out = append(out, lk)
+	}
+	return out, nil
+}
+
+func isZeroMAC(m net.HardwareAddr) bool {
+	for _, b := range m {
+		if b != 0 {
+			return false
+		}
+	}
+	return len(m) == 6
+}
+
+func prefixOf(n *net.IPNet) (netip.Prefix, bool) {
+	if n == nil {
+		return netip.Prefix{}, false
+	}
+	ip, ok := netip.AddrFromSlice(n.IP.To4())
+	if !ok {
+		return netip.Prefix{}, false
+	}
+	ones, _ := n.Mask.Size()
+	return netip.PrefixFrom(ip, ones), true
+}
+
+func ipNet(p netip.Prefix) *net.IPNet {
+	return &net.IPNet{IP: p.Addr().AsSlice(), Mask: net.CIDRMask(p.Bits(), p.Addr().BitLen())}
+}
+
+func (l *Linux) AddLink(_ context.Context, lk Link) error {
+	if lk.Kind != "vxlan" || lk.VXLAN == nil {
+		return fmt.Errorf("only vxlan links can be created, not %q", lk.Kind)
+	}
+	vx := &netlink.Vxlan{LinkAttrs: netlink.LinkAttrs{Name: lk.Name, MTU: lk.MTU},
+		VxlanId: lk.VXLAN.VNI, Port: lk.VXLAN.Port, Learning: true}
+	if lk.VXLAN.Local.IsValid() {
+		vx.SrcAddr = lk.VXLAN.Local.AsSlice()
+	}
+	if lk.VXLAN.Parent != "" {
+		p, err := l.nl.LinkByName(lk.VXLAN.Parent)
+		if err != nil {
+			return fmt.Errorf("parent %s: %w", lk.VXLAN.Parent, err)
+		}
+		vx.VtepDevIndex = p.Attrs().Index
+	}
+	if err := l.nl.LinkAdd(vx); err != nil {
+		return err
+	}
+	if lk.Up {
+		return l.nl.LinkSetUp(vx)
+	}
+	return nil
+}
+
+func (l *Linux) SetLink(_ context.Context, name string, mtu int, up bool) error {
+	lk, err := l.nl.LinkByName(name)
+	if err != nil {
+		return err
+	}
+	if lk.Attrs().MTU != mtu {
+		if err := l.nl.LinkSetMTU(lk, mtu); err != nil {
+			return err
+		}
+	}
+	if up {
+		return l.nl.LinkSetUp(lk)
+	}
+	return l.nl.LinkSetDown(lk)
+}
+
+func (l *Linux) DeleteLink(_ context.Context, name string) error {
+	lk, err := l.nl.LinkByName(name)
+	if err != nil {
+		var nf netlink.LinkNotFoundError
+		if errors.As(err, &nf) {
+			return nil
+		}
+		return err
+	}
+	return ignore(l.nl.LinkDel(lk), unix.ENODEV)
+}
+
+func (l *Linux) AddAddr(_ context.Context, link string, p netip.Prefix) error {
+	lk, err := l.nl.LinkByName(link)
+	if err != nil {
+		return err
+	}
+	return l.nl.AddrAdd(lk, &netlink.Addr{IPNet: ipNet(p)})
+}
+
+func (l *Linux) DelAddr(_ context.Context, link string, p netip.Prefix) error {
+	lk, err := l.nl.LinkByName(link)
+	if err != nil {
+		return nil
+	}
+	return ignore(l.nl.AddrDel(lk, &netlink.Addr{IPNet: ipNet(p)}), unix.EADDRNOTAVAIL, unix.ENOENT)
+}
+
+func fdbEntry(index int, dst netip.Addr) *netlink.Neigh {
+	return &netlink.Neigh{LinkIndex: index, Family: unix.AF_BRIDGE, State: netlink.NUD_PERMANENT,
+		Flags: netlink.NTF_SELF, IP: dst.AsSlice(), HardwareAddr: make(net.HardwareAddr, 6)}
+}
+
+func (l *Linux) AddFDB(_ context.Context, link string, dst netip.Addr) error {
+	lk, err := l.nl.LinkByName(link)
+	if err != nil {
+		return err
+	}
+	return l.nl.NeighAppend(fdbEntry(lk.Attrs().Index, dst))
+}
+
+func (l *Linux) DelFDB(_ context.Context, link string, dst netip.Addr) error {
+	lk, err := l.nl.LinkByName(link)
+	if err != nil {
+		return nil
+	}
+	return ignore(l.nl.NeighDel(fdbEntry(lk.Attrs().Index, dst)), unix.ENOENT)
+}
+
+func (l *Linux) Routes(_ context.Context, protocol int) ([]Route, error) {
+	rs, err := l.nl.RouteListFiltered(netlink.FAMILY_V4,
+		&netlink.Route{Protocol: netlink.RouteProtocol(protocol), Table: unix.RT_TABLE_UNSPEC},
+		netlink.RT_FILTER_PROTOCOL|netlink.RT_FILTER_TABLE)
+	if err != nil {
+		return nil, err
+	}
+	links, err := l.nl.LinkList()
+	if err != nil {
+		return nil, err
+	}
+	names := map[int]string{}
+	for _, lk := range links {
+		names[lk.Attrs().Index] = lk.Attrs().Name
+	}
+	out := make([]Route, 0, len(rs))
+	for _, r := range rs {
+		o := Route{Table: r.Table, Protocol: int(r.Protocol), Dev: names[r.LinkIndex],
+			Onlink: r.Flags&int(netlink.FLAG_ONLINK) != 0, MTU: r.MTU}
+		if p, ok := prefixOf(r.Dst); ok {
+			o.Dst = p
+		} else {
+			o.Dst = netip.MustParsePrefix("0.0.0.0/0")
+		}
+		if ip, ok := netip.AddrFromSlice(r.Gw.To4()); ok {
+			o.Gw = ip
+		}
+		if ip, ok := netip.AddrFromSlice(r.Src.To4()); ok {
+			o.Src = ip
+		}
+		out = append(out, o)
+	}
+	return out, nil
+}
+
+func (l *Linux) route(r Route) (*netlink.Route, error) {
+	nr := &netlink.Route{Table: r.Table, Protocol: netlink.RouteProtocol(r.Protocol), Dst: ipNet(r.Dst), MTU: r.MTU}
+	if r.Dev != "" {
+		lk, err := l.nl.LinkByName(r.Dev)
+		if err != nil {
+			return nil, fmt.Errorf("device %s: %w", r.Dev, err)
+		}
+		nr.LinkIndex = lk.Attrs().Index
+	}
+	if r.Gw.IsValid() {
+		nr.Gw = r.Gw.AsSlice()
+	}
+	if r.Src.IsValid() {
+		nr.Src = r.Src.AsSlice()
+	}
+	if r.Onlink {
+		nr.Flags = int(netlink.FLAG_ONLINK)
+	}
+	return nr, nil
+}
+
+func (l *Linux) ReplaceRoute(_ context.Context, r Route) error {
+	nr, err := l.route(r)
+	if err != nil {
+		return err
+	}
+	return l.nl.RouteReplace(nr)
+}
+
+func (l *Linux) DeleteRoute(_ context.Context, r Route) error {
+	// Scope "nowhere" matches a route of any scope (device routes are scope link).
+	nr := &netlink.Route{Table: r.Table, Protocol: netlink.RouteProtocol(r.Protocol), Dst: ipNet(r.Dst),
+		Scope: netlink.SCOPE_NOWHERE}
+	return ignore(l.nl.RouteDel(nr), unix.ESRCH, unix.ENOENT)
+}
+
+func (l *Linux) Rules(context.Context) ([]Rule, error) {
+	rs, err := l.nl.RuleList(netlink.FAMILY_V4)
+	if err != nil {
+		return nil, err
+	}
+	var out []Rule
+	for _, r := range rs {
+		if r.Table > 0 && r.Src == nil && r.Dst == nil && r.Mark == 0 && r.IifName == "" && r.OifName == "" {
+			out = append(out, Rule{Priority: r.Priority, Table: r.Table})
+		}
+	}
+	return out, nil
+}
+
+func nlRule(r Rule) *netlink.Rule {
+	nr := netlink.NewRule()
+	nr.Family = netlink.FAMILY_V4
+	nr.Priority = r.Priority
+	nr.Table = r.Table
+	return nr
+}
+
+func (l *Linux) AddRule(_ context.Context, r Rule) error { return l.nl.RuleAdd(nlRule(r)) }
+
+func (l *Linux) DeleteRule(_ context.Context, r Rule) error {
+	return ignore(l.nl.RuleDel(nlRule(r)), unix.ENOENT)
+}
+
+func sysctlPath(key string) (string, error) {
+	p := filepath.Join("/proc/sys", filepath.Clean("/"+key))
+	if !strings.HasPrefix(key, "net/") {
+		return "", fmt.Errorf("sysctl %s: only net/ keys", key)
+	}
+	return p, nil
+}
+
+func (l *Linux) Sysctl(_ context.Context, key string) (string, error) {
+	p, err := sysctlPath(key)
+	if err != nil {
+		return "", err
+	}
+	var v []byte
+	err = l.inNS(func() error {
+		var err error
+		v, err = os.ReadFile(p)
+		return err
+	})
+	return strings.TrimSpace(string(v)), err
+}
+
+func (l *Linux) SetSysctl(_ context.Context, key, value string) error {
+	p, err := sysctlPath(key)
+	if err != nil {
+		return err
+	}
+	return l.inNS(func() error { return os.WriteFile(p, []byte(value), 0o644) })
+}
+
+// ignore turns the listed errnos into success: deleting what is gone is no error.
+func ignore(err error, errnos ...unix.Errno) error {
+	for _, e := range errnos {
+		if errors.Is(err, e) {
+			return nil
+		}
+	}
+	return err
+}

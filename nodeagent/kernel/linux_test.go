@@ -1,0 +1,80 @@
+package kernel
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/straitnet/strait/test/netns"
+)
+
+// newLinuxInNetns is a Linux kernel in a fresh namespace with an underlay eth0 at
+// 10.0.0.1/24 (a veth to a second namespace).
+func newLinuxInNetns(t *testing.T) Kernel {
+	t.Helper()
+	netns.RequireRoot(t)
+	node, peer := netns.New(t, "node"), netns.New(t, "peer")
+	netns.Veth(t, node, "eth0", peer, "eth0")
+	node.AddAddr(t, "eth0", "10.0.0.1/24")
+	k, err := NewLinux(node.Handle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(k.Close)
+	return k
+}
+
+func TestLinuxSequence(t *testing.T) {
+	runSequence(t, newLinuxInNetns)
+}
+
+func TestLinuxCleanupLeavesNothing(t *testing.T) {
+	ctx := context.Background()
+	k := newLinuxInNetns(t)
+	if err := Apply(ctx, k, testOwn, steps()[2].want); err != nil {
+		t.Fatal(err)
+	}
+	if err := Cleanup(ctx, k, testOwn); err != nil {
+		t.Fatal(err)
+	}
+	if d, err := Dump(ctx, k, testOwn); err != nil || d != "" {
+		t.Fatalf("after cleanup: %q, %v", d, err)
+	}
+	// Cleanup of nothing is no error either.
+	if err := Cleanup(ctx, k, testOwn); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// BenchmarkLinuxMapElements programs 10,000 global IP mappings into an nftables map (one
+// transaction, chunked), the globalnet worst case from the issue.
+func BenchmarkLinuxMapElements(b *testing.B) {
+	netns.RequireRoot(b)
+	ctx := context.Background()
+	ns := netns.New(b, "bench")
+	k, err := NewLinux(ns.Handle)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer k.Close()
+	const n = 10000
+	mapped := map[string]string{}
+	for i := range n {
+		mapped[fmt.Sprintf("242.1.%d.%d", i/256, i%256)] = fmt.Sprintf("10.7.%d.%d", i/256, i%256)
+	}
+	want := State{NFT: table([]string{"10.8.0.0/16"}, mapped, lookupRule("remote"))}
+	b.ResetTimer()
+	for range b.N {
+		start := time.Now()
+		if err := Apply(ctx, k, testOwn, want); err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(float64(time.Since(start).Milliseconds()), "ms/10k-mappings")
+		b.StopTimer()
+		if err := Cleanup(ctx, k, testOwn); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+	}
+}

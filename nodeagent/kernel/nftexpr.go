@@ -1,0 +1,92 @@
+package kernel
+
+import (
+	"github.com/google/nftables/expr"
+	"golang.org/x/sys/unix"
+)
+
+// Expression builders for the few matches the agent's rules use. Each returns the
+// expressions of one match; a rule is the concatenation of matches and a statement.
+
+// Register numbers (nf_tables: 1 is the first 16-byte register, 8 the first 4-byte one,
+// which overlaps it, so a concatenation is built in 8, 9, …).
+const (
+	reg1    = 1
+	reg32_0 = 8
+	reg32_1 = 9
+)
+
+// DaddrInSet matches "ip daddr @set".
+func DaddrInSet(set string) []expr.Any {
+	return []expr.Any{
+		&expr.Payload{DestRegister: reg1, Base: expr.PayloadBaseNetworkHeader, Offset: 16, Len: 4},
+		&expr.Lookup{SourceRegister: reg1, SetName: set},
+	}
+}
+
+// SaddrInSet matches "ip saddr @set".
+func SaddrInSet(set string) []expr.Any {
+	return []expr.Any{
+		&expr.Payload{DestRegister: reg1, Base: expr.PayloadBaseNetworkHeader, Offset: 12, Len: 4},
+		&expr.Lookup{SourceRegister: reg1, SetName: set},
+	}
+}
+
+// TCPSyn matches "tcp flags & (syn|rst) == syn".
+func TCPSyn() []expr.Any {
+	return []expr.Any{
+		&expr.Meta{Key: expr.MetaKeyL4PROTO, Register: reg1},
+		&expr.Cmp{Op: expr.CmpOpEq, Register: reg1, Data: []byte{unix.IPPROTO_TCP}},
+		&expr.Payload{DestRegister: reg1, Base: expr.PayloadBaseTransportHeader, Offset: 13, Len: 1},
+		&expr.Bitwise{SourceRegister: reg1, DestRegister: reg1, Len: 1, Mask: []byte{0x02 | 0x04}, Xor: []byte{0}},
+		&expr.Cmp{Op: expr.CmpOpEq, Register: reg1, Data: []byte{0x02}},
+	}
+}
+
+// ClampMSSToRoute is "tcp option maxseg size set rt mtu".
+func ClampMSSToRoute() []expr.Any {
+	return []expr.Any{
+		&expr.Rt{Register: reg1, Key: expr.RtTCPMSS},
+		&expr.Exthdr{SourceRegister: reg1, Type: 2, Offset: 2, Len: 2, Op: expr.ExthdrOpTcpopt},
+	}
+}
+
+// SNATSaddrMap is "snat to ip saddr map @m".
+func SNATSaddrMap(m string) []expr.Any {
+	return []expr.Any{
+		&expr.Payload{DestRegister: reg1, Base: expr.PayloadBaseNetworkHeader, Offset: 12, Len: 4},
+		&expr.Lookup{SourceRegister: reg1, DestRegister: reg1, IsDestRegSet: true, SetName: m},
+		&expr.NAT{Type: expr.NATTypeSourceNAT, Family: unix.NFPROTO_IPV4, RegAddrMin: reg1},
+	}
+}
+
+// SNATHashMap is "snat to jhash ip saddr mod n seed s map @m": one stable address of
+// n per source.
+func SNATHashMap(m string, n, seed uint32) []expr.Any {
+	return []expr.Any{
+		&expr.Payload{DestRegister: reg1, Base: expr.PayloadBaseNetworkHeader, Offset: 12, Len: 4},
+		&expr.Hash{SourceRegister: reg1, DestRegister: reg1, Length: 4, Modulus: n, Seed: seed, Type: expr.HashTypeJenkins},
+		&expr.Lookup{SourceRegister: reg1, DestRegister: reg1, IsDestRegSet: true, SetName: m},
+		&expr.NAT{Type: expr.NATTypeSourceNAT, Family: unix.NFPROTO_IPV4, RegAddrMin: reg1},
+	}
+}
+
+// DNATDaddrMap is "dnat to ip daddr map @m".
+func DNATDaddrMap(m string) []expr.Any {
+	return []expr.Any{
+		&expr.Payload{DestRegister: reg1, Base: expr.PayloadBaseNetworkHeader, Offset: 16, Len: 4},
+		&expr.Lookup{SourceRegister: reg1, DestRegister: reg1, IsDestRegSet: true, SetName: m},
+		&expr.NAT{Type: expr.NATTypeDestNAT, Family: unix.NFPROTO_IPV4, RegAddrMin: reg1},
+	}
+}
+
+// DNATDaddrSlotMap is "dnat to ip daddr . numgen random mod n map @m": a random one of
+// the n slots a destination has in the map, each slot holding one endpoint.
+func DNATDaddrSlotMap(m string, n uint32) []expr.Any {
+	return []expr.Any{
+		&expr.Payload{DestRegister: reg32_0, Base: expr.PayloadBaseNetworkHeader, Offset: 16, Len: 4},
+		&expr.Numgen{Register: reg32_1, Modulus: n, Type: unix.NFT_NG_RANDOM},
+		&expr.Lookup{SourceRegister: reg32_0, DestRegister: reg1, IsDestRegSet: true, SetName: m},
+		&expr.NAT{Type: expr.NATTypeDestNAT, Family: unix.NFPROTO_IPV4, RegAddrMin: reg1},
+	}
+}

@@ -1,0 +1,174 @@
+package netns
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/net/icmp"
+	"golang.org/x/net/ipv4"
+)
+
+// Ping sends one ICMP echo request from inside the namespace to dst and waits up to
+// timeout for the reply; it returns the round-trip time.
+func (n *NS) Ping(dst netip.Addr, timeout time.Duration) (time.Duration, error) {
+	var conn *icmp.PacketConn
+	if err := n.Do(func() error {
+		var err error
+		conn, err = icmp.ListenPacket("ip4:icmp", "0.0.0.0")
+		return err
+	}); err != nil {
+		return 0, fmt.Errorf("%s: icmp socket: %w", n.Name, err)
+	}
+	defer conn.Close()
+	id := os.Getpid() & 0xffff
+	seq := int(time.Now().UnixNano() & 0x7fff)
+	msg := icmp.Message{Type: ipv4.ICMPTypeEcho, Body: &icmp.Echo{ID: id, Seq: seq, Data: []byte("strait")}}
+	b, err := msg.Marshal(nil)
+	if err != nil {
+		return 0, err
+	}
+	start := time.Now()
+	if _, err := conn.WriteTo(b, &net.IPAddr{IP: dst.AsSlice()}); err != nil {
+		return 0, fmt.Errorf("%s: ping %s: %w", n.Name, dst, err)
+	}
+	_ = conn.SetReadDeadline(start.Add(timeout))
+	buf := make([]byte, 1500)
+	for {
+		nr, peer, err := conn.ReadFrom(buf)
+		if err != nil {
+			return 0, fmt.Errorf("%s: ping %s: %w", n.Name, dst, err)
+		}
+		rm, err := icmp.ParseMessage(1, buf[:nr])
+		if err != nil || rm.Type != ipv4.ICMPTypeEchoReply {
+			continue
+		}
+		if e, ok := rm.Body.(*icmp.Echo); ok && e.ID == id && e.Seq == seq && peer.String() == dst.String() {
+			return time.Since(start), nil
+		}
+	}
+}
+
+// EchoServer is a TCP server inside a namespace that answers every line with the
+// address the connection came from and the address it was accepted on, so a test sees
+// the source after SNAT and the endpoint after DNAT.
+type EchoServer struct {
+	ln net.Listener
+	wg sync.WaitGroup
+}
+
+// ServeEcho starts an EchoServer on addr ("ip:port") in the namespace, stopped at the
+// end of the test.
+func (n *NS) ServeEcho(t testing.TB, addr string) *EchoServer {
+	t.Helper()
+	s := &EchoServer{}
+	if err := n.Do(func() error {
+		var err error
+		s.ln, err = net.Listen("tcp4", addr)
+		return err
+	}); err != nil {
+		t.Fatalf("%s: listen %s: %v", n.Name, addr, err)
+	}
+	s.wg.Add(1)
+	go s.serve()
+	t.Cleanup(func() { _ = s.ln.Close(); s.wg.Wait() })
+	return s
+}
+
+func (s *EchoServer) serve() {
+	defer s.wg.Done()
+	for {
+		c, err := s.ln.Accept()
+		if err != nil {
+			return
+		}
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			defer c.Close()
+			r := bufio.NewReader(c)
+			for {
+				if _, err := r.ReadString('\n'); err != nil {
+					return
+				}
+				host, _, _ := net.SplitHostPort(c.RemoteAddr().String())
+				local, _, _ := net.SplitHostPort(c.LocalAddr().String())
+				if _, err := fmt.Fprintln(c, host, local); err != nil {
+					return
+				}
+			}
+		}()
+	}
+}
+
+// Dial opens a TCP connection from inside the namespace.
+func (n *NS) Dial(ctx context.Context, addr string) (net.Conn, error) {
+	var c net.Conn
+	err := n.Do(func() error {
+		var err error
+		d := net.Dialer{}
+		c, err = d.DialContext(ctx, "tcp4", addr)
+		return err
+	})
+	return c, err
+}
+
+// WhoAmI connects to an EchoServer at addr and returns the source address the server
+// saw.
+func (n *NS) WhoAmI(addr string, timeout time.Duration) (string, error) {
+	src, _, err := n.Exchange(addr, timeout)
+	return src, err
+}
+
+// Exchange connects to an EchoServer at addr and returns the source address the server
+// saw and the server's own address.
+func (n *NS) Exchange(addr string, timeout time.Duration) (src, server string, err error) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	c, err := n.Dial(ctx, addr)
+	if err != nil {
+		return "", "", err
+	}
+	defer c.Close()
+	line, err := Ask(c, timeout)
+	src, server, _ = strings.Cut(line, " ")
+	return src, server, err
+}
+
+// Ask sends one line on an EchoServer connection and returns the answer line
+// ("<source seen> <server address>").
+func Ask(c net.Conn, timeout time.Duration) (string, error) {
+	_ = c.SetDeadline(time.Now().Add(timeout))
+	if _, err := fmt.Fprintln(c, "who"); err != nil {
+		return "", err
+	}
+	line, err := bufio.NewReader(c).ReadString('\n')
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimSpace(line), nil
+}
+
+// Eventually polls fn every 50 ms until it returns nil or timeout passes, and returns
+// the last error.
+func Eventually(timeout time.Duration, fn func() error) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		err := fn()
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return errors.Join(fmt.Errorf("not within %v", timeout), err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
