@@ -77,7 +77,9 @@ func (l *Lab) ensureControlPlane(ctx context.Context, c controlPlane) error {
 		"--unsafe-no-fsync", "--quota-backend-bytes", strconv.Itoa(2<<30), "--log-level", "warn"); err != nil {
 		return err
 	}
-	if err := l.ensureProcess(name, "kube-apiserver", c.cp.Namespace, l.opts.bin("kube-apiserver"),
+	// The hub resolves its webhook Service to endpoints: it has no kube-proxy.
+	hubOnly := fmt.Sprintf("--enable-aggregator-routing=%v", name == topology.HubName)
+	if err := l.ensureProcess(name, "kube-apiserver", c.cp.Namespace, l.opts.bin("kube-apiserver"), hubOnly,
 		"--etcd-servers", "http://127.0.0.1:2379",
 		"--bind-address", "0.0.0.0", "--secure-port", strconv.Itoa(topology.APIPort), "--advertise-address", advertise,
 		"--cert-dir", filepath.Join(dir, "apiserver"),

@@ -77,7 +77,8 @@ func TestMain(m *testing.M) {
 		defer cancel()
 		start := time.Now()
 		shared.upErr = l.Up(ctx, UpOptions{Spec: spec, ClusterSet: cs, Timeout: 3 * time.Minute,
-			CRDDirs: []string{filepath.Join(root, "kustomize", "crd", "bases"), filepath.Join(root, "kustomize", "crd", "mcs")}})
+			WebhookManifest: filepath.Join(root, "kustomize", "hub", "workloads", "webhook.yaml"),
+			CRDDirs:         []string{filepath.Join(root, "kustomize", "crd", "bases"), filepath.Join(root, "kustomize", "crd", "mcs")}})
 		fmt.Fprintf(os.Stderr, "lab up: %.1fs, err=%v\n", time.Since(start).Seconds(), shared.upErr)
 		if shared.upErr == nil {
 			_, shared.topo, shared.upErr = l.Load()

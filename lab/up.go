@@ -16,6 +16,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/straitnet/strait/lab/netns"
@@ -29,6 +30,9 @@ type UpOptions struct {
 	ClusterSet []byte
 	// CRDDirs hold CRD manifests applied to every control plane (the hub's and members').
 	CRDDirs []string
+	// WebhookManifest is the file of the hub's ValidatingWebhookConfiguration (applied
+	// when strait hub runs); empty for none.
+	WebhookManifest string
 	// Timeout bounds the wait for every sample pod to be ready.
 	Timeout time.Duration
 }
@@ -85,7 +89,7 @@ func (l *Lab) Up(ctx context.Context, o UpOptions) error {
 	}); err != nil {
 		return err
 	}
-	l.startStrait(t)
+	l.startStrait(ctx, t, o.WebhookManifest)
 	if o.Spec.SampleWorkloads {
 		timeout := o.Timeout
 		if timeout == 0 {
@@ -175,16 +179,17 @@ func (l *Lab) bootstrap(ctx context.Context, t *topology.Lab, rec *Record, cp to
 }
 
 // bootstrapHub applies the ClusterSet and a kubeconfig Secret per member (reaching the
-// member through its loopback forwarder, where strait hub runs: on the host).
+// member's API server at its LAN address, where strait hub runs: in the hub's namespace).
 func (l *Lab) bootstrapHub(ctx context.Context, t *topology.Lab, rec *Record, a *applier) error {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "strait-system"}}
 	errs := []error{a.create(ctx, ns)}
 	for _, c := range t.Clusters {
-		kc, err := os.ReadFile(l.state.KubeconfigPath(c.Name))
+		// strait hub runs in the hub's namespace, on every member's LAN.
+		kc, err := os.ReadFile(l.state.LANKubeconfig(c.Name))
 		if err != nil {
 			// Members write theirs concurrently; wait briefly.
 			time.Sleep(time.Second)
-			if kc, err = os.ReadFile(l.state.KubeconfigPath(c.Name)); err != nil {
+			if kc, err = os.ReadFile(l.state.LANKubeconfig(c.Name)); err != nil {
 				errs = append(errs, err)
 				continue
 			}
@@ -243,34 +248,74 @@ func (l *Lab) straitSupports(sub string) bool {
 	return exec.Command(l.opts.Strait, sub, "--help").Run() == nil
 }
 
-// startStrait starts strait hub (on the host, next to the forwarders), strait agent on
-// every node and strait dns in every member's control-plane namespace, where the binary
-// has those subcommands.
-func (l *Lab) startStrait(t *topology.Lab) {
-	if t.Hub != nil && l.straitSupports("hub") {
-		env := []string{"KUBECONFIG=" + l.state.KubeconfigPath(topology.HubName)}
-		if err := l.ensureProcessEnv(topology.HubName, "strait-hub", "", env, l.opts.Strait, "hub"); err != nil {
+// startStrait starts strait hub in the hub's namespace (it reaches the members over
+// their LANs and serves its webhook to the hub's API server), strait agent in every node's
+// namespace and strait dns next to CoreDNS in every member's control-plane namespace,
+// where the binary has those subcommands.
+func (l *Lab) startStrait(ctx context.Context, t *topology.Lab, webhookManifest string) {
+	hub := t.Hub != nil && l.straitSupports("hub")
+	if hub {
+		if err := l.ensureProcess(topology.HubName, "strait-hub", t.Hub.Namespace, l.opts.Strait, "hub",
+			"--kubeconfig", l.state.InNamespaceKubeconfig(topology.HubName), "--leader-elect=false", "--log-json=false",
+			"--health-probe-bind-address", "127.0.0.1:8081", "--metrics-bind-address", "127.0.0.1:8080",
+			"--webhook-certs", "self", "--webhook-cert-dir", filepath.Join(l.state.ClusterDir(topology.HubName), "webhook")); err != nil {
 			l.progress("hub: strait hub: %v", err)
+		} else if err := l.ensureHubWebhook(ctx, t, webhookManifest); err != nil {
+			l.progress("hub: webhook: %v", err)
 		}
 	}
 	agent, dns := l.straitSupports("agent"), l.straitSupports("dns")
 	for _, c := range t.Clusters {
-		env := []string{"KUBECONFIG=" + l.state.LANKubeconfig(c.Name)}
 		if agent {
 			for _, n := range c.Nodes {
-				if err := l.ensureProcessEnv(c.Name, "strait-agent-"+n.Name, n.Namespace, env, l.opts.Strait, "agent", "--node", n.Name); err != nil {
+				if err := l.ensureProcess(c.Name, "strait-agent-"+n.Name, n.Namespace, l.opts.Strait, "agent",
+					"--node-name", n.Name, "--kubeconfig", l.state.LANKubeconfig(c.Name)); err != nil {
 					l.progress("%s: strait agent: %v", n.Name, err)
 				}
 			}
 		}
 		if dns {
-			env := []string{"KUBECONFIG=" + l.state.InNamespaceKubeconfig(c.Name)}
-			if err := l.ensureProcessEnv(c.Name, "strait-dns", c.ControlPlane.Namespace, env, l.opts.Strait, "dns"); err != nil {
+			// CoreDNS runs in the same namespace, so it forwards clusterset.local over loopback.
+			if err := l.ensureProcess(c.Name, "strait-dns", c.ControlPlane.Namespace, l.opts.Strait, "dns",
+				"--kubeconfig", l.state.InNamespaceKubeconfig(c.Name), "--listen", "127.0.0.1:5353",
+				"--upstream", "127.0.0.1:5353", "--metrics-addr", "127.0.0.1:9253"); err != nil {
 				l.progress("%s: strait dns: %v", c.Name, err)
 			}
 		}
 	}
-	l.progress("strait: hub %s, agent %s, dns %s", onOff(t.Hub != nil && l.straitSupports("hub")), onOff(agent), onOff(dns))
+	l.progress("strait: hub %s, agent %s, dns %s", onOff(hub), onOff(agent), onOff(dns))
+}
+
+// ensureHubWebhook points the hub's ClusterSet webhook at strait hub in the hub's
+// namespace: a selectorless Service with Endpoints at the hub's loopback address (the
+// hub's API server resolves webhooks to endpoints: --enable-aggregator-routing).
+func (l *Lab) ensureHubWebhook(ctx context.Context, t *topology.Lab, webhookManifest string) error {
+	cfg, err := l.inNamespaceConfig(topology.HubName, t.Hub.Namespace)()
+	if err != nil {
+		return err
+	}
+	a, err := newApplier(cfg)
+	if err != nil {
+		return err
+	}
+	const name, ns = "strait-hub-webhook", "strait-system"
+	errs := []error{
+		a.create(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+			Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "webhook", Port: 443, TargetPort: intstr.FromInt32(9443)}}}}),
+		a.create(ctx, &corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, //nolint:staticcheck // read by the API server's webhook resolver
+			Subsets: []corev1.EndpointSubset{{ //nolint:staticcheck // as above
+				Addresses: []corev1.EndpointAddress{{IP: t.Hub.LANAddr.Addr().String()}},
+				Ports:     []corev1.EndpointPort{{Name: "webhook", Port: 9443}}, //nolint:staticcheck // as above
+			}}}),
+	}
+	if webhookManifest != "" {
+		data, err := os.ReadFile(webhookManifest)
+		if err == nil {
+			err = a.createYAML(ctx, data)
+		}
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
 }
 
 func onOff(b bool) string {

@@ -152,7 +152,8 @@ sample workloads.`,
 			defer cancel()
 			fmt.Fprintf(os.Stdout, "lab up: %s\n", csPath)
 			return o.lab(os.Stdout).Up(ctx, lab.UpOptions{Spec: spec, ClusterSet: data, Timeout: timeout,
-				CRDDirs: []string{filepath.Join(root, "kustomize", "crd", "bases"), filepath.Join(root, "kustomize", "crd", "mcs")}})
+				WebhookManifest: filepath.Join(root, "kustomize", "hub", "workloads", "webhook.yaml"),
+				CRDDirs:         []string{filepath.Join(root, "kustomize", "crd", "bases"), filepath.Join(root, "kustomize", "crd", "mcs")}})
 		},
 	}
 	cmd.Flags().StringVarP(&file, "file", "f", "", "lab file (YAML)")

@@ -90,7 +90,9 @@ type Cluster struct {
 	LANNamespace string
 	LANSubnet    netip.Prefix
 	ControlPlane ControlPlane
-	Nodes        []Node
+	// HubAddr is the hub's address on this cluster's LAN (valid when the lab has a hub).
+	HubAddr netip.Prefix
+	Nodes   []Node
 	// Links are the veths of this cluster, created in order.
 	Links []Link
 }
@@ -192,6 +194,19 @@ func Compute(cs *straitv1.ClusterSet, spec Spec) (*Lab, field.ErrorList) {
 	}
 	if len(errs) > 0 {
 		return nil, errs
+	}
+	if l.Hub != nil {
+		// The hub sits on every member's LAN (a management network), so strait hub in the
+		// hub's namespace reaches each member's API server at its LAN address.
+		for i := range l.Clusters {
+			c := &l.Clusters[i]
+			addr := netip.PrefixFrom(nthAddr(c.LANSubnet.Addr(), 3), 24)
+			c.HubAddr = addr
+			c.Links = append(c.Links, Link{
+				Namespace: l.Hub.Namespace, Name: fmt.Sprintf("%sm%d", Prefix, c.Index), Addr: addr,
+				PeerNamespace: c.LANNamespace, Peer: Prefix + "hub", PeerBridge: true,
+			})
+		}
 	}
 	return l, nil
 }

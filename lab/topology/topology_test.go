@@ -66,6 +66,9 @@ func TestComputeExamples(t *testing.T) {
 			}
 			seen := map[string]bool{}
 			for _, c := range l.Clusters {
+				if tc.spec.Hub && (!c.LANSubnet.Contains(c.HubAddr.Addr()) || c.HubAddr.Addr() == c.ControlPlane.LANAddr.Addr()) {
+					t.Errorf("%s: hub address %s not a free address of the LAN %s", c.Name, c.HubAddr, c.LANSubnet)
+				}
 				if c.DNSServiceIP != nthAddr(c.ServiceCIDR.Addr(), 10) || !c.ServiceCIDR.Contains(c.APIServiceIP) {
 					t.Errorf("%s: service IPs %s %s outside %s", c.Name, c.APIServiceIP, c.DNSServiceIP, c.ServiceCIDR)
 				}
