@@ -445,3 +445,44 @@ func TestUpAgainChangesNothing(t *testing.T) {
 		t.Errorf("up with another spec: %v, want a refusal", err)
 	}
 }
+
+// TestStraitInTheLab checks the lab's wiring of Strait's own daemons, when the strait
+// binary has them: strait hub reaches every member over its LAN and writes the
+// Membership; strait dns answers clusterset.local through the cluster's CoreDNS.
+func TestStraitInTheLab(t *testing.T) {
+	requireLab(t)
+	if !shared.lab.straitSupports("hub") || !shared.lab.straitSupports("dns") {
+		t.Skip("this strait binary has no hub or dns subcommand yet")
+	}
+	ctx := context.Background()
+	deadline := time.Now().Add(90 * time.Second)
+	for _, cluster := range members() {
+		path := "/apis/strait.io/v1alpha1/namespaces/strait-system/memberships"
+		for {
+			raw, err := hostClient(t, cluster).Discovery().RESTClient().Get().AbsPath(path).DoRaw(ctx)
+			if err == nil && strings.Contains(string(raw), `"clusterID":"`+cluster+`"`) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: no Membership written by strait hub: %v %s", cluster, err, raw)
+			}
+			time.Sleep(time.Second)
+		}
+	}
+	// c2 exports whereami-cs; from c1's client pod the clusterset name is c2's ClusterIP.
+	svc, err := hostClient(t, "c2").CoreV1().Services(SampleNamespace).Get(ctx, WhereamiCS, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns, _ := clientNamespace(t, "c1")
+	for {
+		got, err := podResolver(ns).LookupHost(ctx, "whereami-cs.sample.svc.clusterset.local.")
+		if err == nil && slices.Equal(got, []string{svc.Spec.ClusterIP}) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("c1: whereami-cs.sample.svc.clusterset.local = %v, %v; want c2's ClusterIP %s", got, err, svc.Spec.ClusterIP)
+		}
+		time.Sleep(time.Second)
+	}
+}

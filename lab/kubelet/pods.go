@@ -118,12 +118,17 @@ func (k *Kubelet) plumb(ctx context.Context, pod *corev1.Pod) (*podState, error)
 	return st, nil
 }
 
-// allocate gives the pod its IP: the one it already reports when that is free for it,
-// else the lowest free address of the node's pod CIDR after the gateway.
+// allocate gives the pod its IP: the one it holds already, or the one it reports when
+// that is free, else the lowest free address of the node's pod CIDR after the gateway.
 func (k *Kubelet) allocate(pod *corev1.Pod) (netip.Addr, error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	cidr := k.cfg.Node.PodCIDR
+	for a, owner := range k.used {
+		if owner == pod.UID {
+			return a, nil // its namespace went away; the pod keeps its address
+		}
+	}
 	if a, err := netip.ParseAddr(pod.Status.PodIP); err == nil && cidr.Contains(a) {
 		if owner, taken := k.used[a]; !taken || owner == pod.UID {
 			k.used[a] = pod.UID
