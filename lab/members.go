@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -127,6 +126,3 @@ func applyManifests(ctx context.Context, a *applier, dirs ...string) error {
 	}
 	return errors.Join(errs...)
 }
-
-// firstAddr is a helper for printing.
-func firstAddr(p netip.Prefix) string { return p.Addr().String() }

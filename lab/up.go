@@ -305,7 +305,7 @@ func (l *Lab) ensureHubWebhook(ctx context.Context, t *topology.Lab, webhookMani
 		a.create(ctx, &corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, //nolint:staticcheck // read by the API server's webhook resolver
 			Subsets: []corev1.EndpointSubset{{ //nolint:staticcheck // as above
 				Addresses: []corev1.EndpointAddress{{IP: t.Hub.LANAddr.Addr().String()}},
-				Ports:     []corev1.EndpointPort{{Name: "webhook", Port: 9443}}, //nolint:staticcheck // as above
+				Ports:     []corev1.EndpointPort{{Name: "webhook", Port: 9443}},
 			}}}),
 	}
 	if webhookManifest != "" {
@@ -323,20 +323,6 @@ func onOff(b bool) string {
 		return "started"
 	}
 	return "not available in this strait binary"
-}
-
-func (l *Lab) ensureProcessEnv(cluster, name, ns string, env []string, argv ...string) error {
-	if _, ok := l.state.Pid(cluster, name); ok {
-		return nil
-	}
-	if err := os.MkdirAll(filepath.Dir(l.state.LogPath(cluster, name)), 0o700); err != nil {
-		return err
-	}
-	pid, err := netns.Start(ns, l.state.LogPath(cluster, name), env, argv...)
-	if err != nil {
-		return err
-	}
-	return l.state.WritePid(cluster, name, pid)
 }
 
 // waitServices waits until every node reaches every sample Service and the cluster DNS

@@ -1,6 +1,7 @@
 package kubelet
 
 import (
+	"errors"
 	"net/netip"
 	"testing"
 
@@ -34,7 +35,7 @@ func TestAllocate(t *testing.T) {
 			t.Fatalf("step %d: allocate(%s) = %v, %v; want %s", i, s.pod.UID, got, err, s.want)
 		}
 	}
-	if _, err := k.allocate(pod("f", "")); err != errNoIP {
+	if _, err := k.allocate(pod("f", "")); !errors.Is(err, errNoIP) {
 		t.Fatalf("full CIDR: err = %v, want errNoIP", err)
 	}
 }
