@@ -133,7 +133,7 @@ func runAgent(ctx context.Context, o *agentOptions, stdout, stderr io.Writer) er
 	a, err := agent.New(cfg, agent.Config{
 		NodeName: o.nodeName, Namespace: o.namespace, Resync: o.resync, HealthInterval: o.healthInterval,
 		Election: o.election, Kernel: k,
-		Cables:      cableFactory(cfg, o.viciSocket, nl, func(f string, a ...any) { log.Info(fmt.Sprintf(f, a...)) }),
+		Cables:      cableFactory(cfg, o.namespace, o.viciSocket, nl, func(f string, a ...any) { log.Info(fmt.Sprintf(f, a...)) }),
 		Prober:      health.NewICMP(ns, 5, 100*time.Millisecond, time.Second),
 		MetricsAddr: o.metricsAddr, HealthAddr: o.healthAddr,
 	})
@@ -155,7 +155,7 @@ func cleanupNode(ctx context.Context, k kernel.Kernel, nl *netlink.Handle, o *ag
 			ds = append(ds, d)
 		}
 	}
-	factory := cableFactory(nil, o.viciSocket, nl, nil)
+	factory := cableFactory(nil, o.namespace, o.viciSocket, nl, nil)
 	for _, name := range []straitv1.CableDriver{straitv1.CableIPsec, straitv1.CableVXLAN} {
 		m := &straitv1.Membership{Spec: straitv1.MembershipSpec{Cable: straitv1.MemberCable{Driver: name}}}
 		if d, err := factory(ctx, m, o.nodeName); err == nil {

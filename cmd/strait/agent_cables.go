@@ -19,9 +19,10 @@ import (
 // cableFactory builds the cable drivers of nodeagent/cable/... for the agent: their routes
 // go into Strait's table with the cable route protocol (the route agent prunes only its
 // own protocol, so neither removes the other's routes). cfg may be nil (--cleanup without
-// an API server): drivers that need the cluster then refuse to build. nl is the handle
+// an API server): drivers that need the cluster then refuse to build. namespace holds
+// Strait's objects in the member (the wireguard key Secret). nl is the handle
 // of the namespace to program; nil for the agent's own.
-func cableFactory(cfg *rest.Config, viciSocket string, nl *netlink.Handle, logf func(string, ...any)) agent.CableFactory {
+func cableFactory(cfg *rest.Config, namespace, viciSocket string, nl *netlink.Handle, logf func(string, ...any)) agent.CableFactory {
 	return func(ctx context.Context, m *straitv1.Membership, _ string) (cable.Driver, error) {
 		var c client.Client
 		if cfg != nil {
@@ -33,6 +34,7 @@ func cableFactory(cfg *rest.Config, viciSocket string, nl *netlink.Handle, logf 
 		return drivers.New(ctx, m.Spec.Cable.Driver, drivers.Options{
 			Routing:    cable.Routing{Table: route.Table, Protocol: route.CableProtocol},
 			Client:     c,
+			Namespace:  namespace,
 			VICISocket: viciSocket,
 			Netlink:    nl,
 			Logf:       logf,
