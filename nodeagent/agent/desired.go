@@ -115,7 +115,7 @@ func Compute(s Snapshot) (Desired, error) {
 	}
 	localCIDRs, err := prefixes(append(slices.Clone(m.Spec.PodCIDRs), m.Spec.ServiceCIDRs...))
 	errs = append(errs, err)
-	var gn *straitv1.MemberGlobalnet = m.Spec.Globalnet
+	gn := m.Spec.Globalnet
 	var globalCIDR netip.Prefix
 	if gn != nil {
 		if globalCIDR, err = netip.ParsePrefix(gn.GlobalCIDR); err != nil {

@@ -82,7 +82,7 @@ func BenchmarkAgentFootprint(b *testing.B) {
 		converged := netns.Eventually(30*time.Second, func() error {
 			out, err := node.Command(ctx, "ip", "route", "show", "table", "4242").Output()
 			if err != nil || strings.Count(string(out), "\n") != 20 {
-				return fmt.Errorf("table 4242: %q %v", out, err)
+				return fmt.Errorf("table 4242: %q: %w", out, err)
 			}
 			return nil
 		})

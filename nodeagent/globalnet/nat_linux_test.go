@@ -97,7 +97,7 @@ func TestNATInNetns(t *testing.T) {
 		hits[got]++
 	}
 	// Egress: a pod is SNATed to one egress IP, always the same one.
-	if len(hits) != 1 || !(hits["242.0.1.1"] == 40 || hits["242.0.1.2"] == 40) {
+	if len(hits) != 1 || (hits["242.0.1.1"] != 40 && hits["242.0.1.2"] != 40) {
 		t.Fatalf("pod1 → remote: remote saw %v, want one egress IP every time", hits)
 	}
 	// Headless pod: its own global IP.
