@@ -62,6 +62,13 @@ func (r *ClusterSetReconciler) writeMembers(ctx context.Context, obj *straitv1.C
 				err = w.write(ctx, p, name, psk, pskErr, res)
 			}
 			res.err = err
+			// A member that went away between the probe and the writes is unreachable,
+			// not a member that refuses writes.
+			if err != nil {
+				if perr := c.member.Probe(ctx); perr != nil {
+					c.err, res.err, res.unreachable = perr, perr, true
+				}
+			}
 			lbl := plan.ClusterSetLabel(cs)
 			r.metrics.applied.WithLabelValues(lbl, name).Add(float64(res.applied))
 			r.metrics.pruned.WithLabelValues(lbl, name).Add(float64(res.pruned))
@@ -141,6 +148,16 @@ func (w *memberWriter) write(ctx context.Context, p *plan.Plan, cluster string, 
 		if err != nil {
 			errs = append(errs, err)
 		}
+	}
+	return summarize(errs)
+}
+
+// summarize keeps the first few errors of a member, so that a member refusing every
+// write gives a readable condition and event, not thousands of lines.
+func summarize(errs []error) error {
+	const keep = 3
+	if len(errs) > keep {
+		errs = append(errs[:keep:keep], fmt.Errorf("and %d more errors", len(errs)-keep))
 	}
 	return errors.Join(errs...)
 }

@@ -222,7 +222,7 @@ func (r *ClusterSetReconciler) stalled(obj *straitv1.ClusterSet, reason, msg str
 	setCondition(obj, meta.ReadyCondition, metav1.ConditionFalse, reason, msg)
 	apimeta.RemoveStatusCondition(&obj.Status.Conditions, meta.ReconcilingCondition)
 	obj.Status.ObservedGeneration = obj.Generation
-	r.recorder.Eventf(obj, nil, "Warning", reason, "Validate", "%s", msg)
+	r.event(obj, "Warning", reason, "Validate", "%s", msg)
 }
 
 func (r *ClusterSetReconciler) patchStatus(ctx context.Context, base, obj *straitv1.ClusterSet) error {
@@ -255,4 +255,16 @@ func (r *ClusterSetReconciler) forget(cs types.NamespacedName) {
 func setCondition(obj *straitv1.ClusterSet, typ string, status metav1.ConditionStatus, reason, msg string) {
 	apimeta.SetStatusCondition(&obj.Status.Conditions, metav1.Condition{
 		Type: typ, Status: status, Reason: reason, Message: msg, ObservedGeneration: obj.Generation})
+}
+
+// maxEventNote is below the API server's 1024-character limit on an event's note.
+const maxEventNote = 1000
+
+// event records an event about a ClusterSet, its note cut to what the API server takes.
+func (r *ClusterSetReconciler) event(obj *straitv1.ClusterSet, typ, reason, action, format string, args ...any) {
+	note := fmt.Sprintf(format, args...)
+	if len(note) > maxEventNote {
+		note = note[:maxEventNote-3] + "..."
+	}
+	r.recorder.Eventf(obj, nil, typ, reason, action, "%s", note)
 }

@@ -44,7 +44,7 @@ func (r *ClusterSetReconciler) finalize(ctx context.Context, obj *straitv1.Clust
 		if len(blocked) > 0 {
 			msg := "cannot remove the clusterset's objects from " + strings.Join(blocked, ", ")
 			setCondition(obj, meta.ReadyCondition, metav1.ConditionFalse, straitv1.ReasonPruneFailed, msg)
-			r.recorder.Eventf(obj, nil, "Warning", straitv1.ReasonPruneFailed, "Finalize", "%s", msg)
+			r.event(obj, "Warning", straitv1.ReasonPruneFailed, "Finalize", "%s", msg)
 			return ctrl.Result{RequeueAfter: r.cfg.RetryInterval}, nil
 		}
 	}

@@ -49,20 +49,20 @@ func (r *ClusterSetReconciler) setStatus(obj *straitv1.ClusterSet, p *plan.Plan,
 				c.Inventory = p.Inventory
 			}
 			if was := prevCondition(prev[c.Name], straitv1.ConditionConnected); was == nil || was.Status != metav1.ConditionFalse {
-				r.recorder.Eventf(obj, nil, "Warning", straitv1.ReasonUnreachable, "Connect", "cluster %s: %s", c.Name, errString(cn.err))
+				r.event(obj, "Warning", straitv1.ReasonUnreachable, "Connect", "cluster %s: %s", c.Name, errString(cn.err))
 			}
 		case res.err != nil:
 			connected++
 			failed = append(failed, c.Name)
 			c.Inventory = res.inventory
 			ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, straitv1.ReasonApplyFailed, res.err.Error()
-			r.recorder.Eventf(obj, nil, "Warning", straitv1.ReasonApplyFailed, "Apply", "cluster %s: %s", c.Name, res.err)
+			r.event(obj, "Warning", straitv1.ReasonApplyFailed, "Apply", "cluster %s: %s", c.Name, res.err)
 		default:
 			connected++
 			c.Inventory = res.inventory
 			ready.Message = fmt.Sprintf("%d objects in place", sum(res.inventory))
 			if was := prevCondition(prev[c.Name], straitv1.ConditionConnected); was != nil && was.Status == metav1.ConditionFalse {
-				r.recorder.Eventf(obj, nil, "Normal", straitv1.ReasonConnected, "Connect", "cluster %s is reachable again", c.Name)
+				r.event(obj, "Normal", straitv1.ReasonConnected, "Connect", "cluster %s is reachable again", c.Name)
 			}
 		}
 		gw := apimeta.FindStatusCondition(c.Conditions, straitv1.ConditionGatewayReady)
@@ -75,7 +75,7 @@ func (r *ClusterSetReconciler) setStatus(obj *straitv1.ClusterSet, p *plan.Plan,
 		}
 		res := results[name]
 		if res.cleaned {
-			r.recorder.Eventf(obj, nil, "Normal", straitv1.ReasonPruning, "Prune", "cluster %s left the clusterset: %d objects removed", name, res.pruned)
+			r.event(obj, "Normal", straitv1.ReasonPruning, "Prune", "cluster %s left the clusterset: %d objects removed", name, res.pruned)
 			r.members.Forget(members.Key{ClusterSet: clusterSetName(obj), Cluster: name})
 			r.applied.Delete(members.Key{ClusterSet: clusterSetName(obj), Cluster: name})
 			continue
@@ -189,6 +189,6 @@ func (r *ClusterSetReconciler) changeEvent(obj *straitv1.ClusterSet, results map
 		}
 	}
 	if len(parts) > 0 {
-		r.recorder.Eventf(obj, nil, "Normal", straitv1.ReasonApplied, "Apply", "%s", strings.Join(parts, "; "))
+		r.event(obj, "Normal", straitv1.ReasonApplied, "Apply", "%s", strings.Join(parts, "; "))
 	}
 }
