@@ -19,7 +19,10 @@ K8S_BIN := $(BIN)/k8s/$(K8S_VERSION)
 K8S_BINARIES := kube-apiserver kube-controller-manager kube-scheduler kube-proxy etcd
 export KUBEBUILDER_ASSETS := $(K8S_BIN)
 
-.PHONY: all demo build generate manifests fmt vet lint test test-unit verify bench bench-dns coredns k8s-binaries tools clean help
+# CoreDNS, the lab's cluster DNS, built from the Go module proxy outside the repository.
+COREDNS := $(BIN)/coredns
+
+.PHONY: all demo build lab lab-down generate manifests fmt vet lint test test-unit verify bench bench-dns coredns k8s-binaries tools clean help
 
 all: build
 
@@ -49,7 +52,7 @@ vet: ## go vet.
 	$(GO) vet ./...
 
 lint: $(GOLANGCI_LINT) ## golangci-lint.
-	$(GOLANGCI_LINT) run ./...
+	$(GOLANGCI_LINT) run --allow-parallel-runners ./...
 
 verify: generate manifests ## Fail when generated code or manifests are stale, or code is unformatted.
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
@@ -57,7 +60,7 @@ verify: generate manifests ## Fail when generated code or manifests are stale, o
 	@test -z "$$(git status --porcelain -- api kustomize)" || { echo "untracked generated files:"; git status --porcelain -- api kustomize; exit 1; }
 	$(MAKE) vet lint
 
-test: k8s-binaries ## Run every test (root-only tests need root; under CI=true they fail instead of skipping).
+test: k8s-binaries $(COREDNS) ## Run every test (root-only tests need root; under CI=true they fail instead of skipping).
 	$(GO) test -count=1 -timeout 40m ./...
 
 test-unit: ## Pure tests only (no API servers, no root).
@@ -69,7 +72,7 @@ bench: ## Benchmarks, written to bench.txt.
 bench-dns: k8s-binaries ## dnsperf: strait dns vs CoreDNS with 10,000 imported services (needs dnsperf), to bench-dns.md.
 	hack/dns-bench.sh | tee bench-dns.md
 
-coredns: ## Build CoreDNS from the module proxy outside the repo (/tmp/coredns) for bench-dns.
+coredns: $(COREDNS) ## Build CoreDNS from the module proxy outside the repo: /tmp/coredns for bench-dns, bin/coredns for the lab.
 	hack/build-coredns.sh
 
 k8s-binaries: $(addprefix $(K8S_BIN)/,$(K8S_BINARIES)) ## Build kube-apiserver, etcd, ... from source.
@@ -95,6 +98,16 @@ $(GOLANGCI_LINT):
 $(KUSTOMIZE):
 	GOBIN=$(BIN)/tmp-kz $(GO) install sigs.k8s.io/kustomize/kustomize/v5@$(KUSTOMIZE_VERSION)
 	mv $(BIN)/tmp-kz/kustomize $@ && rmdir $(BIN)/tmp-kz
+
+$(COREDNS):
+	hack/build-coredns.sh $(COREDNS)
+
+lab: build k8s-binaries $(COREDNS) ## Bring up the default lab (root): clusters c1, c2 and a hub as network namespaces.
+	$(BIN)/strait lab up --example basic
+	$(BIN)/strait lab status
+
+lab-down: build ## Remove the lab: namespaces, links, processes, files.
+	$(BIN)/strait lab down
 
 clean:
 	rm -rf $(BIN)

@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 
+	"github.com/vishvananda/netlink"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -11,29 +13,38 @@ import (
 	"github.com/straitnet/strait/nodeagent/agent"
 	"github.com/straitnet/strait/nodeagent/cable"
 	"github.com/straitnet/strait/nodeagent/cable/drivers"
-	"github.com/straitnet/strait/nodeagent/cable/ipsec"
 	"github.com/straitnet/strait/nodeagent/route"
 )
 
-// cableFactory builds the cable drivers of nodeagent/cable/... for the agent. The
-// drivers put their routes in route.Table with route.CableProtocol. The wireguard driver
-// keeps the cluster's key in a Secret in namespace (with cfg; without it, as for
-// --cleanup away from the API, it can only clean up); the ipsec driver talks to the
-// `strait charon` sidecar through its VICI socket in ipsec.DefaultCharonDir.
-func cableFactory(cfg *rest.Config, namespace string) agent.CableFactory {
+// cableFactory builds the cable drivers of nodeagent/cable/... for the agent: their routes
+// go into Strait's table with the cable route protocol (the route agent prunes only its
+// own protocol, so neither removes the other's routes). cfg may be nil (--cleanup without
+// an API server): drivers that need the cluster then refuse to build. namespace holds
+// Strait's objects in the member (the wireguard key Secret). nl is the handle
+// of the namespace to program; nil for the agent's own.
+func cableFactory(cfg *rest.Config, namespace, viciSocket string, nl *netlink.Handle, logf func(string, ...any)) agent.CableFactory {
 	return func(ctx context.Context, m *straitv1.Membership, _ string) (cable.Driver, error) {
-		o := drivers.Options{
-			Routing:    cable.Routing{Table: route.Table, Protocol: route.CableProtocol},
-			Namespace:  namespace,
-			VICISocket: ipsec.Charon{Dir: ipsec.DefaultCharonDir}.VICISocket(),
-		}
+		var c client.Client
 		if cfg != nil {
-			c, err := client.New(cfg, client.Options{})
-			if err != nil {
-				return nil, fmt.Errorf("client of the member cluster: %w", err)
+			var err error
+			if c, err = client.New(cfg, client.Options{Scheme: agent.Scheme()}); err != nil {
+				return nil, fmt.Errorf("client for the cable driver: %w", err)
 			}
-			o.Client = c
 		}
-		return drivers.New(ctx, m.Spec.Cable.Driver, o)
+		return drivers.New(ctx, m.Spec.Cable.Driver, drivers.Options{
+			Routing:    cable.Routing{Table: route.Table, Protocol: route.CableProtocol},
+			Client:     c,
+			Namespace:  namespace,
+			VICISocket: viciSocket,
+			Netlink:    nl,
+			Logf:       logf,
+		})
+	}
+}
+
+// closeDriver releases what a driver holds beyond kernel state (wireguard-go's device).
+func closeDriver(d cable.Driver) {
+	if c, ok := d.(io.Closer); ok {
+		_ = c.Close()
 	}
 }

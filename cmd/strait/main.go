@@ -33,6 +33,7 @@ overlapping CIDRs talk through globalnet NAT — all from one ClusterSet kept in
 		newAgentCmd(),
 		newDNSCmd(),
 		newCharonCmd(),
+		newLabCmd(),
 	)
 	return root
 }

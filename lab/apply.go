@@ -1,0 +1,67 @@
+package lab
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/straitnet/strait/plan"
+)
+
+// applier creates objects that do not exist yet; objects that exist are left as they are,
+// so a person's or a controller's later changes survive "lab up" run again.
+type applier struct{ c client.Client }
+
+func newApplier(cfg *rest.Config) (*applier, error) {
+	c, err := client.New(cfg, client.Options{})
+	if err != nil {
+		return nil, err
+	}
+	return &applier{c: c}, nil
+}
+
+// create creates obj unless it exists. A kind that is not served yet (a CRD just
+// created) is retried for up to 30 s.
+func (a *applier) create(ctx context.Context, obj client.Object) error {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		err := a.c.Create(ctx, obj)
+		switch {
+		case err == nil, apierrors.IsAlreadyExists(err):
+			return nil
+		case (meta.IsNoMatchError(err) || apierrors.IsNotFound(err)) && time.Now().Before(deadline):
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(500 * time.Millisecond):
+			}
+		default:
+			return fmt.Errorf("creating %s %s/%s: %w", obj.GetObjectKind().GroupVersionKind().Kind, obj.GetNamespace(), obj.GetName(), err)
+		}
+	}
+}
+
+// createYAML creates every document of a YAML stream.
+func (a *applier) createYAML(ctx context.Context, data []byte) error {
+	var errs []error
+	for _, doc := range plan.SplitYAML(data) {
+		u := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal(doc, &u.Object); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if len(u.Object) == 0 {
+			continue
+		}
+		errs = append(errs, a.create(ctx, u))
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,128 @@
+package lab
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+
+	"github.com/straitnet/strait/lab/topology"
+)
+
+// DNSServiceName is the cluster DNS Service in kube-system, as kubeadm names it.
+const DNSServiceName = "kube-dns"
+
+// corefile is the cluster DNS configuration the lab starts with. strait dns adds its
+// marked stanza to the same ConfigMap; the lab daemon copies it to disk, and CoreDNS's
+// reload plugin picks it up.
+func corefile(kubeconfig, context string) string {
+	return fmt.Sprintf(`.:53 {
+    errors
+    kubernetes cluster.local in-addr.arpa ip6.arpa {
+        kubeconfig %s %s
+        pods insecure
+        fallthrough in-addr.arpa ip6.arpa
+        ttl 5
+    }
+    cache 5
+    loadbalance
+    reload 2s
+}
+`, kubeconfig, context)
+}
+
+// ensureClusterDNS creates the coredns ConfigMap, the kube-dns Service with the cluster
+// DNS IP and an EndpointSlice pointing at CoreDNS in the control-plane namespace, writes
+// the Corefile and starts CoreDNS there.
+func (l *Lab) ensureClusterDNS(ctx context.Context, c topology.Cluster, client kubernetes.Interface) error {
+	cfg := corefile(l.state.InNamespaceKubeconfig(c.Name), "strait-lab-"+c.Name)
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "coredns", Namespace: "kube-system"},
+		Data: map[string]string{"Corefile": cfg}}
+	if _, err := client.CoreV1().ConfigMaps("kube-system").Create(ctx, cm, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	if _, err := os.Stat(l.corefilePath(c.Name)); err != nil {
+		if err := writeAtomic(l.corefilePath(c.Name), []byte(cfg)); err != nil {
+			return err
+		}
+	}
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: DNSServiceName, Namespace: "kube-system",
+			Labels: map[string]string{"k8s-app": "kube-dns", "kubernetes.io/name": "CoreDNS"}},
+		Spec: corev1.ServiceSpec{ClusterIP: c.DNSServiceIP.String(), Ports: []corev1.ServicePort{
+			{Name: "dns", Port: 53, Protocol: corev1.ProtocolUDP, TargetPort: intstr.FromInt32(53)},
+			{Name: "dns-tcp", Port: 53, Protocol: corev1.ProtocolTCP, TargetPort: intstr.FromInt32(53)},
+		}},
+	}
+	// Get first: a second Create fails on the taken ClusterIP before the name is checked.
+	if _, err := client.CoreV1().Services("kube-system").Get(ctx, DNSServiceName, metav1.GetOptions{}); apierrors.IsNotFound(err) {
+		if _, err := client.CoreV1().Services("kube-system").Create(ctx, svc, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return err
+		}
+	} else if err != nil {
+		return err
+	}
+	addr := c.ControlPlane.LANAddr.Addr().String()
+	slice := &discoveryv1.EndpointSlice{
+		ObjectMeta: metav1.ObjectMeta{Name: "kube-dns-lab", Namespace: "kube-system", Labels: map[string]string{
+			discoveryv1.LabelServiceName: DNSServiceName, discoveryv1.LabelManagedBy: "strait-lab"}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Endpoints: []discoveryv1.Endpoint{{Addresses: []string{addr},
+			Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true), Serving: ptr.To(true), Terminating: ptr.To(false)}}},
+		Ports: []discoveryv1.EndpointPort{
+			{Name: ptr.To("dns"), Port: ptr.To[int32](53), Protocol: ptr.To(corev1.ProtocolUDP)},
+			{Name: ptr.To("dns-tcp"), Port: ptr.To[int32](53), Protocol: ptr.To(corev1.ProtocolTCP)},
+		},
+	}
+	if _, err := client.DiscoveryV1().EndpointSlices("kube-system").Create(ctx, slice, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	return l.ensureProcess(c.Name, "coredns", c.ControlPlane.Namespace, l.opts.CoreDNS, "-conf", l.corefilePath(c.Name))
+}
+
+// ensureKubeProxy starts kube-proxy in nftables mode on every node.
+func (l *Lab) ensureKubeProxy(c topology.Cluster) error {
+	var errs []error
+	for _, n := range c.Nodes {
+		errs = append(errs, l.ensureProcess(c.Name, "kube-proxy-"+n.Name, n.Namespace, l.opts.bin("kube-proxy"),
+			"--kubeconfig", l.state.LANKubeconfig(c.Name), "--hostname-override", n.Name,
+			"--proxy-mode", "nftables", "--cluster-cidr", c.PodCIDR.String(),
+			"--conntrack-max-per-core", "0", "--conntrack-tcp-timeout-established", "0", "--conntrack-tcp-timeout-close-wait", "0",
+			"--metrics-bind-address", "127.0.0.1:10249", "--healthz-bind-address", "127.0.0.1:10256",
+			"--nodeport-addresses", n.LANAddr.Masked().String()))
+	}
+	return errors.Join(errs...)
+}
+
+// applyManifests creates every object in the YAML files of dirs (CRDs first as given),
+// leaving objects that exist alone.
+func applyManifests(ctx context.Context, a *applier, dirs ...string) error {
+	var errs []error
+	for _, dir := range dirs {
+		files, _ := filepath.Glob(filepath.Join(dir, "*.yaml"))
+		for _, f := range files {
+			if strings.HasSuffix(f, "kustomization.yaml") {
+				continue
+			}
+			data, err := os.ReadFile(f)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			if err := a.createYAML(ctx, data); err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", f, err))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}

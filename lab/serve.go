@@ -1,0 +1,119 @@
+package lab
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/straitnet/strait/lab/forward"
+	"github.com/straitnet/strait/lab/kubelet"
+	"github.com/straitnet/strait/lab/topology"
+)
+
+// daemonKey is the pid-file directory of the lab daemon (not a valid cluster name).
+const daemonKey = "_lab"
+
+// Serve is the lab daemon: the loopback forwarder of every control plane, the kubelet
+// of every node and the Corefile sync of every member, until ctx ends.
+func (l *Lab) Serve(ctx context.Context) error {
+	r, t, err := l.Load()
+	if err != nil {
+		return err
+	}
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	run := func(what string, fn func(context.Context) error) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				if err := fn(ctx); err != nil {
+					fmt.Fprintf(os.Stderr, "%s: %v (retrying)\n", what, err)
+				}
+				select {
+				case <-ctx.Done():
+				case <-time.After(2 * time.Second):
+				}
+			}
+		}()
+	}
+	for _, cp := range t.ControlPlanes() {
+		f := forward.Forwarder{
+			Listen:    fmt.Sprintf("127.0.0.1:%d", r.hostPort(t, cp.Cluster)),
+			Namespace: cp.Namespace, Target: fmt.Sprintf("127.0.0.1:%d", topology.APIPort),
+		}
+		run("forwarder "+cp.Cluster, f.Run)
+	}
+	for _, c := range t.Clusters {
+		cfg, err := l.inNamespaceConfig(c.Name, c.ControlPlane.Namespace)()
+		if err != nil {
+			return err
+		}
+		client, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			return err
+		}
+		for _, n := range c.Nodes {
+			k := kubelet.New(kubelet.Config{
+				Cluster: c.Name, Node: n, DNSServiceIP: c.DNSServiceIP, Client: client,
+				Strait: l.opts.Strait, LogDir: filepath.Join(l.state.ClusterDir(c.Name), "logs"),
+			})
+			adopted := false
+			run("kubelet "+n.Name, func(ctx context.Context) error {
+				if !adopted {
+					pods, err := client.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + n.Name})
+					if err != nil {
+						return err
+					}
+					k.Adopt(ctx, pods.Items)
+					adopted = true
+				}
+				return k.Run(ctx)
+			})
+		}
+		run("corefile "+c.Name, func(ctx context.Context) error { return l.syncCorefile(ctx, c.Name, client) })
+	}
+	<-ctx.Done()
+	return nil
+}
+
+// syncCorefile copies the Corefile from kube-system/coredns to the file CoreDNS reads
+// (with its reload plugin), as a kubelet does for a mounted ConfigMap.
+func (l *Lab) syncCorefile(ctx context.Context, cluster string, client kubernetes.Interface) error {
+	path := l.corefilePath(cluster)
+	for {
+		cm, err := client.CoreV1().ConfigMaps("kube-system").Get(ctx, "coredns", metav1.GetOptions{})
+		if err == nil {
+			want := []byte(cm.Data["Corefile"])
+			if have, _ := os.ReadFile(path); len(want) > 0 && !bytes.Equal(have, want) {
+				if err := writeAtomic(path, want); err != nil {
+					return err
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(2 * time.Second):
+		}
+	}
+}
+
+func (l *Lab) corefilePath(cluster string) string {
+	return filepath.Join(l.state.ClusterDir(cluster), "Corefile")
+}
+
+func writeAtomic(path string, data []byte) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}

@@ -1,0 +1,185 @@
+package lab
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"sort"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/straitnet/strait/lab/netns"
+	"github.com/straitnet/strait/lab/topology"
+)
+
+// Status prints every cluster's processes, nodes and pods.
+func (l *Lab) Status(ctx context.Context, w io.Writer) error {
+	_, t, err := l.Load()
+	if err != nil {
+		return err
+	}
+	pids := l.state.AllPids()
+	tw := tabwriter.NewWriter(w, 0, 2, 2, ' ', 0)
+	fmt.Fprintln(tw, "CLUSTER\tPROCESS\tSTATE")
+	names := make([]string, 0, len(pids))
+	for k := range pids {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		cluster, proc, _ := strings.Cut(k, "/")
+		state := "running"
+		if !netns.Alive(pids[k]) {
+			state = "NOT RUNNING"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s (pid %d)\n", cluster, proc, state, pids[k])
+	}
+	for _, sub := range []string{"hub", "agent", "dns"} {
+		if !l.straitSupports(sub) {
+			fmt.Fprintf(tw, "-\tstrait %s\tnot running: this strait binary has no %q subcommand\n", sub, sub)
+		}
+	}
+	_ = tw.Flush()
+	for _, cp := range t.ControlPlanes() {
+		fmt.Fprintf(w, "\n== %s  (kubeconfig: %s)\n", cp.Cluster, l.state.KubeconfigPath(cp.Cluster))
+		client, err := l.hostClient(cp.Cluster)
+		if err != nil {
+			fmt.Fprintf(w, "  %v\n", err)
+			continue
+		}
+		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		nodes, err := client.CoreV1().Nodes().List(cctx, metav1.ListOptions{})
+		if err != nil {
+			cancel()
+			fmt.Fprintf(w, "  API server: %v\n", err)
+			continue
+		}
+		tw := tabwriter.NewWriter(w, 0, 2, 2, ' ', 0)
+		for _, n := range nodes.Items {
+			fmt.Fprintf(tw, "  node/%s\t%s\t%s\t%s\n", n.Name, nodeReady(&n), n.Spec.PodCIDR, n.Labels[topology.GatewayLabel])
+		}
+		pods, err := client.CoreV1().Pods("").List(cctx, metav1.ListOptions{})
+		cancel()
+		if err == nil {
+			for _, p := range pods.Items {
+				fmt.Fprintf(tw, "  pod/%s/%s\t%s\t%s\t%s\n", p.Namespace, p.Name, podReady(&p), p.Status.PodIP, p.Spec.NodeName)
+			}
+		}
+		_ = tw.Flush()
+	}
+	return nil
+}
+
+func nodeReady(n *corev1.Node) string {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
+			return "Ready"
+		}
+	}
+	return "NotReady"
+}
+
+func podReady(p *corev1.Pod) string {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+			return "Ready"
+		}
+	}
+	return string(p.Status.Phase)
+}
+
+// hostClient talks to a cluster through its loopback forwarder.
+func (l *Lab) hostClient(cluster string) (kubernetes.Interface, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", l.state.KubeconfigPath(cluster))
+	if err != nil {
+		return nil, err
+	}
+	return kubernetes.NewForConfig(cfg)
+}
+
+// Kubeconfig returns a cluster's kubeconfig for the host.
+func (l *Lab) Kubeconfig(cluster string) ([]byte, error) {
+	if _, _, err := l.Load(); err != nil {
+		return nil, err
+	}
+	data, err := os.ReadFile(l.state.KubeconfigPath(cluster))
+	if err != nil {
+		return nil, fmt.Errorf("cluster %q: %w", cluster, err)
+	}
+	return data, nil
+}
+
+// PodNamespace finds the network namespace of a pod, given as NAME or NAMESPACE/NAME; a
+// bare name is looked up in every namespace and must be unique.
+func (l *Lab) PodNamespace(ctx context.Context, cluster, pod string) (string, error) {
+	_, t, err := l.Load()
+	if err != nil {
+		return "", err
+	}
+	c, ok := t.Cluster(cluster)
+	if !ok {
+		return "", fmt.Errorf("no member cluster %q in this lab", cluster)
+	}
+	cfg, err := l.inNamespaceConfig(c.Name, c.ControlPlane.Namespace)()
+	if err != nil {
+		return "", err
+	}
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return "", err
+	}
+	ns, name, found := strings.Cut(pod, "/")
+	if !found {
+		ns, name = "", pod
+	}
+	pods, err := client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + name})
+	if err != nil {
+		return "", err
+	}
+	if len(pods.Items) == 0 {
+		// A prefix such as "client" finds the Deployment's single pod.
+		all, err := client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return "", err
+		}
+		for _, p := range all.Items {
+			if strings.HasPrefix(p.Name, name+"-") && p.DeletionTimestamp == nil {
+				pods.Items = append(pods.Items, p)
+			}
+		}
+	}
+	switch len(pods.Items) {
+	case 0:
+		return "", fmt.Errorf("no pod %q in cluster %s", pod, cluster)
+	case 1:
+	default:
+		var names []string
+		for _, p := range pods.Items {
+			names = append(names, p.Namespace+"/"+p.Name)
+		}
+		return "", fmt.Errorf("pod %q is ambiguous in cluster %s: %s", pod, cluster, strings.Join(names, ", "))
+	}
+	nsName := topology.PodNamespace(cluster, string(pods.Items[0].UID))
+	if !netns.Exists(nsName) {
+		return "", fmt.Errorf("pod %s/%s has no network namespace yet", pods.Items[0].Namespace, pods.Items[0].Name)
+	}
+	return nsName, nil
+}
+
+// Exec replaces the current process with argv run inside the pod's namespace.
+func Exec(ns string, argv []string) error {
+	ip, err := exec.LookPath("ip")
+	if err != nil {
+		return err
+	}
+	return syscall.Exec(ip, append([]string{"ip", "netns", "exec", ns}, argv...), os.Environ())
+}

@@ -1,0 +1,376 @@
+package topology
+
+import (
+	"fmt"
+	"net/netip"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	straitv1 "github.com/straitnet/strait/api/v1alpha1"
+)
+
+// Prefix starts the name of every namespace and link the lab creates.
+const Prefix = "sl-"
+
+// Fixed names and ranges.
+const (
+	WANNamespace = Prefix + "wan"
+	// BridgeName is the bridge inside a LAN or the WAN namespace.
+	BridgeName = Prefix + "br"
+	// NodeLANLink and NodeWANLink are a node's interfaces (in the node's namespace).
+	NodeLANLink = Prefix + "lan"
+	NodeWANLink = Prefix + "wan"
+	// APIPort is the kube-apiserver's secure port inside a control-plane namespace.
+	APIPort = 6443
+	// GatewayLabel marks gateway-capable nodes (the ClusterSet's default selector).
+	GatewayLabel = "strait.io/gateway"
+	// HubName is the name of the hub's control plane.
+	HubName = "hub"
+)
+
+var (
+	wanSubnet = netip.MustParsePrefix("192.0.2.0/24")
+	lanRange  = netip.MustParsePrefix("10.250.0.0/16")
+)
+
+// Spec is what a lab file says beyond the ClusterSet.
+type Spec struct {
+	// ClusterSet is the path of the ClusterSet manifest.
+	ClusterSet string `json:"clusterSet"`
+	// Hub runs a hub control plane with the ClusterSet applied.
+	Hub bool `json:"hub"`
+	// Gateways is the number of gateway-capable nodes per cluster.
+	Gateways int `json:"gateways"`
+	// Workers is the number of plain nodes per cluster.
+	Workers int `json:"workers"`
+	// SampleWorkloads deploys whereami (ClusterIP and headless) and an idle client.
+	SampleWorkloads bool `json:"sampleWorkloads"`
+}
+
+// DefaultSpec is the lab for an example ClusterSet: a hub, two gateway nodes and one
+// plain node per cluster, and the sample workloads.
+func DefaultSpec(clusterSet string) Spec {
+	return Spec{ClusterSet: clusterSet, Hub: true, Gateways: 2, Workers: 1, SampleWorkloads: true}
+}
+
+// Lab is the whole computed network.
+type Lab struct {
+	// Hub is the hub's control plane; nil without a hub.
+	Hub      *ControlPlane
+	Clusters []Cluster
+	// WANSubnet is the shared network of gateway nodes, in WANNamespace.
+	WANSubnet netip.Prefix
+}
+
+// ControlPlane is where etcd, kube-apiserver, kube-controller-manager and kube-scheduler
+// of one cluster run.
+type ControlPlane struct {
+	Cluster   string
+	Namespace string
+	// LANAddr is the API server's address on the cluster LAN (for the hub, whose
+	// namespace has only loopback, a /32 on lo).
+	LANAddr netip.Prefix
+	// Routes are the pod CIDR routes via nodes, so the control plane (and the cluster DNS
+	// running there) can answer pods.
+	Routes []Route
+}
+
+// Cluster is one member cluster.
+type Cluster struct {
+	Name  string
+	Index int
+	// PodCIDR and ServiceCIDR are the cluster's first pod and service CIDRs.
+	PodCIDR     netip.Prefix
+	ServiceCIDR netip.Prefix
+	// APIServiceIP is the kubernetes.default ClusterIP; DNSServiceIP the cluster DNS.
+	APIServiceIP netip.Addr
+	DNSServiceIP netip.Addr
+	// LANNamespace holds the LAN bridge every node and the control plane hang off.
+	LANNamespace string
+	LANSubnet    netip.Prefix
+	ControlPlane ControlPlane
+	// HubAddr is the hub's address on this cluster's LAN (valid when the lab has a hub).
+	HubAddr netip.Prefix
+	Nodes   []Node
+	// Links are the veths of this cluster, created in order.
+	Links []Link
+}
+
+// Node is one node: a namespace on the LAN, gateways also on the WAN.
+type Node struct {
+	Name      string
+	Namespace string
+	Gateway   bool
+	LANAddr   netip.Prefix
+	// WANAddr is valid only on gateway nodes.
+	WANAddr netip.Prefix
+	// PodCIDR is the node's share of the cluster's pod CIDR; PodGateway (its first
+	// address) is the node side of every pod veth.
+	PodCIDR    netip.Prefix
+	PodGateway netip.Addr
+	// Routes are host-gw routes to the other nodes' pod CIDRs, and the service CIDR
+	// towards the control plane (so the node's own ClusterIP connections are routable).
+	Routes []Route
+}
+
+// Route is a route in a namespace.
+type Route struct {
+	Dst netip.Prefix
+	Via netip.Addr
+}
+
+// Link is a veth pair: Name in Namespace (addressed with Addr, or enslaved to the bridge
+// when Addr is invalid) and Peer in PeerNamespace (on the bridge when PeerBridge).
+type Link struct {
+	Namespace     string
+	Name          string
+	Addr          netip.Prefix
+	PeerNamespace string
+	Peer          string
+	PeerBridge    bool
+}
+
+// ClusterPrefix starts the name of every namespace of one cluster.
+func ClusterPrefix(cluster string) string { return Prefix + cluster + "-" }
+
+// PodNamespace is the namespace of a pod, named by its cluster and UID so a recreated pod
+// with the same name never reuses a stale namespace.
+func PodNamespace(cluster, uid string) string {
+	u := strings.ReplaceAll(uid, "-", "")
+	if len(u) > 12 {
+		u = u[:12]
+	}
+	return ClusterPrefix(cluster) + "p-" + u
+}
+
+// PodLink is the node-side name of a pod's veth (at most 15 bytes).
+func PodLink(uid string) string {
+	u := strings.ReplaceAll(uid, "-", "")
+	if len(u) > 12 {
+		u = u[:12]
+	}
+	return Prefix + u
+}
+
+// Compute builds the lab for a ClusterSet. Every error names the field at fault.
+func Compute(cs *straitv1.ClusterSet, spec Spec) (*Lab, field.ErrorList) {
+	var errs field.ErrorList
+	sp := field.NewPath("lab")
+	if spec.Gateways < 0 || spec.Workers < 0 || spec.Gateways+spec.Workers == 0 {
+		errs = append(errs, field.Invalid(sp.Child("gateways"), spec.Gateways, "a cluster needs at least one node (gateways + workers > 0)"))
+	}
+	if spec.Gateways+spec.Workers > 200 {
+		errs = append(errs, field.TooMany(sp.Child("workers"), spec.Gateways+spec.Workers, 200))
+	}
+	if len(cs.Spec.Clusters)*spec.Gateways > 240 {
+		errs = append(errs, field.TooMany(sp.Child("gateways"), len(cs.Spec.Clusters)*spec.Gateways, 240))
+	}
+	if len(cs.Spec.Clusters) > 250 {
+		errs = append(errs, field.TooMany(field.NewPath("spec", "clusters"), len(cs.Spec.Clusters), 250))
+	}
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	l := &Lab{WANSubnet: wanSubnet}
+	if spec.Hub {
+		// The hub has no LAN; its address lives on loopback so the API server has a
+		// non-loopback address to advertise.
+		l.Hub = &ControlPlane{Cluster: HubName, Namespace: ClusterPrefix(HubName) + "cp",
+			LANAddr: netip.PrefixFrom(nthAddr(lanRange.Addr(), 2), 32)}
+	}
+	wanNext := 10
+	for i, c := range cs.Spec.Clusters {
+		cp := field.NewPath("spec", "clusters").Index(i)
+		if c.Name == HubName && spec.Hub {
+			errs = append(errs, field.Invalid(cp.Child("name"), c.Name, "is the lab hub's name"))
+			continue
+		}
+		cl, cerrs := computeCluster(c, i, spec, &wanNext, cp)
+		errs = append(errs, cerrs...)
+		if cl != nil {
+			l.Clusters = append(l.Clusters, *cl)
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	if l.Hub != nil {
+		// The hub sits on every member's LAN (a management network), so strait hub in the
+		// hub's namespace reaches each member's API server at its LAN address.
+		for i := range l.Clusters {
+			c := &l.Clusters[i]
+			addr := netip.PrefixFrom(nthAddr(c.LANSubnet.Addr(), 3), 24)
+			c.HubAddr = addr
+			c.Links = append(c.Links, Link{
+				Namespace: l.Hub.Namespace, Name: fmt.Sprintf("%sm%d", Prefix, c.Index), Addr: addr,
+				PeerNamespace: c.LANNamespace, Peer: Prefix + "hub", PeerBridge: true,
+			})
+		}
+	}
+	return l, nil
+}
+
+func computeCluster(c straitv1.ClusterSpec, index int, spec Spec, wanNext *int, fp *field.Path) (*Cluster, field.ErrorList) {
+	var errs field.ErrorList
+	pod, err := firstCIDR(c.PodCIDRs)
+	if err != nil {
+		errs = append(errs, field.Invalid(fp.Child("podCIDRs"), c.PodCIDRs, err.Error()))
+	} else if pod.Bits() > 24-bitsFor(spec.Gateways+spec.Workers) {
+		errs = append(errs, field.Invalid(fp.Child("podCIDRs"), c.PodCIDRs,
+			fmt.Sprintf("too small for %d nodes with a /24 each", spec.Gateways+spec.Workers)))
+	}
+	svc, err := firstCIDR(c.ServiceCIDRs)
+	if err != nil {
+		errs = append(errs, field.Invalid(fp.Child("serviceCIDRs"), c.ServiceCIDRs, err.Error()))
+	} else if svc.Bits() > 28 {
+		errs = append(errs, field.Invalid(fp.Child("serviceCIDRs"), c.ServiceCIDRs, "the lab needs at least a /28"))
+	}
+	lan := netip.PrefixFrom(nthAddr(lanRange.Addr(), (index+1)<<8), 24)
+	for _, p := range []netip.Prefix{pod, svc} {
+		if p.IsValid() && (p.Overlaps(lan) || p.Overlaps(wanSubnet)) {
+			errs = append(errs, field.Invalid(fp, p.String(), "overlaps the lab's own ranges "+lanRange.String()+" and "+wanSubnet.String()))
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	cl := &Cluster{
+		Name: c.Name, Index: index,
+		PodCIDR: pod, ServiceCIDR: svc,
+		APIServiceIP: nthAddr(svc.Addr(), 1), DNSServiceIP: nthAddr(svc.Addr(), 10),
+		LANNamespace: ClusterPrefix(c.Name) + "lan",
+		LANSubnet:    lan,
+		ControlPlane: ControlPlane{
+			Cluster: c.Name, Namespace: ClusterPrefix(c.Name) + "cp",
+			LANAddr: netip.PrefixFrom(nthAddr(lan.Addr(), 2), 24),
+		},
+	}
+	cl.Links = append(cl.Links, Link{
+		Namespace: cl.ControlPlane.Namespace, Name: NodeLANLink, Addr: cl.ControlPlane.LANAddr,
+		PeerNamespace: cl.LANNamespace, Peer: Prefix + "cp", PeerBridge: true,
+	})
+	n := spec.Gateways + spec.Workers
+	for i := range n {
+		gw := i < spec.Gateways
+		name := fmt.Sprintf("%s-gw-%d", c.Name, i+1)
+		if !gw {
+			name = fmt.Sprintf("%s-node-%d", c.Name, i-spec.Gateways+1)
+		}
+		podCIDR := netip.PrefixFrom(nthAddr(pod.Addr(), (i+1)<<8), 24)
+		node := Node{
+			Name: name, Namespace: Prefix + name, Gateway: gw,
+			LANAddr: netip.PrefixFrom(nthAddr(lan.Addr(), 11+i), 24),
+			PodCIDR: podCIDR, PodGateway: nthAddr(podCIDR.Addr(), 1),
+		}
+		cl.Links = append(cl.Links, Link{
+			Namespace: node.Namespace, Name: NodeLANLink, Addr: node.LANAddr,
+			PeerNamespace: cl.LANNamespace, Peer: fmt.Sprintf("%sn%d", Prefix, i+1), PeerBridge: true,
+		})
+		if gw {
+			node.WANAddr = netip.PrefixFrom(nthAddr(wanSubnet.Addr(), *wanNext), 24)
+			*wanNext++
+			cl.Links = append(cl.Links, Link{
+				Namespace: node.Namespace, Name: NodeWANLink, Addr: node.WANAddr,
+				PeerNamespace: WANNamespace, Peer: fmt.Sprintf("%sw%d-%d", Prefix, index, i+1), PeerBridge: true,
+			})
+		}
+		cl.Nodes = append(cl.Nodes, node)
+	}
+	for i := range cl.Nodes {
+		for j, other := range cl.Nodes {
+			if i != j {
+				cl.Nodes[i].Routes = append(cl.Nodes[i].Routes, Route{Dst: other.PodCIDR, Via: other.LANAddr.Addr()})
+			}
+		}
+		// A node's own connections to ClusterIPs need a route before kube-proxy's
+		// output chain can rewrite them (a real node has a default route for this).
+		cl.Nodes[i].Routes = append(cl.Nodes[i].Routes, Route{Dst: svc, Via: cl.ControlPlane.LANAddr.Addr()})
+	}
+	for _, node := range cl.Nodes {
+		cl.ControlPlane.Routes = append(cl.ControlPlane.Routes, Route{Dst: node.PodCIDR, Via: node.LANAddr.Addr()})
+	}
+	return cl, nil
+}
+
+// Namespaces lists every namespace of the lab, the order they are created in.
+func (l *Lab) Namespaces() []string {
+	var out []string
+	if l.Hub != nil {
+		out = append(out, l.Hub.Namespace)
+	}
+	if l.HasWAN() {
+		out = append(out, WANNamespace)
+	}
+	for _, c := range l.Clusters {
+		out = append(out, c.LANNamespace, c.ControlPlane.Namespace)
+		for _, n := range c.Nodes {
+			out = append(out, n.Namespace)
+		}
+	}
+	return out
+}
+
+// HasWAN says whether any node is a gateway.
+func (l *Lab) HasWAN() bool {
+	for _, c := range l.Clusters {
+		for _, n := range c.Nodes {
+			if n.Gateway {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Cluster finds a member by name.
+func (l *Lab) Cluster(name string) (*Cluster, bool) {
+	for i := range l.Clusters {
+		if l.Clusters[i].Name == name {
+			return &l.Clusters[i], true
+		}
+	}
+	return nil, false
+}
+
+// ControlPlanes lists every control plane, the hub's first.
+func (l *Lab) ControlPlanes() []ControlPlane {
+	var out []ControlPlane
+	if l.Hub != nil {
+		out = append(out, *l.Hub)
+	}
+	for _, c := range l.Clusters {
+		out = append(out, c.ControlPlane)
+	}
+	return out
+}
+
+func firstCIDR(cidrs []string) (netip.Prefix, error) {
+	if len(cidrs) == 0 {
+		return netip.Prefix{}, fmt.Errorf("no CIDR")
+	}
+	p, err := netip.ParsePrefix(cidrs[0])
+	if err != nil {
+		return netip.Prefix{}, err
+	}
+	if !p.Addr().Is4() {
+		return netip.Prefix{}, fmt.Errorf("the lab's first CIDR must be IPv4, got %s", p)
+	}
+	return p.Masked(), nil
+}
+
+// bitsFor is the number of bits needed to number n+1 subnets (subnet 0 is left unused).
+func bitsFor(n int) int {
+	b := 0
+	for (1 << b) < n+1 {
+		b++
+	}
+	return b
+}
+
+func nthAddr(base netip.Addr, n int) netip.Addr {
+	a := base.As4()
+	v := uint32(a[0])<<24 | uint32(a[1])<<16 | uint32(a[2])<<8 | uint32(a[3])
+	v += uint32(n)
+	return netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)})
+}

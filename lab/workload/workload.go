@@ -1,0 +1,122 @@
+package workload
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Kind is a built-in workload.
+type Kind string
+
+// Built-in workloads.
+const (
+	Whereami Kind = "whereami"
+	IPerf3   Kind = "iperf3"
+	Idle     Kind = "idle"
+)
+
+// Annotation selects a Pod's workload explicitly; without it the first container's
+// image name decides (an image whose name contains "whereami" or "iperf3"), else idle.
+const Annotation = "lab.strait.io/workload"
+
+// Default ports.
+const (
+	WhereamiPort = 8080
+	IPerf3Port   = 5201
+)
+
+// For says which workload a Pod runs and on which port.
+func For(pod *corev1.Pod) (Kind, int) {
+	kind := Idle
+	if a := pod.Annotations[Annotation]; a != "" {
+		kind = Kind(a)
+	} else if len(pod.Spec.Containers) > 0 {
+		img := pod.Spec.Containers[0].Image
+		switch {
+		case strings.Contains(img, "whereami"):
+			kind = Whereami
+		case strings.Contains(img, "iperf3"):
+			kind = IPerf3
+		}
+	}
+	port := 0
+	switch kind {
+	case Whereami:
+		port = WhereamiPort
+	case IPerf3:
+		port = IPerf3Port
+	}
+	for _, c := range pod.Spec.Containers {
+		if len(c.Ports) > 0 {
+			port = int(c.Ports[0].ContainerPort)
+			break
+		}
+	}
+	if kind == Idle {
+		port = 0
+	}
+	return kind, port
+}
+
+// Argv is the command that runs a workload, or nil for idle. strait is the strait binary.
+func Argv(kind Kind, port int, strait string, id Identity) []string {
+	switch kind {
+	case Whereami:
+		return []string{strait, "lab", "workload", "whereami", "--listen", ":" + strconv.Itoa(port),
+			"--cluster", id.Cluster, "--node", id.Node, "--namespace", id.Namespace, "--pod", id.Pod, "--pod-ip", id.PodIP}
+	case IPerf3:
+		return []string{"iperf3", "-s", "-p", strconv.Itoa(port)}
+	}
+	return nil
+}
+
+// Identity is what whereami tells about itself.
+type Identity struct {
+	Cluster   string `json:"cluster"`
+	Node      string `json:"node"`
+	Namespace string `json:"namespace"`
+	Pod       string `json:"pod"`
+	PodIP     string `json:"podIP"`
+}
+
+// Answer is whereami's reply.
+type Answer struct {
+	Identity
+	// Caller is the address the request came from, as this pod saw it.
+	Caller string `json:"caller"`
+}
+
+// Handler answers every request with the Answer as one JSON line.
+func Handler(id Identity) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		host, _, err := net.SplitHostPort(r.RemoteAddr)
+		if err != nil {
+			host = r.RemoteAddr
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(Answer{Identity: id, Caller: host})
+	})
+}
+
+// ServeWhereami serves whereami on listen until ctx ends.
+func ServeWhereami(ctx context.Context, listen string, id Identity) error {
+	srv := &http.Server{Addr: listen, Handler: Handler(id), ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	}()
+	if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
