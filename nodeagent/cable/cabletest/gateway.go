@@ -155,7 +155,10 @@ func (g *Gateway) call(req request) (response, error) {
 		return response{}, fmt.Errorf("gateway %s: %w", req.Op, err)
 	}
 	if !g.resp.Scan() {
-		return response{}, fmt.Errorf("gateway %s: no answer (process ended): %w", req.Op, g.resp.Err())
+		if err := g.resp.Err(); err != nil {
+			return response{}, fmt.Errorf("gateway %s: no answer: %w", req.Op, err)
+		}
+		return response{}, fmt.Errorf("gateway %s: no answer (the process ended)", req.Op)
 	}
 	var resp response
 	if err := json.Unmarshal(g.resp.Bytes(), &resp); err != nil {
