@@ -67,6 +67,10 @@ func TestMain(m *testing.M) {
 		l := New(Options{StateDir: filepath.Join(tmp, "state"), K8sBin: k8sBin(root),
 			CoreDNS: filepath.Join(root, "bin", "coredns"), Strait: strait, PortBase: 26443, Out: os.Stderr})
 		shared.lab = l
+		if err := crashUpThenDown(l, strait, root); err != nil {
+			fmt.Fprintln(os.Stderr, "FAIL: down after a crash of up:", err)
+			return 1
+		}
 		cs, err := os.ReadFile(filepath.Join(root, "examples", "clusterset", "basic", "clusterset.yaml"))
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
@@ -104,6 +108,34 @@ func TestMain(m *testing.M) {
 		return code
 	}()
 	os.Exit(code)
+}
+
+// crashUpThenDown kills "strait lab up" with SIGKILL once its control planes are
+// starting, then checks that "lab down" leaves nothing behind.
+func crashUpThenDown(l *Lab, strait, root string) error {
+	up := exec.Command(strait, "lab", "up", "--example", "basic", "--state", l.state.Dir, "--port-base", "26443",
+		"--k8s-bin", l.opts.K8sBin, "--coredns", l.opts.CoreDNS)
+	up.Dir = root
+	up.Stdout, up.Stderr = os.Stderr, os.Stderr
+	if err := up.Start(); err != nil {
+		return err
+	}
+	pidFile := filepath.Join(l.state.Dir, "c1", "pids", "kube-apiserver.pid")
+	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if _, err := os.Stat(pidFile); err == nil {
+			break
+		}
+	}
+	time.Sleep(time.Second)
+	_ = up.Process.Kill()
+	_ = up.Wait()
+	if err := l.Down(context.Background()); err != nil {
+		return err
+	}
+	if left := l.Leftovers(); len(left) > 0 {
+		return fmt.Errorf("left behind: %s", strings.Join(left, "; "))
+	}
+	return nil
 }
 
 // labPrerequisites says why the lab cannot run here, or "".
