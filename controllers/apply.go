@@ -102,6 +102,9 @@ type memberWriter struct {
 }
 
 func (w *memberWriter) write(ctx context.Context, p *plan.Plan, cluster string, psk *corev1.Secret, pskErr error, res *memberResult) error {
+	if err := w.checkOwner(ctx); err != nil {
+		return err
+	}
 	objs := p.Objects(cluster)
 	if psk != nil {
 		s := psk.DeepCopy()
@@ -140,6 +143,23 @@ func (w *memberWriter) write(ctx context.Context, p *plan.Plan, cluster string, 
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// checkOwner refuses to write into a member that belongs to another ClusterSet: a
+// cluster has one Membership, and two ClusterSets would overwrite each other's forever.
+func (w *memberWriter) checkOwner(ctx context.Context) error {
+	m := &straitv1.Membership{}
+	err := w.m.Reader.Get(ctx, types.NamespacedName{Namespace: straitv1.SystemNamespace, Name: straitv1.MembershipName}, m)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("reading the membership: %w", err)
+	}
+	if owner := m.Labels[straitv1.LabelClusterSet]; owner != "" && owner != plan.ClusterSetLabel(w.cs) {
+		return fmt.Errorf("the cluster is a member of ClusterSet %s (its Membership says so); remove it there first", m.Spec.ClusterSet)
+	}
+	return nil
 }
 
 // ensureNamespaces creates the namespaces the objects live in when the member lacks

@@ -169,8 +169,17 @@ func (r *ClusterSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		r.metrics.errors.WithLabelValues(csLabel, "validation").Inc()
 		return ctrl.Result{}, nil
 	}
-	setCondition(obj, meta.ReconcilingCondition, metav1.ConditionTrue, straitv1.ReasonProgressing,
-		fmt.Sprintf("reconciling generation %d", obj.Generation))
+	// A new generation is announced at once (kstatus: InProgress), before members are
+	// contacted, so that `kubectl wait` and Flux health checks see it being worked on.
+	if obj.Status.ObservedGeneration != obj.Generation {
+		msg := fmt.Sprintf("reconciling generation %d", obj.Generation)
+		setCondition(obj, meta.ReconcilingCondition, metav1.ConditionTrue, straitv1.ReasonProgressing, msg)
+		setCondition(obj, meta.ReadyCondition, metav1.ConditionUnknown, straitv1.ReasonProgressing, msg)
+		if err := r.patchStatus(ctx, base, obj); err != nil {
+			return ctrl.Result{}, err
+		}
+		base = obj.DeepCopy()
+	}
 
 	conns := r.connect(ctx, obj)
 	observed := r.observe(ctx, obj, conns)

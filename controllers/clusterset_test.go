@@ -107,3 +107,58 @@ func TestIPsecPSKIsCopiedToMembers(t *testing.T) {
 		return f.env.Member("c1").Client.Get(ctx, types.NamespacedName{Namespace: straitv1.SystemNamespace, Name: plan.IPsecPSKSecretName}, &corev1.Secret{})
 	}, 10*time.Second, 100*time.Millisecond).Should(MatchError(ContainSubstring("not found")))
 }
+
+// A cluster belongs to one ClusterSet: a second ClusterSet naming it is refused for that
+// cluster (Ready=False, naming the owner) and writes nothing there, while its other
+// clusters converge.
+func TestClusterBelongsToOneClusterSet(t *testing.T) {
+	f := hub(t)
+	g := NewWithT(t)
+	ctx := context.Background()
+	first := f.newClusterSet(t, "c1", "c2")
+	f.create(t, first)
+	f.waitReady(t, first)
+
+	second := f.newClusterSet(t, "c2", "c3")
+	f.create(t, second)
+	g.Eventually(func(g Gomega) {
+		cur := f.get(g, second)
+		g.Expect(cur.Status.Clusters).To(HaveLen(2))
+		for _, c := range cur.Status.Clusters {
+			ready := apimeta.FindStatusCondition(c.Conditions, meta.ReadyCondition)
+			g.Expect(ready).NotTo(BeNil())
+			if c.Name == "c2" {
+				g.Expect(ready.Status).To(Equal(metav1.ConditionFalse))
+				g.Expect(ready.Message).To(ContainSubstring(first.Namespace + "/" + first.Name))
+			} else {
+				g.Expect(ready.Status).To(Equal(metav1.ConditionTrue))
+			}
+		}
+	}, 15*time.Second, 100*time.Millisecond).Should(Succeed())
+	ms := &straitv1.Membership{}
+	g.Expect(f.env.Member("c2").Client.Get(ctx, types.NamespacedName{Namespace: straitv1.SystemNamespace, Name: straitv1.MembershipName}, ms)).To(Succeed())
+	g.Expect(ms.Spec.ClusterSet).To(Equal(first.Namespace + "/" + first.Name))
+	g.Expect(f.env.Member("c3").Client.Get(ctx, types.NamespacedName{Namespace: straitv1.SystemNamespace, Name: straitv1.MembershipName}, ms)).To(Succeed())
+	g.Expect(ms.Spec.ClusterSet).To(Equal(second.Namespace + "/" + second.Name))
+}
+
+// A cluster without kubeConfig is the hub's own cluster: the hub writes its objects
+// there with its own identity.
+func TestHubClusterAsMember(t *testing.T) {
+	f := hub(t)
+	g := NewWithT(t)
+	ctx := context.Background()
+	cs := f.newClusterSet(t, "c1")
+	cs.Spec.Clusters = append(cs.Spec.Clusters, straitv1.ClusterSpec{Name: "hub",
+		PodCIDRs: []string{"10.50.0.0/16"}, ServiceCIDRs: []string{"10.150.0.0/16"}})
+	f.create(t, cs)
+	f.waitReady(t, cs)
+	ms := &straitv1.Membership{}
+	g.Expect(f.env.Hub.Client.Get(ctx, types.NamespacedName{Namespace: straitv1.SystemNamespace, Name: straitv1.MembershipName}, ms)).To(Succeed())
+	g.Expect(ms.Spec.ClusterID).To(Equal("hub"))
+	g.Expect(f.env.Member("c1").Client.Get(ctx, types.NamespacedName{Namespace: straitv1.SystemNamespace, Name: "hub"}, &straitv1.Peer{})).To(Succeed())
+	// Deleted, the ClusterSet takes the hub's own Membership with it.
+	f.remove(t, cs)
+	err := f.env.Hub.Client.Get(ctx, types.NamespacedName{Namespace: straitv1.SystemNamespace, Name: straitv1.MembershipName}, ms)
+	g.Expect(err).To(MatchError(ContainSubstring("not found")))
+}

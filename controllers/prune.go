@@ -44,7 +44,7 @@ func prunable() []struct {
 // reads the informers; a final one (desired nil: the cluster left, or the ClusterSet is
 // deleted) reads the API server, so that nothing the informers have not seen yet stays.
 func (w *memberWriter) prune(ctx context.Context, desired map[objKey]bool) (int, error) {
-	var rd client.Reader = w.m.Reader
+	rd := w.m.Reader
 	if desired == nil {
 		rd = w.m.Client
 	}

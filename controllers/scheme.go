@@ -11,7 +11,7 @@ import (
 // NewScheme has every type the hub reads or writes, in the hub and in members.
 func NewScheme() *runtime.Scheme {
 	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, straitv1.AddToScheme, mcsv1.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, straitv1.AddToScheme, mcsv1.Install} {
 		if err := add(s); err != nil {
 			panic(err) // only on a programming error: conflicting type registrations
 		}

@@ -114,6 +114,7 @@ func (r *ClusterSetReconciler) setStatus(obj *straitv1.ClusterSet, p *plan.Plan,
 			fmt.Sprintf("%d clusters and %d exports in place", len(obj.Spec.Clusters), len(st.Exports)))
 		apimeta.RemoveStatusCondition(&obj.Status.Conditions, meta.ReconcilingCondition)
 	}
+	r.changeEvent(obj, results)
 	r.metrics.members.WithLabelValues(cs).Set(float64(len(obj.Spec.Clusters)))
 	r.metrics.membersConnected.WithLabelValues(cs).Set(float64(connected))
 	r.metrics.exports.WithLabelValues(cs).Set(float64(len(st.Exports)))
@@ -171,4 +172,23 @@ func sum(m map[string]int32) int32 {
 
 func apiEqualStatus(a, b *straitv1.ClusterSet) bool {
 	return equality.Semantic.DeepEqual(a.Status, b.Status)
+}
+
+// changeEvent tells, once per reconcile that wrote something, what changed where.
+func (r *ClusterSetReconciler) changeEvent(obj *straitv1.ClusterSet, results map[string]*memberResult) {
+	var parts []string
+	names := make([]string, 0, len(results))
+	for n := range results {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		res := results[n]
+		if res.applied > 0 || res.pruned > 0 {
+			parts = append(parts, fmt.Sprintf("%s: %d written, %d pruned", n, res.applied, res.pruned))
+		}
+	}
+	if len(parts) > 0 {
+		r.recorder.Eventf(obj, nil, "Normal", straitv1.ReasonApplied, "Apply", "%s", strings.Join(parts, "; "))
+	}
 }

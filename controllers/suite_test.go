@@ -170,7 +170,8 @@ func (f *fixture) remove(t *testing.T, cs *straitv1.ClusterSet) {
 		return apierrors.IsNotFound(err)
 	}, 30*time.Second, 100*time.Millisecond).Should(BeTrue(), "the ClusterSet was not released by the hub")
 	for _, m := range f.env.Members {
-		g.Expect(hubObjects(ctx, m.Client)).To(BeEmpty(), "objects left behind in %s", m.Name)
+		g.Expect(hubObjects(ctx, m.Client, client.MatchingLabels{straitv1.LabelClusterSet: cs.Namespace + "." + cs.Name})).
+			To(BeEmpty(), "objects left behind in %s", m.Name)
 	}
 }
 
@@ -211,13 +212,14 @@ func (f *fixture) waitReady(t *testing.T, cs *straitv1.ClusterSet) *straitv1.Clu
 	return cur
 }
 
-// hubObjects lists "Kind ns/name" of everything labelled as written by the hub.
-func hubObjects(ctx context.Context, c client.Client) ([]string, error) {
-	sel := client.HasLabels{straitv1.LabelManagedBy, straitv1.LabelClusterSet}
+// hubObjects lists "Kind ns/name" of everything labelled as written by the hub (and
+// matching more selectors, if given).
+func hubObjects(ctx context.Context, c client.Client, more ...client.ListOption) ([]string, error) {
+	opts := append([]client.ListOption{client.HasLabels{straitv1.LabelManagedBy, straitv1.LabelClusterSet}}, more...)
 	var out []string
 	for _, l := range []client.ObjectList{&straitv1.MembershipList{}, &straitv1.PeerList{}, &straitv1.GlobalIngressList{},
 		&mcsv1.ServiceExportList{}, &mcsv1.ServiceImportList{}, &discoveryv1.EndpointSliceList{}, &corev1.SecretList{}} {
-		if err := c.List(ctx, l, sel); err != nil {
+		if err := c.List(ctx, l, opts...); err != nil {
 			return nil, err
 		}
 		items, err := apimeta.ExtractList(l)

@@ -56,6 +56,7 @@ func TestHubWorksWithTheMemberRole(t *testing.T) {
 	}
 	g := NewWithT(t)
 	ctx := context.Background()
+	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel)))
 	env, err := clusters.Start(ctx, clusters.Options{
 		Members: []string{"c1"},
 		// The member's kubeconfig authenticates as the ServiceAccount kustomize/member
@@ -146,7 +147,6 @@ func clientFromKubeConfig(kc []byte, env *clusters.Env) (client.Client, error) {
 
 func runHub(t *testing.T, env *clusters.Env) func() {
 	t.Helper()
-	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel)))
 	mgr, err := ctrl.NewManager(env.Hub.Config, ctrl.Options{
 		Scheme:                 env.Scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},

@@ -223,3 +223,24 @@ func contains(list []string, s string) bool {
 	}
 	return false
 }
+
+// With the cert-manager component, the hub leaves certificates to cert-manager: its
+// Deployment mounts the Certificate's Secret and the webhook configuration asks for CA
+// injection.
+func TestHubWithCertManager(t *testing.T) {
+	g := NewWithT(t)
+	objs := build(t, "testdata/hub-cert-manager")
+	var dep appsv1.Deployment
+	find(t, objs, "Deployment", "strait-system", "strait-hub", &dep)
+	g.Expect(dep.Spec.Template.Spec.Containers[0].Args).To(ContainElement("--webhook-certs=external"))
+	g.Expect(dep.Spec.Template.Spec.Containers[0].Args).NotTo(ContainElement("--webhook-certs=self"))
+	g.Expect(dep.Spec.Template.Spec.Volumes[0].Secret.SecretName).To(Equal("strait-hub-webhook-tls"))
+	var vwc admissionregistrationv1.ValidatingWebhookConfiguration
+	find(t, objs, "ValidatingWebhookConfiguration", "", "strait-hub", &vwc)
+	g.Expect(vwc.Annotations).To(HaveKeyWithValue("cert-manager.io/inject-ca-from", "strait-system/strait-hub-webhook"))
+	var cert unstructured.Unstructured
+	find(t, objs, "Certificate", "strait-system", "strait-hub-webhook", &cert)
+	names, _, _ := unstructured.NestedStringSlice(cert.Object, "spec", "dnsNames")
+	svc := vwc.Webhooks[0].ClientConfig.Service
+	g.Expect(names).To(ContainElement(svc.Name + "." + svc.Namespace + ".svc"))
+}

@@ -12,11 +12,15 @@ import (
 
 	"github.com/go-logr/logr/funcr"
 	"github.com/spf13/cobra"
+	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
+	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
 	"github.com/straitnet/strait/nodeagent/agent"
+	"github.com/straitnet/strait/nodeagent/cable"
+	"github.com/straitnet/strait/nodeagent/cable/wireguard"
 	"github.com/straitnet/strait/nodeagent/gateway"
 	"github.com/straitnet/strait/nodeagent/health"
 	"github.com/straitnet/strait/nodeagent/kernel"
@@ -34,6 +38,8 @@ type agentOptions struct {
 	healthAddr     string
 	cleanup        bool
 	dump           bool
+	netnsPath      string
+	viciSocket     string
 }
 
 func newAgentCmd() *cobra.Command {
@@ -75,6 +81,8 @@ leaves the kernel as it is.
 	f.StringVar(&o.healthAddr, "health-probe-bind-address", ":9343", `healthz/readyz address ("0" disables)`)
 	f.BoolVar(&o.cleanup, "cleanup", false, "remove everything of Strait's from this node (devices, routes, rules, nftables table, cables) and exit")
 	f.BoolVar(&o.dump, "dump", false, "print everything of Strait's on this node and exit")
+	f.StringVar(&o.viciSocket, "vici-socket", "/var/lib/strait/charon/charon.vici", "VICI socket of the charon sidecar (`strait charon --dir`), for the ipsec cable")
+	f.StringVar(&o.netnsPath, "netns", "", "program the data plane in this network namespace (a path like /var/run/netns/NAME) while talking to the API server from the agent's own; for labs that run nodes as namespaces")
 	return cmd
 }
 
@@ -82,18 +90,34 @@ func runAgent(ctx context.Context, o *agentOptions, stdout, stderr io.Writer) er
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	k, err := kernel.NewLinux(netns.None())
+	ns := netns.None()
+	if o.netnsPath != "" {
+		h, err := netns.GetFromPath(o.netnsPath)
+		if err != nil {
+			return fmt.Errorf("--netns %s: %w", o.netnsPath, err)
+		}
+		defer h.Close()
+		ns = h
+	}
+	k, err := kernel.NewLinux(ns)
 	if err != nil {
 		return err
 	}
 	defer k.Close()
+	var nl *netlink.Handle // cable drivers program the same namespace
+	if ns.IsOpen() {
+		if nl, err = netlink.NewHandleAt(ns); err != nil {
+			return err
+		}
+		defer nl.Close()
+	}
 	switch {
 	case o.dump:
 		d, err := kernel.Dump(ctx, k, route.Ownership())
 		fmt.Fprint(stdout, d)
 		return err
 	case o.cleanup:
-		return cleanupNode(ctx, k, o)
+		return cleanupNode(ctx, k, nl, o)
 	}
 	if o.nodeName == "" {
 		return errors.New("--node-name (or $NODE_NAME) is required")
@@ -108,8 +132,9 @@ func runAgent(ctx context.Context, o *agentOptions, stdout, stderr io.Writer) er
 	defer stop()
 	a, err := agent.New(cfg, agent.Config{
 		NodeName: o.nodeName, Namespace: o.namespace, Resync: o.resync, HealthInterval: o.healthInterval,
-		Election: o.election, Kernel: k, Cables: cableFactory(cfg, o.namespace),
-		Prober:      health.NewICMP(netns.None(), 5, 100*time.Millisecond, time.Second),
+		Election: o.election, Kernel: k,
+		Cables:      cableFactory(cfg, o.namespace, o.viciSocket, nl, func(f string, a ...any) { log.Info(fmt.Sprintf(f, a...)) }),
+		Prober:      health.NewICMP(ns, 5, 100*time.Millisecond, time.Second),
 		MetricsAddr: o.metricsAddr, HealthAddr: o.healthAddr,
 	})
 	if err != nil {
@@ -118,18 +143,30 @@ func runAgent(ctx context.Context, o *agentOptions, stdout, stderr io.Writer) er
 	return a.Run(ctx)
 }
 
-// cleanupNode removes Strait's kernel state and every cable driver's leftovers.
-func cleanupNode(ctx context.Context, k kernel.Kernel, o *agentOptions) error {
+// cleanupNode removes Strait's kernel state and every cable driver's leftovers. It never
+// talks to the API server (a cleanup must not create the WireGuard key Secret): the
+// wireguard driver is built with a throw-away key, which Cleanup does not use.
+func cleanupNode(ctx context.Context, k kernel.Kernel, nl *netlink.Handle, o *agentOptions) error {
 	errs := []error{agent.Cleanup(ctx, k, nil)}
-	cfg, _ := restConfig(o.kubeconfig, "strait-agent") // drivers that need the API get nil and say so
-	factory := cableFactory(cfg, o.namespace)
-	for _, name := range []straitv1.CableDriver{straitv1.CableWireGuard, straitv1.CableIPsec, straitv1.CableVXLAN} {
-		m := &straitv1.Membership{Spec: straitv1.MembershipSpec{Cable: straitv1.MemberCable{Driver: name}}}
-		d, err := factory(ctx, m, o.nodeName)
-		if err != nil {
-			continue // a driver that cannot be built here has nothing here
+	routing := cable.Routing{Table: route.Table, Protocol: route.CableProtocol}
+	var ds []cable.Driver
+	if key, err := wgtypes.GeneratePrivateKey(); err == nil {
+		if d, err := wireguard.New(wireguard.Config{PrivateKey: key, Routing: routing, Netlink: nl}); err == nil {
+			ds = append(ds, d)
 		}
-		errs = append(errs, d.Cleanup(ctx))
+	}
+	factory := cableFactory(nil, o.namespace, o.viciSocket, nl, nil)
+	for _, name := range []straitv1.CableDriver{straitv1.CableIPsec, straitv1.CableVXLAN} {
+		m := &straitv1.Membership{Spec: straitv1.MembershipSpec{Cable: straitv1.MemberCable{Driver: name}}}
+		if d, err := factory(ctx, m, o.nodeName); err == nil {
+			ds = append(ds, d)
+		}
+	}
+	for _, d := range ds {
+		if err := d.Cleanup(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("cable %s: %w", d.Name(), err))
+		}
+		closeDriver(d)
 	}
 	return errors.Join(errs...)
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	straitv1 "github.com/straitnet/strait/api/v1alpha1"
 	"github.com/straitnet/strait/nodeagent/cable/ipsec"
 )
 
@@ -27,7 +28,7 @@ The agent loads connections and keys through VICI; this command configures none.
 --port must equal the cable port of the Membership (IKE and ESP-in-UDP share it).
 Use --libipsec on kernels without ESP: charon then does ESP in userspace through the
 TUN device ipsec0.`,
-		Example: `  strait charon --dir /var/lib/strait/charon --port 4500 --libipsec`,
+		Example: `  strait charon --dir /var/lib/strait/charon --port 4501 --libipsec`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -36,8 +37,8 @@ TUN device ipsec0.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&c.Dir, "dir", "/var/lib/strait/charon", "directory for strongswan.conf and the VICI socket, shared with the agent")
-	f.IntVar(&c.NATTPort, "port", 4500, "UDP port for IKE and ESP-in-UDP (the cable port)")
+	f.StringVar(&c.Dir, "dir", ipsec.DefaultCharonDir, "directory for strongswan.conf and the VICI socket, shared with the agent")
+	f.IntVar(&c.NATTPort, "port", int(straitv1.DefaultIPsecPort), "UDP port for IKE and ESP-in-UDP (the ClusterSet's cable port)")
 	f.BoolVar(&c.Libipsec, "libipsec", false, "userspace ESP through a TUN (kernel-libipsec), for kernels without ESP")
 	f.StringVar(&c.Binary, "charon", ipsec.CharonPath, "path of the charon executable")
 	f.IntVar(&c.RoutingTable, "routing-table", ipsec.DefaultRoutingTable, "charon's own routing table (libipsec installs a route per SA there)")

@@ -111,6 +111,16 @@ Metrics (Prometheus) and /healthz, /readyz are served on --metrics-addr.`,
 func runDNS(ctx context.Context, o *dnsOptions) error {
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	ctrllog.SetLogger(logr.FromSlogHandler(log.Handler()))
+	cm, err := namespacedName(o.corednsCM)
+	if err != nil {
+		return fmt.Errorf("--coredns-configmap: %w", err)
+	}
+	if _, err := namespacedName(o.service); err != nil {
+		return fmt.Errorf("--service: %w", err)
+	}
+	if o.changedTTL && o.ttl < 0 {
+		return fmt.Errorf("--ttl %d: must not be negative", o.ttl)
+	}
 	cfg, err := restConfig(o.kubeconfig, "strait-dns")
 	if err != nil {
 		return err
@@ -122,10 +132,6 @@ func runDNS(ctx context.Context, o *dnsOptions) error {
 	k8s, err := client.New(cfg, client.Options{Scheme: scheme})
 	if err != nil {
 		return fmt.Errorf("creating client: %w", err)
-	}
-	cm, err := namespacedName(o.corednsCM)
-	if err != nil {
-		return fmt.Errorf("--coredns-configmap: %w", err)
 	}
 	if o.cleanup {
 		changed, err := corefile.Cleanup(ctx, k8s, cm)
@@ -145,9 +151,6 @@ func runDNS(ctx context.Context, o *dnsOptions) error {
 	srv := server.New(server.Options{Addr: o.listen, UDPSockets: o.udpSockets}, metrics)
 	ov := source.Overrides{ExtraZones: o.zones, ClusterID: o.clusterID}
 	if o.changedTTL {
-		if o.ttl < 0 {
-			return fmt.Errorf("--ttl %d: must not be negative", o.ttl)
-		}
 		ttl := uint32(o.ttl)
 		ov.TTL = &ttl
 	}

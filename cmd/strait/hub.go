@@ -13,7 +13,6 @@ import (
 	"go.uber.org/zap/zapcore"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -111,7 +110,7 @@ func runHub(ctx context.Context, o *hubOptions) error {
 	default:
 		return fmt.Errorf("--webhook-certs must be self, external or none, not %q", o.webhookCerts)
 	}
-	cfg, err := hubConfig(o.kubeconfig)
+	cfg, err := restConfig(o.kubeconfig, "strait-hub")
 	if err != nil {
 		return err
 	}
@@ -185,19 +184,4 @@ func startCertRotation(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, 
 		return fmt.Errorf("issuing the webhook certificate: %w", err)
 	}
 	return mgr.Add(rot)
-}
-
-func hubConfig(path string) (*rest.Config, error) {
-	if path == "" {
-		cfg, err := ctrl.GetConfig()
-		if err != nil {
-			return nil, fmt.Errorf("no hub cluster configuration (use --kubeconfig): %w", err)
-		}
-		return cfg, nil
-	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", path)
-	if err != nil {
-		return nil, fmt.Errorf("--kubeconfig %s: %w", path, err)
-	}
-	return cfg, nil
 }

@@ -18,7 +18,9 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
 	"github.com/straitnet/strait/test/clusters"
@@ -33,6 +35,7 @@ func TestHubCommand(t *testing.T) {
 	}
 	g := NewWithT(t)
 	ctx := context.Background()
+	ctrl.SetLogger(zap.New(zap.WriteTo(io.Discard)))
 	env, err := clusters.Start(ctx, clusters.Options{Members: []string{"c1"}})
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(func() { _ = env.Stop() })

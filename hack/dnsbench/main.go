@@ -1,13 +1,14 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -80,7 +81,7 @@ func run(o options) (err error) {
 		if err != nil {
 			return err
 		}
-		defer os.RemoveAll(dir)
+		defer func() { _ = os.RemoveAll(dir) }()
 		o.work = dir
 	}
 	env := &envtest.Environment{
@@ -124,7 +125,12 @@ func run(o options) (err error) {
 	if err := writeQueries(queries, names); err != nil {
 		return err
 	}
-	servers, err := startServers(o, kubeconfig, names)
+	mport, err := freePort()
+	if err != nil {
+		return err
+	}
+	metricsAddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(mport))
+	servers, err := startServers(o, kubeconfig, metricsAddr, names)
 	defer func() {
 		for _, s := range servers {
 			_ = s.cmd.Process.Kill()
@@ -163,6 +169,7 @@ func run(o options) (err error) {
 	for _, m := range modes {
 		report(o, m, servers, results[m.name])
 	}
+	memory(servers, metricsAddr)
 	return nil
 }
 
@@ -257,13 +264,13 @@ func freePort() (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	defer l.Close()
+	defer func() { _ = l.Close() }()
 	return l.LocalAddr().(*net.UDPAddr).Port, nil
 }
 
 // startServers starts strait dns, CoreDNS with hosts and CoreDNS with file, and waits
 // until each answers the last service.
-func startServers(o options, kubeconfig string, names []string) ([]*server, error) {
+func startServers(o options, kubeconfig, metricsAddr string, names []string) ([]*server, error) {
 	var hosts, zone strings.Builder
 	zone.WriteString("$ORIGIN clusterset.local.\n@ 5 IN SOA ns.dns.clusterset.local. hostmaster.clusterset.local. 1 7200 1800 86400 5\n@ 5 IN NS ns.dns.clusterset.local.\nns.dns 5 IN A 127.0.0.1\n")
 	for i, n := range names {
@@ -290,7 +297,7 @@ func startServers(o options, kubeconfig string, names []string) ([]*server, erro
 	}
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 	if err := start("strait dns", exec.Command(o.strait, "dns", "--listen", addr, "--kubeconfig", kubeconfig,
-		"--coredns=false", "--metrics-addr=", "--udp-sockets", strconv.Itoa(o.udpSockets)), addr); err != nil {
+		"--coredns=false", "--metrics-addr", metricsAddr, "--udp-sockets", strconv.Itoa(o.udpSockets)), addr); err != nil {
 		return servers, err
 	}
 	for _, plugin := range []string{"hosts", "file"} {
@@ -324,7 +331,7 @@ func waitAnswer(addr, name string, timeout time.Duration) error {
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("%s does not answer %s (last: %v %v)", addr, name, r, err)
+			return fmt.Errorf("%s does not answer %s (last answer: %v): %w", addr, name, r, err)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
@@ -381,8 +388,9 @@ func dnsperf(o options, addr, queries string, extra []string) (result, error) {
 }
 
 func report(o options, m mode, servers []*server, results map[string][]result) {
-	w := bufio.NewWriter(os.Stdout)
-	defer w.Flush()
+	var b strings.Builder
+	p := func(format string, a ...any) { _, _ = fmt.Fprintf(&b, format, a...) }
+	defer func() { _, _ = os.Stdout.WriteString(b.String()) }()
 	median := func(v []float64) float64 {
 		v = append([]float64(nil), v...)
 		sort.Float64s(v)
@@ -401,12 +409,11 @@ func report(o options, m mode, servers []*server, results map[string][]result) {
 	qps := func(r result) float64 { return r.qps }
 	avg := func(r result) float64 { return r.avgMs }
 	base := results[servers[0].name]
-	fmt.Fprintf(w, "\n### %s: %d services, dnsperf -c %d -T 1 %s, %d rounds of %d s, %d UDP sockets per server\n\n",
+	p("\n### %s: %d services, dnsperf -c %d -T 1 %s, %d rounds of %d s, %d UDP sockets per server\n\n",
 		m.name, o.services, o.clients, m.desc, o.rounds, o.seconds, o.udpSockets)
-	fmt.Fprintln(w, "Medians over the rounds; the ratios are the medians of the per-round ratios (the servers of a round run back to back, so they share the machine's load of that moment).")
-	fmt.Fprintln(w)
-	fmt.Fprintln(w, "| server | queries/s | avg latency (ms) | latency stddev (ms) | lost | strait dns QPS ÷ this | this avg latency ÷ strait dns | rounds strait dns had the higher QPS / lower latency |")
-	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|")
+	p("Medians over the rounds; the ratios are the medians of the per-round ratios (the servers of a round run back to back, so they share the machine's load of that moment).\n\n")
+	p("| server | queries/s | avg latency (ms) | latency stddev (ms) | lost | strait dns QPS ÷ this | this avg latency ÷ strait dns | rounds strait dns had the higher QPS / lower latency |\n")
+	p("|---|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, s := range servers {
 		rs := results[s.name]
 		var rq, rl []float64
@@ -422,7 +429,44 @@ func report(o options, m mode, servers []*server, results map[string][]result) {
 			}
 			lost += r.lost
 		}
-		fmt.Fprintf(w, "| %s | %.0f | %.3f | %.3f | %d | %.2f | %.2f | %d/%d, %d/%d |\n", s.name, median(col(rs, qps)), median(col(rs, avg)),
-			median(col(rs, func(r result) float64 { return r.sdMs })), lost, median(rq), median(rl), wonQ, len(rs), wonL, len(rs))
+		won := fmt.Sprintf("%d/%d, %d/%d", wonQ, len(rs), wonL, len(rs))
+		if s == servers[0] {
+			won = "–"
+		}
+		p("| %s | %.0f | %.3f | %.3f | %d | %.2f | %.2f | %s |\n", s.name, median(col(rs, qps)), median(col(rs, avg)),
+			median(col(rs, func(r result) float64 { return r.sdMs })), lost, median(rq), median(rl), won)
 	}
+}
+
+// memory prints each server's resident memory after the runs, and what strait dns's
+// metrics say it holds.
+func memory(servers []*server, metricsAddr string) {
+	var b strings.Builder
+	b.WriteString("\n### memory after the runs\n\n| server | resident memory (MiB) |\n|---|---:|\n")
+	for _, s := range servers {
+		status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", s.cmd.Process.Pid))
+		rss := "?"
+		if err == nil {
+			if m := regexp.MustCompile(`VmRSS:\s+(\d+) kB`).FindSubmatch(status); m != nil {
+				kb, _ := strconv.Atoi(string(m[1]))
+				rss = fmt.Sprintf("%.0f", float64(kb)/1024)
+			}
+		}
+		b.WriteString("| " + s.name + " | " + rss + " |\n")
+	}
+	resp, err := http.Get("http://" + metricsAddr + "/metrics")
+	if err == nil {
+		body, _ := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		b.WriteString("\nstrait dns metrics:\n\n```\n")
+		for _, line := range strings.Split(string(body), "\n") {
+			for _, name := range []string{"strait_dns_snapshot_services ", "strait_dns_snapshot_records ", "go_memstats_heap_inuse_bytes ", "go_gc_duration_seconds_count "} {
+				if strings.HasPrefix(line, name) {
+					b.WriteString(line + "\n")
+				}
+			}
+		}
+		b.WriteString("```\n")
+	}
+	_, _ = os.Stdout.WriteString(b.String())
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/netip"
 	"sync"
 	"time"
@@ -298,6 +299,9 @@ func (a *Agent) ensureDriver(ctx context.Context, m *straitv1.Membership, capabl
 	if a.driver != nil {
 		if err := a.driver.Cleanup(ctx); err != nil {
 			return a.driver, fmt.Errorf("cable %s cleanup before switching to %s: %w", a.driverKind, m.Spec.Cable.Driver, err)
+		}
+		if c, ok := a.driver.(io.Closer); ok {
+			_ = c.Close()
 		}
 	}
 	d, err := a.cfg.Cables(ctx, m, a.cfg.NodeName)

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,6 +21,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
 	"github.com/straitnet/strait/nodeagent/cable"
@@ -29,8 +31,9 @@ import (
 	"github.com/straitnet/strait/nodeagent/route"
 )
 
-// startAPIServer starts a real kube-apiserver and etcd (envtest) with Strait's CRDs.
-func startAPIServer(t testing.TB) *rest.Config {
+// startAPIServer starts a real kube-apiserver and etcd (envtest) with Strait's CRDs and
+// returns its config and an admin kubeconfig.
+func startAPIServer(t testing.TB) (*rest.Config, []byte) {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("starts a kube-apiserver")
@@ -45,13 +48,14 @@ func startAPIServer(t testing.TB) *rest.Config {
 		}
 		t.Setenv("KUBEBUILDER_ASSETS", dir)
 	}
+	ctrllog.SetLogger(logr.Discard())
 	env := &envtest.Environment{CRDDirectoryPaths: []string{"../../kustomize/crd/bases"}, ErrorIfCRDPathMissing: true}
 	cfg, err := env.Start()
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = env.Stop() })
-	return cfg
+	return cfg, env.KubeConfig
 }
 
 // killSwitch cuts an agent off the API server, as a crash or a partition would: it can
@@ -85,7 +89,7 @@ type runningAgent struct {
 	driver *routedDriver
 }
 
-func startAgent(t *testing.T, cfg *rest.Config, name, ip string) *runningAgent {
+func startAgent(t testing.TB, cfg *rest.Config, name, ip string) *runningAgent {
 	t.Helper()
 	ra := &runningAgent{name: name, done: make(chan error, 1), driver: &routedDriver{},
 		fake: kernel.NewFake(kernel.Link{Name: "eth0", Kind: "veth", MTU: 1500, Up: true,
@@ -115,7 +119,7 @@ func (ra *runningAgent) stop() {
 	}
 }
 
-func eventually(t *testing.T, timeout time.Duration, what string, fn func() error) time.Duration {
+func eventually(t testing.TB, timeout time.Duration, what string, fn func() error) time.Duration {
 	t.Helper()
 	start := time.Now()
 	var err error
@@ -129,7 +133,7 @@ func eventually(t *testing.T, timeout time.Duration, what string, fn func() erro
 	return 0
 }
 
-func mustCreate(t *testing.T, c client.Client, objs ...client.Object) {
+func mustCreate(t testing.TB, c client.Client, objs ...client.Object) {
 	t.Helper()
 	for _, o := range objs {
 		if err := c.Create(context.Background(), o); err != nil {
@@ -143,7 +147,37 @@ func mustCreate(t *testing.T, c client.Client, objs ...client.Object) {
 // node's routes following the Lease, Peer status, and failover after a graceful stop
 // and after a crash.
 func TestAgentWithAPIServer(t *testing.T) {
-	cfg := startAPIServer(t)
+	cfg, _ := startAPIServer(t)
+	graceful, crash := failoverScenario(t, cfg)
+	t.Logf("plain node re-pointed %v after a graceful stop, %v after a crash (lease %v, retry %v)",
+		graceful, crash, gateway.FastTiming().LeaseDuration, gateway.FastTiming().RetryPeriod)
+	if graceful > time.Second {
+		t.Errorf("graceful handover took %v, target < 1 s", graceful)
+	}
+	if crash > 5*time.Second {
+		t.Errorf("failover after a crash took %v, target < 5 s", crash)
+	}
+}
+
+// BenchmarkFailover measures how long after the active gateway's agent stops (SIGTERM:
+// the Lease is released) or dies (cut off, the Lease expires) the plain node's routes
+// point at the new gateway.
+func BenchmarkFailover(b *testing.B) {
+	var graceful, crash time.Duration
+	for range b.N {
+		cfg, _ := startAPIServer(b)
+		g, c := failoverScenario(b, cfg)
+		graceful += g
+		crash += c
+	}
+	b.ReportMetric(float64(graceful.Milliseconds())/float64(b.N), "ms-graceful")
+	b.ReportMetric(float64(crash.Milliseconds())/float64(b.N), "ms-crash")
+}
+
+// failoverScenario sets up a member with two gateway-capable nodes and a plain one,
+// checks election, Gateway objects and Peer status, then stops the active agent
+// gracefully and later crashes the next one; it returns both re-pointing times.
+func failoverScenario(t testing.TB, cfg *rest.Config) (graceful, crash time.Duration) {
 	ctx := context.Background()
 	c, err := client.New(cfg, client.Options{Scheme: Scheme()})
 	if err != nil {
@@ -246,7 +280,7 @@ func TestAgentWithAPIServer(t *testing.T) {
 		}
 		return plainPointsAt(second)()
 	})
-	graceful := time.Since(start)
+	graceful = time.Since(start)
 	eventually(t, 5*time.Second, "new active Gateway", gatewayState(second, straitv1.HAActive))
 
 	// Crash: the active agent loses the API server without releasing anything.
@@ -260,13 +294,9 @@ func TestAgentWithAPIServer(t *testing.T) {
 		}
 		return plainPointsAt(first)()
 	})
-	crash := time.Since(start)
-	t.Logf("plain node re-pointed %v after a graceful stop, %v after a crash (lease %v, retry %v)",
-		graceful, crash, gateway.FastTiming().LeaseDuration, gateway.FastTiming().RetryPeriod)
-	if graceful > time.Second {
-		t.Errorf("graceful handover took %v, target < 1 s", graceful)
+	crash = time.Since(start)
+	for _, a := range agents {
+		a.stop()
 	}
-	if crash > 5*time.Second {
-		t.Errorf("failover after a crash took %v, target < 5 s", crash)
-	}
+	return graceful, crash
 }

@@ -12,6 +12,7 @@ import (
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
 	"github.com/straitnet/strait/nodeagent/cable"
+	"github.com/straitnet/strait/nodeagent/cable/vxlan"
 	"github.com/straitnet/strait/nodeagent/kernel"
 	"github.com/straitnet/strait/nodeagent/route"
 	"github.com/straitnet/strait/test/netns"
@@ -59,8 +60,11 @@ type labNode struct {
 	pod    *netns.NS
 	podIP  netip.Addr
 	wanIP  netip.Addr // gateway-capable nodes only
-	driver *routedDriver
+	driver cable.Driver
 }
+
+// routed is the node's routedDriver (tests on the routed lab only).
+func (n *labNode) routed() *routedDriver { return n.driver.(*routedDriver) }
 
 type labCluster struct {
 	id         string
@@ -78,14 +82,19 @@ type lab struct {
 	t        *testing.T
 	wan      *netns.NS
 	clusters []*labCluster
+	driver   straitv1.CableDriver
 }
 
 // newLab builds two clusters on one WAN: each with gateway-capable nodes gw1 and gw2 and
 // a plain node, every node with a pod. Node namespaces have rp_filter strict, as many
 // distributions do. With globalnet both clusters use pods 10.7.0.0/16.
-func newLab(t *testing.T, globalnet bool) *lab {
+func newLab(t *testing.T, globalnet bool) *lab { return newLabWithCable(t, globalnet, "routed") }
+
+// newLabWithCable is newLab with the named cable between gateways: "routed" (no tunnel)
+// or a real driver that works inside a namespace from this process ("vxlan").
+func newLabWithCable(t *testing.T, globalnet bool, driver straitv1.CableDriver) *lab {
 	netns.RequireRoot(t)
-	l := &lab{t: t, wan: netns.New(t, "wan")}
+	l := &lab{t: t, wan: netns.New(t, "wan"), driver: driver}
 	l.wan.Bridge(t, "br0")
 	for c := 1; c <= 2; c++ {
 		l.clusters = append(l.clusters, l.newCluster(c, globalnet))
@@ -101,7 +110,7 @@ func (l *lab) newCluster(c int, globalnet bool) *labCluster {
 	m := &straitv1.Membership{ObjectMeta: metav1.ObjectMeta{Name: straitv1.MembershipName, Namespace: straitv1.SystemNamespace},
 		Spec: straitv1.MembershipSpec{ClusterSet: "strait-system/lab", ClusterID: fmt.Sprintf("c%d", c),
 			PodCIDRs: []string{fmt.Sprintf("10.%d.0.0/16", c*10)}, ServiceCIDRs: []string{fmt.Sprintf("10.%d.0.0/16", c*10+1)},
-			Cable:               straitv1.MemberCable{Driver: "routed", Port: 4500},
+			Cable:               straitv1.MemberCable{Driver: l.driver, Port: 4500},
 			GatewayNodeSelector: map[string]string{"strait.io/gateway": "true"}}}
 	if globalnet {
 		podNet = func(i int) string { return fmt.Sprintf("10.7.%d", i) }
@@ -140,7 +149,7 @@ func (l *lab) newCluster(c int, globalnet bool) *labCluster {
 			n.ns.AddAddr(t, "wan", n.wanIP.String()+"/24")
 			n.node.Labels["strait.io/gateway"] = "true"
 			n.node.Annotations[AnnotationGatewayIP] = n.wanIP.String()
-			n.driver = &routedDriver{}
+			n.driver = l.newDriver(n.ns)
 		}
 		k, err := kernel.NewLinux(n.ns.Handle)
 		if err != nil {
@@ -192,7 +201,7 @@ func (cl *labCluster) peerObjects() []straitv1.Peer {
 			p.Spec.CIDRs = append(append([]string{}, r.membership.Spec.PodCIDRs...), r.membership.Spec.ServiceCIDRs...)
 		}
 		if a := r.activeNode(); a != nil {
-			p.Spec.Endpoint = &straitv1.PeerEndpoint{Gateway: a.name, IP: a.wanIP.String(), Port: 4500, Driver: "routed"}
+			p.Spec.Endpoint = &straitv1.PeerEndpoint{Gateway: a.name, IP: a.wanIP.String(), Port: 4500, Driver: r.membership.Spec.Cable.Driver}
 		}
 		out = append(out, p)
 	}
@@ -242,4 +251,19 @@ func (l *lab) dumps() map[string]string {
 		}
 	}
 	return out
+}
+
+func (l *lab) newDriver(ns *netns.NS) cable.Driver {
+	switch l.driver {
+	case "routed":
+		return &routedDriver{}
+	case straitv1.CableVXLAN:
+		d, err := vxlan.New(vxlan.Config{Routing: cable.Routing{Table: route.Table, Protocol: route.CableProtocol}, Netlink: ns.NL})
+		if err != nil {
+			l.t.Fatal(err)
+		}
+		return d
+	}
+	l.t.Fatalf("no cable %q in the lab", l.driver)
+	return nil
 }

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"net"
 	"net/netip"
 	"strings"
 	"sync/atomic"
@@ -12,6 +13,7 @@ import (
 	"github.com/straitnet/strait/nodeagent/health"
 	"github.com/straitnet/strait/nodeagent/kernel"
 	"github.com/straitnet/strait/test/netns"
+	"golang.org/x/sys/unix"
 )
 
 const timeout = 2 * time.Second
@@ -68,6 +70,42 @@ func TestDataplaneRoutedClusters(t *testing.T) {
 			t.Fatalf("server saw %s, want the pod's own IP %s (no NAT without globalnet)", got, src.podIP)
 		}
 		reach(t, c1.node("gw2"), c2.node("gw1").podIP) // passive gateway's pod, to the active gateway's pod
+	})
+
+	t.Run("TCP MSS is clamped to the route MTU", func(t *testing.T) {
+		var ln net.Listener
+		if err := dst.pod.Do(func() error {
+			var err error
+			ln, err = net.Listen("tcp4", "0.0.0.0:7002")
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		mss := make(chan int, 1)
+		go func() {
+			c, err := ln.Accept()
+			if err != nil {
+				mss <- -1
+				return
+			}
+			defer c.Close()
+			raw, _ := c.(*net.TCPConn).SyscallConn()
+			v := -1
+			_ = raw.Control(func(fd uintptr) { v, _ = unix.GetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_MAXSEG) })
+			mss <- v
+		}()
+		c, err := src.pod.Dial(context.Background(), dst.podIP.String()+":7002")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		// Both pods have MTU 1500 (MSS 1460); the route through vx-strait has 1450.
+		if got := <-mss; got <= 0 || got > 1450-40 {
+			t.Fatalf("server's MSS %d, want at most %d (clamped to the route MTU)", got, 1450-40)
+		} else {
+			t.Logf("server's MSS %d", got)
+		}
 	})
 
 	t.Run("node state", func(t *testing.T) {
@@ -148,7 +186,7 @@ func TestDataplaneRoutedClusters(t *testing.T) {
 		if strings.Contains(d["c1-gw1"], "dev wan") {
 			t.Errorf("the old gateway still routes into the cable:\n%s", d["c1-gw1"])
 		}
-		if c1.node("gw1").driver.remotes() != nil {
+		if c1.node("gw1").routed().remotes() != nil {
 			t.Error("the old gateway's cable was not cleaned up")
 		}
 		if !strings.Contains(d["c1-node"], "fdb 10.0.1.2\n") || strings.Contains(d["c1-node"], "fdb 10.0.1.1\n") {
@@ -274,4 +312,45 @@ func TestDataplaneGlobalnet(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestDataplaneVXLANCable runs the lab with the real vxlan cable driver between the
+// gateways: pod to remote pod through vx-strait, the cable and vx-strait again; a gateway
+// failover; cleanup removes the cable device and its routes too.
+func TestDataplaneVXLANCable(t *testing.T) {
+	l := newLabWithCable(t, false, straitv1.CableVXLAN)
+	c1, c2 := l.clusters[0], l.clusters[1]
+	src, dst := c1.node("node"), c2.node("node")
+	dst.pod.ServeEcho(t, "0.0.0.0:7000")
+	l.converge()
+	if got := reach(t, src, dst.podIP); got != src.podIP.String() {
+		t.Fatalf("server saw %s, want %s", got, src.podIP)
+	}
+	if out := c1.node("gw1").ns.Run(t, "ip", "route", "show", "table", "4242"); !strings.Contains(out, "dev strait-vx0 proto 243") {
+		t.Fatalf("the active gateway has no cable routes:\n%s", out)
+	}
+	start := time.Now()
+	c1.active, c2.active = c1.node("gw2").name, c2.node("gw2").name
+	l.converge()
+	if err := netns.Eventually(timeout, func() error { _, err := src.pod.Ping(dst.podIP, 200*time.Millisecond); return err }); err != nil {
+		t.Fatalf("no traffic after failover: %v", err)
+	}
+	t.Logf("vxlan cable: traffic flowing %v after the gateways changed", time.Since(start))
+	reach(t, src, dst.podIP)
+	if out := c1.node("gw1").ns.Run(t, "ip", "-o", "link", "show"); strings.Contains(out, "strait-vx0") {
+		t.Errorf("the old gateway kept its cable device:\n%s", out)
+	}
+	for _, cl := range l.clusters {
+		for _, n := range cl.nodes {
+			if err := n.dp.Cleanup(context.Background(), n.driver); err != nil {
+				t.Fatal(err)
+			}
+			if out := n.ns.Run(t, "ip", "route", "show", "table", "all"); strings.Contains(out, "table 4242") {
+				t.Errorf("%s: routes in table 4242 after cleanup:\n%s", n.name, out)
+			}
+			if out := n.ns.Run(t, "ip", "-o", "link", "show"); strings.Contains(out, "strait-vx0") || strings.Contains(out, "vx-strait") {
+				t.Errorf("%s: devices after cleanup:\n%s", n.name, out)
+			}
+		}
+	}
 }

@@ -16,7 +16,14 @@ var own = kernel.Ownership{NFTable: Table, Table: 4242, Protocol: 242, RulePrior
 // TestNATInNetns runs the computed NAT on a real kernel: a "remote" namespace (a remote
 // cluster's egress IP 242.0.2.1) reaches global IPs on a gateway namespace that fronts
 // two pods on 10.7.0.0/24, and the pods reach the remote through the egress IPs.
-func TestNATInNetns(t *testing.T) {
+// natLab is a "remote" namespace (a remote cluster's egress IP 242.0.2.1) and a gateway
+// namespace that fronts two pods on 10.7.0.0/24.
+type natLab struct {
+	remote, gw, pod1, pod2 *netns.NS
+	k                      *kernel.Linux
+}
+
+func newNATLab(t testing.TB) *natLab {
 	netns.RequireRoot(t)
 	remote, gw, pod1, pod2 := netns.New(t, "remote"), netns.New(t, "gw"), netns.New(t, "pod1"), netns.New(t, "pod2")
 	netns.Veth(t, remote, "eth0", gw, "wan")
@@ -36,7 +43,19 @@ func TestNATInNetns(t *testing.T) {
 		p.ServeEcho(t, "0.0.0.0:7000")
 	}
 	remote.ServeEcho(t, "242.0.2.1:7000")
+	k, err := kernel.NewLinux(gw.Handle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(k.Close)
+	return &natLab{remote: remote, gw: gw, pod1: pod1, pod2: pod2, k: k}
+}
 
+// TestNATInNetns runs the computed NAT on a real kernel: the remote reaches global IPs
+// on the gateway, and the pods reach the remote through the egress IPs.
+func TestNATInNetns(t *testing.T) {
+	l := newNATLab(t)
+	remote, pod1, pod2, k := l.remote, l.pod1, l.pod2, l.k
 	in := Input{
 		LocalCIDRs:        []netip.Prefix{netip.MustParsePrefix("10.7.0.0/16")},
 		RemoteGlobalCIDRs: []netip.Prefix{netip.MustParsePrefix("242.0.2.0/24")},
@@ -47,11 +66,6 @@ func TestNATInNetns(t *testing.T) {
 			{GlobalIP: a("242.0.1.20"), Endpoints: []netip.Addr{a("10.7.0.5"), a("10.7.0.6")}},
 		},
 	}
-	k, err := kernel.NewLinux(gw.Handle)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer k.Close()
 	ctx := context.Background()
 	if err := kernel.Apply(ctx, k, own, Compute(in)); err != nil {
 		t.Fatal(err)

@@ -275,7 +275,7 @@ func NFTDiff(name string, have, want *NFTable) NFTTx {
 	}
 	for _, wc := range want.Chains {
 		i := slices.IndexFunc(have.Chains, func(c NFTChain) bool { return c.Name == wc.Name })
-		if !slices.EqualFunc(have.Chains[i].Rules, wc.Rules, func(a, b NFTRule) bool { return a.Text == b.Text }) {
+		if !slices.EqualFunc(have.Chains[i].Rules, wc.Rules, func(have, want NFTRule) bool { return have.Text == want.ID() }) {
 			tx.Chains = append(tx.Chains, wc)
 		}
 	}

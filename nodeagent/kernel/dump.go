@@ -112,7 +112,7 @@ func (t *NFTable) String() string {
 	for _, c := range chains {
 		fmt.Fprintf(&b, "  %s\n", c.header())
 		for _, r := range c.Rules {
-			fmt.Fprintf(&b, "    %s\n", r.Text)
+			fmt.Fprintf(&b, "    %s\n", readableRule(r.Text))
 		}
 	}
 	return b.String()

@@ -301,7 +301,7 @@ func (f *Fake) NFTApply(_ context.Context, tx NFTTx) error {
 		if _, ok := tables[tx.Table]; ok {
 			return fmt.Errorf("nft: create table %s: file exists", tx.Table)
 		}
-		tables[tx.Table] = cloneTable(tx.Create, true)
+		tables[tx.Table] = storedTable(tx.Create)
 	}
 	t := tables[tx.Table]
 	for _, ch := range tx.Elements {
@@ -338,11 +338,22 @@ func (f *Fake) NFTApply(_ context.Context, tx NFTTx) error {
 		if i < 0 {
 			return fmt.Errorf("nft: chain %s: no such file", ch.Name)
 		}
-		t.Chains[i].Rules = cloneTable(&NFTable{Chains: []NFTChain{ch}}, true).Chains[0].Rules
+		t.Chains[i].Rules = storedTable(&NFTable{Chains: []NFTChain{ch}}).Chains[0].Rules
 	}
 	if !tx.Empty() {
 		f.mutate()
 	}
 	f.tables = tables
 	return nil
+}
+
+// storedTable is a desired table as the kernel keeps it: rules as their IDs.
+func storedTable(t *NFTable) *NFTable {
+	c := cloneTable(t, true)
+	for i := range c.Chains {
+		for j := range c.Chains[i].Rules {
+			c.Chains[i].Rules[j] = NFTRule{Text: t.Chains[i].Rules[j].ID()}
+		}
+	}
+	return c
 }

@@ -184,11 +184,12 @@ func nftChain(t *nftables.Table, ch NFTChain) *nftables.Chain {
 
 func addRules(c *nftables.Conn, t *nftables.Table, ch *nftables.Chain, rules []NFTRule) error {
 	for _, r := range rules {
-		if len(r.Text) > 250 {
-			return fmt.Errorf("rule text longer than 250 bytes: %q", r.Text)
+		id := r.ID()
+		if len(id) > 250 {
+			return fmt.Errorf("rule text longer than 240 bytes: %q", r.Text)
 		}
 		c.AddRule(&nftables.Rule{Table: t, Chain: ch, Exprs: r.Exprs,
-			UserData: userdata.AppendString(nil, userdata.TypeComment, r.Text)})
+			UserData: userdata.AppendString(nil, userdata.TypeComment, id)})
 	}
 	return nil
 }

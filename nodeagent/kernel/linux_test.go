@@ -78,3 +78,49 @@ func BenchmarkLinuxMapElements(b *testing.B) {
 		b.StartTimer()
 	}
 }
+
+// TestLinuxWatchReportsChangesBehindOurBack: deleting our device or one of our routes
+// from outside triggers a resync, and Apply then restores the state.
+func TestLinuxWatchReportsChangesBehindOurBack(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	k := newLinuxInNetns(t).(*Linux)
+	want := steps()[1].want
+	if err := Apply(ctx, k, testOwn, want); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := Dump(ctx, k, testOwn)
+	changed := make(chan struct{}, 100)
+	if err := k.Watch(ctx, testOwn.Protocol, func() { changed <- struct{}{} }); err != nil {
+		t.Fatal(err)
+	}
+	drain := func() {
+		for {
+			select {
+			case <-changed:
+			case <-time.After(100 * time.Millisecond):
+				return
+			}
+		}
+	}
+	for _, breakIt := range []func() error{
+		func() error { return k.DeleteRoute(ctx, want.Routes[0]) },
+		func() error { return k.DeleteLink(ctx, "vx-test") },
+	} {
+		drain()
+		if err := breakIt(); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-changed:
+		case <-time.After(2 * time.Second):
+			t.Fatal("no event after a change behind our back")
+		}
+		if err := Apply(ctx, k, testOwn, want); err != nil {
+			t.Fatal(err)
+		}
+		if after, _ := Dump(ctx, k, testOwn); after != before {
+			t.Fatalf("not restored:\n%s\nwant:\n%s", after, before)
+		}
+	}
+}

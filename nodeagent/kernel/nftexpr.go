@@ -43,10 +43,14 @@ func TCPSyn() []expr.Any {
 	}
 }
 
-// ClampMSSToRoute is "tcp option maxseg size set rt mtu".
+// ClampMSSToRoute is "tcp option maxseg size set rt mtu". The route's MSS is loaded in
+// host byte order and the option is written in network order, so it is converted in
+// between as nft does (without it the kernel sees a larger MSS and, as it only ever
+// lowers the option, leaves it alone).
 func ClampMSSToRoute() []expr.Any {
 	return []expr.Any{
 		&expr.Rt{Register: reg1, Key: expr.RtTCPMSS},
+		&expr.Byteorder{SourceRegister: reg1, DestRegister: reg1, Op: expr.ByteorderHton, Len: 2, Size: 2},
 		&expr.Exthdr{SourceRegister: reg1, Type: 2, Offset: 2, Len: 2, Op: expr.ExthdrOpTcpopt},
 	}
 }

@@ -231,3 +231,25 @@ func TestIntervalElements(t *testing.T) {
 		}
 	}
 }
+
+func TestRuleWithNewExpressionsUnderTheSameTextIsRewritten(t *testing.T) {
+	ctx := context.Background()
+	f := NewFake()
+	st := func(rule NFTRule) State {
+		return State{NFT: &NFTable{Name: "strait-test", Chains: []NFTChain{{Name: "c", Type: "filter", Hook: "forward", Rules: []NFTRule{rule}}}}}
+	}
+	if err := Apply(ctx, f, testOwn, st(NFTRule{Text: "clamp", Exprs: []expr.Any{&expr.Counter{}}})); err != nil {
+		t.Fatal(err)
+	}
+	n := f.Calls()
+	fixed := NFTRule{Text: "clamp", Exprs: []expr.Any{&expr.Counter{}, &expr.Verdict{Kind: expr.VerdictAccept}}}
+	if err := Apply(ctx, f, testOwn, st(fixed)); err != nil {
+		t.Fatal(err)
+	}
+	if f.Calls() == n {
+		t.Fatal("a rule with new expressions under the same text was left alone")
+	}
+	if d, _ := Dump(ctx, f, testOwn); !strings.Contains(d, "    clamp\n") {
+		t.Fatalf("dump shows the rule as %q", d)
+	}
+}

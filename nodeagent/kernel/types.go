@@ -1,7 +1,13 @@
 package kernel
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strings"
+
 	"github.com/google/nftables/expr"
+	"golang.org/x/sys/unix"
 	"net/netip"
 )
 
@@ -129,10 +135,32 @@ type NFTChain struct {
 	Rules    []NFTRule
 }
 
-// NFTRule is one rule: Text is its identity and how people read it (stored as the rule's
-// comment in the kernel); Exprs is what the Linux implementation sends. A rule builder
-// writes both side by side.
+// NFTRule is one rule: Text is how people read it, Exprs what the Linux implementation
+// sends; a rule builder writes both side by side. The kernel keeps ID() as the rule's
+// comment, and a rule read back carries that ID as its Text.
 type NFTRule struct {
 	Text  string
 	Exprs []expr.Any
+}
+
+// ID is Text with a short hash of the expressions, so a rule whose expressions change
+// under the same text is still rewritten.
+func (r NFTRule) ID() string {
+	h := sha256.New()
+	for _, e := range r.Exprs {
+		b, err := expr.Marshal(byte(unix.NFPROTO_IPV4), e)
+		if err != nil {
+			fmt.Fprintf(h, "%T%+v", e, e)
+		}
+		h.Write(b)
+	}
+	return r.Text + " #" + hex.EncodeToString(h.Sum(nil)[:4])
+}
+
+// readableRule drops the hash of an ID.
+func readableRule(id string) string {
+	if i := strings.LastIndex(id, " #"); i >= 0 && len(id)-i == 10 {
+		return id[:i]
+	}
+	return id
 }

@@ -111,11 +111,8 @@ func Start(ctx context.Context, opts Options) (_ *Env, retErr error) {
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			dirs := []string{crdBases}
-			if i > 0 {
-				dirs = append(dirs, crdMCS)
-			}
-			errs[i] = c.start(assets, dirs, e.Scheme)
+			// The hub gets the MCS CRDs too: it is often a member of its own ClusterSet.
+			errs[i] = c.start(assets, []string{crdBases, crdMCS}, e.Scheme)
 		}()
 	}
 	wg.Wait()

@@ -18,10 +18,13 @@ import (
 	"github.com/vishvananda/netns"
 )
 
-// RequireRoot skips the test without root, but fails it when the environment variable CI
-// is set: CI must run every root test.
+// RequireRoot skips the test without root (and under -short), but fails it when the
+// environment variable CI is set and root is missing: CI must run every root test.
 func RequireRoot(t testing.TB) {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("needs root and network namespaces; not a -short test")
+	}
 	if os.Geteuid() == 0 {
 		return
 	}

@@ -155,7 +155,7 @@ func (g *Gateway) call(req request) (response, error) {
 		return response{}, fmt.Errorf("gateway %s: %w", req.Op, err)
 	}
 	if !g.resp.Scan() {
-		return response{}, fmt.Errorf("gateway %s: no answer (process ended: %v)", req.Op, g.resp.Err())
+		return response{}, fmt.Errorf("gateway %s: no answer (process ended): %w", req.Op, g.resp.Err())
 	}
 	var resp response
 	if err := json.Unmarshal(g.resp.Bytes(), &resp); err != nil {

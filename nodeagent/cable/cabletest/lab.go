@@ -88,6 +88,9 @@ func NewLab(t testing.TB) *Lab {
 		MustRun(t, "ip", "-n", s.PodNS, "route", "add", "default", "via", s.GatewayPodIP.String())
 
 		MustRun(t, "ip", "netns", "exec", s.GatewayNS, "sysctl", "-qw", "net.ipv4.ip_forward=1")
+		// Strict reverse-path filtering, as many distributions set it: the cable must
+		// pass it (Strait's rule makes the FIB see the remote CIDRs behind the cable).
+		MustRun(t, "ip", "netns", "exec", s.GatewayNS, "sysctl", "-qw", "net.ipv4.conf.all.rp_filter=1")
 		MustRun(t, "ip", "-n", s.GatewayNS, "rule", "add", "pref", fmt.Sprint(rulePref), "lookup", fmt.Sprint(Table))
 	}
 	return l

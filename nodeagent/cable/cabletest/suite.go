@@ -2,6 +2,8 @@ package cabletest
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"fmt"
 	"net/netip"
 	"regexp"
@@ -24,6 +26,9 @@ type Suite struct {
 	// it and fails t if it left anything behind (nil when there is nothing to stop). Setup
 	// may be nil.
 	Setup func(t testing.TB, lab *Lab, s Site) (env []string, stop func())
+	// Roams says the remote end follows a gateway that moved (same key, new address)
+	// before it is told, as WireGuard peers do.
+	Roams bool
 	// ConnectTimeout bounds how long the first packet may take to get through.
 	ConnectTimeout time.Duration
 }
@@ -87,6 +92,14 @@ func Run(t *testing.T, s Suite) {
 
 	t.Run("a restarted agent converges to the same state", func(t *testing.T) {
 		before := withoutIndexes(must(t)(a.gw.Dump()))
+		// The crashed agent also had a remote that is gone by the time the new one starts:
+		// the new one must prune what it did not create itself.
+		if err := a.gw.Converge(a.Local(s.Port, s.PSK), b.Remote(s.Port, b.key), goneRemote(t)); err != nil {
+			t.Fatalf("converge with a third remote: %v", err)
+		}
+		if dump := must(t)(a.gw.Dump()); !strings.Contains(dump, "10.3.0.0/16") {
+			t.Fatalf("no route to the third remote:\n%s", dump)
+		}
 		a.gw.Kill()
 		a.gw = StartGateway(top, a.GatewayNS, a.env...)
 		if k := must(t)(a.gw.PublicKey()); k != a.key {
@@ -112,6 +125,11 @@ func Run(t *testing.T, s Suite) {
 		b.gw.Kill()
 		b.gw = StartGateway(top, b.GatewayNS, b.env...)
 		converge(t, b, a)
+		if s.Roams {
+			// Gateway a has not heard of the move yet: the peer roams by itself.
+			requireTraffic(t, lab, s.ConnectTimeout, func() { converge(t, b, a) })
+			t.Logf("traffic resumed %v after the move, before gateway a was told", time.Since(start).Round(time.Millisecond))
+		}
 		converge(t, a, b)
 		requireTraffic(t, lab, s.ConnectTimeout, resync)
 		t.Logf("traffic resumed %v after the move", time.Since(start).Round(time.Millisecond))
@@ -201,6 +219,13 @@ func requireTraffic(t *testing.T, lab *Lab, timeout time.Duration, resync func()
 	if err := Ping(lab.B.PodNS, lab.A.PodIP); err != nil {
 		t.Fatalf("pod b → pod a: %v", err)
 	}
+	// The gateways themselves (health checks) reach each other's health-check address.
+	if err := Ping(lab.A.GatewayNS, lab.B.GatewayPodIP); err != nil {
+		t.Fatalf("gateway a → gateway b's health-check address: %v", err)
+	}
+	if err := Ping(lab.B.GatewayNS, lab.A.GatewayPodIP); err != nil {
+		t.Fatalf("gateway b → gateway a's health-check address: %v", err)
+	}
 	ctx := context.Background()
 	if err := TCP(ctx, lab.A.PodNS, lab.B.PodNS, lab.B.PodIP); err != nil {
 		t.Fatalf("TCP pod a → pod b: %v", err)
@@ -276,4 +301,14 @@ func networkState(t testing.TB, ns string) string {
 		MustRun(t, "ip", "-n", ns, "-4", "rule", "show") +
 		MustRun(t, "ip", "-n", ns, "-6", "rule", "show") +
 		MustRun(t, "ip", "-n", ns, "-4", "route", "show", "table", "all")
+}
+
+// goneRemote is a remote cluster whose gateway never answers (nothing holds its address).
+func goneRemote(t testing.TB) cable.Remote {
+	var key [32]byte
+	if _, err := rand.Read(key[:]); err != nil {
+		t.Fatal(err)
+	}
+	return cable.Remote{ClusterID: "cluster-c", IP: netip.MustParseAddr("192.0.2.9"), Port: 4999,
+		PublicKey: base64.StdEncoding.EncodeToString(key[:]), CIDRs: []netip.Prefix{netip.MustParsePrefix("10.3.0.0/16")}}
 }

@@ -150,3 +150,23 @@ func Handle(h *netlink.Handle) (*netlink.Handle, error) {
 	}
 	return nh, nil
 }
+
+// OwnedSource is ip when a link on this node holds it, else the invalid address. Drivers
+// give it as the source of their routes: traffic the gateway itself sends through the
+// cable (health checks) then leaves from inside the local CIDRs, which is what the remote
+// end accepts.
+func OwnedSource(h *netlink.Handle, ip netip.Addr) (netip.Addr, error) {
+	if !ip.IsValid() {
+		return netip.Addr{}, nil
+	}
+	addrs, err := h.AddrList(nil, netlink.FAMILY_ALL)
+	if err != nil {
+		return netip.Addr{}, fmt.Errorf("list addresses: %w", err)
+	}
+	for _, a := range addrs {
+		if have, ok := netip.AddrFromSlice(a.IP); ok && have.Unmap() == ip.Unmap() {
+			return ip.Unmap(), nil
+		}
+	}
+	return netip.Addr{}, nil
+}

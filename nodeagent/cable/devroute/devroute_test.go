@@ -108,6 +108,16 @@ func TestUnderlayMTU(t *testing.T) {
 	}
 }
 
+func TestOwnedSource(t *testing.T) {
+	h := newNamespace(t)
+	for ip, want := range map[string]string{"192.0.2.1": "192.0.2.1", "192.0.2.99": "invalid IP"} {
+		got, err := devroute.OwnedSource(h, netip.MustParseAddr(ip))
+		if err != nil || got.String() != want {
+			t.Errorf("OwnedSource(%s) = %s, %v; want %s", ip, got, err, want)
+		}
+	}
+}
+
 func sameRoutes(a, b []devroute.Route) bool {
 	key := func(r devroute.Route) string { return r.Dst.String() + " " + r.Gw.String() }
 	ka, kb := []string{}, []string{}

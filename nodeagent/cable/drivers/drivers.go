@@ -19,8 +19,10 @@ type Options struct {
 	// Routing is Strait's table and route protocol for routes to remote CIDRs.
 	Routing cable.Routing
 	// Client reads and writes the member cluster: wireguard keeps the cluster's key pair
-	// in a Secret there.
+	// in a Secret there. Without it a wireguard driver can only clean up.
 	Client client.Client
+	// Namespace of Strait's objects in the member ("" means strait-system).
+	Namespace string
 	// VICISocket is the charon sidecar's VICI socket (ipsec).
 	VICISocket string
 	// Netlink is the handle to program through; nil means the current namespace.
@@ -30,20 +32,23 @@ type Options struct {
 }
 
 // New returns the driver called name. Drivers that hold resources beyond the kernel
-// state (wireguard's embedded device, its wgctrl client) implement io.Closer.
+// state (wireguard's embedded device, its wgctrl client) implement io.Closer. Building a
+// driver changes nothing on the node; building the wireguard one with a Client creates
+// the cluster's key Secret when it is missing.
 func New(ctx context.Context, name straitv1.CableDriver, o Options) (cable.Driver, error) {
 	switch name {
 	case straitv1.CableVXLAN:
 		return vxlan.New(vxlan.Config{Routing: o.Routing, Netlink: o.Netlink})
 	case straitv1.CableWireGuard:
-		if o.Client == nil {
-			return nil, fmt.Errorf("cable driver %s needs a client of the member cluster for its key", name)
+		cfg := wireguard.Config{Routing: o.Routing, Netlink: o.Netlink, Logf: o.Logf}
+		if o.Client != nil {
+			key, err := wireguard.LoadOrCreateKey(ctx, o.Client, o.Namespace)
+			if err != nil {
+				return nil, err
+			}
+			cfg.PrivateKey = key
 		}
-		key, err := wireguard.LoadOrCreateKey(ctx, o.Client)
-		if err != nil {
-			return nil, err
-		}
-		return wireguard.New(wireguard.Config{PrivateKey: key, Routing: o.Routing, Netlink: o.Netlink, Logf: o.Logf})
+		return wireguard.New(cfg)
 	case straitv1.CableIPsec:
 		return ipsec.New(ipsec.Config{VICISocket: o.VICISocket, Routing: o.Routing, Netlink: o.Netlink})
 	default:

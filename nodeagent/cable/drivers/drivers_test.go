@@ -46,7 +46,7 @@ func TestNewWireGuardPublishesTheClustersKey(t *testing.T) {
 	}
 	defer func() { _ = d.(io.Closer).Close() }()
 	var s corev1.Secret
-	if err := c.Get(ctx, wireguard.KeySecret, &s); err != nil {
+	if err := c.Get(ctx, wireguard.KeySecret("strait-system"), &s); err != nil {
 		t.Fatal(err)
 	}
 	key, err := wgtypes.ParseKey(string(s.Data[wireguard.PrivateKeyField]))
@@ -61,12 +61,43 @@ func TestNewWireGuardPublishesTheClustersKey(t *testing.T) {
 func TestNewRefusesWhatItCannotBuild(t *testing.T) {
 	ctx := context.Background()
 	for name, o := range map[straitv1.CableDriver]drivers.Options{
-		"gre":                   {Routing: routing},
-		straitv1.CableWireGuard: {Routing: routing},
-		straitv1.CableIPsec:     {Routing: routing},
+		"gre":               {Routing: routing},
+		straitv1.CableIPsec: {Routing: routing},
 	} {
 		if d, err := drivers.New(ctx, name, o); err == nil {
 			t.Errorf("New(%s, %+v) = %s, want an error", name, o, d.Name())
 		}
+	}
+}
+
+// Without the member's API (as `strait agent --cleanup` may be) the wireguard driver is
+// built to clean up, but refuses to converge without its key.
+func TestWireGuardWithoutClientOnlyCleansUp(t *testing.T) {
+	ctx := context.Background()
+	d, err := drivers.New(ctx, straitv1.CableWireGuard, drivers.Options{Routing: routing})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = d.(io.Closer).Close() }()
+	if d.PublicKey() != "" {
+		t.Errorf("published %q without a key", d.PublicKey())
+	}
+	if err := d.Converge(ctx, cable.Local{ClusterID: "a"}, nil); err == nil {
+		t.Error("converged without a key")
+	}
+}
+
+// The key Secret lives in the agent's namespace.
+func TestNewWireGuardKeepsItsKeyInTheAgentsNamespace(t *testing.T) {
+	ctx := context.Background()
+	c := fake.NewClientBuilder().Build()
+	d, err := drivers.New(ctx, straitv1.CableWireGuard, drivers.Options{Routing: routing, Client: c, Namespace: "strait-test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = d.(io.Closer).Close() }()
+	var s corev1.Secret
+	if err := c.Get(ctx, wireguard.KeySecret("strait-test"), &s); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -16,8 +16,13 @@ import (
 	"time"
 )
 
-// CharonPath is where Debian's strongswan-charon installs the daemon.
-const CharonPath = "/usr/lib/ipsec/charon"
+const (
+	// CharonPath is where Debian's strongswan-charon installs the daemon.
+	CharonPath = "/usr/lib/ipsec/charon"
+	// DefaultCharonDir is where the sidecar keeps strongswan.conf and the VICI socket
+	// unless told otherwise; the agent looks for the socket there.
+	DefaultCharonDir = "/var/lib/strait/charon"
+)
 
 // Charon is how the charon sidecar is set up.
 type Charon struct {

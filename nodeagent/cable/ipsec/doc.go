@@ -3,10 +3,18 @@
 // ipsec and parsing their text.
 //
 // The driver owns, in charon, the connections whose names start with "strait-" (one per
-// remote cluster) and the shared key "strait-psk"; on the node, the routes to remote CIDRs
-// through libipsec's TUN device in Strait's table with Strait's route protocol. It never
-// touches other connections, keys or routes, and it does not run charon: Charon writes the
-// sidecar's strongswan.conf and command (used by `strait charon` and by the tests).
+// remote cluster, identified by cluster IDs so a new gateway of the same cluster is the
+// same peer) and the shared key "strait-psk"; on the node, the routes to remote CIDRs
+// through libipsec's TUN device in Strait's table with Strait's route protocol, with the
+// gateway's health-check address as source. It never touches other connections, keys or
+// routes, and it does not run charon: Charon is the sidecar (`strait charon`, and the
+// tests) — its strongswan.conf, command and lifecycle.
+//
+// kernel-libipsec installs a route per child SA in charon's own table whatever
+// install_routes says, and refuses a child SA unless the gateway owns an address inside
+// the local traffic selector: the gateway must hold cable.Local.HealthCheckIP, and the
+// sidecar puts charon's table behind a rule consulted after Strait's, so Strait's table
+// decides.
 //
 // On kernels without ESP (these machines) charon uses the kernel-libipsec plugin: ESP in
 // userspace through a TUN device, always UDP-encapsulated. IKE and ESP then share one UDP

@@ -6,11 +6,13 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/strongswan/govici/vici"
@@ -21,8 +23,17 @@ import (
 	"github.com/straitnet/strait/nodeagent/cable/devroute"
 )
 
-// LibipsecDevice is the TUN charon's kernel-libipsec plugin makes.
-const LibipsecDevice = "ipsec0"
+const (
+	// LibipsecDevice is the TUN charon's kernel-libipsec plugin makes.
+	LibipsecDevice = "ipsec0"
+	// overhead of UDP-encapsulated ESP over IPv4 with AES-GCM, padding included, rounded
+	// up as libipsec's TUN MTU (1400 on a 1500 underlay) is.
+	overhead = 100
+)
+
+// Overhead is what the cable adds to every packet; the gateway lowers the MTU of routes
+// towards it by that much.
+func (d *Driver) Overhead() int { return overhead }
 
 // Config is how the driver is built.
 type Config struct {
@@ -151,9 +162,9 @@ func (d *Driver) Converge(ctx context.Context, local cable.Local, remotes []cabl
 	for name, list := range sas {
 		r, ok := wanted[name]
 		for _, sa := range list {
-			// An SA to a remote no longer wanted, or to a gateway that is no longer the
-			// remote's active one, goes; the initiator below brings up a fresh one.
-			if ok && sa.RemoteHost == r.IP.Unmap().String() {
+			// An SA to a remote no longer wanted, or between addresses that are no longer
+			// the two active gateways', goes; the initiator below brings up a fresh one.
+			if ok && current(sa, local, r) {
 				continue
 			}
 			if err := terminate(ctx, s, sa.UniqueID); err != nil {
@@ -162,7 +173,7 @@ func (d *Driver) Converge(ctx context.Context, local cable.Local, remotes []cabl
 		}
 	}
 	for name, r := range wanted {
-		if !initiates(local, r) || hasLiveSA(sas[name], r) {
+		if !initiates(local, r) || hasLiveSA(sas[name], local, r) {
 			continue
 		}
 		// timeout -1: charon initiates in the background; Connections reports the outcome.
@@ -178,9 +189,14 @@ func (d *Driver) Converge(ctx context.Context, local cable.Local, remotes []cabl
 	return errors.Join(errs...)
 }
 
-func hasLiveSA(list []ikeSA, r cable.Remote) bool {
+// current says whether sa runs between the two gateways that are active now.
+func current(sa ikeSA, local cable.Local, r cable.Remote) bool {
+	return sa.RemoteHost == r.IP.Unmap().String() && sa.LocalHost == local.IP.Unmap().String()
+}
+
+func hasLiveSA(list []ikeSA, local cable.Local, r cable.Remote) bool {
 	for _, sa := range list {
-		if sa.RemoteHost == r.IP.Unmap().String() && (sa.State == "ESTABLISHED" || sa.State == "CONNECTING") {
+		if current(sa, local, r) && (sa.State == "ESTABLISHED" || sa.State == "CONNECTING") {
 			return true
 		}
 	}
@@ -198,21 +214,13 @@ func terminate(ctx context.Context, s *vici.Session, uniqueID string) error {
 // localSource is the source address for traffic the gateway itself sends through the
 // tunnel: libipsec only carries packets whose source is inside the local traffic
 // selector, so it is HealthCheckIP — which the gateway must own (charon refuses to
-// install a child SA otherwise). Invalid when the gateway does not own it (yet).
+// install a child SA otherwise).
 func (d *Driver) localSource(local cable.Local) (netip.Addr, error) {
-	if !local.HealthCheckIP.IsValid() {
-		return netip.Addr{}, nil
+	src, err := devroute.OwnedSource(d.cfg.Netlink, local.HealthCheckIP)
+	if err == nil && local.HealthCheckIP.IsValid() && !src.IsValid() {
+		err = fmt.Errorf("this gateway does not own its health-check address %s, which IPsec needs inside its local CIDRs", local.HealthCheckIP)
 	}
-	addrs, err := d.cfg.Netlink.AddrList(nil, netlink.FAMILY_ALL)
-	if err != nil {
-		return netip.Addr{}, fmt.Errorf("list addresses: %w", err)
-	}
-	for _, a := range addrs {
-		if ip, ok := netip.AddrFromSlice(a.IP); ok && ip.Unmap() == local.HealthCheckIP.Unmap() {
-			return ip.Unmap(), nil
-		}
-	}
-	return netip.Addr{}, fmt.Errorf("this gateway does not own its health-check address %s, which IPsec needs inside its local CIDRs", local.HealthCheckIP)
+	return src, err
 }
 
 // syncRoutes routes remote CIDRs into libipsec's TUN. Without it (kernel ESP) charon's
@@ -327,6 +335,10 @@ func (d *Driver) Cleanup(ctx context.Context) error {
 		errs = append(errs, err)
 	}
 	s, err := d.session(ctx)
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ECONNREFUSED) {
+		// No charon (or a dead one): it holds nothing of ours.
+		return errors.Join(errs...)
+	}
 	if err != nil {
 		return errors.Join(append(errs, err)...)
 	}

@@ -116,6 +116,7 @@ type sharedKey struct {
 type ikeSA struct {
 	UniqueID    string             `vici:"uniqueid"`
 	State       string             `vici:"state"`
+	LocalHost   string             `vici:"local-host"`
 	RemoteHost  string             `vici:"remote-host"`
 	Established string             `vici:"established"`
 	ChildSAs    map[string]childSA `vici:"child-sas"`

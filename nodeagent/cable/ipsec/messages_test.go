@@ -1,7 +1,9 @@
 package ipsec
 
 import (
+	"context"
 	"net/netip"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -125,5 +127,17 @@ func equal(got, want any) bool {
 		return ok && slices.Equal(g, w)
 	default:
 		return got == want
+	}
+}
+
+// Without a charon there is nothing of ours in it: Cleanup (as `strait agent --cleanup`
+// on a node that never ran the ipsec cable) succeeds.
+func TestCleanupWithoutCharon(t *testing.T) {
+	d, err := New(Config{VICISocket: filepath.Join(t.TempDir(), "charon.vici"), Routing: cable.Routing{Table: 7310, Protocol: 207}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Cleanup(context.Background()); err != nil {
+		t.Errorf("Cleanup without charon: %v", err)
 	}
 }

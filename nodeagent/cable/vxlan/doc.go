@@ -9,6 +9,8 @@
 // that remote's VTEP, onlink, in Strait's table with Strait's route protocol. It never
 // touches the route agent's vx-strait device, other routes, rules or NAT.
 //
-// The cable's VNI is fixed and distinct from the route agent's and from Submariner's
+// The device listens on cable.Local.Port and sends from cable.Local.IP; when either
+// changes, the device is recreated (VXLAN parameters cannot change in place). The cable's
+// VNI is fixed and distinct from the route agent's and from Submariner's
 // (whose VXLAN cable uses VNI 1000), so both can run side by side during a migration.
 package vxlan

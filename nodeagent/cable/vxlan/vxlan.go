@@ -103,6 +103,10 @@ func (d *Driver) Converge(_ context.Context, local cable.Local, remotes []cable.
 	}
 
 	var errs []error
+	src, err := devroute.OwnedSource(h, local.HealthCheckIP)
+	if err != nil {
+		errs = append(errs, err)
+	}
 	wantFDB := map[netip.Addr]bool{}
 	var routes []devroute.Route
 	d.remotes = map[netip.Addr]string{}
@@ -115,7 +119,7 @@ func (d *Driver) Converge(_ context.Context, local cable.Local, remotes []cable.
 		wantFDB[r.IP.Unmap()] = true
 		d.remotes[r.IP.Unmap()] = r.ClusterID
 		for _, c := range r.CIDRs {
-			routes = append(routes, devroute.Route{Dst: c.Masked(), Gw: rv})
+			routes = append(routes, devroute.Route{Dst: c.Masked(), Gw: rv, Src: src})
 		}
 	}
 	if err := d.syncFDB(link, wantFDB); err != nil {
@@ -287,3 +291,7 @@ func (d *Driver) Cleanup(_ context.Context) error {
 	}
 	return nil
 }
+
+// Overhead is what the cable adds to every packet; the gateway lowers the MTU of routes
+// towards it by that much.
+func (d *Driver) Overhead() int { return overhead }

@@ -40,7 +40,7 @@ func TestLoadOrCreateKeyOnAPIServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: wireguard.KeySecret.Namespace}}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: wireguard.KeySecret("").Namespace}}
 	if err := c.Create(ctx, ns); err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +50,7 @@ func TestLoadOrCreateKeyOnAPIServer(t *testing.T) {
 	errs := make([]error, gateways)
 	var wg sync.WaitGroup
 	for i := range gateways {
-		wg.Go(func() { keys[i], errs[i] = wireguard.LoadOrCreateKey(ctx, c) })
+		wg.Go(func() { keys[i], errs[i] = wireguard.LoadOrCreateKey(ctx, c, "") })
 	}
 	wg.Wait()
 	for i := range gateways {
@@ -62,7 +62,7 @@ func TestLoadOrCreateKeyOnAPIServer(t *testing.T) {
 		}
 	}
 	var s corev1.Secret
-	if err := c.Get(ctx, wireguard.KeySecret, &s); err != nil {
+	if err := c.Get(ctx, wireguard.KeySecret(""), &s); err != nil {
 		t.Fatal(err)
 	}
 	if string(s.Data[wireguard.PrivateKeyField]) != keys[0].String() {

@@ -16,7 +16,7 @@ import (
 
 func keySecret(data string) *corev1.Secret {
 	return &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: wireguard.KeySecret.Namespace, Name: wireguard.KeySecret.Name},
+		ObjectMeta: metav1.ObjectMeta{Namespace: wireguard.KeySecret("").Namespace, Name: wireguard.KeySecret("").Name},
 		Data:       map[string][]byte{wireguard.PrivateKeyField: []byte(data)},
 	}
 }
@@ -24,14 +24,14 @@ func keySecret(data string) *corev1.Secret {
 func TestLoadOrCreateKeyGeneratesOnceAndKeepsIt(t *testing.T) {
 	ctx := context.Background()
 	c := fake.NewClientBuilder().Build()
-	first, err := wireguard.LoadOrCreateKey(ctx, c)
+	first, err := wireguard.LoadOrCreateKey(ctx, c, "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if first == (wgtypes.Key{}) {
 		t.Fatal("generated an all-zero key")
 	}
-	again, err := wireguard.LoadOrCreateKey(ctx, c)
+	again, err := wireguard.LoadOrCreateKey(ctx, c, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +39,7 @@ func TestLoadOrCreateKeyGeneratesOnceAndKeepsIt(t *testing.T) {
 		t.Errorf("second call returned another key")
 	}
 	var s corev1.Secret
-	if err := c.Get(ctx, wireguard.KeySecret, &s); err != nil {
+	if err := c.Get(ctx, wireguard.KeySecret(""), &s); err != nil {
 		t.Fatal(err)
 	}
 	if got := string(s.Data[wireguard.PrivateKeyField]); got != first.String() {
@@ -56,7 +56,7 @@ func TestLoadOrCreateKeyUsesExistingKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := fake.NewClientBuilder().WithObjects(keySecret(key.String())).Build()
-	got, err := wireguard.LoadOrCreateKey(context.Background(), c)
+	got, err := wireguard.LoadOrCreateKey(context.Background(), c, "")
 	if err != nil || got != key {
 		t.Fatalf("LoadOrCreateKey = %v, %v; want the stored key", got, err)
 	}
@@ -64,7 +64,7 @@ func TestLoadOrCreateKeyUsesExistingKey(t *testing.T) {
 
 func TestLoadOrCreateKeyRejectsCorruptSecret(t *testing.T) {
 	c := fake.NewClientBuilder().WithObjects(keySecret("not a key")).Build()
-	if _, err := wireguard.LoadOrCreateKey(context.Background(), c); err == nil {
+	if _, err := wireguard.LoadOrCreateKey(context.Background(), c, ""); err == nil {
 		t.Fatal("a corrupt key was accepted")
 	}
 }
@@ -84,7 +84,7 @@ func TestLoadOrCreateKeyLosingTheRaceUsesTheWinnersKey(t *testing.T) {
 			return c.Create(ctx, obj, opts...)
 		},
 	}).Build()
-	got, err := wireguard.LoadOrCreateKey(context.Background(), c)
+	got, err := wireguard.LoadOrCreateKey(context.Background(), c, "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -36,7 +36,8 @@ const (
 
 // Config is how the driver is built.
 type Config struct {
-	// PrivateKey of the cluster (see LoadOrCreateKey).
+	// PrivateKey of the cluster (see LoadOrCreateKey). Without one the driver can only
+	// report and clean up (e.g. for `strait agent --cleanup` without API access).
 	PrivateKey wgtypes.Key
 	// Routing is where routes to remote CIDRs go.
 	Routing cable.Routing
@@ -88,13 +89,21 @@ func New(cfg Config) (*Driver, error) {
 // Name implements cable.Driver.
 func (d *Driver) Name() straitv1.CableDriver { return straitv1.CableWireGuard }
 
-// PublicKey implements cable.Driver.
-func (d *Driver) PublicKey() string { return d.cfg.PrivateKey.PublicKey().String() }
+// PublicKey implements cable.Driver; "" without a private key.
+func (d *Driver) PublicKey() string {
+	if d.cfg.PrivateKey == (wgtypes.Key{}) {
+		return ""
+	}
+	return d.cfg.PrivateKey.PublicKey().String()
+}
 
 // Converge implements cable.Driver.
 func (d *Driver) Converge(_ context.Context, local cable.Local, remotes []cable.Remote) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if d.cfg.PrivateKey == (wgtypes.Key{}) {
+		return errors.New("wireguard cable has no private key (no access to the member's key Secret?)")
+	}
 	mtu, err := devroute.UnderlayMTU(d.cfg.Netlink, local.IP.Unmap())
 	if err != nil {
 		return err
@@ -105,6 +114,10 @@ func (d *Driver) Converge(_ context.Context, local cable.Local, remotes []cable.
 	}
 
 	var errs []error
+	src, err := devroute.OwnedSource(d.cfg.Netlink, local.HealthCheckIP)
+	if err != nil {
+		errs = append(errs, err)
+	}
 	peers := map[wgtypes.Key]wgtypes.PeerConfig{}
 	var routes []devroute.Route
 	d.remotes = map[wgtypes.Key]string{}
@@ -123,7 +136,7 @@ func (d *Driver) Converge(_ context.Context, local cable.Local, remotes []cable.
 		}
 		for _, c := range r.CIDRs {
 			pc.AllowedIPs = append(pc.AllowedIPs, net.IPNet{IP: net.IP(c.Masked().Addr().AsSlice()), Mask: net.CIDRMask(c.Bits(), c.Addr().BitLen())})
-			routes = append(routes, devroute.Route{Dst: c.Masked()})
+			routes = append(routes, devroute.Route{Dst: c.Masked(), Src: src})
 		}
 		peers[key] = pc
 		d.remotes[key] = r.ClusterID
@@ -319,3 +332,7 @@ func (d *Driver) Close() error {
 	errs = append(errs, d.wg.Close())
 	return errors.Join(errs...)
 }
+
+// Overhead is what the cable adds to every packet; the gateway lowers the MTU of routes
+// towards it by that much.
+func (d *Driver) Overhead() int { return overhead }

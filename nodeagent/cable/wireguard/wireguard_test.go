@@ -56,6 +56,7 @@ func dumpDevice(context.Context) (string, error) {
 var suite = cabletest.Suite{
 	Port:           51899,
 	ConnectTimeout: 10 * time.Second,
+	Roams:          true,
 	Setup: func(t testing.TB, _ *cabletest.Lab, _ cabletest.Site) ([]string, func()) {
 		key, err := wgtypes.GeneratePrivateKey()
 		if err != nil {

@@ -144,29 +144,29 @@ func serverBlockKeys(corefile string) []string {
 	}
 	for i := 0; i < len(corefile); i++ {
 		c := corefile[i]
-		switch {
-		case c == '#':
+		switch c {
+		case '#':
 			flush()
 			for i < len(corefile) && corefile[i] != '\n' {
 				i++
 			}
-		case c == '"':
+		case '"':
 			for i++; i < len(corefile) && corefile[i] != '"'; i++ {
 				if corefile[i] == '\\' {
 					i++
 				}
 			}
-		case c == '{':
+		case '{':
 			flush()
 			if depth == 0 {
 				keys = append(keys, pending...)
 				pending = nil
 			}
 			depth++
-		case c == '}':
+		case '}':
 			flush()
 			depth = max(0, depth-1)
-		case c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == ',':
+		case ' ', '\t', '\n', '\r', ',':
 			flush()
 		default:
 			word.WriteByte(c)

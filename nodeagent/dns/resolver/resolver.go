@@ -63,13 +63,13 @@ func (s *Snapshot) Resolve(qname string, qtype uint16) Answer {
 	case n == 3:
 		return q.service(svc)
 	case n == 4 && s.cfg.ClusterNames && !isUnderscored(l[0]):
-		return q.cluster(svc, svc.clusters[l[0]])
+		return q.cluster(svc, svc.find(l[0]))
 	case n == 5 && srv:
 		return q.srv(svc, nil, l[0][1:], l[1][1:])
 	case n == 5 && svc.headless && !isUnderscored(l[0]):
-		return q.endpoint(svc.clusters[l[1]], l[0])
+		return q.endpoint(svc.find(l[1]), l[0])
 	case n == 6 && srv && s.cfg.ClusterNames:
-		c := svc.clusters[l[2]]
+		c := svc.find(l[2])
 		if c == nil {
 			return q.nxDomain()
 		}

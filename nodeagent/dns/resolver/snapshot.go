@@ -2,6 +2,7 @@ package resolver
 
 import (
 	"net/netip"
+	"slices"
 	"sort"
 	"strings"
 	"sync/atomic"
@@ -98,13 +99,23 @@ type service struct {
 	name, namespace string
 	headless        bool
 	ports           []Port
-	// clusters that answer, by name: connected (or local) with published addresses.
-	clusters map[string]*cluster
-	// ordered are the answering clusters, local first, then by name.
+	// ordered are the clusters that answer (connected or local, with published
+	// addresses), local first, then by name. A service has a handful: a slice is
+	// smaller and faster to build than a map.
 	ordered []*cluster
 	// local and remote are the ClusterSetIP candidates by family.
 	local, remote [2][]netip.Addr
 	rr            *roundRobin
+}
+
+// find is the answering cluster named name, nil when there is none.
+func (svc *service) find(name string) *cluster {
+	for _, c := range svc.ordered {
+		if c.name == name {
+			return c
+		}
+	}
+	return nil
 }
 
 type roundRobin struct{ next [2]atomic.Uint64 }
@@ -135,11 +146,11 @@ func NewSnapshot(cfg Config, services []Service, connected func(cluster string) 
 		s.zones = []string{DefaultZone}
 	}
 	sort.Slice(s.zones, func(i, j int) bool { return len(s.zones[i]) > len(s.zones[j]) })
+	localName := strings.ToLower(cfg.LocalCluster)
 	for i := range services {
 		in := &services[i]
 		key := serviceKey{strings.ToLower(in.Name), strings.ToLower(in.Namespace)}
-		svc := &service{name: key.name, namespace: key.namespace, headless: in.Headless, ports: in.Ports,
-			clusters: map[string]*cluster{}}
+		svc := &service{name: key.name, namespace: key.namespace, headless: in.Headless, ports: in.Ports}
 		if p := prev.lookup(key); p != nil {
 			svc.rr = p.rr
 		} else {
@@ -148,16 +159,16 @@ func NewSnapshot(cfg Config, services []Service, connected func(cluster string) 
 		for j := range in.Sources {
 			src := &in.Sources[j]
 			name := strings.ToLower(src.Cluster)
-			local := name == strings.ToLower(cfg.LocalCluster)
-			if !local && (connected == nil || !connected(src.Cluster)) {
+			if name != localName && (connected == nil || !connected(src.Cluster)) {
 				continue
 			}
-			c := svc.clusters[name]
-			if c == nil {
+			c := svc.find(name)
+			isNew := c == nil
+			if isNew {
 				c = &cluster{name: name, ports: src.Ports}
 			}
 			for _, ep := range src.Endpoints {
-				if !ep.Addr.IsValid() || !(ep.Ready || src.PublishNotReady && in.Headless) {
+				if !ep.Addr.IsValid() || !ep.Ready && (!src.PublishNotReady || !in.Headless) {
 					continue
 				}
 				addr := ep.Addr.Unmap()
@@ -172,21 +183,21 @@ func NewSnapshot(cfg Config, services []Service, connected func(cluster string) 
 				}
 				s.records++
 			}
-			if len(c.addrs[v4])+len(c.addrs[v6]) > 0 {
-				svc.clusters[name] = c
+			if isNew && len(c.addrs[v4])+len(c.addrs[v6]) > 0 {
+				svc.ordered = append(svc.ordered, c)
 			}
 		}
-		for _, c := range svc.clusters {
-			svc.ordered = append(svc.ordered, c)
+		if len(svc.ordered) > 1 {
+			slices.SortFunc(svc.ordered, func(a, b *cluster) int {
+				if (a.name == localName) != (b.name == localName) {
+					if a.name == localName {
+						return -1
+					}
+					return 1
+				}
+				return strings.Compare(a.name, b.name)
+			})
 		}
-		localName := strings.ToLower(cfg.LocalCluster)
-		sort.Slice(svc.ordered, func(i, j int) bool {
-			a, b := svc.ordered[i], svc.ordered[j]
-			if (a.name == localName) != (b.name == localName) {
-				return a.name == localName
-			}
-			return a.name < b.name
-		})
 		for _, c := range svc.ordered {
 			for f := range c.addrs {
 				if c.name == localName {

@@ -55,7 +55,7 @@ func BenchmarkServeUDP(b *testing.B) {
 			b.Error(err)
 			return
 		}
-		defer conn.Close()
+		defer func() { _ = conn.Close() }()
 		i := 0
 		for pb.Next() {
 			q := new(dns.Msg).SetQuestion(names[i%len(names)], dns.TypeA)

@@ -2,7 +2,8 @@ package source
 
 import (
 	"net/netip"
-	"sort"
+	"slices"
+	"strings"
 
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
@@ -82,7 +83,7 @@ func Connected(peers []straitv1.Peer) map[string]bool {
 // cluster are merged. An endpoint whose ready condition is unset counts as ready, as in
 // Kubernetes. A headless slice that lists a not-ready endpoint belongs to a service with
 // publishNotReadyAddresses: the hub lists not-ready endpoints only for those.
-func Services(imports []mcsv1.ServiceImport, slices []discoveryv1.EndpointSlice) []resolver.Service {
+func Services(imports []mcsv1.ServiceImport, endpointSlices []discoveryv1.EndpointSlice) []resolver.Service {
 	type key struct{ ns, name string }
 	idx := make(map[key]int, len(imports))
 	out := make([]resolver.Service, 0, len(imports))
@@ -95,12 +96,8 @@ func Services(imports []mcsv1.ServiceImport, slices []discoveryv1.EndpointSlice)
 		idx[key{si.Namespace, si.Name}] = len(out)
 		out = append(out, svc)
 	}
-	sorted := make([]*discoveryv1.EndpointSlice, 0, len(slices))
-	for i := range slices {
-		sorted = append(sorted, &slices[i])
-	}
-	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
-	for _, sl := range sorted {
+	for k := range endpointSlices {
+		sl := &endpointSlices[k]
 		i, ok := idx[key{sl.Namespace, sl.Labels[mcsv1.LabelServiceName]}]
 		cluster := sl.Labels[mcsv1.LabelSourceCluster]
 		if !ok || cluster == "" {
@@ -145,6 +142,19 @@ func Services(imports []mcsv1.ServiceImport, slices []discoveryv1.EndpointSlice)
 					continue
 				}
 				src.Endpoints = append(src.Endpoints, resolver.Endpoint{Addr: addr, Hostname: host, Ready: ready})
+			}
+		}
+	}
+	// The cache lists in no particular order: sort, so that answers do not change
+	// order from one snapshot to the next.
+	for i := range out {
+		srcs := out[i].Sources
+		if len(srcs) > 1 {
+			slices.SortFunc(srcs, func(a, b resolver.ClusterSource) int { return strings.Compare(a.Cluster, b.Cluster) })
+		}
+		for j := range srcs {
+			if eps := srcs[j].Endpoints; len(eps) > 1 {
+				slices.SortFunc(eps, func(a, b resolver.Endpoint) int { return a.Addr.Compare(b.Addr) })
 			}
 		}
 	}

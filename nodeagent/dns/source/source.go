@@ -47,12 +47,14 @@ type Source struct {
 	dirty   chan struct{}
 	serial  uint32
 	prev    *resolver.Snapshot
+	// lastBuild is how long the last read and rebuild took.
+	lastBuild time.Duration
 }
 
 // Scheme has every type the source reads.
 func Scheme() (*runtime.Scheme, error) {
 	s := runtime.NewScheme()
-	err := errors.Join(clientgoscheme.AddToScheme(s), straitv1.AddToScheme(s), mcsv1.AddToScheme(s))
+	err := errors.Join(clientgoscheme.AddToScheme(s), straitv1.AddToScheme(s), mcsv1.Install(s))
 	if err != nil {
 		return nil, fmt.Errorf("building scheme: %w", err)
 	}
@@ -130,7 +132,9 @@ func (s *Source) Run(ctx context.Context) error {
 		case err := <-errc:
 			return fmt.Errorf("cache stopped: %w", err)
 		case <-s.dirty:
-			timer.Reset(s.opts.Debounce)
+			// A rebuild is not started sooner than the last one took, so that a
+			// churning clusterset cannot keep the server's CPU busy rebuilding.
+			timer.Reset(max(s.opts.Debounce, s.lastBuild))
 			select {
 			case <-ctx.Done():
 				return nil
@@ -161,9 +165,11 @@ func (s *Source) rebuild(ctx context.Context) {
 		}
 		return
 	}
+	start := time.Now()
 	s.serial++
 	s.prev = Build(st, s.opts.Overrides, s.serial, s.prev)
 	s.publish(s.prev)
+	s.lastBuild = time.Since(start)
 }
 
 // read lists what the answers depend on from the cache.

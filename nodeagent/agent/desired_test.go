@@ -1,0 +1,134 @@
+package agent
+
+import (
+	"context"
+	"net/netip"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	straitv1 "github.com/straitnet/strait/api/v1alpha1"
+	"github.com/straitnet/strait/nodeagent/kernel"
+	"github.com/straitnet/strait/nodeagent/route"
+)
+
+func node(name, ip string, gateway bool) corev1.Node {
+	n := corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{}},
+		Status: corev1.NodeStatus{Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: ip}}}}
+	if gateway {
+		n.Labels["strait.io/gateway"] = "true"
+	}
+	return n
+}
+
+func snapshot(self string, globalnet bool) Snapshot {
+	m := &straitv1.Membership{Spec: straitv1.MembershipSpec{ClusterID: "g1", PodCIDRs: []string{"10.7.0.0/16"},
+		ServiceCIDRs: []string{"10.96.0.0/16"}, Cable: straitv1.MemberCable{Driver: straitv1.CableWireGuard, Port: 4500},
+		GatewayNodeSelector: map[string]string{"strait.io/gateway": "true"}}}
+	peer := straitv1.Peer{ObjectMeta: metav1.ObjectMeta{Name: "g2"}, Spec: straitv1.PeerSpec{ClusterID: "g2",
+		CIDRs:    []string{"10.8.0.0/16", "10.9.0.0/16"},
+		Endpoint: &straitv1.PeerEndpoint{IP: "203.0.113.2", Port: 4500, Driver: straitv1.CableWireGuard}}}
+	if globalnet {
+		m.Spec.Globalnet = &straitv1.MemberGlobalnet{GlobalCIDR: "242.1.0.0/16", EgressIPs: []string{"242.1.0.1"}}
+		peer.Spec.CIDRs = []string{"242.2.0.0/16"}
+	}
+	ips := map[string]string{"gw1": "10.0.0.1", "gw2": "10.0.0.2", "plain": "10.0.0.3"}
+	s := Snapshot{NodeName: self, Membership: m, Peers: []straitv1.Peer{peer}, ActiveGateway: "gw1",
+		Nodes: []corev1.Node{node("gw1", "10.0.0.1", true), node("gw2", "10.0.0.2", true), node("plain", "10.0.0.3", false)},
+		Links: []kernel.Link{{Name: "eth0", MTU: 9000, Addrs: []netip.Prefix{netip.PrefixFrom(netip.MustParseAddr(ips[self]), 24)}},
+			{Name: "cni0", MTU: 1500, Addrs: []netip.Prefix{netip.MustParsePrefix("10.7.1.1/24")}}},
+		Ingresses: []straitv1.GlobalIngress{{Spec: straitv1.GlobalIngressSpec{ServiceName: "web", ServiceNamespace: "demo", GlobalIP: "242.1.0.10"}}},
+		Endpoints: map[string][]netip.Addr{"demo/web": {netip.MustParseAddr("10.7.1.5")}},
+	}
+	if self != "plain" {
+		s.Driver = &routedDriver{}
+	}
+	return s
+}
+
+func dumpOf(t *testing.T, st kernel.State) string {
+	t.Helper()
+	f := kernel.NewFake(kernel.Link{Name: "eth0", Kind: "veth", MTU: 9000}, kernel.Link{Name: "wan", Kind: "veth", MTU: 9000})
+	if err := kernel.Apply(context.Background(), f, route.Ownership(), st); err != nil {
+		t.Fatal(err)
+	}
+	d, err := kernel.Dump(context.Background(), f, route.Ownership())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+func TestCompute(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		snap    func() Snapshot
+		placed  bool
+		active  bool
+		want    []string
+		notWant []string
+	}{
+		{name: "no membership: nothing, and that is the truth", placed: true,
+			snap: func() Snapshot { s := snapshot("plain", false); s.Membership = nil; return s }},
+		{name: "node not in the API: apply nothing",
+			snap: func() Snapshot { s := snapshot("plain", false); s.NodeName = "gone"; return s }},
+		{name: "no device holds the node's IP: apply nothing",
+			snap: func() Snapshot { s := snapshot("plain", false); s.Links = s.Links[1:]; return s }},
+		{name: "plain node routes peer CIDRs to the active gateway, MTU from a 9000 underlay minus wireguard",
+			snap: func() Snapshot { return snapshot("plain", false) }, placed: true,
+			want: []string{"fdb 10.0.0.1", "10.8.0.0/16 via 241.0.0.1 dev vx-strait onlink mtu=8920", "mtu=8950 up"}},
+		{name: "passive gateway is a plain node", snap: func() Snapshot { return snapshot("gw2", false) }, placed: true,
+			want: []string{"10.9.0.0/16 via 241.0.0.1 dev vx-strait"}},
+		{name: "active gateway routes into the cable (the driver's Router)",
+			snap: func() Snapshot { return snapshot("gw1", false) }, placed: true, active: true,
+			want:    []string{"10.8.0.0/16 via 203.0.113.2 dev wan onlink mtu=9000", "fdb 10.0.0.2\n  fdb 10.0.0.3"},
+			notWant: []string{"gn-"}},
+		{name: "active gateway under globalnet: NAT, health-check IP on vx-strait",
+			snap: func() Snapshot { return snapshot("gw1", true) }, placed: true, active: true,
+			want: []string{"addr 242.1.255.255/32", "242.1.0.10 : 10.7.1.5", "0 : 242.1.0.1", "242.2.0.0/16 via 203.0.113.2 dev wan"}},
+		{name: "plain node under globalnet routes remote global CIDRs, no NAT",
+			snap: func() Snapshot { return snapshot("plain", true) }, placed: true,
+			want: []string{"242.2.0.0/16 via 241.0.0.1 dev vx-strait"}, notWant: []string{"gn-"}},
+		{name: "no active gateway: nothing to route through",
+			snap: func() Snapshot { s := snapshot("plain", false); s.ActiveGateway = ""; return s }, placed: true},
+		{name: "lease holder without a cable driver is not active",
+			snap: func() Snapshot { s := snapshot("gw1", false); s.Driver = nil; return s }, placed: true,
+			notWant: []string{"dev wan"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d, _ := Compute(tc.snap())
+			if d.Placed != tc.placed || d.Active != tc.active {
+				t.Fatalf("placed=%v active=%v, want %v %v", d.Placed, d.Active, tc.placed, tc.active)
+			}
+			got := dumpOf(t, d.State)
+			for _, w := range tc.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("missing %q in:\n%s", w, got)
+				}
+			}
+			for _, w := range tc.notWant {
+				if strings.Contains(got, w) {
+					t.Errorf("unexpected %q in:\n%s", w, got)
+				}
+			}
+			if len(tc.want) == 0 && len(tc.notWant) == 0 && got != "" {
+				t.Errorf("want nothing, got:\n%s", got)
+			}
+			if d.Active {
+				if d.Local.ClusterID != "g1" || len(d.Remotes) != 1 || d.Remotes[0].IP != netip.MustParseAddr("203.0.113.2") {
+					t.Errorf("cable input: %+v %+v", d.Local, d.Remotes)
+				}
+			}
+		})
+	}
+}
+
+func TestGatewayCapable(t *testing.T) {
+	m := snapshot("gw1", false).Membership
+	gw, plain := node("gw1", "10.0.0.1", true), node("plain", "10.0.0.3", false)
+	if !GatewayCapable(m, &gw) || GatewayCapable(m, &plain) || GatewayCapable(nil, &gw) {
+		t.Fatal("selector not honoured")
+	}
+}
