@@ -225,6 +225,14 @@ func clientNamespace(t *testing.T, cluster string) (string, netip.Addr) {
 // whereami asks a whereami server at addr from inside a pod's namespace.
 func whereami(t *testing.T, ns, hostPort string) workload.Answer {
 	t.Helper()
+	a, err := tryWhereami(ns, hostPort)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+func tryWhereami(ns, hostPort string) (workload.Answer, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	hc := &http.Client{Transport: &http.Transport{
@@ -243,15 +251,15 @@ func whereami(t *testing.T, ns, hostPort string) workload.Answer {
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+hostPort+"/", nil)
 	resp, err := hc.Do(req)
 	if err != nil {
-		t.Fatalf("GET http://%s from %s: %v", hostPort, ns, err)
+		return workload.Answer{}, fmt.Errorf("GET http://%s from %s: %w", hostPort, ns, err)
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
 	var a workload.Answer
 	if err := json.Unmarshal(body, &a); err != nil {
-		t.Fatalf("GET http://%s: %v: %q", hostPort, err, body)
+		return a, fmt.Errorf("GET http://%s: %w: %q", hostPort, err, body)
 	}
-	return a
+	return a, nil
 }
 
 // podResolver queries the nameserver of the pod's resolv.conf over UDP from inside the
@@ -514,6 +522,20 @@ func TestStraitInTheLab(t *testing.T) {
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("c1: whereami-cs.sample.svc.clusterset.local = %v, %v; want c2's ClusterIP %s", got, err, svc.Spec.ClusterIP)
+		}
+		time.Sleep(time.Second)
+	}
+	// Through the gateways' cable: c1's client reaches c2's whereami by its clusterset name.
+	if !shared.lab.straitSupports("agent") {
+		t.Skip("this strait binary has no agent subcommand yet")
+	}
+	for {
+		a, err := tryWhereami(ns, "whereami-cs.sample.svc.clusterset.local:80")
+		if err == nil && a.Cluster == "c2" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("c1 → whereami-cs.sample.svc.clusterset.local: %+v, %v; want an answer from c2", a, err)
 		}
 		time.Sleep(time.Second)
 	}
