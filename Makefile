@@ -105,6 +105,11 @@ $(COREDNS):
 lab: build k8s-binaries $(COREDNS) ## Bring up the default lab (root): clusters c1, c2 and a hub as network namespaces.
 	$(BIN)/strait lab up --example basic
 	$(BIN)/strait lab status
+	@echo "== from c1's client pod: c2's exported whereami through CoreDNS and strait dns"
+	-$(BIN)/strait lab exec c1 client -- $(BIN)/strait lab workload lookup whereami-cs.sample.svc.clusterset.local
+	-$(BIN)/strait lab exec c1 client -- $(BIN)/strait lab workload lookup c2.whereami-cs.sample.svc.clusterset.local
+	-$(BIN)/strait lab exec c1 client -- $(BIN)/strait lab workload lookup whereami-0.c2.whereami-ss.sample.svc.clusterset.local
+	-$(BIN)/strait lab exec c1 client -- $(BIN)/strait lab workload get http://whereami-cs.sample.svc.clusterset.local
 
 lab-down: build ## Remove the lab: namespaces, links, processes, files.
 	$(BIN)/strait lab down

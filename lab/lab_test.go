@@ -67,6 +67,10 @@ func TestMain(m *testing.M) {
 		l := New(Options{StateDir: filepath.Join(tmp, "state"), K8sBin: k8sBin(root),
 			CoreDNS: filepath.Join(root, "bin", "coredns"), Strait: strait, PortBase: 26443, Out: os.Stderr})
 		shared.lab = l
+		if err := crashUpThenDown(l, strait, root); err != nil {
+			fmt.Fprintln(os.Stderr, "FAIL: down after a crash of up:", err)
+			return 1
+		}
 		cs, err := os.ReadFile(filepath.Join(root, "examples", "clusterset", "basic", "clusterset.yaml"))
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
@@ -104,6 +108,34 @@ func TestMain(m *testing.M) {
 		return code
 	}()
 	os.Exit(code)
+}
+
+// crashUpThenDown kills "strait lab up" with SIGKILL once its control planes are
+// starting, then checks that "lab down" leaves nothing behind.
+func crashUpThenDown(l *Lab, strait, root string) error {
+	up := exec.Command(strait, "lab", "up", "--example", "basic", "--state", l.state.Dir, "--port-base", "26443",
+		"--k8s-bin", l.opts.K8sBin, "--coredns", l.opts.CoreDNS)
+	up.Dir = root
+	up.Stdout, up.Stderr = os.Stderr, os.Stderr
+	if err := up.Start(); err != nil {
+		return err
+	}
+	pidFile := filepath.Join(l.state.Dir, "c1", "pids", "kube-apiserver.pid")
+	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if _, err := os.Stat(pidFile); err == nil {
+			break
+		}
+	}
+	time.Sleep(time.Second)
+	_ = up.Process.Kill()
+	_ = up.Wait()
+	if err := l.Down(context.Background()); err != nil {
+		return err
+	}
+	if left := l.Leftovers(); len(left) > 0 {
+		return fmt.Errorf("left behind: %s", strings.Join(left, "; "))
+	}
+	return nil
 }
 
 // labPrerequisites says why the lab cannot run here, or "".
@@ -193,6 +225,14 @@ func clientNamespace(t *testing.T, cluster string) (string, netip.Addr) {
 // whereami asks a whereami server at addr from inside a pod's namespace.
 func whereami(t *testing.T, ns, hostPort string) workload.Answer {
 	t.Helper()
+	a, err := tryWhereami(ns, hostPort)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+func tryWhereami(ns, hostPort string) (workload.Answer, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	hc := &http.Client{Transport: &http.Transport{
@@ -211,15 +251,15 @@ func whereami(t *testing.T, ns, hostPort string) workload.Answer {
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+hostPort+"/", nil)
 	resp, err := hc.Do(req)
 	if err != nil {
-		t.Fatalf("GET http://%s from %s: %v", hostPort, ns, err)
+		return workload.Answer{}, fmt.Errorf("GET http://%s from %s: %w", hostPort, ns, err)
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
 	var a workload.Answer
 	if err := json.Unmarshal(body, &a); err != nil {
-		t.Fatalf("GET http://%s: %v: %q", hostPort, err, body)
+		return a, fmt.Errorf("GET http://%s: %w: %q", hostPort, err, body)
 	}
-	return a
+	return a, nil
 }
 
 // podResolver queries the nameserver of the pod's resolv.conf over UDP from inside the
@@ -482,6 +522,20 @@ func TestStraitInTheLab(t *testing.T) {
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("c1: whereami-cs.sample.svc.clusterset.local = %v, %v; want c2's ClusterIP %s", got, err, svc.Spec.ClusterIP)
+		}
+		time.Sleep(time.Second)
+	}
+	// Through the gateways' cable: c1's client reaches c2's whereami by its clusterset name.
+	if !shared.lab.straitSupports("agent") {
+		t.Skip("this strait binary has no agent subcommand yet")
+	}
+	for {
+		a, err := tryWhereami(ns, "whereami-cs.sample.svc.clusterset.local:80")
+		if err == nil && a.Cluster == "c2" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("c1 → whereami-cs.sample.svc.clusterset.local: %+v, %v; want an answer from c2", a, err)
 		}
 		time.Sleep(time.Second)
 	}

@@ -17,6 +17,10 @@ import (
 	"github.com/straitnet/strait/lab/topology"
 )
 
+// GatewayIPAnnotation is where strait agent reads the address other gateways send tunnel
+// traffic to (agent.AnnotationGatewayIP).
+const GatewayIPAnnotation = "strait.io/gateway-ip"
+
 // daemonKey is the pid-file directory of the lab daemon (not a valid cluster name).
 const daemonKey = "_lab"
 
@@ -61,10 +65,15 @@ func (l *Lab) Serve(ctx context.Context) error {
 			return err
 		}
 		for _, n := range c.Nodes {
-			k := kubelet.New(kubelet.Config{
+			cfg := kubelet.Config{
 				Cluster: c.Name, Node: n, DNSServiceIP: c.DNSServiceIP, Client: client,
 				Strait: l.opts.Strait, LogDir: filepath.Join(l.state.ClusterDir(c.Name), "logs"),
-			})
+			}
+			if n.Gateway {
+				// Gateways reach each other over the WAN, not their cluster's LAN.
+				cfg.Annotations = map[string]string{GatewayIPAnnotation: n.WANAddr.Addr().String()}
+			}
+			k := kubelet.New(cfg)
 			adopted := false
 			run("kubelet "+n.Name, func(ctx context.Context) error {
 				if !adopted {

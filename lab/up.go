@@ -268,8 +268,12 @@ func (l *Lab) startStrait(ctx context.Context, t *topology.Lab, webhookManifest 
 	for _, c := range t.Clusters {
 		if agent {
 			for _, n := range c.Nodes {
-				if err := l.ensureProcess(c.Name, "strait-agent-"+n.Name, n.Namespace, l.opts.Strait, "agent",
-					"--node-name", n.Name, "--kubeconfig", l.state.LANKubeconfig(c.Name)); err != nil {
+				// wireguard-go's UAPI sockets live in /run/wireguard, shared by every
+				// namespace: each agent gets a private one (ip netns exec has already
+				// given it its own mount namespace, slave to the host's).
+				if err := l.ensureProcess(c.Name, "strait-agent-"+n.Name, n.Namespace, "sh", "-c",
+					`mkdir -p /run/wireguard && mount -t tmpfs -o size=1m,mode=0700 strait-lab /run/wireguard && exec "$0" "$@"`,
+					l.opts.Strait, "agent", "--node-name", n.Name, "--kubeconfig", l.state.LANKubeconfig(c.Name)); err != nil {
 					l.progress("%s: strait agent: %v", n.Name, err)
 				}
 			}

@@ -3,9 +3,13 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -268,7 +272,7 @@ func newLabServeCmd(o *labOptions) *cobra.Command {
 }
 
 func newLabWorkloadCmd() *cobra.Command {
-	cmd := &cobra.Command{Use: "workload", Short: "Built-in pod workloads (run by the lab kubelet)", Hidden: true}
+	cmd := &cobra.Command{Use: "workload", Short: "Built-in pod workloads and client tools (run inside pods)", Hidden: true}
 	var listen string
 	var id workload.Identity
 	w := &cobra.Command{
@@ -287,6 +291,41 @@ func newLabWorkloadCmd() *cobra.Command {
 	w.Flags().StringVar(&id.Namespace, "namespace", "", "pod namespace")
 	w.Flags().StringVar(&id.Pod, "pod", "", "pod name")
 	w.Flags().StringVar(&id.PodIP, "pod-ip", "", "pod IP")
-	cmd.AddCommand(w)
+	lookup := &cobra.Command{
+		Use:   "lookup NAME",
+		Short: "Resolve NAME through /etc/resolv.conf (in a pod: its search list and the cluster DNS)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx, cancel := context.WithTimeout(cmd.Context(), 5*time.Second)
+			defer cancel()
+			addrs, err := (&net.Resolver{PreferGo: true}).LookupHost(ctx, args[0])
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%s: %s\n", args[0], strings.Join(addrs, " "))
+			return nil
+		},
+	}
+	get := &cobra.Command{
+		Use:   "get URL",
+		Short: "HTTP GET URL and print the body (whereami answers with who it is and who called)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx, cancel := context.WithTimeout(cmd.Context(), 5*time.Second)
+			defer cancel()
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, args[0], nil)
+			if err != nil {
+				return err
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				return err
+			}
+			defer resp.Body.Close()
+			_, err = io.Copy(cmd.OutOrStdout(), resp.Body)
+			return err
+		},
+	}
+	cmd.AddCommand(w, lookup, get)
 	return cmd
 }

@@ -38,8 +38,9 @@ type Config struct {
 	Strait string
 	// LogDir receives one log per workload.
 	LogDir string
-	// Labels are extra Node labels.
-	Labels map[string]string
+	// Labels and Annotations are extra Node metadata, kept in place on every start.
+	Labels      map[string]string
+	Annotations map[string]string
 }
 
 // Kubelet keeps one Node alive and runs its Pods.
@@ -127,15 +128,47 @@ func (k *Kubelet) register(ctx context.Context) error {
 		labels[key] = v
 	}
 	node := &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: n.Name, Labels: labels},
+		ObjectMeta: metav1.ObjectMeta{Name: n.Name, Labels: labels, Annotations: k.cfg.Annotations},
 		Spec:       corev1.NodeSpec{PodCIDR: n.PodCIDR.String(), PodCIDRs: []string{n.PodCIDR.String()}},
 	}
 	nodes := k.cfg.Client.CoreV1().Nodes()
 	_, err := nodes.Create(ctx, node, metav1.CreateOptions{})
-	if err != nil && !apierrors.IsAlreadyExists(err) {
+	if apierrors.IsAlreadyExists(err) {
+		err = k.refreshMetadata(ctx, labels)
+	}
+	if err != nil {
 		return fmt.Errorf("registering node %s: %w", n.Name, err)
 	}
 	return k.updateNodeStatus(ctx)
+}
+
+// refreshMetadata puts the lab's labels and annotations back on an existing Node.
+func (k *Kubelet) refreshMetadata(ctx context.Context, labels map[string]string) error {
+	nodes := k.cfg.Client.CoreV1().Nodes()
+	cur, err := nodes.Get(ctx, k.cfg.Node.Name, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	changed := false
+	set := func(m *map[string]string, key, v string) {
+		if *m == nil {
+			*m = map[string]string{}
+		}
+		if (*m)[key] != v {
+			(*m)[key], changed = v, true
+		}
+	}
+	for key, v := range labels {
+		set(&cur.Labels, key, v)
+	}
+	for key, v := range k.cfg.Annotations {
+		set(&cur.Annotations, key, v)
+	}
+	if !changed {
+		return nil
+	}
+	_, err = nodes.Update(ctx, cur, metav1.UpdateOptions{})
+	return err
 }
 
 func (k *Kubelet) updateNodeStatus(ctx context.Context) error {
