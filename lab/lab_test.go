@@ -412,8 +412,15 @@ func TestClusterDNS(t *testing.T) {
 			podIPs = append(podIPs, p.Status.PodIP)
 		}
 		sort.Strings(podIPs)
-		got, err = r.LookupHost(ctx, "whereami-ss.sample.svc.cluster.local")
-		sort.Strings(got)
+		// Pods are Ready before the EndpointSlice controller and CoreDNS have caught up:
+		// give the headless record the time a person would.
+		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(250 * time.Millisecond) {
+			got, err = r.LookupHost(ctx, "whereami-ss.sample.svc.cluster.local")
+			sort.Strings(got)
+			if err == nil && slices.Equal(got, podIPs) || time.Now().After(deadline) {
+				break
+			}
+		}
 		if err != nil || !slices.Equal(got, podIPs) {
 			t.Errorf("%s: headless whereami-ss = %v, %v; want %v", cluster, got, err, podIPs)
 		}
