@@ -120,35 +120,43 @@ func allocateGlobalCIDRs(spec *straitv1.ClusterSetSpec, prev map[string]previous
 }
 
 // firstFreeBlock finds the lowest aligned /bits block at or after start inside rng that
-// overlaps nothing in taken (sorted by address).
+// overlaps nothing in taken. It works on IPv4 offsets and jumps past every clashing
+// block, so it takes at most len(taken)+1 steps whatever the sizes.
 func firstFreeBlock(rng netip.Prefix, bits int, start netip.Addr, taken []netip.Prefix) (netip.Prefix, bool) {
-	p := netip.PrefixFrom(start, bits).Masked()
-	for rng.Contains(p.Addr()) {
-		clash := false
+	size := uint64(1) << (32 - bits)
+	base := v4(rng.Masked().Addr())
+	end := base + prefixSize(rng) // one past the range
+	off := v4(start)
+	if off < base {
+		off = base
+	}
+	off = (off + size - 1) / size * size // align up
+	for off+size <= end {
+		next := off
 		for _, t := range taken {
-			if t.Overlaps(p) {
-				clash = true
-				// Skip past the end of the clashing block, aligned to our size.
-				end := lastAddr(t).Next()
-				if !end.IsValid() {
-					return netip.Prefix{}, false
+			tStart := v4(t.Masked().Addr())
+			tEnd := tStart + prefixSize(t)
+			if tStart < off+size && off < tEnd { // overlap
+				if cand := (tEnd + size - 1) / size * size; cand > next {
+					next = cand
 				}
-				if lastAddr(p).Less(end) {
-					p = netip.PrefixFrom(alignUp(end, bits), bits)
-				} else {
-					p = nextBlock(p)
-				}
-				break
 			}
 		}
-		if !clash {
-			return p, true
+		if next == off {
+			return netip.PrefixFrom(fromV4(off), bits), true
 		}
-		if !p.IsValid() {
-			return netip.Prefix{}, false
-		}
+		off = next
 	}
 	return netip.Prefix{}, false
+}
+
+func v4(a netip.Addr) uint64 {
+	b := a.As4()
+	return uint64(b[0])<<24 | uint64(b[1])<<16 | uint64(b[2])<<8 | uint64(b[3])
+}
+
+func fromV4(v uint64) netip.Addr {
+	return netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)})
 }
 
 func insertSorted(ps []netip.Prefix, p netip.Prefix) []netip.Prefix {
@@ -157,30 +165,6 @@ func insertSorted(ps []netip.Prefix, p netip.Prefix) []netip.Prefix {
 	copy(ps[i+1:], ps[i:])
 	ps[i] = p
 	return ps
-}
-
-func lastAddr(p netip.Prefix) netip.Addr {
-	return addOffset(p.Masked().Addr(), prefixSize(p)-1)
-}
-
-func nextBlock(p netip.Prefix) netip.Prefix {
-	n := lastAddr(p).Next()
-	if !n.IsValid() {
-		return netip.Prefix{}
-	}
-	return netip.PrefixFrom(n, p.Bits())
-}
-
-func alignUp(a netip.Addr, bits int) netip.Addr {
-	p := netip.PrefixFrom(a, bits).Masked()
-	if p.Addr() == a {
-		return a
-	}
-	n := nextBlock(p)
-	if !n.IsValid() {
-		return a
-	}
-	return n.Addr()
 }
 
 func prefixSize(p netip.Prefix) uint64 {

@@ -171,9 +171,12 @@ func validateGlobalnet(spec *straitv1.ClusterSetSpec, specPath *field.Path) fiel
 	}
 	rangeSize := uint64(1) << (32 - rng.Bits())
 	size := uint64(g.ClusterSize)
-	if size < 4 || size&(size-1) != 0 {
-		errs = append(errs, field.Invalid(path.Child("clusterSize"), g.ClusterSize, "must be a power of two, at least 4"))
+	if size < 4 || size > 1<<24 || size&(size-1) != 0 {
+		errs = append(errs, field.Invalid(path.Child("clusterSize"), g.ClusterSize, "must be a power of two from 4 to 16777216"))
 		return errs
+	}
+	if g.ClusterEgressIPs < 1 || g.ClusterEgressIPs > 256 {
+		return append(errs, field.Invalid(path.Child("clusterEgressIPs"), g.ClusterEgressIPs, "must be between 1 and 256"))
 	}
 	if uint64(g.ClusterEgressIPs)+reservedGlobalIPs >= size {
 		errs = append(errs, field.Invalid(path.Child("clusterEgressIPs"), g.ClusterEgressIPs, fmt.Sprintf(

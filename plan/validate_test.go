@@ -53,6 +53,12 @@ func TestValidate(t *testing.T) {
 		{name: "cluster size not a power of two", mutate: func(cs *straitv1.ClusterSet) {
 			cs.Spec.Globalnet = &straitv1.GlobalnetSpec{Enabled: true, ClusterSize: 1000}
 		}, want: [][]string{{"spec.globalnet.clusterSize", "1000", "power of two"}}},
+		{name: "cluster size too large", mutate: func(cs *straitv1.ClusterSet) {
+			cs.Spec.Globalnet = &straitv1.GlobalnetSpec{Enabled: true, CIDRRange: "0.0.0.0/0", ClusterSize: 1 << 30}
+		}, want: [][]string{{"spec.globalnet.clusterSize", "1073741824", "16777216"}}},
+		{name: "too many egress IPs", mutate: func(cs *straitv1.ClusterSet) {
+			cs.Spec.Globalnet = &straitv1.GlobalnetSpec{Enabled: true, ClusterEgressIPs: 100000}
+		}, want: [][]string{{"spec.globalnet.clusterEgressIPs", "100000", "between 1 and 256"}}},
 		{name: "pin outside range", mutate: func(cs *straitv1.ClusterSet) {
 			cs.Spec.Globalnet = &straitv1.GlobalnetSpec{Enabled: true, CIDRRange: "242.0.0.0/8"}
 			cs.Spec.Clusters[0].GlobalCIDR = "120.1.0.0/24"
