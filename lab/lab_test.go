@@ -511,6 +511,10 @@ func TestStraitInTheLab(t *testing.T) {
 				break
 			}
 			if time.Now().After(deadline) {
+				if log, rerr := os.ReadFile(shared.lab.state.LogPath(topology.HubName, "strait-hub")); rerr == nil {
+					lines := strings.Split(strings.TrimSpace(string(log)), "\n")
+					t.Logf("strait hub's log, last lines:\n%s", strings.Join(lines[max(0, len(lines)-40):], "\n"))
+				}
 				t.Fatalf("%s: no Membership written by strait hub: %v %s", cluster, err, raw)
 			}
 			time.Sleep(time.Second)

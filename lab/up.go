@@ -255,13 +255,15 @@ func (l *Lab) straitSupports(sub string) bool {
 func (l *Lab) startStrait(ctx context.Context, t *topology.Lab, webhookManifest string) {
 	hub := t.Hub != nil && l.straitSupports("hub")
 	if hub {
-		if err := l.ensureProcess(topology.HubName, "strait-hub", t.Hub.Namespace, l.opts.Strait, "hub",
+		// The webhook configuration first: strait hub injects its CA bundle into it at
+		// start and exits when it is missing.
+		if err := l.ensureHubWebhook(ctx, t, webhookManifest); err != nil {
+			l.progress("hub: webhook: %v", err)
+		} else if err := l.ensureProcess(topology.HubName, "strait-hub", t.Hub.Namespace, l.opts.Strait, "hub",
 			"--kubeconfig", l.state.InNamespaceKubeconfig(topology.HubName), "--leader-elect=false", "--log-json=false",
 			"--health-probe-bind-address", "127.0.0.1:8081", "--metrics-bind-address", "127.0.0.1:8080",
 			"--webhook-certs", "self", "--webhook-cert-dir", filepath.Join(l.state.ClusterDir(topology.HubName), "webhook")); err != nil {
 			l.progress("hub: strait hub: %v", err)
-		} else if err := l.ensureHubWebhook(ctx, t, webhookManifest); err != nil {
-			l.progress("hub: webhook: %v", err)
 		}
 	}
 	agent, dns := l.straitSupports("agent"), l.straitSupports("dns")
