@@ -61,10 +61,10 @@ verify: generate manifests ## Fail when generated code or manifests are stale, o
 	$(MAKE) vet lint
 
 test: k8s-binaries $(COREDNS) ## Run every test (root-only tests need root; under CI=true they fail instead of skipping).
-	$(GO) test -count=1 -timeout 40m $$($(GO) list ./... | grep -v '^github.com/straitnet/strait/lab$$')
+	$(GO) test -count=1 -timeout 40m $$($(GO) list ./... | grep -v '^github.com/straitnet/strait/test/e2e')
 	@# The lab runs three control planes, CoreDNS, kube-proxy and every strait daemon:
 	@# it gets the machine to itself rather than racing the other packages' API servers.
-	$(GO) test -count=1 -timeout 20m ./lab/
+	$(GO) test -count=1 -p 1 -timeout 40m ./test/e2e/...
 
 test-unit: ## Pure tests only (no API servers, no root).
 	$(GO) test -count=1 -short ./...

@@ -24,6 +24,10 @@ const GatewayIPAnnotation = "strait.io/gateway-ip"
 // daemonKey is the pid-file directory of the lab daemon (not a valid cluster name).
 const daemonKey = "_lab"
 
+// DaemonPid is the pid of the lab daemon ("strait lab serve": kubelets, forwarders), if
+// its pid file exists.
+func (s State) DaemonPid() (int, bool) { return s.Pid(daemonKey, "daemon") }
+
 // Serve is the lab daemon: the loopback forwarder of every control plane, the kubelet
 // of every node and the Corefile sync of every member, until ctx ends.
 func (l *Lab) Serve(ctx context.Context) error {

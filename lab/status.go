@@ -44,14 +44,14 @@ func (l *Lab) Status(ctx context.Context, w io.Writer) error {
 		fmt.Fprintf(tw, "%s\t%s\t%s (pid %d)\n", cluster, proc, state, pids[k])
 	}
 	for _, sub := range []string{"hub", "agent", "dns"} {
-		if !l.straitSupports(sub) {
+		if !l.StraitSupports(sub) {
 			fmt.Fprintf(tw, "-\tstrait %s\tnot running: this strait binary has no %q subcommand\n", sub, sub)
 		}
 	}
 	_ = tw.Flush()
 	for _, cp := range t.ControlPlanes() {
 		fmt.Fprintf(w, "\n== %s  (kubeconfig: %s)\n", cp.Cluster, l.state.KubeconfigPath(cp.Cluster))
-		client, err := l.hostClient(cp.Cluster)
+		client, err := l.HostClient(cp.Cluster)
 		if err != nil {
 			fmt.Fprintf(w, "  %v\n", err)
 			continue
@@ -65,13 +65,13 @@ func (l *Lab) Status(ctx context.Context, w io.Writer) error {
 		}
 		tw := tabwriter.NewWriter(w, 0, 2, 2, ' ', 0)
 		for _, n := range nodes.Items {
-			fmt.Fprintf(tw, "  node/%s\t%s\t%s\t%s\n", n.Name, nodeReady(&n), n.Spec.PodCIDR, n.Labels[topology.GatewayLabel])
+			fmt.Fprintf(tw, "  node/%s\t%s\t%s\t%s\n", n.Name, NodeReady(&n), n.Spec.PodCIDR, n.Labels[topology.GatewayLabel])
 		}
 		pods, err := client.CoreV1().Pods("").List(cctx, metav1.ListOptions{})
 		cancel()
 		if err == nil {
 			for _, p := range pods.Items {
-				fmt.Fprintf(tw, "  pod/%s/%s\t%s\t%s\t%s\n", p.Namespace, p.Name, podReady(&p), p.Status.PodIP, p.Spec.NodeName)
+				fmt.Fprintf(tw, "  pod/%s/%s\t%s\t%s\t%s\n", p.Namespace, p.Name, PodReady(&p), p.Status.PodIP, p.Spec.NodeName)
 			}
 		}
 		_ = tw.Flush()
@@ -79,7 +79,8 @@ func (l *Lab) Status(ctx context.Context, w io.Writer) error {
 	return nil
 }
 
-func nodeReady(n *corev1.Node) string {
+// NodeReady is "Ready" for a node whose Ready condition is true, else "NotReady".
+func NodeReady(n *corev1.Node) string {
 	for _, c := range n.Status.Conditions {
 		if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
 			return "Ready"
@@ -88,7 +89,8 @@ func nodeReady(n *corev1.Node) string {
 	return "NotReady"
 }
 
-func podReady(p *corev1.Pod) string {
+// PodReady is "Ready" for a ready pod, else its phase.
+func PodReady(p *corev1.Pod) string {
 	for _, c := range p.Status.Conditions {
 		if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
 			return "Ready"
@@ -97,8 +99,8 @@ func podReady(p *corev1.Pod) string {
 	return string(p.Status.Phase)
 }
 
-// hostClient talks to a cluster through its loopback forwarder.
-func (l *Lab) hostClient(cluster string) (kubernetes.Interface, error) {
+// HostClient talks to a cluster through its loopback forwarder.
+func (l *Lab) HostClient(cluster string) (kubernetes.Interface, error) {
 	cfg, err := clientcmd.BuildConfigFromFlags("", l.state.KubeconfigPath(cluster))
 	if err != nil {
 		return nil, err

@@ -243,8 +243,8 @@ func (l *Lab) waitPodsReady(ctx context.Context, cp topology.ControlPlane, timeo
 	}
 }
 
-// straitSupports says whether the strait binary has a subcommand.
-func (l *Lab) straitSupports(sub string) bool {
+// StraitSupports says whether the strait binary has a subcommand.
+func (l *Lab) StraitSupports(sub string) bool {
 	return exec.Command(l.opts.Strait, sub, "--help").Run() == nil
 }
 
@@ -253,7 +253,7 @@ func (l *Lab) straitSupports(sub string) bool {
 // namespace and strait dns next to CoreDNS in every member's control-plane namespace,
 // where the binary has those subcommands.
 func (l *Lab) startStrait(ctx context.Context, t *topology.Lab, webhookManifest string) {
-	hub := t.Hub != nil && l.straitSupports("hub")
+	hub := t.Hub != nil && l.StraitSupports("hub")
 	if hub {
 		// The webhook configuration first: strait hub injects its CA bundle into it at
 		// start and exits when it is missing.
@@ -266,7 +266,7 @@ func (l *Lab) startStrait(ctx context.Context, t *topology.Lab, webhookManifest 
 			l.progress("hub: strait hub: %v", err)
 		}
 	}
-	agent, dns := l.straitSupports("agent"), l.straitSupports("dns")
+	agent, dns := l.StraitSupports("agent"), l.StraitSupports("dns")
 	for _, c := range t.Clusters {
 		if agent {
 			for _, n := range c.Nodes {

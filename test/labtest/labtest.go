@@ -1,0 +1,211 @@
+package labtest
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/straitnet/strait/lab"
+	"github.com/straitnet/strait/lab/netns"
+	"github.com/straitnet/strait/lab/topology"
+)
+
+// Config is the lab a test binary wants.
+type Config struct {
+	// ClusterSet is the manifest's path relative to the repository's root.
+	ClusterSet string
+	Spec       topology.Spec
+	// PortBase is the host loopback port of the first forwarder.
+	PortBase int
+	// UpTimeout bounds "lab up" (default 5 minutes).
+	UpTimeout time.Duration
+	// BeforeUp runs once strait is built, before the lab comes up; its error fails the
+	// package.
+	BeforeUp func(*Env) error
+}
+
+// Env is the lab of one test binary.
+type Env struct {
+	Lab  *lab.Lab
+	Topo *topology.Lab
+	// Root is the repository's root; Strait the strait binary built for this run;
+	// K8sBin and CoreDNS the binaries the lab runs.
+	Root, Strait, K8sBin, CoreDNS string
+	// UpTime is how long "lab up" took.
+	UpTime time.Duration
+
+	skipped string
+	upErr   error
+}
+
+// Main brings the lab up, runs the tests, takes the lab down and checks that nothing
+// is left; it returns the exit code for os.Exit. Without root or the binaries the tests
+// skip, except under CI, where that fails the package.
+func Main(m *testing.M, cfg Config, env *Env) int {
+	flag.Parse()
+	root, err := repoRoot()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	env.Root, env.K8sBin, env.CoreDNS = root, K8sBin(root), filepath.Join(root, "bin", "coredns")
+	if reason := prerequisites(env); reason != "" {
+		if os.Getenv("CI") != "" {
+			fmt.Fprintln(os.Stderr, "FAIL: lab tests cannot run under CI:", reason)
+			return 1
+		}
+		env.skipped = reason
+		return m.Run()
+	}
+	tmp, err := os.MkdirTemp("", "strait-lab-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(tmp)
+	env.Strait = filepath.Join(tmp, "strait")
+	build := exec.Command("go", "build", "-o", env.Strait, "github.com/straitnet/strait/cmd/strait")
+	build.Dir = root
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building strait:", err)
+		return 1
+	}
+	l := lab.New(lab.Options{StateDir: filepath.Join(tmp, "state"), K8sBin: env.K8sBin,
+		CoreDNS: env.CoreDNS, Strait: env.Strait, PortBase: cfg.PortBase, Out: os.Stderr})
+	env.Lab = l
+	if cfg.BeforeUp != nil {
+		if err := cfg.BeforeUp(env); err != nil {
+			fmt.Fprintln(os.Stderr, "FAIL:", err)
+			return 1
+		}
+	}
+	cs, err := os.ReadFile(filepath.Join(root, cfg.ClusterSet))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	timeout := cfg.UpTimeout
+	if timeout == 0 {
+		timeout = 5 * time.Minute
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	start := time.Now()
+	env.upErr = l.Up(ctx, lab.UpOptions{Spec: cfg.Spec, ClusterSet: cs, Timeout: timeout * 3 / 5,
+		WebhookManifest: filepath.Join(root, "kustomize", "hub", "workloads", "webhook.yaml"),
+		CRDDirs:         CRDDirs(root)})
+	env.UpTime = time.Since(start)
+	fmt.Fprintf(os.Stderr, "lab up: %.1fs, err=%v\n", env.UpTime.Seconds(), env.upErr)
+	if env.upErr == nil {
+		_, env.Topo, env.upErr = l.Load()
+	}
+	code := m.Run()
+	// A crash leaves the daemon and its kubelets behind: down must clean up after it.
+	if pid, ok := l.State().DaemonPid(); ok {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+	if err := l.Down(context.Background()); err != nil {
+		fmt.Fprintln(os.Stderr, "FAIL: lab down:", err)
+		code = 1
+	}
+	time.Sleep(200 * time.Millisecond)
+	if left := l.Leftovers(); len(left) > 0 {
+		fmt.Fprintln(os.Stderr, "FAIL: lab down left:", strings.Join(left, "; "))
+		code = 1
+	}
+	if links := HostLinks(); len(links) > 0 {
+		fmt.Fprintln(os.Stderr, "FAIL: sl- links in the host namespace:", links)
+		code = 1
+	}
+	return code
+}
+
+// CRDDirs are the CRD manifests the lab applies to every control plane.
+func CRDDirs(root string) []string {
+	return []string{filepath.Join(root, "kustomize", "crd", "bases"), filepath.Join(root, "kustomize", "crd", "mcs")}
+}
+
+// Require skips (or fails, when the lab did not come up) a test that needs the lab.
+func (e *Env) Require(t testing.TB) {
+	t.Helper()
+	if e.skipped != "" {
+		t.Skip(e.skipped)
+	}
+	if e.upErr != nil {
+		t.Fatalf("lab up failed: %v", e.upErr)
+	}
+}
+
+// Skipped says why the lab cannot run here, or "".
+func (e *Env) Skipped() string { return e.skipped }
+
+// prerequisites says why the lab cannot run here, or "".
+func prerequisites(env *Env) string {
+	if testing.Short() {
+		return "-short"
+	}
+	if os.Geteuid() != 0 {
+		return "needs root"
+	}
+	for _, p := range []string{filepath.Join(env.K8sBin, "kube-apiserver"), env.CoreDNS} {
+		if _, err := os.Stat(p); err != nil {
+			return "missing " + p + " (make k8s-binaries coredns)"
+		}
+	}
+	for _, tool := range []string{"ip", "nft"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			return "missing " + tool
+		}
+	}
+	if names, _ := netns.List(topology.Prefix); len(names) > 0 {
+		return "a lab is already up on this machine (sl-* namespaces exist); run 'strait lab down'"
+	}
+	return ""
+}
+
+// K8sBin is where the Kubernetes binaries are: $KUBEBUILDER_ASSETS, else bin/k8s/v1.37.1.
+func K8sBin(root string) string {
+	if d := os.Getenv("KUBEBUILDER_ASSETS"); d != "" {
+		return d
+	}
+	return filepath.Join(root, "bin", "k8s", "v1.37.1")
+}
+
+// HostLinks are the lab's links left in the host's namespace.
+func HostLinks() []string {
+	out, _ := exec.Command("ip", "-o", "link", "show").Output()
+	var links []string
+	for _, line := range strings.Split(string(out), "\n") {
+		if f := strings.Fields(line); len(f) > 1 && strings.HasPrefix(f[1], topology.Prefix) {
+			links = append(links, f[1])
+		}
+	}
+	return links
+}
+
+// repoRoot is the directory of go.mod above the working directory.
+func repoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("no go.mod above the working directory")
+		}
+		dir = parent
+	}
+}
