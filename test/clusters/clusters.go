@@ -76,10 +76,7 @@ func Start(ctx context.Context, opts Options) (_ *Env, retErr error) {
 	if err != nil {
 		return nil, err
 	}
-	assets := os.Getenv("KUBEBUILDER_ASSETS")
-	if assets == "" {
-		assets = filepath.Join(root, "bin", "k8s", K8sVersion)
-	}
+	assets := Assets(root)
 	if _, err := os.Stat(filepath.Join(assets, "kube-apiserver")); err != nil {
 		return nil, fmt.Errorf("no kube-apiserver in %s (run make k8s-binaries): %w", assets, err)
 	}
@@ -252,6 +249,15 @@ func ensureNamespace(ctx context.Context, c client.Client, name string) error {
 		return fmt.Errorf("namespace %s: %w", name, err)
 	}
 	return nil
+}
+
+// Assets is the directory of the Kubernetes test binaries: $KUBEBUILDER_ASSETS, else
+// bin/k8s/K8sVersion under the repository's root.
+func Assets(root string) string {
+	if d := os.Getenv("KUBEBUILDER_ASSETS"); d != "" {
+		return d
+	}
+	return filepath.Join(root, "bin", "k8s", K8sVersion)
 }
 
 // RepoRoot finds the repository root: the nearest directory up from the working

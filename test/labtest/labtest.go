@@ -2,7 +2,6 @@ package labtest
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -16,6 +15,7 @@ import (
 	"github.com/straitnet/strait/lab"
 	"github.com/straitnet/strait/lab/netns"
 	"github.com/straitnet/strait/lab/topology"
+	"github.com/straitnet/strait/test/clusters"
 )
 
 // Config is the lab a test binary wants.
@@ -51,12 +51,12 @@ type Env struct {
 // skip, except under CI, where that fails the package.
 func Main(m *testing.M, cfg Config, env *Env) int {
 	flag.Parse()
-	root, err := repoRoot()
+	root, err := clusters.RepoRoot()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	env.Root, env.K8sBin, env.CoreDNS = root, K8sBin(root), filepath.Join(root, "bin", "coredns")
+	env.Root, env.K8sBin, env.CoreDNS = root, clusters.Assets(root), filepath.Join(root, "bin", "coredns")
 	if reason := prerequisites(env); reason != "" {
 		if os.Getenv("CI") != "" {
 			fmt.Fprintln(os.Stderr, "FAIL: lab tests cannot run under CI:", reason)
@@ -172,14 +172,6 @@ func prerequisites(env *Env) string {
 	return ""
 }
 
-// K8sBin is where the Kubernetes binaries are: $KUBEBUILDER_ASSETS, else bin/k8s/v1.37.1.
-func K8sBin(root string) string {
-	if d := os.Getenv("KUBEBUILDER_ASSETS"); d != "" {
-		return d
-	}
-	return filepath.Join(root, "bin", "k8s", "v1.37.1")
-}
-
 // HostLinks are the lab's links left in the host's namespace.
 func HostLinks() []string {
 	out, _ := exec.Command("ip", "-o", "link", "show").Output()
@@ -190,22 +182,4 @@ func HostLinks() []string {
 		}
 	}
 	return links
-}
-
-// repoRoot is the directory of go.mod above the working directory.
-func repoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("no go.mod above the working directory")
-		}
-		dir = parent
-	}
 }

@@ -8,10 +8,9 @@ import (
 
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
-)
 
-// K8sVersion of the test binaries under bin/k8s.
-const K8sVersion = "v1.37.1"
+	"github.com/straitnet/strait/test/clusters"
+)
 
 // Run starts an API server, runs the tests of m with its config, stops it and exits.
 // Without the test binaries the tests are skipped, unless CI is set: then they fail.
@@ -20,15 +19,12 @@ func Run(m *testing.M, run func(cfg *rest.Config) int) {
 }
 
 func run1(m *testing.M, run func(cfg *rest.Config) int) int {
-	root, err := repoRoot()
+	root, err := clusters.RepoRoot()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	assets := os.Getenv("KUBEBUILDER_ASSETS")
-	if assets == "" {
-		assets = filepath.Join(root, "bin", "k8s", K8sVersion)
-	}
+	assets := clusters.Assets(root)
 	for _, b := range []string{"kube-apiserver", "etcd"} {
 		if _, err := os.Stat(filepath.Join(assets, b)); err != nil {
 			if os.Getenv("CI") != "" {
@@ -60,21 +56,4 @@ func run1(m *testing.M, run func(cfg *rest.Config) int) int {
 		}
 	}
 	return code
-}
-
-func repoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", fmt.Errorf("no go.mod above the working directory")
-		}
-		dir = parent
-	}
 }
