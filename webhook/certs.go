@@ -3,16 +3,11 @@ package webhook
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
 	"fmt"
-	"math/big"
 	"net"
 	"os"
 	"path/filepath"
@@ -26,6 +21,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/straitnet/strait/webhook/issuer"
 )
 
 // CertOptions say which certificate the webhook needs and where it goes.
@@ -151,11 +148,11 @@ func (r *CertRotator) ensureSecret(ctx context.Context) (*certBundle, error) {
 // fresh: the serving certificate chains to the CA, covers every name, and both have
 // more than a third of their life left.
 func (r *CertRotator) fresh(b *certBundle) bool {
-	ca, err := parseCert(b.caCert)
+	ca, err := issuer.ParseCert(b.caCert)
 	if err != nil || !r.lifeLeft(ca) {
 		return false
 	}
-	leaf, err := parseCert(b.cert)
+	leaf, err := issuer.ParseCert(b.cert)
 	if err != nil || !r.lifeLeft(leaf) {
 		return false
 	}
@@ -189,63 +186,26 @@ func (r *CertRotator) lifeLeft(c *x509.Certificate) bool {
 // else from a new CA.
 func (r *CertRotator) generate(cur *certBundle) (*certBundle, error) {
 	now := r.now()
-	ca, caErr := parseCert(cur.caCert)
-	caKey, keyErr := parseKey(cur.caKey)
-	out := &certBundle{caCert: cur.caCert, caKey: cur.caKey}
-	if caErr != nil || keyErr != nil || !r.lifeLeft(ca) {
-		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		if err != nil {
+	ca, err := issuer.Parse(cur.caCert, cur.caKey)
+	if err != nil || !r.lifeLeft(ca.Cert) {
+		if ca, err = issuer.NewCA("strait-hub-webhook-ca", now.Add(-time.Hour), 10*r.opts.Validity); err != nil {
 			return nil, err
 		}
-		tmpl := &x509.Certificate{
-			SerialNumber:          serial(),
-			Subject:               pkix.Name{CommonName: "strait-hub-webhook-ca"},
-			NotBefore:             now.Add(-time.Hour),
-			NotAfter:              now.Add(10 * r.opts.Validity),
-			IsCA:                  true,
-			BasicConstraintsValid: true,
-			KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-		}
-		der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-		if err != nil {
-			return nil, err
-		}
-		if ca, err = x509.ParseCertificate(der); err != nil {
-			return nil, err
-		}
-		caKey = key
-		out.caCert = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
-		if out.caKey, err = encodeKey(key); err != nil {
-			return nil, err
-		}
-	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, err
 	}
 	cn := "strait-hub-webhook"
 	if len(r.opts.DNSNames) > 0 {
 		cn = r.opts.DNSNames[0]
 	}
-	tmpl := &x509.Certificate{
-		SerialNumber: serial(),
-		Subject:      pkix.Name{CommonName: cn},
-		DNSNames:     r.opts.DNSNames,
-		IPAddresses:  r.opts.IPs,
-		NotBefore:    now.Add(-time.Hour),
-		NotAfter:     now.Add(r.opts.Validity),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
+	leaf, err := ca.Issue(&x509.Certificate{
+		Subject:     pkix.Name{CommonName: cn},
+		DNSNames:    r.opts.DNSNames,
+		IPAddresses: r.opts.IPs,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}, now.Add(-time.Hour), r.opts.Validity)
 	if err != nil {
 		return nil, err
 	}
-	out.cert = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
-	if out.key, err = encodeKey(key); err != nil {
-		return nil, err
-	}
-	return out, nil
+	return &certBundle{caCert: ca.CertPEM, caKey: ca.KeyPEM, cert: leaf.CertPEM, key: leaf.KeyPEM}, nil
 }
 
 // writeFiles writes tls.crt and tls.key when they differ; controller-runtime's
@@ -293,35 +253,6 @@ func (r *CertRotator) injectCABundle(ctx context.Context, ca []byte) error {
 		return fmt.Errorf("injecting caBundle into %s: %w", r.opts.WebhookConfiguration, err)
 	}
 	return nil
-}
-
-func serial() *big.Int {
-	n, _ := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 120))
-	return n
-}
-
-func encodeKey(k *ecdsa.PrivateKey) ([]byte, error) {
-	der, err := x509.MarshalECPrivateKey(k)
-	if err != nil {
-		return nil, err
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: der}), nil
-}
-
-func parseCert(data []byte) (*x509.Certificate, error) {
-	b, _ := pem.Decode(data)
-	if b == nil {
-		return nil, errors.New("no PEM certificate")
-	}
-	return x509.ParseCertificate(b.Bytes)
-}
-
-func parseKey(data []byte) (*ecdsa.PrivateKey, error) {
-	b, _ := pem.Decode(data)
-	if b == nil {
-		return nil, errors.New("no PEM key")
-	}
-	return x509.ParseECPrivateKey(b.Bytes)
 }
 
 func tlsPair(cert, key []byte) (tls.Certificate, error) { return tls.X509KeyPair(cert, key) }

@@ -1,19 +1,15 @@
 package pki
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/x509"
 	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
-	"fmt"
-	"math/big"
 	"net"
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/straitnet/strait/webhook/issuer"
 )
 
 // Files are the paths of a cluster's PEM files.
@@ -37,7 +33,7 @@ func FilesIn(dir string) Files {
 }
 
 // Ensure writes every file that is missing. ips and dnsNames are the API server's
-// subject alternative names. A CA that already exists is reused.
+// subject alternative names. A lab whose files all exist keeps them.
 func Ensure(dir string, ips []net.IP, dnsNames []string) (Files, error) {
 	f := FilesIn(dir)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -46,38 +42,20 @@ func Ensure(dir string, ips []net.IP, dnsNames []string) (Files, error) {
 	if exists(f.CACert, f.CAKey, f.ServingCert, f.ServingKey, f.AdminCert, f.AdminKey, f.ServiceAccountKey, f.ServiceAccountPub) {
 		return f, nil
 	}
-	caKey, err := newKey()
-	if err != nil {
-		return f, err
-	}
+	const validity = 10 * 365 * 24 * time.Hour
 	now := time.Now().Add(-time.Hour)
-	caTmpl := &x509.Certificate{
-		SerialNumber: serial(), Subject: pkix.Name{CommonName: "strait-lab-ca"},
-		NotBefore: now, NotAfter: now.Add(10 * 365 * 24 * time.Hour),
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature | x509.KeyUsageCRLSign,
-		BasicConstraintsValid: true, IsCA: true,
-	}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		return f, fmt.Errorf("CA certificate: %w", err)
-	}
-	ca, err := x509.ParseCertificate(caDER)
+	ca, err := issuer.NewCA("strait-lab-ca", now, validity)
 	if err != nil {
 		return f, err
 	}
-	errs := []error{writeCert(f.CACert, caDER), writeKey(f.CAKey, caKey)}
+	errs := []error{write(f.CACert, ca.CertPEM), write(f.CAKey, ca.KeyPEM)}
 	leaf := func(certPath, keyPath string, t *x509.Certificate) error {
-		k, err := newKey()
+		t.KeyUsage = x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment
+		p, err := ca.Issue(t, now, validity)
 		if err != nil {
 			return err
 		}
-		t.SerialNumber, t.NotBefore, t.NotAfter = serial(), now, now.Add(10*365*24*time.Hour)
-		t.KeyUsage = x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment
-		der, err := x509.CreateCertificate(rand.Reader, t, ca, &k.PublicKey, caKey)
-		if err != nil {
-			return fmt.Errorf("certificate %s: %w", certPath, err)
-		}
-		return errors.Join(writeCert(certPath, der), writeKey(keyPath, k))
+		return errors.Join(write(certPath, p.CertPEM), write(keyPath, p.KeyPEM))
 	}
 	errs = append(errs,
 		leaf(f.ServingCert, f.ServingKey, &x509.Certificate{
@@ -88,16 +66,16 @@ func Ensure(dir string, ips []net.IP, dnsNames []string) (Files, error) {
 			Subject:     pkix.Name{CommonName: "strait-lab-admin", Organization: []string{"system:masters"}},
 			ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
 		}))
-	saKey, err := newKey()
+	saKey, err := issuer.NewKey()
 	if err != nil {
 		return f, err
 	}
-	pub, err := x509.MarshalPKIXPublicKey(&saKey.PublicKey)
-	if err != nil {
+	key, kerr := issuer.EncodeKey(saKey)
+	pub, perr := issuer.EncodePublicKey(saKey)
+	if err := errors.Join(kerr, perr); err != nil {
 		return f, err
 	}
-	errs = append(errs, writeKey(f.ServiceAccountKey, saKey),
-		os.WriteFile(f.ServiceAccountPub, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pub}), 0o600))
+	errs = append(errs, write(f.ServiceAccountKey, key), write(f.ServiceAccountPub, pub))
 	return f, errors.Join(errs...)
 }
 
@@ -110,21 +88,4 @@ func exists(paths ...string) bool {
 	return true
 }
 
-func newKey() (*ecdsa.PrivateKey, error) { return ecdsa.GenerateKey(elliptic.P256(), rand.Reader) }
-
-func serial() *big.Int {
-	n, _ := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 62))
-	return n
-}
-
-func writeCert(path string, der []byte) error {
-	return os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600)
-}
-
-func writeKey(path string, k *ecdsa.PrivateKey) error {
-	der, err := x509.MarshalECPrivateKey(k)
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: der}), 0o600)
-}
+func write(path string, pem []byte) error { return os.WriteFile(path, pem, 0o600) }
