@@ -196,10 +196,16 @@ func failoverScenario(t testing.TB, cfg *rest.Config) (graceful, crash time.Dura
 			t.Fatal(err)
 		}
 	}
+	// The PSK Secret as the hub copies it into the member; the agent hands the cable the
+	// key the Membership names.
+	const psk = "the member's copy of the ClusterSet's PSK"
 	mustCreate(t, c,
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "strait-ipsec-psk", Namespace: straitv1.SystemNamespace},
+			Data: map[string][]byte{"psk": []byte(psk)}},
 		&straitv1.Membership{ObjectMeta: metav1.ObjectMeta{Name: straitv1.MembershipName, Namespace: straitv1.SystemNamespace},
 			Spec: straitv1.MembershipSpec{ClusterSet: "strait-system/cs", ClusterID: "c1", PodCIDRs: []string{"10.10.0.0/16"},
-				ServiceCIDRs: []string{"10.11.0.0/16"}, Cable: straitv1.MemberCable{Driver: straitv1.CableVXLAN, Port: 4500},
+				ServiceCIDRs: []string{"10.11.0.0/16"}, Cable: straitv1.MemberCable{Driver: straitv1.CableVXLAN, Port: 4500,
+					PSKSecretName: "strait-ipsec-psk"},
 				GatewayNodeSelector: map[string]string{"strait.io/gateway": "true"}}},
 		&straitv1.Peer{ObjectMeta: metav1.ObjectMeta{Name: "c2", Namespace: straitv1.SystemNamespace},
 			Spec: straitv1.PeerSpec{ClusterID: "c2", CIDRs: []string{"10.20.0.0/16"},
@@ -257,6 +263,9 @@ func failoverScenario(t testing.TB, cfg *rest.Config) (graceful, crash time.Dura
 	eventually(t, 5*time.Second, "the active gateway runs the cable", func() error {
 		if rs := agents[first].driver.remotes(); len(rs) != 1 || rs[0].ClusterID != "c2" {
 			return fmt.Errorf("cable remotes %v", rs)
+		}
+		if got := agents[first].driver.psk(); got != psk {
+			return fmt.Errorf("cable PSK %q, want the Secret's %q", got, psk)
 		}
 		return nil
 	})

@@ -27,15 +27,16 @@ import (
 // cable drivers have their own tests.
 type routedDriver struct {
 	mu        sync.Mutex
+	local     cable.Local
 	converged []cable.Remote
 }
 
 func (*routedDriver) Name() straitv1.CableDriver { return "routed" }
 func (*routedDriver) PublicKey() string          { return "" }
-func (d *routedDriver) Converge(_ context.Context, _ cable.Local, remotes []cable.Remote) error {
+func (d *routedDriver) Converge(_ context.Context, local cable.Local, remotes []cable.Remote) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.converged = remotes
+	d.local, d.converged = local, remotes
 	return nil
 }
 func (*routedDriver) Connections(context.Context) ([]cable.Connection, error) { return nil, nil }
@@ -52,6 +53,13 @@ func (d *routedDriver) remotes() []cable.Remote {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return d.converged
+}
+
+// psk is the PSK of the last Converge.
+func (d *routedDriver) psk() string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return string(d.local.PSK)
 }
 
 // labNode is a node namespace with one pod namespace behind its cni0 bridge.
