@@ -280,6 +280,20 @@ func failoverScenario(t testing.TB, cfg *rest.Config) (graceful, crash time.Dura
 		return nil
 	})
 
+	// A cable that has the remote but no working connection (an IKE initiation the remote
+	// gateway refused because its agent had not loaded the connection yet) is converged
+	// again at every health check, not only at the next resync (10 s here).
+	drv := agents[first].driver
+	drv.setDown(true)
+	before := drv.convergeCount()
+	eventually(t, 2*time.Second, "converging again while the cable is down", func() error {
+		if n := drv.convergeCount() - before; n < 6 { // health checks every 200 ms
+			return fmt.Errorf("%d converges since the cable went down", n)
+		}
+		return nil
+	})
+	drv.setDown(false)
+
 	// Graceful stop: the Lease is released and the other gateway takes over at once.
 	start := time.Now()
 	agents[first].stop()

@@ -29,6 +29,10 @@ type routedDriver struct {
 	mu        sync.Mutex
 	local     cable.Local
 	converged []cable.Remote
+	// down makes Connections report every remote of the last Converge as not connected
+	// (with it unset Connections reports nothing); converges counts Converge calls.
+	down      bool
+	converges int
 }
 
 func (*routedDriver) Name() straitv1.CableDriver { return "routed" }
@@ -37,9 +41,21 @@ func (d *routedDriver) Converge(_ context.Context, local cable.Local, remotes []
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.local, d.converged = local, remotes
+	d.converges++
 	return nil
 }
-func (*routedDriver) Connections(context.Context) ([]cable.Connection, error) { return nil, nil }
+func (d *routedDriver) Connections(context.Context) ([]cable.Connection, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if !d.down {
+		return nil, nil
+	}
+	var out []cable.Connection
+	for _, r := range d.converged {
+		out = append(out, cable.Connection{ClusterID: r.ClusterID})
+	}
+	return out, nil
+}
 func (d *routedDriver) Cleanup(context.Context) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -53,6 +69,19 @@ func (d *routedDriver) remotes() []cable.Remote {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return d.converged
+}
+
+// setDown sets down; convergeCount reads converges.
+func (d *routedDriver) setDown(down bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.down = down
+}
+
+func (d *routedDriver) convergeCount() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.converges
 }
 
 // psk is the PSK of the last Converge.
