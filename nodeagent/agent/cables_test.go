@@ -115,6 +115,11 @@ func testCable(t *testing.T, c labCable) {
 			if n.driver == nil {
 				continue
 			}
+			if !c.ownDevice { // ipsec0 stays with charon, without the driver's addresses
+				if out := n.ns.Run(t, "ip", "-4", "-o", "addr", "show", "dev", c.device); out != "" {
+					t.Errorf("%s: addresses left on %s after cleanup:\n%s", n.name, c.device, out)
+				}
+			}
 			if conns, err := n.driver.Connections(context.Background()); err != nil || len(conns) > 0 {
 				t.Errorf("%s: cable connections after cleanup: %+v (%v)", n.name, conns, err)
 			}
