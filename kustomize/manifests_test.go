@@ -16,6 +16,8 @@ import (
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 
+	straitv1 "github.com/straitnet/strait/api/v1alpha1"
+	"github.com/straitnet/strait/nodeagent/cable/ipsec"
 	"github.com/straitnet/strait/plan"
 	"github.com/straitnet/strait/webhook"
 )
@@ -139,6 +141,7 @@ func TestMemberManifests(t *testing.T) {
 	g.Expect(ac.Args[0]).To(Equal("agent"))
 	g.Expect(ac.SecurityContext.Capabilities.Add).To(ContainElement(corev1.Capability("NET_ADMIN")))
 	g.Expect(ds.Spec.Template.Spec.Tolerations).To(ContainElement(HaveField("Operator", corev1.TolerationOpExists)))
+	charonSidecar(t, ds.Spec.Template.Spec)
 
 	var dns appsv1.Deployment
 	find(t, objs, "Deployment", "strait-system", "strait-dns", &dns)
@@ -175,6 +178,49 @@ func TestMemberManifests(t *testing.T) {
 		}
 	}
 	noWildcards(t, objs)
+}
+
+// charonSidecar checks the ipsec cable's charon beside the agent: `strait charon` on the
+// default ipsec port, its VICI socket in a directory the agent mounts where its
+// --vici-socket default points, no capability beyond NET_ADMIN and a /run of its own
+// (so it needs no private mount namespace, which would take CAP_SYS_ADMIN).
+func charonSidecar(t *testing.T, pod corev1.PodSpec) {
+	t.Helper()
+	g := NewWithT(t)
+	containers := map[string]corev1.Container{}
+	for _, c := range pod.Containers {
+		containers[c.Name] = c
+	}
+	g.Expect(containers).To(HaveKey("charon"))
+	charon, agent := containers["charon"], containers["agent"]
+	g.Expect(charon.Args).To(HaveExactElements("charon", "--dir="+ipsec.DefaultCharonDir,
+		fmt.Sprintf("--port=%d", straitv1.DefaultIPsecPort), "--private-run=false"))
+	g.Expect(charon.SecurityContext.Capabilities.Add).To(ConsistOf(corev1.Capability("NET_ADMIN")))
+	g.Expect(charon.SecurityContext.Capabilities.Drop).To(ConsistOf(corev1.Capability("ALL")))
+	g.Expect(*charon.SecurityContext.AllowPrivilegeEscalation).To(BeFalse())
+
+	volumes := map[string]corev1.Volume{}
+	for _, v := range pod.Volumes {
+		volumes[v.Name] = v
+	}
+	mountedAt := func(c corev1.Container, path string) *corev1.Volume {
+		for _, m := range c.VolumeMounts {
+			if m.MountPath == path {
+				v := volumes[m.Name]
+				return &v
+			}
+		}
+		return nil
+	}
+	shared := mountedAt(charon, ipsec.DefaultCharonDir)
+	g.Expect(shared).NotTo(BeNil(), "charon's directory is not mounted")
+	g.Expect(shared.EmptyDir).NotTo(BeNil(), "charon's directory is not an emptyDir")
+	g.Expect(mountedAt(agent, ipsec.DefaultCharonDir)).To(Equal(shared), "the agent does not share charon's directory")
+	g.Expect(agent.Args).NotTo(ContainElement(HavePrefix("--vici-socket")), "the agent must use its default socket")
+	run := mountedAt(charon, "/run")
+	g.Expect(run).NotTo(BeNil(), "charon has no /run of its own")
+	g.Expect(run.EmptyDir).NotTo(BeNil())
+	g.Expect(mountedAt(charon, "/dev/net/tun")).NotTo(BeNil(), "no /dev/net/tun for --libipsec")
 }
 
 func TestDefaultManifests(t *testing.T) {

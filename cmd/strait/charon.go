@@ -14,6 +14,7 @@ import (
 
 func newCharonCmd() *cobra.Command {
 	c := ipsec.Charon{}
+	privateRun := true
 	cmd := &cobra.Command{
 		Use:   "charon",
 		Short: "Run strongSwan's charon as the gateway's IPsec sidecar",
@@ -27,10 +28,16 @@ stops charon and removes its files. --dir must not be under /run: charon's
 The agent loads connections and keys through VICI; this command configures none.
 --port must equal the cable port of the Membership (IKE and ESP-in-UDP share it).
 Use --libipsec on kernels without ESP: charon then does ESP in userspace through the
-TUN device ipsec0.`,
-		Example: `  strait charon --dir /var/lib/strait/charon --port 4501 --libipsec`,
-		Args:    cobra.NoArgs,
+TUN device ipsec0.
+
+The private /run needs CAP_SYS_ADMIN (a mount namespace and a tmpfs). In a container,
+whose /run is its own already (mount an emptyDir there), pass --private-run=false:
+charon then needs only NET_ADMIN and, with --libipsec, NET_RAW and /dev/net/tun.`,
+		Example: `  strait charon --dir /var/lib/strait/charon --port 4501 --libipsec
+  strait charon --private-run=false   # in the agent's pod, beside strait agent`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			c.SharedRun = !privateRun
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			return c.Run(ctx, cmd.ErrOrStderr())
@@ -42,6 +49,7 @@ TUN device ipsec0.`,
 	f.BoolVar(&c.Libipsec, "libipsec", false, "userspace ESP through a TUN (kernel-libipsec), for kernels without ESP")
 	f.StringVar(&c.Binary, "charon", ipsec.CharonPath, "path of the charon executable")
 	f.IntVar(&c.RoutingTable, "routing-table", ipsec.DefaultRoutingTable, "charon's own routing table (libipsec installs a route per SA there)")
+	f.BoolVar(&privateRun, "private-run", true, "give charon a /run of its own in a private mount namespace (needs CAP_SYS_ADMIN); false where its /run is its own already, as in a container")
 	f.IntVar(&c.RoutingTablePrio, "routing-table-prio", ipsec.DefaultRoutingTablePrio, "priority of the rule for charon's table; must come after Strait's rule")
 	return cmd
 }

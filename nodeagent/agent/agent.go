@@ -214,6 +214,11 @@ func (a *Agent) sync(ctx context.Context) (time.Duration, error) {
 	snap := Snapshot{NodeName: a.cfg.NodeName, Membership: m, ActiveGateway: holder, Driver: driver}
 	var errs []error
 	errs = append(errs, derr)
+	if capable {
+		psk, err := a.readPSK(ctx, m)
+		snap.PSK = psk
+		errs = append(errs, err)
+	}
 	peers := &straitv1.PeerList{}
 	if err := a.client.List(ctx, peers, client.InNamespace(ns)); err != nil {
 		return 0, fmt.Errorf("peers: %w", err)
@@ -244,6 +249,27 @@ func (a *Agent) sync(ctx context.Context) (time.Duration, error) {
 	}
 	return 0, errors.Join(errs...)
 }
+
+// readPSK reads the cable's pre-shared key from the Secret the Membership names (the hub
+// copies it there for the ipsec driver); nil when it names none.
+func (a *Agent) readPSK(ctx context.Context, m *straitv1.Membership) ([]byte, error) {
+	name := m.Spec.Cable.PSKSecretName
+	if name == "" {
+		return nil, nil
+	}
+	s := &corev1.Secret{}
+	if err := a.client.Get(ctx, types.NamespacedName{Namespace: a.cfg.Namespace, Name: name}, s); err != nil {
+		return nil, fmt.Errorf("cable PSK secret %s/%s: %w", a.cfg.Namespace, name, err)
+	}
+	psk := s.Data[pskKey]
+	if len(psk) == 0 {
+		return nil, fmt.Errorf("cable PSK secret %s/%s has no %q", a.cfg.Namespace, name, pskKey)
+	}
+	return psk, nil
+}
+
+// pskKey is the data key of the PSK in its Secret.
+const pskKey = "psk"
 
 func (a *Agent) isActive() bool {
 	a.mu.Lock()

@@ -39,6 +39,9 @@ type Snapshot struct {
 	Endpoints map[string][]netip.Addr
 	// Driver is this node's cable driver; nil on nodes that cannot be gateways.
 	Driver cable.Driver
+	// PSK is the cable's pre-shared key (ipsec: the Secret the Membership names), read
+	// on gateway-capable nodes only.
+	PSK []byte
 }
 
 // Desired is the node's whole data plane.
@@ -164,7 +167,7 @@ func Compute(s Snapshot) (Desired, error) {
 	if active {
 		hc := healthCheckIP(s.Links, m, globalCIDR)
 		d.Local = cable.Local{ClusterID: m.Spec.ClusterID, NodeName: s.NodeName, IP: GatewayIP(self),
-			Port: m.Spec.Cable.Port, CIDRs: localCIDRs, HealthCheckIP: hc}
+			Port: m.Spec.Cable.Port, CIDRs: localCIDRs, HealthCheckIP: hc, PSK: s.PSK}
 		if gn != nil {
 			d.Local.CIDRs = []netip.Prefix{globalCIDR}
 		}

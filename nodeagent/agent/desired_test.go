@@ -44,6 +44,7 @@ func snapshot(self string, globalnet bool) Snapshot {
 	}
 	if self != "plain" {
 		s.Driver = &routedDriver{}
+		s.PSK = []byte("g1's pre-shared key")
 	}
 	return s
 }
@@ -119,6 +120,9 @@ func TestCompute(t *testing.T) {
 			if d.Active {
 				if d.Local.ClusterID != "g1" || len(d.Remotes) != 1 || d.Remotes[0].IP != netip.MustParseAddr("203.0.113.2") {
 					t.Errorf("cable input: %+v %+v", d.Local, d.Remotes)
+				}
+				if string(d.Local.PSK) != string(tc.snap().PSK) {
+					t.Errorf("cable PSK %q, want the snapshot's %q", d.Local.PSK, tc.snap().PSK)
 				}
 			}
 		})

@@ -196,10 +196,16 @@ func failoverScenario(t testing.TB, cfg *rest.Config) (graceful, crash time.Dura
 			t.Fatal(err)
 		}
 	}
+	// The PSK Secret as the hub copies it into the member; the agent hands the cable the
+	// key the Membership names.
+	const psk = "the member's copy of the ClusterSet's PSK"
 	mustCreate(t, c,
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "strait-ipsec-psk", Namespace: straitv1.SystemNamespace},
+			Data: map[string][]byte{"psk": []byte(psk)}},
 		&straitv1.Membership{ObjectMeta: metav1.ObjectMeta{Name: straitv1.MembershipName, Namespace: straitv1.SystemNamespace},
 			Spec: straitv1.MembershipSpec{ClusterSet: "strait-system/cs", ClusterID: "c1", PodCIDRs: []string{"10.10.0.0/16"},
-				ServiceCIDRs: []string{"10.11.0.0/16"}, Cable: straitv1.MemberCable{Driver: straitv1.CableVXLAN, Port: 4500},
+				ServiceCIDRs: []string{"10.11.0.0/16"}, Cable: straitv1.MemberCable{Driver: straitv1.CableVXLAN, Port: 4500,
+					PSKSecretName: "strait-ipsec-psk"},
 				GatewayNodeSelector: map[string]string{"strait.io/gateway": "true"}}},
 		&straitv1.Peer{ObjectMeta: metav1.ObjectMeta{Name: "c2", Namespace: straitv1.SystemNamespace},
 			Spec: straitv1.PeerSpec{ClusterID: "c2", CIDRs: []string{"10.20.0.0/16"},
@@ -258,6 +264,9 @@ func failoverScenario(t testing.TB, cfg *rest.Config) (graceful, crash time.Dura
 		if rs := agents[first].driver.remotes(); len(rs) != 1 || rs[0].ClusterID != "c2" {
 			return fmt.Errorf("cable remotes %v", rs)
 		}
+		if got := agents[first].driver.psk(); got != psk {
+			return fmt.Errorf("cable PSK %q, want the Secret's %q", got, psk)
+		}
 		return nil
 	})
 	eventually(t, 5*time.Second, "peer status from the active gateway's health checks", func() error {
@@ -270,6 +279,20 @@ func failoverScenario(t testing.TB, cfg *rest.Config) (graceful, crash time.Dura
 		}
 		return nil
 	})
+
+	// A cable that has the remote but no working connection (an IKE initiation the remote
+	// gateway refused because its agent had not loaded the connection yet) is converged
+	// again at every health check, not only at the next resync (10 s here).
+	drv := agents[first].driver
+	drv.setDown(true)
+	before := drv.convergeCount()
+	eventually(t, 2*time.Second, "converging again while the cable is down", func() error {
+		if n := drv.convergeCount() - before; n < 6 { // health checks every 200 ms
+			return fmt.Errorf("%d converges since the cable went down", n)
+		}
+		return nil
+	})
+	drv.setDown(false)
 
 	// Graceful stop: the Lease is released and the other gateway takes over at once.
 	start := time.Now()

@@ -4,14 +4,18 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"path/filepath"
 	"sync"
 	"testing"
 
+	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
 	"github.com/straitnet/strait/nodeagent/cable"
+	"github.com/straitnet/strait/nodeagent/cable/cabletest"
+	"github.com/straitnet/strait/nodeagent/cable/ipsec"
 	"github.com/straitnet/strait/nodeagent/cable/vxlan"
 	"github.com/straitnet/strait/nodeagent/kernel"
 	"github.com/straitnet/strait/nodeagent/route"
@@ -23,18 +27,35 @@ import (
 // cable drivers have their own tests.
 type routedDriver struct {
 	mu        sync.Mutex
+	local     cable.Local
 	converged []cable.Remote
+	// down makes Connections report every remote of the last Converge as not connected
+	// (with it unset Connections reports nothing); converges counts Converge calls.
+	down      bool
+	converges int
 }
 
 func (*routedDriver) Name() straitv1.CableDriver { return "routed" }
 func (*routedDriver) PublicKey() string          { return "" }
-func (d *routedDriver) Converge(_ context.Context, _ cable.Local, remotes []cable.Remote) error {
+func (d *routedDriver) Converge(_ context.Context, local cable.Local, remotes []cable.Remote) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.converged = remotes
+	d.local, d.converged = local, remotes
+	d.converges++
 	return nil
 }
-func (*routedDriver) Connections(context.Context) ([]cable.Connection, error) { return nil, nil }
+func (d *routedDriver) Connections(context.Context) ([]cable.Connection, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if !d.down {
+		return nil, nil
+	}
+	var out []cable.Connection
+	for _, r := range d.converged {
+		out = append(out, cable.Connection{ClusterID: r.ClusterID})
+	}
+	return out, nil
+}
 func (d *routedDriver) Cleanup(context.Context) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -50,6 +71,26 @@ func (d *routedDriver) remotes() []cable.Remote {
 	return d.converged
 }
 
+// setDown sets down; convergeCount reads converges.
+func (d *routedDriver) setDown(down bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.down = down
+}
+
+func (d *routedDriver) convergeCount() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.converges
+}
+
+// psk is the PSK of the last Converge.
+func (d *routedDriver) psk() string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return string(d.local.PSK)
+}
+
 // labNode is a node namespace with one pod namespace behind its cni0 bridge.
 type labNode struct {
 	name   string
@@ -61,6 +102,10 @@ type labNode struct {
 	podIP  netip.Addr
 	wanIP  netip.Addr // gateway-capable nodes only
 	driver cable.Driver
+	// stop ends what runs beside the node's driver (its gateway process, its charon) and
+	// fails the test if that left anything behind; nil when nothing does. It also runs
+	// when the test ends.
+	stop func()
 }
 
 // routed is the node's routedDriver (tests on the routed lab only).
@@ -83,7 +128,12 @@ type lab struct {
 	wan      *netns.NS
 	clusters []*labCluster
 	driver   straitv1.CableDriver
+	// psk is the ipsec cable's pre-shared key, the same in both clusters.
+	psk []byte
 }
+
+// labCablePort is the cable port of both clusters.
+const labCablePort = 4500
 
 // newLab builds two clusters on one WAN: each with gateway-capable nodes gw1 and gw2 and
 // a plain node, every node with a pod. Node namespaces have rp_filter strict, as many
@@ -91,10 +141,16 @@ type lab struct {
 func newLab(t *testing.T, globalnet bool) *lab { return newLabWithCable(t, globalnet, "routed") }
 
 // newLabWithCable is newLab with the named cable between gateways: "routed" (no tunnel)
-// or a real driver that works inside a namespace from this process ("vxlan").
+// or a real driver: vxlan (in this process), wireguard (an embedded wireguard-go device
+// in a gateway process of its own per gateway node, with one key pair per cluster) or
+// ipsec (the driver in this process, a charon sidecar with kernel-libipsec per gateway
+// node).
 func newLabWithCable(t *testing.T, globalnet bool, driver straitv1.CableDriver) *lab {
 	netns.RequireRoot(t)
-	l := &lab{t: t, wan: netns.New(t, "wan"), driver: driver}
+	if driver == straitv1.CableIPsec {
+		cabletest.RequireCharon(t)
+	}
+	l := &lab{t: t, wan: netns.New(t, "wan"), driver: driver, psk: []byte("the lab's pre-shared key")}
 	l.wan.Bridge(t, "br0")
 	for c := 1; c <= 2; c++ {
 		l.clusters = append(l.clusters, l.newCluster(c, globalnet))
@@ -110,7 +166,7 @@ func (l *lab) newCluster(c int, globalnet bool) *labCluster {
 	m := &straitv1.Membership{ObjectMeta: metav1.ObjectMeta{Name: straitv1.MembershipName, Namespace: straitv1.SystemNamespace},
 		Spec: straitv1.MembershipSpec{ClusterSet: "strait-system/lab", ClusterID: fmt.Sprintf("c%d", c),
 			PodCIDRs: []string{fmt.Sprintf("10.%d.0.0/16", c*10)}, ServiceCIDRs: []string{fmt.Sprintf("10.%d.0.0/16", c*10+1)},
-			Cable:               straitv1.MemberCable{Driver: l.driver, Port: 4500},
+			Cable:               straitv1.MemberCable{Driver: l.driver, Port: labCablePort},
 			GatewayNodeSelector: map[string]string{"strait.io/gateway": "true"}}}
 	if globalnet {
 		podNet = func(i int) string { return fmt.Sprintf("10.7.%d", i) }
@@ -121,6 +177,14 @@ func (l *lab) newCluster(c int, globalnet bool) *labCluster {
 	cl := &labCluster{id: m.Spec.ClusterID, lan: netns.New(t, fmt.Sprintf("c%d-lan", c)), membership: m,
 		endpoints: map[string][]netip.Addr{}}
 	cl.lan.Bridge(t, "br0")
+	var wgKey string // the cluster's WireGuard private key, shared by its gateways
+	if l.driver == straitv1.CableWireGuard {
+		k, err := wgtypes.GeneratePrivateKey()
+		if err != nil {
+			t.Fatal(err)
+		}
+		wgKey = k.String()
+	}
 	names := []string{"gw1", "gw2", "node"}
 	for i, short := range names {
 		i++ // node i has 10.0.c.i and pod subnet <podNet(i)>.0/24
@@ -149,7 +213,7 @@ func (l *lab) newCluster(c int, globalnet bool) *labCluster {
 			n.ns.AddAddr(t, "wan", n.wanIP.String()+"/24")
 			n.node.Labels["strait.io/gateway"] = "true"
 			n.node.Annotations[AnnotationGatewayIP] = n.wanIP.String()
-			n.driver = l.newDriver(n.ns)
+			n.driver, n.stop = l.newDriver(n, wgKey)
 		}
 		k, err := kernel.NewLinux(n.ns.Handle)
 		if err != nil {
@@ -201,7 +265,8 @@ func (cl *labCluster) peerObjects() []straitv1.Peer {
 			p.Spec.CIDRs = append(append([]string{}, r.membership.Spec.PodCIDRs...), r.membership.Spec.ServiceCIDRs...)
 		}
 		if a := r.activeNode(); a != nil {
-			p.Spec.Endpoint = &straitv1.PeerEndpoint{Gateway: a.name, IP: a.wanIP.String(), Port: 4500, Driver: r.membership.Spec.Cable.Driver}
+			p.Spec.Endpoint = &straitv1.PeerEndpoint{Gateway: a.name, IP: a.wanIP.String(), Port: labCablePort,
+				Driver: r.membership.Spec.Cable.Driver, PublicKey: a.driver.PublicKey()}
 		}
 		out = append(out, p)
 	}
@@ -220,15 +285,19 @@ func (l *lab) snapshot(cl *labCluster, n *labNode) Snapshot {
 	s := Snapshot{NodeName: n.name, Membership: cl.membership, Peers: cl.peerObjects(), Nodes: nodes,
 		ActiveGateway: cl.active, Links: links, Ingresses: cl.ingresses, Endpoints: cl.endpoints}
 	if n.driver != nil {
-		s.Driver = n.driver
+		s.Driver, s.PSK = n.driver, l.psk
 	}
 	return s
 }
 
-// converge runs every node's Dataplane once and fails on any error.
-func (l *lab) converge() {
+// converge runs every node's Dataplane once, in every cluster or the ones given, and
+// fails on any error.
+func (l *lab) converge(only ...*labCluster) {
 	l.t.Helper()
-	for _, cl := range l.clusters {
+	if only == nil {
+		only = l.clusters
+	}
+	for _, cl := range only {
 		for _, n := range cl.nodes {
 			if _, err := n.dp.Converge(context.Background(), l.snapshot(cl, n)); err != nil {
 				l.t.Fatalf("%s: %v", n.name, err)
@@ -253,17 +322,68 @@ func (l *lab) dumps() map[string]string {
 	return out
 }
 
-func (l *lab) newDriver(ns *netns.NS) cable.Driver {
+// newDriver builds gateway node n's cable driver; wgKey is its cluster's WireGuard
+// private key. The second result stops what runs beside the driver (nil for none).
+func (l *lab) newDriver(n *labNode, wgKey string) (cable.Driver, func()) {
+	t := l.t
+	routing := cable.Routing{Table: route.Table, Protocol: route.CableProtocol}
 	switch l.driver {
 	case "routed":
-		return &routedDriver{}
+		return &routedDriver{}, nil
 	case straitv1.CableVXLAN:
-		d, err := vxlan.New(vxlan.Config{Routing: cable.Routing{Table: route.Table, Protocol: route.CableProtocol}, Netlink: ns.NL})
+		d, err := vxlan.New(vxlan.Config{Routing: routing, Netlink: n.ns.NL})
 		if err != nil {
-			l.t.Fatal(err)
+			t.Fatal(err)
 		}
-		return d
+		return d, nil
+	case straitv1.CableWireGuard:
+		// wireguard-go works only in a process wholly inside the namespace; the gateway
+		// process also gets a private /run, so the UAPI sockets of the four gateways'
+		// strait-wg devices do not collide in /run/wireguard.
+		gw := cabletest.StartGateway(t, n.ns.Name, wireguardKeyEnv+"="+wgKey)
+		key, err := gw.PublicKey()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &processDriver{name: straitv1.CableWireGuard, publicKey: key, gw: gw}, func() {
+			if err := gw.Exit(); err != nil {
+				t.Errorf("%s: gateway process: %v", n.name, err)
+			}
+		}
+	case straitv1.CableIPsec:
+		socket, stop := cabletest.StartCharon(t, n.ns.Name, filepath.Join(t.TempDir(), n.name), labCablePort)
+		d, err := ipsec.New(ipsec.Config{VICISocket: socket, Routing: routing, Netlink: n.ns.NL})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d, stop
 	}
-	l.t.Fatalf("no cable %q in the lab", l.driver)
-	return nil
+	t.Fatalf("no cable %q in the lab", l.driver)
+	return nil, nil
+}
+
+// processDriver is a cable driver running in a gateway process inside its node's
+// namespace (cabletest.StartGateway, served by this package's TestMain), as the agent
+// process runs it there. Its Cleanup also fails when the driver left files under the
+// process's /run (wireguard-go's UAPI socket).
+type processDriver struct {
+	name      straitv1.CableDriver
+	publicKey string
+	gw        *cabletest.Gateway
+}
+
+func (d *processDriver) Name() straitv1.CableDriver { return d.name }
+func (d *processDriver) PublicKey() string          { return d.publicKey }
+func (d *processDriver) Converge(_ context.Context, local cable.Local, remotes []cable.Remote) error {
+	return d.gw.Converge(local, remotes...)
+}
+func (d *processDriver) Connections(context.Context) ([]cable.Connection, error) {
+	return d.gw.Connections()
+}
+func (d *processDriver) Cleanup(context.Context) error {
+	files, err := d.gw.Cleanup()
+	if err == nil && files != "" {
+		return fmt.Errorf("files left under /run: %s", files)
+	}
+	return err
 }

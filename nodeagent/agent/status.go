@@ -75,7 +75,8 @@ func setCondition(conds *[]metav1.Condition, c metav1.Condition) {
 }
 
 // healthLoop probes every peer through the tunnel while this node is the active
-// gateway and writes the result and the cable's counters into the Peer's status.
+// gateway and writes the result and the cable's counters into the Peer's status; while
+// the cable reports a connection down it also asks for a converge at every round.
 func (a *Agent) healthLoop(ctx context.Context) {
 	if a.cfg.Prober == nil || a.cfg.HealthInterval <= 0 {
 		return
@@ -105,6 +106,16 @@ func (a *Agent) checkPeers(ctx context.Context) error {
 	if cs, err := driver.Connections(ctx); err == nil {
 		for _, c := range cs {
 			conns[c.ClusterID] = c
+		}
+	}
+	// A cable that has a remote but no working connection to it is converged again now,
+	// not at the next resync: e.g. an IKE initiation the remote gateway refused because
+	// its agent had not loaded the connection yet is not retried by charon itself.
+	// Converging is idempotent and a live cable's Converge changes nothing.
+	for _, c := range conns {
+		if !c.Connected {
+			a.Trigger()
+			break
 		}
 	}
 	var errs []error

@@ -41,6 +41,10 @@ type Charon struct {
 	// RoutingTablePrio is the priority of charon's rule for RoutingTable; it must come
 	// after Strait's rule. 0 means DefaultRoutingTablePrio.
 	RoutingTablePrio int
+	// SharedRun runs charon directly, with the /run it finds, instead of in a mount
+	// namespace with a /run of its own (which needs CAP_SYS_ADMIN). For a container,
+	// whose /run is already its own (an emptyDir), not for several charons on one machine.
+	SharedRun bool
 }
 
 // Defaults for charon's own routing table and rule.
@@ -147,6 +151,9 @@ func (c Charon) Argv() []string {
 	bin := c.Binary
 	if bin == "" {
 		bin = CharonPath
+	}
+	if c.SharedRun {
+		return []string{bin}
 	}
 	return []string{"unshare", "--mount", "--propagation", "private", "--",
 		"sh", "-c", `mount -t tmpfs strait-charon /run && exec "$0"`, bin}

@@ -12,9 +12,10 @@
 //
 // kernel-libipsec installs a route per child SA in charon's own table whatever
 // install_routes says, and refuses a child SA unless the gateway owns an address inside
-// the local traffic selector: the gateway must hold cable.Local.HealthCheckIP, and the
-// sidecar puts charon's table behind a rule consulted after Strait's, so Strait's table
-// decides.
+// every local traffic selector: the gateway must hold cable.Local.HealthCheckIP, the
+// driver puts the last address of every other local CIDR (the service CIDRs) on ipsec0
+// as a host address — the driver owns every address on ipsec0 — and the sidecar puts
+// charon's table behind a rule consulted after Strait's, so Strait's table decides.
 //
 // On kernels without ESP (these machines) charon uses the kernel-libipsec plugin: ESP in
 // userspace through a TUN device, always UDP-encapsulated. IKE and ESP then share one UDP

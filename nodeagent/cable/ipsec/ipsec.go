@@ -126,6 +126,10 @@ func (d *Driver) Converge(ctx context.Context, local cable.Local, remotes []cabl
 	if err != nil {
 		errs = append(errs, err)
 	}
+	// Before any child SA can come up, in either role.
+	if err := d.syncSelectorAddrs(local.CIDRs); err != nil {
+		errs = append(errs, err)
+	}
 	for _, r := range remotes {
 		c, err := connFor(local, r)
 		if err != nil {
@@ -332,6 +336,9 @@ func (d *Driver) Cleanup(ctx context.Context) error {
 	defer d.mu.Unlock()
 	var errs []error
 	if err := d.syncRoutes(nil); err != nil {
+		errs = append(errs, err)
+	}
+	if err := d.syncSelectorAddrs(nil); err != nil {
 		errs = append(errs, err)
 	}
 	s, err := d.session(ctx)

@@ -113,6 +113,12 @@ func TestCharonConf(t *testing.T) {
 	if !strings.Contains(conf, "load = kernel-netlink ") {
 		t.Errorf("kernel-libipsec loaded without Libipsec:\n%s", conf)
 	}
+	if argv := (Charon{Binary: "/bin/charon"}).Argv(); argv[0] != "unshare" || argv[len(argv)-1] != "/bin/charon" {
+		t.Errorf("charon not in a mount namespace of its own: %q", argv)
+	}
+	if argv := (Charon{Binary: "/bin/charon", SharedRun: true}).Argv(); !slices.Equal(argv, []string{"/bin/charon"}) {
+		t.Errorf("with SharedRun: %q, want charon alone", argv)
+	}
 	for _, dir := range []string{"/run/strait", "/var/run/strait/charon", ""} {
 		if err := (Charon{Dir: dir}).checkDir(); err == nil {
 			t.Errorf("directory %q accepted", dir)
