@@ -14,18 +14,23 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/straitnet/strait/nodeagent/cable/wireguard"
+	"github.com/straitnet/strait/test/clusters"
 )
 
 // Against a real API server: several gateways starting at once all end up with one key.
 func TestLoadOrCreateKeyOnAPIServer(t *testing.T) {
-	assets := os.Getenv("KUBEBUILDER_ASSETS")
-	if _, err := os.Stat(filepath.Join(assets, "kube-apiserver")); assets == "" || err != nil {
+	root, err := clusters.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	assets := clusters.Assets(root)
+	if _, err := os.Stat(filepath.Join(assets, "kube-apiserver")); err != nil {
 		if os.Getenv("CI") != "" {
 			t.Fatalf("KUBEBUILDER_ASSETS=%q has no kube-apiserver", assets)
 		}
 		t.Skipf("KUBEBUILDER_ASSETS=%q has no kube-apiserver", assets)
 	}
-	env := &envtest.Environment{}
+	env := &envtest.Environment{BinaryAssetsDirectory: assets}
 	cfg, err := env.Start()
 	if err != nil {
 		t.Fatal(err)

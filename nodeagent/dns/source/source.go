@@ -130,6 +130,13 @@ func (s *Source) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case err := <-errc:
+			// On cancellation the cache may return before ctx.Done is seen here.
+			if ctx.Err() != nil {
+				return nil
+			}
+			if err == nil {
+				return errors.New("cache stopped")
+			}
 			return fmt.Errorf("cache stopped: %w", err)
 		case <-s.dirty:
 			// A rebuild is not started sooner than the last one took, so that a
