@@ -65,13 +65,14 @@ func testCable(t *testing.T, c labCable) {
 		l.requireConnected(gw, cl.peers[0].id, c.connect)
 	}
 
-	// c2's active gateway changes. With a roaming cable c1 is not told yet (its Peer
-	// still names c2's old gateway): c2's new gateway has the same key, and c1's peer
-	// follows it.
+	// c2's active gateway changes. As in a real failover c2's nodes converge first (they
+	// watch their own Lease) and c1 is told later (through the hub's Peer). With a roaming
+	// cable traffic resumes before that: c2's new gateway has the same key, and c1's
+	// peer follows it.
 	start = time.Now()
 	c2.active = c2.node("gw2").name
+	l.converge(c2)
 	if c.roams {
-		l.converge(c2)
 		l.awaitTraffic(src, dst, c.connect, c2)
 		t.Logf("%s: %s failed over; traffic resumed %v later, before %s was told", c.driver, c2.id, since(start), c1.id)
 	}
@@ -82,6 +83,7 @@ func testCable(t *testing.T, c labCable) {
 
 	start = time.Now()
 	c1.active = c1.node("gw2").name
+	l.converge(c1)
 	l.converge()
 	l.awaitTraffic(src, dst, c.connect)
 	t.Logf("%s: %s failed over; traffic resumed %v later", c.driver, c1.id, since(start))
