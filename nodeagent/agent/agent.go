@@ -34,6 +34,7 @@ import (
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
 	"github.com/straitnet/strait/nodeagent/cable"
 	"github.com/straitnet/strait/nodeagent/gateway"
+	"github.com/straitnet/strait/nodeagent/globalnet"
 	"github.com/straitnet/strait/nodeagent/health"
 	"github.com/straitnet/strait/nodeagent/kernel"
 	"github.com/straitnet/strait/nodeagent/route"
@@ -104,9 +105,10 @@ func New(restCfg *rest.Config, cfg Config) (*Agent, error) {
 		Cache: cache.Options{
 			DefaultNamespaces: map[string]cache.Config{cfg.Namespace: {}},
 			ByObject: map[client.Object]cache.ByObject{
-				// Only the active gateway under globalnet reads EndpointSlices; the
-				// informer starts on its first read.
+				// Only the active gateway under globalnet reads EndpointSlices and
+				// Services; the informers start on their first read.
 				&discoveryv1.EndpointSlice{}: {Namespaces: map[string]cache.Config{cache.AllNamespaces: {}}},
+				&corev1.Service{}:            {Namespaces: map[string]cache.Config{cache.AllNamespaces: {}}},
 			},
 		},
 	})
@@ -361,6 +363,7 @@ func (a *Agent) readIngress(ctx context.Context, snap *Snapshot) error {
 		}
 	}
 	snap.Endpoints = map[string][]netip.Addr{}
+	snap.Ports = map[string][]globalnet.Port{}
 	for _, gi := range gis.Items {
 		if gi.Spec.GlobalIP == "" {
 			continue
@@ -371,6 +374,14 @@ func (a *Agent) readIngress(ctx context.Context, snap *Snapshot) error {
 			return fmt.Errorf("endpoints of %s/%s: %w", gi.Spec.ServiceNamespace, gi.Spec.ServiceName, err)
 		}
 		key := gi.Spec.ServiceNamespace + "/" + gi.Spec.ServiceName
+		svc := &corev1.Service{}
+		err := a.client.Get(ctx, types.NamespacedName{Namespace: gi.Spec.ServiceNamespace, Name: gi.Spec.ServiceName}, svc)
+		if client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("service %s: %w", key, err)
+		}
+		if err == nil {
+			snap.Ports[key] = ServicePorts(svc, slices.Items)
+		}
 		for _, s := range slices.Items {
 			if s.AddressType != discoveryv1.AddressTypeIPv4 {
 				continue

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
@@ -37,6 +38,8 @@ type Snapshot struct {
 	Ingresses []straitv1.GlobalIngress
 	// Endpoints are the ready endpoint IPs of services, by "namespace/name".
 	Endpoints map[string][]netip.Addr
+	// Ports are the ports of those services and their endpoints' target ports.
+	Ports map[string][]globalnet.Port
 	// Driver is this node's cable driver; nil on nodes that cannot be gateways.
 	Driver cable.Driver
 	// PSK is the cable's pre-shared key (ipsec: the Secret the Membership names), read
@@ -178,7 +181,7 @@ func Compute(s Snapshot) (Desired, error) {
 			egress, err := addrs(gn.EgressIPs)
 			errs = append(errs, err)
 			parts = append(parts, globalnet.Compute(globalnet.Input{LocalCIDRs: localCIDRs,
-				RemoteGlobalCIDRs: remoteCIDRs, EgressIPs: egress, Ingress: ingresses(s.Ingresses, s.Endpoints)}))
+				RemoteGlobalCIDRs: remoteCIDRs, EgressIPs: egress, Ingress: ingresses(s.Ingresses, s.Endpoints, s.Ports)}))
 			// The health-check address is ours to add (the last of the global CIDR, which
 			// the hub never hands out); it lives on vx-strait.
 			if hc.IsValid() && len(parts[0].Links) == 1 {
@@ -219,7 +222,7 @@ func lastAddr(p netip.Prefix) netip.Addr {
 
 // ingresses turns GlobalIngresses into NAT mappings: a headless service's pods map one
 // to one; a ClusterSetIP service maps to its ready endpoints.
-func ingresses(gis []straitv1.GlobalIngress, endpoints map[string][]netip.Addr) []globalnet.Ingress {
+func ingresses(gis []straitv1.GlobalIngress, endpoints map[string][]netip.Addr, ports map[string][]globalnet.Port) []globalnet.Ingress {
 	var out []globalnet.Ingress
 	for _, gi := range gis {
 		for _, ep := range gi.Spec.Endpoints {
@@ -236,8 +239,40 @@ func ingresses(gis []straitv1.GlobalIngress, endpoints map[string][]netip.Addr) 
 		if err != nil {
 			continue
 		}
-		out = append(out, globalnet.Ingress{GlobalIP: g,
-			Endpoints: endpoints[gi.Spec.ServiceNamespace+"/"+gi.Spec.ServiceName]})
+		key := gi.Spec.ServiceNamespace + "/" + gi.Spec.ServiceName
+		out = append(out, globalnet.Ingress{GlobalIP: g, Endpoints: endpoints[key], Ports: ports[key]})
+	}
+	return out
+}
+
+// ServicePorts pairs each port of a service with its endpoints' target port: the
+// EndpointSlice port of the same name (it holds a named targetPort resolved), else the
+// Service's numeric targetPort, else the port itself.
+func ServicePorts(svc *corev1.Service, eps []discoveryv1.EndpointSlice) []globalnet.Port {
+	resolved := map[string]int32{}
+	for _, s := range eps {
+		for _, p := range s.Ports {
+			if p.Port != nil {
+				name := ""
+				if p.Name != nil {
+					name = *p.Name
+				}
+				if _, seen := resolved[name]; !seen {
+					resolved[name] = *p.Port
+				}
+			}
+		}
+	}
+	var out []globalnet.Port
+	for _, sp := range svc.Spec.Ports {
+		target, ok := resolved[sp.Name]
+		if !ok {
+			target = sp.TargetPort.IntVal
+		}
+		if target == 0 {
+			target = sp.Port
+		}
+		out = append(out, globalnet.Port{Port: uint16(sp.Port), Target: uint16(target)})
 	}
 	return out
 }

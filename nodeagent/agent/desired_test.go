@@ -3,13 +3,17 @@ package agent
 import (
 	"context"
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
+	"github.com/straitnet/strait/nodeagent/globalnet"
 	"github.com/straitnet/strait/nodeagent/kernel"
 	"github.com/straitnet/strait/nodeagent/route"
 )
@@ -23,14 +27,14 @@ func node(name, ip string, gateway bool) corev1.Node {
 	return n
 }
 
-func snapshot(self string, globalnet bool) Snapshot {
+func snapshot(self string, withGlobalnet bool) Snapshot {
 	m := &straitv1.Membership{Spec: straitv1.MembershipSpec{ClusterID: "g1", PodCIDRs: []string{"10.7.0.0/16"},
 		ServiceCIDRs: []string{"10.96.0.0/16"}, Cable: straitv1.MemberCable{Driver: straitv1.CableWireGuard, Port: 4500},
 		GatewayNodeSelector: map[string]string{"strait.io/gateway": "true"}}}
 	peer := straitv1.Peer{ObjectMeta: metav1.ObjectMeta{Name: "g2"}, Spec: straitv1.PeerSpec{ClusterID: "g2",
 		CIDRs:    []string{"10.8.0.0/16", "10.9.0.0/16"},
 		Endpoint: &straitv1.PeerEndpoint{IP: "203.0.113.2", Port: 4500, Driver: straitv1.CableWireGuard}}}
-	if globalnet {
+	if withGlobalnet {
 		m.Spec.Globalnet = &straitv1.MemberGlobalnet{GlobalCIDR: "242.1.0.0/16", EgressIPs: []string{"242.1.0.1"}}
 		peer.Spec.CIDRs = []string{"242.2.0.0/16"}
 	}
@@ -41,6 +45,7 @@ func snapshot(self string, globalnet bool) Snapshot {
 			{Name: "cni0", MTU: 1500, Addrs: []netip.Prefix{netip.MustParsePrefix("10.7.1.1/24")}}},
 		Ingresses: []straitv1.GlobalIngress{{Spec: straitv1.GlobalIngressSpec{ServiceName: "web", ServiceNamespace: "demo", GlobalIP: "242.1.0.10"}}},
 		Endpoints: map[string][]netip.Addr{"demo/web": {netip.MustParseAddr("10.7.1.5")}},
+		Ports:     map[string][]globalnet.Port{"demo/web": {{Port: 80, Target: 8080}}},
 	}
 	if self != "plain" {
 		s.Driver = &routedDriver{}
@@ -134,5 +139,21 @@ func TestGatewayCapable(t *testing.T) {
 	gw, plain := node("gw1", "10.0.0.1", true), node("plain", "10.0.0.3", false)
 	if !GatewayCapable(m, &gw) || GatewayCapable(m, &plain) || GatewayCapable(nil, &gw) {
 		t.Fatal("selector not honoured")
+	}
+}
+
+func TestServicePorts(t *testing.T) {
+	name := func(s string) *string { return &s }
+	port := func(p int32) *int32 { return &p }
+	svc := &corev1.Service{Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{
+		{Name: "http", Port: 80, TargetPort: intstr.FromString("web")}, // named: resolved in the slices
+		{Name: "metrics", Port: 9090, TargetPort: intstr.FromInt32(9100)},
+		{Name: "dns", Port: 53}, // no targetPort: the port itself
+	}}}
+	eps := []discoveryv1.EndpointSlice{{Ports: []discoveryv1.EndpointPort{{Name: name("http"), Port: port(8080)}}}}
+	got := ServicePorts(svc, eps)
+	want := []globalnet.Port{{Port: 80, Target: 8080}, {Port: 9090, Target: 9100}, {Port: 53, Target: 53}}
+	if !slices.Equal(got, want) {
+		t.Fatalf("ServicePorts = %v, want %v", got, want)
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/straitnet/strait/nodeagent/cable/cabletest"
 	"github.com/straitnet/strait/nodeagent/cable/ipsec"
 	"github.com/straitnet/strait/nodeagent/cable/vxlan"
+	"github.com/straitnet/strait/nodeagent/globalnet"
 	"github.com/straitnet/strait/nodeagent/kernel"
 	"github.com/straitnet/strait/nodeagent/route"
 	"github.com/straitnet/strait/test/netns"
@@ -119,6 +120,7 @@ type labCluster struct {
 	active     string
 	ingresses  []straitv1.GlobalIngress
 	endpoints  map[string][]netip.Addr
+	ports      map[string][]globalnet.Port
 	// peers lists the remote clusters this cluster has a Peer for.
 	peers []*labCluster
 }
@@ -160,7 +162,7 @@ func newLabWithCable(t *testing.T, globalnet bool, driver straitv1.CableDriver) 
 	return l
 }
 
-func (l *lab) newCluster(c int, globalnet bool) *labCluster {
+func (l *lab) newCluster(c int, withGlobalnet bool) *labCluster {
 	t := l.t
 	podNet := func(i int) string { return fmt.Sprintf("10.%d.%d", c*10, i) }
 	m := &straitv1.Membership{ObjectMeta: metav1.ObjectMeta{Name: straitv1.MembershipName, Namespace: straitv1.SystemNamespace},
@@ -168,14 +170,14 @@ func (l *lab) newCluster(c int, globalnet bool) *labCluster {
 			PodCIDRs: []string{fmt.Sprintf("10.%d.0.0/16", c*10)}, ServiceCIDRs: []string{fmt.Sprintf("10.%d.0.0/16", c*10+1)},
 			Cable:               straitv1.MemberCable{Driver: l.driver, Port: labCablePort},
 			GatewayNodeSelector: map[string]string{"strait.io/gateway": "true"}}}
-	if globalnet {
+	if withGlobalnet {
 		podNet = func(i int) string { return fmt.Sprintf("10.7.%d", i) }
 		m.Spec.PodCIDRs, m.Spec.ServiceCIDRs = []string{"10.7.0.0/16"}, []string{"10.96.0.0/16"}
 		m.Spec.Globalnet = &straitv1.MemberGlobalnet{GlobalCIDR: fmt.Sprintf("242.%d.0.0/16", c),
 			EgressIPs: []string{fmt.Sprintf("242.%d.0.1", c), fmt.Sprintf("242.%d.0.2", c)}}
 	}
 	cl := &labCluster{id: m.Spec.ClusterID, lan: netns.New(t, fmt.Sprintf("c%d-lan", c)), membership: m,
-		endpoints: map[string][]netip.Addr{}}
+		endpoints: map[string][]netip.Addr{}, ports: map[string][]globalnet.Port{}}
 	cl.lan.Bridge(t, "br0")
 	var wgKey string // the cluster's WireGuard private key, shared by its gateways
 	if l.driver == straitv1.CableWireGuard {
@@ -283,7 +285,7 @@ func (l *lab) snapshot(cl *labCluster, n *labNode) Snapshot {
 		nodes = append(nodes, o.node)
 	}
 	s := Snapshot{NodeName: n.name, Membership: cl.membership, Peers: cl.peerObjects(), Nodes: nodes,
-		ActiveGateway: cl.active, Links: links, Ingresses: cl.ingresses, Endpoints: cl.endpoints}
+		ActiveGateway: cl.active, Links: links, Ingresses: cl.ingresses, Endpoints: cl.endpoints, Ports: cl.ports}
 	if n.driver != nil {
 		s.Driver, s.PSK = n.driver, l.psk
 	}

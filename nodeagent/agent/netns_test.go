@@ -10,6 +10,7 @@ import (
 	"time"
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
+	"github.com/straitnet/strait/nodeagent/globalnet"
 	"github.com/straitnet/strait/nodeagent/health"
 	"github.com/straitnet/strait/nodeagent/kernel"
 	"github.com/straitnet/strait/test/netns"
@@ -240,6 +241,8 @@ func TestDataplaneGlobalnet(t *testing.T) {
 	g2.ingresses = []straitv1.GlobalIngress{{Spec: straitv1.GlobalIngressSpec{ServiceName: "echo", ServiceNamespace: "demo",
 		GlobalIP: "242.2.0.10", ServiceIP: "10.96.0.10"}}}
 	g2.endpoints["demo/echo"] = []netip.Addr{server.podIP}
+	// The service listens on 80, its pods on 7000.
+	g2.ports["demo/echo"] = []globalnet.Port{{Port: 80, Target: 7000}}
 	l.converge()
 	client := g1.node("node")
 	if client.podIP != server.podIP {
@@ -248,7 +251,10 @@ func TestDataplaneGlobalnet(t *testing.T) {
 	global := netip.MustParseAddr("242.2.0.10")
 
 	t.Run("pod reaches a global IP in the other cluster from an egress IP", func(t *testing.T) {
-		got := reach(t, client, global)
+		got, err := client.pod.WhoAmI(global.String()+":80", timeout)
+		if err != nil {
+			t.Fatalf("tcp %s → %s:80: %v", client.name, global, err)
+		}
 		if got != "242.1.0.1" && got != "242.1.0.2" {
 			t.Fatalf("server saw %s, want one of g1's egress IPs 242.1.0.1, 242.1.0.2", got)
 		}

@@ -68,7 +68,7 @@ func TestDataplaneSequenceOnFake(t *testing.T) {
 	for _, s := range steps {
 		want[s.name] = run(t, f, dp, s)
 	}
-	if !strings.Contains(want["gw2 active"], "via 241.0.0.2 dev vx-strait") || !strings.Contains(want["globalnet with ingress"], "gn-dnat") ||
+	if !strings.Contains(want["gw2 active"], "via 241.0.0.2 dev vx-strait") || !strings.Contains(want["globalnet with ingress"], "gn-svc-dnat") ||
 		!strings.Contains(want["globalnet, endpoint moved"], "242.1.0.10 . 1 : 10.7.3.9") || want["membership removed"] != "" {
 		t.Fatalf("in-order dumps are not what the steps describe:\n%v", want)
 	}

@@ -12,18 +12,21 @@ import (
 	"github.com/straitnet/strait/nodeagent/kernel"
 )
 
-// mappings is n single-endpoint global IPs (242.1.0.0/16 → 10.7.128.0/17 and up), plus
-// 242.0.1.10 → pod1 that the throughput benchmark uses.
+// mappings is n single-endpoint global IPs (242.1.0.0/16 → 10.7.128.0/17 and up; every
+// other one a headless pod's, the rest services on port 80), plus 242.0.1.10:7001 →
+// pod1:7001 that the throughput benchmark uses.
 func mappings(n int) Input {
 	in := Input{
 		LocalCIDRs:        []netip.Prefix{netip.MustParsePrefix("10.7.0.0/16")},
 		RemoteGlobalCIDRs: []netip.Prefix{netip.MustParsePrefix("242.0.2.0/24")},
 		EgressIPs:         []netip.Addr{a("242.0.1.1"), a("242.0.1.2")},
-		Ingress:           []Ingress{{GlobalIP: a("242.0.1.10"), Endpoints: []netip.Addr{a("10.7.0.5")}}},
+		Ingress: []Ingress{{GlobalIP: a("242.0.1.10"), Endpoints: []netip.Addr{a("10.7.0.5")},
+			Ports: []Port{{Port: 7001, Target: 7001}}}},
 	}
 	for i := 1; i < n; i++ {
 		in.Ingress = append(in.Ingress, Ingress{GlobalIP: a(fmt.Sprintf("242.1.%d.%d", i/256, i%256)),
-			Endpoints: []netip.Addr{a(fmt.Sprintf("10.7.%d.%d", 128+i/256, i%256))}, Pod: i%2 == 0})
+			Endpoints: []netip.Addr{a(fmt.Sprintf("10.7.%d.%d", 128+i/256, i%256))}, Pod: i%2 == 0,
+			Ports: []Port{{Port: 80, Target: 8080}}})
 	}
 	return in
 }

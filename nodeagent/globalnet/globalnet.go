@@ -12,12 +12,14 @@ import (
 // Names in the table "strait".
 const (
 	Table          = "strait"
-	LocalSet       = "gn-local"    // this cluster's pod and service CIDRs
-	RemoteSet      = "gn-remote"   // remote global CIDRs
-	EgressMap      = "gn-egress"   // index → egress IP
-	PodSNATMap     = "gn-pod-snat" // pod IP → its global IP
-	DNATMap        = "gn-dnat"     // global IP → the one pod or endpoint behind it
-	SlotDNATMap    = "gn-svc-dnat" // global IP . slot → endpoint
+	LocalSet       = "gn-local"     // this cluster's pod and service CIDRs
+	RemoteSet      = "gn-remote"    // remote global CIDRs
+	EgressMap      = "gn-egress"    // index → egress IP
+	PodSNATMap     = "gn-pod-snat"  // pod IP → its global IP
+	PodDNATMap     = "gn-pod-dnat"  // a pod's global IP → the pod (the port is kept)
+	DNATMap        = "gn-svc-dnat"  // a service's global IP → its one endpoint
+	SlotDNATMap    = "gn-svc-slots" // a service's global IP . slot → endpoint, for several
+	PortDNATMap    = "gn-svc-port"  // a service's global IP . port → the endpoints' target port
 	PreroutingNAT  = "gn-ingress"
 	PostroutingNAT = "gn-egress"
 	// Slots per load-balanced service; an endpoint fills Slots/len(endpoints) of them.
@@ -32,9 +34,16 @@ type Ingress struct {
 	// Endpoints are the ready pod IPs behind it: one for a headless service's pod, the
 	// ready endpoints of a ClusterSetIP service.
 	Endpoints []netip.Addr
-	// Pod: the global IP is one pod's own (headless), so the pod's egress is SNATed to it.
+	// Pod: the global IP is one pod's own (headless), so the pod's egress is SNATed to it
+	// and traffic keeps its port.
 	Pod bool
+	// Ports of a service: traffic to GlobalIP:Port goes to an endpoint's Target port; a
+	// port not listed is not translated.
+	Ports []Port
 }
+
+// Port is one port of a service and its endpoints' target port.
+type Port struct{ Port, Target uint16 }
 
 // Input is everything the NAT depends on.
 type Input struct {
@@ -63,8 +72,10 @@ func Compute(in Input) kernel.State {
 		em.Elements = append(em.Elements, kernel.NFTElement{Key: strconv.Itoa(i), Value: a.String()})
 	}
 	podSNAT := kernel.NFTSet{Name: PodSNATMap, Key: "ipv4_addr", Value: "ipv4_addr"}
+	podDNAT := kernel.NFTSet{Name: PodDNATMap, Key: "ipv4_addr", Value: "ipv4_addr"}
 	dnat := kernel.NFTSet{Name: DNATMap, Key: "ipv4_addr", Value: "ipv4_addr"}
-	slots := kernel.NFTSet{Name: SlotDNATMap, Key: "ipv4_addr . integer", Value: "ipv4_addr"}
+	slots := kernel.NFTSet{Name: SlotDNATMap, Key: "ipv4_addr . mark", Value: "ipv4_addr"}
+	ports := kernel.NFTSet{Name: PortDNATMap, Key: "ipv4_addr . inet_service", Value: "inet_service"}
 	seenPod := map[netip.Addr]bool{}
 	ingress := slices.Clone(in.Ingress)
 	slices.SortFunc(ingress, func(a, b Ingress) int { return a.GlobalIP.Compare(b.GlobalIP) })
@@ -76,6 +87,12 @@ func Compute(in Input) kernel.State {
 		switch {
 		case len(eps) == 0:
 			continue
+		case ing.Pod:
+			podDNAT.Elements = append(podDNAT.Elements, kernel.NFTElement{Key: ing.GlobalIP.String(), Value: eps[0].String()})
+			if !seenPod[eps[0]] {
+				seenPod[eps[0]] = true
+				podSNAT.Elements = append(podSNAT.Elements, kernel.NFTElement{Key: eps[0].String(), Value: ing.GlobalIP.String()})
+			}
 		case len(eps) == 1:
 			dnat.Elements = append(dnat.Elements, kernel.NFTElement{Key: ing.GlobalIP.String(), Value: eps[0].String()})
 		default:
@@ -84,18 +101,27 @@ func Compute(in Input) kernel.State {
 					Key: ing.GlobalIP.String() + " . " + strconv.Itoa(s), Value: eps[s%len(eps)].String()})
 			}
 		}
-		if ing.Pod && len(eps) == 1 && !seenPod[eps[0]] {
-			seenPod[eps[0]] = true
-			podSNAT.Elements = append(podSNAT.Elements, kernel.NFTElement{Key: eps[0].String(), Value: ing.GlobalIP.String()})
+		if !ing.Pod {
+			seenPort := map[uint16]bool{}
+			for _, p := range ing.Ports {
+				if !seenPort[p.Port] {
+					seenPort[p.Port] = true
+					ports.Elements = append(ports.Elements, kernel.NFTElement{
+						Key: ing.GlobalIP.String() + " . " + strconv.Itoa(int(p.Port)), Value: strconv.Itoa(int(p.Target))})
+				}
+			}
 		}
 	}
-	t.Sets = append(t.Sets, em, podSNAT, dnat, slots)
+	t.Sets = append(t.Sets, em, podSNAT, podDNAT, dnat, slots, ports)
 	t.Chains = []kernel.NFTChain{
 		{Name: PreroutingNAT, Type: "nat", Hook: "prerouting", Priority: -110, Rules: []kernel.NFTRule{
-			rule("ip saddr @"+RemoteSet+" dnat to ip daddr map @"+DNATMap,
-				kernel.SaddrInSet(RemoteSet), kernel.DNATDaddrMap(DNATMap)),
-			rule("ip saddr @"+RemoteSet+" dnat to ip daddr . numgen random mod "+strconv.Itoa(Slots)+" map @"+SlotDNATMap,
-				kernel.SaddrInSet(RemoteSet), kernel.DNATDaddrSlotMap(SlotDNATMap, Slots)),
+			rule("ip saddr @"+RemoteSet+" dnat to ip daddr map @"+PodDNATMap,
+				kernel.SaddrInSet(RemoteSet), kernel.DNATDaddrMap(PodDNATMap)),
+			rule("ip saddr @"+RemoteSet+" dnat to ip daddr map @"+DNATMap+" : ip daddr . th dport map @"+PortDNATMap,
+				kernel.SaddrInSet(RemoteSet), kernel.DNATDaddrPortMap(DNATMap, PortDNATMap)),
+			rule("ip saddr @"+RemoteSet+" dnat to ip daddr . numgen random mod "+strconv.Itoa(Slots)+" map @"+SlotDNATMap+
+				" : ip daddr . th dport map @"+PortDNATMap,
+				kernel.SaddrInSet(RemoteSet), kernel.DNATDaddrSlotPortMap(SlotDNATMap, Slots, PortDNATMap)),
 		}},
 		{Name: PostroutingNAT, Type: "nat", Hook: "postrouting", Priority: 110, Rules: []kernel.NFTRule{
 			rule("ip daddr @"+RemoteSet+" ip saddr @"+PodSNATMap+" snat to ip saddr map @"+PodSNATMap,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 
@@ -61,9 +62,10 @@ func TestNATInNetns(t *testing.T) {
 		RemoteGlobalCIDRs: []netip.Prefix{netip.MustParsePrefix("242.0.2.0/24")},
 		EgressIPs:         []netip.Addr{a("242.0.1.1"), a("242.0.1.2")},
 		Ingress: []Ingress{
-			{GlobalIP: a("242.0.1.10"), Endpoints: []netip.Addr{a("10.7.0.5")}},
+			// Services on port 80 whose pods listen on 7000.
+			{GlobalIP: a("242.0.1.10"), Endpoints: []netip.Addr{a("10.7.0.5")}, Ports: []Port{{Port: 80, Target: 7000}}},
 			{GlobalIP: a("242.0.1.11"), Endpoints: []netip.Addr{a("10.7.0.6")}, Pod: true},
-			{GlobalIP: a("242.0.1.20"), Endpoints: []netip.Addr{a("10.7.0.5"), a("10.7.0.6")}},
+			{GlobalIP: a("242.0.1.20"), Endpoints: []netip.Addr{a("10.7.0.5"), a("10.7.0.6")}, Ports: []Port{{Port: 80, Target: 7000}}},
 		},
 	}
 	ctx := context.Background()
@@ -71,17 +73,32 @@ func TestNATInNetns(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// Ingress to one pod: the pod sees the remote egress IP.
-	if got, err := remote.WhoAmI("242.0.1.10:7000", 2*time.Second); err != nil || got != "242.0.2.1" {
-		t.Fatalf("remote → 242.0.1.10: server saw %q, %v; want 242.0.2.1", got, err)
+	// What an operator reads: nft prints the whole table (it aborts on a concatenation
+	// it cannot type).
+	if out, err := l.gw.Command(ctx, "nft", "list", "table", "ip", Table).CombinedOutput(); err != nil ||
+		!strings.Contains(string(out), "242.0.1.20 . 80 : 7000") {
+		t.Fatalf("nft list table ip %s: %v\n%s", Table, err, out)
+	}
+	// Ingress to a one-endpoint service: port 80 reaches the pod's 7000, and the pod sees
+	// the remote egress IP.
+	if got, err := remote.WhoAmI("242.0.1.10:80", 2*time.Second); err != nil || got != "242.0.2.1" {
+		t.Fatalf("remote → 242.0.1.10:80: server saw %q, %v; want 242.0.2.1", got, err)
+	}
+	// A port the service does not have is not translated.
+	if _, err := remote.WhoAmI("242.0.1.10:7000", 300*time.Millisecond); err == nil {
+		t.Fatal("remote → 242.0.1.10:7000 answered: a port the service does not expose was translated")
+	}
+	// A headless pod's global IP keeps the port.
+	if got, err := remote.WhoAmI("242.0.1.11:7000", 2*time.Second); err != nil || got != "242.0.2.1" {
+		t.Fatalf("remote → 242.0.1.11:7000: server saw %q, %v; want 242.0.2.1", got, err)
 	}
 	// Ingress load-balanced over two endpoints: both answer within a few tries, and both
 	// see the remote egress IP.
 	seen := map[string]bool{}
 	for i := 0; i < 40 && len(seen) < 2; i++ {
-		src, server, err := remote.Exchange("242.0.1.20:7000", 2*time.Second)
+		src, server, err := remote.Exchange("242.0.1.20:80", 2*time.Second)
 		if err != nil || src != "242.0.2.1" {
-			t.Fatalf("remote → 242.0.1.20: server saw %q, %v", src, err)
+			t.Fatalf("remote → 242.0.1.20:80: server saw %q, %v", src, err)
 		}
 		seen[server] = true
 	}
@@ -111,7 +128,7 @@ func TestNATInNetns(t *testing.T) {
 	if d, _ := kernel.Dump(ctx, k, own); d != "" {
 		t.Fatalf("after removing the remote: %s", d)
 	}
-	if _, err := remote.WhoAmI("242.0.1.10:7000", 300*time.Millisecond); err == nil {
+	if _, err := remote.WhoAmI("242.0.1.10:80", 300*time.Millisecond); err == nil {
 		t.Fatal("global IP still answers after its NAT was removed")
 	}
 }

@@ -194,21 +194,42 @@ func addRules(c *nftables.Conn, t *nftables.Table, ch *nftables.Chain, rules []N
 	return nil
 }
 
-var setTypes = map[string]nftables.SetDatatype{
-	"ipv4_addr":           nftables.TypeIPAddr,
-	"integer":             nftables.TypeInteger,
-	"ipv4_addr . integer": nftables.MustConcatSetType(nftables.TypeIPAddr, nftables.TypeInteger),
+// setType is the kernel's type of a set key or map value written as nft prints it:
+// one of the basic types below, or a concatenation of them ("ipv4_addr . mark").
+func setType(text string) (nftables.SetDatatype, bool) {
+	var parts []nftables.SetDatatype
+	for _, name := range strings.Split(text, " . ") {
+		t, ok := basicSetTypes[name]
+		if !ok {
+			return nftables.SetDatatype{}, false
+		}
+		parts = append(parts, t)
+	}
+	if len(parts) == 1 {
+		return parts[0], true
+	}
+	t, err := nftables.ConcatSetType(parts...)
+	return t, err == nil
+}
+
+// basicSetTypes are the element types the agent's sets use. "integer" has no length nft
+// can print inside a concatenation ("nft list" aborts), so concatenations use "mark".
+var basicSetTypes = map[string]nftables.SetDatatype{
+	"ipv4_addr":    nftables.TypeIPAddr,
+	"integer":      nftables.TypeInteger,
+	"mark":         nftables.TypeMark,
+	"inet_service": nftables.TypeInetService,
 }
 
 func nftSet(t *nftables.Table, s NFTSet) (*nftables.Set, error) {
-	kt, ok := setTypes[s.Key]
+	kt, ok := setType(s.Key)
 	if !ok {
 		return nil, fmt.Errorf("set %s: unsupported key type %q", s.Name, s.Key)
 	}
 	ns := &nftables.Set{Table: t, Name: s.Name, KeyType: kt, Interval: s.Interval,
 		Concatenation: strings.Contains(s.Key, " . ")}
 	if s.Value != "" {
-		vt, ok := setTypes[s.Value]
+		vt, ok := setType(s.Value)
 		if !ok {
 			return nil, fmt.Errorf("map %s: unsupported value type %q", s.Name, s.Value)
 		}
@@ -273,7 +294,31 @@ func encodeElement(s NFTSet, e NFTElement) ([]nftables.SetElement, error) {
 	return []nftables.SetElement{out}, nil
 }
 
+// encodeValue encodes an element's key or value. In a concatenation every part takes a
+// whole number of 4-byte registers, padded with zeros.
 func encodeValue(typ, text string) ([]byte, error) {
+	types, texts := strings.Split(typ, " . "), strings.Split(text, " . ")
+	if len(types) != len(texts) {
+		return nil, fmt.Errorf("bad %s %q", typ, text)
+	}
+	if len(types) == 1 {
+		return encodeBasic(typ, text)
+	}
+	var out []byte
+	for i := range types {
+		b, err := encodeBasic(types[i], texts[i])
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, b...)
+		out = append(out, make([]byte, padding(len(b)))...)
+	}
+	return out, nil
+}
+
+func padding(n int) int { return (4 - n%4) % 4 }
+
+func encodeBasic(typ, text string) ([]byte, error) {
 	switch typ {
 	case "ipv4_addr":
 		a, err := netip.ParseAddr(text)
@@ -281,31 +326,44 @@ func encodeValue(typ, text string) ([]byte, error) {
 			return nil, fmt.Errorf("bad ipv4_addr %q", text)
 		}
 		return a.AsSlice(), nil
-	case "integer":
+	case "integer", "mark":
 		n, err := strconv.ParseUint(text, 10, 32)
 		if err != nil {
-			return nil, fmt.Errorf("bad integer %q", text)
-		}
-		return binary.NativeEndian.AppendUint32(nil, uint32(n)), nil
-	case "ipv4_addr . integer":
-		a, n, ok := strings.Cut(text, " . ")
-		if !ok {
 			return nil, fmt.Errorf("bad %s %q", typ, text)
 		}
-		x, err := encodeValue("ipv4_addr", a)
+		return binary.NativeEndian.AppendUint32(nil, uint32(n)), nil
+	case "inet_service":
+		n, err := strconv.ParseUint(text, 10, 16)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("bad inet_service %q", text)
 		}
-		y, err := encodeValue("integer", n)
-		if err != nil {
-			return nil, err
-		}
-		return append(x, y...), nil
+		return binary.BigEndian.AppendUint16(nil, uint16(n)), nil
 	}
 	return nil, fmt.Errorf("unsupported type %q", typ)
 }
 
 func decodeValue(typ string, b []byte) (string, error) {
+	types := strings.Split(typ, " . ")
+	if len(types) == 1 {
+		return decodeBasic(typ, b)
+	}
+	var texts []string
+	for _, t := range types {
+		n := basicSetTypes[t].Bytes
+		if n == 0 || len(b) < int(n) {
+			return "", fmt.Errorf("bad %s % x", typ, b)
+		}
+		x, err := decodeBasic(t, b[:n])
+		if err != nil {
+			return "", err
+		}
+		texts = append(texts, x)
+		b = b[min(len(b), int(n)+padding(int(n))):]
+	}
+	return strings.Join(texts, " . "), nil
+}
+
+func decodeBasic(typ string, b []byte) (string, error) {
 	switch typ {
 	case "ipv4_addr":
 		a, ok := netip.AddrFromSlice(b)
@@ -313,18 +371,16 @@ func decodeValue(typ string, b []byte) (string, error) {
 			return "", fmt.Errorf("bad ipv4_addr % x", b)
 		}
 		return a.String(), nil
-	case "integer":
+	case "integer", "mark":
 		if len(b) != 4 {
-			return "", fmt.Errorf("bad integer % x", b)
-		}
-		return strconv.FormatUint(uint64(binary.NativeEndian.Uint32(b)), 10), nil
-	case "ipv4_addr . integer":
-		if len(b) != 8 {
 			return "", fmt.Errorf("bad %s % x", typ, b)
 		}
-		x, _ := decodeValue("ipv4_addr", b[:4])
-		y, _ := decodeValue("integer", b[4:])
-		return x + " . " + y, nil
+		return strconv.FormatUint(uint64(binary.NativeEndian.Uint32(b)), 10), nil
+	case "inet_service":
+		if len(b) != 2 {
+			return "", fmt.Errorf("bad inet_service % x", b)
+		}
+		return strconv.FormatUint(uint64(binary.BigEndian.Uint16(b)), 10), nil
 	}
 	return "", fmt.Errorf("unsupported type %q", typ)
 }

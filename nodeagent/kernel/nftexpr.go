@@ -12,8 +12,11 @@ import (
 // which overlaps it, so a concatenation is built in 8, 9, …).
 const (
 	reg1    = 1
+	reg3    = 3
 	reg32_0 = 8
 	reg32_1 = 9
+	reg32_4 = 12
+	reg32_5 = 13
 )
 
 // DaddrInSet matches "ip daddr @set".
@@ -84,13 +87,36 @@ func DNATDaddrMap(m string) []expr.Any {
 	}
 }
 
-// DNATDaddrSlotMap is "dnat to ip daddr . numgen random mod n map @m": a random one of
-// the n slots a destination has in the map, each slot holding one endpoint.
-func DNATDaddrSlotMap(m string, n uint32) []expr.Any {
-	return []expr.Any{
+// DNATDaddrPortMap is "dnat to ip daddr map @addrs : ip daddr . th dport map @ports":
+// the destination through addrs and its port through ports (a service's port to its
+// endpoints' target port). A packet whose destination and port are not in both maps is
+// not translated.
+func DNATDaddrPortMap(addrs, ports string) []expr.Any {
+	return append([]expr.Any{
+		&expr.Payload{DestRegister: reg1, Base: expr.PayloadBaseNetworkHeader, Offset: 16, Len: 4},
+		&expr.Lookup{SourceRegister: reg1, DestRegister: reg1, IsDestRegSet: true, SetName: addrs},
+	}, portDNAT(ports)...)
+}
+
+// DNATDaddrSlotPortMap is "dnat to ip daddr . numgen random mod n map @addrs : ip daddr
+// . th dport map @ports": like DNATDaddrPortMap, to a random one of the n slots a
+// destination has in addrs, each slot holding one endpoint.
+func DNATDaddrSlotPortMap(addrs string, n uint32, ports string) []expr.Any {
+	return append([]expr.Any{
 		&expr.Payload{DestRegister: reg32_0, Base: expr.PayloadBaseNetworkHeader, Offset: 16, Len: 4},
 		&expr.Numgen{Register: reg32_1, Modulus: n, Type: unix.NFT_NG_RANDOM},
-		&expr.Lookup{SourceRegister: reg32_0, DestRegister: reg1, IsDestRegSet: true, SetName: m},
-		&expr.NAT{Type: expr.NATTypeDestNAT, Family: unix.NFPROTO_IPV4, RegAddrMin: reg1},
+		&expr.Lookup{SourceRegister: reg32_0, DestRegister: reg1, IsDestRegSet: true, SetName: addrs},
+	}, portDNAT(ports)...)
+}
+
+// portDNAT looks "ip daddr . th dport" up in ports and DNATs to the address in reg1 and
+// the port found.
+func portDNAT(ports string) []expr.Any {
+	return []expr.Any{
+		&expr.Payload{DestRegister: reg32_4, Base: expr.PayloadBaseNetworkHeader, Offset: 16, Len: 4},
+		&expr.Payload{DestRegister: reg32_5, Base: expr.PayloadBaseTransportHeader, Offset: 2, Len: 2},
+		&expr.Lookup{SourceRegister: reg32_4, DestRegister: reg3, IsDestRegSet: true, SetName: ports},
+		&expr.NAT{Type: expr.NATTypeDestNAT, Family: unix.NFPROTO_IPV4, RegAddrMin: reg1, RegProtoMin: reg3,
+			Specified: true},
 	}
 }

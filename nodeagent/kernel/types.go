@@ -107,7 +107,8 @@ type NFTable struct {
 // NFTSet is a named set, or a map when Value is set.
 type NFTSet struct {
 	Name string
-	// Key type: "ipv4_addr", or "ipv4_addr . integer" (a concatenation), or "integer".
+	// Key type as nft prints it: "ipv4_addr", "integer", "mark", "inet_service", or a
+	// concatenation of them such as "ipv4_addr . mark".
 	Key string
 	// Value type of a map ("ipv4_addr"); "" for a set.
 	Value string
