@@ -62,8 +62,8 @@ func TestGlobalnetRoutesGlobalCIDRsOnly(t *testing.T) {
 	p := mustCompute(t, cs, obs)
 	g1 := p.Objects("g1")
 	peer := find[*straitv1.Peer](g1, straitv1.SystemNamespace, "g2")
-	if !slices.Equal(peer.Spec.CIDRs, []string{"120.2.0.0/24"}) {
-		t.Fatalf("g1's Peer for g2 routes %v, want only 120.2.0.0/24", peer.Spec.CIDRs)
+	if !slices.Equal(peer.Spec.CIDRs, []string{"242.2.0.0/24"}) {
+		t.Fatalf("g1's Peer for g2 routes %v, want only 242.2.0.0/24", peer.Spec.CIDRs)
 	}
 	if peer.Spec.Endpoint == nil || peer.Spec.Endpoint.IP != "192.0.2.21" {
 		t.Errorf("g1's Peer for g2 has endpoint %+v, want g2's active gateway 192.0.2.21", peer.Spec.Endpoint)
@@ -74,8 +74,8 @@ func TestGlobalnetRoutesGlobalCIDRsOnly(t *testing.T) {
 		t.Fatal("g2 has no GlobalIngress for sample/whereami-cs")
 	}
 	ip := netip.MustParseAddr(gi.Spec.GlobalIP)
-	if !netip.MustParsePrefix("120.2.0.0/24").Contains(ip) || gi.Spec.ServiceIP != "10.77.0.10" {
-		t.Errorf("whereami-cs maps global %s to %s, want an address of 120.2.0.0/24 to 10.77.0.10", ip, gi.Spec.ServiceIP)
+	if !netip.MustParsePrefix("242.2.0.0/24").Contains(ip) || gi.Spec.ServiceIP != "10.77.0.10" {
+		t.Errorf("whereami-cs maps global %s to %s, want an address of 242.2.0.0/24 to 10.77.0.10", ip, gi.Spec.ServiceIP)
 	}
 	for _, egress := range p.Allocation("g2").EgressIPs {
 		if egress == ip {
@@ -92,8 +92,8 @@ func TestGlobalnetRoutesGlobalCIDRsOnly(t *testing.T) {
 		t.Errorf("g2's own slice is %+v, want its cluster IP 10.77.0.10", local)
 	}
 	m := find[*straitv1.Membership](g1, straitv1.SystemNamespace, straitv1.MembershipName)
-	if m.Spec.Globalnet == nil || m.Spec.Globalnet.GlobalCIDR != "120.1.0.0/24" || len(m.Spec.Globalnet.EgressIPs) != 8 {
-		t.Errorf("g1's Membership globalnet = %+v, want 120.1.0.0/24 with 8 egress IPs", m.Spec.Globalnet)
+	if m.Spec.Globalnet == nil || m.Spec.Globalnet.GlobalCIDR != "242.1.0.0/24" || len(m.Spec.Globalnet.EgressIPs) != 8 {
+		t.Errorf("g1's Membership globalnet = %+v, want 242.1.0.0/24 with 8 egress IPs", m.Spec.Globalnet)
 	}
 }
 

@@ -25,7 +25,7 @@ func TestRenderGlobalnetExample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"kind: Peer", "- 120.2.0.0/24", "strait.io/target-cluster: g1", "kind: ServiceImport", "- 120.2.0."} {
+	for _, want := range []string{"kind: Peer", "- 242.2.0.0/24", "strait.io/target-cluster: g1", "kind: ServiceImport", "- 242.2.0."} {
 		if !strings.Contains(out, want) {
 			t.Errorf("render output lacks %q", want)
 		}

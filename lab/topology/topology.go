@@ -169,6 +169,7 @@ func Compute(cs *straitv1.ClusterSet, spec Spec) (*Lab, field.ErrorList) {
 	if len(cs.Spec.Clusters) > 250 {
 		errs = append(errs, field.TooMany(field.NewPath("spec", "clusters"), len(cs.Spec.Clusters), 250))
 	}
+	errs = append(errs, checkRanges(cs)...)
 	if len(errs) > 0 {
 		return nil, errs
 	}

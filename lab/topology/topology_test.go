@@ -165,6 +165,11 @@ func TestComputeRefuses(t *testing.T) {
 		{"service CIDR over the WAN", cs("10.8.0.0/16", "192.0.2.0/24"), DefaultSpec(""), "overlaps the lab's own ranges"},
 		{"pod CIDR too small", cs("10.8.0.0/24", "10.88.0.0/16"), DefaultSpec(""), "too small for 3 nodes"},
 		{"IPv6 first", cs("fd00::/48", "10.88.0.0/16"), DefaultSpec(""), "must be IPv4"},
+		{"public pod CIDR", cs("11.8.0.0/16", "10.88.0.0/16"), DefaultSpec(""), `spec.clusters[0].podCIDRs[0]: Invalid value: "11.8.0.0/16": outside the ranges a lab may use`},
+		{"public globalnet range", &straitv1.ClusterSet{Spec: straitv1.ClusterSetSpec{
+			Clusters:  []straitv1.ClusterSpec{{Name: "x", PodCIDRs: []string{"10.8.0.0/16"}, ServiceCIDRs: []string{"10.88.0.0/16"}, GlobalCIDR: "120.1.0.0/24"}},
+			Globalnet: &straitv1.GlobalnetSpec{Enabled: true, CIDRRange: "120.0.0.0/8"}}}, DefaultSpec(""),
+			`spec.globalnet.cidrRange: Invalid value: "120.0.0.0/8": outside`},
 		{"hub name taken", &straitv1.ClusterSet{Spec: straitv1.ClusterSetSpec{Clusters: []straitv1.ClusterSpec{{
 			Name: "hub", PodCIDRs: []string{"10.8.0.0/16"}, ServiceCIDRs: []string{"10.88.0.0/16"}}}}}, DefaultSpec(""), "lab hub's name"},
 	} {
