@@ -22,7 +22,7 @@ export KUBEBUILDER_ASSETS := $(K8S_BIN)
 # CoreDNS, the lab's cluster DNS, built from the Go module proxy outside the repository.
 COREDNS := $(BIN)/coredns
 
-.PHONY: all demo build lab lab-down generate manifests fmt vet lint test test-unit verify bench bench-dns coredns k8s-binaries tools clean help
+.PHONY: all demo build lab lab-globalnet lab-down generate manifests fmt vet lint test test-unit verify bench bench-dns coredns k8s-binaries tools clean help
 
 all: build
 
@@ -113,6 +113,15 @@ lab: build k8s-binaries $(COREDNS) ## Bring up the default lab (root): clusters 
 	-$(BIN)/strait lab exec c1 client -- $(BIN)/strait lab workload lookup c2.whereami-cs.sample.svc.clusterset.local
 	-$(BIN)/strait lab exec c1 client -- $(BIN)/strait lab workload lookup whereami-0.c2.whereami-ss.sample.svc.clusterset.local
 	-$(BIN)/strait lab exec c1 client -- $(BIN)/strait lab workload get http://whereami-cs.sample.svc.clusterset.local
+
+lab-globalnet: build k8s-binaries $(COREDNS) ## The globalnet lab (root): g1 and g2 with identical CIDRs, through global IPs.
+	$(BIN)/strait lab up --example globalnet
+	$(BIN)/strait lab status
+	@echo "== from g1's client pod: g2's exports answer with global IPs (both clusters use pods 10.7.0.0/16)"
+	-$(BIN)/strait lab exec g1 client -- $(BIN)/strait lab workload lookup whereami-cs.sample.svc.clusterset.local
+	-$(BIN)/strait lab exec g1 client -- $(BIN)/strait lab workload lookup whereami-0.g2.whereami-ss.sample.svc.clusterset.local
+	@echo "== g2's whereami sees the caller as one of g1's egress IPs"
+	-$(BIN)/strait lab exec g1 client -- $(BIN)/strait lab workload get http://whereami-cs.sample.svc.clusterset.local
 
 lab-down: build ## Remove the lab: namespaces, links, processes, files.
 	$(BIN)/strait lab down

@@ -96,12 +96,14 @@ func (p *Plan) allocate() field.ErrorList {
 		cidr := cidrs[c]
 		a := &ClusterAllocation{GlobalCIDR: cidr, EgressIPs: egressIPs(cidr, egress)}
 		pool := newIPPool(cidr, egress)
-		// Services first: they are fewer and longer-lived than pods.
-		var lost []string
-		a.Services, lost = allocateIngress(pool, prev[c].services, wantServices[c])
-		var lostEp []string
-		a.Endpoints, lostEp = allocateIngress(pool, prev[c].endpoints, wantEndpoints[c])
-		lost = append(lost, lostEp...)
+		// Every address still held is kept before any new one is handed out, so a new
+		// export never takes an address a pod of a headless service holds; then new
+		// services first: they are fewer and longer-lived than pods.
+		var freshSvc, freshEp []string
+		a.Services, freshSvc = keepIngress(pool, prev[c].services, wantServices[c])
+		a.Endpoints, freshEp = keepIngress(pool, prev[c].endpoints, wantEndpoints[c])
+		lost := allocateIngress(pool, a.Services, freshSvc)
+		lost = append(lost, allocateIngress(pool, a.Endpoints, freshEp)...)
 		if len(lost) > 0 {
 			errs = append(errs, field.Invalid(field.NewPath("spec", "globalnet", "clusterSize"), p.spec.Globalnet.ClusterSize,
 				fmt.Sprintf("cluster %s's global CIDR %s is full: %d exported services or endpoints got no global IP (first: %s)",

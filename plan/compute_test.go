@@ -223,6 +223,35 @@ func TestServiceIPsAreSticky(t *testing.T) {
 	}
 }
 
+// TestNewExportTakesNoPodsAddress: a new service exported where a headless service's
+// pods hold global IPs gets a free address, not one of theirs (services used to be
+// numbered before the pods' addresses were claimed back).
+func TestNewExportTakesNoPodsAddress(t *testing.T) {
+	cs, obs := loadExample(t, "globalnet")
+	first := mustCompute(t, cs, obs)
+	held := heldBy(first, obs)
+	g2 := held["g2"]
+	g2.Services = append(g2.Services, svc("sample", "whereami-new", "10.77.0.99", corev1.ServicePort{Port: 80}))
+	grown := cs.DeepCopy()
+	grown.Spec.Exports = append(grown.Spec.Exports, straitv1.ExportSpec{Namespace: "sample", Name: "whereami-new", Clusters: []string{"g2"}})
+	after := mustCompute(t, grown, held)
+	b, a := first.Allocation("g2"), after.Allocation("g2")
+	if len(b.Endpoints) == 0 {
+		t.Fatal("test is vacuous: no headless endpoints with global IPs in g2")
+	}
+	for k, ip := range b.Endpoints {
+		if a.Endpoints[k] != ip {
+			t.Errorf("endpoint %s moved from %s to %s", k, ip, a.Endpoints[k])
+		}
+		if a.Services["sample/whereami-new"] == ip {
+			t.Errorf("the new export took %s, held by endpoint %s", ip, k)
+		}
+	}
+	if !a.Services["sample/whereami-new"].IsValid() {
+		t.Error("sample/whereami-new got no global IP")
+	}
+}
+
 func svc(ns, name, clusterIP string, ports ...corev1.ServicePort) corev1.Service {
 	return corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 		Spec: corev1.ServiceSpec{ClusterIP: clusterIP, Ports: ports}}

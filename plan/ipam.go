@@ -249,12 +249,11 @@ func (p *ipPool) next() (netip.Addr, bool) {
 	return netip.Addr{}, false
 }
 
-// allocateIngress gives global IPs to the owners in want (keys as in ClusterAllocation),
-// keeping every previous address whose owner is still wanted. want must be sorted so
-// that new owners are numbered in a deterministic order.
-func allocateIngress(pool *ipPool, prev map[string]netip.Addr, want []string) (map[string]netip.Addr, []string) {
+// keepIngress gives the owners in want (keys as in ClusterAllocation) the addresses they
+// held before, where still free in pool, and lists the others, in want's order.
+func keepIngress(pool *ipPool, prev map[string]netip.Addr, want []string) (map[string]netip.Addr, []string) {
 	out := make(map[string]netip.Addr, len(want))
-	var fresh, exhausted []string
+	var fresh []string
 	for _, k := range want {
 		if a, ok := prev[k]; ok && pool.claim(a) {
 			out[k] = a
@@ -262,6 +261,13 @@ func allocateIngress(pool *ipPool, prev map[string]netip.Addr, want []string) (m
 		}
 		fresh = append(fresh, k)
 	}
+	return out, fresh
+}
+
+// allocateIngress hands the lowest free addresses to the owners in fresh, into out; it
+// returns the owners the pool had no address left for. fresh must be sorted so that new
+// owners are numbered in a deterministic order.
+func allocateIngress(pool *ipPool, out map[string]netip.Addr, fresh []string) (exhausted []string) {
 	for _, k := range fresh {
 		a, ok := pool.next()
 		if !ok {
@@ -270,5 +276,5 @@ func allocateIngress(pool *ipPool, prev map[string]netip.Addr, want []string) (m
 		}
 		out[k] = a
 	}
-	return out, exhausted
+	return exhausted
 }

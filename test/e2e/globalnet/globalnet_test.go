@@ -1,0 +1,242 @@
+package globalnet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	straitv1 "github.com/straitnet/strait/api/v1alpha1"
+	"github.com/straitnet/strait/lab"
+	"github.com/straitnet/strait/lab/workload"
+	"github.com/straitnet/strait/test/labtest"
+)
+
+// converge bounds how long the lab may take to show a change; the tests log how long
+// it took (benchmarks and docs/performance-lab-globalnet.md hold the numbers).
+const converge = 90 * time.Second
+
+// globalCIDR is a cluster's range of the global address space, from the hub's ClusterSet.
+func globalCIDR(t *testing.T, cluster string) netip.Prefix {
+	t.Helper()
+	for _, c := range env.ClusterSet(t).Spec.Clusters {
+		if c.Name == cluster {
+			return netip.MustParsePrefix(c.GlobalCIDR)
+		}
+	}
+	t.Fatalf("cluster %s not in the ClusterSet", cluster)
+	return netip.Prefix{}
+}
+
+// lookupIn resolves name from g1's client pod until every answer lies in want.
+func lookupIn(t *testing.T, ns, name string, want netip.Prefix) []netip.Addr {
+	t.Helper()
+	var got []netip.Addr
+	took := labtest.Eventually(t, converge, "g1: "+name, func() error {
+		got = nil
+		ips, err := labtest.LookupInPod(context.Background(), ns, name)
+		if err != nil {
+			return err
+		}
+		for _, s := range ips {
+			a := netip.MustParseAddr(s)
+			if !want.Contains(a) {
+				return fmt.Errorf("answer %s is not in g2's global CIDR %s (all: %v)", a, want, ips)
+			}
+			got = append(got, a)
+		}
+		return nil
+	})
+	t.Logf("g1: %s = %v (%s)", name, got, took.Round(time.Millisecond))
+	return got
+}
+
+func TestBothClustersUseTheSamePodCIDR(t *testing.T) {
+	env.Require(t)
+	pods := map[string]bool{}
+	for _, cluster := range []string{"g1", "g2"} {
+		c, ok := env.Topo.Cluster(cluster)
+		if !ok || c.PodCIDR != netip.MustParsePrefix("10.7.0.0/16") {
+			t.Fatalf("%s: pod CIDR %v, want 10.7.0.0/16 (identical in both clusters)", cluster, c.PodCIDR)
+		}
+		for _, p := range env.SamplePods(t, cluster, lab.WhereamiCS) {
+			pods[p.Status.PodIP] = true
+		}
+	}
+	if len(pods) == 0 {
+		t.Fatal("no whereami pods")
+	}
+}
+
+// TestServiceAnswersWithGlobalIPs: from g1 the clusterset names of g2's exports resolve
+// to g2's global IPs (never to the 10.7.0.0/16 both clusters use), and g2's whereami
+// answers through them, seeing the caller as one of g1's egress IPs.
+func TestServiceAnswersWithGlobalIPs(t *testing.T) {
+	env.Require(t)
+	ns, clientIP := env.ClientNamespace(t, "g1")
+	g1, g2 := globalCIDR(t, "g1"), globalCIDR(t, "g2")
+	for _, tc := range []struct{ name, port string }{
+		{"whereami-cs.sample.svc.clusterset.local", "80"},
+		{"g2.whereami-cs.sample.svc.clusterset.local", "80"},
+		{"whereami-ss.sample.svc.clusterset.local", "8080"},
+		{"whereami-0.g2.whereami-ss.sample.svc.clusterset.local", "8080"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ips := lookupIn(t, ns, tc.name, g2)
+			var a workload.Answer
+			labtest.Eventually(t, converge, "g1 → "+tc.name, func() error {
+				var err error
+				a, err = labtest.TryWhereami(ns, net.JoinHostPort(tc.name, tc.port))
+				return err
+			})
+			if a.Cluster != "g2" {
+				t.Fatalf("answered by %+v, want g2", a)
+			}
+			caller := netip.MustParseAddr(a.Caller)
+			if !g1.Contains(caller) || caller == clientIP {
+				t.Fatalf("g2's whereami saw the caller as %s, want one of g1's egress IPs in %s (not the pod's own %s)",
+					caller, g1, clientIP)
+			}
+			if strings.HasPrefix(tc.name, "whereami-0.") {
+				if len(ips) != 1 || a.Pod != "whereami-0" {
+					t.Fatalf("%s = %v answered by %s, want one global IP of whereami-0", tc.name, ips, a.Pod)
+				}
+			}
+		})
+	}
+}
+
+// TestHeadlessPodsHaveGlobalIPsOfTheirOwn: whereami-ss has one global IP per pod.
+func TestHeadlessPodsHaveGlobalIPsOfTheirOwn(t *testing.T) {
+	env.Require(t)
+	ns, _ := env.ClientNamespace(t, "g1")
+	g2 := globalCIDR(t, "g2")
+	ips := lookupIn(t, ns, "whereami-ss.sample.svc.clusterset.local", g2)
+	pods := env.SamplePods(t, "g2", lab.WhereamiSS)
+	if len(ips) != len(pods) {
+		t.Fatalf("whereami-ss = %v, want one global IP for each of g2's %d pods", ips, len(pods))
+	}
+	seen := map[string]netip.Addr{}
+	for _, ip := range ips {
+		a := labtest.Whereami(t, ns, net.JoinHostPort(ip.String(), "8080"))
+		if prev, dup := seen[a.Pod]; dup {
+			t.Fatalf("pod %s answers at %s and %s", a.Pod, prev, ip)
+		}
+		seen[a.Pod] = ip
+	}
+}
+
+// TestGatewayNATIsMapsNotRules: g2's active gateway holds the NAT as a few rules over
+// maps; a user can read it with nft.
+func TestGatewayNATIsMapsNotRules(t *testing.T) {
+	env.Require(t)
+	gw := activeGateway(t, "g2")
+	out, err := exec.Command("ip", "netns", "exec", gw, "nft", "list", "table", "ip", "strait").CombinedOutput()
+	if err != nil {
+		t.Fatalf("nft list table ip strait on %s: %v\n%s", gw, err, out)
+	}
+	text := string(out)
+	for _, want := range []string{"map gn-svc-dnat", "map gn-svc-port", "map gn-pod-dnat", "map gn-egress"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("%s: no %q in:\n%s", gw, want, text)
+		}
+	}
+	rules := 0
+	for _, line := range strings.Split(text, "\n") {
+		if strings.Contains(line, "dnat") && !strings.Contains(line, "map gn-") {
+			rules++
+		}
+	}
+	if n := rules; n != 3 {
+		t.Errorf("%s: %d DNAT rules, want 3 (one per map, whatever the number of global IPs):\n%s", gw, n, text)
+	}
+}
+
+// activeGateway is the network namespace of the cluster's active gateway node.
+func activeGateway(t *testing.T, cluster string) string {
+	t.Helper()
+	c, _ := env.Topo.Cluster(cluster)
+	var ns string
+	labtest.Eventually(t, converge, cluster+": an active Gateway", func() error {
+		gws := &straitv1.GatewayList{}
+		if err := env.Client(t, cluster).List(context.Background(), gws, client.InNamespace(straitv1.SystemNamespace)); err != nil {
+			return err
+		}
+		for _, g := range gws.Items {
+			if g.Spec.HAState != straitv1.HAActive {
+				continue
+			}
+			for _, n := range c.Nodes {
+				if n.Name == g.Spec.NodeName {
+					ns = n.Namespace
+					return nil
+				}
+			}
+		}
+		return errors.New("none active")
+	})
+	return ns
+}
+
+// TestNewExportReachesG1: a service exported from g2 by a ClusterSet change gets a global
+// IP g1 resolves and reaches (port 80 to the pods' 8080); unexported, the name goes.
+func TestNewExportReachesG1(t *testing.T) {
+	env.Require(t)
+	ctx := context.Background()
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "whereami-new", Namespace: lab.SampleNamespace},
+		Spec: corev1.ServiceSpec{Selector: env.SamplePods(t, "g2", lab.WhereamiCS)[0].Labels,
+			Ports: []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt32(workload.WhereamiPort)}}}}
+	g2 := env.HostClient(t, "g2").CoreV1().Services(lab.SampleNamespace)
+	if _, err := g2.Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = g2.Delete(context.Background(), svc.Name, metav1.DeleteOptions{}) })
+	env.RestoreClusterSetSpec(t)
+	ns, _ := env.ClientNamespace(t, "g1")
+	headless := lookupIn(t, ns, "whereami-ss.sample.svc.clusterset.local", globalCIDR(t, "g2"))
+	start := time.Now()
+	if err := env.UpdateClusterSet(t, func(cs *straitv1.ClusterSet) {
+		cs.Spec.Exports = append(cs.Spec.Exports, straitv1.ExportSpec{Namespace: lab.SampleNamespace, Name: svc.Name,
+			Clusters: []string{"g2"}})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	name := "whereami-new.sample.svc.clusterset.local"
+	ips := lookupIn(t, ns, name, globalCIDR(t, "g2"))
+	t.Logf("export → g1 resolves: %s", time.Since(start).Round(time.Millisecond))
+	if slices.Contains(headless, ips[0]) {
+		t.Fatalf("the new export got %s, a global IP of a whereami-ss pod (%v)", ips[0], headless)
+	}
+	if again := lookupIn(t, ns, "whereami-ss.sample.svc.clusterset.local", globalCIDR(t, "g2")); !slices.Equal(again, headless) {
+		t.Fatalf("whereami-ss moved from %v to %v when another service was exported", headless, again)
+	}
+	labtest.Eventually(t, converge, "g1 → "+name, func() error {
+		a, err := labtest.TryWhereami(ns, name+":80")
+		if err == nil && a.Cluster != "g2" {
+			err = fmt.Errorf("answered by %s", a.Cluster)
+		}
+		return err
+	})
+	if err := env.UpdateClusterSet(t, func(cs *straitv1.ClusterSet) {
+		cs.Spec.Exports = slices.DeleteFunc(cs.Spec.Exports, func(e straitv1.ExportSpec) bool { return e.Name == svc.Name })
+	}); err != nil {
+		t.Fatal(err)
+	}
+	labtest.Eventually(t, converge, "g1: "+name+" gone", func() error {
+		if ips, err := labtest.LookupInPod(ctx, ns, name); err == nil {
+			return fmt.Errorf("still resolves to %v", ips)
+		}
+		return nil
+	})
+}
