@@ -19,8 +19,10 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 
+	straitv1 "github.com/straitnet/strait/api/v1alpha1"
 	"github.com/straitnet/strait/lab/netns"
 	"github.com/straitnet/strait/lab/topology"
+	"github.com/straitnet/strait/nodeagent/cable/ipsec"
 )
 
 // UpOptions are what "lab up" brings up.
@@ -267,15 +269,30 @@ func (l *Lab) startStrait(ctx context.Context, t *topology.Lab, webhookManifest 
 		}
 	}
 	agent, dns := l.StraitSupports("agent"), l.StraitSupports("dns")
+	// The ipsec cable's charon, where strongSwan is installed.
+	_, noCharon := os.Stat(ipsec.CharonPath)
+	charon := l.StraitSupports("charon") && noCharon == nil
 	for _, c := range t.Clusters {
 		if agent {
 			for _, n := range c.Nodes {
+				args := []string{l.opts.Strait, "agent", "--node-name", n.Name, "--kubeconfig", l.state.LANKubeconfig(c.Name)}
+				if n.Gateway && charon {
+					// strongSwan's charon for the ipsec cable, beside the agent as the
+					// member DaemonSet's sidecar; it idles under the other drivers.
+					// Userspace ESP: these kernels have no ESP.
+					dir := l.state.CharonDir(c.Name, n.Name)
+					if err := l.ensureProcess(c.Name, "strait-charon-"+n.Name, n.Namespace, l.opts.Strait, "charon",
+						"--dir", dir, "--port", strconv.Itoa(int(straitv1.DefaultIPsecPort)), "--libipsec"); err != nil {
+						l.progress("%s: strait charon: %v", n.Name, err)
+					}
+					args = append(args, "--vici-socket", filepath.Join(dir, "charon.vici"))
+				}
 				// wireguard-go's UAPI sockets live in /run/wireguard, shared by every
 				// namespace: each agent gets a private one (ip netns exec has already
 				// given it its own mount namespace, slave to the host's).
-				if err := l.ensureProcess(c.Name, "strait-agent-"+n.Name, n.Namespace, "sh", "-c",
-					`mkdir -p /run/wireguard && mount -t tmpfs -o size=1m,mode=0700 strait-lab /run/wireguard && exec "$0" "$@"`,
-					l.opts.Strait, "agent", "--node-name", n.Name, "--kubeconfig", l.state.LANKubeconfig(c.Name)); err != nil {
+				if err := l.ensureProcess(c.Name, "strait-agent-"+n.Name, n.Namespace, append([]string{"sh", "-c",
+					`mkdir -p /run/wireguard && mount -t tmpfs -o size=1m,mode=0700 strait-lab /run/wireguard && exec "$0" "$@"`},
+					args...)...); err != nil {
 					l.progress("%s: strait agent: %v", n.Name, err)
 				}
 			}
@@ -289,7 +306,7 @@ func (l *Lab) startStrait(ctx context.Context, t *topology.Lab, webhookManifest 
 			}
 		}
 	}
-	l.progress("strait: hub %s, agent %s, dns %s", onOff(hub), onOff(agent), onOff(dns))
+	l.progress("strait: hub %s, agent %s, dns %s, charon %s", onOff(hub), onOff(agent), onOff(dns), onOff(charon))
 }
 
 // ensureHubWebhook points the hub's ClusterSet webhook at strait hub in the hub's

@@ -127,6 +127,9 @@ func New(restCfg *rest.Config, cfg Config) (*Agent, error) {
 		Watches(&straitv1.Membership{}, all, generation).
 		Watches(&straitv1.Peer{}, all, generation).
 		Watches(&straitv1.GlobalIngress{}, all).
+		// The ipsec PSK's Secret may arrive after the Membership that names it (the
+		// hub writes both; a person may rotate it): converge when it does.
+		Watches(&corev1.Secret{}, all, builder.WithPredicates(secretDataChanged())).
 		Watches(&corev1.Node{}, all, builder.WithPredicates(nodeChanged())).
 		Watches(&coordinationv1.Lease{}, all, builder.WithPredicates(leaseHolderChanged())).
 		WatchesRawSource(source.Channel(a.trigger, handler.EnqueueRequestsFromMapFunc(

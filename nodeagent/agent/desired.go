@@ -140,7 +140,10 @@ func Compute(s Snapshot) (Desired, error) {
 			errs = append(errs, fmt.Errorf("peer %s: %w", p.Name, err))
 		}
 		remoteCIDRs = append(remoteCIDRs, cidrs...)
-		if ep := p.Spec.Endpoint; ep != nil {
+		// While the clusterset switches cable drivers a peer's gateway may still publish
+		// the old one: no cable to it until it runs ours (each driver would misread the
+		// other's endpoint: a WireGuard key is no IKE peer).
+		if ep := p.Spec.Endpoint; ep != nil && (ep.Driver == "" || ep.Driver == m.Spec.Cable.Driver) {
 			ip, err := netip.ParseAddr(ep.IP)
 			if err != nil {
 				errs = append(errs, fmt.Errorf("peer %s endpoint ip: %w", p.Name, err))

@@ -134,6 +134,21 @@ func TestCompute(t *testing.T) {
 	}
 }
 
+// TestNoCableToAPeerOnAnotherDriver: mid-switch of the clusterset's cable driver, a peer
+// whose gateway still runs the old driver gets no cable until it publishes ours.
+func TestNoCableToAPeerOnAnotherDriver(t *testing.T) {
+	s := snapshot("gw1", false)
+	s.Peers[0].Spec.Endpoint.Driver = straitv1.CableIPsec
+	d, err := Compute(s)
+	if err != nil || !d.Active || len(d.Remotes) != 0 {
+		t.Fatalf("active=%v remotes=%+v err=%v; want an active gateway with no remote", d.Active, d.Remotes, err)
+	}
+	s.Peers[0].Spec.Endpoint.Driver = straitv1.CableWireGuard
+	if d, _ := Compute(s); len(d.Remotes) != 1 {
+		t.Fatalf("remotes=%+v once the peer runs wireguard too, want one", d.Remotes)
+	}
+}
+
 func TestGatewayCapable(t *testing.T) {
 	m := snapshot("gw1", false).Membership
 	gw, plain := node("gw1", "10.0.0.1", true), node("plain", "10.0.0.3", false)

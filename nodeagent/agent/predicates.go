@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"bytes"
 	"maps"
 	"slices"
 
@@ -51,4 +52,17 @@ func toolsHandler(fn func(any)) toolscache.ResourceEventHandlerFuncs {
 		UpdateFunc: func(_, n any) { fn(n) },
 		DeleteFunc: fn,
 	}
+}
+
+// secretDataChanged passes creations, deletions and updates that change a Secret's data
+// (not the metadata-only updates of other controllers).
+func secretDataChanged() predicate.Funcs {
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		o, ok1 := e.ObjectOld.(*corev1.Secret)
+		n, ok2 := e.ObjectNew.(*corev1.Secret)
+		if !ok1 || !ok2 {
+			return true
+		}
+		return !maps.EqualFunc(o.Data, n.Data, bytes.Equal)
+	}}
 }

@@ -1,0 +1,177 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"slices"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/fluxcd/pkg/apis/meta"
+	straitv1 "github.com/straitnet/strait/api/v1alpha1"
+
+	"github.com/straitnet/strait/lab"
+	"github.com/straitnet/strait/lab/topology"
+	"github.com/straitnet/strait/test/labtest"
+)
+
+// switchTimeout bounds a cable driver switch until traffic flows; the time it took is
+// logged and measured by BenchmarkCableThroughput's docs.
+const switchTimeout = 2 * time.Minute
+
+// pskSecret is the hub Secret the ClusterSet's pskSecretRef names for ipsec.
+const pskSecret = "e2e-ipsec-psk"
+
+// TestCables switches the clusterset's cable driver through every driver and checks, for
+// each, what a user of each cluster sees from a pod on a plain node and from a pod on a
+// gateway node: pod → remote pod (the callee sees the caller's pod IP), pod → remote
+// ClusterIP, and the seed documents' clusterset names resolved through CoreDNS, then
+// fetched.
+func TestCables(t *testing.T) {
+	env.Require(t)
+	env.RestoreClusterSetSpec(t)
+	ensurePSKSecret(t)
+	for _, driver := range []straitv1.CableDriver{straitv1.CableWireGuard, straitv1.CableIPsec, straitv1.CableVXLAN} {
+		t.Run(string(driver), func(t *testing.T) {
+			start := time.Now()
+			if err := env.UpdateClusterSet(t, func(cs *straitv1.ClusterSet) { setDriver(cs, driver) }); err != nil {
+				t.Fatal(err)
+			}
+			for _, cluster := range members() {
+				waitActiveGateway(t, cluster, driver)
+			}
+			sources := sourcePods(t, "c1")
+			remote := env.SamplePods(t, "c2", lab.WhereamiSS)[0]
+			labtest.Eventually(t, switchTimeout, "c1 → c2's pod over "+string(driver), func() error {
+				_, err := labtest.TryWhereami(sources[0].ns, net.JoinHostPort(remote.Status.PodIP, "8080"))
+				return err
+			})
+			t.Logf("%s: ClusterSet updated → first GET across: %s", driver, time.Since(start).Round(time.Millisecond))
+			for _, src := range sources {
+				checkAcross(t, src, remote)
+			}
+		})
+	}
+}
+
+// setDriver makes cs use driver on its default port.
+func setDriver(cs *straitv1.ClusterSet, driver straitv1.CableDriver) {
+	cs.Spec.Cable.Driver, cs.Spec.Cable.Port = driver, 0
+	if driver == straitv1.CableIPsec {
+		cs.Spec.Cable.PSKSecretRef = &meta.LocalObjectReference{Name: pskSecret}
+	}
+}
+
+// ensurePSKSecret creates the hub's PSK Secret once.
+func ensurePSKSecret(t *testing.T) {
+	t.Helper()
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: pskSecret, Namespace: straitv1.SystemNamespace},
+		Data: map[string][]byte{"psk": []byte("a pre-shared key the e2e tests share")}}
+	if err := env.Client(t, topology.HubName).Create(context.Background(), s); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+}
+
+// waitActiveGateway waits until the cluster's active Gateway publishes driver.
+func waitActiveGateway(t *testing.T, cluster string, driver straitv1.CableDriver) {
+	t.Helper()
+	labtest.Eventually(t, switchTimeout, cluster+": active gateway on "+string(driver), func() error {
+		gws := &straitv1.GatewayList{}
+		if err := env.Client(t, cluster).List(context.Background(), gws, client.InNamespace(straitv1.SystemNamespace)); err != nil {
+			return err
+		}
+		for _, g := range gws.Items {
+			if g.Spec.HAState == straitv1.HAActive && g.Spec.Driver == driver {
+				return nil
+			}
+		}
+		return fmt.Errorf("gateways: %v", gatewaySummary(gws.Items))
+	})
+}
+
+func gatewaySummary(gws []straitv1.Gateway) []string {
+	var out []string
+	for _, g := range gws {
+		out = append(out, fmt.Sprintf("%s %s %s", g.Name, g.Spec.HAState, g.Spec.Driver))
+	}
+	return out
+}
+
+// source is a pod traffic starts from.
+type source struct {
+	name, node, ns, ip string
+	gateway            bool
+}
+
+// sourcePods are two of the cluster's sample pods: one on a plain node (its traffic
+// reaches the active gateway through vx-strait) and one on a gateway-capable node.
+func sourcePods(t *testing.T, cluster string) []source {
+	t.Helper()
+	c, _ := env.Topo.Cluster(cluster)
+	gateway := map[string]bool{}
+	for _, n := range c.Nodes {
+		gateway[n.Name] = n.Gateway
+	}
+	pods, err := env.HostClient(t, cluster).CoreV1().Pods(lab.SampleNamespace).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var plain, gw *source
+	for _, p := range pods.Items {
+		s := &source{name: p.Name, node: p.Spec.NodeName, ns: topology.PodNamespace(cluster, string(p.UID)),
+			ip: p.Status.PodIP, gateway: gateway[p.Spec.NodeName]}
+		if s.gateway && gw == nil {
+			gw = s
+		}
+		if !s.gateway && plain == nil {
+			plain = s
+		}
+	}
+	if plain == nil || gw == nil {
+		t.Fatalf("%s: want sample pods on a plain and on a gateway node, got plain=%v gateway=%v", cluster, plain, gw)
+	}
+	return []source{*plain, *gw}
+}
+
+// checkAcross is what a user of c1 checks of c2 from src.
+func checkAcross(t *testing.T, src source, remote corev1.Pod) {
+	t.Helper()
+	where := fmt.Sprintf("from %s on %s (gateway node: %v)", src.name, src.node, src.gateway)
+	a, err := labtest.TryWhereami(src.ns, net.JoinHostPort(remote.Status.PodIP, "8080"))
+	if err != nil || a.Pod != remote.Name || a.Caller != src.ip {
+		t.Errorf("%s → c2's pod %s: %+v, %v; want %s answering, seeing the caller's pod IP %s", where, remote.Status.PodIP, a, err, remote.Name, src.ip)
+	}
+	svc, err := env.HostClient(t, "c2").CoreV1().Services(lab.SampleNamespace).Get(context.Background(), lab.WhereamiCS, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, err := labtest.TryWhereami(src.ns, net.JoinHostPort(svc.Spec.ClusterIP, "80")); err != nil || a.Cluster != "c2" {
+		t.Errorf("%s → c2's ClusterIP %s: %+v, %v", where, svc.Spec.ClusterIP, a, err)
+	}
+	for _, n := range []struct{ name, port string }{
+		{"whereami-cs.sample.svc.clusterset.local", "80"},
+		{"c2.whereami-cs.sample.svc.clusterset.local", "80"},
+		{"whereami-ss.sample.svc.clusterset.local", "8080"},
+		{"whereami-0.c2.whereami-ss.sample.svc.clusterset.local", "8080"},
+	} {
+		ips, err := labtest.LookupInPod(context.Background(), src.ns, n.name)
+		if err != nil || len(ips) == 0 {
+			t.Errorf("%s: %s: %v %v", where, n.name, ips, err)
+			continue
+		}
+		a, err := labtest.TryWhereami(src.ns, net.JoinHostPort(n.name, n.port))
+		if err != nil || a.Cluster != "c2" {
+			t.Errorf("%s → %s (%v): %+v, %v; want c2 answering", where, n.name, ips, a, err)
+			continue
+		}
+		if n.name == "whereami-0.c2.whereami-ss.sample.svc.clusterset.local" && (a.Pod != "whereami-0" || !slices.Contains(ips, a.PodIP)) {
+			t.Errorf("%s → %s = %v answered by %s (%s)", where, n.name, ips, a.Pod, a.PodIP)
+		}
+	}
+}
