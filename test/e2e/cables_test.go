@@ -2,8 +2,10 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
+	"os/exec"
 	"slices"
 	"testing"
 	"time"
@@ -18,6 +20,9 @@ import (
 
 	"github.com/straitnet/strait/lab"
 	"github.com/straitnet/strait/lab/topology"
+	"github.com/straitnet/strait/nodeagent/cable/ipsec"
+	"github.com/straitnet/strait/nodeagent/cable/vxlan"
+	"github.com/straitnet/strait/nodeagent/cable/wireguard"
 	"github.com/straitnet/strait/test/labtest"
 )
 
@@ -53,11 +58,79 @@ func TestCables(t *testing.T) {
 				return err
 			})
 			t.Logf("%s: ClusterSet updated → first GET across: %s", driver, time.Since(start).Round(time.Millisecond))
+			// The cable carries it: the driver's device on c1's active gateway counts the
+			// packets, and the other drivers' devices are gone.
+			gw := activeGatewayNamespace(t, "c1")
+			before, err := devicePackets(gw, cableDevice(driver))
+			if err != nil {
+				t.Fatal(err)
+			}
 			for _, src := range sources {
 				checkAcross(t, src, remote)
 			}
+			if after, err := devicePackets(gw, cableDevice(driver)); err != nil || after <= before {
+				t.Errorf("%s on %s sent %d → %d packets (%v): the traffic did not go through the %s cable",
+					cableDevice(driver), gw, before, after, err, driver)
+			}
+			for _, other := range []straitv1.CableDriver{straitv1.CableWireGuard, straitv1.CableVXLAN} {
+				if other != driver {
+					if _, err := devicePackets(gw, cableDevice(other)); err == nil {
+						t.Errorf("%s: %s's device %s is still there", gw, other, cableDevice(other))
+					}
+				}
+			}
 		})
 	}
+}
+
+// cableDevice is the device a driver's traffic leaves the gateway through (ipsec: the
+// TUN of charon's userspace ESP, which stays while charon runs).
+func cableDevice(d straitv1.CableDriver) string {
+	switch d {
+	case straitv1.CableIPsec:
+		return ipsec.LibipsecDevice
+	case straitv1.CableVXLAN:
+		return vxlan.DeviceName
+	}
+	return wireguard.DeviceName
+}
+
+// devicePackets is how many packets dev in network namespace ns has sent.
+func devicePackets(ns, dev string) (uint64, error) {
+	out, err := exec.Command("ip", "-n", ns, "-s", "-j", "link", "show", "dev", dev).Output()
+	if err != nil {
+		return 0, fmt.Errorf("ip -n %s link show %s: %w", ns, dev, err)
+	}
+	var links []struct {
+		Stats struct {
+			TX struct {
+				Packets uint64 `json:"packets"`
+			} `json:"tx"`
+		} `json:"stats64"`
+	}
+	if err := json.Unmarshal(out, &links); err != nil || len(links) != 1 {
+		return 0, fmt.Errorf("ip -j link show %s: %v: %s", dev, err, out)
+	}
+	return links[0].Stats.TX.Packets, nil
+}
+
+// activeGatewayNamespace is the network namespace of the cluster's active gateway node.
+func activeGatewayNamespace(t *testing.T, cluster string) string {
+	t.Helper()
+	gws := &straitv1.GatewayList{}
+	if err := env.Client(t, cluster).List(context.Background(), gws, client.InNamespace(straitv1.SystemNamespace)); err != nil {
+		t.Fatal(err)
+	}
+	c, _ := env.Topo.Cluster(cluster)
+	for _, g := range gws.Items {
+		for _, n := range c.Nodes {
+			if g.Spec.HAState == straitv1.HAActive && n.Name == g.Spec.NodeName {
+				return n.Namespace
+			}
+		}
+	}
+	t.Fatalf("%s: no active gateway: %v", cluster, gatewaySummary(gws.Items))
+	return ""
 }
 
 // setDriver makes cs use driver on its default port.
