@@ -105,7 +105,13 @@ func (l *Lab) Up(ctx context.Context, o UpOptions) error {
 				return err
 			}
 			c, _ := t.Cluster(cp.Cluster)
-			return l.waitServices(ctx, *c, timeout)
+			if err := l.waitServices(ctx, *c, timeout); err != nil {
+				return err
+			}
+			if !l.StraitSupports("dns") {
+				return nil
+			}
+			return l.waitClustersetDNS(ctx, *c, timeout)
 		}); err != nil {
 			return err
 		}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/straitnet/strait/lab"
 	"github.com/straitnet/strait/lab/topology"
+	"github.com/straitnet/strait/lab/workload"
 	"github.com/straitnet/strait/nodeagent/cable/ipsec"
 	"github.com/straitnet/strait/nodeagent/cable/vxlan"
 	"github.com/straitnet/strait/nodeagent/cable/wireguard"
@@ -182,34 +183,37 @@ type source struct {
 	gateway            bool
 }
 
-// sourcePods are two of the cluster's sample pods: one on a plain node (its traffic
+// sourcePods are two client pods of the cluster: one on a plain node (its traffic
 // reaches the active gateway through vx-strait) and one on a gateway-capable node.
-func sourcePods(t *testing.T, cluster string) []source {
+func sourcePods(t testing.TB, cluster string) []source {
+	t.Helper()
+	var out []source
+	for _, gateway := range []bool{false, true} {
+		node := nodeOfKind(t, cluster, gateway)
+		p := env.PodOn(t, cluster, node, clientImage)
+		out = append(out, source{name: p.Name, node: node, ns: topology.PodNamespace(cluster, string(p.UID)),
+			ip: p.Status.PodIP, gateway: gateway})
+	}
+	return out
+}
+
+// clientImage and whereamiImage select the lab kubelet's built-in workloads.
+const (
+	clientImage   = "strait.io/lab/client"
+	whereamiImage = "strait.io/lab/whereami"
+)
+
+// nodeOfKind is the first gateway-capable or the first plain node of a cluster.
+func nodeOfKind(t testing.TB, cluster string, gateway bool) string {
 	t.Helper()
 	c, _ := env.Topo.Cluster(cluster)
-	gateway := map[string]bool{}
 	for _, n := range c.Nodes {
-		gateway[n.Name] = n.Gateway
-	}
-	pods, err := env.HostClient(t, cluster).CoreV1().Pods(lab.SampleNamespace).List(context.Background(), metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var plain, gw *source
-	for _, p := range pods.Items {
-		s := &source{name: p.Name, node: p.Spec.NodeName, ns: topology.PodNamespace(cluster, string(p.UID)),
-			ip: p.Status.PodIP, gateway: gateway[p.Spec.NodeName]}
-		if s.gateway && gw == nil {
-			gw = s
-		}
-		if !s.gateway && plain == nil {
-			plain = s
+		if n.Gateway == gateway {
+			return n.Name
 		}
 	}
-	if plain == nil || gw == nil {
-		t.Fatalf("%s: want sample pods on a plain and on a gateway node, got plain=%v gateway=%v", cluster, plain, gw)
-	}
-	return []source{*plain, *gw}
+	t.Fatalf("%s: no node with gateway=%v", cluster, gateway)
+	return ""
 }
 
 // checkAcross is what a user of c1 checks of c2 from src.
@@ -233,16 +237,20 @@ func checkAcross(t *testing.T, src source, remote corev1.Pod) {
 		{"whereami-ss.sample.svc.clusterset.local", "8080"},
 		{"whereami-0.c2.whereami-ss.sample.svc.clusterset.local", "8080"},
 	} {
-		ips, err := labtest.LookupInPod(context.Background(), src.ns, n.name)
-		if err != nil || len(ips) == 0 {
-			t.Errorf("%s: %s: %v %v", where, n.name, ips, err)
-			continue
-		}
-		a, err := labtest.TryWhereami(src.ns, net.JoinHostPort(n.name, n.port))
-		if err != nil || a.Cluster != "c2" {
-			t.Errorf("%s → %s (%v): %+v, %v; want c2 answering", where, n.name, ips, a, err)
-			continue
-		}
+		// DNS follows the cable's health: right after a switch a name may wait for the
+		// Peer to be connected again, as a user's retry would.
+		var ips []string
+		var a workload.Answer
+		labtest.Eventually(t, converge, where+": "+n.name, func() error {
+			var err error
+			if ips, err = labtest.LookupInPod(context.Background(), src.ns, n.name); err != nil {
+				return err
+			}
+			if a, err = labtest.TryWhereami(src.ns, net.JoinHostPort(n.name, n.port)); err == nil && a.Cluster != "c2" {
+				err = fmt.Errorf("%v answered by %s, want c2", ips, a.Cluster)
+			}
+			return err
+		})
 		if n.name == "whereami-0.c2.whereami-ss.sample.svc.clusterset.local" && (a.Pod != "whereami-0" || !slices.Contains(ips, a.PodIP)) {
 			t.Errorf("%s → %s = %v answered by %s (%s)", where, n.name, ips, a.Pod, a.PodIP)
 		}

@@ -44,6 +44,7 @@ type Env struct {
 
 	skipped string
 	upErr   error
+	upOpts  lab.UpOptions
 }
 
 // Main brings the lab up, runs the tests, takes the lab down and checks that nothing
@@ -100,9 +101,10 @@ func Main(m *testing.M, cfg Config, env *Env) int {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	start := time.Now()
-	env.upErr = l.Up(ctx, lab.UpOptions{Spec: cfg.Spec, ClusterSet: cs, Timeout: timeout * 3 / 5,
+	env.upOpts = lab.UpOptions{Spec: cfg.Spec, ClusterSet: cs, Timeout: timeout * 3 / 5,
 		WebhookManifest: filepath.Join(root, "kustomize", "hub", "workloads", "webhook.yaml"),
-		CRDDirs:         CRDDirs(root)})
+		CRDDirs:         CRDDirs(root)}
+	env.upErr = l.Up(ctx, env.upOpts)
 	env.UpTime = time.Since(start)
 	fmt.Fprintf(os.Stderr, "lab up: %.1fs, err=%v\n", env.UpTime.Seconds(), env.upErr)
 	if env.upErr == nil {
@@ -127,6 +129,17 @@ func Main(m *testing.M, cfg Config, env *Env) int {
 		code = 1
 	}
 	return code
+}
+
+// UpAgain runs "lab up" on the running lab as a person would after a process died: it
+// restarts what is not running and changes nothing else.
+func (e *Env) UpAgain(t testing.TB) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := e.Lab.Up(ctx, e.upOpts); err != nil {
+		t.Fatalf("lab up again: %v", err)
+	}
 }
 
 // CRDDirs are the CRD manifests the lab applies to every control plane.

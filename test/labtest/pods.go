@@ -11,14 +11,17 @@ import (
 	"net/http"
 	"net/netip"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
 
 	"github.com/straitnet/strait/lab"
 	"github.com/straitnet/strait/lab/netns"
@@ -70,7 +73,12 @@ func Whereami(t testing.TB, ns, hostPort string) workload.Answer {
 
 // TryWhereami is Whereami returning its error.
 func TryWhereami(ns, hostPort string) (workload.Answer, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	return TryWhereamiWithin(ns, hostPort, 5*time.Second)
+}
+
+// TryWhereamiWithin is TryWhereami giving up after timeout.
+func TryWhereamiWithin(ns, hostPort string, timeout time.Duration) (workload.Answer, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	hc := &http.Client{Transport: &http.Transport{
 		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
@@ -162,4 +170,34 @@ func Eventually(t testing.TB, timeout time.Duration, what string, check func() e
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// PodOn is a pod of the built-in workload image (strait.io/lab/whereami, .../client) on
+// the named node of a cluster, in the sample namespace: made on first use, kept until the
+// lab goes. Sample pods land wherever the scheduler puts them; a test that needs a pod on
+// a plain or on a gateway node pins its own.
+func (e *Env) PodOn(t testing.TB, cluster, node, image string) corev1.Pod {
+	t.Helper()
+	pods := e.HostClient(t, cluster).CoreV1().Pods(lab.SampleNamespace)
+	name := "e2e-" + path.Base(image) + "-" + node
+	ctx := context.Background()
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: lab.SampleNamespace,
+		Labels: map[string]string{"app": "e2e-" + path.Base(image)}},
+		Spec: corev1.PodSpec{NodeName: node, TerminationGracePeriodSeconds: ptr.To[int64](0),
+			Containers: []corev1.Container{{Name: "main", Image: image}}}}
+	if _, err := pods.Create(ctx, p, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	Eventually(t, 2*time.Minute, cluster+": pod "+name+" ready", func() error {
+		got, err := pods.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if lab.PodReady(got) != "Ready" || got.Status.PodIP == "" {
+			return fmt.Errorf("%s, IP %q", lab.PodReady(got), got.Status.PodIP)
+		}
+		p = got
+		return nil
+	})
+	return *p
 }

@@ -1,0 +1,260 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	mcsv1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
+
+	straitv1 "github.com/straitnet/strait/api/v1alpha1"
+	"github.com/straitnet/strait/lab"
+	"github.com/straitnet/strait/lab/workload"
+	"github.com/straitnet/strait/nodeagent/route"
+	"github.com/straitnet/strait/test/labtest"
+)
+
+// converge bounds how long a ClusterSet change may take to show in the members; the
+// tests log how long it took, BenchmarkClusterSetChangeToDNS measures it.
+const converge = 90 * time.Second
+
+// clusterIP is the ClusterIP of a sample service in a cluster.
+func clusterIP(t testing.TB, cluster, name string) string {
+	t.Helper()
+	svc, err := env.HostClient(t, cluster).CoreV1().Services(lab.SampleNamespace).Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return svc.Spec.ClusterIP
+}
+
+// resolvesTo waits until name, looked up from the cluster's client pod, answers want.
+func resolvesTo(t testing.TB, cluster, name string, want []string) time.Duration {
+	t.Helper()
+	ns, _ := env.ClientNamespace(t, cluster)
+	return labtest.Eventually(t, converge, cluster+": "+name, func() error {
+		got, err := labtest.LookupInPod(context.Background(), ns, name)
+		slices.Sort(got)
+		if err != nil || !slices.Equal(got, want) {
+			return fmt.Errorf("= %v, %v; want %v", got, err, want)
+		}
+		return nil
+	})
+}
+
+// gone waits until name no longer resolves from the cluster's client pod.
+func gone(t testing.TB, cluster, name string) time.Duration {
+	t.Helper()
+	ns, _ := env.ClientNamespace(t, cluster)
+	return labtest.Eventually(t, converge, cluster+": "+name+" gone", func() error {
+		if got, err := labtest.LookupInPod(context.Background(), ns, name); err == nil {
+			return fmt.Errorf("still resolves to %v", got)
+		}
+		return nil
+	})
+}
+
+// answeredBy GETs hostPort from the cluster's client pod until it is answered by want.
+func answeredBy(t testing.TB, cluster, hostPort, want string) {
+	t.Helper()
+	ns, _ := env.ClientNamespace(t, cluster)
+	labtest.Eventually(t, converge, cluster+" → "+hostPort, func() error {
+		a, err := labtest.TryWhereami(ns, hostPort)
+		if err == nil && a.Cluster != want {
+			err = fmt.Errorf("answered by %s, want %s", a.Cluster, want)
+		}
+		return err
+	})
+}
+
+// TestBothClustersExportLocalFirst: when c1 and c2 both export whereami-cs, each
+// cluster's pods get their own cluster's service for the clusterset name, and reach the
+// other's through the cluster-qualified name.
+func TestBothClustersExportLocalFirst(t *testing.T) {
+	env.Require(t)
+	env.RestoreClusterSetSpec(t)
+	if err := env.UpdateClusterSet(t, func(cs *straitv1.ClusterSet) {
+		for i := range cs.Spec.Exports {
+			if cs.Spec.Exports[i].Name == lab.WhereamiCS {
+				cs.Spec.Exports[i].Clusters = []string{"c1", "c2"}
+			}
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	const name = "whereami-cs.sample.svc.clusterset.local"
+	for _, cluster := range members() {
+		other := "c1"
+		if cluster == "c1" {
+			other = "c2"
+		}
+		resolvesTo(t, cluster, name, []string{clusterIP(t, cluster, lab.WhereamiCS)})
+		answeredBy(t, cluster, name+":80", cluster)
+		resolvesTo(t, cluster, other+"."+name, []string{clusterIP(t, other, lab.WhereamiCS)})
+		answeredBy(t, cluster, other+"."+name+":80", other)
+	}
+}
+
+// exportNew creates a Service in c2 in front of the whereami pods, on port 80, and
+// removes it when the test ends.
+func exportNew(t testing.TB, name string) {
+	t.Helper()
+	svcs := env.HostClient(t, "c2").CoreV1().Services(lab.SampleNamespace)
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: lab.SampleNamespace},
+		Spec: corev1.ServiceSpec{Selector: env.SamplePods(t, "c2", lab.WhereamiCS)[0].Labels,
+			Ports: []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt32(workload.WhereamiPort)}}}}
+	if _, err := svcs.Create(context.Background(), svc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = svcs.Delete(context.Background(), name, metav1.DeleteOptions{}) })
+}
+
+func setExport(t testing.TB, name string, on bool) {
+	t.Helper()
+	if err := env.UpdateClusterSet(t, func(cs *straitv1.ClusterSet) {
+		cs.Spec.Exports = slices.DeleteFunc(cs.Spec.Exports, func(e straitv1.ExportSpec) bool { return e.Name == name })
+		if on {
+			cs.Spec.Exports = append(cs.Spec.Exports, straitv1.ExportSpec{Namespace: lab.SampleNamespace, Name: name,
+				Clusters: []string{"c2"}})
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestNewExportReachesTheOtherCluster: a service exported by a commit resolves and
+// answers in c1; unexported, its name goes.
+func TestNewExportReachesTheOtherCluster(t *testing.T) {
+	env.Require(t)
+	env.RestoreClusterSetSpec(t)
+	const svc = "whereami-new"
+	exportNew(t, svc)
+	name := svc + ".sample.svc.clusterset.local"
+	setExport(t, svc, true)
+	took := resolvesTo(t, "c1", name, []string{clusterIP(t, "c2", svc)})
+	t.Logf("export → c1 resolves %s: %s", name, took.Round(time.Millisecond))
+	answeredBy(t, "c1", name+":80", "c2")
+	setExport(t, svc, false)
+	t.Logf("unexport → NXDOMAIN in c1: %s", gone(t, "c1", name).Round(time.Millisecond))
+}
+
+// BenchmarkClusterSetChangeToDNS: from a ClusterSet update on the hub (a synced commit)
+// until the other cluster's pods resolve the new export through CoreDNS.
+func BenchmarkClusterSetChangeToDNS(b *testing.B) {
+	env.Require(b)
+	const svc = "whereami-bench"
+	exportNew(b, svc)
+	name := svc + ".sample.svc.clusterset.local"
+	want := []string{clusterIP(b, "c2", svc)}
+	var total time.Duration
+	for range b.N {
+		start := time.Now()
+		setExport(b, svc, true)
+		resolvesTo(b, "c1", name, want)
+		total += time.Since(start)
+		setExport(b, svc, false)
+		gone(b, "c1", name)
+	}
+	b.ReportMetric(float64(total.Milliseconds())/float64(b.N), "ms/change-to-dns")
+}
+
+// TestRemovedClusterIsPruned: c2 taken out of the ClusterSet leaves nothing of it in c1
+// (Peer, ServiceImports, DNS names, routes); put back, traffic flows again.
+func TestRemovedClusterIsPruned(t *testing.T) {
+	env.Require(t)
+	env.RestoreClusterSetSpec(t)
+	spec := env.ClusterSet(t).Spec
+	c1 := env.Client(t, "c1")
+	ctx := context.Background()
+	start := time.Now()
+	if err := env.UpdateClusterSet(t, func(cs *straitv1.ClusterSet) {
+		cs.Spec.Clusters = slices.DeleteFunc(cs.Spec.Clusters, func(c straitv1.ClusterSpec) bool { return c.Name == "c2" })
+		cs.Spec.Exports = nil // both were c2's
+	}); err != nil {
+		t.Fatal(err)
+	}
+	labtest.Eventually(t, converge, "c1: Peer c2 and the imports pruned", func() error {
+		peers := &straitv1.PeerList{}
+		imports := &mcsv1.ServiceImportList{}
+		if err := c1.List(ctx, peers, client.InNamespace(straitv1.SystemNamespace)); err != nil {
+			return err
+		}
+		if err := c1.List(ctx, imports, client.InNamespace(lab.SampleNamespace)); err != nil {
+			return err
+		}
+		if len(peers.Items) > 0 || len(imports.Items) > 0 {
+			return fmt.Errorf("%d Peers, %d ServiceImports left", len(peers.Items), len(imports.Items))
+		}
+		return nil
+	})
+	gone(t, "c1", "whereami-cs.sample.svc.clusterset.local")
+	labtest.Eventually(t, converge, "c1 nodes: no route to c2's CIDRs", func() error {
+		c, _ := env.Topo.Cluster("c1")
+		for _, n := range c.Nodes {
+			out, err := exec.Command("ip", "-n", n.Namespace, "route", "show", "table", strconv.Itoa(route.Table)).CombinedOutput()
+			if err != nil && !strings.Contains(string(out), "does not exist") {
+				return fmt.Errorf("%s: %v: %s", n.Name, err, out)
+			}
+			if strings.Contains(string(out), "10.9.") || strings.Contains(string(out), "10.99.") {
+				return fmt.Errorf("%s still routes to c2:\n%s", n.Name, out)
+			}
+		}
+		return nil
+	})
+	t.Logf("c2 removed → pruned in c1: %s", time.Since(start).Round(time.Millisecond))
+
+	start = time.Now()
+	if err := env.UpdateClusterSet(t, func(cs *straitv1.ClusterSet) { cs.Spec = spec }); err != nil {
+		t.Fatal(err)
+	}
+	answeredBy(t, "c1", "whereami-cs.sample.svc.clusterset.local:80", "c2")
+	ns, _ := env.ClientNamespace(t, "c1")
+	remote := env.SamplePods(t, "c2", lab.WhereamiSS)[0]
+	labtest.Eventually(t, converge, "c1 → c2's pod", func() error {
+		_, err := labtest.TryWhereami(ns, net.JoinHostPort(remote.Status.PodIP, "8080"))
+		return err
+	})
+	t.Logf("c2 back → c1 reaches it: %s", time.Since(start).Round(time.Millisecond))
+}
+
+// TestBadClusterSetIsRefused: a ClusterSet whose clusters overlap is refused by the
+// webhook with the field and the value named, and the members keep what they had.
+func TestBadClusterSetIsRefused(t *testing.T) {
+	env.Require(t)
+	before := env.ClusterSet(t)
+	peer := &straitv1.Peer{}
+	if err := env.Client(t, "c1").Get(context.Background(), client.ObjectKey{Namespace: straitv1.SystemNamespace, Name: "c2"}, peer); err != nil {
+		t.Fatal(err)
+	}
+	err := env.UpdateClusterSet(t, func(cs *straitv1.ClusterSet) {
+		cs.Spec.Clusters[1].PodCIDRs = slices.Clone(cs.Spec.Clusters[0].PodCIDRs)
+	})
+	if err == nil {
+		env.RestoreClusterSetSpec(t)
+		t.Fatal("a ClusterSet with overlapping pod CIDRs was accepted")
+	}
+	for _, want := range []string{"spec.clusters[1].podCIDRs[0]", before.Spec.Clusters[0].PodCIDRs[0], "overlap"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("refusal %q does not name %q", err, want)
+		}
+	}
+	if after := env.ClusterSet(t); after.Generation != before.Generation {
+		t.Errorf("ClusterSet generation %d → %d after a refused update", before.Generation, after.Generation)
+	}
+	again := &straitv1.Peer{}
+	if err := env.Client(t, "c1").Get(context.Background(), client.ObjectKeyFromObject(peer), again); err != nil ||
+		again.Generation != peer.Generation || !slices.Equal(again.Spec.CIDRs, peer.Spec.CIDRs) {
+		t.Errorf("c1's Peer c2 changed: %v %v → %v (%v)", peer.Generation, peer.Spec.CIDRs, again.Spec.CIDRs, err)
+	}
+	answeredBy(t, "c1", "whereami-cs.sample.svc.clusterset.local:80", "c2")
+}

@@ -1,0 +1,161 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	straitv1 "github.com/straitnet/strait/api/v1alpha1"
+	"github.com/straitnet/strait/test/labtest"
+)
+
+// prober GETs a whereami from a pod every 50 ms (each try gives up after 300 ms) and
+// keeps the longest time without an answer.
+type prober struct {
+	ns, hostPort string
+	stop         chan struct{}
+	done         sync.WaitGroup
+
+	mu      sync.Mutex
+	last    time.Time // last answer
+	maxGap  time.Duration
+	answers int
+}
+
+func startProber(ns, hostPort string) *prober {
+	p := &prober{ns: ns, hostPort: hostPort, stop: make(chan struct{}), last: time.Now()}
+	p.done.Add(1)
+	go func() {
+		defer p.done.Done()
+		for {
+			select {
+			case <-p.stop:
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+			if _, err := labtest.TryWhereamiWithin(p.ns, p.hostPort, 300*time.Millisecond); err == nil {
+				p.mu.Lock()
+				now := time.Now()
+				p.maxGap = max(p.maxGap, now.Sub(p.last))
+				p.last, p.answers = now, p.answers+1
+				p.mu.Unlock()
+			}
+		}
+	}()
+	return p
+}
+
+// answeredSince says whether an answer came after t.
+func (p *prober) answeredSince(t time.Time) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.last.After(t)
+}
+
+// gap stops the prober and returns the longest time without an answer.
+func (p *prober) gap() time.Duration {
+	close(p.stop)
+	p.done.Wait()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.maxGap
+}
+
+// activeGateway is the node of the cluster's active Gateway.
+func activeGateway(t testing.TB, cluster string) string {
+	t.Helper()
+	var node string
+	labtest.Eventually(t, converge, cluster+": an active gateway", func() error {
+		gws := &straitv1.GatewayList{}
+		if err := env.Client(t, cluster).List(context.Background(), gws, client.InNamespace(straitv1.SystemNamespace)); err != nil {
+			return err
+		}
+		for _, g := range gws.Items {
+			if g.Spec.HAState == straitv1.HAActive {
+				node = g.Spec.NodeName
+				return nil
+			}
+		}
+		return fmt.Errorf("none: %v", gatewaySummary(gws.Items))
+	})
+	return node
+}
+
+// failOver stops the agent of the cluster's active gateway with sig while c1's client
+// GETs c2's whereami pod, waits until another gateway is active and the GETs are
+// answered again, restarts the stopped agent ("lab up" again) and returns the longest
+// time without an answer.
+func failOver(t testing.TB, cluster string, sig syscall.Signal) time.Duration {
+	t.Helper()
+	// Both ends on plain nodes: a pod on the node whose agent is stopped stays cut off
+	// until its agent is back (nothing re-points that node), as in a real cluster until
+	// the DaemonSet restarts it.
+	src := sourcePods(t, "c1")[0]
+	target := net.JoinHostPort(env.PodOn(t, "c2", nodeOfKind(t, "c2", false), whereamiImage).Status.PodIP, "8080")
+	labtest.Eventually(t, converge, "c1 → c2 "+target, func() error {
+		_, err := labtest.TryWhereami(src.ns, target)
+		return err
+	})
+	old := activeGateway(t, cluster)
+	pid, ok := env.Lab.State().Pid(cluster, "strait-agent-"+old)
+	if !ok {
+		t.Fatalf("%s: no running agent on %s", cluster, old)
+	}
+	p := startProber(src.ns, target)
+	time.Sleep(300 * time.Millisecond)
+	stopped := time.Now()
+	if err := syscall.Kill(pid, sig); err != nil {
+		t.Fatal(err)
+	}
+	labtest.Eventually(t, converge, fmt.Sprintf("%s: traffic after %s of %s's agent", cluster, sig, old), func() error {
+		if now := activeGateway(t, cluster); now == old {
+			return fmt.Errorf("%s still active", old)
+		}
+		if !p.answeredSince(stopped.Add(200 * time.Millisecond)) {
+			return fmt.Errorf("no answer from %s since the %s", target, sig)
+		}
+		return nil
+	})
+	time.Sleep(500 * time.Millisecond)
+	gap := p.gap()
+	env.UpAgain(t)
+	if _, ok := env.Lab.State().Pid(cluster, "strait-agent-"+old); !ok {
+		t.Fatalf("%s: lab up did not restart the agent on %s", cluster, old)
+	}
+	return gap
+}
+
+// TestGatewayFailover: the active gateway's agent crashes (SIGKILL: its Lease must
+// expire) or stops (SIGTERM: it releases the Lease); the other gateway takes over and
+// cross-cluster traffic resumes, in either cluster.
+func TestGatewayFailover(t *testing.T) {
+	env.Require(t)
+	for _, tc := range []struct {
+		cluster string
+		sig     syscall.Signal
+	}{{"c2", syscall.SIGKILL}, {"c2", syscall.SIGTERM}, {"c1", syscall.SIGKILL}} {
+		t.Run(fmt.Sprintf("%s %s", tc.cluster, tc.sig), func(t *testing.T) {
+			gap := failOver(t, tc.cluster, tc.sig)
+			t.Logf("%s's active gateway's agent got %s: longest time without an answer %s", tc.cluster, tc.sig, gap.Round(time.Millisecond))
+		})
+	}
+}
+
+// BenchmarkGatewayFailover: the gap in c1 → c2 traffic when c2's active gateway agent
+// crashes and when it stops gracefully.
+func BenchmarkGatewayFailover(b *testing.B) {
+	env.Require(b)
+	var crash, graceful time.Duration
+	for range b.N {
+		crash += failOver(b, "c2", syscall.SIGKILL)
+		graceful += failOver(b, "c2", syscall.SIGTERM)
+	}
+	b.ReportMetric(float64(crash.Milliseconds())/float64(b.N), "ms-gap-crash")
+	b.ReportMetric(float64(graceful.Milliseconds())/float64(b.N), "ms-gap-graceful")
+}
