@@ -22,7 +22,7 @@ export KUBEBUILDER_ASSETS := $(K8S_BIN)
 # CoreDNS, the lab's cluster DNS, built from the Go module proxy outside the repository.
 COREDNS := $(BIN)/coredns
 
-.PHONY: all demo build lab lab-globalnet lab-down generate manifests fmt vet lint test test-unit verify bench bench-dns coredns k8s-binaries tools clean help
+.PHONY: all demo build lab lab-globalnet lab-down generate manifests fmt vet lint test test-unit verify bench bench-lab bench-dns coredns k8s-binaries tools clean help
 
 all: build
 
@@ -71,6 +71,9 @@ test-unit: ## Pure tests only (no API servers, no root).
 
 bench: ## Benchmarks, written to bench.txt.
 	$(GO) test -run '^$$' -bench . -benchmem ./plan/ ./nodeagent/dns/resolver/ ./nodeagent/dns/server/ | tee bench.txt
+
+bench-lab: k8s-binaries $(COREDNS) ## Lab benchmarks (root, ~8 min): throughput per cable driver vs the raw path, failover gap, ClusterSet change to DNS; to bench-lab.txt.
+	$(GO) test -count=1 -run '^$$' -bench . -benchtime 3x -timeout 30m ./test/e2e/ | tee bench-lab.txt
 
 bench-dns: k8s-binaries ## dnsperf: strait dns vs CoreDNS with 10,000 imported services (needs dnsperf), to bench-dns.md.
 	hack/dns-bench.sh | tee bench-dns.md

@@ -109,8 +109,11 @@ func devicePackets(ns, dev string) (uint64, error) {
 			} `json:"tx"`
 		} `json:"stats64"`
 	}
-	if err := json.Unmarshal(out, &links); err != nil || len(links) != 1 {
-		return 0, fmt.Errorf("ip -j link show %s: %v: %s", dev, err, out)
+	if err := json.Unmarshal(out, &links); err != nil {
+		return 0, fmt.Errorf("ip -j link show %s: %w: %s", dev, err, out)
+	}
+	if len(links) != 1 {
+		return 0, fmt.Errorf("ip -j link show %s: %d links: %s", dev, len(links), out)
 	}
 	return links[0].Stats.TX.Packets, nil
 }
@@ -143,7 +146,7 @@ func setDriver(cs *straitv1.ClusterSet, driver straitv1.CableDriver) {
 }
 
 // ensurePSKSecret creates the hub's PSK Secret once.
-func ensurePSKSecret(t *testing.T) {
+func ensurePSKSecret(t testing.TB) {
 	t.Helper()
 	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: pskSecret, Namespace: straitv1.SystemNamespace},
 		Data: map[string][]byte{"psk": []byte("a pre-shared key the e2e tests share")}}
@@ -153,7 +156,7 @@ func ensurePSKSecret(t *testing.T) {
 }
 
 // waitActiveGateway waits until the cluster's active Gateway publishes driver.
-func waitActiveGateway(t *testing.T, cluster string, driver straitv1.CableDriver) {
+func waitActiveGateway(t testing.TB, cluster string, driver straitv1.CableDriver) {
 	t.Helper()
 	labtest.Eventually(t, switchTimeout, cluster+": active gateway on "+string(driver), func() error {
 		gws := &straitv1.GatewayList{}

@@ -44,9 +44,12 @@ func resolvesTo(t testing.TB, cluster, name string, want []string) time.Duration
 	ns, _ := env.ClientNamespace(t, cluster)
 	return labtest.Eventually(t, converge, cluster+": "+name, func() error {
 		got, err := labtest.LookupInPod(context.Background(), ns, name)
+		if err != nil {
+			return err
+		}
 		slices.Sort(got)
-		if err != nil || !slices.Equal(got, want) {
-			return fmt.Errorf("= %v, %v; want %v", got, err, want)
+		if !slices.Equal(got, want) {
+			return fmt.Errorf("= %v; want %v", got, want)
 		}
 		return nil
 	})
@@ -203,7 +206,7 @@ func TestRemovedClusterIsPruned(t *testing.T) {
 		for _, n := range c.Nodes {
 			out, err := exec.Command("ip", "-n", n.Namespace, "route", "show", "table", strconv.Itoa(route.Table)).CombinedOutput()
 			if err != nil && !strings.Contains(string(out), "does not exist") {
-				return fmt.Errorf("%s: %v: %s", n.Name, err, out)
+				return fmt.Errorf("%s: %w: %s", n.Name, err, out)
 			}
 			if strings.Contains(string(out), "10.9.") || strings.Contains(string(out), "10.99.") {
 				return fmt.Errorf("%s still routes to c2:\n%s", n.Name, out)

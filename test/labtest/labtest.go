@@ -12,6 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
 	"github.com/straitnet/strait/lab"
 	"github.com/straitnet/strait/lab/netns"
 	"github.com/straitnet/strait/lab/topology"
@@ -52,6 +55,9 @@ type Env struct {
 // skip, except under CI, where that fails the package.
 func Main(m *testing.M, cfg Config, env *Env) int {
 	flag.Parse()
+	// The tests' controller-runtime clients log nothing worth reading; without a logger
+	// controller-runtime prints a warning with a stack trace.
+	ctrllog.SetLogger(logr.Discard())
 	root, err := clusters.RepoRoot()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
