@@ -199,7 +199,7 @@ func addRules(c *nftables.Conn, t *nftables.Table, ch *nftables.Chain, rules []N
 func setType(text string) (nftables.SetDatatype, bool) {
 	var parts []nftables.SetDatatype
 	for _, name := range strings.Split(text, " . ") {
-		t, ok := basicSetTypes[name]
+		t, ok := basicSetType(name)
 		if !ok {
 			return nftables.SetDatatype{}, false
 		}
@@ -212,13 +212,20 @@ func setType(text string) (nftables.SetDatatype, bool) {
 	return t, err == nil
 }
 
-// basicSetTypes are the element types the agent's sets use. "integer" has no length nft
-// can print inside a concatenation ("nft list" aborts), so concatenations use "mark".
-var basicSetTypes = map[string]nftables.SetDatatype{
-	"ipv4_addr":    nftables.TypeIPAddr,
-	"integer":      nftables.TypeInteger,
-	"mark":         nftables.TypeMark,
-	"inet_service": nftables.TypeInetService,
+// basicSetType is one of the element types the agent's sets use. "integer" has no length
+// nft can print inside a concatenation ("nft list" aborts), so concatenations use "mark".
+func basicSetType(name string) (nftables.SetDatatype, bool) {
+	switch name {
+	case "ipv4_addr":
+		return nftables.TypeIPAddr, true
+	case "integer":
+		return nftables.TypeInteger, true
+	case "mark":
+		return nftables.TypeMark, true
+	case "inet_service":
+		return nftables.TypeInetService, true
+	}
+	return nftables.SetDatatype{}, false
 }
 
 func nftSet(t *nftables.Table, s NFTSet) (*nftables.Set, error) {
@@ -349,7 +356,8 @@ func decodeValue(typ string, b []byte) (string, error) {
 	}
 	var texts []string
 	for _, t := range types {
-		n := basicSetTypes[t].Bytes
+		bt, _ := basicSetType(t)
+		n := bt.Bytes
 		if n == 0 || len(b) < int(n) {
 			return "", fmt.Errorf("bad %s % x", typ, b)
 		}

@@ -61,7 +61,7 @@ func TestCables(t *testing.T) {
 			t.Logf("%s: ClusterSet updated → first GET across: %s", driver, time.Since(start).Round(time.Millisecond))
 			// The cable carries it: the driver's device on c1's active gateway counts the
 			// packets, and the other drivers' devices are gone.
-			gw := activeGatewayNamespace(t, "c1")
+			gw := env.ActiveGateway(t, "c1").Namespace
 			before, err := devicePackets(gw, cableDevice(driver))
 			if err != nil {
 				t.Fatal(err)
@@ -116,25 +116,6 @@ func devicePackets(ns, dev string) (uint64, error) {
 		return 0, fmt.Errorf("ip -j link show %s: %d links: %s", dev, len(links), out)
 	}
 	return links[0].Stats.TX.Packets, nil
-}
-
-// activeGatewayNamespace is the network namespace of the cluster's active gateway node.
-func activeGatewayNamespace(t *testing.T, cluster string) string {
-	t.Helper()
-	gws := &straitv1.GatewayList{}
-	if err := env.Client(t, cluster).List(context.Background(), gws, client.InNamespace(straitv1.SystemNamespace)); err != nil {
-		t.Fatal(err)
-	}
-	c, _ := env.Topo.Cluster(cluster)
-	for _, g := range gws.Items {
-		for _, n := range c.Nodes {
-			if g.Spec.HAState == straitv1.HAActive && n.Name == g.Spec.NodeName {
-				return n.Namespace
-			}
-		}
-	}
-	t.Fatalf("%s: no active gateway: %v", cluster, gatewaySummary(gws.Items))
-	return ""
 }
 
 // setDriver makes cs use driver on its default port.

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
 	"net"
 	"sync"
@@ -9,9 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	straitv1 "github.com/straitnet/strait/api/v1alpha1"
 	"github.com/straitnet/strait/test/labtest"
 )
 
@@ -67,26 +63,6 @@ func (p *prober) gap() time.Duration {
 	return p.maxGap
 }
 
-// activeGateway is the node of the cluster's active Gateway.
-func activeGateway(t testing.TB, cluster string) string {
-	t.Helper()
-	var node string
-	labtest.Eventually(t, converge, cluster+": an active gateway", func() error {
-		gws := &straitv1.GatewayList{}
-		if err := env.Client(t, cluster).List(context.Background(), gws, client.InNamespace(straitv1.SystemNamespace)); err != nil {
-			return err
-		}
-		for _, g := range gws.Items {
-			if g.Spec.HAState == straitv1.HAActive {
-				node = g.Spec.NodeName
-				return nil
-			}
-		}
-		return fmt.Errorf("none: %v", gatewaySummary(gws.Items))
-	})
-	return node
-}
-
 // failOver stops the agent of the cluster's active gateway with sig while c1's client
 // GETs c2's whereami pod, waits until another gateway is active and the GETs are
 // answered again, restarts the stopped agent ("lab up" again) and returns the longest
@@ -102,7 +78,7 @@ func failOver(t testing.TB, cluster string, sig syscall.Signal) time.Duration {
 		_, err := labtest.TryWhereami(src.ns, target)
 		return err
 	})
-	old := activeGateway(t, cluster)
+	old := env.ActiveGateway(t, cluster).Name
 	pid, ok := env.Lab.State().Pid(cluster, "strait-agent-"+old)
 	if !ok {
 		t.Fatalf("%s: no running agent on %s", cluster, old)
@@ -114,7 +90,7 @@ func failOver(t testing.TB, cluster string, sig syscall.Signal) time.Duration {
 		t.Fatal(err)
 	}
 	labtest.Eventually(t, converge, fmt.Sprintf("%s: traffic after %s of %s's agent", cluster, sig, old), func() error {
-		if now := activeGateway(t, cluster); now == old {
+		if now := env.ActiveGateway(t, cluster).Name; now == old {
 			return fmt.Errorf("%s still active", old)
 		}
 		if !p.answeredSince(stopped.Add(200 * time.Millisecond)) {

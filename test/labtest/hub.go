@@ -2,7 +2,9 @@ package labtest
 
 import (
 	"context"
+	"fmt"
 	"testing"
+	"time"
 
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/util/retry"
@@ -63,4 +65,36 @@ func (e *Env) RestoreClusterSetSpec(t testing.TB) {
 			t.Errorf("restoring the ClusterSet: %v", err)
 		}
 	})
+}
+
+// ActiveGateway is the node of the cluster whose Gateway object says active, waiting up
+// to a minute for one.
+func (e *Env) ActiveGateway(t testing.TB, cluster string) topology.Node {
+	t.Helper()
+	c, ok := e.Topo.Cluster(cluster)
+	if !ok {
+		t.Fatalf("no cluster %s in the lab", cluster)
+	}
+	var node topology.Node
+	Eventually(t, time.Minute, cluster+": an active gateway", func() error {
+		gws := &straitv1.GatewayList{}
+		if err := e.Client(t, cluster).List(context.Background(), gws, client.InNamespace(straitv1.SystemNamespace)); err != nil {
+			return err
+		}
+		var seen []string
+		for _, g := range gws.Items {
+			seen = append(seen, g.Name+" "+string(g.Spec.HAState)+" "+string(g.Spec.Driver))
+			if g.Spec.HAState != straitv1.HAActive {
+				continue
+			}
+			for _, n := range c.Nodes {
+				if n.Name == g.Spec.NodeName {
+					node = n
+					return nil
+				}
+			}
+		}
+		return fmt.Errorf("gateways: %v", seen)
+	})
+	return node
 }

@@ -2,7 +2,6 @@ package globalnet
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -15,7 +14,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
 	"github.com/straitnet/strait/lab"
@@ -141,7 +139,7 @@ func TestHeadlessPodsHaveGlobalIPsOfTheirOwn(t *testing.T) {
 // maps; a user can read it with nft.
 func TestGatewayNATIsMapsNotRules(t *testing.T) {
 	env.Require(t)
-	gw := activeGateway(t, "g2")
+	gw := env.ActiveGateway(t, "g2").Namespace
 	out, err := exec.Command("ip", "netns", "exec", gw, "nft", "list", "table", "ip", "strait").CombinedOutput()
 	if err != nil {
 		t.Fatalf("nft list table ip strait on %s: %v\n%s", gw, err, out)
@@ -161,32 +159,6 @@ func TestGatewayNATIsMapsNotRules(t *testing.T) {
 	if n := rules; n != 3 {
 		t.Errorf("%s: %d DNAT rules, want 3 (one per map, whatever the number of global IPs):\n%s", gw, n, text)
 	}
-}
-
-// activeGateway is the network namespace of the cluster's active gateway node.
-func activeGateway(t *testing.T, cluster string) string {
-	t.Helper()
-	c, _ := env.Topo.Cluster(cluster)
-	var ns string
-	labtest.Eventually(t, converge, cluster+": an active Gateway", func() error {
-		gws := &straitv1.GatewayList{}
-		if err := env.Client(t, cluster).List(context.Background(), gws, client.InNamespace(straitv1.SystemNamespace)); err != nil {
-			return err
-		}
-		for _, g := range gws.Items {
-			if g.Spec.HAState != straitv1.HAActive {
-				continue
-			}
-			for _, n := range c.Nodes {
-				if n.Name == g.Spec.NodeName {
-					ns = n.Namespace
-					return nil
-				}
-			}
-		}
-		return errors.New("none active")
-	})
-	return ns
 }
 
 // TestNewExportReachesG1: a service exported from g2 by a ClusterSet change gets a global
