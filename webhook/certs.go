@@ -42,6 +42,10 @@ type CertOptions struct {
 	Validity time.Duration
 	// CheckInterval is how often renewal is checked; default one hour.
 	CheckInterval time.Duration
+	// RetryInterval is how often the caBundle injection is retried while the webhook
+	// configuration does not exist yet (GitOps may apply it after the hub starts);
+	// default five seconds.
+	RetryInterval time.Duration
 	Log           logr.Logger
 }
 
@@ -51,6 +55,9 @@ type CertRotator struct {
 	c    client.Client
 	opts CertOptions
 	now  func() time.Time
+	// injected: the last Ensure found the webhook configuration and set its caBundle;
+	// waiting: it did not find it (and said so once).
+	injected, waiting bool
 }
 
 // NewCertRotator returns a rotator writing through c, an uncached client.
@@ -61,13 +68,17 @@ func NewCertRotator(c client.Client, opts CertOptions) *CertRotator {
 	if opts.CheckInterval == 0 {
 		opts.CheckInterval = time.Hour
 	}
+	if opts.RetryInterval == 0 {
+		opts.RetryInterval = 5 * time.Second
+	}
 	return &CertRotator{c: c, opts: opts, now: time.Now}
 }
 
 // Start renews the certificate as needed until ctx ends. Every replica runs it: each
 // needs the files, and the Secret decides which generated certificate wins.
+// Until the webhook configuration exists it checks every RetryInterval.
 func (r *CertRotator) Start(ctx context.Context) error {
-	t := time.NewTicker(r.opts.CheckInterval)
+	t := time.NewTimer(r.next())
 	defer t.Stop()
 	for {
 		select {
@@ -77,8 +88,16 @@ func (r *CertRotator) Start(ctx context.Context) error {
 			if err := r.Ensure(ctx); err != nil {
 				r.opts.Log.Error(err, "renewing the webhook certificate")
 			}
+			t.Reset(r.next())
 		}
 	}
+}
+
+func (r *CertRotator) next() time.Duration {
+	if r.injected || r.opts.WebhookConfiguration == "" {
+		return r.opts.CheckInterval
+	}
+	return r.opts.RetryInterval
 }
 
 // NeedLeaderElection is false: every replica serves the webhook.
@@ -86,7 +105,8 @@ func (r *CertRotator) NeedLeaderElection() bool { return false }
 
 // Ensure makes the Secret hold a CA and a serving certificate valid for the configured
 // names for at least a third of their life, writes the serving pair to CertDir and
-// injects the CA into the webhook configuration.
+// injects the CA into the webhook configuration. A webhook configuration that does not
+// exist yet is no error: the server can start, and Start injects the CA once it appears.
 func (r *CertRotator) Ensure(ctx context.Context) error {
 	var bundle *certBundle
 	for attempt := 0; attempt < 5; attempt++ {
@@ -235,7 +255,16 @@ func (r *CertRotator) injectCABundle(ctx context.Context, ca []byte) error {
 		return nil
 	}
 	cfg := &admissionregistrationv1.ValidatingWebhookConfiguration{}
-	if err := r.c.Get(ctx, types.NamespacedName{Name: r.opts.WebhookConfiguration}, cfg); err != nil {
+	err := r.c.Get(ctx, types.NamespacedName{Name: r.opts.WebhookConfiguration}, cfg)
+	if apierrors.IsNotFound(err) {
+		if r.injected || !r.waiting {
+			r.opts.Log.Info("webhook configuration not found; its caBundle is injected when it appears",
+				"validatingWebhookConfiguration", r.opts.WebhookConfiguration)
+		}
+		r.injected, r.waiting = false, true
+		return nil
+	}
+	if err != nil {
 		return fmt.Errorf("reading ValidatingWebhookConfiguration %s: %w", r.opts.WebhookConfiguration, err)
 	}
 	patch := client.MergeFromWithOptions(cfg.DeepCopy(), client.MergeFromWithOptimisticLock{})
@@ -246,12 +275,12 @@ func (r *CertRotator) injectCABundle(ctx context.Context, ca []byte) error {
 			changed = true
 		}
 	}
-	if !changed {
-		return nil
+	if changed {
+		if err := r.c.Patch(ctx, cfg, patch); err != nil {
+			return fmt.Errorf("injecting caBundle into %s: %w", r.opts.WebhookConfiguration, err)
+		}
 	}
-	if err := r.c.Patch(ctx, cfg, patch); err != nil {
-		return fmt.Errorf("injecting caBundle into %s: %w", r.opts.WebhookConfiguration, err)
-	}
+	r.injected, r.waiting = true, false
 	return nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
@@ -271,4 +272,49 @@ func TestCertificatesAreInjectedAndRotated(t *testing.T) {
 	cs.Spec.Clusters[1].ServiceCIDRs = cs.Spec.Clusters[0].ServiceCIDRs
 	g.Eventually(func() error { return env.Hub.Client.Create(ctx, cs, client.DryRunAll) }, 10*time.Second, 200*time.Millisecond).
 		Should(MatchError(ContainSubstring("overlap")))
+}
+
+// TestWebhookConfigurationAppliedAfterTheHub: GitOps may apply the webhook configuration
+// after the hub has started. Ensure does not fail for that (the hub would crash-loop),
+// and the rotator injects the CA once the configuration appears.
+func TestWebhookConfigurationAppliedAfterTheHub(t *testing.T) {
+	needHub(t)
+	g := NewWithT(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	opts := rotator.opts
+	opts.WebhookConfiguration = "strait-hub-applied-later"
+	opts.CertDir = t.TempDir()
+	opts.RetryInterval = 100 * time.Millisecond
+	late := NewCertRotator(env.Hub.Client, opts)
+	g.Expect(late.Ensure(ctx)).To(Succeed())
+	g.Expect(filepath.Join(opts.CertDir, "tls.crt")).To(BeAnExistingFile())
+	done := make(chan error)
+	go func() { done <- late.Start(ctx) }()
+
+	ignore, none := admissionregistrationv1.Ignore, admissionregistrationv1.SideEffectClassNone
+	url := "https://127.0.0.1:1/never-called" // no rules: the API server never calls it
+	vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: opts.WebhookConfiguration},
+		Webhooks: []admissionregistrationv1.ValidatingWebhook{{
+			Name:                    "late.strait.io",
+			ClientConfig:            admissionregistrationv1.WebhookClientConfig{URL: &url},
+			FailurePolicy:           &ignore,
+			SideEffects:             &none,
+			AdmissionReviewVersions: []string{"v1"},
+		}},
+	}
+	g.Expect(env.Hub.Client.Create(ctx, vwc)).To(Succeed())
+	defer func() { _ = env.Hub.Client.Delete(context.Background(), vwc) }()
+	sec := &corev1.Secret{}
+	g.Expect(env.Hub.Client.Get(ctx, opts.Secret, sec)).To(Succeed())
+	g.Eventually(func() []byte {
+		got := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+		if err := env.Hub.Client.Get(ctx, types.NamespacedName{Name: vwc.Name}, got); err != nil {
+			return nil
+		}
+		return got.Webhooks[0].ClientConfig.CABundle
+	}, 10*time.Second, 100*time.Millisecond).Should(Equal(sec.Data["ca.crt"]))
+	cancel()
+	g.Expect(<-done).To(Succeed())
 }

@@ -42,6 +42,9 @@ func Path(name string) string { return filepath.Join(RunDir, name) }
 // Ensure creates a namespace unless it exists, with loopback up and forwarding on.
 func Ensure(ctx context.Context, name string) error {
 	if !Exists(name) {
+		if err := PrepareRunDir(); err != nil {
+			return err
+		}
 		if err := IP(ctx, "netns", "add", name); err != nil {
 			return err
 		}

@@ -16,6 +16,8 @@ import (
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
+
+	labnetns "github.com/straitnet/strait/lab/netns"
 )
 
 // RequireRoot skips the test without root (and under -short), but fails it when the
@@ -64,6 +66,9 @@ func New(t testing.TB, name string) *NS {
 // Create makes a namespace called exactly name with loopback up and forwarding on; the
 // caller must Close it.
 func Create(name string) (*NS, error) {
+	if err := labnetns.PrepareRunDir(); err != nil {
+		return nil, err
+	}
 	var h netns.NsHandle
 	err := onNewThread(func() error {
 		orig, err := netns.Get()

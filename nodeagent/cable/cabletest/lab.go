@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	labnetns "github.com/straitnet/strait/lab/netns"
 	"github.com/straitnet/strait/nodeagent/cable"
 )
 
@@ -68,7 +69,7 @@ func NewLab(t testing.TB) *Lab {
 	}
 	t.Cleanup(func() { l.destroy(t) })
 	for _, ns := range l.Namespaces() {
-		MustRun(t, "ip", "netns", "add", ns)
+		AddNamespace(t, ns)
 		MustRun(t, "ip", "-n", ns, "link", "set", "lo", "up")
 	}
 	MustRun(t, "ip", "-n", l.WANNS, "link", "add", "br0", "type", "bridge")
@@ -117,6 +118,16 @@ func KillAll(t testing.TB, ns string) {
 func Pids(t testing.TB, ns string) []string {
 	t.Helper()
 	return strings.Fields(MustRun(t, "ip", "netns", "pids", ns))
+}
+
+// AddNamespace creates the named namespace with ip(8), after making its directory a
+// shared mount point under a lock (see netns.PrepareRunDir); the caller deletes it.
+func AddNamespace(t testing.TB, name string) {
+	t.Helper()
+	if err := labnetns.PrepareRunDir(); err != nil {
+		t.Fatal(err)
+	}
+	MustRun(t, "ip", "netns", "add", name)
 }
 
 // MustRun runs a command and fails t when it fails.

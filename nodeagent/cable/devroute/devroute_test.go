@@ -24,7 +24,7 @@ func newNamespace(t *testing.T) *netlink.Handle {
 	t.Helper()
 	cabletest.RequireRoot(t)
 	name := fmt.Sprintf("devroute-%d-%s", os.Getpid(), t.Name())
-	cabletest.MustRun(t, "ip", "netns", "add", name)
+	cabletest.AddNamespace(t, name)
 	t.Cleanup(func() { cabletest.MustRun(t, "ip", "netns", "del", name) })
 	cabletest.MustRun(t, "ip", "-n", name, "link", "add", "cab", "type", "veth", "peer", "name", "other")
 	cabletest.MustRun(t, "ip", "-n", name, "addr", "add", "192.0.2.1/24", "dev", "other")
