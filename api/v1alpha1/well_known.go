@@ -52,6 +52,7 @@ const (
 	ReasonUnreachable        = "Unreachable"
 	ReasonNoActiveGateway    = "NoActiveGateway"
 	ReasonGatewayActive      = "GatewayActive"
+	ReasonGatewayLeaseLost   = "LeaseLost"
 	ReasonPruning            = "Pruning"
 	ReasonPruneFailed        = "PruneFailed"
 	ReasonApplied            = "Applied"

@@ -16,6 +16,7 @@ import (
 	"github.com/go-logr/logr"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
@@ -318,6 +319,20 @@ func failoverScenario(t testing.TB, cfg *rest.Config) (graceful, crash time.Dura
 		return plainPointsAt(first)()
 	})
 	crash = time.Since(start)
+	// The crashed agent cannot say it is no longer active; the new active one does.
+	eventually(t, 5*time.Second, "the crashed gateway marked passive", func() error {
+		if err := gatewayState(second, straitv1.HAPassive)(); err != nil {
+			return err
+		}
+		g := &straitv1.Gateway{}
+		if err := c.Get(ctx, types.NamespacedName{Namespace: straitv1.SystemNamespace, Name: second}, g); err != nil {
+			return err
+		}
+		if r := apimeta.FindStatusCondition(g.Status.Conditions, "Ready"); r == nil || r.Status != metav1.ConditionFalse || r.Reason != straitv1.ReasonGatewayLeaseLost {
+			return fmt.Errorf("gateway %s Ready: %+v", second, r)
+		}
+		return nil
+	})
 	for _, a := range agents {
 		a.stop()
 	}

@@ -51,7 +51,41 @@ func (a *Agent) publishGateway(ctx context.Context, m *straitv1.Membership, self
 	if err := a.client.Status().Update(ctx, gw); err != nil {
 		return fmt.Errorf("gateway %s status: %w", a.cfg.NodeName, err)
 	}
+	if active {
+		return a.demoteOthers(ctx)
+	}
 	return nil
+}
+
+// demoteOthers marks passive every other Gateway of the cluster that still claims to be
+// active while this node holds the Lease: an agent that crashed cannot say so itself,
+// and `kubectl get gateways` would show two active gateways until it comes back.
+func (a *Agent) demoteOthers(ctx context.Context) error {
+	gws := &straitv1.GatewayList{}
+	if err := a.client.List(ctx, gws, client.InNamespace(a.cfg.Namespace)); err != nil {
+		return fmt.Errorf("listing gateways: %w", err)
+	}
+	var errs []error
+	for i := range gws.Items {
+		g := &gws.Items[i]
+		if g.Name == a.cfg.NodeName || g.Spec.HAState != straitv1.HAActive {
+			continue
+		}
+		orig := g.DeepCopy()
+		g.Spec.HAState = straitv1.HAPassive
+		if err := a.client.Patch(ctx, g, client.MergeFrom(orig)); err != nil {
+			errs = append(errs, fmt.Errorf("gateway %s: %w", g.Name, err))
+			continue
+		}
+		setCondition(&g.Status.Conditions, metav1.Condition{Type: "Ready", Status: metav1.ConditionFalse,
+			Reason: straitv1.ReasonGatewayLeaseLost, ObservedGeneration: g.Generation,
+			Message: fmt.Sprintf("%s holds the gateway Lease; this node's agent did not renew it", a.cfg.NodeName)})
+		if err := a.client.Status().Update(ctx, g); err != nil {
+			errs = append(errs, fmt.Errorf("gateway %s status: %w", g.Name, err))
+		}
+		log.FromContext(ctx).Info("marked a stale active gateway passive", "gateway", g.Name)
+	}
+	return errors.Join(errs...)
 }
 
 // publishShutdown marks this node's Gateway passive after the Lease was released.

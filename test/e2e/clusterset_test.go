@@ -235,10 +235,17 @@ func TestRemovedClusterIsPruned(t *testing.T) {
 func TestBadClusterSetIsRefused(t *testing.T) {
 	env.Require(t)
 	before := env.ClusterSet(t)
+	// c1's Peer c2 as it settles after the tests before: pointing at c2's active gateway.
 	peer := &straitv1.Peer{}
-	if err := env.Client(t, "c1").Get(context.Background(), client.ObjectKey{Namespace: straitv1.SystemNamespace, Name: "c2"}, peer); err != nil {
-		t.Fatal(err)
-	}
+	labtest.Eventually(t, converge, "c1's Peer c2 points at c2's active gateway", func() error {
+		if err := env.Client(t, "c1").Get(context.Background(), client.ObjectKey{Namespace: straitv1.SystemNamespace, Name: "c2"}, peer); err != nil {
+			return err
+		}
+		if active := env.ActiveGateway(t, "c2").Name; peer.Spec.Endpoint == nil || peer.Spec.Endpoint.Gateway != active {
+			return fmt.Errorf("endpoint %+v, active gateway %s", peer.Spec.Endpoint, active)
+		}
+		return nil
+	})
 	err := env.UpdateClusterSet(t, func(cs *straitv1.ClusterSet) {
 		cs.Spec.Clusters[1].PodCIDRs = slices.Clone(cs.Spec.Clusters[0].PodCIDRs)
 	})
@@ -257,7 +264,15 @@ func TestBadClusterSetIsRefused(t *testing.T) {
 	again := &straitv1.Peer{}
 	if err := env.Client(t, "c1").Get(context.Background(), client.ObjectKeyFromObject(peer), again); err != nil ||
 		again.Generation != peer.Generation || !slices.Equal(again.Spec.CIDRs, peer.Spec.CIDRs) {
-		t.Errorf("c1's Peer c2 changed: %v %v → %v (%v)", peer.Generation, peer.Spec.CIDRs, again.Spec.CIDRs, err)
+		t.Errorf("c1's Peer c2 changed: generation %d → %d, spec %+v → %+v (%v)", peer.Generation, again.Generation, specOf(peer), specOf(again), err)
 	}
 	answeredBy(t, "c1", "whereami-cs.sample.svc.clusterset.local:80", "c2")
+}
+
+// specOf prints a Peer's spec with its endpoint.
+func specOf(p *straitv1.Peer) string {
+	if p.Spec.Endpoint == nil {
+		return fmt.Sprintf("%v, no endpoint", p.Spec.CIDRs)
+	}
+	return fmt.Sprintf("%v, endpoint %+v", p.Spec.CIDRs, *p.Spec.Endpoint)
 }
