@@ -1,6 +1,8 @@
 package kernel
 
 import (
+	"encoding/binary"
+
 	"github.com/google/nftables/expr"
 	"golang.org/x/sys/unix"
 )
@@ -43,6 +45,16 @@ func TCPSyn() []expr.Any {
 		&expr.Payload{DestRegister: reg1, Base: expr.PayloadBaseTransportHeader, Offset: 13, Len: 1},
 		&expr.Bitwise{SourceRegister: reg1, DestRegister: reg1, Len: 1, Mask: []byte{0x02 | 0x04}, Xor: []byte{0}},
 		&expr.Cmp{Op: expr.CmpOpEq, Register: reg1, Data: []byte{0x02}},
+	}
+}
+
+// ClearMarkBits is "meta mark set meta mark & ~bits".
+func ClearMarkBits(bits uint32) []expr.Any {
+	return []expr.Any{
+		&expr.Meta{Key: expr.MetaKeyMARK, Register: reg1},
+		&expr.Bitwise{SourceRegister: reg1, DestRegister: reg1, Len: 4,
+			Mask: binary.NativeEndian.AppendUint32(nil, ^bits), Xor: make([]byte, 4)},
+		&expr.Meta{Key: expr.MetaKeyMARK, SourceRegister: true, Register: reg1},
 	}
 }
 

@@ -1,6 +1,7 @@
 package route
 
 import (
+	"fmt"
 	"net/netip"
 	"slices"
 
@@ -32,6 +33,11 @@ const (
 	MSSChain = "mss-clamp"
 	// RemoteSet holds every remote CIDR.
 	RemoteSet = "remote-cidrs"
+	// SourceChain keeps kube-proxy from masquerading remote clusters' traffic.
+	SourceChain = "keep-remote-source"
+	// KubeProxyMasqueradeBit is the packet mark bit kube-proxy sets on connections it
+	// masquerades (its --masquerade-bit, 14 by default, in iptables and nftables mode).
+	KubeProxyMasqueradeBit = 1 << 14
 )
 
 // Ownership is everything the agent may create, change and remove on a node.
@@ -96,7 +102,7 @@ func Compute(in Input) kernel.State {
 	st := kernel.State{
 		Rules:   []kernel.Rule{{Priority: RulePriority, Table: Table}},
 		Sysctls: map[string]string{"net/ipv4/conf/" + VXLANDevice + "/rp_filter": "2"},
-		NFT:     mssClamp(remote),
+		NFT:     nftState(remote),
 	}
 	if onGateway {
 		// Every other node may send here; FDB entries let ARP replies go back.
@@ -125,16 +131,29 @@ func Compute(in Input) kernel.State {
 	return st
 }
 
-// mssClamp is the nftables part: remote CIDRs and the clamp for SYNs towards them.
-func mssClamp(remote []netip.Prefix) *kernel.NFTable {
-	rule := kernel.NFTRule{Text: "ip daddr @" + RemoteSet + " tcp flags syn tcp option maxseg size set rt mtu"}
-	rule.Exprs = append(rule.Exprs, kernel.DaddrInSet(RemoteSet)...)
-	rule.Exprs = append(rule.Exprs, kernel.TCPSyn()...)
-	rule.Exprs = append(rule.Exprs, kernel.ClampMSSToRoute()...)
+// nftState is the nftables part: the remote CIDRs, the MSS clamp for SYNs towards
+// them, and the source of their connections kept.
+//
+// A remote pod's connection to a ClusterIP is translated by kube-proxy on the gateway it
+// enters through; as its source lies outside the cluster CIDR, kube-proxy also marks it
+// for masquerade, and the server would see the gateway's address instead of the
+// caller's. Clearing the mark bit before kube-proxy's postrouting NAT (priority srcnat)
+// keeps the source: the reply still comes back through the gateway (the remote CIDRs
+// are routed there), where conntrack undoes the DNAT.
+func nftState(remote []netip.Prefix) *kernel.NFTable {
+	clamp := kernel.NFTRule{Text: "ip daddr @" + RemoteSet + " tcp flags syn tcp option maxseg size set rt mtu"}
+	clamp.Exprs = append(clamp.Exprs, kernel.DaddrInSet(RemoteSet)...)
+	clamp.Exprs = append(clamp.Exprs, kernel.TCPSyn()...)
+	clamp.Exprs = append(clamp.Exprs, kernel.ClampMSSToRoute()...)
+	keep := kernel.NFTRule{Text: fmt.Sprintf("ip saddr @%s meta mark set meta mark & %#08x", RemoteSet, ^uint32(KubeProxyMasqueradeBit))}
+	keep.Exprs = append(keep.Exprs, kernel.SaddrInSet(RemoteSet)...)
+	keep.Exprs = append(keep.Exprs, kernel.ClearMarkBits(KubeProxyMasqueradeBit)...)
 	return &kernel.NFTable{Name: NFTable,
 		Sets: []kernel.NFTSet{{Name: RemoteSet, Key: "ipv4_addr", Interval: true, Elements: kernel.IntervalElements(remote)}},
-		Chains: []kernel.NFTChain{{Name: MSSChain, Type: "filter", Hook: "forward", Priority: -150,
-			Rules: []kernel.NFTRule{rule}}}}
+		Chains: []kernel.NFTChain{
+			{Name: MSSChain, Type: "filter", Hook: "forward", Priority: -150, Rules: []kernel.NFTRule{clamp}},
+			{Name: SourceChain, Type: "filter", Hook: "postrouting", Priority: 99, Rules: []kernel.NFTRule{keep}},
+		}}
 }
 
 // canonical sorts, masks and de-duplicates IPv4 prefixes.

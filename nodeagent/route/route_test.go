@@ -46,6 +46,9 @@ func TestCompute(t *testing.T) {
 		}, want: []string{
 			"link vx-strait vni=4242 port=4804 local=10.0.0.1 parent=eth0 mtu=1450 addrs=[241.0.0.1/8] fdb=[10.0.0.2 10.0.0.3]",
 			"set remote-cidrs 10.10.0.0/16 10.20.0.0/16",
+			"chain mss-clamp filter forward -150: ip daddr @remote-cidrs tcp flags syn tcp option maxseg size set rt mtu",
+			// kube-proxy (srcnat, 100) must not masquerade remote callers of a ClusterIP.
+			"chain keep-remote-source filter postrouting 99: ip saddr @remote-cidrs meta mark set meta mark & 0xffffbfff",
 		}},
 		{name: "small cable overhead: the VXLAN leg decides the MTU", mutate: func(in *Input) {
 			in.Self, in.Gateway, in.CableOverhead = nodes[2], nodes[0], 0
@@ -101,6 +104,11 @@ func summary(s kernel.State) string {
 				els = append(els, e.Key)
 			}
 			b.WriteString("set " + set.Name + " " + strings.Join(els, " ") + "\n")
+		}
+		for _, c := range s.NFT.Chains {
+			for _, r := range c.Rules {
+				b.WriteString("chain " + c.Name + " " + c.Type + " " + c.Hook + " " + itoa(c.Priority) + ": " + r.Text + "\n")
+			}
 		}
 	}
 	return b.String()
