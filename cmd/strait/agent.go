@@ -41,6 +41,7 @@ type agentOptions struct {
 	dump           bool
 	netnsPath      string
 	viciSocket     string
+	masqueradeBit  int
 }
 
 func newAgentCmd() *cobra.Command {
@@ -83,6 +84,7 @@ leaves the kernel as it is.
 	f.BoolVar(&o.cleanup, "cleanup", false, "remove everything of Strait's from this node (devices, routes, rules, nftables table, cables) and exit")
 	f.BoolVar(&o.dump, "dump", false, "print everything of Strait's on this node and exit")
 	f.StringVar(&o.viciSocket, "vici-socket", ipsec.Charon{Dir: ipsec.DefaultCharonDir}.VICISocket(), "VICI socket of the charon sidecar (in strait charon --dir), for the ipsec cable")
+	f.IntVar(&o.masqueradeBit, "kube-proxy-masquerade-bit", 14, "kube-proxy's --masquerade-bit: cleared on remote clusters' packets so that a ClusterIP's server sees the remote pod's address, not the gateway's (-1: leave kube-proxy's marks alone)")
 	f.StringVar(&o.netnsPath, "netns", "", "program the data plane in this network namespace (a path like /var/run/netns/NAME) while talking to the API server from the agent's own; for labs that run nodes as namespaces")
 	return cmd
 }
@@ -90,6 +92,9 @@ leaves the kernel as it is.
 func runAgent(ctx context.Context, o *agentOptions, stdout, stderr io.Writer) error {
 	if ctx == nil {
 		ctx = context.Background()
+	}
+	if o.masqueradeBit < -1 || o.masqueradeBit > 31 {
+		return fmt.Errorf("--kube-proxy-masquerade-bit %d: want a bit from 0 to 31, or -1 for none", o.masqueradeBit)
 	}
 	ns := netns.None()
 	if o.netnsPath != "" {
@@ -123,6 +128,10 @@ func runAgent(ctx context.Context, o *agentOptions, stdout, stderr io.Writer) er
 	if o.nodeName == "" {
 		return errors.New("--node-name (or $NODE_NAME) is required")
 	}
+	var masqueradeMark uint32
+	if o.masqueradeBit >= 0 {
+		masqueradeMark = 1 << o.masqueradeBit
+	}
 	cfg, err := restConfig(o.kubeconfig, "strait-agent")
 	if err != nil {
 		return err
@@ -136,7 +145,7 @@ func runAgent(ctx context.Context, o *agentOptions, stdout, stderr io.Writer) er
 		Election: o.election, Kernel: k,
 		Cables:      cableFactory(cfg, o.namespace, o.viciSocket, nl, func(f string, a ...any) { log.Info(fmt.Sprintf(f, a...)) }),
 		Prober:      health.NewICMP(ns, 5, 100*time.Millisecond, time.Second),
-		MetricsAddr: o.metricsAddr, HealthAddr: o.healthAddr,
+		MetricsAddr: o.metricsAddr, HealthAddr: o.healthAddr, KubeProxyMasqueradeMark: masqueradeMark,
 	})
 	if err != nil {
 		return err

@@ -56,3 +56,16 @@ func TestAgentCleanupLeavesNothing(t *testing.T) {
 		t.Errorf("routes after --cleanup:\n%s", r)
 	}
 }
+
+func TestAgentCommandRejectsBadMasqueradeBit(t *testing.T) {
+	for _, bit := range []string{"32", "-2"} {
+		cmd := newRootCmd()
+		cmd.SetArgs([]string{"agent", "--node-name", "n1", "--kubeconfig", "/nonexistent", "--kube-proxy-masquerade-bit", bit})
+		cmd.SetOut(&strings.Builder{})
+		cmd.SetErr(&strings.Builder{})
+		err := cmd.ExecuteContext(context.Background())
+		if err == nil || !strings.Contains(err.Error(), "--kube-proxy-masquerade-bit "+bit) || !strings.Contains(err.Error(), "0 to 31") {
+			t.Errorf("--kube-proxy-masquerade-bit %s: error %v, want one naming the flag, the value and the range", bit, err)
+		}
+	}
+}

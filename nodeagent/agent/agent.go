@@ -59,6 +59,10 @@ type Config struct {
 	Prober health.Prober
 	// MetricsAddr and HealthAddr: "0" disables.
 	MetricsAddr, HealthAddr string
+	// KubeProxyMasqueradeMark is kube-proxy's masquerade mark bit, cleared on remote
+	// clusters' packets so that a ClusterIP's server sees the remote caller; 0 leaves
+	// kube-proxy's marks alone.
+	KubeProxyMasqueradeMark uint32
 }
 
 // Agent is `strait agent` on one node.
@@ -216,7 +220,8 @@ func (a *Agent) sync(ctx context.Context) (time.Duration, error) {
 		holder = ""
 	}
 
-	snap := Snapshot{NodeName: a.cfg.NodeName, Membership: m, ActiveGateway: holder, Driver: driver}
+	snap := Snapshot{NodeName: a.cfg.NodeName, Membership: m, ActiveGateway: holder, Driver: driver,
+		KubeProxyMasqueradeMark: a.cfg.KubeProxyMasqueradeMark}
 	var errs []error
 	errs = append(errs, derr)
 	if capable {

@@ -45,6 +45,8 @@ type Snapshot struct {
 	// PSK is the cable's pre-shared key (ipsec: the Secret the Membership names), read
 	// on gateway-capable nodes only.
 	PSK []byte
+	// KubeProxyMasqueradeMark: see route.Input.
+	KubeProxyMasqueradeMark uint32
 }
 
 // Desired is the node's whole data plane.
@@ -168,6 +170,7 @@ func Compute(s Snapshot) (Desired, error) {
 	parts := []kernel.State{route.Compute(route.Input{
 		Self: route.Node{Name: s.NodeName, IP: selfIP}, Nodes: rnodes, Gateway: gw,
 		Underlay: underlay.Name, UnderlayMTU: underlay.MTU, CableOverhead: overhead, RemoteCIDRs: remoteCIDRs,
+		KubeProxyMasqueradeMark: s.KubeProxyMasqueradeMark,
 	})}
 	d := Desired{Active: active, Placed: true}
 	if active {

@@ -285,7 +285,8 @@ func (l *lab) snapshot(cl *labCluster, n *labNode) Snapshot {
 		nodes = append(nodes, o.node)
 	}
 	s := Snapshot{NodeName: n.name, Membership: cl.membership, Peers: cl.peerObjects(), Nodes: nodes,
-		ActiveGateway: cl.active, Links: links, Ingresses: cl.ingresses, Endpoints: cl.endpoints, Ports: cl.ports}
+		ActiveGateway: cl.active, Links: links, Ingresses: cl.ingresses, Endpoints: cl.endpoints, Ports: cl.ports,
+		KubeProxyMasqueradeMark: route.DefaultKubeProxyMasqueradeMark}
 	if n.driver != nil {
 		s.Driver, s.PSK = n.driver, l.psk
 	}

@@ -35,9 +35,10 @@ const (
 	RemoteSet = "remote-cidrs"
 	// SourceChain keeps kube-proxy from masquerading remote clusters' traffic.
 	SourceChain = "keep-remote-source"
-	// KubeProxyMasqueradeBit is the packet mark bit kube-proxy sets on connections it
-	// masquerades (its --masquerade-bit, 14 by default, in iptables and nftables mode).
-	KubeProxyMasqueradeBit = 1 << 14
+	// DefaultKubeProxyMasqueradeMark is the packet mark bit kube-proxy sets on
+	// connections it masquerades (its --masquerade-bit, 14 by default, in iptables and
+	// nftables mode).
+	DefaultKubeProxyMasqueradeMark = 1 << 14
 )
 
 // Ownership is everything the agent may create, change and remove on a node.
@@ -68,6 +69,9 @@ type Input struct {
 	CableOverhead int
 	// RemoteCIDRs are the CIDRs of every Peer.
 	RemoteCIDRs []netip.Prefix
+	// KubeProxyMasqueradeMark is the mark bit kube-proxy masquerades on, cleared on
+	// remote clusters' packets; 0 leaves kube-proxy's marks alone.
+	KubeProxyMasqueradeMark uint32
 }
 
 // VTEP is a node's address on vx-strait: 241.x.y.z from the low three bytes of its
@@ -102,7 +106,7 @@ func Compute(in Input) kernel.State {
 	st := kernel.State{
 		Rules:   []kernel.Rule{{Priority: RulePriority, Table: Table}},
 		Sysctls: map[string]string{"net/ipv4/conf/" + VXLANDevice + "/rp_filter": "2"},
-		NFT:     nftState(remote),
+		NFT:     nftState(remote, in.KubeProxyMasqueradeMark),
 	}
 	if onGateway {
 		// Every other node may send here; FDB entries let ARP replies go back.
@@ -140,20 +144,22 @@ func Compute(in Input) kernel.State {
 // caller's. Clearing the mark bit before kube-proxy's postrouting NAT (priority srcnat)
 // keeps the source: the reply still comes back through the gateway (the remote CIDRs
 // are routed there), where conntrack undoes the DNAT.
-func nftState(remote []netip.Prefix) *kernel.NFTable {
+func nftState(remote []netip.Prefix, masqueradeMark uint32) *kernel.NFTable {
 	clamp := kernel.NFTRule{Text: "ip daddr @" + RemoteSet + " tcp flags syn tcp option maxseg size set rt mtu"}
 	clamp.Exprs = append(clamp.Exprs, kernel.DaddrInSet(RemoteSet)...)
 	clamp.Exprs = append(clamp.Exprs, kernel.TCPSyn()...)
 	clamp.Exprs = append(clamp.Exprs, kernel.ClampMSSToRoute()...)
-	keep := kernel.NFTRule{Text: fmt.Sprintf("ip saddr @%s meta mark set meta mark & %#08x", RemoteSet, ^uint32(KubeProxyMasqueradeBit))}
-	keep.Exprs = append(keep.Exprs, kernel.SaddrInSet(RemoteSet)...)
-	keep.Exprs = append(keep.Exprs, kernel.ClearMarkBits(KubeProxyMasqueradeBit)...)
-	return &kernel.NFTable{Name: NFTable,
-		Sets: []kernel.NFTSet{{Name: RemoteSet, Key: "ipv4_addr", Interval: true, Elements: kernel.IntervalElements(remote)}},
-		Chains: []kernel.NFTChain{
-			{Name: MSSChain, Type: "filter", Hook: "forward", Priority: -150, Rules: []kernel.NFTRule{clamp}},
-			{Name: SourceChain, Type: "filter", Hook: "postrouting", Priority: 99, Rules: []kernel.NFTRule{keep}},
-		}}
+	t := &kernel.NFTable{Name: NFTable,
+		Sets:   []kernel.NFTSet{{Name: RemoteSet, Key: "ipv4_addr", Interval: true, Elements: kernel.IntervalElements(remote)}},
+		Chains: []kernel.NFTChain{{Name: MSSChain, Type: "filter", Hook: "forward", Priority: -150, Rules: []kernel.NFTRule{clamp}}}}
+	if masqueradeMark != 0 {
+		keep := kernel.NFTRule{Text: fmt.Sprintf("ip saddr @%s meta mark set meta mark & %#08x", RemoteSet, ^masqueradeMark)}
+		keep.Exprs = append(keep.Exprs, kernel.SaddrInSet(RemoteSet)...)
+		keep.Exprs = append(keep.Exprs, kernel.ClearMarkBits(masqueradeMark)...)
+		t.Chains = append(t.Chains, kernel.NFTChain{Name: SourceChain, Type: "filter", Hook: "postrouting", Priority: 99,
+			Rules: []kernel.NFTRule{keep}})
+	}
+	return t
 }
 
 // canonical sorts, masks and de-duplicates IPv4 prefixes.

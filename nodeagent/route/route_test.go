@@ -22,7 +22,8 @@ func prefixes(ss ...string) []netip.Prefix {
 func TestCompute(t *testing.T) {
 	nodes := []Node{n("gw1", "10.0.0.1"), n("gw2", "10.0.0.2"), n("plain", "10.0.0.3")}
 	base := Input{Nodes: nodes, Underlay: "eth0", UnderlayMTU: 1500, CableOverhead: 80,
-		RemoteCIDRs: prefixes("10.20.0.0/16", "10.10.0.0/16", "10.20.0.0/16")}
+		RemoteCIDRs:             prefixes("10.20.0.0/16", "10.10.0.0/16", "10.20.0.0/16"),
+		KubeProxyMasqueradeMark: DefaultKubeProxyMasqueradeMark}
 	for _, tc := range []struct {
 		name   string
 		mutate func(*Input)
@@ -49,6 +50,11 @@ func TestCompute(t *testing.T) {
 			"chain mss-clamp filter forward -150: ip daddr @remote-cidrs tcp flags syn tcp option maxseg size set rt mtu",
 			// kube-proxy (srcnat, 100) must not masquerade remote callers of a ClusterIP.
 			"chain keep-remote-source filter postrouting 99: ip saddr @remote-cidrs meta mark set meta mark & 0xffffbfff",
+		}},
+		{name: "kube-proxy's mark bit is configurable", mutate: func(in *Input) {
+			in.Self, in.Gateway, in.KubeProxyMasqueradeMark = nodes[0], nodes[0], 1<<5
+		}, want: []string{
+			"chain keep-remote-source filter postrouting 99: ip saddr @remote-cidrs meta mark set meta mark & 0xffffffdf",
 		}},
 		{name: "small cable overhead: the VXLAN leg decides the MTU", mutate: func(in *Input) {
 			in.Self, in.Gateway, in.CableOverhead = nodes[2], nodes[0], 0
