@@ -16,6 +16,7 @@ import (
 	"github.com/vishvananda/netns"
 	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
 	ctrl "sigs.k8s.io/controller-runtime"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
 	"github.com/straitnet/strait/nodeagent/agent"
@@ -145,7 +146,8 @@ func runAgent(ctx context.Context, o *agentOptions, stdout, stderr io.Writer) er
 		Election: o.election, Kernel: k,
 		Cables:      cableFactory(cfg, o.namespace, o.viciSocket, nl, func(f string, a ...any) { log.Info(fmt.Sprintf(f, a...)) }),
 		Prober:      health.NewICMP(ns, 5, 100*time.Millisecond, time.Second),
-		MetricsAddr: o.metricsAddr, HealthAddr: o.healthAddr, KubeProxyMasqueradeMark: masqueradeMark,
+		MetricsAddr: o.metricsAddr, HealthAddr: o.healthAddr, Metrics: ctrlmetrics.Registry,
+		KubeProxyMasqueradeMark: masqueradeMark,
 	})
 	if err != nil {
 		return err

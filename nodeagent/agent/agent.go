@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -59,6 +60,9 @@ type Config struct {
 	Prober health.Prober
 	// MetricsAddr and HealthAddr: "0" disables.
 	MetricsAddr, HealthAddr string
+	// Metrics is where the agent's Prometheus metrics are registered
+	// (controller-runtime's metrics.Registry in the binary); nil: nowhere.
+	Metrics prometheus.Registerer
 	// KubeProxyMasqueradeMark is kube-proxy's masquerade mark bit, cleared on remote
 	// clusters' packets so that a ClusterIP's server sees the remote caller; 0 leaves
 	// kube-proxy's marks alone.
@@ -73,6 +77,7 @@ type Agent struct {
 	kube    kubernetes.Interface
 	mgr     ctrl.Manager
 	trigger chan event.GenericEvent
+	metrics *metrics
 
 	mu         sync.Mutex
 	driver     cable.Driver
@@ -119,8 +124,12 @@ func New(restCfg *rest.Config, cfg Config) (*Agent, error) {
 	if err != nil {
 		return nil, err
 	}
+	met, err := newMetrics(cfg.Metrics)
+	if err != nil {
+		return nil, err
+	}
 	a := &Agent{cfg: cfg, dp: NewDataplane(cfg.Kernel), client: mgr.GetClient(), kube: kube, mgr: mgr,
-		trigger: make(chan event.GenericEvent, 1)}
+		trigger: make(chan event.GenericEvent, 1), metrics: met}
 	all := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
 		return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: "node"}}}
 	})
@@ -173,7 +182,12 @@ func (a *Agent) Run(ctx context.Context) error {
 
 func (a *Agent) reconcile(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
 	requeue := reconcile.Result{RequeueAfter: a.cfg.Resync}
+	start := time.Now()
 	wait, err := a.sync(ctx)
+	a.metrics.syncDuration.Observe(time.Since(start).Seconds())
+	if err != nil {
+		a.metrics.syncErrors.Inc()
+	}
 	if wait > 0 {
 		requeue.RequeueAfter = wait
 	}
@@ -209,6 +223,7 @@ func (a *Agent) sync(ctx context.Context) (time.Duration, error) {
 		holder = *lease.Spec.HolderIdentity
 	}
 	activeSelf := a.isActive()
+	a.metrics.setActive(activeSelf)
 	if holder == a.cfg.NodeName && !activeSelf && capable {
 		// Our previous process held the Lease: the elector renews it at once; until it
 		// has, leave the data plane as the previous process left it.

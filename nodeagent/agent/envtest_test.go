@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
@@ -88,20 +89,23 @@ type runningAgent struct {
 	done   chan error
 	kill   *killSwitch
 	driver *routedDriver
+	// metrics holds this agent's Prometheus metrics.
+	metrics *prometheus.Registry
 }
 
 func startAgent(t testing.TB, cfg *rest.Config, name, ip string) *runningAgent {
 	t.Helper()
-	ra := &runningAgent{name: name, done: make(chan error, 1), driver: &routedDriver{},
+	ra := &runningAgent{name: name, done: make(chan error, 1), driver: &routedDriver{}, metrics: prometheus.NewRegistry(),
+		// wan: the routed cable's device on gateways.
 		fake: kernel.NewFake(kernel.Link{Name: "eth0", Kind: "veth", MTU: 1500, Up: true,
-			Addrs: []netip.Prefix{netip.MustParsePrefix(ip + "/24")}})}
+			Addrs: []netip.Prefix{netip.MustParsePrefix(ip + "/24")}}, kernel.Link{Name: "wan", Kind: "veth", MTU: 1500, Up: true})}
 	c := rest.CopyConfig(cfg)
 	ra.kill = &killSwitch{}
 	c.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { ra.kill.next = rt; return ra.kill }
 	a, err := New(c, Config{NodeName: name, Namespace: straitv1.SystemNamespace, Resync: 10 * time.Second,
 		HealthInterval: 200 * time.Millisecond, Election: gateway.FastTiming(), Kernel: ra.fake,
 		Cables: func(context.Context, *straitv1.Membership, string) (cable.Driver, error) { return ra.driver, nil },
-		Prober: constProber{}, MetricsAddr: "0", HealthAddr: "0"})
+		Prober: constProber{}, MetricsAddr: "0", HealthAddr: "0", Metrics: ra.metrics})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -277,6 +281,30 @@ func failoverScenario(t testing.TB, cfg *rest.Config) (graceful, crash time.Dura
 		}
 		if p.Status.State != "Connected" || p.Status.Gateway != first || p.Status.LatencyMicros != 1500 || p.Status.LossPercent != 20 {
 			return fmt.Errorf("peer status %+v", p.Status)
+		}
+		return nil
+	})
+	eventually(t, 5*time.Second, "the same in the active gateway's metrics, none in the passive one's", func() error {
+		got, passive := gathered(t, agents[first].metrics), gathered(t, agents[second].metrics)
+		for series, want := range map[string]float64{
+			"strait_agent_gateway_active":                     1,
+			`strait_agent_peer_connected{cluster="c2"}`:       1,
+			`strait_agent_peer_latency_seconds{cluster="c2"}`: 0.0015,
+			`strait_agent_peer_loss_ratio{cluster="c2"}`:      0.2,
+			"strait_agent_sync_errors_total":                  0,
+		} {
+			if v, ok := got[series]; !ok || v != want {
+				return fmt.Errorf("%s: %s = %v (present: %v), want %v", first, series, v, ok, want)
+			}
+		}
+		if got["strait_agent_sync_duration_seconds_count"] == 0 {
+			return fmt.Errorf("%s: no sync observed", first)
+		}
+		if v, ok := passive["strait_agent_gateway_active"]; !ok || v != 0 {
+			return fmt.Errorf("%s: strait_agent_gateway_active %v (present: %v)", second, v, ok)
+		}
+		if _, ok := passive[`strait_agent_peer_connected{cluster="c2"}`]; ok {
+			return fmt.Errorf("the passive gateway %s reports peer health", second)
 		}
 		return nil
 	})

@@ -134,6 +134,7 @@ func (a *Agent) checkPeers(ctx context.Context) error {
 	want, peers, driver := a.last, a.lastPeers, a.driver
 	a.mu.Unlock()
 	if !want.Active || driver == nil {
+		a.metrics.setPeers(nil)
 		return nil
 	}
 	conns := map[string]cable.Connection{}
@@ -153,10 +154,14 @@ func (a *Agent) checkPeers(ctx context.Context) error {
 		}
 	}
 	var errs []error
+	round := make([]peerHealth, 0, len(peers))
+	defer func() { a.metrics.setPeers(round) }()
 	for _, p := range peers {
 		st := straitv1.PeerStatus{Gateway: a.cfg.NodeName, Conditions: p.Status.Conditions}
 		c, known := conns[p.Spec.ClusterID]
+		health := peerHealth{cluster: p.Spec.ClusterID}
 		if known {
+			health.conn = &c
 			st.RxBytes, st.TxBytes = c.RxBytes, c.TxBytes
 			if !c.LastHandshake.IsZero() {
 				t := metav1.NewTime(c.LastHandshake)
@@ -175,6 +180,10 @@ func (a *Agent) checkPeers(ctx context.Context) error {
 					st.LossPercent = r.LossPercent()
 					st.LatencyMicros = r.RTT.Microseconds()
 					reachable = r.Received > 0
+					health.probed, health.latencySecs = true, r.RTT.Seconds()
+					if r.Sent > 0 {
+						health.lossRatio = float64(r.Sent-r.Received) / float64(r.Sent)
+					}
 					msg = fmt.Sprintf("%d of %d health checks to %s answered", r.Received, r.Sent, hc)
 				}
 			}
@@ -188,6 +197,8 @@ func (a *Agent) checkPeers(ctx context.Context) error {
 			st.State = "Error"
 		}
 		setCondition(&st.Conditions, cond)
+		health.connected = reachable
+		round = append(round, health)
 		cur := &straitv1.Peer{}
 		if err := a.client.Get(ctx, client.ObjectKeyFromObject(&p), cur); err != nil {
 			errs = append(errs, client.IgnoreNotFound(err))

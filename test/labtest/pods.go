@@ -78,6 +78,20 @@ func TryWhereami(ns, hostPort string) (workload.Answer, error) {
 
 // TryWhereamiWithin is TryWhereami giving up after timeout.
 func TryWhereamiWithin(ns, hostPort string, timeout time.Duration) (workload.Answer, error) {
+	body, err := GetWithin(ns, "http://"+hostPort+"/", timeout)
+	if err != nil {
+		return workload.Answer{}, err
+	}
+	var a workload.Answer
+	if err := json.Unmarshal(body, &a); err != nil {
+		return a, fmt.Errorf("GET http://%s: %w: %q", hostPort, err, body)
+	}
+	return a, nil
+}
+
+// GetWithin GETs url from inside the network namespace ns (names resolved through the
+// namespace's resolv.conf) and returns the body of a 200 answer.
+func GetWithin(ns, url string, timeout time.Duration) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	hc := &http.Client{Transport: &http.Transport{
@@ -93,18 +107,20 @@ func TryWhereamiWithin(ns, hostPort string, timeout time.Duration) (workload.Ans
 		},
 		DisableKeepAlives: true,
 	}}
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+hostPort+"/", nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
 	resp, err := hc.Do(req)
 	if err != nil {
-		return workload.Answer{}, fmt.Errorf("GET http://%s from %s: %w", hostPort, ns, err)
+		return nil, fmt.Errorf("GET %s from %s: %w", url, ns, err)
 	}
 	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	var a workload.Answer
-	if err := json.Unmarshal(body, &a); err != nil {
-		return a, fmt.Errorf("GET http://%s: %w: %q", hostPort, err, body)
+	body, err := io.ReadAll(resp.Body)
+	if err == nil && resp.StatusCode != http.StatusOK {
+		err = fmt.Errorf("GET %s from %s: %s", url, ns, resp.Status)
 	}
-	return a, nil
+	return body, err
 }
 
 // PodResolver queries the nameserver of the pod's resolv.conf from inside the pod's

@@ -1,0 +1,113 @@
+package agent
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/straitnet/strait/nodeagent/cable"
+)
+
+// metrics are the agent's Prometheus metrics: what Submariner's gateway exports (its
+// connections' state, latency and bytes) plus the agent's own convergence.
+type metrics struct {
+	active        prometheus.Gauge
+	syncDuration  prometheus.Histogram
+	syncErrors    prometheus.Counter
+	peerConnected *prometheus.GaugeVec
+	peerLatency   *prometheus.GaugeVec
+	peerLoss      *prometheus.GaugeVec
+	cableRx       *prometheus.GaugeVec
+	cableTx       *prometheus.GaugeVec
+}
+
+// newMetrics registers the agent's metrics with reg (controller-runtime's
+// metrics.Registry in the binary); a nil reg keeps them unregistered (tests run several
+// agents in one process).
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	peer := []string{"cluster"}
+	m := &metrics{
+		active: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "strait_agent_gateway_active",
+			Help: "1 while this node is the cluster's active gateway.",
+		}),
+		syncDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "strait_agent_sync_duration_seconds",
+			Help:    "Time of one pass: reading the cluster's objects and the kernel, converging both, publishing the Gateway.",
+			Buckets: []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5},
+		}),
+		syncErrors: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "strait_agent_sync_errors_total",
+			Help: "Passes that ended in an error (retried with backoff).",
+		}),
+		peerConnected: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "strait_agent_peer_connected",
+			Help: "On the active gateway: 1 while the remote cluster answers health checks through the cable.",
+		}, peer),
+		peerLatency: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "strait_agent_peer_latency_seconds",
+			Help: "On the active gateway: round-trip time of the last health checks to the remote gateway, through the cable.",
+		}, peer),
+		peerLoss: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "strait_agent_peer_loss_ratio",
+			Help: "On the active gateway: share of the last round's health checks that went unanswered.",
+		}, peer),
+		cableRx: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "strait_agent_cable_rx_bytes",
+			Help: "On the active gateway: bytes received from the remote cluster, as the cable driver counts them.",
+		}, peer),
+		cableTx: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "strait_agent_cable_tx_bytes",
+			Help: "On the active gateway: bytes sent to the remote cluster, as the cable driver counts them.",
+		}, peer),
+	}
+	if reg == nil {
+		return m, nil
+	}
+	for _, c := range []prometheus.Collector{m.active, m.syncDuration, m.syncErrors, m.peerConnected,
+		m.peerLatency, m.peerLoss, m.cableRx, m.cableTx} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+// peerHealth is one health round's result for one remote cluster.
+type peerHealth struct {
+	cluster   string
+	connected bool
+	// probed: latency and loss were measured this round.
+	probed      bool
+	latencySecs float64
+	lossRatio   float64
+	conn        *cable.Connection
+}
+
+func (m *metrics) setActive(active bool) {
+	m.active.Set(boolValue(active))
+}
+
+func boolValue(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// setPeers replaces the per-cluster series with this round's (none when this node is
+// not the active gateway), so a removed peer's series goes too.
+func (m *metrics) setPeers(round []peerHealth) {
+	for _, v := range []*prometheus.GaugeVec{m.peerConnected, m.peerLatency, m.peerLoss, m.cableRx, m.cableTx} {
+		v.Reset()
+	}
+	for _, p := range round {
+		m.peerConnected.WithLabelValues(p.cluster).Set(boolValue(p.connected))
+		if p.probed {
+			m.peerLatency.WithLabelValues(p.cluster).Set(p.latencySecs)
+			m.peerLoss.WithLabelValues(p.cluster).Set(p.lossRatio)
+		}
+		if p.conn != nil {
+			m.cableRx.WithLabelValues(p.cluster).Set(float64(p.conn.RxBytes))
+			m.cableTx.WithLabelValues(p.cluster).Set(float64(p.conn.TxBytes))
+		}
+	}
+}

@@ -1,0 +1,91 @@
+package agent
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/straitnet/strait/nodeagent/cable"
+)
+
+// gathered is every series of reg by its name and labels as PromQL writes them
+// (`name{a="b"}`); a histogram gives its _count.
+func gathered(t testing.TB, reg *prometheus.Registry) map[string]float64 {
+	t.Helper()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]float64{}
+	for _, f := range families {
+		for _, m := range f.GetMetric() {
+			var labels []string
+			for _, l := range m.GetLabel() {
+				labels = append(labels, fmt.Sprintf("%s=%q", l.GetName(), l.GetValue()))
+			}
+			sort.Strings(labels)
+			name := f.GetName()
+			if len(labels) > 0 {
+				name += "{" + strings.Join(labels, ",") + "}"
+			}
+			switch {
+			case m.GetGauge() != nil:
+				out[name] = m.GetGauge().GetValue()
+			case m.GetCounter() != nil:
+				out[name] = m.GetCounter().GetValue()
+			case m.GetHistogram() != nil:
+				out[name+"_count"] = float64(m.GetHistogram().GetSampleCount())
+			}
+		}
+	}
+	return out
+}
+
+// TestPeerMetricsFollowTheRound: each health round replaces the per-cluster series, so
+// a removed peer disappears and a node that is no longer active reports none.
+func TestPeerMetricsFollowTheRound(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m, err := newMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.setPeers([]peerHealth{
+		{cluster: "c2", connected: true, probed: true, latencySecs: 0.002, lossRatio: 0,
+			conn: &cable.Connection{ClusterID: "c2", Connected: true, RxBytes: 1000, TxBytes: 2000}},
+		{cluster: "c3"},
+	})
+	got := gathered(t, reg)
+	for series, want := range map[string]float64{
+		`strait_agent_peer_connected{cluster="c2"}`:       1,
+		`strait_agent_peer_latency_seconds{cluster="c2"}`: 0.002,
+		`strait_agent_peer_loss_ratio{cluster="c2"}`:      0,
+		`strait_agent_cable_rx_bytes{cluster="c2"}`:       1000,
+		`strait_agent_cable_tx_bytes{cluster="c2"}`:       2000,
+		`strait_agent_peer_connected{cluster="c3"}`:       0,
+	} {
+		if v, ok := got[series]; !ok || v != want {
+			t.Errorf("%s = %v (present: %v), want %v", series, v, ok, want)
+		}
+	}
+	// c3 was never probed and has no cable: no latency or bytes to report.
+	for _, series := range []string{`strait_agent_peer_latency_seconds{cluster="c3"}`, `strait_agent_cable_rx_bytes{cluster="c3"}`} {
+		if _, ok := got[series]; ok {
+			t.Errorf("%s reported for a peer without a measurement", series)
+		}
+	}
+
+	m.setPeers([]peerHealth{{cluster: "c3", connected: true}})
+	got = gathered(t, reg)
+	if _, ok := got[`strait_agent_peer_connected{cluster="c2"}`]; ok {
+		t.Error("a removed peer's series stays")
+	}
+	m.setPeers(nil)
+	for series := range gathered(t, reg) {
+		if strings.Contains(series, "cluster=") {
+			t.Errorf("%s stays after this node stopped being the active gateway", series)
+		}
+	}
+}
