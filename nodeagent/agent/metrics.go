@@ -23,7 +23,9 @@ type metrics struct {
 // metrics.Registry in the binary); a nil reg keeps them unregistered (tests run several
 // agents in one process).
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
-	peer := []string{"cluster"}
+	perPeer := func(name, help string) *prometheus.GaugeVec {
+		return prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: "On the active gateway: " + help}, []string{"cluster"})
+	}
 	m := &metrics{
 		active: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "strait_agent_gateway_active",
@@ -38,26 +40,16 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "strait_agent_sync_errors_total",
 			Help: "Passes that ended in an error (retried with backoff).",
 		}),
-		peerConnected: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "strait_agent_peer_connected",
-			Help: "On the active gateway: 1 while the remote cluster answers health checks through the cable.",
-		}, peer),
-		peerLatency: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "strait_agent_peer_latency_seconds",
-			Help: "On the active gateway: round-trip time of the last health checks to the remote gateway, through the cable.",
-		}, peer),
-		peerLoss: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "strait_agent_peer_loss_ratio",
-			Help: "On the active gateway: share of the last round's health checks that went unanswered.",
-		}, peer),
-		cableRx: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "strait_agent_cable_rx_bytes",
-			Help: "On the active gateway: bytes received from the remote cluster, as the cable driver counts them.",
-		}, peer),
-		cableTx: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "strait_agent_cable_tx_bytes",
-			Help: "On the active gateway: bytes sent to the remote cluster, as the cable driver counts them.",
-		}, peer),
+		peerConnected: perPeer("strait_agent_peer_connected",
+			"1 while the remote cluster answers health checks through the cable."),
+		peerLatency: perPeer("strait_agent_peer_latency_seconds",
+			"round-trip time of the last health checks to the remote gateway, through the cable."),
+		peerLoss: perPeer("strait_agent_peer_loss_ratio",
+			"share of the last round's health checks that went unanswered."),
+		cableRx: perPeer("strait_agent_cable_rx_bytes",
+			"bytes received from the remote cluster, as the cable driver counts them."),
+		cableTx: perPeer("strait_agent_cable_tx_bytes",
+			"bytes sent to the remote cluster, as the cable driver counts them."),
 	}
 	if reg == nil {
 		return m, nil
