@@ -184,10 +184,7 @@ func (a *Agent) reconcile(ctx context.Context, _ reconcile.Request) (reconcile.R
 	requeue := reconcile.Result{RequeueAfter: a.cfg.Resync}
 	start := time.Now()
 	wait, err := a.sync(ctx)
-	a.metrics.syncDuration.Observe(time.Since(start).Seconds())
-	if err != nil {
-		a.metrics.syncErrors.Inc()
-	}
+	a.metrics.synced(time.Since(start), err)
 	if wait > 0 {
 		requeue.RequeueAfter = wait
 	}

@@ -1,6 +1,8 @@
 package agent
 
 import (
+	"time"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/straitnet/strait/nodeagent/cable"
@@ -12,6 +14,7 @@ type metrics struct {
 	active        prometheus.Gauge
 	syncDuration  prometheus.Histogram
 	syncErrors    prometheus.Counter
+	lastSyncOK    prometheus.Gauge
 	peerConnected *prometheus.GaugeVec
 	peerLatency   *prometheus.GaugeVec
 	peerLoss      *prometheus.GaugeVec
@@ -40,6 +43,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "strait_agent_sync_errors_total",
 			Help: "Passes that ended in an error (retried with backoff).",
 		}),
+		lastSyncOK: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "strait_agent_last_sync_ok",
+			Help: "1 when the last pass converged without error; a node stuck at 0 is not converging.",
+		}),
 		peerConnected: perPeer("strait_agent_peer_connected",
 			"1 while the remote cluster answers health checks through the cable."),
 		peerLatency: perPeer("strait_agent_peer_latency_seconds",
@@ -54,7 +61,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.active, m.syncDuration, m.syncErrors, m.peerConnected,
+	for _, c := range []prometheus.Collector{m.active, m.syncDuration, m.syncErrors, m.lastSyncOK, m.peerConnected,
 		m.peerLatency, m.peerLoss, m.cableRx, m.cableTx} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
@@ -72,6 +79,15 @@ type peerHealth struct {
 	latencySecs float64
 	lossRatio   float64
 	conn        *cable.Connection
+}
+
+// synced records one pass.
+func (m *metrics) synced(took time.Duration, err error) {
+	m.syncDuration.Observe(took.Seconds())
+	m.lastSyncOK.Set(boolValue(err == nil))
+	if err != nil {
+		m.syncErrors.Inc()
+	}
 }
 
 func (m *metrics) setActive(active bool) {

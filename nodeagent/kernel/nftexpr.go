@@ -48,6 +48,17 @@ func TCPSyn() []expr.Any {
 	}
 }
 
+// CtStateNew matches "ct state new": the first packet of a connection, the only one NAT
+// chains see.
+func CtStateNew() []expr.Any {
+	return []expr.Any{
+		&expr.Ct{Register: reg1, Key: expr.CtKeySTATE},
+		&expr.Bitwise{SourceRegister: reg1, DestRegister: reg1, Len: 4,
+			Mask: binary.NativeEndian.AppendUint32(nil, expr.CtStateBitNEW), Xor: make([]byte, 4)},
+		&expr.Cmp{Op: expr.CmpOpNeq, Register: reg1, Data: make([]byte, 4)},
+	}
+}
+
 // ClearMarkBits is "meta mark set meta mark & ~bits".
 func ClearMarkBits(bits uint32) []expr.Any {
 	return []expr.Any{

@@ -153,7 +153,10 @@ func nftState(remote []netip.Prefix, masqueradeMark uint32) *kernel.NFTable {
 		Sets:   []kernel.NFTSet{{Name: RemoteSet, Key: "ipv4_addr", Interval: true, Elements: kernel.IntervalElements(remote)}},
 		Chains: []kernel.NFTChain{{Name: MSSChain, Type: "filter", Hook: "forward", Priority: -150, Rules: []kernel.NFTRule{clamp}}}}
 	if masqueradeMark != 0 {
-		keep := kernel.NFTRule{Text: fmt.Sprintf("ip saddr @%s meta mark set meta mark & %#08x", RemoteSet, ^masqueradeMark)}
+		// Only a connection's first packet: NAT chains see no other, and the rest of a
+		// stream pays one conntrack state test instead of a set lookup.
+		keep := kernel.NFTRule{Text: fmt.Sprintf("ct state new ip saddr @%s meta mark set meta mark & %#08x", RemoteSet, ^masqueradeMark)}
+		keep.Exprs = append(keep.Exprs, kernel.CtStateNew()...)
 		keep.Exprs = append(keep.Exprs, kernel.SaddrInSet(RemoteSet)...)
 		keep.Exprs = append(keep.Exprs, kernel.ClearMarkBits(masqueradeMark)...)
 		t.Chains = append(t.Chains, kernel.NFTChain{Name: SourceChain, Type: "filter", Hook: "postrouting", Priority: 99,

@@ -49,12 +49,12 @@ func TestCompute(t *testing.T) {
 			"set remote-cidrs 10.10.0.0/16 10.20.0.0/16",
 			"chain mss-clamp filter forward -150: ip daddr @remote-cidrs tcp flags syn tcp option maxseg size set rt mtu",
 			// kube-proxy (srcnat, 100) must not masquerade remote callers of a ClusterIP.
-			"chain keep-remote-source filter postrouting 99: ip saddr @remote-cidrs meta mark set meta mark & 0xffffbfff",
+			"chain keep-remote-source filter postrouting 99: ct state new ip saddr @remote-cidrs meta mark set meta mark & 0xffffbfff",
 		}},
 		{name: "kube-proxy's mark bit is configurable", mutate: func(in *Input) {
 			in.Self, in.Gateway, in.KubeProxyMasqueradeMark = nodes[0], nodes[0], 1<<5
 		}, want: []string{
-			"chain keep-remote-source filter postrouting 99: ip saddr @remote-cidrs meta mark set meta mark & 0xffffffdf",
+			"chain keep-remote-source filter postrouting 99: ct state new ip saddr @remote-cidrs meta mark set meta mark & 0xffffffdf",
 		}},
 		{name: "small cable overhead: the VXLAN leg decides the MTU", mutate: func(in *Input) {
 			in.Self, in.Gateway, in.CableOverhead = nodes[2], nodes[0], 0

@@ -31,6 +31,7 @@ func TestGatewayMetrics(t *testing.T) {
 			`strait_agent_peer_latency_seconds{cluster="c2"} `,
 			`strait_agent_cable_tx_bytes{cluster="c2"} `,
 			"strait_agent_sync_duration_seconds_count ",
+			"strait_agent_last_sync_ok 1\n",
 		} {
 			if !strings.Contains(m, want) {
 				return fmt.Errorf("%s: no %q in its metrics", active.Name, strings.TrimSpace(want))
