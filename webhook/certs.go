@@ -55,9 +55,8 @@ type CertRotator struct {
 	c    client.Client
 	opts CertOptions
 	now  func() time.Time
-	// injected: the last Ensure found the webhook configuration and set its caBundle;
-	// waiting: it did not find it (and said so once).
-	injected, waiting bool
+	// waiting: the last Ensure did not find the webhook configuration (and said so once).
+	waiting bool
 }
 
 // NewCertRotator returns a rotator writing through c, an uncached client.
@@ -94,10 +93,10 @@ func (r *CertRotator) Start(ctx context.Context) error {
 }
 
 func (r *CertRotator) next() time.Duration {
-	if r.injected || r.opts.WebhookConfiguration == "" {
-		return r.opts.CheckInterval
+	if r.waiting {
+		return r.opts.RetryInterval
 	}
-	return r.opts.RetryInterval
+	return r.opts.CheckInterval
 }
 
 // NeedLeaderElection is false: every replica serves the webhook.
@@ -257,11 +256,11 @@ func (r *CertRotator) injectCABundle(ctx context.Context, ca []byte) error {
 	cfg := &admissionregistrationv1.ValidatingWebhookConfiguration{}
 	err := r.c.Get(ctx, types.NamespacedName{Name: r.opts.WebhookConfiguration}, cfg)
 	if apierrors.IsNotFound(err) {
-		if r.injected || !r.waiting {
+		if !r.waiting {
 			r.opts.Log.Info("webhook configuration not found; its caBundle is injected when it appears",
 				"validatingWebhookConfiguration", r.opts.WebhookConfiguration)
 		}
-		r.injected, r.waiting = false, true
+		r.waiting = true
 		return nil
 	}
 	if err != nil {
@@ -280,7 +279,7 @@ func (r *CertRotator) injectCABundle(ctx context.Context, ca []byte) error {
 			return fmt.Errorf("injecting caBundle into %s: %w", r.opts.WebhookConfiguration, err)
 		}
 	}
-	r.injected, r.waiting = true, false
+	r.waiting = false
 	return nil
 }
 

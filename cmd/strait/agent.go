@@ -85,7 +85,7 @@ leaves the kernel as it is.
 	f.BoolVar(&o.cleanup, "cleanup", false, "remove everything of Strait's from this node (devices, routes, rules, nftables table, cables) and exit")
 	f.BoolVar(&o.dump, "dump", false, "print everything of Strait's on this node and exit")
 	f.StringVar(&o.viciSocket, "vici-socket", ipsec.Charon{Dir: ipsec.DefaultCharonDir}.VICISocket(), "VICI socket of the charon sidecar (in strait charon --dir), for the ipsec cable")
-	f.IntVar(&o.masqueradeBit, "kube-proxy-masquerade-bit", 14, "kube-proxy's --masquerade-bit: cleared on remote clusters' packets so that a ClusterIP's server sees the remote pod's address, not the gateway's (-1: leave kube-proxy's marks alone)")
+	f.IntVar(&o.masqueradeBit, "kube-proxy-masquerade-bit", route.DefaultKubeProxyMasqueradeBit, "kube-proxy's --masquerade-bit: cleared on remote clusters' packets so that a ClusterIP's server sees the remote pod's address, not the gateway's (-1: leave kube-proxy's marks alone)")
 	f.StringVar(&o.netnsPath, "netns", "", "program the data plane in this network namespace (a path like /var/run/netns/NAME) while talking to the API server from the agent's own; for labs that run nodes as namespaces")
 	return cmd
 }
@@ -94,8 +94,9 @@ func runAgent(ctx context.Context, o *agentOptions, stdout, stderr io.Writer) er
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	if o.masqueradeBit < -1 || o.masqueradeBit > 31 {
-		return fmt.Errorf("--kube-proxy-masquerade-bit %d: want a bit from 0 to 31, or -1 for none", o.masqueradeBit)
+	masqueradeMark, err := markOfBit(o.masqueradeBit)
+	if err != nil {
+		return err
 	}
 	ns := netns.None()
 	if o.netnsPath != "" {
@@ -129,10 +130,6 @@ func runAgent(ctx context.Context, o *agentOptions, stdout, stderr io.Writer) er
 	if o.nodeName == "" {
 		return errors.New("--node-name (or $NODE_NAME) is required")
 	}
-	var masqueradeMark uint32
-	if o.masqueradeBit >= 0 {
-		masqueradeMark = 1 << o.masqueradeBit
-	}
 	cfg, err := restConfig(o.kubeconfig, "strait-agent")
 	if err != nil {
 		return err
@@ -153,6 +150,17 @@ func runAgent(ctx context.Context, o *agentOptions, stdout, stderr io.Writer) er
 		return err
 	}
 	return a.Run(ctx)
+}
+
+// markOfBit is the packet mark of --kube-proxy-masquerade-bit; -1 is none (0).
+func markOfBit(bit int) (uint32, error) {
+	switch {
+	case bit == -1:
+		return 0, nil
+	case bit < 0 || bit > 31:
+		return 0, fmt.Errorf("--kube-proxy-masquerade-bit %d: want a bit from 0 to 31, or -1 for none", bit)
+	}
+	return 1 << bit, nil
 }
 
 // cleanupNode removes Strait's kernel state and every cable driver's leftovers. It never

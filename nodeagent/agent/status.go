@@ -180,10 +180,7 @@ func (a *Agent) checkPeers(ctx context.Context) error {
 					st.LossPercent = r.LossPercent()
 					st.LatencyMicros = r.RTT.Microseconds()
 					reachable = r.Received > 0
-					health.probed, health.latencySecs = true, r.RTT.Seconds()
-					if r.Sent > 0 {
-						health.lossRatio = float64(r.Sent-r.Received) / float64(r.Sent)
-					}
+					health.probed, health.latencySecs, health.lossRatio = true, r.RTT.Seconds(), r.LossRatio()
 					msg = fmt.Sprintf("%d of %d health checks to %s answered", r.Received, r.Sent, hc)
 				}
 			}

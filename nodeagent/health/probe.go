@@ -30,6 +30,14 @@ func (r Result) LossPercent() int32 {
 	return int32(100 * (r.Sent - r.Received) / r.Sent)
 }
 
+// LossRatio is LossPercent as a fraction, for metrics.
+func (r Result) LossRatio() float64 {
+	if r.Sent == 0 {
+		return 0
+	}
+	return float64(r.Sent-r.Received) / float64(r.Sent)
+}
+
 // Prober measures one destination.
 type Prober interface {
 	Probe(ctx context.Context, src, dst netip.Addr) (Result, error)

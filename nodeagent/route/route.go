@@ -35,10 +35,10 @@ const (
 	RemoteSet = "remote-cidrs"
 	// SourceChain keeps kube-proxy from masquerading remote clusters' traffic.
 	SourceChain = "keep-remote-source"
-	// DefaultKubeProxyMasqueradeMark is the packet mark bit kube-proxy sets on
-	// connections it masquerades (its --masquerade-bit, 14 by default, in iptables and
-	// nftables mode).
-	DefaultKubeProxyMasqueradeMark = 1 << 14
+	// DefaultKubeProxyMasqueradeBit is kube-proxy's --masquerade-bit default (iptables
+	// and nftables mode): the packet mark bit it sets on connections it masquerades.
+	DefaultKubeProxyMasqueradeBit  = 14
+	DefaultKubeProxyMasqueradeMark = 1 << DefaultKubeProxyMasqueradeBit
 )
 
 // Ownership is everything the agent may create, change and remove on a node.
