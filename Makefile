@@ -70,7 +70,7 @@ test-unit: ## Pure tests only (no API servers, no root).
 	$(GO) test -count=1 -short ./...
 
 bench: ## Benchmarks, written to bench.txt.
-	$(GO) test -run '^$$' -bench . -benchmem ./plan/ ./nodeagent/dns/resolver/ ./nodeagent/dns/server/ | tee bench.txt
+	$(GO) test -run '^$$' -bench . -benchmem ./plan/ ./dns/resolver/ ./dns/server/ | tee bench.txt
 
 bench-lab: k8s-binaries $(COREDNS) ## Lab benchmarks (root, ~8 min): throughput per cable driver vs the raw path, failover gap, ClusterSet change to DNS; to bench-lab.txt.
 	$(GO) test -count=1 -run '^$$' -bench . -benchtime 3x -timeout 30m ./test/e2e/ | tee bench-lab.txt

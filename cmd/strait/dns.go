@@ -25,10 +25,10 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
-	"github.com/straitnet/strait/nodeagent/dns/corefile"
-	"github.com/straitnet/strait/nodeagent/dns/resolver"
-	"github.com/straitnet/strait/nodeagent/dns/server"
-	"github.com/straitnet/strait/nodeagent/dns/source"
+	"github.com/straitnet/strait/dns/corefile"
+	"github.com/straitnet/strait/dns/resolver"
+	"github.com/straitnet/strait/dns/server"
+	"github.com/straitnet/strait/dns/source"
 )
 
 type dnsOptions struct {

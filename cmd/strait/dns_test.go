@@ -18,7 +18,7 @@ import (
 	mcsv1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
-	"github.com/straitnet/strait/nodeagent/dns/source"
+	"github.com/straitnet/strait/dns/source"
 )
 
 // startAPIServer starts envtest for one test; it skips without the test binaries unless

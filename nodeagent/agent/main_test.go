@@ -7,7 +7,7 @@ import (
 	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
 
 	"github.com/straitnet/strait/nodeagent/cable"
-	"github.com/straitnet/strait/nodeagent/cable/cabletest"
+	"github.com/straitnet/strait/test/cabletest"
 	"github.com/straitnet/strait/nodeagent/cable/wireguard"
 	"github.com/straitnet/strait/nodeagent/route"
 )

@@ -12,7 +12,7 @@ import (
 	"github.com/vishvananda/netns"
 
 	"github.com/straitnet/strait/nodeagent/cable"
-	"github.com/straitnet/strait/nodeagent/cable/cabletest"
+	"github.com/straitnet/strait/test/cabletest"
 	"github.com/straitnet/strait/nodeagent/cable/devroute"
 )
 

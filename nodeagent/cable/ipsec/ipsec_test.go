@@ -12,7 +12,7 @@ import (
 
 	"github.com/strongswan/govici/vici"
 
-	"github.com/straitnet/strait/nodeagent/cable/cabletest"
+	"github.com/straitnet/strait/test/cabletest"
 	"github.com/straitnet/strait/nodeagent/cable/ipsec"
 )
 

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/straitnet/strait/nodeagent/cable/cabletest"
+	"github.com/straitnet/strait/test/cabletest"
 	"github.com/straitnet/strait/nodeagent/cable/vxlan"
 )
 

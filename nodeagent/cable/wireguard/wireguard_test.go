@@ -12,7 +12,7 @@ import (
 	"golang.zx2c4.com/wireguard/wgctrl"
 	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
 
-	"github.com/straitnet/strait/nodeagent/cable/cabletest"
+	"github.com/straitnet/strait/test/cabletest"
 	"github.com/straitnet/strait/nodeagent/cable/wireguard"
 )
 

@@ -20,7 +20,7 @@ import (
 	mcsv1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
-	"github.com/straitnet/strait/nodeagent/dns/resolver"
+	"github.com/straitnet/strait/dns/resolver"
 )
 
 // DefaultDebounce is how long the source gathers changes before it builds a snapshot.

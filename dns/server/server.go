@@ -12,7 +12,7 @@ import (
 	"github.com/miekg/dns"
 	"golang.org/x/sys/unix"
 
-	"github.com/straitnet/strait/nodeagent/dns/resolver"
+	"github.com/straitnet/strait/dns/resolver"
 )
 
 // DefaultUDPSize is the EDNS0 buffer size advertised and the most a UDP answer is

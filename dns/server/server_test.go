@@ -12,7 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/straitnet/strait/nodeagent/dns/resolver"
+	"github.com/straitnet/strait/dns/resolver"
 )
 
 func testSnapshot() *resolver.Snapshot {

@@ -11,7 +11,7 @@ import (
 	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/straitnet/strait/nodeagent/dns/resolver"
+	"github.com/straitnet/strait/dns/resolver"
 )
 
 // tenThousand is a snapshot of 10,000 ClusterSetIP services exported by three clusters,

@@ -11,8 +11,8 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/straitnet/strait/nodeagent/dns/corefile"
-	"github.com/straitnet/strait/nodeagent/dns/internal/apiserver"
+	"github.com/straitnet/strait/dns/corefile"
+	"github.com/straitnet/strait/test/apiserver"
 )
 
 var k8s client.Client

@@ -11,7 +11,7 @@ import (
 	mcsv1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
-	"github.com/straitnet/strait/nodeagent/dns/resolver"
+	"github.com/straitnet/strait/dns/resolver"
 )
 
 // Overrides are settings given on the command line; each wins over the Membership's.
