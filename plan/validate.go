@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -19,13 +20,36 @@ const reservedGlobalIPs = 1
 // The webhook and the hub run it; every error names the field path, the value and what
 // is wrong with it, and for overlaps both clusters and both CIDRs.
 func Validate(cs *straitv1.ClusterSet) field.ErrorList {
+	_, errs := Check(cs)
+	return errs
+}
+
+// ValidSpec is a ClusterSet that passed Validate, its spec defaulted: what Compute
+// starts from. The hub checks once per reconcile, before it contacts any member, and
+// computes from the result, so a spec is neither validated nor defaulted twice.
+type ValidSpec struct {
+	clusterSet types.NamespacedName
+	spec       straitv1.ClusterSetSpec // defaulted
+}
+
+// Check defaults cs's spec and validates it; it returns no ValidSpec when there are
+// errors.
+func Check(cs *straitv1.ClusterSet) (*ValidSpec, field.ErrorList) {
 	spec := WithDefaults(cs.Spec)
+	if errs := validateSpec(&spec); len(errs) > 0 {
+		return nil, errs
+	}
+	return &ValidSpec{clusterSet: types.NamespacedName{Namespace: cs.Namespace, Name: cs.Name}, spec: spec}, nil
+}
+
+// validateSpec checks a defaulted spec.
+func validateSpec(spec *straitv1.ClusterSetSpec) field.ErrorList {
 	specPath := field.NewPath("spec")
 	var errs field.ErrorList
-	errs = append(errs, validateClusters(&spec, specPath.Child("clusters"))...)
+	errs = append(errs, validateClusters(spec, specPath.Child("clusters"))...)
 	errs = append(errs, validateCable(&spec.Cable, specPath.Child("cable"))...)
-	errs = append(errs, validateGlobalnet(&spec, specPath)...)
-	errs = append(errs, validateExports(&spec, specPath.Child("exports"))...)
+	errs = append(errs, validateGlobalnet(spec, specPath)...)
+	errs = append(errs, validateExports(spec, specPath.Child("exports"))...)
 	errs = append(errs, validateDNS(&spec.DNS, specPath.Child("dns"))...)
 	switch spec.ExportPolicy {
 	case straitv1.ExportPolicyDeclared, straitv1.ExportPolicyMemberExports:

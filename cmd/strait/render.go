@@ -41,6 +41,9 @@ strait.io/target-cluster naming its member. Pipe one member's objects to kubectl
 or DIR/<cluster>/*.yaml, with Services, EndpointSlices, ServiceExports and Gateways as
 'kubectl get -o yaml' prints them.
 
+With the ipsec cable each member also gets the Secret strait-ipsec-psk; render shows
+it without data, which the hub copies from the ClusterSet's pskSecretRef.
+
 An invalid ClusterSet exits with status 1 and prints one line per error, naming the
 field, the value and what is wrong.`,
 		Args: cobra.NoArgs,

@@ -76,3 +76,35 @@ func TestRenderJSONAndUnknownCluster(t *testing.T) {
 		t.Fatalf("unknown cluster: err = %v", err)
 	}
 }
+
+// An ipsec clusterset's members each get a copy of the pre-shared key: render shows the
+// Secret like every other object, without the key, which only the hub reads.
+func TestRenderShowsTheIPsecPSKSecret(t *testing.T) {
+	out, _, err := render(t, &renderOptions{file: "../../examples/clusterset/three-clusters/clusterset.yaml", clusters: []string{"c2"}, output: "yaml"}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var secrets []string
+	for _, doc := range strings.Split(out, "\n---\n") {
+		if strings.Contains(doc, "kind: Secret\n") {
+			secrets = append(secrets, doc)
+		}
+	}
+	if len(secrets) != 1 {
+		t.Fatalf("render of c2 shows %d Secrets, want the PSK Secret once:\n%s", len(secrets), out)
+	}
+	for _, want := range []string{"name: strait-ipsec-psk", "namespace: strait-system", "type: Opaque",
+		"app.kubernetes.io/managed-by: strait-hub", "strait.io/clusterset: strait-system.trio", "strait.io/target-cluster: c2"} {
+		if !strings.Contains(secrets[0], want) {
+			t.Errorf("the PSK Secret lacks %q:\n%s", want, secrets[0])
+		}
+	}
+	if strings.Contains("\n"+secrets[0], "\ndata:") || strings.Contains(secrets[0], "stringData:") {
+		t.Errorf("render shows PSK data, which only the hub may read:\n%s", secrets[0])
+	}
+
+	out, _, err = render(t, &renderOptions{file: "../../examples/clusterset/basic/clusterset.yaml", output: "yaml"}, "")
+	if err != nil || strings.Contains(out, "kind: Secret") {
+		t.Errorf("a wireguard clusterset renders a Secret (err %v)", err)
+	}
+}
