@@ -32,8 +32,11 @@ type Plan struct {
 	observed   Observed
 	alloc      map[string]*ClusterAllocation
 	exports    []*exportPlan // sorted by namespace/name
-	// Status is the ClusterSet status the plan implies: clusters, exports and summary.
-	// The hub adds conditions, observedGeneration and what it could not reach.
+	// Status is the ClusterSet status the plan implies: per cluster its gateway,
+	// global CIDR and connections, the exports and their counts. The hub adds what it
+	// alone observes while it reconciles: per cluster Connected, Ready and the
+	// inventory, summary.clusters, the clusters that left, and the ClusterSet's
+	// conditions.
 	Status straitv1.ClusterSetStatus
 }
 
