@@ -22,7 +22,7 @@ export KUBEBUILDER_ASSETS := $(K8S_BIN)
 # CoreDNS, the lab's cluster DNS, built from the Go module proxy outside the repository.
 COREDNS := $(BIN)/coredns
 
-.PHONY: all demo build lab lab-globalnet lab-down generate manifests fmt vet lint test test-unit verify bench bench-lab bench-dns coredns k8s-binaries tools clean help
+.PHONY: all demo build host-deps lab lab-globalnet lab-down generate manifests fmt vet lint test test-unit verify bench bench-lab bench-dns coredns k8s-binaries tools clean help
 
 all: build
 
@@ -60,7 +60,10 @@ verify: generate manifests ## Fail when generated code or manifests are stale, o
 	@test -z "$$(git status --porcelain -- api kustomize)" || { echo "untracked generated files:"; git status --porcelain -- api kustomize; exit 1; }
 	$(MAKE) vet lint
 
-test: k8s-binaries $(COREDNS) ## Run every test (root-only tests need root; under CI=true they fail instead of skipping).
+host-deps: ## Install the host tools the lab and the root tests run (root on Debian), or name the missing ones.
+	@hack/host-deps.sh
+
+test: host-deps k8s-binaries $(COREDNS) ## Run every test (root-only tests need root; under CI=true they fail instead of skipping).
 	$(GO) test -count=1 -timeout 40m $$($(GO) list ./... | grep -v '^github.com/straitnet/strait/test/e2e')
 	@# The lab runs three control planes, CoreDNS, kube-proxy and every strait daemon:
 	@# it gets the machine to itself rather than racing the other packages' API servers.
@@ -72,7 +75,7 @@ test-unit: ## Pure tests only (no API servers, no root).
 bench: ## Benchmarks, written to bench.txt.
 	$(GO) test -run '^$$' -bench . -benchmem ./plan/ ./dns/resolver/ ./dns/server/ | tee bench.txt
 
-bench-lab: k8s-binaries $(COREDNS) ## Lab benchmarks (root, ~8 min): throughput per cable driver vs the raw path, failover gap, ClusterSet change to DNS; to bench-lab.txt.
+bench-lab: host-deps k8s-binaries $(COREDNS) ## Lab benchmarks (root, ~8 min): throughput per cable driver vs the raw path, failover gap, ClusterSet change to DNS; to bench-lab.txt.
 	$(GO) test -count=1 -run '^$$' -bench . -benchtime 3x -timeout 30m ./test/e2e/ | tee bench-lab.txt
 
 bench-dns: k8s-binaries ## dnsperf: strait dns vs CoreDNS with 10,000 imported services (needs dnsperf), to bench-dns.md.
@@ -108,7 +111,7 @@ $(KUSTOMIZE):
 $(COREDNS):
 	hack/build-coredns.sh $(COREDNS)
 
-lab: build k8s-binaries $(COREDNS) ## Bring up the default lab (root): clusters c1, c2 and a hub as network namespaces.
+lab: host-deps build k8s-binaries $(COREDNS) ## Bring up the default lab (root): clusters c1, c2 and a hub as network namespaces.
 	$(BIN)/strait lab up --example basic
 	$(BIN)/strait lab status
 	@echo "== from c1's client pod: c2's exported whereami through CoreDNS and strait dns"
@@ -117,7 +120,7 @@ lab: build k8s-binaries $(COREDNS) ## Bring up the default lab (root): clusters 
 	-$(BIN)/strait lab exec c1 client -- $(BIN)/strait lab workload lookup whereami-0.c2.whereami-ss.sample.svc.clusterset.local
 	-$(BIN)/strait lab exec c1 client -- $(BIN)/strait lab workload get http://whereami-cs.sample.svc.clusterset.local
 
-lab-globalnet: build k8s-binaries $(COREDNS) ## The globalnet lab (root): g1 and g2 with identical CIDRs, through global IPs.
+lab-globalnet: host-deps build k8s-binaries $(COREDNS) ## The globalnet lab (root): g1 and g2 with identical CIDRs, through global IPs.
 	$(BIN)/strait lab up --example globalnet
 	$(BIN)/strait lab status
 	@echo "== from g1's client pod: g2's exports answer with global IPs (both clusters use pods 10.7.0.0/16)"
