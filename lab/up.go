@@ -42,6 +42,15 @@ type UpOptions struct {
 // Up brings the lab up, or completes a lab that is partly up (after a crash, or when run
 // again). A lab with a different spec must be taken down first.
 func (l *Lab) Up(ctx context.Context, o UpOptions) error {
+	if err := checkHostTools(); err != nil {
+		return err
+	}
+	ctx, stop := l.watchComponents(ctx)
+	defer stop()
+	return exitCause(ctx, l.up(ctx, o))
+}
+
+func (l *Lab) up(ctx context.Context, o UpOptions) error {
 	start := time.Now()
 	rec := &Record{Spec: o.Spec, ClusterSet: o.ClusterSet, PortBase: l.opts.PortBase}
 	if old, err := l.state.ReadRecord(); err == nil {
@@ -240,8 +249,12 @@ func (l *Lab) waitPodsReady(ctx context.Context, cp topology.ControlPlane, timeo
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("%s: %d of %d sample pods ready after %s (logs: %s)", cp.Cluster, ready, want, timeout,
-				filepath.Join(l.state.ClusterDir(cp.Cluster), "logs"))
+			var why string
+			if pods != nil {
+				why = notReady(pods.Items)
+			}
+			return fmt.Errorf("%s: %d of %d sample pods ready after %s (logs: %s)%s", cp.Cluster, ready, want, timeout,
+				filepath.Join(l.state.ClusterDir(cp.Cluster), "logs"), why)
 		}
 		select {
 		case <-ctx.Done():
