@@ -119,6 +119,7 @@ func Run(t *testing.T, s Suite) {
 		MustRun(t, "ip", "-n", b.GatewayNS, "addr", "del", b.WANIP.String()+"/24", "dev", "eth0")
 		MustRun(t, "ip", "-n", b.GatewayNS, "addr", "add", moved.String()+"/24", "dev", "eth0")
 		old := regexp.MustCompile(regexp.QuoteMeta(b.WANIP.String()) + `\b`)
+		stale := b.Remote(s.Port, b.key) // what a's Peer object still says while the hub is down
 		b.baseline = old.ReplaceAllString(b.baseline, moved.String())
 		b.WANIP = moved
 		start := time.Now()
@@ -129,6 +130,17 @@ func Run(t *testing.T, s Suite) {
 			// Gateway a has not heard of the move yet: the peer roams by itself.
 			requireTraffic(t, lab, s.ConnectTimeout, func() { converge(t, b, a) })
 			t.Logf("traffic resumed %v after the move, before gateway a was told", time.Since(start).Round(time.Millisecond))
+			// With the hub down nobody tells a: its periodic resync converges again from
+			// the stale Peer. That must not send the cable back to the old address.
+			if err := a.gw.Converge(a.Local(s.Port, s.PSK), stale); err != nil {
+				t.Fatalf("resync from the stale Peer: %v", err)
+			}
+			if dump := must(t)(a.gw.Dump()); old.MatchString(dump) {
+				t.Errorf("a resync from a stale Peer moved the cable back to the old address:\n%s", dump)
+			}
+			if err := Ping(lab.A.PodNS, lab.B.PodIP); err != nil {
+				t.Errorf("pod a lost pod b after a resync from a stale Peer: %v", err)
+			}
 		}
 		converge(t, a, b)
 		requireTraffic(t, lab, s.ConnectTimeout, resync)

@@ -54,6 +54,13 @@ func (p *prober) answeredSince(t time.Time) bool {
 	return p.last.After(t)
 }
 
+// restart forgets the gaps so far, as if the prober started now.
+func (p *prober) restart() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.last, p.maxGap = time.Now(), 0
+}
+
 // gap stops the prober and returns the longest time without an answer.
 func (p *prober) gap() time.Duration {
 	close(p.stop)
