@@ -17,16 +17,16 @@ import (
 	mcsv1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
-	"github.com/straitnet/strait/test/apiserver"
 	"github.com/straitnet/strait/dns/server"
 	"github.com/straitnet/strait/dns/source"
+	"github.com/straitnet/strait/test/clusters"
 )
 
 var restConfig *rest.Config
 
 func TestMain(m *testing.M) {
-	apiserver.Run(m, func(cfg *rest.Config) int {
-		restConfig = cfg
+	clusters.TestMain(func(c *clusters.Cluster) int {
+		restConfig = c.Config
 		return m.Run()
 	})
 }
