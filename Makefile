@@ -8,7 +8,12 @@ GO ?= go
 CONTROLLER_GEN_VERSION := v0.23.0
 GOLANGCI_LINT_VERSION := v2.6.0
 KUSTOMIZE_VERSION := v5.8.0
-K8S_VERSION := v1.37.1
+# The one Kubernetes version, from the Go constant the tests and the lab read too.
+K8S_VERSION := $(shell sed -n 's/^const Version = "\(v[0-9.]*\)"$$/\1/p' test/k8sversion/version.go)
+ifeq ($(K8S_VERSION),)
+$(error no Kubernetes version in test/k8sversion/version.go)
+endif
+K8S_MINOR := $(word 2,$(subst ., ,$(K8S_VERSION)))
 
 CONTROLLER_GEN := $(BIN)/controller-gen-$(CONTROLLER_GEN_VERSION)
 GOLANGCI_LINT := $(BIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
@@ -92,7 +97,7 @@ $(K8S_BIN)/etcd:
 
 $(K8S_BIN)/kube-%:
 	mkdir -p $(K8S_BIN)
-	cd test/k8sbin && $(GO) build -ldflags "-X k8s.io/component-base/version.gitVersion=$(K8S_VERSION) -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=37" -o $@ k8s.io/kubernetes/cmd/kube-$*
+	cd test/k8sbin && $(GO) build -ldflags "-X k8s.io/component-base/version.gitVersion=$(K8S_VERSION) -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$(K8S_MINOR)" -o $@ k8s.io/kubernetes/cmd/kube-$*
 
 tools: $(CONTROLLER_GEN) $(GOLANGCI_LINT) $(KUSTOMIZE)
 

@@ -6,7 +6,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v dnsperf >/dev/null || { echo "dnsperf missing: apt-get install -y dnsperf" >&2; exit 1; }
-export KUBEBUILDER_ASSETS=${KUBEBUILDER_ASSETS:-$PWD/bin/k8s/v1.37.1}
 coredns=${COREDNS:-/tmp/coredns}
 hack/build-coredns.sh "$coredns" >&2
 go build -o bin/strait ./cmd/strait

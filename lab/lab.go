@@ -9,9 +9,9 @@ import (
 	"path/filepath"
 	"sync"
 
-	"github.com/straitnet/strait/lab/netns"
 	"github.com/straitnet/strait/lab/topology"
 	"github.com/straitnet/strait/plan"
+	"github.com/straitnet/strait/test/netns"
 )
 
 // Options say where things are.
@@ -119,7 +119,7 @@ func ensureNetwork(ctx context.Context, t *topology.Lab) error {
 			return err
 		}
 		for _, k := range c.Links {
-			v := netns.Veth{NS: k.Namespace, Name: k.Name, Addr: k.Addr, PeerNS: k.PeerNamespace, Peer: k.Peer}
+			v := netns.VethPair{NS: k.Namespace, Name: k.Name, Addr: k.Addr, PeerNS: k.PeerNamespace, Peer: k.Peer}
 			if k.PeerBridge {
 				v.PeerMaster = topology.BridgeName
 			}

@@ -12,9 +12,9 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
-	"github.com/straitnet/strait/lab/netns"
 	"github.com/straitnet/strait/lab/pki"
 	"github.com/straitnet/strait/lab/topology"
+	"github.com/straitnet/strait/test/netns"
 )
 
 // DefaultStateDir keeps pids, certificates, kubeconfigs, logs and data of the lab.

@@ -17,8 +17,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/straitnet/strait/lab/netns"
 	"github.com/straitnet/strait/lab/topology"
+	"github.com/straitnet/strait/test/netns"
 )
 
 // Status prints every cluster's processes, nodes and pods.

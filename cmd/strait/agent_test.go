@@ -10,13 +10,14 @@ import (
 	"github.com/straitnet/strait/nodeagent/kernel"
 	"github.com/straitnet/strait/nodeagent/route"
 	"github.com/straitnet/strait/test/netns"
+	"github.com/straitnet/strait/test/require"
 )
 
 // TestAgentCleanupLeavesNothing: `strait agent --dump` shows what the agent programmed
 // into a node namespace and `strait agent --cleanup` removes all of it, also a cable
 // driver's routes, and nothing else.
 func TestAgentCleanupLeavesNothing(t *testing.T) {
-	netns.RequireRoot(t)
+	require.Root(t)
 	ctx := context.Background()
 	node, gw := netns.New(t, "node"), netns.New(t, "gw")
 	netns.Veth(t, node, "eth0", gw, "eth0")

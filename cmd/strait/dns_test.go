@@ -14,55 +14,27 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	mcsv1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
 	"github.com/straitnet/strait/dns/source"
+	"github.com/straitnet/strait/test/clusters"
 )
 
-// startAPIServer starts envtest for one test; it skips without the test binaries unless
-// CI is set.
+// startAPIServer starts a kube-apiserver for one test (test/clusters) and returns a
+// client and the path of an administrator's kubeconfig.
 func startAPIServer(t *testing.T) (client.Client, string) {
 	t.Helper()
-	assets := os.Getenv("KUBEBUILDER_ASSETS")
-	if assets == "" {
-		assets = filepath.Join("..", "..", "bin", "k8s", "v1.37.1")
-	}
-	if _, err := os.Stat(filepath.Join(assets, "kube-apiserver")); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("kube-apiserver missing in %s (make k8s-binaries)", assets)
-		}
-		t.Skipf("kube-apiserver missing in %s (make k8s-binaries)", assets)
-	}
-	env := &envtest.Environment{BinaryAssetsDirectory: assets, ErrorIfCRDPathMissing: true,
-		CRDDirectoryPaths: []string{filepath.Join("..", "..", "kustomize", "crd", "bases"), filepath.Join("..", "..", "kustomize", "crd", "mcs")}}
-	cfg, err := env.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := env.Stop(); err != nil {
-			t.Error(err)
-		}
-	})
-	user, err := env.AddUser(envtest.User{Name: "strait-dns", Groups: []string{"system:masters"}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kc, err := user.KubeConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
+	cl := clusters.NewCluster(t)
 	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := os.WriteFile(kubeconfig, kc, 0o600); err != nil {
+	if err := os.WriteFile(kubeconfig, cl.KubeConfig, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	scheme, err := source.Scheme()
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	c, err := client.New(cl.Config, client.Options{Scheme: scheme})
 	if err != nil {
 		t.Fatal(err)
 	}

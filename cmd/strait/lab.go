@@ -19,6 +19,7 @@ import (
 	"github.com/straitnet/strait/lab"
 	"github.com/straitnet/strait/lab/topology"
 	"github.com/straitnet/strait/lab/workload"
+	"github.com/straitnet/strait/test/k8sversion"
 )
 
 type labOptions struct {
@@ -50,7 +51,7 @@ directory; "lab down" removes all of it, also after a crash of "lab up".`,
 	}
 	f := cmd.PersistentFlags()
 	f.StringVar(&o.state, "state", envOr("STRAIT_LAB_STATE", lab.DefaultStateDir), "state directory (pids, certificates, kubeconfigs, logs); env STRAIT_LAB_STATE")
-	f.StringVar(&o.k8sBin, "k8s-bin", "", "directory with etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kube-proxy (default $KUBEBUILDER_ASSETS, else bin/k8s/v1.37.1 next to this binary or in the repo)")
+	f.StringVar(&o.k8sBin, "k8s-bin", "", "directory with etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kube-proxy (default $KUBEBUILDER_ASSETS, else bin/k8s/"+k8sversion.Version+" next to this binary or in the repo)")
 	f.StringVar(&o.coredns, "coredns", "", "coredns binary (default bin/coredns next to this binary or in the repo; make coredns)")
 	f.IntVar(&o.portBase, "port-base", 16443, "host loopback port of the hub's API server forwarder; members follow")
 	cmd.AddCommand(newLabUpCmd(o), newLabDownCmd(o), newLabStatusCmd(o), newLabExecCmd(o),
@@ -95,8 +96,8 @@ func (o *labOptions) lab(out *os.File) *lab.Lab {
 	root := repoRoot()
 	k8s := o.k8sBin
 	if k8s == "" {
-		k8s = firstExisting(os.Getenv("KUBEBUILDER_ASSETS"), filepath.Join(filepath.Dir(exe), "k8s", "v1.37.1"),
-			filepath.Join(root, "bin", "k8s", "v1.37.1"))
+		k8s = firstExisting(os.Getenv("KUBEBUILDER_ASSETS"), filepath.Join(filepath.Dir(exe), "k8s", k8sversion.Version),
+			filepath.Join(root, "bin", "k8s", k8sversion.Version))
 	}
 	coredns := o.coredns
 	if coredns == "" {

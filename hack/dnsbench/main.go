@@ -24,11 +24,11 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	mcsv1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
 	"github.com/straitnet/strait/dns/source"
+	"github.com/straitnet/strait/test/clusters"
 )
 
 type options struct {
@@ -84,25 +84,14 @@ func run(o options) (err error) {
 		defer func() { _ = os.RemoveAll(dir) }()
 		o.work = dir
 	}
-	env := &envtest.Environment{
-		CRDDirectoryPaths:     []string{"kustomize/crd/bases", "kustomize/crd/mcs"},
-		ErrorIfCRDPathMissing: true,
-	}
-	cfg, err := env.Start()
+	cl, err := clusters.StartCluster("bench")
 	if err != nil {
-		return fmt.Errorf("starting envtest (KUBEBUILDER_ASSETS=%s): %w", os.Getenv("KUBEBUILDER_ASSETS"), err)
+		return fmt.Errorf("starting the API server: %w", err)
 	}
-	defer func() { err = errors.Join(err, env.Stop()) }()
-	user, err := env.AddUser(envtest.User{Name: "bench", Groups: []string{"system:masters"}}, nil)
-	if err != nil {
-		return err
-	}
-	kc, err := user.KubeConfig()
-	if err != nil {
-		return err
-	}
+	defer func() { err = errors.Join(err, cl.Stop()) }()
+	cfg := cl.Config
 	kubeconfig := filepath.Join(o.work, "kubeconfig")
-	if err := os.WriteFile(kubeconfig, kc, 0o600); err != nil {
+	if err := os.WriteFile(kubeconfig, cl.KubeConfig, 0o600); err != nil {
 		return err
 	}
 	scheme, err := source.Scheme()

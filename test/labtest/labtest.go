@@ -16,9 +16,10 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/straitnet/strait/lab"
-	"github.com/straitnet/strait/lab/netns"
 	"github.com/straitnet/strait/lab/topology"
 	"github.com/straitnet/strait/test/clusters"
+	"github.com/straitnet/strait/test/netns"
+	"github.com/straitnet/strait/test/require"
 )
 
 // Config is the lab a test binary wants.
@@ -65,9 +66,8 @@ func Main(m *testing.M, cfg Config, env *Env) int {
 	}
 	env.Root, env.K8sBin, env.CoreDNS = root, clusters.Assets(root), filepath.Join(root, "bin", "coredns")
 	if reason := prerequisites(env); reason != "" {
-		if os.Getenv("CI") != "" {
-			fmt.Fprintln(os.Stderr, "FAIL: lab tests cannot run under CI:", reason)
-			return 1
+		if require.CI() {
+			return require.MainSkip("lab tests: %s", reason)
 		}
 		env.skipped = reason
 		return m.Run()
@@ -172,18 +172,14 @@ func prerequisites(env *Env) string {
 	if testing.Short() {
 		return "-short"
 	}
-	if os.Geteuid() != 0 {
-		return "needs root"
+	if lacks := require.RootLacks("nft"); lacks != "" {
+		return lacks
 	}
-	for _, p := range []string{filepath.Join(env.K8sBin, "kube-apiserver"), env.CoreDNS} {
-		if _, err := os.Stat(p); err != nil {
-			return "missing " + p + " (make k8s-binaries coredns)"
-		}
+	if lacks := clusters.Lacks(env.Root); lacks != "" {
+		return lacks
 	}
-	for _, tool := range []string{"ip", "nft"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			return "missing " + tool
-		}
+	if _, err := os.Stat(env.CoreDNS); err != nil {
+		return "missing " + env.CoreDNS + " (make coredns)"
 	}
 	if names, _ := netns.List(topology.Prefix); len(names) > 0 {
 		return "a lab is already up on this machine (sl-* namespaces exist); run 'strait lab down'"

@@ -79,8 +79,8 @@ func EnsureBridge(ctx context.Context, ns, name string) error {
 	return IP(ctx, "-n", ns, "link", "set", name, "up")
 }
 
-// Veth is one veth pair to make: Name in NS, Peer in PeerNS.
-type Veth struct {
+// VethPair is one veth pair to make: Name in NS, Peer in PeerNS.
+type VethPair struct {
 	NS, Name     string
 	Addr         netip.Prefix // on Name, when valid
 	PeerNS, Peer string
@@ -89,7 +89,7 @@ type Veth struct {
 }
 
 // EnsureVeth creates the pair unless Name exists, then sets addresses and brings both up.
-func EnsureVeth(ctx context.Context, v Veth) error {
+func EnsureVeth(ctx context.Context, v VethPair) error {
 	if !LinkExists(ctx, v.NS, v.Name) {
 		// A half-made pair from a crash: the peer may linger.
 		if LinkExists(ctx, v.PeerNS, v.Peer) {

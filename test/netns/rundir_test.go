@@ -8,8 +8,8 @@ import (
 	"sync"
 	"testing"
 
-	labnetns "github.com/straitnet/strait/lab/netns"
 	"github.com/straitnet/strait/test/netns"
+	"github.com/straitnet/strait/test/require"
 )
 
 // inPrivateMounts is set in the copy of the test binary that runs in a mount namespace
@@ -22,7 +22,7 @@ const inPrivateMounts = "STRAIT_TEST_PRIVATE_MOUNTS"
 // runs in a private mount namespace on a fresh /run: the host's mounts are not touched.
 func TestPrepareRunDirOnAFreshHost(t *testing.T) {
 	if os.Getenv(inPrivateMounts) == "" {
-		netns.RequireRoot(t)
+		require.Root(t, "unshare", "mount", "umount")
 		cmd := exec.Command("unshare", "--mount", "--propagation", "private", os.Args[0], "-test.run", "^"+t.Name()+"$", "-test.v")
 		cmd.Env = append(os.Environ(), inPrivateMounts+"=1")
 		out, err := cmd.CombinedOutput()
@@ -42,12 +42,12 @@ func TestPrepareRunDirOnAFreshHost(t *testing.T) {
 		t.Fatalf("mount a fresh /run: %v: %s", err, out)
 	}
 	if n := runDirMounts(t); len(n) != 0 {
-		t.Fatalf("a fresh /run has %s mounted already: %v", labnetns.RunDir, n)
+		t.Fatalf("a fresh /run has %s mounted already: %v", netns.RunDir, n)
 	}
 	var wg sync.WaitGroup
 	errs := make(chan error, 8)
 	for range 8 {
-		wg.Go(func() { errs <- labnetns.PrepareRunDir() })
+		wg.Go(func() { errs <- netns.PrepareRunDir() })
 	}
 	wg.Wait()
 	close(errs)
@@ -56,7 +56,7 @@ func TestPrepareRunDirOnAFreshHost(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := labnetns.PrepareRunDir(); err != nil {
+	if err := netns.PrepareRunDir(); err != nil {
 		t.Fatal(err)
 	}
 	got := runDirMounts(t)

@@ -7,34 +7,13 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"runtime"
 	"strings"
-	"testing"
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
-
-	labnetns "github.com/straitnet/strait/lab/netns"
 )
-
-// RequireRoot skips the test without root (and under -short), but fails it when the
-// environment variable CI is set and root is missing: CI must run every root test.
-func RequireRoot(t testing.TB) {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("needs root and network namespaces; not a -short test")
-	}
-	if os.Geteuid() == 0 {
-		return
-	}
-	if os.Getenv("CI") != "" {
-		t.Fatal("this test needs root (CI is set, so it may not skip)")
-	}
-	t.Skip("needs root")
-}
 
 // NS is a named network namespace created for one test.
 type NS struct {
@@ -49,7 +28,7 @@ type NS struct {
 
 // New creates a namespace whose name ends in name, brings its loopback up, enables IPv4
 // forwarding in it and removes it when the test ends.
-func New(t testing.TB, name string) *NS {
+func New(t TB, name string) *NS {
 	t.Helper()
 	ns, err := Create(uniqueName(name))
 	if err != nil {
@@ -66,7 +45,7 @@ func New(t testing.TB, name string) *NS {
 // Create makes a namespace called exactly name with loopback up and forwarding on; the
 // caller must Close it.
 func Create(name string) (*NS, error) {
-	if err := labnetns.PrepareRunDir(); err != nil {
+	if err := PrepareRunDir(); err != nil {
 		return nil, err
 	}
 	var h netns.NsHandle
@@ -120,7 +99,7 @@ func (n *NS) Close() error {
 func (n *NS) Fd() int { return int(n.Handle) }
 
 // Path is the namespace's bind mount, for nsenter --net= and ip netns exec.
-func (n *NS) Path() string { return filepath.Join("/var/run/netns", n.Name) }
+func (n *NS) Path() string { return Path(n.Name) }
 
 // Do runs fn on a fresh OS thread that is inside the namespace. Sockets opened in fn
 // stay in the namespace; goroutines fn starts do not.
@@ -147,11 +126,7 @@ func onNewThread(fn func() error) error {
 
 // SetSysctl writes a sysctl under /proc/sys (key like "net/ipv4/ip_forward") inside the
 // namespace.
-func (n *NS) SetSysctl(key, value string) error {
-	return n.Do(func() error {
-		return os.WriteFile(filepath.Join("/proc/sys", key), []byte(value), 0o644)
-	})
-}
+func (n *NS) SetSysctl(key, value string) error { return Sysctl(n.Name, key, value) }
 
 // Command is a command that runs inside the namespace (through `ip netns exec`).
 // The test must start it and kill it; CommandContext-style cancellation applies.
@@ -160,7 +135,7 @@ func (n *NS) Command(ctx context.Context, name string, args ...string) *exec.Cmd
 }
 
 // Veth connects namespaces a and b with a veth pair (aName in a, bName in b), both up.
-func Veth(t testing.TB, a *NS, aName string, b *NS, bName string) {
+func Veth(t TB, a *NS, aName string, b *NS, bName string) {
 	t.Helper()
 	tmpA, tmpB := "v"+uniqueSuffix(), "v"+uniqueSuffix()
 	veth := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: tmpA, Namespace: netlink.NsFd(a.Handle)},
@@ -173,7 +148,7 @@ func Veth(t testing.TB, a *NS, aName string, b *NS, bName string) {
 	rename(t, b, tmpB, bName)
 }
 
-func rename(t testing.TB, n *NS, from, to string) {
+func rename(t TB, n *NS, from, to string) {
 	t.Helper()
 	l, err := n.NL.LinkByName(from)
 	if err != nil {
@@ -188,7 +163,7 @@ func rename(t testing.TB, n *NS, from, to string) {
 }
 
 // Bridge creates an up bridge in the namespace.
-func (n *NS) Bridge(t testing.TB, name string) {
+func (n *NS) Bridge(t TB, name string) {
 	t.Helper()
 	br := &netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: name}}
 	if err := n.NL.LinkAdd(br); err != nil {
@@ -200,7 +175,7 @@ func (n *NS) Bridge(t testing.TB, name string) {
 }
 
 // Enslave puts dev under the bridge br.
-func (n *NS) Enslave(t testing.TB, dev, br string) {
+func (n *NS) Enslave(t TB, dev, br string) {
 	t.Helper()
 	d, err := n.NL.LinkByName(dev)
 	if err != nil {
@@ -216,7 +191,7 @@ func (n *NS) Enslave(t testing.TB, dev, br string) {
 }
 
 // AddAddr adds cidr (like "10.0.0.1/24") to dev.
-func (n *NS) AddAddr(t testing.TB, dev, cidr string) {
+func (n *NS) AddAddr(t TB, dev, cidr string) {
 	t.Helper()
 	l, err := n.NL.LinkByName(dev)
 	if err != nil {
@@ -233,7 +208,7 @@ func (n *NS) AddAddr(t testing.TB, dev, cidr string) {
 
 // AddRoute adds a main-table route to dst ("default" or a CIDR) via gw ("" for none)
 // out of dev ("" to let the kernel pick).
-func (n *NS) AddRoute(t testing.TB, dst, gw, dev string) {
+func (n *NS) AddRoute(t TB, dst, gw, dev string) {
 	t.Helper()
 	r := &netlink.Route{}
 	if dst != "default" {
@@ -261,7 +236,7 @@ func (n *NS) AddRoute(t testing.TB, dst, gw, dev string) {
 }
 
 // Run runs a command in the namespace and fails the test when it fails.
-func (n *NS) Run(t testing.TB, name string, args ...string) string {
+func (n *NS) Run(t TB, name string, args ...string) string {
 	t.Helper()
 	out, err := n.Command(context.Background(), name, args...).CombinedOutput()
 	if err != nil {
