@@ -13,7 +13,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/straitnet/strait/lab/netns"
-	"github.com/straitnet/strait/lab/pki"
+	"github.com/straitnet/strait/internal/pki"
 	"github.com/straitnet/strait/lab/topology"
 )
 
