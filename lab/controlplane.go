@@ -15,8 +15,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/straitnet/strait/lab/netns"
 	"github.com/straitnet/strait/internal/pki"
+	"github.com/straitnet/strait/lab/netns"
 	"github.com/straitnet/strait/lab/topology"
 )
 

@@ -12,8 +12,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
-	"github.com/straitnet/strait/lab/netns"
 	"github.com/straitnet/strait/internal/pki"
+	"github.com/straitnet/strait/lab/netns"
 	"github.com/straitnet/strait/lab/topology"
 )
 
