@@ -272,7 +272,7 @@ func (l *Lab) startStrait(ctx context.Context, t *topology.Lab, webhookManifest 
 			"--kubeconfig", l.state.InNamespaceKubeconfig(topology.HubName), "--leader-elect=false", "--log-json=false",
 			"--health-probe-bind-address", "127.0.0.1:8081", "--metrics-bind-address", "127.0.0.1:8080",
 			"--webhook-certs", "self", "--webhook-cert-dir", filepath.Join(l.state.ClusterDir(topology.HubName), "webhook")); err != nil {
-			l.progress("hub: strait hub: %v", err)
+			l.progress("hub: straitd hub: %v", err)
 		}
 	}
 	agent, dns := l.StraitdSupports("agent"), l.StraitdSupports("dns")
@@ -290,7 +290,7 @@ func (l *Lab) startStrait(ctx context.Context, t *topology.Lab, webhookManifest 
 					dir := l.state.CharonDir(c.Name, n.Name)
 					if err := l.ensureProcess(c.Name, "strait-charon-"+n.Name, n.Namespace, l.opts.Straitd, "charon",
 						"--dir", dir, "--port", strconv.Itoa(int(straitv1.DefaultIPsecPort)), "--libipsec"); err != nil {
-						l.progress("%s: strait charon: %v", n.Name, err)
+						l.progress("%s: straitd charon: %v", n.Name, err)
 					}
 					args = append(args, "--vici-socket", filepath.Join(dir, "charon.vici"))
 				}
@@ -300,7 +300,7 @@ func (l *Lab) startStrait(ctx context.Context, t *topology.Lab, webhookManifest 
 				if err := l.ensureProcess(c.Name, "strait-agent-"+n.Name, n.Namespace, append([]string{"sh", "-c",
 					`mkdir -p /run/wireguard && mount -t tmpfs -o size=1m,mode=0700 strait-lab /run/wireguard && exec "$0" "$@"`},
 					args...)...); err != nil {
-					l.progress("%s: strait agent: %v", n.Name, err)
+					l.progress("%s: straitd agent: %v", n.Name, err)
 				}
 			}
 		}
@@ -309,7 +309,7 @@ func (l *Lab) startStrait(ctx context.Context, t *topology.Lab, webhookManifest 
 			if err := l.ensureProcess(c.Name, "strait-dns", c.ControlPlane.Namespace, l.opts.Straitd, "dns",
 				"--kubeconfig", l.state.InNamespaceKubeconfig(c.Name), "--listen", "127.0.0.1:5353",
 				"--upstream", "127.0.0.1:5353", "--metrics-addr", "127.0.0.1:9253"); err != nil {
-				l.progress("%s: strait dns: %v", c.Name, err)
+				l.progress("%s: straitd dns: %v", c.Name, err)
 			}
 		}
 	}
