@@ -69,7 +69,7 @@ func startAPIServer(t *testing.T) (client.Client, string) {
 	return c, kubeconfig
 }
 
-// TestDNSCommand runs `strait dns` as a user would against a member: it answers from the
+// TestDNSCommand runs `straitd dns` as a user would against a member: it answers from the
 // imports, writes its block into the Corefile, and --cleanup gives the Corefile back.
 func TestDNSCommand(t *testing.T) {
 	c, kubeconfig := startAPIServer(t)
