@@ -23,8 +23,11 @@ type Options struct {
 	K8sBin string
 	// CoreDNS is the coredns binary.
 	CoreDNS string
-	// Strait is the strait binary (the lab daemon, workloads, hub, agent and dns).
+	// Strait is the people's strait binary: the lab daemon (strait lab serve) and the
+	// pods' workloads (strait lab workload).
 	Strait string
+	// Straitd is the daemons' binary, the one of the image: hub, agent, dns and charon.
+	Straitd string
 	// PortBase is the host loopback port of the first control plane's forwarder.
 	PortBase int
 	// Out receives progress lines.

@@ -40,7 +40,7 @@ type options struct {
 	warmup      int
 	outstanding int
 	rate        int
-	strait      string
+	straitd     string
 	coredns     string
 	dnsperf     string
 	work        string
@@ -57,7 +57,7 @@ func main() {
 	flag.IntVar(&o.clients, "clients", 10, "dnsperf -c (simulated clients)")
 	flag.IntVar(&o.outstanding, "outstanding", 100, "dnsperf -q (queries in flight) in the throughput runs")
 	flag.IntVar(&o.rate, "rate", 10000, "dnsperf -Q (queries per second) in the latency runs; 0 skips them")
-	flag.StringVar(&o.strait, "strait", "bin/strait", "strait binary")
+	flag.StringVar(&o.straitd, "straitd", "bin/straitd", "straitd binary (its dns daemon)")
 	flag.StringVar(&o.coredns, "coredns", "/tmp/coredns", "coredns binary")
 	flag.StringVar(&o.dnsperf, "dnsperf", "dnsperf", "dnsperf binary")
 	flag.StringVar(&o.work, "work", "", "scratch directory (default: a new temporary one, removed after)")
@@ -285,7 +285,7 @@ func startServers(o options, kubeconfig, metricsAddr string, names []string) ([]
 		return servers, err
 	}
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	if err := start("strait dns", exec.Command(o.strait, "dns", "--listen", addr, "--kubeconfig", kubeconfig,
+	if err := start("strait dns", exec.Command(o.straitd, "dns", "--listen", addr, "--kubeconfig", kubeconfig,
 		"--coredns=false", "--metrics-addr", metricsAddr, "--udp-sockets", strconv.Itoa(o.udpSockets)), addr); err != nil {
 		return servers, err
 	}

@@ -22,7 +22,7 @@ import (
 	"github.com/straitnet/strait/test/require"
 )
 
-// BenchmarkAgentFootprint runs the real `strait agent` binary on a plain node (a
+// BenchmarkAgentFootprint runs the real `straitd agent` binary on a plain node (a
 // namespace) of a member with 20 peers, waits until it converged, then measures its RSS
 // and CPU over 10 idle seconds (periodic resync included).
 func BenchmarkAgentFootprint(b *testing.B) {
@@ -33,8 +33,8 @@ func BenchmarkAgentFootprint(b *testing.B) {
 	if err := os.WriteFile(kc, kubeconfig, 0o600); err != nil {
 		b.Fatal(err)
 	}
-	bin := filepath.Join(dir, "strait")
-	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/strait").CombinedOutput(); err != nil {
+	bin := filepath.Join(dir, "straitd")
+	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/straitd").CombinedOutput(); err != nil {
 		b.Fatalf("build: %v\n%s", err, out)
 	}
 	node, other := netns.New(b, "node"), netns.New(b, "gw")

@@ -17,7 +17,7 @@ import (
 )
 
 // charonDirEnv and charonPortEnv make a re-executed test binary run the charon sidecar,
-// as `strait charon --libipsec` does, with its files in the directory and IKE and
+// as `straitd charon --libipsec` does, with its files in the directory and IKE and
 // ESP-in-UDP on the port they name.
 const (
 	charonDirEnv  = "STRAIT_CABLETEST_CHARON_DIR"

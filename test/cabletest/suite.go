@@ -179,7 +179,7 @@ func Run(t *testing.T, s Suite) {
 
 	t.Run("cleanup leaves nothing", func(t *testing.T) {
 		// Gateway a's agent crashes and a fresh process cleans up what it left (as
-		// `strait agent --cleanup` does); gateway b cleans up after itself.
+		// `straitd agent --cleanup` does); gateway b cleans up after itself.
 		a.gw.Kill()
 		a.gw = StartGateway(top, a.GatewayNS, a.env...)
 		for _, x := range []*site{a, b} {

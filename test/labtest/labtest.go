@@ -40,9 +40,9 @@ type Config struct {
 type Env struct {
 	Lab  *lab.Lab
 	Topo *topology.Lab
-	// Root is the repository's root; Strait the strait binary built for this run;
-	// K8sBin and CoreDNS the binaries the lab runs.
-	Root, Strait, K8sBin, CoreDNS string
+	// Root is the repository's root; Strait and Straitd the people's and the daemons'
+	// binaries built for this run; K8sBin and CoreDNS the binaries the lab runs.
+	Root, Strait, Straitd, K8sBin, CoreDNS string
 	// UpTime is how long "lab up" took.
 	UpTime time.Duration
 
@@ -78,16 +78,17 @@ func Main(m *testing.M, cfg Config, env *Env) int {
 		return 1
 	}
 	defer os.RemoveAll(tmp)
-	env.Strait = filepath.Join(tmp, "strait")
-	build := exec.Command("go", "build", "-o", env.Strait, "github.com/straitnet/strait/cmd/strait")
+	env.Strait, env.Straitd = filepath.Join(tmp, "strait"), filepath.Join(tmp, "straitd")
+	// One go build for both: the second would link most of the first again.
+	build := exec.Command("go", "build", "-o", tmp, "github.com/straitnet/strait/cmd/strait", "github.com/straitnet/strait/cmd/straitd")
 	build.Dir = root
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "building strait:", err)
+		fmt.Fprintln(os.Stderr, "building strait and straitd:", err)
 		return 1
 	}
 	l := lab.New(lab.Options{StateDir: filepath.Join(tmp, "state"), K8sBin: env.K8sBin,
-		CoreDNS: env.CoreDNS, Strait: env.Strait, PortBase: cfg.PortBase, Out: os.Stderr})
+		CoreDNS: env.CoreDNS, Strait: env.Strait, Straitd: env.Straitd, PortBase: cfg.PortBase, Out: os.Stderr})
 	env.Lab = l
 	if cfg.BeforeUp != nil {
 		if err := cfg.BeforeUp(env); err != nil {

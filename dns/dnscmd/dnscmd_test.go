@@ -1,4 +1,4 @@
-package main
+package dnscmd
 
 import (
 	"context"
@@ -41,7 +41,7 @@ func startAPIServer(t *testing.T) (client.Client, string) {
 	return c, kubeconfig
 }
 
-// TestDNSCommand runs `strait dns` as a user would against a member: it answers from the
+// TestDNSCommand runs `straitd dns` as a user would against a member: it answers from the
 // imports, writes its block into the Corefile, and --cleanup gives the Corefile back.
 func TestDNSCommand(t *testing.T) {
 	c, kubeconfig := startAPIServer(t)
@@ -78,8 +78,8 @@ func TestDNSCommand(t *testing.T) {
 	runCtx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() {
-		cmd := newRootCmd()
-		cmd.SetArgs([]string{"dns", "--listen", addr, "--kubeconfig", kubeconfig, "--metrics-addr", "",
+		cmd := NewCommand()
+		cmd.SetArgs([]string{"--listen", addr, "--kubeconfig", kubeconfig, "--metrics-addr", "",
 			"--cluster-id", "c1", "--zones", "example.org", "--ttl", "9", "--coredns-resync", "1s"})
 		done <- cmd.ExecuteContext(runCtx)
 	}()
@@ -124,10 +124,10 @@ func TestDNSCommand(t *testing.T) {
 	}
 	stop()
 
-	cleanup := newRootCmd()
-	cleanup.SetArgs([]string{"dns", "--cleanup", "--kubeconfig", kubeconfig})
+	cleanup := NewCommand()
+	cleanup.SetArgs([]string{"--cleanup", "--kubeconfig", kubeconfig})
 	if err := cleanup.ExecuteContext(ctx); err != nil {
-		t.Fatalf("strait dns --cleanup: %v", err)
+		t.Fatalf("straitd dns --cleanup: %v", err)
 	}
 	var cm corev1.ConfigMap
 	if err := c.Get(ctx, client.ObjectKey{Namespace: "kube-system", Name: "coredns"}, &cm); err != nil {
@@ -143,17 +143,17 @@ func TestDNSCommandRejectsBadFlags(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"dns", "--coredns-configmap", "coredns"}, "--coredns-configmap"},
-		{[]string{"dns", "--service", "strait-dns"}, "--service"},
-		{[]string{"dns", "--ttl", "-1"}, "--ttl"},
-		{[]string{"dns", "--bogus"}, "unknown flag"},
+		{[]string{"--coredns-configmap", "coredns"}, "--coredns-configmap"},
+		{[]string{"--service", "strait-dns"}, "--service"},
+		{[]string{"--ttl", "-1"}, "--ttl"},
+		{[]string{"--bogus"}, "unknown flag"},
 	} {
-		cmd := newRootCmd()
+		cmd := NewCommand()
 		cmd.SetArgs(append(tt.args, "--kubeconfig", "/nonexistent"))
 		cmd.SetOut(&strings.Builder{})
 		cmd.SetErr(&strings.Builder{})
 		if err := cmd.ExecuteContext(context.Background()); err == nil || !strings.Contains(err.Error(), tt.want) {
-			t.Errorf("strait %s: error %v, want one naming %s", strings.Join(tt.args, " "), err, tt.want)
+			t.Errorf("straitd dns %s: error %v, want one naming %s", strings.Join(tt.args, " "), err, tt.want)
 		}
 	}
 }

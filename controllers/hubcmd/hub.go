@@ -1,4 +1,4 @@
-package main
+package hubcmd
 
 import (
 	"context"
@@ -24,6 +24,7 @@ import (
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
 	"github.com/straitnet/strait/controllers"
+	"github.com/straitnet/strait/internal/cli"
 	"github.com/straitnet/strait/webhook"
 )
 
@@ -46,7 +47,8 @@ type hubOptions struct {
 	logJSON           bool
 }
 
-func newHubCmd() *cobra.Command {
+// NewCommand is `straitd hub`.
+func NewCommand() *cobra.Command {
 	o := &hubOptions{}
 	cmd := &cobra.Command{
 		Use:   "hub",
@@ -72,7 +74,7 @@ Several replicas can run; one leads (--leader-elect), all serve the webhook.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig of the hub cluster (default: in-cluster, then $KUBECONFIG, then ~/.kube/config)")
-	f.StringVar(&o.namespace, "namespace", envOr("POD_NAMESPACE", straitv1.SystemNamespace), "the hub's own namespace: leader election, webhook certificate Secret")
+	f.StringVar(&o.namespace, "namespace", podNamespace(), "the hub's own namespace: leader election, webhook certificate Secret")
 	f.StringVar(&o.watchNamespace, "watch-namespace", "", "only reconcile ClusterSets in this namespace (default: all namespaces)")
 	f.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus /metrics endpoint; 0 turns it off")
 	f.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz; 0 turns them off")
@@ -90,11 +92,13 @@ Several replicas can run; one leads (--leader-elect), all serve the webhook.`,
 	return cmd
 }
 
-func envOr(k, def string) string {
-	if v := os.Getenv(k); v != "" {
-		return v
+// podNamespace is the namespace the hub's pod runs in (the Downward API's
+// POD_NAMESPACE), else strait-system.
+func podNamespace() string {
+	if ns := os.Getenv("POD_NAMESPACE"); ns != "" {
+		return ns
 	}
-	return def
+	return straitv1.SystemNamespace
 }
 
 func runHub(ctx context.Context, o *hubOptions) error {
@@ -110,7 +114,7 @@ func runHub(ctx context.Context, o *hubOptions) error {
 	default:
 		return fmt.Errorf("--webhook-certs must be self, external or none, not %q", o.webhookCerts)
 	}
-	cfg, err := restConfig(o.kubeconfig, "strait-hub")
+	cfg, err := cli.RESTConfig(o.kubeconfig, "strait-hub")
 	if err != nil {
 		return err
 	}

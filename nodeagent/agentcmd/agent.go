@@ -1,4 +1,4 @@
-package main
+package agentcmd
 
 import (
 	"context"
@@ -14,15 +14,14 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
-	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
 	ctrl "sigs.k8s.io/controller-runtime"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
+	"github.com/straitnet/strait/internal/cli"
 	"github.com/straitnet/strait/nodeagent/agent"
-	"github.com/straitnet/strait/nodeagent/cable"
+	"github.com/straitnet/strait/nodeagent/cable/drivers"
 	"github.com/straitnet/strait/nodeagent/cable/ipsec"
-	"github.com/straitnet/strait/nodeagent/cable/wireguard"
 	"github.com/straitnet/strait/nodeagent/gateway"
 	"github.com/straitnet/strait/nodeagent/health"
 	"github.com/straitnet/strait/nodeagent/kernel"
@@ -45,7 +44,8 @@ type agentOptions struct {
 	masqueradeBit  int
 }
 
-func newAgentCmd() *cobra.Command {
+// NewCommand is `straitd agent`.
+func NewCommand() *cobra.Command {
 	o := &agentOptions{election: gateway.FastTiming()}
 	cmd := &cobra.Command{
 		Use:   "agent --node-name NODE",
@@ -63,9 +63,9 @@ the whole desired state and converge to it; nothing it did not create is touched
 SIGTERM it releases the Lease (a passive gateway takes over within --retry-period) and
 leaves the kernel as it is.
 
-  strait agent --node-name "$NODE_NAME"
-  strait agent --dump       # print what of Strait's is on this node
-  strait agent --cleanup    # remove everything of Strait's from this node`,
+  straitd agent --node-name "$NODE_NAME"
+  straitd agent --dump       # print what of Strait's is on this node
+  straitd agent --cleanup    # remove everything of Strait's from this node`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runAgent(cmd.Context(), o, cmd.OutOrStdout(), cmd.ErrOrStderr())
@@ -84,7 +84,7 @@ leaves the kernel as it is.
 	f.StringVar(&o.healthAddr, "health-probe-bind-address", ":9343", `healthz/readyz address ("0" disables)`)
 	f.BoolVar(&o.cleanup, "cleanup", false, "remove everything of Strait's from this node (devices, routes, rules, nftables table, cables) and exit")
 	f.BoolVar(&o.dump, "dump", false, "print everything of Strait's on this node and exit")
-	f.StringVar(&o.viciSocket, "vici-socket", ipsec.Charon{Dir: ipsec.DefaultCharonDir}.VICISocket(), "VICI socket of the charon sidecar (in strait charon --dir), for the ipsec cable")
+	f.StringVar(&o.viciSocket, "vici-socket", ipsec.Charon{Dir: ipsec.DefaultCharonDir}.VICISocket(), "VICI socket of the charon sidecar (in straitd charon --dir), for the ipsec cable")
 	f.IntVar(&o.masqueradeBit, "kube-proxy-masquerade-bit", route.DefaultKubeProxyMasqueradeBit, "kube-proxy's --masquerade-bit: cleared on remote clusters' packets so that a ClusterIP's server sees the remote pod's address, not the gateway's (-1: leave kube-proxy's marks alone)")
 	f.StringVar(&o.netnsPath, "netns", "", "program the data plane in this network namespace (a path like /var/run/netns/NAME) while talking to the API server from the agent's own; for labs that run nodes as namespaces")
 	return cmd
@@ -125,12 +125,13 @@ func runAgent(ctx context.Context, o *agentOptions, stdout, stderr io.Writer) er
 		fmt.Fprint(stdout, d)
 		return err
 	case o.cleanup:
-		return cleanupNode(ctx, k, nl, o)
+		// Without the API server: a cleanup must not create the wireguard key Secret.
+		return errors.Join(agent.Cleanup(ctx, k, nil), drivers.Cleanup(ctx, cableOptions(o.namespace, o.viciSocket, nl, nil)))
 	}
 	if o.nodeName == "" {
 		return errors.New("--node-name (or $NODE_NAME) is required")
 	}
-	cfg, err := restConfig(o.kubeconfig, "strait-agent")
+	cfg, err := cli.RESTConfig(o.kubeconfig, "strait-agent")
 	if err != nil {
 		return err
 	}
@@ -161,32 +162,4 @@ func markOfBit(bit int) (uint32, error) {
 		return 0, fmt.Errorf("--kube-proxy-masquerade-bit %d: want a bit from 0 to 31, or -1 for none", bit)
 	}
 	return 1 << bit, nil
-}
-
-// cleanupNode removes Strait's kernel state and every cable driver's leftovers. It never
-// talks to the API server (a cleanup must not create the WireGuard key Secret): the
-// wireguard driver is built with a throw-away key, which Cleanup does not use.
-func cleanupNode(ctx context.Context, k kernel.Kernel, nl *netlink.Handle, o *agentOptions) error {
-	errs := []error{agent.Cleanup(ctx, k, nil)}
-	routing := cable.Routing{Table: route.Table, Protocol: route.CableProtocol}
-	var ds []cable.Driver
-	if key, err := wgtypes.GeneratePrivateKey(); err == nil {
-		if d, err := wireguard.New(wireguard.Config{PrivateKey: key, Routing: routing, Netlink: nl}); err == nil {
-			ds = append(ds, d)
-		}
-	}
-	factory := cableFactory(nil, o.namespace, o.viciSocket, nl, nil)
-	for _, name := range []straitv1.CableDriver{straitv1.CableIPsec, straitv1.CableVXLAN} {
-		m := &straitv1.Membership{Spec: straitv1.MembershipSpec{Cable: straitv1.MemberCable{Driver: name}}}
-		if d, err := factory(ctx, m, o.nodeName); err == nil {
-			ds = append(ds, d)
-		}
-	}
-	for _, d := range ds {
-		if err := d.Cleanup(ctx); err != nil {
-			errs = append(errs, fmt.Errorf("cable %s: %w", d.Name(), err))
-		}
-		closeDriver(d)
-	}
-	return errors.Join(errs...)
 }

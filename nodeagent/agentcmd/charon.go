@@ -1,4 +1,4 @@
-package main
+package agentcmd
 
 import (
 	"context"
@@ -12,14 +12,15 @@ import (
 	"github.com/straitnet/strait/nodeagent/cable/ipsec"
 )
 
-func newCharonCmd() *cobra.Command {
+// NewCharonCommand is `straitd charon`, the agent's IPsec sidecar on gateway nodes.
+func NewCharonCommand() *cobra.Command {
 	c := ipsec.Charon{}
 	privateRun := true
 	cmd := &cobra.Command{
 		Use:   "charon",
 		Short: "Run strongSwan's charon as the gateway's IPsec sidecar",
 		Long: `Run strongSwan's charon for the ipsec cable driver, as the sidecar beside
-'strait agent' on gateway nodes. It writes its own strongswan.conf into --dir (an
+'straitd agent' on gateway nodes. It writes its own strongswan.conf into --dir (an
 explicit plugin list, nothing from /etc/strongswan.d), opens the VICI socket
 <dir>/charon.vici that the agent drives, gives charon a private /run, and on SIGTERM
 stops charon and removes its files. --dir must not be under /run: charon's
@@ -33,8 +34,8 @@ TUN device ipsec0.
 The private /run needs CAP_SYS_ADMIN (a mount namespace and a tmpfs). In a container,
 whose /run is its own already (mount an emptyDir there), pass --private-run=false:
 charon then needs only NET_ADMIN and, with --libipsec, NET_RAW and /dev/net/tun.`,
-		Example: `  strait charon --dir /var/lib/strait/charon --port 4501 --libipsec
-  strait charon --private-run=false   # in the agent's pod, beside strait agent`,
+		Example: `  straitd charon --dir /var/lib/strait/charon --port 4501 --libipsec
+  straitd charon --private-run=false   # in the agent's pod, beside straitd agent`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c.SharedRun = !privateRun

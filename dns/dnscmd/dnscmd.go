@@ -1,4 +1,4 @@
-package main
+package dnscmd
 
 import (
 	"context"
@@ -19,7 +19,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
@@ -29,6 +28,7 @@ import (
 	"github.com/straitnet/strait/dns/resolver"
 	"github.com/straitnet/strait/dns/server"
 	"github.com/straitnet/strait/dns/source"
+	"github.com/straitnet/strait/internal/cli"
 )
 
 type dnsOptions struct {
@@ -51,7 +51,8 @@ type dnsOptions struct {
 	changedCluster bool
 }
 
-func newDNSCmd() *cobra.Command {
+// NewCommand is `straitd dns`.
+func NewCommand() *cobra.Command {
 	o := &dnsOptions{}
 	cmd := &cobra.Command{
 		Use:   "dns [flags]",
@@ -74,12 +75,12 @@ Zones, TTL and cluster names come from the Membership's spec.dns; flags given he
 With --coredns (the default) it keeps a marked server block in the Corefile of
 kube-system/coredns that forwards the zones to the strait dns Service, and puts it back
 when it goes missing; everything else in the Corefile stays byte for byte.
-'strait dns --cleanup' removes that block and exits (for uninstall).
+'straitd dns --cleanup' removes that block and exits (for uninstall).
 
 Metrics (Prometheus) and /healthz, /readyz are served on --metrics-addr.`,
-		Example: `  strait dns --listen :53
-  strait dns --listen 127.0.0.1:5353 --kubeconfig ~/.kube/c1 --coredns=false
-  strait dns --cleanup`,
+		Example: `  straitd dns --listen :53
+  straitd dns --listen 127.0.0.1:5353 --kubeconfig ~/.kube/c1 --coredns=false
+  straitd dns --cleanup`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.changedTTL = cmd.Flags().Changed("ttl")
@@ -121,7 +122,7 @@ func runDNS(ctx context.Context, o *dnsOptions) error {
 	if o.changedTTL && o.ttl < 0 {
 		return fmt.Errorf("--ttl %d: must not be negative", o.ttl)
 	}
-	cfg, err := restConfig(o.kubeconfig, "strait-dns")
+	cfg, err := cli.RESTConfig(o.kubeconfig, "strait-dns")
 	if err != nil {
 		return err
 	}
@@ -186,7 +187,10 @@ func runDNS(ctx context.Context, o *dnsOptions) error {
 	}
 	if o.coredns {
 		n++
-		run("coredns", func() error { return keepCorefile(ctx, log, k8s, o, cm, srv) })
+		svc, _ := namespacedName(o.service) // checked above
+		keeper := corefile.Keeper{Client: k8s, ConfigMap: cm, Service: svc, Upstream: o.upstream,
+			Resync: o.corednsResync, Zones: servedZones(srv), Log: log}
+		run("coredns", func() error { return keeper.Run(ctx) })
 	}
 	var errs []error
 	for i := range n {
@@ -200,51 +204,14 @@ func runDNS(ctx context.Context, o *dnsOptions) error {
 	return errors.Join(errs...)
 }
 
-// keepCorefile puts our block into the Corefile once the first snapshot is served, and
-// again every resync period. Failures are logged and retried: DNS keeps being served.
-func keepCorefile(ctx context.Context, log *slog.Logger, k8s client.Client, o *dnsOptions, cm types.NamespacedName, srv *server.Server) error {
-	svc, err := namespacedName(o.service)
-	if err != nil {
-		return fmt.Errorf("--service: %w", err)
-	}
-	tick := time.NewTicker(time.Second)
-	defer tick.Stop()
-	synced := false
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-tick.C:
-		}
+// servedZones are the zones of the snapshot srv serves, once it serves one.
+func servedZones(srv *server.Server) func() ([]string, bool) {
+	return func() ([]string, bool) {
 		snap := srv.Snapshot()
 		if snap == nil {
-			continue
+			return nil, false
 		}
-		if !synced {
-			synced = true
-			tick.Reset(o.corednsResync)
-		}
-		upstream := o.upstream
-		if upstream == "" {
-			var s corev1.Service
-			if err := k8s.Get(ctx, svc, &s); err != nil {
-				log.Error("reading the strait dns Service", "service", svc.String(), "err", err)
-				continue
-			}
-			if net.ParseIP(s.Spec.ClusterIP) == nil {
-				log.Error("the strait dns Service has no cluster IP", "service", svc.String())
-				continue
-			}
-			upstream = net.JoinHostPort(s.Spec.ClusterIP, "53")
-		}
-		zones := snap.Config().Zones
-		changed, err := corefile.Apply(ctx, k8s, cm, corefile.Block(zones, upstream), zones)
-		switch {
-		case err != nil:
-			log.Error("keeping the Corefile block", "configmap", cm.String(), "err", err)
-		case changed:
-			log.Info("Corefile block written", "configmap", cm.String(), "zones", strings.Join(zones, ","), "upstream", upstream)
-		}
+		return snap.Config().Zones, true
 	}
 }
 

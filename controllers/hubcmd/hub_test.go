@@ -1,4 +1,4 @@
-package main
+package hubcmd
 
 import (
 	"context"
@@ -26,7 +26,7 @@ import (
 	"github.com/straitnet/strait/test/clusters"
 )
 
-// `strait hub` as a person runs it: against a hub kubeconfig, with leader election and
+// `straitd hub` as a person runs it: against a hub kubeconfig, with leader election and
 // metrics on; a ClusterSet over one member turns Ready, the Lease names the leader and
 // /metrics reports the member as connected.
 func TestHubCommand(t *testing.T) {
@@ -43,7 +43,7 @@ func TestHubCommand(t *testing.T) {
 	g.Expect(os.WriteFile(kc, env.Hub.KubeConfig, 0o600)).To(Succeed())
 	metricsAddr, probeAddr := freeAddr(t), freeAddr(t)
 
-	cmd := newHubCmd()
+	cmd := NewCommand()
 	cmd.SetArgs([]string{"--kubeconfig", kc, "--webhook-certs", "none", "--metrics-bind-address", metricsAddr,
 		"--health-probe-bind-address", probeAddr, "--member-probe-interval", "1s", "--log-level", "error"})
 	cmd.SetOut(io.Discard)
@@ -55,10 +55,10 @@ func TestHubCommand(t *testing.T) {
 		select {
 		case err := <-done:
 			if err != nil {
-				t.Errorf("strait hub: %v", err)
+				t.Errorf("straitd hub: %v", err)
 			}
 		case <-time.After(30 * time.Second):
-			t.Error("strait hub did not stop")
+			t.Error("straitd hub did not stop")
 		}
 	})
 

@@ -1,4 +1,4 @@
-package main
+package agentcmd
 
 import (
 	"bytes"
@@ -13,8 +13,8 @@ import (
 	"github.com/straitnet/strait/test/require"
 )
 
-// TestAgentCleanupLeavesNothing: `strait agent --dump` shows what the agent programmed
-// into a node namespace and `strait agent --cleanup` removes all of it, also a cable
+// TestAgentCleanupLeavesNothing: `straitd agent --dump` shows what the agent programmed
+// into a node namespace and `straitd agent --cleanup` removes all of it, also a cable
 // driver's routes, and nothing else.
 func TestAgentCleanupLeavesNothing(t *testing.T) {
 	require.Root(t)
@@ -60,8 +60,8 @@ func TestAgentCleanupLeavesNothing(t *testing.T) {
 
 func TestAgentCommandRejectsBadMasqueradeBit(t *testing.T) {
 	for _, bit := range []string{"32", "-2"} {
-		cmd := newRootCmd()
-		cmd.SetArgs([]string{"agent", "--node-name", "n1", "--kubeconfig", "/nonexistent", "--kube-proxy-masquerade-bit", bit})
+		cmd := NewCommand()
+		cmd.SetArgs([]string{"--node-name", "n1", "--kubeconfig", "/nonexistent", "--kube-proxy-masquerade-bit", bit})
 		cmd.SetOut(&strings.Builder{})
 		cmd.SetErr(&strings.Builder{})
 		err := cmd.ExecuteContext(context.Background())

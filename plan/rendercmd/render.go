@@ -1,7 +1,6 @@
-package main
+package rendercmd
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -12,11 +11,9 @@ import (
 	"github.com/spf13/cobra"
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
+	"github.com/straitnet/strait/internal/cli"
 	"github.com/straitnet/strait/plan"
 )
-
-// errReported means the errors were already printed; the command only exits 1.
-var errReported = errors.New("invalid ClusterSet")
 
 type renderOptions struct {
 	file     string
@@ -25,7 +22,8 @@ type renderOptions struct {
 	output   string
 }
 
-func newRenderCmd() *cobra.Command {
+// NewCommand is `strait render`.
+func NewCommand() *cobra.Command {
 	o := &renderOptions{}
 	cmd := &cobra.Command{
 		Use:   "render -f FILE [--observed DIR] [--cluster NAME] [-o yaml|json]",
@@ -72,7 +70,7 @@ func runRender(o *renderOptions, stdin io.Reader, stdout, stderr io.Writer) erro
 		for _, e := range errs {
 			fmt.Fprintln(stderr, e.Error())
 		}
-		return errReported
+		return cli.ErrReported
 	}
 	out, err := plan.Render(p, o.clusters, plan.Format(o.output))
 	if err != nil {

@@ -8,11 +8,9 @@ import (
 	"os"
 	"path/filepath"
 	"time"
-
-	"github.com/straitnet/strait/webhook/issuer"
 )
 
-// Files are the paths of a cluster's PEM files.
+// Files are the paths of a Kubernetes control plane's PEM files (the lab's clusters).
 type Files struct {
 	Dir                                  string
 	CACert, CAKey                        string
@@ -32,9 +30,11 @@ func FilesIn(dir string) Files {
 	}
 }
 
-// Ensure writes every file that is missing. ips and dnsNames are the API server's
+// EnsureControlPlane writes every file of FilesIn(dir) that is missing: a CA, the API
+// server's serving certificate, an admin client certificate (system:masters) and the
+// service-account signing key. ips and dnsNames are the API server's
 // subject alternative names. A lab whose files all exist keeps them.
-func Ensure(dir string, ips []net.IP, dnsNames []string) (Files, error) {
+func EnsureControlPlane(dir string, ips []net.IP, dnsNames []string) (Files, error) {
 	f := FilesIn(dir)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return f, err
@@ -44,7 +44,7 @@ func Ensure(dir string, ips []net.IP, dnsNames []string) (Files, error) {
 	}
 	const validity = 10 * 365 * 24 * time.Hour
 	now := time.Now().Add(-time.Hour)
-	ca, err := issuer.NewCA("strait-lab-ca", now, validity)
+	ca, err := NewCA("strait-lab-ca", now, validity)
 	if err != nil {
 		return f, err
 	}
@@ -66,12 +66,12 @@ func Ensure(dir string, ips []net.IP, dnsNames []string) (Files, error) {
 			Subject:     pkix.Name{CommonName: "strait-lab-admin", Organization: []string{"system:masters"}},
 			ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
 		}))
-	saKey, err := issuer.NewKey()
+	saKey, err := NewKey()
 	if err != nil {
 		return f, err
 	}
-	key, kerr := issuer.EncodeKey(saKey)
-	pub, perr := issuer.EncodePublicKey(saKey)
+	key, kerr := EncodeKey(saKey)
+	pub, perr := EncodePublicKey(saKey)
 	if err := errors.Join(kerr, perr); err != nil {
 		return f, err
 	}

@@ -1,9 +1,8 @@
-package main
+package agentcmd
 
 import (
 	"context"
 	"fmt"
-	"io"
 
 	"github.com/vishvananda/netlink"
 	"k8s.io/client-go/rest"
@@ -31,20 +30,19 @@ func cableFactory(cfg *rest.Config, namespace, viciSocket string, nl *netlink.Ha
 				return nil, fmt.Errorf("client for the cable driver: %w", err)
 			}
 		}
-		return drivers.New(ctx, m.Spec.Cable.Driver, drivers.Options{
-			Routing:    cable.Routing{Table: route.Table, Protocol: route.CableProtocol},
-			Client:     c,
-			Namespace:  namespace,
-			VICISocket: viciSocket,
-			Netlink:    nl,
-			Logf:       logf,
-		})
+		o := cableOptions(namespace, viciSocket, nl, logf)
+		o.Client = c
+		return drivers.New(ctx, m.Spec.Cable.Driver, o)
 	}
 }
 
-// closeDriver releases what a driver holds beyond kernel state (wireguard-go's device).
-func closeDriver(d cable.Driver) {
-	if c, ok := d.(io.Closer); ok {
-		_ = c.Close()
+// cableOptions are the drivers' options on this node, without a client.
+func cableOptions(namespace, viciSocket string, nl *netlink.Handle, logf func(string, ...any)) drivers.Options {
+	return drivers.Options{
+		Routing:    cable.Routing{Table: route.Table, Protocol: route.CableProtocol},
+		Namespace:  namespace,
+		VICISocket: viciSocket,
+		Netlink:    nl,
+		Logf:       logf,
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"fmt"
@@ -7,9 +7,9 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 )
 
-// restConfig loads a client configuration: the kubeconfig file when one is named, else
+// RESTConfig loads a client configuration: the kubeconfig file when one is named, else
 // the in-cluster service account, else the usual KUBECONFIG / ~/.kube/config rules.
-func restConfig(kubeconfig, userAgent string) (*rest.Config, error) {
+func RESTConfig(kubeconfig, userAgent string) (*rest.Config, error) {
 	var cfg *rest.Config
 	var err error
 	switch {

@@ -1,4 +1,4 @@
-package main
+package labcmd
 
 import (
 	"context"
@@ -26,10 +26,12 @@ type labOptions struct {
 	state    string
 	k8sBin   string
 	coredns  string
+	straitd  string
 	portBase int
 }
 
-func newLabCmd() *cobra.Command {
+// NewCommand is `strait lab`.
+func NewCommand() *cobra.Command {
 	o := &labOptions{}
 	cmd := &cobra.Command{
 		Use:   "lab",
@@ -50,13 +52,22 @@ Everything the lab creates is named sl-* (namespaces, links) or lives in the sta
 directory; "lab down" removes all of it, also after a crash of "lab up".`,
 	}
 	f := cmd.PersistentFlags()
-	f.StringVar(&o.state, "state", envOr("STRAIT_LAB_STATE", lab.DefaultStateDir), "state directory (pids, certificates, kubeconfigs, logs); env STRAIT_LAB_STATE")
+	f.StringVar(&o.state, "state", defaultStateDir(), "state directory (pids, certificates, kubeconfigs, logs); env STRAIT_LAB_STATE")
 	f.StringVar(&o.k8sBin, "k8s-bin", "", "directory with etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kube-proxy (default $KUBEBUILDER_ASSETS, else bin/k8s/"+k8sversion.Version+" next to this binary or in the repo)")
 	f.StringVar(&o.coredns, "coredns", "", "coredns binary (default bin/coredns next to this binary or in the repo; make coredns)")
+	f.StringVar(&o.straitd, "straitd", "", "the daemons' binary the lab runs as hub, agent, dns and charon (default straitd next to this binary or in the repo's bin/; make build)")
 	f.IntVar(&o.portBase, "port-base", 16443, "host loopback port of the hub's API server forwarder; members follow")
 	cmd.AddCommand(newLabUpCmd(o), newLabDownCmd(o), newLabStatusCmd(o), newLabExecCmd(o),
 		newLabKubeconfigCmd(o), newLabServeCmd(o), newLabWorkloadCmd())
 	return cmd
+}
+
+// defaultStateDir is $STRAIT_LAB_STATE, else lab.DefaultStateDir.
+func defaultStateDir() string {
+	if d := os.Getenv("STRAIT_LAB_STATE"); d != "" {
+		return d
+	}
+	return lab.DefaultStateDir
 }
 
 // repoRoot finds the directory holding examples/clusterset: the working directory or a
@@ -103,7 +114,12 @@ func (o *labOptions) lab(out *os.File) *lab.Lab {
 	if coredns == "" {
 		coredns = firstExisting(filepath.Join(filepath.Dir(exe), "coredns"), filepath.Join(root, "bin", "coredns"))
 	}
-	return lab.New(lab.Options{StateDir: o.state, K8sBin: k8s, CoreDNS: coredns, Strait: exe, PortBase: o.portBase, Out: out})
+	straitd := o.straitd
+	if straitd == "" {
+		straitd = firstExisting(filepath.Join(filepath.Dir(exe), "straitd"), filepath.Join(root, "bin", "straitd"))
+	}
+	return lab.New(lab.Options{StateDir: o.state, K8sBin: k8s, CoreDNS: coredns, Strait: exe, Straitd: straitd,
+		PortBase: o.portBase, Out: out})
 }
 
 func signalContext() (context.Context, context.CancelFunc) {

@@ -1,4 +1,4 @@
-package main
+package rendercmd
 
 import (
 	"bytes"
@@ -6,6 +6,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/straitnet/strait/internal/cli"
 )
 
 func render(t *testing.T, o *renderOptions, stdin string) (string, string, error) {
@@ -47,8 +49,8 @@ func TestRenderRejectsOverlapWithoutGlobalnet(t *testing.T) {
 	}
 	off := strings.Replace(string(data), "enabled: true", "enabled: false", 1)
 	out, errOut, err := render(t, &renderOptions{file: "-", output: "yaml"}, off)
-	if !errors.Is(err, errReported) || out != "" {
-		t.Fatalf("err = %v, output %q; want errReported and nothing printed", err, out)
+	if !errors.Is(err, cli.ErrReported) || out != "" {
+		t.Fatalf("err = %v, output %q; want cli.ErrReported and nothing printed", err, out)
 	}
 	var overlap string
 	for _, line := range strings.Split(strings.TrimSpace(errOut), "\n") {

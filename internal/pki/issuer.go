@@ -1,4 +1,4 @@
-package issuer
+package pki
 
 import (
 	"crypto/ecdsa"
