@@ -8,7 +8,12 @@ GO ?= go
 CONTROLLER_GEN_VERSION := v0.23.0
 GOLANGCI_LINT_VERSION := v2.6.0
 KUSTOMIZE_VERSION := v5.8.0
-K8S_VERSION := v1.37.1
+# The one Kubernetes version, from the Go constant the tests and the lab read too.
+K8S_VERSION := $(shell sed -n 's/^const Version = "\(v[0-9.]*\)"$$/\1/p' test/k8sversion/version.go)
+ifeq ($(K8S_VERSION),)
+$(error no Kubernetes version in test/k8sversion/version.go)
+endif
+K8S_MINOR := $(word 2,$(subst ., ,$(K8S_VERSION)))
 
 CONTROLLER_GEN := $(BIN)/controller-gen-$(CONTROLLER_GEN_VERSION)
 GOLANGCI_LINT := $(BIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
@@ -19,10 +24,17 @@ K8S_BIN := $(BIN)/k8s/$(K8S_VERSION)
 K8S_BINARIES := kube-apiserver kube-controller-manager kube-scheduler kube-proxy etcd
 export KUBEBUILDER_ASSETS := $(K8S_BIN)
 
+# make build VERSION=v0.1.0 stamps both binaries' version; the commit is stamped from git
+# (also where GOFLAGS has -buildvcs=false). Unset, `version` falls back to what the go
+# command records in the binary.
+VERSION ?=
+REVISION ?= $(shell git describe --always --dirty --abbrev=40 --match=no-tags 2>/dev/null)
+LDFLAGS := $(if $(VERSION),-X github.com/straitnet/strait/internal/cli.version=$(VERSION)) $(if $(REVISION),-X github.com/straitnet/strait/internal/cli.revision=$(REVISION))
+
 # CoreDNS, the lab's cluster DNS, built from the Go module proxy outside the repository.
 COREDNS := $(BIN)/coredns
 
-.PHONY: all demo build lab lab-globalnet lab-down generate manifests fmt vet lint test test-unit verify bench bench-lab bench-dns coredns k8s-binaries tools clean help
+.PHONY: all demo build host-deps lab lab-globalnet lab-down generate manifests fmt vet lint test test-unit verify bench bench-lab bench-dns coredns k8s-binaries tools clean help
 
 all: build
 
@@ -35,8 +47,8 @@ demo: build ## The main job: render every example clusterset (imports included).
 	  $(BIN)/strait render -f $$d --observed $$dir/observed | grep -E '^(kind|  name|  namespace|    strait.io/target-cluster):' | paste - - - - | column -t; \
 	done
 
-build: ## Build bin/strait.
-	$(GO) build -o $(BIN)/strait ./cmd/strait
+build: ## Build bin/strait (people's CLI) and bin/straitd (the daemons, the image's binary).
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/ ./cmd/strait ./cmd/straitd
 
 generate: $(CONTROLLER_GEN) ## Generate deepcopy code.
 	$(CONTROLLER_GEN) object paths=./api/...
@@ -54,13 +66,24 @@ vet: ## go vet.
 lint: $(GOLANGCI_LINT) ## golangci-lint.
 	$(GOLANGCI_LINT) run --allow-parallel-runners ./...
 
-verify: generate manifests ## Fail when generated code or manifests are stale, or code is unformatted.
+verify: generate manifests ## Fail on stale generated files, gofmt, go mod tidy, shellcheck, the README layout, .gitignore, vet, lint.
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 	@git diff --exit-code -- api kustomize || { echo "generated files are stale: run 'make generate manifests' and commit"; exit 1; }
 	@test -z "$$(git status --porcelain -- api kustomize)" || { echo "untracked generated files:"; git status --porcelain -- api kustomize; exit 1; }
+	@for mod in $$(git ls-files go.mod '*/go.mod'); do \
+	  dir=$$(dirname $$mod); \
+	  (cd $$dir && $(GO) mod tidy -diff) || { echo "go mod tidy would change $$mod: run 'cd $$dir && go mod tidy' and commit"; exit 1; }; \
+	done
+	@command -v shellcheck >/dev/null || { echo "shellcheck missing: apt-get install shellcheck (.ci/run installs it)"; exit 1; }
+	shellcheck $$(git ls-files '*.sh') .ci/run
+	hack/verify-layout.sh
+	@test -z "$$(git ls-files -ci --exclude-standard)" || { echo ".gitignore lists tracked files:"; git ls-files -ci --exclude-standard; exit 1; }
 	$(MAKE) vet lint
 
-test: k8s-binaries $(COREDNS) ## Run every test (root-only tests need root; under CI=true they fail instead of skipping).
+host-deps: ## Install the host tools the lab and the root tests run (root on Debian), or name the missing ones.
+	@hack/host-deps.sh
+
+test: host-deps k8s-binaries $(COREDNS) ## Run every test (root-only tests need root; under CI=true they fail instead of skipping).
 	$(GO) test -count=1 -timeout 40m $$($(GO) list ./... | grep -v '^github.com/straitnet/strait/test/e2e')
 	@# The lab runs three control planes, CoreDNS, kube-proxy and every strait daemon:
 	@# it gets the machine to itself rather than racing the other packages' API servers.
@@ -72,7 +95,7 @@ test-unit: ## Pure tests only (no API servers, no root).
 bench: ## Benchmarks, written to bench.txt.
 	$(GO) test -run '^$$' -bench . -benchmem ./plan/ ./dns/resolver/ ./dns/server/ | tee bench.txt
 
-bench-lab: k8s-binaries $(COREDNS) ## Lab benchmarks (root, ~8 min): throughput per cable driver vs the raw path, failover gap, ClusterSet change to DNS; to bench-lab.txt.
+bench-lab: host-deps k8s-binaries $(COREDNS) ## Lab benchmarks (root, ~8 min): throughput per cable driver vs the raw path, failover gap, ClusterSet change to DNS; to bench-lab.txt.
 	$(GO) test -count=1 -run '^$$' -bench . -benchtime 3x -timeout 30m ./test/e2e/ | tee bench-lab.txt
 
 bench-dns: k8s-binaries ## dnsperf: strait dns vs CoreDNS with 10,000 imported services (needs dnsperf), to bench-dns.md.
@@ -89,7 +112,7 @@ $(K8S_BIN)/etcd:
 
 $(K8S_BIN)/kube-%:
 	mkdir -p $(K8S_BIN)
-	cd test/k8sbin && $(GO) build -ldflags "-X k8s.io/component-base/version.gitVersion=$(K8S_VERSION) -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=37" -o $@ k8s.io/kubernetes/cmd/kube-$*
+	cd test/k8sbin && $(GO) build -ldflags "-X k8s.io/component-base/version.gitVersion=$(K8S_VERSION) -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$(K8S_MINOR)" -o $@ k8s.io/kubernetes/cmd/kube-$*
 
 tools: $(CONTROLLER_GEN) $(GOLANGCI_LINT) $(KUSTOMIZE)
 
@@ -108,7 +131,7 @@ $(KUSTOMIZE):
 $(COREDNS):
 	hack/build-coredns.sh $(COREDNS)
 
-lab: build k8s-binaries $(COREDNS) ## Bring up the default lab (root): clusters c1, c2 and a hub as network namespaces.
+lab: host-deps build k8s-binaries $(COREDNS) ## Bring up the default lab (root): clusters c1, c2 and a hub as network namespaces.
 	$(BIN)/strait lab up --example basic
 	$(BIN)/strait lab status
 	@echo "== from c1's client pod: c2's exported whereami through CoreDNS and strait dns"
@@ -117,7 +140,7 @@ lab: build k8s-binaries $(COREDNS) ## Bring up the default lab (root): clusters 
 	-$(BIN)/strait lab exec c1 client -- $(BIN)/strait lab workload lookup whereami-0.c2.whereami-ss.sample.svc.clusterset.local
 	-$(BIN)/strait lab exec c1 client -- $(BIN)/strait lab workload get http://whereami-cs.sample.svc.clusterset.local
 
-lab-globalnet: build k8s-binaries $(COREDNS) ## The globalnet lab (root): g1 and g2 with identical CIDRs, through global IPs.
+lab-globalnet: host-deps build k8s-binaries $(COREDNS) ## The globalnet lab (root): g1 and g2 with identical CIDRs, through global IPs.
 	$(BIN)/strait lab up --example globalnet
 	$(BIN)/strait lab status
 	@echo "== from g1's client pod: g2's exports answer with global IPs (both clusters use pods 10.7.0.0/16)"

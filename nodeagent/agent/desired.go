@@ -216,25 +216,26 @@ func readNetwork(m *straitv1.Membership, peers []straitv1.Peer) (network, []erro
 }
 
 // gatewayPlane is what the active gateway adds to the routes every node has: its end of
-// the cables, the routes into them and, under globalnet, the NAT and the health-check
-// address.
+// the cables, the routes into them, the health-check address and, under globalnet, the
+// NAT.
 func gatewayPlane(s Snapshot, pl placement, n network, overhead int, routes kernel.State) (cable.Local, []kernel.State, error) {
 	m := s.Membership
-	hc := healthCheckIP(s.Links, m, n.globalCIDR)
+	hc := healthCheckIP(m, n.globalCIDR)
 	local := cable.Local{ClusterID: m.Spec.ClusterID, NodeName: s.NodeName, IP: GatewayIP(pl.self),
 		Port: m.Spec.Cable.Port, CIDRs: n.localCIDRs, HealthCheckIP: hc, PSK: s.PSK}
 	if n.globalnet != nil {
 		local.CIDRs = []netip.Prefix{n.globalCIDR}
 	}
 	parts := []kernel.State{{Routes: gateway.Routes(s.Driver, n.remotes, route.RouteMTU(pl.underlay.MTU, overhead, true))}}
-	if n.globalnet == nil {
-		return local, parts, nil
+	var err error
+	if n.globalnet != nil {
+		var egress []netip.Addr
+		egress, err = addrs(n.globalnet.EgressIPs)
+		parts = append(parts, globalnet.Compute(globalnet.Input{LocalCIDRs: n.localCIDRs,
+			RemoteGlobalCIDRs: n.remoteCIDRs, EgressIPs: egress, Ingress: ingresses(s.Ingresses, s.Endpoints, s.Ports)}))
 	}
-	egress, err := addrs(n.globalnet.EgressIPs)
-	parts = append(parts, globalnet.Compute(globalnet.Input{LocalCIDRs: n.localCIDRs,
-		RemoteGlobalCIDRs: n.remoteCIDRs, EgressIPs: egress, Ingress: ingresses(s.Ingresses, s.Endpoints, s.Ports)}))
-	// The health-check address is ours to add (the last of the global CIDR, which the
-	// hub never hands out); it lives on vx-strait.
+	// The health-check address is ours to add, on vx-strait of the active gateway only,
+	// so it moves with a failover.
 	if hc.IsValid() && len(routes.Links) == 1 {
 		parts = append(parts, kernel.State{Links: []kernel.Link{{Name: route.VXLANDevice,
 			Addrs: []netip.Prefix{netip.PrefixFrom(hc, 32)}}}})
@@ -242,20 +243,20 @@ func gatewayPlane(s Snapshot, pl placement, n network, overhead int, routes kern
 	return local, parts, err
 }
 
-// healthCheckIP: under globalnet the last address of the global CIDR; else this node's
-// address inside the pod CIDRs (the CNI bridge's), if it has one.
-func healthCheckIP(links []kernel.Link, m *straitv1.Membership, globalCIDR netip.Prefix) netip.Addr {
+// healthCheckIP is the address the active gateway answers and sends health checks from:
+// the last address of the global CIDR under globalnet, else of the first pod CIDR. The
+// hub never hands out the former; pod IPAM leaves the IPv4 broadcast address of a node's
+// range alone, and the cluster CIDR's last address is that of its last range. It is
+// the agent's own rather than the CNI bridge's: a gateway with no pod on it, or a CNI
+// that puts no address on the node, has none there, and health was then never measured.
+func healthCheckIP(m *straitv1.Membership, globalCIDR netip.Prefix) netip.Addr {
 	if globalCIDR.IsValid() {
 		return lastAddr(globalCIDR)
 	}
 	pods, _ := prefixes(m.Spec.PodCIDRs)
-	for _, l := range links {
-		for _, a := range l.Addrs {
-			for _, p := range pods {
-				if p.Contains(a.Addr()) {
-					return a.Addr()
-				}
-			}
+	for _, p := range pods {
+		if p.Addr().Is4() {
+			return lastAddr(p)
 		}
 	}
 	return netip.Addr{}

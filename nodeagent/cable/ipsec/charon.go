@@ -155,9 +155,17 @@ func (c Charon) Argv() []string {
 	if c.SharedRun {
 		return []string{bin}
 	}
+	// Dir is opened before the tmpfs hides it and bound back in place through that
+	// descriptor, so a Dir under /run (the lab's state, a pod's emptyDir mounted there)
+	// stays the agent's Dir. --no-canonicalize keeps mount(8) from resolving the
+	// descriptor's link to the path, which would name the new, empty directory.
 	return []string{"unshare", "--mount", "--propagation", "private", "--",
-		"sh", "-c", `mount -t tmpfs strait-charon /run && exec "$0"`, bin}
+		"sh", "-c", privateRunScript, bin, c.Dir}
 }
+
+// privateRunScript runs $0 with a tmpfs over /run and $1 (charon's Dir) bound back.
+const privateRunScript = `exec 3<"$1" && mount -t tmpfs strait-charon /run && mkdir -p "$1" && ` +
+	`mount --no-canonicalize --bind /proc/self/fd/3 "$1" && exec 3<&- && exec "$0"`
 
 // Env is what charon needs in its environment beyond the agent's.
 func (c Charon) Env() []string { return []string{"STRONGSWAN_CONF=" + c.ConfPath()} }
@@ -197,8 +205,8 @@ func (c Charon) Run(ctx context.Context, out io.Writer) error {
 	return nil
 }
 
-// checkDir refuses a Dir under /run: charon gets a private /run, so a socket there would
-// be out of the agent's sight.
+// checkDir refuses /run itself as Dir: charon gets a private /run, and binding the
+// whole of the host's /run back would undo that.
 func (c Charon) checkDir() error {
 	if c.Dir == "" {
 		return errors.New("charon sidecar needs a directory")
@@ -207,10 +215,8 @@ func (c Charon) checkDir() error {
 	if err != nil {
 		return err
 	}
-	for _, run := range []string{"/run", "/var/run"} {
-		if rel, err := filepath.Rel(run, dir); err == nil && !strings.HasPrefix(rel, "..") {
-			return fmt.Errorf("charon sidecar directory %s is under %s, which charon has to itself", c.Dir, run)
-		}
+	if dir == "/run" || dir == "/var/run" || dir == "/" {
+		return fmt.Errorf("charon sidecar directory %s: charon gets a /run of its own; give it a directory of its own (e.g. %s)", c.Dir, DefaultCharonDir)
 	}
 	return nil
 }

@@ -113,15 +113,21 @@ func TestCharonConf(t *testing.T) {
 	if !strings.Contains(conf, "load = kernel-netlink ") {
 		t.Errorf("kernel-libipsec loaded without Libipsec:\n%s", conf)
 	}
-	if argv := (Charon{Binary: "/bin/charon"}).Argv(); argv[0] != "unshare" || argv[len(argv)-1] != "/bin/charon" {
+	if argv := (Charon{Binary: "/bin/charon", Dir: "/d"}).Argv(); argv[0] != "unshare" || !slices.Equal(argv[len(argv)-2:], []string{"/bin/charon", "/d"}) {
 		t.Errorf("charon not in a mount namespace of its own: %q", argv)
 	}
 	if argv := (Charon{Binary: "/bin/charon", SharedRun: true}).Argv(); !slices.Equal(argv, []string{"/bin/charon"}) {
 		t.Errorf("with SharedRun: %q, want charon alone", argv)
 	}
-	for _, dir := range []string{"/run/strait", "/var/run/strait/charon", ""} {
+	for _, dir := range []string{"/run", "/var/run/", "/", ""} {
 		if err := (Charon{Dir: dir}).checkDir(); err == nil {
 			t.Errorf("directory %q accepted", dir)
+		}
+	}
+	// The lab keeps its state under /run: a Dir there is bound back into charon's /run.
+	for _, dir := range []string{"/run/strait-lab/c1/charon/gw-1", "/var/lib/strait/charon"} {
+		if err := (Charon{Dir: dir}).checkDir(); err != nil {
+			t.Errorf("directory %q refused: %v", dir, err)
 		}
 	}
 }
@@ -136,7 +142,7 @@ func equal(got, want any) bool {
 	}
 }
 
-// Without a charon there is nothing of ours in it: Cleanup (as `strait agent --cleanup`
+// Without a charon there is nothing of ours in it: Cleanup (as `straitd agent --cleanup`
 // on a node that never ran the ipsec cable) succeeds.
 func TestCleanupWithoutCharon(t *testing.T) {
 	d, err := New(Config{VICISocket: filepath.Join(t.TempDir(), "charon.vici"), Routing: cable.Routing{Table: 7310, Protocol: 207}})

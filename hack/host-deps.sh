@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# The one set-up step of `make lab`, `make test` and .ci/run: the host tools the lab and
+# the root tests run. Missing ones are installed from Debian's packages when this runs
+# as root on Debian; otherwise (or with STRAIT_NO_INSTALL=1) it stops at once, naming
+# every missing tool and the package that has it. It never waits on anything but apt.
+set -euo pipefail
+
+# tool-or-path:debian-package. A tool is looked up on PATH, a path must exist.
+needs=(
+  ip:iproute2
+  nft:nftables
+  ping:iputils-ping
+  iperf3:iperf3
+  dnsperf:dnsperf
+  shellcheck:shellcheck
+  unshare:util-linux
+  /usr/lib/ipsec/charon:strongswan-charon
+  swanctl:strongswan-swanctl
+  /usr/lib/ipsec/plugins/libstrongswan-kernel-libipsec.so:libcharon-extra-plugins
+  /usr/lib/ipsec/plugins/libstrongswan-openssl.so:libstrongswan-standard-plugins
+)
+
+# missing prints "tool package" for every tool that is not there. bash's `command -v`
+# also names a file it cannot execute, so the file it finds is checked too.
+missing() {
+  local entry tool path
+  for entry in "${needs[@]}"; do
+    tool=${entry%%:*}
+    if [[ $tool == /* ]]; then
+      [[ -f $tool ]] && continue
+    elif path=$(command -v "$tool") && [[ -f $path && -x $path ]]; then
+      continue
+    fi
+    echo "$tool ${entry#*:}"
+  done
+}
+
+refuse() {
+  echo "host-deps: $1" >&2
+  while read -r tool pkg; do
+    echo "  missing: $tool (Debian package $pkg)" >&2
+  done <<<"$2"
+  exit 1
+}
+
+if ! command -v go >/dev/null 2>&1; then
+  echo "host-deps: go is not on PATH: install Go 1.26 or newer (for example in /usr/local/go) and add its bin/ to PATH" >&2
+  exit 1
+fi
+
+gaps=$(missing)
+if [[ -z $gaps ]]; then
+  echo "host-deps: every tool is there"
+  exit 0
+fi
+if [[ ${STRAIT_NO_INSTALL:-} == 1 ]]; then
+  refuse "STRAIT_NO_INSTALL=1, so nothing is installed:" "$gaps"
+fi
+if [[ $(id -u) != 0 ]] || ! command -v apt-get >/dev/null 2>&1; then
+  refuse "cannot install (needs root on Debian); install these and run again:" "$gaps"
+fi
+
+mapfile -t pkgs < <(awk '{print $2}' <<<"$gaps" | sort -u)
+echo "host-deps: installing ${pkgs[*]}"
+export DEBIAN_FRONTEND=noninteractive
+# An installed package needs no lists: try without refreshing them first.
+if ! apt-get install -y -qq --no-install-recommends "${pkgs[@]}" >/dev/null 2>&1; then
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${pkgs[@]}"
+fi
+gaps=$(missing)
+if [[ -n $gaps ]]; then
+  refuse "still missing after installing ${pkgs[*]} (hidden or removed by hand?):" "$gaps"
+fi
+echo "host-deps: installed ${pkgs[*]}"
