@@ -54,7 +54,7 @@ func TestValidate(t *testing.T) {
 			cs.Spec.Globalnet = &straitv1.GlobalnetSpec{Enabled: true, ClusterSize: 1000}
 		}, want: [][]string{{"spec.globalnet.clusterSize", "1000", "power of two"}}},
 		{name: "cluster size too large", mutate: func(cs *straitv1.ClusterSet) {
-			cs.Spec.Globalnet = &straitv1.GlobalnetSpec{Enabled: true, CIDRRange: "0.0.0.0/0", ClusterSize: 1 << 30}
+			cs.Spec.Globalnet = &straitv1.GlobalnetSpec{Enabled: true, ClusterSize: 1 << 30}
 		}, want: [][]string{{"spec.globalnet.clusterSize", "1073741824", "16777216"}}},
 		{name: "too many egress IPs", mutate: func(cs *straitv1.ClusterSet) {
 			cs.Spec.Globalnet = &straitv1.GlobalnetSpec{Enabled: true, ClusterEgressIPs: 100000}
@@ -64,10 +64,10 @@ func TestValidate(t *testing.T) {
 			cs.Spec.Clusters[0].GlobalCIDR = "120.1.0.0/24"
 		}, want: [][]string{{"spec.clusters[0].globalCIDR", "120.1.0.0/24", "outside", "242.0.0.0/8"}}},
 		{name: "pins overlap", mutate: func(cs *straitv1.ClusterSet) {
-			cs.Spec.Globalnet = &straitv1.GlobalnetSpec{Enabled: true, CIDRRange: "120.0.0.0/8"}
-			cs.Spec.Clusters[0].GlobalCIDR = "120.1.0.0/16"
+			cs.Spec.Globalnet = &straitv1.GlobalnetSpec{Enabled: true, CIDRRange: "120.0.0.0/8", ClusterSize: 256}
+			cs.Spec.Clusters[0].GlobalCIDR = "120.1.2.0/24"
 			cs.Spec.Clusters[1].GlobalCIDR = "120.1.2.0/24"
-		}, want: [][]string{{"spec.clusters[1].globalCIDR", "c1", "c2", "120.1.0.0/16", "120.1.2.0/24", "overlap"}}},
+		}, want: [][]string{{"spec.clusters[1].globalCIDR", "c1", "c2", "120.1.2.0/24", "overlap"}}},
 		{name: "pin with host bits", mutate: func(cs *straitv1.ClusterSet) {
 			cs.Spec.Globalnet = &straitv1.GlobalnetSpec{Enabled: true, CIDRRange: "120.0.0.0/8"}
 			cs.Spec.Clusters[0].GlobalCIDR = "120.1.0.7/24"
@@ -75,10 +75,10 @@ func TestValidate(t *testing.T) {
 		{name: "egress IPs larger than global CIDR", mutate: func(cs *straitv1.ClusterSet) {
 			cs.Spec.Globalnet = &straitv1.GlobalnetSpec{Enabled: true, ClusterSize: 8, ClusterEgressIPs: 8}
 		}, want: [][]string{{"spec.globalnet.clusterEgressIPs", "8 egress IPs", "8 addresses"}}},
-		{name: "egress IPs larger than pinned CIDR", mutate: func(cs *straitv1.ClusterSet) {
-			cs.Spec.Globalnet = &straitv1.GlobalnetSpec{Enabled: true, CIDRRange: "120.0.0.0/8", ClusterEgressIPs: 16}
+		{name: "pinned CIDR smaller than clusterSize", mutate: func(cs *straitv1.ClusterSet) {
+			cs.Spec.Globalnet = &straitv1.GlobalnetSpec{Enabled: true, CIDRRange: "120.0.0.0/8"}
 			cs.Spec.Clusters[0].GlobalCIDR = "120.1.0.0/28"
-		}, want: [][]string{{"spec.clusters[0].globalCIDR", "c1", "16 addresses", "16 egress IPs"}}},
+		}, want: [][]string{{"spec.clusters[0].globalCIDR", "c1", "16 addresses", "clusterSize is 65536", "pin a /16"}}},
 		{name: "pin without globalnet", mutate: func(cs *straitv1.ClusterSet) { cs.Spec.Clusters[0].GlobalCIDR = "242.1.0.0/16" },
 			want: [][]string{{"spec.clusters[0].globalCIDR", "globalnet.enabled is false"}}},
 		{name: "export names unknown cluster", mutate: func(cs *straitv1.ClusterSet) {
