@@ -63,9 +63,13 @@ func strictError(e error) *field.Error {
 	return field.Forbidden(path, "unknown field: check its spelling (names are case-sensitive) and indentation; `kubectl explain clusterset.spec` lists the fields")
 }
 
-// unsetLooking finds fields that the Go types cannot tell from "not set" once decoded:
-// a required boolean left out, and zero values the API server refuses (below the
-// minimum, outside the enum, not a CIDR) but which decoding would default.
+// maxIntervalLength is the schema's maxLength of spec.interval, which the decoded
+// duration no longer shows.
+const maxIntervalLength = 64
+
+// unsetLooking finds what the Go types lose once decoded: a required boolean left out,
+// zero values the API server refuses (below the minimum, outside the enum, not a CIDR)
+// but which decoding would take for "not set" and default, and the interval's length.
 func unsetLooking(js []byte) field.ErrorList {
 	var doc map[string]any
 	if err := json.Unmarshal(js, &doc); err != nil {
@@ -78,6 +82,9 @@ func unsetLooking(js []byte) field.ErrorList {
 		if _, set := g["enabled"]; !set {
 			errs = append(errs, field.Required(specPath.Child("globalnet", "enabled"), "say whether globalnet is on: enabled: true or enabled: false"))
 		}
+	}
+	if iv, ok := spec["interval"].(string); ok && len(iv) > maxIntervalLength {
+		errs = append(errs, field.TooLong(specPath.Child("interval"), iv, maxIntervalLength))
 	}
 	zeros := []struct {
 		path []string

@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"errors"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/straitnet/strait/test/corpus"
 )
 
 func render(t *testing.T, o *renderOptions, stdin string) (string, string, error) {
@@ -74,5 +77,44 @@ func TestRenderJSONAndUnknownCluster(t *testing.T) {
 	_, _, err = render(t, &renderOptions{file: "../../examples/clusterset/basic/clusterset.yaml", clusters: []string{"c9"}, output: "yaml"}, "")
 	if err == nil || !strings.Contains(err.Error(), `"c9"`) {
 		t.Fatalf("unknown cluster: err = %v", err)
+	}
+}
+
+// Every ClusterSet of the invalid corpus is refused the way a user meets it: exit
+// status 1, nothing on standard output, one line per error naming each wanted field.
+func TestRenderRefusesEveryInvalidClusterSet(t *testing.T) {
+	cases, err := corpus.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cases {
+		t.Run(c.Name, func(t *testing.T) {
+			out, errOut, err := render(t, &renderOptions{file: c.Path, output: "yaml"}, "")
+			if !errors.Is(err, errReported) || out != "" {
+				t.Fatalf("err = %v, %d bytes of output; want the errors reported and nothing rendered\n%s", err, len(out), errOut)
+			}
+			for _, line := range strings.Split(strings.TrimSpace(errOut), "\n") {
+				if !strings.HasPrefix(line, "spec.") {
+					t.Errorf("error line %q does not start with the field path", line)
+				}
+			}
+			if missing := corpus.Missing(errOut, c.Want); len(missing) > 0 {
+				t.Errorf("the errors do not name %v:\n%s", missing, errOut)
+			}
+		})
+	}
+}
+
+// Every example ClusterSet renders.
+func TestRenderAcceptsEveryExample(t *testing.T) {
+	files, err := filepath.Glob("../../examples/clusterset/*/clusterset.yaml")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no examples: %v", err)
+	}
+	for _, f := range files {
+		out, errOut, err := render(t, &renderOptions{file: f, output: "yaml"}, "")
+		if err != nil || !strings.Contains(out, "kind: Membership") {
+			t.Errorf("%s: err = %v\n%s", f, err, errOut)
+		}
 	}
 }
