@@ -79,7 +79,7 @@ type ClusterSpec struct {
 	// +kubebuilder:validation:items:MaxLength=43
 	// +kubebuilder:validation:items:XValidation:rule="isCIDR(self)",message="not a CIDR: want a network address and a prefix length, such as 10.8.0.0/16"
 	// +kubebuilder:validation:items:XValidation:rule="!isCIDR(self) || cidr(self).ip().family() == 4",message="must be IPv4: strait routes and translates IPv4 only"
-	// +kubebuilder:validation:items:XValidation:rule="!isCIDR(self) || cidr(self) == cidr(self).masked()",messageExpression="'host bits are set: the network of this prefix is ' + string(cidr(self).masked()) + '; write that'"
+	// +kubebuilder:validation:items:XValidation:rule="!isCIDR(self) || cidr(self) == cidr(self).masked()",message="host bits are set: write the network address, with every bit past the prefix length zero (10.1.0.0/16, not 10.1.0.1/16)"
 	PodCIDRs []string `json:"podCIDRs"`
 
 	// ServiceCIDRs are the cluster's service networks.
@@ -90,7 +90,7 @@ type ClusterSpec struct {
 	// +kubebuilder:validation:items:MaxLength=43
 	// +kubebuilder:validation:items:XValidation:rule="isCIDR(self)",message="not a CIDR: want a network address and a prefix length, such as 10.88.0.0/16"
 	// +kubebuilder:validation:items:XValidation:rule="!isCIDR(self) || cidr(self).ip().family() == 4",message="must be IPv4: strait routes and translates IPv4 only"
-	// +kubebuilder:validation:items:XValidation:rule="!isCIDR(self) || cidr(self) == cidr(self).masked()",messageExpression="'host bits are set: the network of this prefix is ' + string(cidr(self).masked()) + '; write that'"
+	// +kubebuilder:validation:items:XValidation:rule="!isCIDR(self) || cidr(self) == cidr(self).masked()",message="host bits are set: write the network address, with every bit past the prefix length zero (10.1.0.0/16, not 10.1.0.1/16)"
 	ServiceCIDRs []string `json:"serviceCIDRs"`
 
 	// GlobalCIDR pins the cluster's range of the globalnet address space: inside
@@ -100,7 +100,7 @@ type ClusterSpec struct {
 	// +kubebuilder:validation:MaxLength=43
 	// +kubebuilder:validation:XValidation:rule="isCIDR(self)",message="not a CIDR: want a network address and a prefix length, such as 242.1.0.0/16"
 	// +kubebuilder:validation:XValidation:rule="!isCIDR(self) || cidr(self).ip().family() == 4",message="must be IPv4: globalnet translates IPv4 only"
-	// +kubebuilder:validation:XValidation:rule="!isCIDR(self) || cidr(self) == cidr(self).masked()",messageExpression="'host bits are set: the network of this prefix is ' + string(cidr(self).masked()) + '; write that'"
+	// +kubebuilder:validation:XValidation:rule="!isCIDR(self) || cidr(self) == cidr(self).masked()",message="host bits are set: write the network address, with every bit past the prefix length zero (10.1.0.0/16, not 10.1.0.1/16)"
 	GlobalCIDR string `json:"globalCIDR,omitempty"`
 
 	// Gateway selects the cluster's gateway nodes.
@@ -168,7 +168,7 @@ type GlobalnetSpec struct {
 	// +kubebuilder:default="242.0.0.0/8"
 	// +kubebuilder:validation:MaxLength=18
 	// +kubebuilder:validation:XValidation:rule="isCIDR(self) && cidr(self).ip().family() == 4",message="must be an IPv4 CIDR such as 242.0.0.0/8"
-	// +kubebuilder:validation:XValidation:rule="!isCIDR(self) || cidr(self) == cidr(self).masked()",messageExpression="'host bits are set: the network of this prefix is ' + string(cidr(self).masked()) + '; write that'"
+	// +kubebuilder:validation:XValidation:rule="!isCIDR(self) || cidr(self) == cidr(self).masked()",message="host bits are set: write the network address, with every bit past the prefix length zero (10.1.0.0/16, not 10.1.0.1/16)"
 	CIDRRange string `json:"cidrRange,omitempty"`
 
 	// ClusterSize is the number of global addresses each cluster gets; a power of two.
