@@ -17,9 +17,9 @@ import (
 	mcsv1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
-	"github.com/straitnet/strait/test/apiserver"
 	"github.com/straitnet/strait/dns/server"
 	"github.com/straitnet/strait/dns/source"
+	"github.com/straitnet/strait/test/apiserver"
 )
 
 var restConfig *rest.Config

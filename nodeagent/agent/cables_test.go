@@ -10,9 +10,9 @@ import (
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
 	"github.com/straitnet/strait/nodeagent/cable"
-	"github.com/straitnet/strait/test/cabletest"
 	"github.com/straitnet/strait/nodeagent/cable/ipsec"
 	"github.com/straitnet/strait/nodeagent/cable/wireguard"
+	"github.com/straitnet/strait/test/cabletest"
 	"github.com/straitnet/strait/test/netns"
 )
 

@@ -14,12 +14,12 @@ import (
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
 	"github.com/straitnet/strait/nodeagent/cable"
-	"github.com/straitnet/strait/test/cabletest"
 	"github.com/straitnet/strait/nodeagent/cable/ipsec"
 	"github.com/straitnet/strait/nodeagent/cable/vxlan"
 	"github.com/straitnet/strait/nodeagent/globalnet"
 	"github.com/straitnet/strait/nodeagent/kernel"
 	"github.com/straitnet/strait/nodeagent/route"
+	"github.com/straitnet/strait/test/cabletest"
 	"github.com/straitnet/strait/test/netns"
 )
 

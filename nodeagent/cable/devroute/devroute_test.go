@@ -12,8 +12,8 @@ import (
 	"github.com/vishvananda/netns"
 
 	"github.com/straitnet/strait/nodeagent/cable"
-	"github.com/straitnet/strait/test/cabletest"
 	"github.com/straitnet/strait/nodeagent/cable/devroute"
+	"github.com/straitnet/strait/test/cabletest"
 )
 
 var routing = cable.Routing{Table: 7310, Protocol: 207}
