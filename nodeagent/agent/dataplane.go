@@ -31,6 +31,9 @@ func NewDataplane(k kernel.Kernel) *Dataplane {
 // Converge computes the desired data plane from s and makes the kernel and the cable
 // match it: the cable first (routes need its device), then the kernel (adds before
 // deletes), then, on a node that is no longer the active gateway, the cable's cleanup.
+// A cable that failed before the kernel was converged is tried once more after it: the
+// kernel state holds what a cable may need, such as the health-check address the ipsec
+// driver sends from, which a gateway that just became active does not have yet.
 func (d *Dataplane) Converge(ctx context.Context, s Snapshot) (Desired, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -39,14 +42,19 @@ func (d *Dataplane) Converge(ctx context.Context, s Snapshot) (Desired, error) {
 		return want, fmt.Errorf("nothing applied: %w", err)
 	}
 	errs := []error{err}
+	var cableErr error
 	if want.Active {
 		d.cableClean = false
-		if err := s.Driver.Converge(ctx, want.Local, want.Remotes); err != nil {
-			errs = append(errs, fmt.Errorf("cable %s: %w", s.Driver.Name(), err))
-		}
+		cableErr = s.Driver.Converge(ctx, want.Local, want.Remotes)
 	}
-	if err := kernel.Apply(ctx, d.kernel, d.own, want.State); err != nil {
-		errs = append(errs, fmt.Errorf("kernel: %w", err))
+	kernelErr := kernel.Apply(ctx, d.kernel, d.own, want.State)
+	if kernelErr != nil {
+		errs = append(errs, fmt.Errorf("kernel: %w", kernelErr))
+	} else if cableErr != nil {
+		cableErr = s.Driver.Converge(ctx, want.Local, want.Remotes)
+	}
+	if cableErr != nil {
+		errs = append(errs, fmt.Errorf("cable %s: %w", s.Driver.Name(), cableErr))
 	}
 	if !want.Active && s.Driver != nil && !d.cableClean {
 		if err := s.Driver.Cleanup(ctx); err != nil {

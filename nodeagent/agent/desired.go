@@ -174,7 +174,7 @@ func Compute(s Snapshot) (Desired, error) {
 	})}
 	d := Desired{Active: active, Placed: true}
 	if active {
-		hc := healthCheckIP(s.Links, m, globalCIDR)
+		hc := healthCheckIP(m, globalCIDR)
 		d.Local = cable.Local{ClusterID: m.Spec.ClusterID, NodeName: s.NodeName, IP: GatewayIP(self),
 			Port: m.Spec.Cable.Port, CIDRs: localCIDRs, HealthCheckIP: hc, PSK: s.PSK}
 		if gn != nil {
@@ -188,32 +188,32 @@ func Compute(s Snapshot) (Desired, error) {
 			errs = append(errs, err)
 			parts = append(parts, globalnet.Compute(globalnet.Input{LocalCIDRs: localCIDRs,
 				RemoteGlobalCIDRs: remoteCIDRs, EgressIPs: egress, Ingress: ingresses(s.Ingresses, s.Endpoints, s.Ports)}))
-			// The health-check address is ours to add (the last of the global CIDR, which
-			// the hub never hands out); it lives on vx-strait.
-			if hc.IsValid() && len(parts[0].Links) == 1 {
-				parts = append(parts, kernel.State{Links: []kernel.Link{{Name: route.VXLANDevice,
-					Addrs: []netip.Prefix{netip.PrefixFrom(hc, 32)}}}})
-			}
+		}
+		// The health-check address is ours to add, on vx-strait of the active gateway
+		// only, so it moves with a failover.
+		if hc.IsValid() && len(parts[0].Links) == 1 {
+			parts = append(parts, kernel.State{Links: []kernel.Link{{Name: route.VXLANDevice,
+				Addrs: []netip.Prefix{netip.PrefixFrom(hc, 32)}}}})
 		}
 	}
 	d.State = kernel.Merge(parts...)
 	return d, errors.Join(errs...)
 }
 
-// healthCheckIP: under globalnet the last address of the global CIDR; else this node's
-// address inside the pod CIDRs (the CNI bridge's), if it has one.
-func healthCheckIP(links []kernel.Link, m *straitv1.Membership, globalCIDR netip.Prefix) netip.Addr {
+// healthCheckIP is the address the active gateway answers and sends health checks from:
+// the last address of the global CIDR under globalnet, else of the first pod CIDR. The
+// hub never hands out the former; pod IPAM leaves the IPv4 broadcast address of a node's
+// range alone, and the cluster CIDR's last address is that of its last range. It is
+// the agent's own rather than the CNI bridge's: a gateway with no pod on it, or a CNI
+// that puts no address on the node, has none there, and health was then never measured.
+func healthCheckIP(m *straitv1.Membership, globalCIDR netip.Prefix) netip.Addr {
 	if globalCIDR.IsValid() {
 		return lastAddr(globalCIDR)
 	}
 	pods, _ := prefixes(m.Spec.PodCIDRs)
-	for _, l := range links {
-		for _, a := range l.Addrs {
-			for _, p := range pods {
-				if p.Contains(a.Addr()) {
-					return a.Addr()
-				}
-			}
+	for _, p := range pods {
+		if p.Addr().Is4() {
+			return lastAddr(p)
 		}
 	}
 	return netip.Addr{}

@@ -54,6 +54,10 @@ func snapshot(self string, withGlobalnet bool) Snapshot {
 	return s
 }
 
+func (s Snapshot) withGlobalnet() bool {
+	return s.Membership != nil && s.Membership.Spec.Globalnet != nil
+}
+
 func dumpOf(t *testing.T, st kernel.State) string {
 	t.Helper()
 	f := kernel.NewFake(kernel.Link{Name: "eth0", Kind: "veth", MTU: 9000}, kernel.Link{Name: "wan", Kind: "veth", MTU: 9000})
@@ -86,11 +90,14 @@ func TestCompute(t *testing.T) {
 			snap: func() Snapshot { return snapshot("plain", false) }, placed: true,
 			want: []string{"fdb 10.0.0.1", "10.8.0.0/16 via 241.0.0.1 dev vx-strait onlink mtu=8920", "mtu=8950 up"}},
 		{name: "passive gateway is a plain node", snap: func() Snapshot { return snapshot("gw2", false) }, placed: true,
-			want: []string{"10.9.0.0/16 via 241.0.0.1 dev vx-strait"}},
-		{name: "active gateway routes into the cable (the driver's Router)",
+			want: []string{"10.9.0.0/16 via 241.0.0.1 dev vx-strait"}, notWant: []string{"addr 10.7.255.255"}},
+		{name: "active gateway routes into the cable (the driver's Router), health-check IP on vx-strait",
 			snap: func() Snapshot { return snapshot("gw1", false) }, placed: true, active: true,
-			want:    []string{"10.8.0.0/16 via 203.0.113.2 dev wan onlink mtu=9000", "fdb 10.0.0.2\n  fdb 10.0.0.3"},
+			want:    []string{"10.8.0.0/16 via 203.0.113.2 dev wan onlink mtu=9000", "fdb 10.0.0.2\n  fdb 10.0.0.3", "addr 10.7.255.255/32"},
 			notWant: []string{"gn-"}},
+		{name: "active gateway with no pod on it (no address in the pod CIDR) still has its health-check IP",
+			snap: func() Snapshot { s := snapshot("gw1", false); s.Links = s.Links[:1]; return s }, placed: true, active: true,
+			want: []string{"addr 10.7.255.255/32"}},
 		{name: "active gateway under globalnet: NAT, health-check IP on vx-strait",
 			snap: func() Snapshot { return snapshot("gw1", true) }, placed: true, active: true,
 			want: []string{"addr 242.1.255.255/32", "242.1.0.10 : 10.7.1.5", "0 : 242.1.0.1", "242.2.0.0/16 via 203.0.113.2 dev wan"}},
@@ -123,6 +130,9 @@ func TestCompute(t *testing.T) {
 				t.Errorf("want nothing, got:\n%s", got)
 			}
 			if d.Active {
+				if want := netip.MustParseAddr("10.7.255.255"); !tc.snap().withGlobalnet() && d.Local.HealthCheckIP != want {
+					t.Errorf("health-check IP %s, want %s", d.Local.HealthCheckIP, want)
+				}
 				if d.Local.ClusterID != "g1" || len(d.Remotes) != 1 || d.Remotes[0].IP != netip.MustParseAddr("203.0.113.2") {
 					t.Errorf("cable input: %+v %+v", d.Local, d.Remotes)
 				}

@@ -37,7 +37,7 @@ const (
 // Config is how the driver is built.
 type Config struct {
 	// PrivateKey of the cluster (see LoadOrCreateKey). Without one the driver can only
-	// report and clean up (e.g. for `strait agent --cleanup` without API access).
+	// report and clean up (e.g. for `straitd agent --cleanup` without API access).
 	PrivateKey wgtypes.Key
 	// Routing is where routes to remote CIDRs go.
 	Routing cable.Routing
@@ -62,6 +62,14 @@ type Driver struct {
 	userspace *userspaceDevice
 	// remotes of the last Converge by public key, to name clusters in Connections.
 	remotes map[wgtypes.Key]string
+	// configured is the endpoint this driver last set for each peer (from its Peer
+	// object) and when, to tell a stale Peer from one the hub has updated.
+	configured map[wgtypes.Key]configuredEndpoint
+}
+
+type configuredEndpoint struct {
+	addr string
+	at   time.Time
 }
 
 var _ cable.Driver = (*Driver)(nil)
@@ -83,7 +91,7 @@ func New(cfg Config) (*Driver, error) {
 	if err != nil {
 		return nil, fmt.Errorf("wgctrl: %w", err)
 	}
-	return &Driver{cfg: cfg, wg: wg, remotes: map[wgtypes.Key]string{}}, nil
+	return &Driver{cfg: cfg, wg: wg, remotes: map[wgtypes.Key]string{}, configured: map[wgtypes.Key]configuredEndpoint{}}, nil
 }
 
 // Name implements cable.Driver.
@@ -230,8 +238,20 @@ func (d *Driver) configure(local cable.Local, want map[wgtypes.Key]wgtypes.PeerC
 			changed = true
 		}
 	}
+	now := d.cfg.Now()
+	for key := range d.configured {
+		if _, ok := want[key]; !ok {
+			delete(d.configured, key)
+		}
+	}
 	for key, pc := range want {
-		if p, ok := have[key]; ok && samePeer(p, pc) {
+		p, ok := have[key]
+		if ok && d.roamed(p, pc, now) {
+			pc.Endpoint = p.Endpoint
+		} else if c := d.configured[key]; c.addr != pc.Endpoint.String() {
+			d.configured[key] = configuredEndpoint{addr: pc.Endpoint.String(), at: now}
+		}
+		if ok && samePeer(p, pc) {
 			continue
 		}
 		cfg.Peers = append(cfg.Peers, pc)
@@ -244,6 +264,31 @@ func (d *Driver) configure(local cable.Local, want map[wgtypes.Key]wgtypes.PeerC
 		return fmt.Errorf("configure %s: %w", DeviceName, err)
 	}
 	return nil
+}
+
+// roamed says whether the device should keep the endpoint it has for peer p rather than
+// take the one its Peer object gives: WireGuard moves a peer's endpoint to wherever its
+// latest authenticated packet came from, so when the remote cluster fails over to
+// another gateway (same cluster key) the cable follows before the hub can say so. The
+// Peer object then lags behind — for as long as the hub is down — and setting its
+// endpoint again at every resync cut the cable until the new gateway's next keepalive
+// moved it back (~10 s of every 30 with the hub down). The device's endpoint is kept
+// while the Peer still gives the endpoint this driver last set (the hub has said nothing
+// newer; after an agent restart, what it says is taken as that), the device has moved
+// away from it, and the session is alive with a handshake since the endpoint was set.
+func (d *Driver) roamed(p wgtypes.Peer, pc wgtypes.PeerConfig, now time.Time) bool {
+	if p.Endpoint == nil || p.Endpoint.String() == pc.Endpoint.String() {
+		return false
+	}
+	last, known := d.configured[p.PublicKey]
+	if !known {
+		last = configuredEndpoint{addr: pc.Endpoint.String()}
+	}
+	if last.addr != pc.Endpoint.String() {
+		return false // the hub has moved the peer since: follow it
+	}
+	hs := p.LastHandshakeTime
+	return !hs.IsZero() && hs.After(last.at) && now.Sub(hs) < rejectAfter
 }
 
 func samePeer(p wgtypes.Peer, pc wgtypes.PeerConfig) bool {
@@ -298,6 +343,7 @@ func (d *Driver) Cleanup(_ context.Context) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.remotes = map[wgtypes.Key]string{}
+	d.configured = map[wgtypes.Key]configuredEndpoint{}
 	var errs []error
 	if d.userspace != nil {
 		if err := d.userspace.close(); err != nil {

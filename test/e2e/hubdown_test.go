@@ -1,0 +1,66 @@
+package e2e
+
+import (
+	"fmt"
+	"net"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/straitnet/strait/lab/topology"
+	"github.com/straitnet/strait/test/labtest"
+	"github.com/straitnet/strait/test/require"
+)
+
+// TestFailoverWithTheHubDown: the data plane outlives the hub. With the hub's API server
+// and strait hub stopped, c2's active gateway agent crashes; c2's other gateway takes
+// over and the cable roams to it (WireGuard, one key per cluster), and traffic must then
+// stay up although c1's Peer c2 still names the dead gateway: c1's periodic resyncs
+// (every 30 s) used to set the endpoint back, cutting c1 → c2 for ~10 s of every 30.
+func TestFailoverWithTheHubDown(t *testing.T) {
+	env.Require(t)
+	src := sourcePods(t, "c1")[0]
+	target := net.JoinHostPort(env.PodOn(t, "c2", nodeOfKind(t, "c2", false), whereamiImage).Status.PodIP, "8080")
+	require.Eventually(t, converge, "c1 → c2 "+target, func() error {
+		_, err := labtest.TryWhereami(src.ns, target)
+		return err
+	})
+	// Whatever happens below, the lab is whole again for the next test.
+	t.Cleanup(func() { env.UpAgain(t) })
+	for _, name := range []string{"strait-hub", "kube-apiserver"} {
+		pid, ok := env.Lab.State().Pid(topology.HubName, name)
+		if !ok {
+			t.Fatalf("the hub's %s is not running", name)
+		}
+		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old := env.ActiveGateway(t, "c2").Name
+	pid, ok := env.Lab.State().Pid("c2", "strait-agent-"+old)
+	if !ok {
+		t.Fatalf("c2: no running agent on %s", old)
+	}
+	p := startProber(src.ns, target)
+	killed := time.Now()
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	require.Eventually(t, converge, "c1 → c2 again after c2's gateway crashed, the hub down", func() error {
+		if !p.answeredSince(killed.Add(200 * time.Millisecond)) {
+			return fmt.Errorf("no answer from %s since the crash of %s's agent", target, old)
+		}
+		return nil
+	})
+	resumed := time.Since(killed)
+	p.restart()
+	// Two resyncs of c1's gateway and then some.
+	const watch = 65 * time.Second
+	time.Sleep(watch)
+	gap := p.gap()
+	t.Logf("hub down, c2's gateway %s crashed: traffic resumed after %s; longest gap in the %s after: %s",
+		old, resumed.Round(time.Millisecond), watch, gap.Round(time.Millisecond))
+	if gap > 2*time.Second {
+		t.Errorf("c1 → c2 went %s without an answer after it had resumed, the hub down", gap.Round(time.Millisecond))
+	}
+}
