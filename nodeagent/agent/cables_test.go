@@ -12,7 +12,6 @@ import (
 	"github.com/straitnet/strait/nodeagent/cable"
 	"github.com/straitnet/strait/nodeagent/cable/ipsec"
 	"github.com/straitnet/strait/nodeagent/cable/wireguard"
-	"github.com/straitnet/strait/test/cabletest"
 	"github.com/straitnet/strait/test/netns"
 	"github.com/straitnet/strait/test/require"
 )
