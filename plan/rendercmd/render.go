@@ -1,6 +1,7 @@
 package rendercmd
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -9,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
 	"github.com/straitnet/strait/internal/cli"
@@ -59,6 +61,13 @@ field, the value and what is wrong.`,
 
 func runRender(o *renderOptions, stdin io.Reader, stdout, stderr io.Writer) error {
 	cs, err := readClusterSet(o.file, stdin)
+	var fieldErrs utilerrors.Aggregate
+	if errors.As(err, &fieldErrs) {
+		for _, e := range fieldErrs.Errors() {
+			fmt.Fprintln(stderr, e.Error())
+		}
+		return cli.ErrReported
+	}
 	if err != nil {
 		return err
 	}

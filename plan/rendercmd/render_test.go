@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"errors"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/straitnet/strait/internal/cli"
+	"github.com/straitnet/strait/test/corpus"
 )
 
 func render(t *testing.T, o *renderOptions, stdin string) (string, string, error) {
@@ -108,5 +110,44 @@ func TestRenderShowsTheIPsecPSKSecret(t *testing.T) {
 	out, _, err = render(t, &renderOptions{file: "../../examples/clusterset/basic/clusterset.yaml", output: "yaml"}, "")
 	if err != nil || strings.Contains(out, "kind: Secret") {
 		t.Errorf("a wireguard clusterset renders a Secret (err %v)", err)
+	}
+}
+
+// Every ClusterSet of the invalid corpus is refused the way a user meets it: exit
+// status 1, nothing on standard output, one line per error naming each wanted field.
+func TestRenderRefusesEveryInvalidClusterSet(t *testing.T) {
+	cases, err := corpus.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cases {
+		t.Run(c.Name, func(t *testing.T) {
+			out, errOut, err := render(t, &renderOptions{file: c.Path, output: "yaml"}, "")
+			if !errors.Is(err, cli.ErrReported) || out != "" {
+				t.Fatalf("err = %v, %d bytes of output; want the errors reported and nothing rendered\n%s", err, len(out), errOut)
+			}
+			for _, line := range strings.Split(strings.TrimSpace(errOut), "\n") {
+				if !strings.HasPrefix(line, "spec.") {
+					t.Errorf("error line %q does not start with the field path", line)
+				}
+			}
+			if missing := corpus.Missing(errOut, c.Want); len(missing) > 0 {
+				t.Errorf("the errors do not name %v:\n%s", missing, errOut)
+			}
+		})
+	}
+}
+
+// Every example ClusterSet renders.
+func TestRenderAcceptsEveryExample(t *testing.T) {
+	files, err := filepath.Glob("../../examples/clusterset/*/clusterset.yaml")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no examples: %v", err)
+	}
+	for _, f := range files {
+		out, errOut, err := render(t, &renderOptions{file: f, output: "yaml"}, "")
+		if err != nil || !strings.Contains(out, "kind: Membership") {
+			t.Errorf("%s: err = %v\n%s", f, err, errOut)
+		}
 	}
 }
