@@ -73,6 +73,11 @@ func (c Config) Validate() error {
 			bad(field, p, "must be an absolute path")
 		}
 	}
+	// The kubelet's sockets (root/pod-resources/<number>) must fit a socket path's 107
+	// bytes.
+	if len(c.StateDir) > maxStateDir {
+		bad("stateDir", c.StateDir, fmt.Sprintf("longer than %d bytes: the sockets under it would not fit a unix socket path", maxStateDir))
+	}
 	if c.SandboxImage == "" {
 		bad("sandboxImage", "", "is required (the pause image, imported from Images)")
 	}
@@ -82,6 +87,9 @@ func (c Config) Validate() error {
 	}
 	return nil
 }
+
+// maxStateDir is the longest state directory whose sockets fit.
+const maxStateDir = 64
 
 // cgroupName is the node's cgroup directory name in every hierarchy.
 func (c Config) cgroupName() string {

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/netip"
+	"net/url"
 	"os"
 	osexec "os/exec"
 	"path/filepath"
@@ -48,7 +49,7 @@ func TestNodeRunsPodsFromLocalImagesAndLeavesNothing(t *testing.T) {
 
 	cfg := startAPIServer(t, root)
 	cs := kubernetes.NewForConfigOrDie(cfg)
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 
 	// The node's namespace, with a veth to the host in 10.250.x.0/30 so that the API
@@ -60,9 +61,19 @@ func TestNodeRunsPodsFromLocalImagesAndLeavesNothing(t *testing.T) {
 	ns := netns.New(t, "node")
 	hostLink := fmt.Sprintf("stn%d", x)
 	vethToHost(t, ns, hostLink, hostIP, nodeIP)
-	apiAddr := forward(t, hostIP, strings.TrimPrefix(cfg.Host, "https://"))
+	api, err := url.Parse(cfg.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	apiAddr := forward(t, hostIP, api.Host)
 
-	state := filepath.Join(t.TempDir(), "node")
+	// Short: the kubelet's sockets live under it.
+	tmp, err := os.MkdirTemp("", "sn")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.Remove(tmp) })
+	state := filepath.Join(tmp, "node")
 	name := fmt.Sprintf("node-%d", x)
 	nodeCfg := node.Config{
 		Name: name, NetNS: ns.Path(), NodeIP: nodeIP, PodCIDR: podCIDR,
@@ -329,7 +340,19 @@ func waitFor(t *testing.T, ctx context.Context, n *node.Node, what string, fn fu
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	t.Fatalf("%s: %v (kubelet log %s)", what, last, n.LogPath("kubelet"))
+	t.Fatalf("%s: %v\nkubelet log, last lines:\n%s", what, last, lastLines(n.LogPath("kubelet"), 40))
+}
+
+func lastLines(path string, n int) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
 }
 
 // execIn runs sh -c cmd in the pod's container through the API server and the kubelet.

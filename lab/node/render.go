@@ -148,6 +148,7 @@ func kubeletArgs(c Config, l layout) []string {
 		"--config=" + l.kubeletConfig(),
 		"--kubeconfig=" + l.kubeconfig(),
 		"--root-dir=" + l.kubeletRoot(),
+		"--cert-dir=" + l.kubeletDir() + "/pki",
 		"--hostname-override=" + c.Name,
 		"--node-ip=" + c.NodeIP.String(),
 		"--v=1",
