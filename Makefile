@@ -30,6 +30,7 @@ NODEBIN_MOD := test/nodebin/go.mod test/nodebin/go.sum
 SECCOMP_SYSROOT := $(BIN)/cache/seccomp-sysroot
 CONTAINERD_PKG := github.com/containerd/containerd/v2
 CNI_PKG := github.com/containernetworking/plugins/plugins
+IMAGES_STAMP := $(BIN)/images/.built
 
 # CoreDNS, the lab's cluster DNS, built from the Go module proxy outside the repository.
 COREDNS := $(BIN)/coredns
@@ -72,7 +73,7 @@ verify: generate manifests ## Fail when generated code or manifests are stale, o
 	@test -z "$$(git status --porcelain -- api kustomize)" || { echo "untracked generated files:"; git status --porcelain -- api kustomize; exit 1; }
 	$(MAKE) vet lint
 
-test: k8s-binaries $(COREDNS) ## Run every test (root-only tests need root; under CI=true they fail instead of skipping).
+test: k8s-binaries node-binaries images $(COREDNS) ## Run every test (root-only tests need root; under CI=true they fail instead of skipping).
 	$(GO) test -count=1 -timeout 40m $$($(GO) list ./... | grep -v '^github.com/straitnet/strait/test/e2e')
 	@# The lab runs three control planes, CoreDNS, kube-proxy and every strait daemon:
 	@# it gets the machine to itself rather than racing the other packages' API servers.
@@ -105,8 +106,12 @@ $(K8S_BIN)/kube-%:
 
 node-binaries: $(K8S_BIN)/kubelet $(addprefix $(NODE_BIN)/,$(NODE_BINARIES)) ## Build kubelet, containerd, runc, CNI plugins for real nodes.
 
-images: ## Build the real nodes' images (pause, whereami, iperf3, busybox, tools) into bin/images, offline from Debian packages.
+images: $(IMAGES_STAMP) ## Build the real nodes' images (pause, whereami, iperf3, busybox, tools) into bin/images from Go programs and Debian packages.
+
+# Rebuilt when their programs change; the Debian packages are cached in bin/cache/debs.
+$(IMAGES_STAMP): $(wildcard lab/image/*.go lab/image/*/*.go lab/workload/*.go lab/workload/cmd/*/*.go hack/labimages/*.go)
 	$(GO) run ./hack/labimages -out $(BIN)/images -cache $(BIN)/cache/debs
+	touch $@
 
 $(K8S_BIN)/kubelet: test/k8sbin/go.mod test/k8sbin/go.sum
 	mkdir -p $(K8S_BIN)

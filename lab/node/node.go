@@ -23,7 +23,21 @@ type Node struct {
 	layout     layout
 	containerd *component
 	kubelet    *component
+	timings    Timings
 }
+
+// Timings say how long each step of Start took.
+type Timings struct {
+	// Containerd is from its start until it answers on its socket.
+	Containerd time.Duration
+	// Images is the import of every image.
+	Images time.Duration
+	// Kubelet is from its start until its health check passes.
+	Kubelet time.Duration
+}
+
+// Timings are the durations of Start's steps.
+func (n *Node) Timings() Timings { return n.timings }
 
 // Start brings the node up: its state, cgroups and mount namespace, containerd with the
 // images imported, then the kubelet, and returns once the kubelet answers its health
@@ -66,6 +80,7 @@ func Start(ctx context.Context, c Config) (_ *Node, retErr error) {
 	n := &Node{cfg: c, layout: l}
 	env := []string{"PATH=" + c.BinDir + ":/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/root"}
 	var err error
+	t0 := time.Now()
 	n.containerd, err = startComponent("containerd", c, l, env, filepath.Join(c.BinDir, "containerd"), "--config", l.containerdConfig())
 	if err != nil {
 		return nil, err
@@ -73,9 +88,11 @@ func Start(ctx context.Context, c Config) (_ *Node, retErr error) {
 	if err := n.containerd.waitFor(ctx, "socket", 30*time.Second, n.ctrVersion); err != nil {
 		return nil, err
 	}
+	t1 := time.Now()
 	if err := n.importImages(ctx); err != nil {
 		return nil, err
 	}
+	t2 := time.Now()
 	n.kubelet, err = startComponent("kubelet", c, l, env, append([]string{c.Kubelet}, kubeletArgs(c, l)...)...)
 	if err != nil {
 		return nil, err
@@ -83,6 +100,7 @@ func Start(ctx context.Context, c Config) (_ *Node, retErr error) {
 	if err := n.kubelet.waitFor(ctx, "healthz", 60*time.Second, n.healthz); err != nil {
 		return nil, err
 	}
+	n.timings = Timings{Containerd: t1.Sub(t0), Images: t2.Sub(t1), Kubelet: time.Since(t2)}
 	return n, nil
 }
 

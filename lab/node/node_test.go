@@ -90,8 +90,10 @@ func TestNodeRunsPodsFromLocalImagesAndLeavesNothing(t *testing.T) {
 	}
 	up := time.Since(started)
 	waitFor(t, ctx, n, "node Ready", func() error { return nodeReady(ctx, cs, name) })
-	t.Logf("node: started (containerd, images imported, kubelet healthy) in %s, Ready %s after start",
-		up.Round(time.Millisecond), time.Since(started).Round(time.Millisecond))
+	tm := n.Timings()
+	t.Logf("node: started in %s (containerd %s, %d images imported %s, kubelet healthy %s), Ready %s after start",
+		up.Round(time.Millisecond), tm.Containerd.Round(time.Millisecond), len(bins.images), tm.Images.Round(time.Millisecond),
+		tm.Kubelet.Round(time.Millisecond), time.Since(started).Round(time.Millisecond))
 
 	mustCreate(t, ctx, cs, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: "default"}})
 	created := time.Now()
