@@ -4,14 +4,14 @@ import (
 	"archive/tar"
 	"bytes"
 	"fmt"
-	"io"
 	"path"
 	"sort"
 	"strings"
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/google/go-containerregistry/pkg/v1/static"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 )
 
 // Epoch is every file's and every image's timestamp: fixed, so a rebuild is
@@ -120,13 +120,12 @@ func (f Files) Tar() ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// Layer is the set as an image layer (gzip, deterministic for one Go version).
+// Layer is the set as an uncompressed image layer: the images never cross a network, and
+// every node's import would spend most of its time decompressing.
 func (f Files) Layer() (v1.Layer, error) {
 	data, err := f.Tar()
 	if err != nil {
 		return nil, err
 	}
-	return tarball.LayerFromOpener(func() (io.ReadCloser, error) {
-		return io.NopCloser(bytes.NewReader(data)), nil
-	})
+	return static.NewLayer(data, types.DockerUncompressedLayer), nil
 }
