@@ -26,7 +26,7 @@ func TestAComponentThatDiesIsNamedWithItsLog(t *testing.T) {
 	bins := requireArtifacts(t, root)
 	before := hostState(t)
 	ns := netns.New(t, "nodefail")
-	tmp, err := os.MkdirTemp("", "sn")
+	tmp, err := os.MkdirTemp("/run", "strait-node-test-")
 	if err != nil {
 		t.Fatal(err)
 	}

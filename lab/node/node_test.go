@@ -40,6 +40,7 @@ import (
 // tears the node down and checks nothing of it is left on the host.
 func TestNodeRunsPodsFromLocalImagesAndLeavesNothing(t *testing.T) {
 	netns.RequireRoot(t)
+	testStart := time.Now()
 	root, err := clusters.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
@@ -67,8 +68,9 @@ func TestNodeRunsPodsFromLocalImagesAndLeavesNothing(t *testing.T) {
 	}
 	apiAddr := forward(t, hostIP, api.Host)
 
-	// Short: the kubelet's sockets live under it.
-	tmp, err := os.MkdirTemp("", "sn")
+	// Under /run, as the lab's: the node's tmpfs over /run must bind it back. Short: the
+	// kubelet's sockets live under it.
+	tmp, err := os.MkdirTemp("/run", "strait-node-test-")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,6 +85,7 @@ func TestNodeRunsPodsFromLocalImagesAndLeavesNothing(t *testing.T) {
 		SandboxImage: image.Pause,
 	}
 	t.Cleanup(func() { _ = node.Teardown(state) })
+	t.Logf("API server and namespace ready after %s", time.Since(testStart).Round(time.Millisecond))
 	started := time.Now()
 	n, err := node.Start(ctx, nodeCfg)
 	if err != nil {
@@ -136,9 +139,11 @@ func TestNodeRunsPodsFromLocalImagesAndLeavesNothing(t *testing.T) {
 		t.Errorf("a component ended while the node was up: %v", err)
 	}
 	// From the state directory alone, as "lab down" after a crashed "lab up" would.
+	down := time.Now()
 	if err := node.Teardown(state); err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("teardown: %s", time.Since(down).Round(time.Millisecond))
 	assertNothingLeft(t, state, name, ns, before)
 }
 

@@ -69,7 +69,7 @@ func (p *component) err() error {
 	if p.exited == nil {
 		return nil
 	}
-	return fmt.Errorf("%s ended early (%v); log %s:\n%s", p.name, p.exited, p.log, tail(p.log, 15))
+	return fmt.Errorf("%s ended early (%w); log %s:\n%s", p.name, p.exited, p.log, tail(p.log, 15))
 }
 
 // waitFor polls ready until it succeeds, the component ends, ctx ends or timeout passes.
@@ -85,7 +85,7 @@ func (p *component) waitFor(ctx context.Context, what string, timeout time.Durat
 		case <-p.done:
 			return p.err()
 		case <-ctx.Done():
-			return fmt.Errorf("%s: %s not ready after %s: %v; log %s:\n%s", p.name, what, timeout, last, p.log, tail(p.log, 15))
+			return fmt.Errorf("%s: %s not ready after %s: %w; log %s:\n%s", p.name, what, timeout, last, p.log, tail(p.log, 15))
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
