@@ -43,8 +43,12 @@ func hierarchies() ([]string, error) {
 const daemonsCgroup = "daemons"
 
 // createCgroups makes the node's cgroup and its daemons child in every hierarchy, with
-// cpuset's cpus and mems copied from the parent (a v1 cpuset takes no task without).
+// cpuset's cpus and mems copied from the parent (a v1 cpuset takes no task without). It
+// refuses a cgroup that still holds processes: an earlier node of that name is running.
 func createCgroups(name string) error {
+	if pids := cgroupPids(name); len(pids) > 0 {
+		return fmt.Errorf("cgroup %s holds processes %v: a node of that name still runs (tear it down first)", name, pids)
+	}
 	hs, err := hierarchies()
 	if err != nil {
 		return err

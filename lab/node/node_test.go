@@ -100,10 +100,10 @@ func TestNodeRunsPodsFromLocalImagesAndLeavesNothing(t *testing.T) {
 
 	mustCreate(t, ctx, cs, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: "default"}})
 	created := time.Now()
-	tools := runPod(t, ctx, cs, name, "tools", image.Tools, []string{"sh", "-c", "echo hello from $(hostname); exec sleep 3600"})
+	tools := runPod(t, ctx, cs, name, "tools", image.Tools, corev1.PullNever, []string{"sh", "-c", "echo hello from $(hostname); exec sleep 3600"})
 	waitFor(t, ctx, n, "tools pod Running", func() error { return podRunning(ctx, cs, tools) })
 	t.Logf("pod: create → Running in %s", time.Since(created).Round(time.Millisecond))
-	whereami := runPod(t, ctx, cs, name, "whereami", image.Whereami, nil)
+	whereami := runPod(t, ctx, cs, name, "whereami", image.Whereami, corev1.PullIfNotPresent, nil)
 	waitFor(t, ctx, n, "whereami pod Running", func() error { return podRunning(ctx, cs, whereami) })
 
 	waitFor(t, ctx, n, "the tools pod's log", func() error {
@@ -286,7 +286,7 @@ func nodeReady(ctx context.Context, cs kubernetes.Interface, name string) error 
 	return fmt.Errorf("no Ready condition")
 }
 
-func runPod(t *testing.T, ctx context.Context, cs kubernetes.Interface, nodeName, name, img string, command []string) string {
+func runPod(t *testing.T, ctx context.Context, cs kubernetes.Interface, nodeName, name, img string, pull corev1.PullPolicy, command []string) string {
 	env := []corev1.EnvVar{
 		{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}},
 		{Name: "POD_IP", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.podIP"}}},
@@ -298,7 +298,7 @@ func runPod(t *testing.T, ctx context.Context, cs kubernetes.Interface, nodeName
 			AutomountServiceAccountToken:  ptr.To(false),
 			TerminationGracePeriodSeconds: ptr.To[int64](1),
 			Containers: []corev1.Container{{Name: name, Image: img, Command: command, Env: env,
-				ImagePullPolicy: corev1.PullNever}},
+				ImagePullPolicy: pull}},
 		},
 	})
 	return name
