@@ -20,8 +20,10 @@ type Config struct {
 	ID string
 	// NetNS is the path of the node's network namespace (like /run/netns/sl-c1-n1).
 	NetNS string
-	// NodeIP is the node's address inside NetNS: the kubelet serves there and reports it
-	// as the Node's InternalIP, so the API server must reach it.
+	// NodeIP is the node's address inside NetNS: the kubelet serves there (port 10250,
+	// anonymous) and reports it as the Node's InternalIP. For logs and exec the API server
+	// must reach it and prefer it (--kubelet-preferred-address-types=InternalIP: the
+	// node's name resolves nowhere).
 	NodeIP netip.Addr
 	// PodCIDR is the node's pod range; the CNI bridge takes its first address.
 	PodCIDR netip.Prefix

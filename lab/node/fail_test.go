@@ -42,8 +42,8 @@ func TestAComponentThatDiesIsNamedWithItsLog(t *testing.T) {
 	defer cancel()
 	started := time.Now()
 	_, err = node.Start(ctx, node.Config{
-		Name: "failing", NetNS: ns.Path(), NodeIP: netip.MustParseAddr("10.250.0.2"),
-		PodCIDR: netip.MustParsePrefix("10.251.0.0/24"), KubeConfig: []byte("{}"),
+		Name: "failing", NetNS: ns.Path(), NodeIP: netip.MustParseAddr("10.252.0.2"),
+		PodCIDR: netip.MustParsePrefix("10.253.0.0/24"), KubeConfig: []byte("{}"),
 		BinDir: bins.node, Kubelet: fake, StateDir: state,
 		Images: bins.images[:1], SandboxImage: image.Pause,
 	})

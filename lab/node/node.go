@@ -289,3 +289,23 @@ func removeState(l layout) error {
 	}
 	return nil
 }
+
+// TeardownAll tears down every node whose state directory is directly under dir (those
+// holding a node record), as "lab down" does after a crash; other entries are left alone.
+func TeardownAll(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, e := range entries {
+		state := filepath.Join(dir, e.Name())
+		if _, err := os.Stat(layout{dir: state}.record()); e.IsDir() && err == nil {
+			errs = append(errs, Teardown(state))
+		}
+	}
+	return errors.Join(errs...)
+}

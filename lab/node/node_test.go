@@ -53,12 +53,13 @@ func TestNodeRunsPodsFromLocalImagesAndLeavesNothing(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 
-	// The node's namespace, with a veth to the host in 10.250.x.0/30 so that the API
-	// server (on the host) reaches the kubelet and the kubelet reaches the API server.
+	// The node's namespace, with a veth to the host in 10.252.x.0/30 (a range neither the
+	// lab nor another test uses) so that the API server (on the host) reaches the kubelet
+	// and the kubelet reaches the API server; pods in 10.253.x.0/24.
 	x := rand.IntN(250) + 1
-	hostIP := netip.AddrFrom4([4]byte{10, 250, byte(x), 1})
+	hostIP := netip.AddrFrom4([4]byte{10, 252, byte(x), 1})
 	nodeIP := hostIP.Next()
-	podCIDR := netip.PrefixFrom(netip.AddrFrom4([4]byte{10, 251, byte(x), 0}), 24)
+	podCIDR := netip.PrefixFrom(netip.AddrFrom4([4]byte{10, 253, byte(x), 0}), 24)
 	ns := netns.New(t, "node")
 	hostLink := fmt.Sprintf("stn%d", x)
 	vethToHost(t, ns, hostLink, hostIP, nodeIP)
@@ -138,9 +139,9 @@ func TestNodeRunsPodsFromLocalImagesAndLeavesNothing(t *testing.T) {
 	if err := n.Err(); err != nil {
 		t.Errorf("a component ended while the node was up: %v", err)
 	}
-	// From the state directory alone, as "lab down" after a crashed "lab up" would.
+	// From what is on disk alone, as "lab down" after a crashed "lab up" would.
 	down := time.Now()
-	if err := node.Teardown(state); err != nil {
+	if err := node.TeardownAll(tmp); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("teardown: %s", time.Since(down).Round(time.Millisecond))
