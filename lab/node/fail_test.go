@@ -45,7 +45,7 @@ func TestAComponentThatDiesIsNamedWithItsLog(t *testing.T) {
 		Name: "failing", NetNS: ns.Path(), NodeIP: netip.MustParseAddr("10.252.0.2"),
 		PodCIDR: netip.MustParsePrefix("10.253.0.0/24"), KubeConfig: []byte("{}"),
 		BinDir: bins.node, Kubelet: fake, StateDir: state,
-		Images: bins.images[:1], SandboxImage: image.Pause,
+		Images: []string{bins.image(image.Pause)}, SandboxImage: image.Pause,
 	})
 	if err == nil {
 		t.Fatal("Start succeeded with a kubelet that exits")

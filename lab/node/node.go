@@ -135,6 +135,9 @@ func (n *Node) Err() error {
 	return errors.Join(n.containerd.err(), n.kubelet.err())
 }
 
+// Name is the Node's name.
+func (n *Node) Name() string { return n.cfg.Name }
+
 // Stop tears the node down.
 func (n *Node) Stop() error { return Teardown(n.layout.dir) }
 

@@ -3,6 +3,7 @@ package node_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -13,6 +14,7 @@ import (
 	osexec "os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -34,11 +36,13 @@ import (
 	"github.com/straitnet/strait/test/netns"
 )
 
-// TestNodeRunsPodsFromLocalImagesAndLeavesNothing starts one real node (containerd, runc,
-// kubelet) against a real API server, runs pods from the locally built images with
-// imagePullPolicy Never, reads a pod's log and execs into it through the API server, then
-// tears the node down and checks nothing of it is left on the host.
-func TestNodeRunsPodsFromLocalImagesAndLeavesNothing(t *testing.T) {
+// TestNodesRunPodsFromLocalImagesAndLeaveNothing starts two real nodes (containerd, runc,
+// kubelet) at once against a real API server, runs pods from the locally built images
+// with imagePullPolicy Never and IfNotPresent, reads a pod's log and execs into it through
+// the API server, sends HTTP from a pod on one node to a pod on the other over routes
+// between their pod CIDRs, then tears the nodes down from what is on disk and checks
+// nothing of them is left on the host.
+func TestNodesRunPodsFromLocalImagesAndLeaveNothing(t *testing.T) {
 	netns.RequireRoot(t)
 	testStart := time.Now()
 	root, err := clusters.RepoRoot()
@@ -52,23 +56,6 @@ func TestNodeRunsPodsFromLocalImagesAndLeavesNothing(t *testing.T) {
 	cs := kubernetes.NewForConfigOrDie(cfg)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-
-	// The node's namespace, with a veth to the host in 10.252.x.0/30 (a range neither the
-	// lab nor another test uses) so that the API server (on the host) reaches the kubelet
-	// and the kubelet reaches the API server; pods in 10.253.x.0/24.
-	x := rand.IntN(250) + 1
-	hostIP := netip.AddrFrom4([4]byte{10, 252, byte(x), 1})
-	nodeIP := hostIP.Next()
-	podCIDR := netip.PrefixFrom(netip.AddrFrom4([4]byte{10, 253, byte(x), 0}), 24)
-	ns := netns.New(t, "node")
-	hostLink := fmt.Sprintf("stn%d", x)
-	vethToHost(t, ns, hostLink, hostIP, nodeIP)
-	api, err := url.Parse(cfg.Host)
-	if err != nil {
-		t.Fatal(err)
-	}
-	apiAddr := forward(t, hostIP, api.Host)
-
 	// Under /run, as the lab's: the node's tmpfs over /run must bind it back. Short: the
 	// kubelet's sockets live under it.
 	tmp, err := os.MkdirTemp("/run", "strait-node-test-")
@@ -76,38 +63,41 @@ func TestNodeRunsPodsFromLocalImagesAndLeavesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = os.Remove(tmp) })
-	state := filepath.Join(tmp, "node")
-	name := fmt.Sprintf("node-%d", x)
-	nodeCfg := node.Config{
-		Name: name, NetNS: ns.Path(), NodeIP: nodeIP, PodCIDR: podCIDR,
-		KubeConfig: kubeconfig(t, cfg, "https://"+apiAddr),
-		BinDir:     bins.node, Kubelet: bins.kubelet, StateDir: state,
-		Images:       bins.images,
-		SandboxImage: image.Pause,
-	}
-	t.Cleanup(func() { _ = node.Teardown(state) })
-	t.Logf("API server and namespace ready after %s", time.Since(testStart).Round(time.Millisecond))
+	t.Cleanup(func() { _ = node.TeardownAll(tmp) })
+
+	x := byte(rand.IntN(250) + 1)
+	a := plan(t, cfg, bins, tmp, x, 0, image.Tools)
+	b := plan(t, cfg, bins, tmp, x, 1, image.Whereami)
+	// Each node routes the other's pod CIDR over a direct link, as the lab's nodes do.
+	netns.Veth(t, a.ns, "peer", b.ns, "peer")
+	a.ns.AddAddr(t, "peer", fmt.Sprintf("10.252.%d.9/30", x))
+	b.ns.AddAddr(t, "peer", fmt.Sprintf("10.252.%d.10/30", x))
+	a.ns.AddRoute(t, b.cfg.PodCIDR.String(), fmt.Sprintf("10.252.%d.10", x), "peer")
+	b.ns.AddRoute(t, a.cfg.PodCIDR.String(), fmt.Sprintf("10.252.%d.9", x), "peer")
+	t.Logf("API server and namespaces ready after %s", time.Since(testStart).Round(time.Millisecond))
+
 	started := time.Now()
-	n, err := node.Start(ctx, nodeCfg)
-	if err != nil {
-		t.Fatal(err)
+	na, nb := startNodes(t, ctx, a.cfg, b.cfg)
+	for _, n := range []*node.Node{na, nb} {
+		tm := n.Timings()
+		t.Logf("node %s: started in %s (containerd %s, images %s, kubelet healthy %s)", n.Name(),
+			(tm.Containerd + tm.Images + tm.Kubelet).Round(time.Millisecond), tm.Containerd.Round(time.Millisecond),
+			tm.Images.Round(time.Millisecond), tm.Kubelet.Round(time.Millisecond))
 	}
-	up := time.Since(started)
-	waitFor(t, ctx, n, "node Ready", func() error { return nodeReady(ctx, cs, name) })
-	tm := n.Timings()
-	t.Logf("node: started in %s (containerd %s, %d images imported %s, kubelet healthy %s), Ready %s after start",
-		up.Round(time.Millisecond), tm.Containerd.Round(time.Millisecond), len(bins.images), tm.Images.Round(time.Millisecond),
-		tm.Kubelet.Round(time.Millisecond), time.Since(started).Round(time.Millisecond))
+	for _, n := range []*node.Node{na, nb} {
+		waitFor(t, ctx, n, "node Ready", func() error { return nodeReady(ctx, cs, n.Name()) })
+	}
+	t.Logf("both nodes Ready %s after their start", time.Since(started).Round(time.Millisecond))
 
 	mustCreate(t, ctx, cs, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: "default"}})
 	created := time.Now()
-	tools := runPod(t, ctx, cs, name, "tools", image.Tools, corev1.PullNever, []string{"sh", "-c", "echo hello from $(hostname); exec sleep 3600"})
-	waitFor(t, ctx, n, "tools pod Running", func() error { return podRunning(ctx, cs, tools) })
+	tools := runPod(t, ctx, cs, na.Name(), "tools", image.Tools, corev1.PullNever, []string{"sh", "-c", "echo hello from $(hostname); exec sleep 3600"})
+	waitFor(t, ctx, na, "tools pod Running", func() error { return podRunning(ctx, cs, tools) })
 	t.Logf("pod: create → Running in %s", time.Since(created).Round(time.Millisecond))
-	whereami := runPod(t, ctx, cs, name, "whereami", image.Whereami, corev1.PullIfNotPresent, nil)
-	waitFor(t, ctx, n, "whereami pod Running", func() error { return podRunning(ctx, cs, whereami) })
+	whereami := runPod(t, ctx, cs, nb.Name(), "whereami", image.Whereami, corev1.PullIfNotPresent, nil)
+	waitFor(t, ctx, nb, "whereami pod Running", func() error { return podRunning(ctx, cs, whereami) })
 
-	waitFor(t, ctx, n, "the tools pod's log", func() error {
+	waitFor(t, ctx, na, "the tools pod's log", func() error {
 		out, err := cs.CoreV1().Pods("default").GetLogs(tools, &corev1.PodLogOptions{}).DoRaw(ctx)
 		if err != nil {
 			return err
@@ -123,34 +113,102 @@ func TestNodeRunsPodsFromLocalImagesAndLeavesNothing(t *testing.T) {
 			t.Errorf("exec in the tools pod: output lacks %q:\n%s", want, out)
 		}
 	}
-	wp, err := cs.CoreV1().Pods("default").Get(ctx, whereami, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if ip, err := netip.ParseAddr(wp.Status.PodIP); err != nil || !podCIDR.Contains(ip) {
-		t.Errorf("whereami pod IP %q is not in the node's pod CIDR %s", wp.Status.PodIP, podCIDR)
-	}
-	answer := execIn(t, ctx, cfg, cs, tools, "wget -q -O - http://"+wp.Status.PodIP+":8080/")
-	if !strings.Contains(answer, `"pod":"whereami"`) {
-		t.Errorf("whereami through the pod network answered %q, want its pod name", answer)
+	toolsIP, whereamiIP := podIP(t, ctx, cs, tools, a.cfg.PodCIDR), podIP(t, ctx, cs, whereami, b.cfg.PodCIDR)
+	answer := execIn(t, ctx, cfg, cs, tools, "wget -q -O - http://"+whereamiIP.String()+":8080/")
+	if want := fmt.Sprintf(`"pod":"whereami","podIP":"%s","caller":"%s"`, whereamiIP, toolsIP); !strings.Contains(answer, want) {
+		t.Errorf("whereami on the other node answered %q, want it to contain %s", answer, want)
 	}
 
-	logRSS(t, n)
-	if err := n.Err(); err != nil {
-		t.Errorf("a component ended while the node was up: %v", err)
+	for _, n := range []*node.Node{na, nb} {
+		logRSS(t, n)
+		if err := n.Err(); err != nil {
+			t.Errorf("a component ended while the node was up: %v", err)
+		}
 	}
 	// From what is on disk alone, as "lab down" after a crashed "lab up" would.
 	down := time.Now()
 	if err := node.TeardownAll(tmp); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("teardown: %s", time.Since(down).Round(time.Millisecond))
-	assertNothingLeft(t, state, name, ns, before)
+	t.Logf("teardown of both nodes: %s", time.Since(down).Round(time.Millisecond))
+	assertNothingLeft(t, a.cfg.StateDir, a.cfg.Name, a.ns, before)
+	assertNothingLeft(t, b.cfg.StateDir, b.cfg.Name, b.ns, before)
+}
+
+// plannedNode is a node's namespace, linked to the host, and its config.
+type plannedNode struct {
+	ns  *netns.NS
+	cfg node.Config
+}
+
+// plan makes node i's namespace with a veth to the host in 10.252.x.(4i)/30 (a range
+// neither the lab nor another test uses), so that the API server on the host reaches the
+// kubelet and the kubelet (through a forwarder on the host's end) the API server; pods
+// in 10.253.x.(128i)/25. The node imports the pause image and img.
+func plan(t *testing.T, cfg *rest.Config, bins artifacts, stateRoot string, x byte, i int, img string) plannedNode {
+	hostIP := netip.AddrFrom4([4]byte{10, 252, x, byte(4*i + 1)})
+	ns := netns.New(t, fmt.Sprintf("node%d", i))
+	vethToHost(t, ns, fmt.Sprintf("stn%d-%d", x, i), hostIP, hostIP.Next())
+	api, err := url.Parse(cfg.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := fmt.Sprintf("node-%d-%d", x, i)
+	return plannedNode{ns: ns, cfg: node.Config{
+		Name: name, NetNS: ns.Path(), NodeIP: hostIP.Next(),
+		PodCIDR:    netip.PrefixFrom(netip.AddrFrom4([4]byte{10, 253, x, byte(128 * i)}), 25),
+		KubeConfig: kubeconfig(t, cfg, "https://"+forward(t, hostIP, api.Host)),
+		BinDir:     bins.node, Kubelet: bins.kubelet, StateDir: filepath.Join(stateRoot, name),
+		Images:       []string{bins.image(image.Pause), bins.image(img)},
+		SandboxImage: image.Pause,
+	}}
+}
+
+// startNodes starts the nodes at once, as the lab does.
+func startNodes(t *testing.T, ctx context.Context, cfgs ...node.Config) (*node.Node, *node.Node) {
+	nodes := make([]*node.Node, len(cfgs))
+	errs := make([]error, len(cfgs))
+	var wg sync.WaitGroup
+	for i, c := range cfgs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			nodes[i], errs[i] = node.Start(ctx, c)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	return nodes[0], nodes[1]
+}
+
+func podIP(t *testing.T, ctx context.Context, cs kubernetes.Interface, pod string, cidr netip.Prefix) netip.Addr {
+	p, err := cs.CoreV1().Pods("default").Get(ctx, pod, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ip, err := netip.ParseAddr(p.Status.PodIP)
+	if err != nil || !cidr.Contains(ip) {
+		t.Fatalf("pod %s IP %q is not in its node's pod CIDR %s", pod, p.Status.PodIP, cidr)
+	}
+	return ip
 }
 
 type artifacts struct {
 	node, kubelet string
 	images        []string
+}
+
+// image is the tarball of ref, like bin/images/pause.tar for strait-lab/pause:dev.
+func (a artifacts) image(ref string) string {
+	name := strings.TrimSuffix(ref[strings.LastIndex(ref, "/")+1:], ":dev")
+	for _, p := range a.images {
+		if filepath.Base(p) == name+".tar" {
+			return p
+		}
+	}
+	return ""
 }
 
 // requireArtifacts finds the node binaries and images, or skips (fails under CI).
