@@ -89,7 +89,10 @@ func (l *Lab) ensureControlPlane(ctx context.Context, c controlPlane) error {
 		"--service-cluster-ip-range", svcRange.String(),
 		"--authorization-mode", "RBAC", "--allow-privileged",
 		"--enable-priority-and-fairness=false", "--profiling=false",
-		"--endpoint-reconciler-type", "lease"); err != nil {
+		"--endpoint-reconciler-type", "lease",
+		// Real nodes' names resolve nowhere: logs, exec and port-forward go to their
+		// InternalIP on the LAN.
+		"--kubelet-preferred-address-types", "InternalIP"); err != nil {
 		return err
 	}
 	alive := func() bool { _, ok := l.state.Pid(name, "kube-apiserver"); return ok }

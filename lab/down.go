@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/straitnet/strait/lab/node"
 	"github.com/straitnet/strait/lab/topology"
 	"github.com/straitnet/strait/test/netns"
 )
@@ -33,6 +34,11 @@ func (l *Lab) Down(ctx context.Context) error {
 	}
 	netns.KillAll(rest, 5*time.Second)
 	l.progress("stopped %d processes", len(rest)+1)
+	// Real nodes before their namespaces: containers, shims and mounts go by the nodes'
+	// cgroups and records, which need no lab.json.
+	if err := node.TeardownAll(l.state.nodesDir()); err != nil {
+		errs = append(errs, err)
+	}
 	names, err := netns.List(topology.Prefix)
 	if err != nil {
 		errs = append(errs, err)

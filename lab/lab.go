@@ -28,6 +28,11 @@ type Options struct {
 	Strait string
 	// Straitd is the daemons' binary, the one of the image: hub, agent, dns and charon.
 	Straitd string
+	// NodeBin holds containerd, its shim, ctr, runc and the CNI plugins (make
+	// node-binaries); the kubelet is in K8sBin. Only real-node labs need them.
+	NodeBin string
+	// ImageDir holds the image tarballs real nodes import (make images).
+	ImageDir string
 	// PortBase is the host loopback port of the first control plane's forwarder.
 	PortBase int
 	// Out receives progress lines.

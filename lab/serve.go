@@ -69,6 +69,9 @@ func (l *Lab) Serve(ctx context.Context) error {
 			return err
 		}
 		for _, n := range c.Nodes {
+			if r.RealNodes {
+				break // real kubelets run the nodes
+			}
 			cfg := kubelet.Config{
 				Cluster: c.Name, Node: n, DNSServiceIP: c.DNSServiceIP, Client: client,
 				Strait: l.opts.Strait, LogDir: filepath.Join(l.state.ClusterDir(c.Name), "logs"),

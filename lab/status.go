@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/straitnet/strait/lab/topology"
@@ -23,10 +24,15 @@ import (
 
 // Status prints every cluster's processes, nodes and pods.
 func (l *Lab) Status(ctx context.Context, w io.Writer) error {
-	_, t, err := l.Load()
+	r, t, err := l.Load()
 	if err != nil {
 		return err
 	}
+	mode := "emulated pods (lab kubelet)"
+	if r.RealNodes {
+		mode = "real nodes (kubelet, containerd, runc; state under " + l.state.nodesDir() + ")"
+	}
+	fmt.Fprintf(w, "nodes: %s\n", mode)
 	pids := l.state.AllPids()
 	tw := tabwriter.NewWriter(w, 0, 2, 2, ' ', 0)
 	fmt.Fprintln(tw, "CLUSTER\tPROCESS\tSTATE")
@@ -120,24 +126,38 @@ func (l *Lab) Kubeconfig(cluster string) ([]byte, error) {
 	return data, nil
 }
 
-// PodNamespace finds the network namespace of a pod, given as NAME or NAMESPACE/NAME; a
-// bare name is looked up in every namespace and must be unique.
+// PodNamespace finds the network namespace of an emulated pod, given as NAME or
+// NAMESPACE/NAME; a bare name is looked up in every namespace and must be unique.
 func (l *Lab) PodNamespace(ctx context.Context, cluster, pod string) (string, error) {
-	_, t, err := l.Load()
+	p, _, err := l.findPod(ctx, cluster, pod)
 	if err != nil {
 		return "", err
+	}
+	nsName := topology.PodNamespace(cluster, string(p.UID))
+	if !netns.Exists(nsName) {
+		return "", fmt.Errorf("pod %s/%s has no network namespace yet", p.Namespace, p.Name)
+	}
+	return nsName, nil
+}
+
+// findPod looks a pod up by NAME, NAMESPACE/NAME or a Deployment's name when it has one
+// pod, and returns it with a client config for its cluster.
+func (l *Lab) findPod(ctx context.Context, cluster, pod string) (*corev1.Pod, *rest.Config, error) {
+	_, t, err := l.Load()
+	if err != nil {
+		return nil, nil, err
 	}
 	c, ok := t.Cluster(cluster)
 	if !ok {
-		return "", fmt.Errorf("no member cluster %q in this lab", cluster)
+		return nil, nil, fmt.Errorf("no member cluster %q in this lab", cluster)
 	}
 	cfg, err := l.inNamespaceConfig(c.Name, c.ControlPlane.Namespace)()
 	if err != nil {
-		return "", err
+		return nil, nil, err
 	}
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
-		return "", err
+		return nil, nil, err
 	}
 	ns, name, found := strings.Cut(pod, "/")
 	if !found {
@@ -145,13 +165,13 @@ func (l *Lab) PodNamespace(ctx context.Context, cluster, pod string) (string, er
 	}
 	pods, err := client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + name})
 	if err != nil {
-		return "", err
+		return nil, nil, err
 	}
 	if len(pods.Items) == 0 {
 		// A prefix such as "client" finds the Deployment's single pod.
 		all, err := client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
-			return "", err
+			return nil, nil, err
 		}
 		for _, p := range all.Items {
 			if strings.HasPrefix(p.Name, name+"-") && p.DeletionTimestamp == nil {
@@ -161,20 +181,16 @@ func (l *Lab) PodNamespace(ctx context.Context, cluster, pod string) (string, er
 	}
 	switch len(pods.Items) {
 	case 0:
-		return "", fmt.Errorf("no pod %q in cluster %s", pod, cluster)
+		return nil, nil, fmt.Errorf("no pod %q in cluster %s", pod, cluster)
 	case 1:
 	default:
 		var names []string
 		for _, p := range pods.Items {
 			names = append(names, p.Namespace+"/"+p.Name)
 		}
-		return "", fmt.Errorf("pod %q is ambiguous in cluster %s: %s", pod, cluster, strings.Join(names, ", "))
+		return nil, nil, fmt.Errorf("pod %q is ambiguous in cluster %s: %s", pod, cluster, strings.Join(names, ", "))
 	}
-	nsName := topology.PodNamespace(cluster, string(pods.Items[0].UID))
-	if !netns.Exists(nsName) {
-		return "", fmt.Errorf("pod %s/%s has no network namespace yet", pods.Items[0].Namespace, pods.Items[0].Name)
-	}
-	return nsName, nil
+	return &pods.Items[0], cfg, nil
 }
 
 // Exec replaces the current process with argv run inside the pod's namespace.

@@ -37,6 +37,10 @@ type UpOptions struct {
 	WebhookManifest string
 	// Timeout bounds the wait for every sample pod to be ready.
 	Timeout time.Duration
+	// RealNodes runs every member node as a real node (kubelet, containerd, runc, the CNI
+	// bridge) instead of the lab kubelet's emulation; the sample workloads then run the
+	// images of "make images".
+	RealNodes bool
 }
 
 // Up brings the lab up, or completes a lab that is partly up (after a crash, or when run
@@ -52,11 +56,11 @@ func (l *Lab) Up(ctx context.Context, o UpOptions) error {
 
 func (l *Lab) up(ctx context.Context, o UpOptions) error {
 	start := time.Now()
-	rec := &Record{Spec: o.Spec, ClusterSet: o.ClusterSet, PortBase: l.opts.PortBase}
+	rec := &Record{Spec: o.Spec, ClusterSet: o.ClusterSet, PortBase: l.opts.PortBase, RealNodes: o.RealNodes}
 	if old, err := l.state.ReadRecord(); err == nil {
 		a, _ := json.Marshal(old.Spec)
 		b, _ := json.Marshal(rec.Spec)
-		if !bytes.Equal(a, b) || !bytes.Equal(old.ClusterSet, rec.ClusterSet) {
+		if !bytes.Equal(a, b) || !bytes.Equal(old.ClusterSet, rec.ClusterSet) || old.RealNodes != rec.RealNodes {
 			return fmt.Errorf("a different lab is up (state %s): run 'strait lab down' first", l.state.Dir)
 		}
 		rec.PortBase = old.PortBase
@@ -68,6 +72,11 @@ func (l *Lab) up(ctx context.Context, o UpOptions) error {
 	for _, bin := range []string{l.opts.bin("etcd"), l.opts.bin("kube-apiserver"), l.opts.bin("kube-proxy"), l.opts.CoreDNS} {
 		if _, err := os.Stat(bin); err != nil {
 			return fmt.Errorf("missing binary %s (make k8s-binaries coredns): %w", bin, err)
+		}
+	}
+	if o.RealNodes {
+		if err := l.opts.checkNodeArtifacts(o.Spec.SampleWorkloads); err != nil {
+			return err
 		}
 	}
 	if err := l.state.WriteRecord(rec); err != nil {
@@ -183,9 +192,14 @@ func (l *Lab) bootstrap(ctx context.Context, t *topology.Lab, rec *Record, cp to
 		return fmt.Errorf("%s kube-proxy: %w", c.Name, err)
 	}
 	l.progress("%s: CoreDNS at %s, kube-proxy (nftables) on %d nodes", c.Name, c.DNSServiceIP, len(c.Nodes))
+	if rec.RealNodes {
+		if err := l.ensureRealNodes(ctx, *c, client, o.Spec.SampleWorkloads); err != nil {
+			return fmt.Errorf("%s nodes: %w", c.Name, err)
+		}
+	}
 	if o.Spec.SampleWorkloads {
 		var errs []error
-		for _, obj := range sampleObjects() {
+		for _, obj := range sampleObjects(c.Name, rec.RealNodes) {
 			errs = append(errs, a.create(ctx, obj))
 		}
 		if err := errors.Join(errs...); err != nil {

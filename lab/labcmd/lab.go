@@ -27,6 +27,8 @@ type labOptions struct {
 	k8sBin   string
 	coredns  string
 	straitd  string
+	nodeBin  string
+	images   string
 	portBase int
 }
 
@@ -56,6 +58,8 @@ directory; "lab down" removes all of it, also after a crash of "lab up".`,
 	f.StringVar(&o.k8sBin, "k8s-bin", "", "directory with etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kube-proxy (default $KUBEBUILDER_ASSETS, else bin/k8s/"+k8sversion.Version+" next to this binary or in the repo)")
 	f.StringVar(&o.coredns, "coredns", "", "coredns binary (default bin/coredns next to this binary or in the repo; make coredns)")
 	f.StringVar(&o.straitd, "straitd", "", "the daemons' binary the lab runs as hub, agent, dns and charon (default straitd next to this binary or in the repo's bin/; make build)")
+	f.StringVar(&o.nodeBin, "node-bin", "", "real nodes: directory with containerd, runc and the CNI plugins (default bin/node next to this binary or in the repo; make node-binaries)")
+	f.StringVar(&o.images, "images", "", "real nodes: directory with the image tarballs (default bin/images next to this binary or in the repo; make images)")
 	f.IntVar(&o.portBase, "port-base", 16443, "host loopback port of the hub's API server forwarder; members follow")
 	cmd.AddCommand(newLabUpCmd(o), newLabDownCmd(o), newLabStatusCmd(o), newLabExecCmd(o),
 		newLabKubeconfigCmd(o), newLabServeCmd(o), newLabWorkloadCmd())
@@ -118,8 +122,16 @@ func (o *labOptions) lab(out *os.File) *lab.Lab {
 	if straitd == "" {
 		straitd = firstExisting(filepath.Join(filepath.Dir(exe), "straitd"), filepath.Join(root, "bin", "straitd"))
 	}
+	nodeBin := o.nodeBin
+	if nodeBin == "" {
+		nodeBin = firstExisting(filepath.Join(filepath.Dir(exe), "node"), filepath.Join(root, "bin", "node"))
+	}
+	images := o.images
+	if images == "" {
+		images = firstExisting(filepath.Join(filepath.Dir(exe), "images"), filepath.Join(root, "bin", "images"))
+	}
 	return lab.New(lab.Options{StateDir: o.state, K8sBin: k8s, CoreDNS: coredns, Strait: exe, Straitd: straitd,
-		PortBase: o.portBase, Out: out})
+		NodeBin: nodeBin, ImageDir: images, PortBase: o.portBase, Out: out})
 }
 
 func signalContext() (context.Context, context.CancelFunc) {
@@ -136,6 +148,7 @@ func requireRootCmd() error {
 func newLabUpCmd(o *labOptions) *cobra.Command {
 	var file, example string
 	var timeout time.Duration
+	var realNodes bool
 	cmd := &cobra.Command{
 		Use:   "up [-f LAB.yaml | --example NAME]",
 		Short: "Bring a lab up (idempotent: run again to complete or check it)",
@@ -154,7 +167,12 @@ A lab file is YAML:
   sampleWorkloads: true
 
 --example NAME uses examples/clusterset/NAME with a hub, 2 gateways, 1 worker and the
-sample workloads.`,
+sample workloads.
+
+--real-nodes runs every member node as a real node (kubelet, containerd, runc, a CNI
+bridge; make node-binaries images) instead of the lab kubelet's emulation: the sample
+workloads are the local images, and kubectl logs, exec and port-forward work as on any
+cluster. "lab down", "status" and "exec" follow the mode the lab came up in.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := requireRootCmd(); err != nil {
@@ -172,7 +190,7 @@ sample workloads.`,
 			ctx, cancel := signalContext()
 			defer cancel()
 			fmt.Fprintf(os.Stdout, "lab up: %s\n", csPath)
-			return o.lab(os.Stdout).Up(ctx, lab.UpOptions{Spec: spec, ClusterSet: data, Timeout: timeout,
+			return o.lab(os.Stdout).Up(ctx, lab.UpOptions{Spec: spec, ClusterSet: data, Timeout: timeout, RealNodes: realNodes,
 				WebhookManifest: filepath.Join(root, "kustomize", "hub", "workloads", "webhook.yaml"),
 				CRDDirs:         []string{filepath.Join(root, "kustomize", "crd", "bases"), filepath.Join(root, "kustomize", "crd", "mcs")}})
 		},
@@ -180,6 +198,7 @@ sample workloads.`,
 	cmd.Flags().StringVarP(&file, "file", "f", "", "lab file (YAML)")
 	cmd.Flags().StringVar(&example, "example", "", "an example under examples/clusterset (basic, globalnet, three-clusters)")
 	cmd.Flags().DurationVar(&timeout, "timeout", 3*time.Minute, "how long to wait for the sample pods to be ready")
+	cmd.Flags().BoolVar(&realNodes, "real-nodes", false, "run real nodes (kubelet, containerd, runc) instead of emulated pods")
 	cmd.MarkFlagsMutuallyExclusive("file", "example")
 	return cmd
 }
@@ -254,9 +273,11 @@ func newLabKubeconfigCmd(o *labOptions) *cobra.Command {
 func newLabExecCmd(o *labOptions) *cobra.Command {
 	return &cobra.Command{
 		Use:   "exec CLUSTER POD -- CMD [ARGS...]",
-		Short: "Run a command inside a pod's network namespace (with its resolv.conf)",
-		Long: `exec runs CMD inside the network namespace of POD (NAME, NAMESPACE/NAME, or a
-Deployment's name when it has one pod), with /etc/resolv.conf pointing at the cluster DNS:
+		Short: "Run a command inside a pod (kubectl exec on real nodes, its network namespace on emulated ones)",
+		Long: `exec runs CMD inside POD (NAME, NAMESPACE/NAME, or a Deployment's name when it has
+one pod). On real nodes it goes through the API server like kubectl exec (stdin, stdout and
+stderr attached); on emulated nodes it runs CMD from the host inside the pod's network
+namespace, with /etc/resolv.conf pointing at the cluster DNS:
 
   strait lab exec c1 sample/client -- nslookup whereami-cs
   strait lab exec c1 client -- curl -s whereami-cs.sample.svc.cluster.local`,
@@ -265,7 +286,15 @@ Deployment's name when it has one pod), with /etc/resolv.conf pointing at the cl
 			if err := requireRootCmd(); err != nil {
 				return err
 			}
-			ns, err := o.lab(os.Stderr).PodNamespace(cmd.Context(), args[0], args[1])
+			l := o.lab(os.Stderr)
+			real, err := l.RealNodes()
+			if err != nil {
+				return err
+			}
+			if real {
+				return l.ExecIn(cmd.Context(), args[0], args[1], args[2:], os.Stdin, os.Stdout, os.Stderr)
+			}
+			ns, err := l.PodNamespace(cmd.Context(), args[0], args[1])
 			if err != nil {
 				return err
 			}
@@ -299,7 +328,7 @@ func newLabWorkloadCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, cancel := signalContext()
 			defer cancel()
-			return workload.ServeWhereami(ctx, listen, id)
+			return workload.ServeWhereami(ctx, listen, id, os.Stdout)
 		},
 	}
 	w.Flags().StringVar(&listen, "listen", ":8080", "listen address")

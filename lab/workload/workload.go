@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"strconv"
@@ -106,9 +108,27 @@ func Handler(id Identity) http.Handler {
 	})
 }
 
-// ServeWhereami serves whereami on listen until ctx ends.
-func ServeWhereami(ctx context.Context, listen string, id Identity) error {
-	srv := &http.Server{Addr: listen, Handler: Handler(id), ReadHeaderTimeout: 5 * time.Second}
+// AccessLog writes one line per request to w (the container's log, for kubectl logs):
+// who called, what and when. The kubelet's probes are left out, as they would drown the
+// requests people make.
+func AccessLog(h http.Handler, w io.Writer) http.Handler {
+	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		h.ServeHTTP(rw, r)
+		if strings.HasPrefix(r.UserAgent(), "kube-probe/") {
+			return
+		}
+		fmt.Fprintf(w, "%s %s %s %s from %s\n", time.Now().UTC().Format(time.RFC3339Nano), r.Method, r.URL.Path, r.Proto, r.RemoteAddr)
+	})
+}
+
+// ServeWhereami serves whereami on listen until ctx ends, logging every request to
+// accessLog (nil: no log).
+func ServeWhereami(ctx context.Context, listen string, id Identity, accessLog io.Writer) error {
+	h := Handler(id)
+	if accessLog != nil {
+		h = AccessLog(h, accessLog)
+	}
+	srv := &http.Server{Addr: listen, Handler: h, ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		<-ctx.Done()
 		sctx, cancel := context.WithTimeout(context.Background(), time.Second)

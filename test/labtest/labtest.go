@@ -31,6 +31,9 @@ type Config struct {
 	PortBase int
 	// UpTimeout bounds "lab up" (default 5 minutes).
 	UpTimeout time.Duration
+	// RealNodes brings the lab up with real nodes (kubelet, containerd, runc) instead of
+	// the lab kubelet's emulated pods.
+	RealNodes bool
 	// BeforeUp runs once strait is built, before the lab comes up; its error fails the
 	// package.
 	BeforeUp func(*Env) error
@@ -65,7 +68,7 @@ func Main(m *testing.M, cfg Config, env *Env) int {
 		return 1
 	}
 	env.Root, env.K8sBin, env.CoreDNS = root, clusters.Assets(root), filepath.Join(root, "bin", "coredns")
-	if reason := prerequisites(env); reason != "" {
+	if reason := prerequisites(env, cfg.RealNodes); reason != "" {
 		if require.CI() {
 			return require.MainSkip("lab tests: %s", reason)
 		}
@@ -88,7 +91,8 @@ func Main(m *testing.M, cfg Config, env *Env) int {
 		return 1
 	}
 	l := lab.New(lab.Options{StateDir: filepath.Join(tmp, "state"), K8sBin: env.K8sBin,
-		CoreDNS: env.CoreDNS, Strait: env.Strait, Straitd: env.Straitd, PortBase: cfg.PortBase, Out: os.Stderr})
+		CoreDNS: env.CoreDNS, Strait: env.Strait, Straitd: env.Straitd, PortBase: cfg.PortBase, Out: os.Stderr,
+		NodeBin: filepath.Join(root, "bin", "node"), ImageDir: filepath.Join(root, "bin", "images")})
 	env.Lab = l
 	if cfg.BeforeUp != nil {
 		if err := cfg.BeforeUp(env); err != nil {
@@ -108,7 +112,7 @@ func Main(m *testing.M, cfg Config, env *Env) int {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	start := time.Now()
-	env.upOpts = lab.UpOptions{Spec: cfg.Spec, ClusterSet: cs, Timeout: timeout * 3 / 5,
+	env.upOpts = lab.UpOptions{Spec: cfg.Spec, ClusterSet: cs, Timeout: timeout * 3 / 5, RealNodes: cfg.RealNodes,
 		WebhookManifest: filepath.Join(root, "kustomize", "hub", "workloads", "webhook.yaml"),
 		CRDDirs:         CRDDirs(root)}
 	env.upErr = l.Up(ctx, env.upOpts)
@@ -169,7 +173,7 @@ func (e *Env) Require(t testing.TB) {
 func (e *Env) Skipped() string { return e.skipped }
 
 // prerequisites says why the lab cannot run here, or "".
-func prerequisites(env *Env) string {
+func prerequisites(env *Env, realNodes bool) string {
 	if testing.Short() {
 		return "-short"
 	}
@@ -181,6 +185,17 @@ func prerequisites(env *Env) string {
 	}
 	if _, err := os.Stat(env.CoreDNS); err != nil {
 		return "missing " + env.CoreDNS + " (make coredns)"
+	}
+	if realNodes {
+		if _, err := exec.LookPath("nsenter"); err != nil {
+			return "real nodes need nsenter (util-linux)"
+		}
+		for _, p := range []string{filepath.Join(env.K8sBin, "kubelet"), filepath.Join(env.Root, "bin", "node", "containerd"),
+			filepath.Join(env.Root, "bin", "images", "whereami.tar"), filepath.Join(env.Root, "bin", "images", "tools.tar")} {
+			if _, err := os.Stat(p); err != nil {
+				return "missing " + p + " (make node-binaries images)"
+			}
+		}
 	}
 	if names, _ := netns.List(topology.Prefix); len(names) > 0 {
 		return "a lab is already up on this machine (sl-* namespaces exist); run 'strait lab down'"

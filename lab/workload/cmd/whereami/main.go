@@ -26,7 +26,7 @@ func main() {
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	if err := workload.ServeWhereami(ctx, *listen, id); err != nil {
+	if err := workload.ServeWhereami(ctx, *listen, id, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "whereami:", err)
 		os.Exit(1)
 	}

@@ -1,0 +1,137 @@
+package lab
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/straitnet/strait/lab/image"
+	"github.com/straitnet/strait/lab/node"
+	"github.com/straitnet/strait/lab/topology"
+	"github.com/straitnet/strait/test/netns"
+)
+
+// nodesDir holds the state directory of every real node (kept short: the kubelet's
+// sockets live under it).
+func (s State) nodesDir() string { return s.path("nodes") }
+
+// nodeDir is one real node's state directory.
+func (s State) nodeDir(name string) string { return s.path("nodes", name) }
+
+// sampleImages are the images every real node imports: the sandbox and what the sample
+// workloads run (the scheduler may put any of them on any node).
+func sampleImages(withSamples bool) []string {
+	imgs := []string{image.Pause}
+	if withSamples {
+		imgs = append(imgs, image.Whereami, image.Tools, image.IPerf3)
+	}
+	return imgs
+}
+
+// imageTarball is where "make images" writes an image's tarball.
+func (o Options) imageTarball(ref string) (string, error) {
+	name, err := image.Spec{Ref: ref}.File()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(o.ImageDir, name), nil
+}
+
+// checkNodeArtifacts says which binary or image a real-node lab lacks.
+func (o Options) checkNodeArtifacts(withSamples bool) error {
+	need := []string{o.bin("kubelet")}
+	for _, b := range []string{"containerd", "containerd-shim-runc-v2", "ctr", "runc", "bridge", "host-local", "loopback"} {
+		need = append(need, filepath.Join(o.NodeBin, b))
+	}
+	for _, ref := range sampleImages(withSamples) {
+		p, err := o.imageTarball(ref)
+		if err != nil {
+			return err
+		}
+		need = append(need, p)
+	}
+	for _, p := range need {
+		if _, err := os.Stat(p); err != nil {
+			return fmt.Errorf("real nodes: missing %s (make node-binaries images): %w", p, err)
+		}
+	}
+	return nil
+}
+
+// ensureRealNodes registers every node of a member with its pod CIDR, labels and
+// annotations (as the lab kubelet does: the real kubelet finds its Node and keeps them),
+// then starts a real node (containerd, runc, CNI bridge, kubelet) in each node's network
+// namespace that is not already up, all at once.
+func (l *Lab) ensureRealNodes(ctx context.Context, c topology.Cluster, client kubernetes.Interface, withSamples bool) error {
+	errs := make([]error, len(c.Nodes))
+	var wg sync.WaitGroup
+	for i, n := range c.Nodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = l.ensureRealNode(ctx, c, n, client, withSamples)
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+func (l *Lab) ensureRealNode(ctx context.Context, c topology.Cluster, n topology.Node, client kubernetes.Interface, withSamples bool) error {
+	labels := map[string]string{}
+	annotations := map[string]string{}
+	if n.Gateway {
+		labels[topology.GatewayLabel] = "true"
+		// Gateways reach each other over the WAN, not their cluster's LAN.
+		annotations[GatewayIPAnnotation] = n.WANAddr.Addr().String()
+	}
+	_, err := client.CoreV1().Nodes().Create(ctx, &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: n.Name, Labels: labels, Annotations: annotations},
+		Spec:       corev1.NodeSpec{PodCIDR: n.PodCIDR.String(), PodCIDRs: []string{n.PodCIDR.String()}},
+	}, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("registering node %s: %w", n.Name, err)
+	}
+	dir := l.state.nodeDir(n.Name)
+	if _, err := os.Stat(filepath.Join(dir, "node.json")); err == nil {
+		return nil // up already (lab up again); lab down tears it down
+	}
+	kc, err := os.ReadFile(l.state.LANKubeconfig(c.Name))
+	if err != nil {
+		return err
+	}
+	var images []string
+	for _, ref := range sampleImages(withSamples) {
+		p, err := l.opts.imageTarball(ref)
+		if err != nil {
+			return err
+		}
+		images = append(images, p)
+	}
+	if err := os.MkdirAll(l.state.nodesDir(), 0o755); err != nil {
+		return err
+	}
+	start := time.Now()
+	nd, err := node.Start(ctx, node.Config{
+		Name: n.Name, NetNS: netns.Path(n.Namespace), NodeIP: n.LANAddr.Addr(), PodCIDR: n.PodCIDR,
+		KubeConfig: kc, BinDir: l.opts.NodeBin, Kubelet: l.opts.bin("kubelet"), StateDir: dir,
+		Images: images, SandboxImage: image.Pause,
+		ClusterDNS: []netip.Addr{c.DNSServiceIP}, ClusterDomain: "cluster.local", Labels: labels,
+	})
+	if err != nil {
+		return err
+	}
+	tm := nd.Timings()
+	l.progress("%s: real node up in %.1fs (containerd %.1fs, images %.1fs, kubelet %.1fs)", n.Name,
+		time.Since(start).Seconds(), tm.Containerd.Seconds(), tm.Images.Seconds(), tm.Kubelet.Seconds())
+	return nil
+}
