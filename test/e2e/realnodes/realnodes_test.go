@@ -1,0 +1,162 @@
+package realnodes
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/straitnet/strait/lab"
+	"github.com/straitnet/strait/lab/workload"
+	"github.com/straitnet/strait/test/require"
+)
+
+const (
+	kubeletVersion = "v1.37.1"
+	// clustersetURL is c2's whereami-cs as c1's pods reach it (c1 runs it too: the
+	// answer may come from either; the test asks until c2 answers).
+	clustersetURL = "http://whereami-cs.sample.svc.clusterset.local/"
+)
+
+// TestEveryNodeIsARealReadyNodeRunningTheSamples checks what kubectl get nodes and pods
+// would show: every node of the topology registered by a kubelet on containerd and
+// Ready, and every sample pod Running and Ready from a local image.
+func TestEveryNodeIsARealReadyNodeRunningTheSamples(t *testing.T) {
+	env.Require(t)
+	t.Logf("lab up with real nodes: %s", env.UpTime.Round(100*time.Millisecond))
+	ctx := context.Background()
+	for _, c := range env.Topo.Clusters {
+		cs := env.HostClient(t, c.Name)
+		nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]corev1.Node{}
+		for _, n := range nodes.Items {
+			got[n.Name] = n
+		}
+		for _, want := range c.Nodes {
+			n, ok := got[want.Name]
+			switch {
+			case !ok:
+				t.Errorf("%s: node %s is not registered", c.Name, want.Name)
+			case lab.NodeReady(&n) != "Ready":
+				t.Errorf("%s: node %s is %s", c.Name, n.Name, lab.NodeReady(&n))
+			case !strings.HasPrefix(n.Status.NodeInfo.ContainerRuntimeVersion, "containerd://"),
+				n.Status.NodeInfo.KubeletVersion != kubeletVersion:
+				t.Errorf("%s: node %s runs %q with kubelet %q, want containerd and kubelet %s", c.Name, n.Name,
+					n.Status.NodeInfo.ContainerRuntimeVersion, n.Status.NodeInfo.KubeletVersion, kubeletVersion)
+			case n.Spec.PodCIDR != want.PodCIDR.String():
+				t.Errorf("%s: node %s has pod CIDR %q, want %s", c.Name, n.Name, n.Spec.PodCIDR, want.PodCIDR)
+			}
+		}
+		pods, err := cs.CoreV1().Pods(lab.SampleNamespace).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(pods.Items) != 6 {
+			t.Errorf("%s: %d sample pods, want 6 (whereami-cs ×2, whereami ×2, client, iperf3)", c.Name, len(pods.Items))
+		}
+		for _, p := range pods.Items {
+			if p.Status.Phase != corev1.PodRunning || lab.PodReady(&p) != "Ready" {
+				t.Errorf("%s: pod %s is %s/%s", c.Name, p.Name, p.Status.Phase, lab.PodReady(&p))
+				continue
+			}
+			for _, st := range p.Status.ContainerStatuses {
+				if !strings.HasPrefix(st.Image, "docker.io/strait-lab/") || st.ImageID == "" || st.ContainerID == "" {
+					t.Errorf("%s: pod %s container %s runs image %q (id %q, container %q), want a local strait-lab image",
+						c.Name, p.Name, st.Name, st.Image, st.ImageID, st.ContainerID)
+				}
+			}
+		}
+	}
+}
+
+// TestKubectlExecReachesTheOtherClusterAndKubectlLogsShowsTheRequest runs curl in c1's
+// client pod with kubectl exec, as a person would, until whereami in c2 answers through
+// the ClusterSet's DNS name; the answer names c2 and sees the client's own pod address;
+// kubectl logs of the answering pod shows the request from that address.
+func TestKubectlExecReachesTheOtherClusterAndKubectlLogsShowsTheRequest(t *testing.T) {
+	env.Require(t)
+	kubectl, err := exec.LookPath("kubectl")
+	if err != nil {
+		require.Skip(t, "kubectl not found: %v", err)
+	}
+	client := env.SamplePods(t, "c1", lab.Client)
+	if len(client) != 1 {
+		t.Fatalf("c1: %d client pods, want 1", len(client))
+	}
+	run := func(cluster string, args ...string) (string, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		argv := append([]string{"--kubeconfig", env.Lab.State().KubeconfigPath(cluster), "-n", lab.SampleNamespace}, args...)
+		out, err := exec.CommandContext(ctx, kubectl, argv...).CombinedOutput()
+		if err != nil {
+			return string(out), fmt.Errorf("kubectl %s: %w: %s", strings.Join(args, " "), err, out)
+		}
+		return string(out), nil
+	}
+	var answer workload.Answer
+	require.Eventually(t, time.Minute, "c1's client reaching whereami-cs in c2 by kubectl exec", func() error {
+		out, err := run("c1", "exec", client[0].Name, "--", "curl", "-sS", "-m", "3", clustersetURL)
+		if err != nil {
+			return err
+		}
+		if err := json.Unmarshal([]byte(out), &answer); err != nil {
+			return fmt.Errorf("curl answered %q: %w", out, err)
+		}
+		if answer.Cluster != "c2" {
+			return fmt.Errorf("answered by cluster %q (pod %s)", answer.Cluster, answer.Pod)
+		}
+		return nil
+	})
+	if answer.Caller != client[0].Status.PodIP {
+		t.Errorf("whereami in c2 saw the caller %s, want c1's client pod %s (unNATed)", answer.Caller, client[0].Status.PodIP)
+	}
+	want := "GET / HTTP/1.1 from " + client[0].Status.PodIP + ":"
+	require.Eventually(t, 10*time.Second, "the request in kubectl logs of "+answer.Pod, func() error {
+		out, err := run("c2", "logs", answer.Pod)
+		if err != nil {
+			return err
+		}
+		if !strings.Contains(out, want) {
+			return fmt.Errorf("log lacks %q:\n%s", want, out)
+		}
+		return nil
+	})
+}
+
+// TestLabExecRunsInThePodThroughTheAPIServer runs "strait lab exec" as a person would: on
+// real nodes it is the API server's exec, so the command runs in the pod's own
+// filesystem (the tools image's dig) with the pod's resolv.conf.
+func TestLabExecRunsInThePodThroughTheAPIServer(t *testing.T) {
+	env.Require(t)
+	var out []byte
+	require.Eventually(t, 30*time.Second, "dig in c1's client by strait lab exec", func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		var err error
+		out, err = exec.CommandContext(ctx, env.Strait, "lab", "exec", "--state", env.Lab.State().Dir, "c1", "sample/client", "--",
+			"dig", "+short", "whereami-cs.sample.svc.clusterset.local").CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("%w: %s", err, out)
+		}
+		if strings.TrimSpace(string(out)) == "" {
+			return fmt.Errorf("dig answered nothing")
+		}
+		return nil
+	})
+	svc, err := env.HostClient(t, "c2").CoreV1().Services(lab.SampleNamespace).Get(context.Background(), lab.WhereamiCS, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(out), svc.Spec.ClusterIP) {
+		t.Errorf("dig in c1's client answered %q, want c2's whereami-cs ClusterIP %s among the answers", out, svc.Spec.ClusterIP)
+	}
+}
