@@ -26,6 +26,8 @@ type controlPlane struct {
 	serviceCIDR netip.Prefix
 	apiService  netip.Addr
 	hostPort    int
+	// schedule runs kube-scheduler: every member, and the hub when it has a real node.
+	schedule bool
 }
 
 // ensureControlPlane makes certificates and kubeconfigs, starts etcd and kube-apiserver
@@ -108,8 +110,8 @@ func (l *Lab) ensureControlPlane(ctx context.Context, c controlPlane) error {
 		"--service-cluster-ip-range", svcRange.String(), "--secure-port", "10257")...)...); err != nil {
 		return err
 	}
-	if name == topology.HubName {
-		return nil // the hub runs no pods
+	if !c.schedule {
+		return nil // the hub runs no pods without a node
 	}
 	return l.ensureProcess(name, "kube-scheduler", c.cp.Namespace, append([]string{l.opts.bin("kube-scheduler")}, append(common, "--secure-port", "10259")...)...)
 }

@@ -68,6 +68,15 @@ func (o Options) checkNodeArtifacts(withSamples bool) error {
 	return nil
 }
 
+// realNode is what a real node of the lab needs beyond its topology.
+type realNode struct {
+	node topology.Node
+	// kubeconfig reaches the API server from the node's namespace.
+	kubeconfig string
+	dns        []netip.Addr
+	images     []string
+}
+
 // ensureRealNodes registers every node of a member with its pod CIDR, labels and
 // annotations (as the lab kubelet does: the real kubelet finds its Node and keeps them),
 // then starts a real node (containerd, runc, CNI bridge, kubelet) in each node's network
@@ -79,14 +88,23 @@ func (l *Lab) ensureRealNodes(ctx context.Context, c topology.Cluster, client ku
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = l.ensureRealNode(ctx, c, n, client, withSamples)
+			errs[i] = l.ensureRealNode(ctx, client, realNode{node: n, kubeconfig: l.state.LANKubeconfig(c.Name),
+				dns: []netip.Addr{c.DNSServiceIP}, images: sampleImages(withSamples)})
 		}()
 	}
 	wg.Wait()
 	return errors.Join(errs...)
 }
 
-func (l *Lab) ensureRealNode(ctx context.Context, c topology.Cluster, n topology.Node, client kubernetes.Interface, withSamples bool) error {
+// ensureHubNode starts the hub's node in the hub's namespace, reaching the API server on
+// loopback; it imports only the sandbox image (nothing runs there yet).
+func (l *Lab) ensureHubNode(ctx context.Context, t *topology.Lab, client kubernetes.Interface) error {
+	return l.ensureRealNode(ctx, client, realNode{node: *t.HubNode, kubeconfig: l.state.InNamespaceKubeconfig(topology.HubName),
+		images: sampleImages(false)})
+}
+
+func (l *Lab) ensureRealNode(ctx context.Context, client kubernetes.Interface, rn realNode) error {
+	n := rn.node
 	labels := map[string]string{}
 	annotations := map[string]string{}
 	if n.Gateway {
@@ -105,12 +123,12 @@ func (l *Lab) ensureRealNode(ctx context.Context, c topology.Cluster, n topology
 	if _, err := os.Stat(filepath.Join(dir, "node.json")); err == nil {
 		return nil // up already (lab up again); lab down tears it down
 	}
-	kc, err := os.ReadFile(l.state.LANKubeconfig(c.Name))
+	kc, err := os.ReadFile(rn.kubeconfig)
 	if err != nil {
 		return err
 	}
 	var images []string
-	for _, ref := range sampleImages(withSamples) {
+	for _, ref := range rn.images {
 		p, err := l.opts.imageTarball(ref)
 		if err != nil {
 			return err
@@ -124,8 +142,7 @@ func (l *Lab) ensureRealNode(ctx context.Context, c topology.Cluster, n topology
 	nd, err := node.Start(ctx, node.Config{
 		Name: n.Name, NetNS: netns.Path(n.Namespace), NodeIP: n.LANAddr.Addr(), PodCIDR: n.PodCIDR,
 		KubeConfig: kc, BinDir: l.opts.NodeBin, Kubelet: l.opts.bin("kubelet"), StateDir: dir,
-		Images: images, SandboxImage: image.Pause,
-		ClusterDNS: []netip.Addr{c.DNSServiceIP}, ClusterDomain: "cluster.local", Labels: labels,
+		Images: images, SandboxImage: image.Pause, ClusterDNS: rn.dns, ClusterDomain: "cluster.local", Labels: labels,
 	})
 	if err != nil {
 		return err

@@ -88,7 +88,7 @@ func (l *Lab) up(ctx context.Context, o UpOptions) error {
 	}
 	l.progress("control planes: %d (etcd, kube-apiserver, kube-controller-manager, kube-scheduler)", len(t.ControlPlanes()))
 	if err := l.eachControlPlane(t, func(cp topology.ControlPlane) error {
-		c := controlPlane{cp: cp, hostPort: rec.hostPort(t, cp.Cluster)}
+		c := controlPlane{cp: cp, hostPort: rec.hostPort(t, cp.Cluster), schedule: cp.Cluster != topology.HubName || rec.RealNodes}
 		if m, ok := t.Cluster(cp.Cluster); ok {
 			c.serviceCIDR, c.apiService = m.ServiceCIDR, m.APIServiceIP
 		}
@@ -103,7 +103,11 @@ func (l *Lab) up(ctx context.Context, o UpOptions) error {
 	if err := l.ensureProcess(daemonKey, "daemon", "", l.opts.Strait, "lab", "serve", "--state", l.state.Dir); err != nil {
 		return err
 	}
-	l.progress("lab daemon: forwarders on 127.0.0.1:%d-%d, kubelets on %d nodes", rec.PortBase, rec.PortBase+len(t.Clusters), nodeCount(t))
+	if rec.RealNodes {
+		l.progress("lab daemon: forwarders on 127.0.0.1:%d-%d", rec.PortBase, rec.PortBase+len(t.Clusters))
+	} else {
+		l.progress("lab daemon: forwarders on 127.0.0.1:%d-%d, kubelets on %d nodes", rec.PortBase, rec.PortBase+len(t.Clusters), nodeCount(t))
+	}
 	if err := l.eachControlPlane(t, func(cp topology.ControlPlane) error {
 		return l.bootstrap(ctx, t, rec, cp, o)
 	}); err != nil {
@@ -182,6 +186,11 @@ func (l *Lab) bootstrap(ctx context.Context, t *topology.Lab, rec *Record, cp to
 		return fmt.Errorf("%s CRDs: %w", cp.Cluster, err)
 	}
 	if cp.Cluster == topology.HubName {
+		if rec.RealNodes {
+			if err := l.ensureHubNode(ctx, t, client); err != nil {
+				return fmt.Errorf("hub node: %w", err)
+			}
+		}
 		return l.bootstrapHub(ctx, t, rec, a)
 	}
 	c, _ := t.Cluster(cp.Cluster)

@@ -32,6 +32,8 @@ const (
 var (
 	wanSubnet = netip.MustParsePrefix("192.0.2.0/24")
 	lanRange  = netip.MustParsePrefix("10.250.0.0/16")
+	// hubPodCIDR is inside the lab's own range, past every member LAN (10.250.1-250.0/24).
+	hubPodCIDR = netip.MustParsePrefix("10.250.254.0/24")
 )
 
 // Spec is what a lab file says beyond the ClusterSet.
@@ -57,7 +59,10 @@ func DefaultSpec(clusterSet string) Spec {
 // Lab is the whole computed network.
 type Lab struct {
 	// Hub is the hub's control plane; nil without a hub.
-	Hub      *ControlPlane
+	Hub *ControlPlane
+	// HubNode is the hub's one node when the lab runs real nodes (valid with a hub): it
+	// shares the hub's namespace and address, its pods take HubPodCIDR.
+	HubNode  *Node
 	Clusters []Cluster
 	// WANSubnet is the shared network of gateway nodes, in WANNamespace.
 	WANSubnet netip.Prefix
@@ -179,6 +184,8 @@ func Compute(cs *straitv1.ClusterSet, spec Spec) (*Lab, field.ErrorList) {
 		// non-loopback address to advertise.
 		l.Hub = &ControlPlane{Cluster: HubName, Namespace: ClusterPrefix(HubName) + "cp",
 			LANAddr: netip.PrefixFrom(nthAddr(lanRange.Addr(), 2), 32)}
+		l.HubNode = &Node{Name: HubName + "-node", Namespace: l.Hub.Namespace, LANAddr: l.Hub.LANAddr,
+			PodCIDR: hubPodCIDR, PodGateway: nthAddr(hubPodCIDR.Addr(), 1)}
 	}
 	wanNext := 10
 	for i, c := range cs.Spec.Clusters {

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/straitnet/strait/lab"
+	"github.com/straitnet/strait/lab/topology"
 	"github.com/straitnet/strait/lab/workload"
 	"github.com/straitnet/strait/test/require"
 )
@@ -25,37 +26,19 @@ const (
 )
 
 // TestEveryNodeIsARealReadyNodeRunningTheSamples checks what kubectl get nodes and pods
-// would show: every node of the topology registered by a kubelet on containerd and
-// Ready, and every sample pod Running and Ready from a local image.
+// would show: every node of the topology (the hub's too) registered by a kubelet on
+// containerd and Ready, and every sample pod Running and Ready from a local image.
 func TestEveryNodeIsARealReadyNodeRunningTheSamples(t *testing.T) {
 	env.Require(t)
 	t.Logf("lab up with real nodes: %s", env.UpTime.Round(100*time.Millisecond))
 	ctx := context.Background()
+	if env.Topo.HubNode == nil {
+		t.Fatal("the lab has a hub but no hub node")
+	}
+	checkNodes(t, "hub", []topology.Node{*env.Topo.HubNode})
 	for _, c := range env.Topo.Clusters {
+		checkNodes(t, c.Name, c.Nodes)
 		cs := env.HostClient(t, c.Name)
-		nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := map[string]corev1.Node{}
-		for _, n := range nodes.Items {
-			got[n.Name] = n
-		}
-		for _, want := range c.Nodes {
-			n, ok := got[want.Name]
-			switch {
-			case !ok:
-				t.Errorf("%s: node %s is not registered", c.Name, want.Name)
-			case lab.NodeReady(&n) != "Ready":
-				t.Errorf("%s: node %s is %s", c.Name, n.Name, lab.NodeReady(&n))
-			case !strings.HasPrefix(n.Status.NodeInfo.ContainerRuntimeVersion, "containerd://"),
-				n.Status.NodeInfo.KubeletVersion != kubeletVersion:
-				t.Errorf("%s: node %s runs %q with kubelet %q, want containerd and kubelet %s", c.Name, n.Name,
-					n.Status.NodeInfo.ContainerRuntimeVersion, n.Status.NodeInfo.KubeletVersion, kubeletVersion)
-			case n.Spec.PodCIDR != want.PodCIDR.String():
-				t.Errorf("%s: node %s has pod CIDR %q, want %s", c.Name, n.Name, n.Spec.PodCIDR, want.PodCIDR)
-			}
-		}
 		pods, err := cs.CoreV1().Pods(lab.SampleNamespace).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			t.Fatal(err)
@@ -158,5 +141,34 @@ func TestLabExecRunsInThePodThroughTheAPIServer(t *testing.T) {
 	}
 	if !strings.Contains(string(out), svc.Spec.ClusterIP) {
 		t.Errorf("dig in c1's client answered %q, want c2's whereami-cs ClusterIP %s among the answers", out, svc.Spec.ClusterIP)
+	}
+}
+
+// checkNodes says which of the wanted nodes is not registered by a real kubelet, not
+// Ready or not on its pod CIDR.
+func checkNodes(t *testing.T, cluster string, wanted []topology.Node) {
+	t.Helper()
+	nodes, err := env.HostClient(t, cluster).CoreV1().Nodes().List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]corev1.Node{}
+	for _, n := range nodes.Items {
+		got[n.Name] = n
+	}
+	for _, want := range wanted {
+		n, ok := got[want.Name]
+		switch {
+		case !ok:
+			t.Errorf("%s: node %s is not registered", cluster, want.Name)
+		case lab.NodeReady(&n) != "Ready":
+			t.Errorf("%s: node %s is %s", cluster, n.Name, lab.NodeReady(&n))
+		case !strings.HasPrefix(n.Status.NodeInfo.ContainerRuntimeVersion, "containerd://"),
+			n.Status.NodeInfo.KubeletVersion != kubeletVersion:
+			t.Errorf("%s: node %s runs %q with kubelet %q, want containerd and kubelet %s", cluster, n.Name,
+				n.Status.NodeInfo.ContainerRuntimeVersion, n.Status.NodeInfo.KubeletVersion, kubeletVersion)
+		case n.Spec.PodCIDR != want.PodCIDR.String():
+			t.Errorf("%s: node %s has pod CIDR %q, want %s", cluster, n.Name, n.Spec.PodCIDR, want.PodCIDR)
+		}
 	}
 }
