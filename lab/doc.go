@@ -1,8 +1,9 @@
 // Package lab brings whole clustersets up on one machine, as root, without containers:
 // every cluster's control plane, nodes and pods are Linux network namespaces, the
 // Kubernetes control-plane binaries run as processes, a lab kubelet turns Pods into
-// namespaces with built-in workloads, and a forwarder puts every API server on the host's
-// loopback.
+// namespaces with built-in workloads (or, with UpOptions.RealNodes, every node and one for
+// the hub run a real kubelet, containerd and runc through lab/node), and a forwarder puts
+// every API server on the host's loopback.
 //
 // It owns everything named with the "sl-" prefix (namespaces, links inside them,
 // /etc/netns/sl-*) and its state directory (default /run/strait-lab). It must not touch
@@ -16,6 +17,7 @@
 //
 // Subpackages: labcmd (the `strait lab` command), topology (pure: spec → namespaces,
 // links, addresses, routes), netns (plumbing through ip(8)), kubelet (the lab kubelet),
+// node (a real node), image (the real nodes' images),
 // forward (the loopback TCP forwarder), workload (whereami and friends). The control
 // planes' certificates come from internal/pki.
 package lab

@@ -43,7 +43,8 @@ a control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler) 
 network namespace, nodes as namespaces on a per-cluster LAN (gateway nodes also on a shared
 WAN), pods as namespaces behind their node with host-gw routes, kube-proxy in nftables
 mode on every node, CoreDNS as the cluster DNS, and a lab kubelet that runs built-in
-workloads (whereami, iperf3, an idle client). kubectl works from the host:
+workloads (whereami, iperf3, an idle client) — or, with "lab up --real-nodes", a real
+kubelet, containerd and runc on every node. kubectl works from the host:
 
   strait lab up --example basic
   kubectl --kubeconfig <(strait lab kubeconfig c1) get pods -A
