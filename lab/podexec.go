@@ -4,12 +4,16 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/remotecommand"
+
+	"github.com/straitnet/strait/lab/node"
+	"github.com/straitnet/strait/lab/topology"
 )
 
 // RealNodes says whether the running lab's nodes are real (exec goes through the API
@@ -50,4 +54,51 @@ func (l *Lab) ExecIn(ctx context.Context, cluster, pod string, argv []string, st
 		return fmt.Errorf("exec in %s/%s of cluster %s: %w", p.Namespace, p.Name, cluster, err)
 	}
 	return nil
+}
+
+// PodNetNS is what enters a pod's network namespace from the host: on emulated nodes
+// the pod's named namespace; on real nodes /proc/<pid>/ns/net of its first container
+// (the container's files, such as its resolv.conf, are under /proc/<pid>/root).
+func (l *Lab) PodNetNS(ctx context.Context, cluster string, p *corev1.Pod) (string, error) {
+	real, err := l.RealNodes()
+	if err != nil {
+		return "", err
+	}
+	if !real {
+		return topology.PodNamespace(cluster, string(p.UID)), nil
+	}
+	if len(p.Status.ContainerStatuses) == 0 || p.Status.ContainerStatuses[0].ContainerID == "" {
+		return "", fmt.Errorf("pod %s/%s in %s has no running container yet", p.Namespace, p.Name, cluster)
+	}
+	_, id, ok := strings.Cut(p.Status.ContainerStatuses[0].ContainerID, "://")
+	if !ok {
+		return "", fmt.Errorf("pod %s/%s: container ID %q is not runtime://id", p.Namespace, p.Name, p.Status.ContainerStatuses[0].ContainerID)
+	}
+	pid, err := node.ContainerPid(ctx, l.state.nodeDir(p.Spec.NodeName), l.opts.NodeBin, id)
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("/proc/%d/ns/net", pid), nil
+}
+
+// SampleContainer is the container of a sample app ("whereami", "client", "iperf3") as
+// the lab's mode runs it, for tests that pin their own pods.
+func (l *Lab) SampleContainer(cluster, app string) (corev1.Container, error) {
+	real, err := l.RealNodes()
+	if err != nil {
+		return corev1.Container{}, err
+	}
+	whereami, idle, iperf3 := emulatedContainers()
+	if real {
+		whereami, idle, iperf3 = realContainers(cluster)
+	}
+	switch app {
+	case "whereami":
+		return whereami, nil
+	case Client:
+		return idle, nil
+	case IPerf3:
+		return iperf3, nil
+	}
+	return corev1.Container{}, fmt.Errorf("sample app %q: want whereami, %s or %s", app, Client, IPerf3)
 }

@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -311,4 +312,26 @@ func TeardownAll(dir string) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// ContainerPid is the host pid of a container's first process on the node whose state
+// is stateDir (id as in a Pod's containerID, without "containerd://"), asked from the
+// node's runc: tests enter a pod's namespaces through /proc/<pid>.
+func ContainerPid(ctx context.Context, stateDir, binDir, id string) (int, error) {
+	l := layout{dir: filepath.Clean(stateDir)}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	// containerd's runc shim keeps each containerd namespace's containers under its own
+	// root; the CRI plugin's is "k8s.io".
+	out, err := exec.CommandContext(ctx, filepath.Join(binDir, "runc"), "--root", filepath.Join(l.runcRoot(), "k8s.io"), "state", id).Output()
+	if err != nil {
+		return 0, fmt.Errorf("runc state %s on node %s: %w", id, stateDir, err)
+	}
+	var st struct {
+		Pid int `json:"pid"`
+	}
+	if err := json.Unmarshal(out, &st); err != nil || st.Pid <= 0 {
+		return 0, fmt.Errorf("runc state %s on node %s: no pid in %q: %v", id, stateDir, out, err)
+	}
+	return st.Pid, nil
 }

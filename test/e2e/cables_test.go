@@ -176,7 +176,7 @@ func sourcePods(t testing.TB, cluster string) []source {
 	for _, gateway := range []bool{false, true} {
 		node := nodeOfKind(t, cluster, gateway)
 		p := env.PodOn(t, cluster, node, clientImage)
-		out = append(out, source{name: p.Name, node: node, ns: topology.PodNamespace(cluster, string(p.UID)),
+		out = append(out, source{name: p.Name, node: node, ns: env.PodNetNS(t, cluster, p),
 			ip: p.Status.PodIP, gateway: gateway})
 	}
 	return out

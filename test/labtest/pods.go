@@ -24,7 +24,6 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/straitnet/strait/lab"
-	"github.com/straitnet/strait/lab/topology"
 	"github.com/straitnet/strait/lab/workload"
 	"github.com/straitnet/strait/test/netns"
 	"github.com/straitnet/strait/test/require"
@@ -58,7 +57,18 @@ func (e *Env) ClientNamespace(t testing.TB, cluster string) (string, netip.Addr)
 	if len(pods) != 1 {
 		t.Fatalf("%s: want one client pod, got %d", cluster, len(pods))
 	}
-	return topology.PodNamespace(cluster, string(pods[0].UID)), netip.MustParseAddr(pods[0].Status.PodIP)
+	return e.PodNetNS(t, cluster, pods[0]), netip.MustParseAddr(pods[0].Status.PodIP)
+}
+
+// PodNetNS is what the helpers here take as a pod's network namespace: the named
+// namespace of an emulated pod, /proc/<pid>/ns/net of a real one.
+func (e *Env) PodNetNS(t testing.TB, cluster string, p corev1.Pod) string {
+	t.Helper()
+	ns, err := e.Lab.PodNetNS(context.Background(), cluster, &p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ns
 }
 
 // Whereami asks a whereami server at hostPort (names resolved as in the pod) from inside
@@ -133,9 +143,15 @@ func PodResolver(ns string) *net.Resolver {
 	}}
 }
 
-// PodResolvConf reads the nameserver and search list of a pod's resolv.conf.
+// PodResolvConf reads the nameserver and search list of a pod's resolv.conf: the one
+// ip(8) mounts for an emulated pod's namespace, the container's own for a real pod
+// (ns /proc/<pid>/ns/net).
 func PodResolvConf(ns string) (server string, search []string) {
-	conf, _ := os.ReadFile(filepath.Join(netns.EtcDir, ns, "resolv.conf"))
+	path := filepath.Join(netns.EtcDir, ns, "resolv.conf")
+	if filepath.IsAbs(ns) {
+		path = filepath.Join(filepath.Dir(filepath.Dir(ns)), "root", "etc", "resolv.conf")
+	}
+	conf, _ := os.ReadFile(path)
 	sc := bufio.NewScanner(bytes.NewReader(conf))
 	for sc.Scan() {
 		f := strings.Fields(sc.Text())
@@ -181,10 +197,15 @@ func (e *Env) PodOn(t testing.TB, cluster, node, image string) corev1.Pod {
 	pods := e.HostClient(t, cluster).CoreV1().Pods(lab.SampleNamespace)
 	name := "e2e-" + path.Base(image) + "-" + node
 	ctx := context.Background()
+	c, err := e.Lab.SampleContainer(cluster, path.Base(image))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Name = "main"
 	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: lab.SampleNamespace,
 		Labels: map[string]string{"app": "e2e-" + path.Base(image)}},
 		Spec: corev1.PodSpec{NodeName: node, TerminationGracePeriodSeconds: ptr.To[int64](0),
-			Containers: []corev1.Container{{Name: "main", Image: image}}}}
+			AutomountServiceAccountToken: ptr.To(false), Containers: []corev1.Container{c}}}
 	if _, err := pods.Create(ctx, p, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}

@@ -32,12 +32,18 @@ func IP(ctx context.Context, args ...string) error {
 
 // Exists says whether the named namespace exists.
 func Exists(name string) bool {
-	_, err := os.Stat(filepath.Join(RunDir, name))
+	_, err := os.Stat(Path(name))
 	return err == nil
 }
 
-// Path is the bind-mount path of a named namespace.
-func Path(name string) string { return filepath.Join(RunDir, name) }
+// Path is the bind-mount path of a named namespace; an absolute path (such as a real
+// pod's /proc/<pid>/ns/net, which ip(8) does not name) is its own.
+func Path(name string) string {
+	if filepath.IsAbs(name) {
+		return name
+	}
+	return filepath.Join(RunDir, name)
+}
 
 // Ensure creates a namespace unless it exists, with loopback up and forwarding on.
 func Ensure(ctx context.Context, name string) error {
