@@ -32,12 +32,16 @@ type Config struct {
 	// UpTimeout bounds "lab up" (default 5 minutes).
 	UpTimeout time.Duration
 	// RealNodes brings the lab up with real nodes (kubelet, containerd, runc) instead of
-	// the lab kubelet's emulated pods.
+	// the lab kubelet's emulated pods. RealNodesEnv set to 1 turns it on for every
+	// suite (while the emulation is being replaced).
 	RealNodes bool
 	// BeforeUp runs once strait is built, before the lab comes up; its error fails the
 	// package.
 	BeforeUp func(*Env) error
 }
+
+// RealNodesEnv, set to 1, runs every lab suite on real nodes.
+const RealNodesEnv = "STRAIT_LAB_REAL_NODES"
 
 // Env is the lab of one test binary.
 type Env struct {
@@ -48,6 +52,8 @@ type Env struct {
 	Root, Strait, Straitd, K8sBin, CoreDNS string
 	// UpTime is how long "lab up" took.
 	UpTime time.Duration
+	// RealNodes says the lab runs real nodes.
+	RealNodes bool
 
 	skipped string
 	upErr   error
@@ -59,6 +65,10 @@ type Env struct {
 // skip, except under CI, where that fails the package.
 func Main(m *testing.M, cfg Config, env *Env) int {
 	flag.Parse()
+	if os.Getenv(RealNodesEnv) == "1" {
+		cfg.RealNodes = true
+	}
+	env.RealNodes = cfg.RealNodes
 	// The tests' controller-runtime clients log nothing worth reading; without a logger
 	// controller-runtime prints a warning with a stack trace.
 	ctrllog.SetLogger(logr.Discard())
