@@ -60,8 +60,12 @@ func (l *Lab) up(ctx context.Context, o UpOptions) error {
 	if old, err := l.state.ReadRecord(); err == nil {
 		a, _ := json.Marshal(old.Spec)
 		b, _ := json.Marshal(rec.Spec)
-		if !bytes.Equal(a, b) || !bytes.Equal(old.ClusterSet, rec.ClusterSet) || old.RealNodes != rec.RealNodes {
+		if !bytes.Equal(a, b) || !bytes.Equal(old.ClusterSet, rec.ClusterSet) {
 			return fmt.Errorf("a different lab is up (state %s): run 'strait lab down' first", l.state.Dir)
+		}
+		if old.RealNodes != rec.RealNodes {
+			return fmt.Errorf("a different lab is up (state %s): its nodes are real=%v, this up asks real=%v; run 'strait lab down' first",
+				l.state.Dir, old.RealNodes, rec.RealNodes)
 		}
 		rec.PortBase = old.PortBase
 	}
