@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"net/http"
 	"net/netip"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"time"
 
@@ -121,7 +124,15 @@ func (l *Lab) ensureRealNode(ctx context.Context, client kubernetes.Interface, r
 	}
 	dir := l.state.nodeDir(n.Name)
 	if _, err := os.Stat(filepath.Join(dir, "node.json")); err == nil {
-		return nil // up already (lab up again); lab down tears it down
+		if kubeletHealthy(ctx, n.Namespace) == nil {
+			return nil // up already (lab up again)
+		}
+		// Its kubelet is gone (killed, or its namespace was): start the node afresh, as
+		// "lab up" restarts any other process that died.
+		l.progress("%s: kubelet not answering; restarting the node", n.Name)
+		if err := node.Teardown(dir); err != nil {
+			return err
+		}
 	}
 	kc, err := os.ReadFile(rn.kubeconfig)
 	if err != nil {
@@ -150,5 +161,28 @@ func (l *Lab) ensureRealNode(ctx context.Context, client kubernetes.Interface, r
 	tm := nd.Timings()
 	l.progress("%s: real node up in %.1fs (containerd %.1fs, images %.1fs, kubelet %.1fs)", n.Name,
 		time.Since(start).Seconds(), tm.Containerd.Seconds(), tm.Images.Seconds(), tm.Kubelet.Seconds())
+	return nil
+}
+
+// kubeletHealthy asks the kubelet's health endpoint on the node's loopback.
+func kubeletHealthy(ctx context.Context, ns string) error {
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	hc := &http.Client{Transport: &http.Transport{DisableKeepAlives: true,
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			return netns.Dial(ctx, ns, network, addr)
+		}}}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://127.0.0.1:"+strconv.Itoa(node.HealthzPort)+"/healthz", nil)
+	if err != nil {
+		return err
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return err
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("kubelet healthz: %s", resp.Status)
+	}
 	return nil
 }

@@ -183,7 +183,7 @@ func (n *Node) importImages(ctx context.Context) error {
 
 // healthz asks the kubelet's health endpoint on the node's loopback.
 func (n *Node) healthz() error {
-	conn, err := dialIn(n.cfg.NetNS, "127.0.0.1:"+strconv.Itoa(healthzPort))
+	conn, err := dialIn(n.cfg.NetNS, "127.0.0.1:"+strconv.Itoa(HealthzPort))
 	if err != nil {
 		return err
 	}

@@ -108,7 +108,7 @@ func kubeletConfig(c Config, l layout) ([]byte, error) {
 		"port":               10250,
 		"readOnlyPort":       0,
 		"healthzBindAddress": "127.0.0.1",
-		"healthzPort":        healthzPort,
+		"healthzPort":        HealthzPort,
 		"authentication": map[string]any{
 			"anonymous": map[string]any{"enabled": true},
 			"webhook":   map[string]any{"enabled": false},
@@ -139,8 +139,8 @@ func kubeletConfig(c Config, l layout) ([]byte, error) {
 	return json.MarshalIndent(conf, "", "  ")
 }
 
-// healthzPort is the kubelet's health endpoint on the node's loopback.
-const healthzPort = 10248
+// HealthzPort is the kubelet's health endpoint on the node's loopback (127.0.0.1).
+const HealthzPort = 10248
 
 // kubeletArgs is the kubelet's command line beside its config file.
 func kubeletArgs(c Config, l layout) []string {

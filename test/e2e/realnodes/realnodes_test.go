@@ -3,9 +3,13 @@ package realnodes
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -15,6 +19,7 @@ import (
 	"github.com/straitnet/strait/lab"
 	"github.com/straitnet/strait/lab/topology"
 	"github.com/straitnet/strait/lab/workload"
+	"github.com/straitnet/strait/test/netns"
 	"github.com/straitnet/strait/test/require"
 )
 
@@ -144,31 +149,79 @@ func TestLabExecRunsInThePodThroughTheAPIServer(t *testing.T) {
 	}
 }
 
-// checkNodes says which of the wanted nodes is not registered by a real kubelet, not
+// checkNodes fails the test for every wanted node not registered by a real kubelet, not
 // Ready or not on its pod CIDR.
 func checkNodes(t *testing.T, cluster string, wanted []topology.Node) {
 	t.Helper()
+	if err := nodeProblems(t, cluster, wanted); err != nil {
+		t.Error(err)
+	}
+}
+
+// nodeProblems says which of the wanted nodes is not registered by a real kubelet, not
+// Ready or not on its pod CIDR.
+func nodeProblems(t *testing.T, cluster string, wanted []topology.Node) error {
+	t.Helper()
 	nodes, err := env.HostClient(t, cluster).CoreV1().Nodes().List(context.Background(), metav1.ListOptions{})
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	got := map[string]corev1.Node{}
 	for _, n := range nodes.Items {
 		got[n.Name] = n
 	}
+	var errs []error
 	for _, want := range wanted {
 		n, ok := got[want.Name]
 		switch {
 		case !ok:
-			t.Errorf("%s: node %s is not registered", cluster, want.Name)
+			errs = append(errs, fmt.Errorf("%s: node %s is not registered", cluster, want.Name))
 		case lab.NodeReady(&n) != "Ready":
-			t.Errorf("%s: node %s is %s", cluster, n.Name, lab.NodeReady(&n))
+			errs = append(errs, fmt.Errorf("%s: node %s is %s", cluster, n.Name, lab.NodeReady(&n)))
 		case !strings.HasPrefix(n.Status.NodeInfo.ContainerRuntimeVersion, "containerd://"),
 			n.Status.NodeInfo.KubeletVersion != kubeletVersion:
-			t.Errorf("%s: node %s runs %q with kubelet %q, want containerd and kubelet %s", cluster, n.Name,
-				n.Status.NodeInfo.ContainerRuntimeVersion, n.Status.NodeInfo.KubeletVersion, kubeletVersion)
+			errs = append(errs, fmt.Errorf("%s: node %s runs %q with kubelet %q, want containerd and kubelet %s", cluster, n.Name,
+				n.Status.NodeInfo.ContainerRuntimeVersion, n.Status.NodeInfo.KubeletVersion, kubeletVersion))
 		case n.Spec.PodCIDR != want.PodCIDR.String():
-			t.Errorf("%s: node %s has pod CIDR %q, want %s", cluster, n.Name, n.Spec.PodCIDR, want.PodCIDR)
+			errs = append(errs, fmt.Errorf("%s: node %s has pod CIDR %q, want %s", cluster, n.Name, n.Spec.PodCIDR, want.PodCIDR))
 		}
 	}
+	return errors.Join(errs...)
+}
+
+// TestUpAgainRestartsANodeWhoseKubeletDied kills a node's kubelet, as a crash would, and
+// runs "lab up" again as a person would: the node comes back Ready and the sample pods on
+// it run again.
+func TestUpAgainRestartsANodeWhoseKubeletDied(t *testing.T) {
+	env.Require(t)
+	n := env.Topo.Clusters[0].Nodes[len(env.Topo.Clusters[0].Nodes)-1]
+	var kubelet int
+	for _, pid := range netns.Pids(n.Namespace) {
+		if cmd, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); strings.HasPrefix(filepath.Base(strings.Split(string(cmd), "\x00")[0]), "kubelet") {
+			kubelet = pid
+		}
+	}
+	if kubelet == 0 {
+		t.Fatalf("no kubelet runs in %s", n.Namespace)
+	}
+	if err := syscall.Kill(kubelet, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	env.UpAgain(t)
+	cs := env.HostClient(t, "c1")
+	require.Eventually(t, 2*time.Minute, n.Name+" Ready with its sample pods running again", func() error {
+		if err := nodeProblems(t, "c1", []topology.Node{n}); err != nil {
+			return err
+		}
+		pods, err := cs.CoreV1().Pods(lab.SampleNamespace).List(context.Background(), metav1.ListOptions{FieldSelector: "spec.nodeName=" + n.Name})
+		if err != nil {
+			return err
+		}
+		for _, p := range pods.Items {
+			if lab.PodReady(&p) != "Ready" {
+				return fmt.Errorf("pod %s is %s", p.Name, lab.PodReady(&p))
+			}
+		}
+		return nil
+	})
 }
