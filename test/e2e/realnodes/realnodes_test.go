@@ -195,12 +195,7 @@ func nodeProblems(t *testing.T, cluster string, wanted []topology.Node) error {
 func TestUpAgainRestartsANodeWhoseKubeletDied(t *testing.T) {
 	env.Require(t)
 	n := env.Topo.Clusters[0].Nodes[len(env.Topo.Clusters[0].Nodes)-1]
-	var kubelet int
-	for _, pid := range netns.Pids(n.Namespace) {
-		if cmd, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); strings.HasPrefix(filepath.Base(strings.Split(string(cmd), "\x00")[0]), "kubelet") {
-			kubelet = pid
-		}
-	}
+	kubelet := kubeletPid(n.Namespace)
 	if kubelet == 0 {
 		t.Fatalf("no kubelet runs in %s", n.Namespace)
 	}
@@ -208,6 +203,9 @@ func TestUpAgainRestartsANodeWhoseKubeletDied(t *testing.T) {
 		t.Fatal(err)
 	}
 	env.UpAgain(t)
+	if again := kubeletPid(n.Namespace); again == 0 || again == kubelet {
+		t.Fatalf("after lab up again, the kubelet in %s is pid %d (killed: %d), want a new one", n.Namespace, again, kubelet)
+	}
 	cs := env.HostClient(t, "c1")
 	require.Eventually(t, 2*time.Minute, n.Name+" Ready with its sample pods running again", func() error {
 		if err := nodeProblems(t, "c1", []topology.Node{n}); err != nil {
@@ -224,4 +222,15 @@ func TestUpAgainRestartsANodeWhoseKubeletDied(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// kubeletPid is the pid of the kubelet running in a node's namespace, or 0.
+func kubeletPid(ns string) int {
+	for _, pid := range netns.Pids(ns) {
+		cmd, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		if filepath.Base(strings.Split(string(cmd), "\x00")[0]) == "kubelet" {
+			return pid
+		}
+	}
+	return 0
 }
