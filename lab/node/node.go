@@ -330,8 +330,11 @@ func ContainerPid(ctx context.Context, stateDir, binDir, id string) (int, error)
 	var st struct {
 		Pid int `json:"pid"`
 	}
-	if err := json.Unmarshal(out, &st); err != nil || st.Pid <= 0 {
-		return 0, fmt.Errorf("runc state %s on node %s: no pid in %q: %v", id, stateDir, out, err)
+	if err := json.Unmarshal(out, &st); err != nil {
+		return 0, fmt.Errorf("runc state %s on node %s: %w", id, stateDir, err)
+	}
+	if st.Pid <= 0 {
+		return 0, fmt.Errorf("runc state %s on node %s: no pid in %q", id, stateDir, out)
 	}
 	return st.Pid, nil
 }
