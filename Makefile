@@ -189,23 +189,23 @@ $(KUSTOMIZE):
 $(COREDNS):
 	hack/build-coredns.sh $(COREDNS)
 
-lab: host-deps build k8s-binaries $(COREDNS) ## Bring up the default lab (root): clusters c1, c2 and a hub as network namespaces.
+lab: host-deps build k8s-binaries node-binaries images $(COREDNS) ## Bring up the default lab (root): clusters c1, c2 and a hub, real nodes in network namespaces.
 	$(BIN)/strait lab up --example basic
 	$(BIN)/strait lab status
-	@echo "== from c1's client pod: c2's exported whereami through CoreDNS and strait dns"
-	-$(BIN)/strait lab exec c1 client -- $(BIN)/strait lab workload lookup whereami-cs.sample.svc.clusterset.local
-	-$(BIN)/strait lab exec c1 client -- $(BIN)/strait lab workload lookup c2.whereami-cs.sample.svc.clusterset.local
-	-$(BIN)/strait lab exec c1 client -- $(BIN)/strait lab workload lookup whereami-0.c2.whereami-ss.sample.svc.clusterset.local
-	-$(BIN)/strait lab exec c1 client -- $(BIN)/strait lab workload get http://whereami-cs.sample.svc.clusterset.local
+	@echo "== from c1's client pod (kubectl exec): c2's exported whereami through CoreDNS and strait dns"
+	-$(BIN)/strait lab exec c1 client -- dig +short whereami-cs.sample.svc.clusterset.local
+	-$(BIN)/strait lab exec c1 client -- dig +short c2.whereami-cs.sample.svc.clusterset.local
+	-$(BIN)/strait lab exec c1 client -- dig +short whereami-0.c2.whereami-ss.sample.svc.clusterset.local
+	-$(BIN)/strait lab exec c1 client -- curl -s http://whereami-cs.sample.svc.clusterset.local
 
-lab-globalnet: host-deps build k8s-binaries $(COREDNS) ## The globalnet lab (root): g1 and g2 with identical CIDRs, through global IPs.
+lab-globalnet: host-deps build k8s-binaries node-binaries images $(COREDNS) ## The globalnet lab (root): g1 and g2 with identical CIDRs, through global IPs.
 	$(BIN)/strait lab up --example globalnet
 	$(BIN)/strait lab status
 	@echo "== from g1's client pod: g2's exports answer with global IPs (both clusters use pods 10.7.0.0/16)"
-	-$(BIN)/strait lab exec g1 client -- $(BIN)/strait lab workload lookup whereami-cs.sample.svc.clusterset.local
-	-$(BIN)/strait lab exec g1 client -- $(BIN)/strait lab workload lookup whereami-0.g2.whereami-ss.sample.svc.clusterset.local
+	-$(BIN)/strait lab exec g1 client -- dig +short whereami-cs.sample.svc.clusterset.local
+	-$(BIN)/strait lab exec g1 client -- dig +short whereami-0.g2.whereami-ss.sample.svc.clusterset.local
 	@echo "== g2's whereami sees the caller as one of g1's egress IPs"
-	-$(BIN)/strait lab exec g1 client -- $(BIN)/strait lab workload get http://whereami-cs.sample.svc.clusterset.local
+	-$(BIN)/strait lab exec g1 client -- curl -s http://whereami-cs.sample.svc.clusterset.local
 
 lab-down: build ## Remove the lab: namespaces, links, processes, files.
 	$(BIN)/strait lab down

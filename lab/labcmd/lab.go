@@ -170,10 +170,11 @@ A lab file is YAML:
 --example NAME uses examples/clusterset/NAME with a hub, 2 gateways, 1 worker and the
 sample workloads.
 
---real-nodes runs every member node as a real node (kubelet, containerd, runc, a CNI
-bridge; make node-binaries images) instead of the lab kubelet's emulation: the sample
-workloads are the local images, and kubectl logs, exec and port-forward work as on any
-cluster. "lab down", "status" and "exec" follow the mode the lab came up in.`,
+Every node (and one for the hub) is a real node: kubelet, containerd, runc and a CNI
+bridge (make node-binaries images); the sample workloads run the local images, and
+kubectl logs, exec and port-forward work as on any cluster. --real-nodes=false brings
+back the lab kubelet's emulated pods (to be removed). "lab down", "status" and "exec"
+follow the mode the lab came up in.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := requireRootCmd(); err != nil {
@@ -199,7 +200,7 @@ cluster. "lab down", "status" and "exec" follow the mode the lab came up in.`,
 	cmd.Flags().StringVarP(&file, "file", "f", "", "lab file (YAML)")
 	cmd.Flags().StringVar(&example, "example", "", "an example under examples/clusterset (basic, globalnet, three-clusters)")
 	cmd.Flags().DurationVar(&timeout, "timeout", 3*time.Minute, "how long to wait for the sample pods to be ready")
-	cmd.Flags().BoolVar(&realNodes, "real-nodes", false, "run real nodes (kubelet, containerd, runc) instead of emulated pods")
+	cmd.Flags().BoolVar(&realNodes, "real-nodes", true, "run real nodes (kubelet, containerd, runc); false: the lab kubelet's emulated pods (to be removed)")
 	cmd.MarkFlagsMutuallyExclusive("file", "example")
 	return cmd
 }

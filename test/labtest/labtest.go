@@ -31,16 +31,17 @@ type Config struct {
 	PortBase int
 	// UpTimeout bounds "lab up" (default 5 minutes).
 	UpTimeout time.Duration
-	// RealNodes brings the lab up with real nodes (kubelet, containerd, runc) instead of
-	// the lab kubelet's emulated pods. RealNodesEnv set to 1 turns it on for every
-	// suite (while the emulation is being replaced).
+	// RealNodes brings the lab up with real nodes (kubelet, containerd, runc) even when
+	// RealNodesEnv asks for the lab kubelet's emulated pods.
 	RealNodes bool
 	// BeforeUp runs once strait is built, before the lab comes up; its error fails the
 	// package.
 	BeforeUp func(*Env) error
 }
 
-// RealNodesEnv, set to 1, runs every lab suite on real nodes.
+// RealNodesEnv, set to 0, runs the lab suites (but those that need real nodes) on the
+// lab kubelet's emulated pods, while that emulation lasts; by default they run on real
+// nodes.
 const RealNodesEnv = "STRAIT_LAB_REAL_NODES"
 
 // Env is the lab of one test binary.
@@ -65,7 +66,7 @@ type Env struct {
 // skip, except under CI, where that fails the package.
 func Main(m *testing.M, cfg Config, env *Env) int {
 	flag.Parse()
-	if os.Getenv(RealNodesEnv) == "1" {
+	if os.Getenv(RealNodesEnv) != "0" {
 		cfg.RealNodes = true
 	}
 	env.RealNodes = cfg.RealNodes
