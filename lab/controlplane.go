@@ -26,8 +26,6 @@ type controlPlane struct {
 	serviceCIDR netip.Prefix
 	apiService  netip.Addr
 	hostPort    int
-	// schedule runs kube-scheduler: every member, and the hub when it has a real node.
-	schedule bool
 }
 
 // ensureControlPlane makes certificates and kubeconfigs, starts etcd and kube-apiserver
@@ -109,9 +107,6 @@ func (l *Lab) ensureControlPlane(ctx context.Context, c controlPlane) error {
 		"--use-service-account-credentials=false", "--controllers", "*,-bootstrapsigner,-tokencleaner",
 		"--service-cluster-ip-range", svcRange.String(), "--secure-port", "10257")...)...); err != nil {
 		return err
-	}
-	if !c.schedule {
-		return nil // the hub runs no pods without a node
 	}
 	return l.ensureProcess(name, "kube-scheduler", c.cp.Namespace, append([]string{l.opts.bin("kube-scheduler")}, append(common, "--secure-port", "10259")...)...)
 }

@@ -13,18 +13,7 @@ import (
 	"k8s.io/client-go/tools/remotecommand"
 
 	"github.com/straitnet/strait/lab/node"
-	"github.com/straitnet/strait/lab/topology"
 )
-
-// RealNodes says whether the running lab's nodes are real (exec goes through the API
-// server) rather than emulated (exec enters the pod's network namespace).
-func (l *Lab) RealNodes() (bool, error) {
-	r, _, err := l.Load()
-	if err != nil {
-		return false, err
-	}
-	return r.RealNodes, nil
-}
 
 // ExecIn runs argv in the first container of a pod (NAME, NAMESPACE/NAME or a
 // Deployment's name when it has one pod) through the API server and the pod's kubelet,
@@ -56,17 +45,10 @@ func (l *Lab) ExecIn(ctx context.Context, cluster, pod string, argv []string, st
 	return nil
 }
 
-// PodNetNS is what enters a pod's network namespace from the host: on emulated nodes
-// the pod's named namespace; on real nodes /proc/<pid>/ns/net of its first container
-// (the container's files, such as its resolv.conf, are under /proc/<pid>/root).
+// PodNetNS is what enters a pod's network namespace from the host: /proc/<pid>/ns/net
+// of its first container (the container's files, such as its resolv.conf, are under
+// /proc/<pid>/root).
 func (l *Lab) PodNetNS(ctx context.Context, cluster string, p *corev1.Pod) (string, error) {
-	real, err := l.RealNodes()
-	if err != nil {
-		return "", err
-	}
-	if !real {
-		return topology.PodNamespace(cluster, string(p.UID)), nil
-	}
 	if len(p.Status.ContainerStatuses) == 0 || p.Status.ContainerStatuses[0].ContainerID == "" {
 		return "", fmt.Errorf("pod %s/%s in %s has no running container yet", p.Namespace, p.Name, cluster)
 	}
@@ -81,17 +63,10 @@ func (l *Lab) PodNetNS(ctx context.Context, cluster string, p *corev1.Pod) (stri
 	return fmt.Sprintf("/proc/%d/ns/net", pid), nil
 }
 
-// SampleContainer is the container of a sample app ("whereami", "client", "iperf3") as
-// the lab's mode runs it, for tests that pin their own pods.
-func (l *Lab) SampleContainer(cluster, app string) (corev1.Container, error) {
-	real, err := l.RealNodes()
-	if err != nil {
-		return corev1.Container{}, err
-	}
-	whereami, idle, iperf3 := emulatedContainers()
-	if real {
-		whereami, idle, iperf3 = realContainers(cluster)
-	}
+// SampleContainer is the container of a sample app ("whereami", "client", "iperf3"),
+// for tests that pin their own pods.
+func SampleContainer(cluster, app string) (corev1.Container, error) {
+	whereami, idle, iperf3 := sampleContainers(cluster)
 	switch app {
 	case "whereami":
 		return whereami, nil

@@ -27,10 +27,10 @@ const (
 	IPerf3 = "iperf3"
 )
 
-// sampleObjects are the seed documents' workloads, deployed in every member: for the
-// lab kubelet, images it maps to built-in programs; on real nodes, the images of "make
-// images" with the downward API telling whereami who it is, and readiness probes.
-func sampleObjects(cluster string, realNodes bool) []client.Object {
+// sampleObjects are the seed documents' workloads, deployed in every member: the images
+// of "make images", with the downward API telling whereami who it is, and readiness
+// probes.
+func sampleObjects(cluster string) []client.Object {
 	labels := func(app string) map[string]string { return map[string]string{"app": app} }
 	meta := func(name string) metav1.ObjectMeta {
 		return metav1.ObjectMeta{Name: name, Namespace: SampleNamespace, Labels: labels(name)}
@@ -56,10 +56,7 @@ func sampleObjects(cluster string, realNodes bool) []client.Object {
 		}
 		return s
 	}
-	whereami, idle, iperf3 := emulatedContainers()
-	if realNodes {
-		whereami, idle, iperf3 = realContainers(cluster)
-	}
+	whereami, idle, iperf3 := sampleContainers(cluster)
 	return []client.Object{
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: SampleNamespace}},
 		deployment(WhereamiCS, 2, whereami),
@@ -76,18 +73,9 @@ func sampleObjects(cluster string, realNodes bool) []client.Object {
 	}
 }
 
-// emulatedContainers are the sample containers for the lab kubelet, which runs the
-// program an image name stands for.
-func emulatedContainers() (whereami, idle, iperf3 corev1.Container) {
-	port := func(p int32) []corev1.ContainerPort { return []corev1.ContainerPort{{Name: "main", ContainerPort: p}} }
-	return corev1.Container{Image: "strait.io/lab/whereami", Ports: port(workload.WhereamiPort)},
-		corev1.Container{Image: "strait.io/lab/client"},
-		corev1.Container{Image: "strait.io/lab/iperf3", Ports: port(workload.IPerf3Port)}
-}
-
-// realContainers are the sample containers on real nodes: the local images, never
-// pulled, ready when their port answers.
-func realContainers(cluster string) (whereami, idle, iperf3 corev1.Container) {
+// sampleContainers are the sample containers: the local images, never pulled, ready
+// when their port answers.
+func sampleContainers(cluster string) (whereami, idle, iperf3 corev1.Container) {
 	port := func(p int32) []corev1.ContainerPort { return []corev1.ContainerPort{{Name: "main", ContainerPort: p}} }
 	tcpReady := func(p int32) *corev1.Probe {
 		return &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(p)}},

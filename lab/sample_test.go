@@ -15,7 +15,7 @@ import (
 // readiness probes.
 func TestRealNodeSamplesRunLocalImagesThatTellWhoTheyAre(t *testing.T) {
 	templates := map[string]corev1.PodTemplateSpec{}
-	for _, obj := range sampleObjects("c7", true) {
+	for _, obj := range sampleObjects("c7") {
 		switch o := obj.(type) {
 		case *appsv1.Deployment:
 			templates[o.Name] = o.Spec.Template

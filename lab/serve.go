@@ -13,7 +13,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/straitnet/strait/lab/forward"
-	"github.com/straitnet/strait/lab/kubelet"
 	"github.com/straitnet/strait/lab/topology"
 )
 
@@ -24,12 +23,12 @@ const GatewayIPAnnotation = "strait.io/gateway-ip"
 // daemonKey is the pid-file directory of the lab daemon (not a valid cluster name).
 const daemonKey = "_lab"
 
-// DaemonPid is the pid of the lab daemon ("strait lab serve": kubelets, forwarders), if
+// DaemonPid is the pid of the lab daemon ("strait lab serve": forwarders), if
 // its pid file exists.
 func (s State) DaemonPid() (int, bool) { return s.Pid(daemonKey, "daemon") }
 
-// Serve is the lab daemon: the loopback forwarder of every control plane, the kubelet
-// of every node and the Corefile sync of every member, until ctx ends.
+// Serve is the lab daemon: the loopback forwarder of every control plane and the
+// Corefile sync of every member, until ctx ends.
 func (l *Lab) Serve(ctx context.Context) error {
 	r, t, err := l.Load()
 	if err != nil {
@@ -67,32 +66,6 @@ func (l *Lab) Serve(ctx context.Context) error {
 		client, err := kubernetes.NewForConfig(cfg)
 		if err != nil {
 			return err
-		}
-		for _, n := range c.Nodes {
-			if r.RealNodes {
-				break // real kubelets run the nodes
-			}
-			cfg := kubelet.Config{
-				Cluster: c.Name, Node: n, DNSServiceIP: c.DNSServiceIP, Client: client,
-				Strait: l.opts.Strait, LogDir: filepath.Join(l.state.ClusterDir(c.Name), "logs"),
-			}
-			if n.Gateway {
-				// Gateways reach each other over the WAN, not their cluster's LAN.
-				cfg.Annotations = map[string]string{GatewayIPAnnotation: n.WANAddr.Addr().String()}
-			}
-			k := kubelet.New(cfg)
-			adopted := false
-			run("kubelet "+n.Name, func(ctx context.Context) error {
-				if !adopted {
-					pods, err := client.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + n.Name})
-					if err != nil {
-						return err
-					}
-					k.Adopt(ctx, pods.Items)
-					adopted = true
-				}
-				return k.Run(ctx)
-			})
 		}
 		run("corefile "+c.Name, func(ctx context.Context) error { return l.syncCorefile(ctx, c.Name, client) })
 	}

@@ -28,9 +28,6 @@ type Record struct {
 	ClusterSet []byte `json:"clusterSet"`
 	// PortBase is the host loopback port of the hub's API server; members follow.
 	PortBase int `json:"portBase"`
-	// RealNodes says the nodes are real (kubelet, containerd, runc; lab/node) rather
-	// than the lab kubelet's emulation.
-	RealNodes bool `json:"realNodes,omitempty"`
 }
 
 // State is the lab's directory.

@@ -5,10 +5,8 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"sort"
 	"strings"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -24,15 +22,11 @@ import (
 
 // Status prints every cluster's processes, nodes and pods.
 func (l *Lab) Status(ctx context.Context, w io.Writer) error {
-	r, t, err := l.Load()
+	_, t, err := l.Load()
 	if err != nil {
 		return err
 	}
-	mode := "emulated pods (lab kubelet)"
-	if r.RealNodes {
-		mode = "real nodes (kubelet, containerd, runc; state under " + l.state.nodesDir() + ")"
-	}
-	fmt.Fprintf(w, "nodes: %s\n", mode)
+	fmt.Fprintf(w, "nodes: kubelet, containerd, runc; their state under %s\n", l.state.nodesDir())
 	pids := l.state.AllPids()
 	tw := tabwriter.NewWriter(w, 0, 2, 2, ' ', 0)
 	fmt.Fprintln(tw, "CLUSTER\tPROCESS\tSTATE")
@@ -126,20 +120,6 @@ func (l *Lab) Kubeconfig(cluster string) ([]byte, error) {
 	return data, nil
 }
 
-// PodNamespace finds the network namespace of an emulated pod, given as NAME or
-// NAMESPACE/NAME; a bare name is looked up in every namespace and must be unique.
-func (l *Lab) PodNamespace(ctx context.Context, cluster, pod string) (string, error) {
-	p, _, err := l.findPod(ctx, cluster, pod)
-	if err != nil {
-		return "", err
-	}
-	nsName := topology.PodNamespace(cluster, string(p.UID))
-	if !netns.Exists(nsName) {
-		return "", fmt.Errorf("pod %s/%s has no network namespace yet", p.Namespace, p.Name)
-	}
-	return nsName, nil
-}
-
 // findPod looks a pod up by NAME, NAMESPACE/NAME or a Deployment's name when it has one
 // pod, and returns it with a client config for its cluster.
 func (l *Lab) findPod(ctx context.Context, cluster, pod string) (*corev1.Pod, *rest.Config, error) {
@@ -191,13 +171,4 @@ func (l *Lab) findPod(ctx context.Context, cluster, pod string) (*corev1.Pod, *r
 		return nil, nil, fmt.Errorf("pod %q is ambiguous in cluster %s: %s", pod, cluster, strings.Join(names, ", "))
 	}
 	return &pods.Items[0], cfg, nil
-}
-
-// Exec replaces the current process with argv run inside the pod's namespace.
-func Exec(ns string, argv []string) error {
-	ip, err := exec.LookPath("ip")
-	if err != nil {
-		return err
-	}
-	return syscall.Exec(ip, append([]string{"ip", "netns", "exec", ns}, argv...), os.Environ())
 }

@@ -37,10 +37,6 @@ type UpOptions struct {
 	WebhookManifest string
 	// Timeout bounds the wait for every sample pod to be ready.
 	Timeout time.Duration
-	// RealNodes runs every member node as a real node (kubelet, containerd, runc, the CNI
-	// bridge) instead of the lab kubelet's emulation; the sample workloads then run the
-	// images of "make images".
-	RealNodes bool
 }
 
 // Up brings the lab up, or completes a lab that is partly up (after a crash, or when run
@@ -56,16 +52,12 @@ func (l *Lab) Up(ctx context.Context, o UpOptions) error {
 
 func (l *Lab) up(ctx context.Context, o UpOptions) error {
 	start := time.Now()
-	rec := &Record{Spec: o.Spec, ClusterSet: o.ClusterSet, PortBase: l.opts.PortBase, RealNodes: o.RealNodes}
+	rec := &Record{Spec: o.Spec, ClusterSet: o.ClusterSet, PortBase: l.opts.PortBase}
 	if old, err := l.state.ReadRecord(); err == nil {
 		a, _ := json.Marshal(old.Spec)
 		b, _ := json.Marshal(rec.Spec)
 		if !bytes.Equal(a, b) || !bytes.Equal(old.ClusterSet, rec.ClusterSet) {
 			return fmt.Errorf("a different lab is up (state %s): run 'strait lab down' first", l.state.Dir)
-		}
-		if old.RealNodes != rec.RealNodes {
-			return fmt.Errorf("a different lab is up (state %s): its nodes are real=%v, this up asks real=%v; run 'strait lab down' first",
-				l.state.Dir, old.RealNodes, rec.RealNodes)
 		}
 		rec.PortBase = old.PortBase
 	}
@@ -78,10 +70,8 @@ func (l *Lab) up(ctx context.Context, o UpOptions) error {
 			return fmt.Errorf("missing binary %s (make k8s-binaries coredns): %w", bin, err)
 		}
 	}
-	if o.RealNodes {
-		if err := l.opts.checkNodeArtifacts(o.Spec.SampleWorkloads); err != nil {
-			return err
-		}
+	if err := l.opts.checkNodeArtifacts(o.Spec.SampleWorkloads); err != nil {
+		return err
 	}
 	if err := l.state.WriteRecord(rec); err != nil {
 		return err
@@ -92,7 +82,7 @@ func (l *Lab) up(ctx context.Context, o UpOptions) error {
 	}
 	l.progress("control planes: %d (etcd, kube-apiserver, kube-controller-manager, kube-scheduler)", len(t.ControlPlanes()))
 	if err := l.eachControlPlane(t, func(cp topology.ControlPlane) error {
-		c := controlPlane{cp: cp, hostPort: rec.hostPort(t, cp.Cluster), schedule: cp.Cluster != topology.HubName || rec.RealNodes}
+		c := controlPlane{cp: cp, hostPort: rec.hostPort(t, cp.Cluster)}
 		if m, ok := t.Cluster(cp.Cluster); ok {
 			c.serviceCIDR, c.apiService = m.ServiceCIDR, m.APIServiceIP
 		}
@@ -107,11 +97,7 @@ func (l *Lab) up(ctx context.Context, o UpOptions) error {
 	if err := l.ensureProcess(daemonKey, "daemon", "", l.opts.Strait, "lab", "serve", "--state", l.state.Dir); err != nil {
 		return err
 	}
-	if rec.RealNodes {
-		l.progress("lab daemon: forwarders on 127.0.0.1:%d-%d", rec.PortBase, rec.PortBase+len(t.Clusters))
-	} else {
-		l.progress("lab daemon: forwarders on 127.0.0.1:%d-%d, kubelets on %d nodes", rec.PortBase, rec.PortBase+len(t.Clusters), nodeCount(t))
-	}
+	l.progress("lab daemon: forwarders on 127.0.0.1:%d-%d", rec.PortBase, rec.PortBase+len(t.Clusters))
 	if err := l.eachControlPlane(t, func(cp topology.ControlPlane) error {
 		return l.bootstrap(ctx, t, rec, cp, o)
 	}); err != nil {
@@ -190,10 +176,8 @@ func (l *Lab) bootstrap(ctx context.Context, t *topology.Lab, rec *Record, cp to
 		return fmt.Errorf("%s CRDs: %w", cp.Cluster, err)
 	}
 	if cp.Cluster == topology.HubName {
-		if rec.RealNodes {
-			if err := l.ensureHubNode(ctx, t, client); err != nil {
-				return fmt.Errorf("hub node: %w", err)
-			}
+		if err := l.ensureHubNode(ctx, t, client); err != nil {
+			return fmt.Errorf("hub node: %w", err)
 		}
 		return l.bootstrapHub(ctx, t, rec, a)
 	}
@@ -205,14 +189,12 @@ func (l *Lab) bootstrap(ctx context.Context, t *topology.Lab, rec *Record, cp to
 		return fmt.Errorf("%s kube-proxy: %w", c.Name, err)
 	}
 	l.progress("%s: CoreDNS at %s, kube-proxy (nftables) on %d nodes", c.Name, c.DNSServiceIP, len(c.Nodes))
-	if rec.RealNodes {
-		if err := l.ensureRealNodes(ctx, *c, client, o.Spec.SampleWorkloads); err != nil {
-			return fmt.Errorf("%s nodes: %w", c.Name, err)
-		}
+	if err := l.ensureRealNodes(ctx, *c, client, o.Spec.SampleWorkloads); err != nil {
+		return fmt.Errorf("%s nodes: %w", c.Name, err)
 	}
 	if o.Spec.SampleWorkloads {
 		var errs []error
-		for _, obj := range sampleObjects(c.Name, rec.RealNodes) {
+		for _, obj := range sampleObjects(c.Name) {
 			errs = append(errs, a.create(ctx, obj))
 		}
 		if err := errors.Join(errs...); err != nil {

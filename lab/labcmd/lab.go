@@ -3,13 +3,9 @@ package labcmd
 import (
 	"context"
 	"fmt"
-	"io"
-	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"time"
 
@@ -18,7 +14,6 @@ import (
 
 	"github.com/straitnet/strait/lab"
 	"github.com/straitnet/strait/lab/topology"
-	"github.com/straitnet/strait/lab/workload"
 	"github.com/straitnet/strait/test/k8sversion"
 )
 
@@ -37,14 +32,14 @@ func NewCommand() *cobra.Command {
 	o := &labOptions{}
 	cmd := &cobra.Command{
 		Use:   "lab",
-		Short: "Whole clustersets on this machine: real control planes, nodes and pods as network namespaces",
-		Long: `lab runs a clusterset on one machine, as root, without containers. Every cluster gets
-a control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler) in its own
-network namespace, nodes as namespaces on a per-cluster LAN (gateway nodes also on a shared
-WAN), pods as namespaces behind their node with host-gw routes, kube-proxy in nftables
-mode on every node, CoreDNS as the cluster DNS, and a lab kubelet that runs built-in
-workloads (whereami, iperf3, an idle client) — or, with "lab up --real-nodes", a real
-kubelet, containerd and runc on every node. kubectl works from the host:
+		Short: "Whole clustersets on this machine: real control planes and real nodes in network namespaces",
+		Long: `lab runs a clusterset on one machine, as root, without Docker. Every cluster gets a
+control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler) in its own
+network namespace, real nodes (kubelet, containerd, runc, a CNI bridge) each in a network
+namespace on a per-cluster LAN (gateway nodes also on a shared WAN) with host-gw routes
+between their pod CIDRs, kube-proxy in nftables mode on every node, CoreDNS as the
+cluster DNS, and the sample workloads from locally built images (whereami, iperf3, an
+idle client with curl and dig). kubectl works from the host:
 
   strait lab up --example basic
   kubectl --kubeconfig <(strait lab kubeconfig c1) get pods -A
@@ -63,7 +58,7 @@ directory; "lab down" removes all of it, also after a crash of "lab up".`,
 	f.StringVar(&o.images, "images", "", "real nodes: directory with the image tarballs (default bin/images next to this binary or in the repo; make images)")
 	f.IntVar(&o.portBase, "port-base", 16443, "host loopback port of the hub's API server forwarder; members follow")
 	cmd.AddCommand(newLabUpCmd(o), newLabDownCmd(o), newLabStatusCmd(o), newLabExecCmd(o),
-		newLabKubeconfigCmd(o), newLabServeCmd(o), newLabWorkloadCmd())
+		newLabKubeconfigCmd(o), newLabServeCmd(o))
 	return cmd
 }
 
@@ -149,12 +144,11 @@ func requireRootCmd() error {
 func newLabUpCmd(o *labOptions) *cobra.Command {
 	var file, example string
 	var timeout time.Duration
-	var realNodes bool
 	cmd := &cobra.Command{
 		Use:   "up [-f LAB.yaml | --example NAME]",
 		Short: "Bring a lab up (idempotent: run again to complete or check it)",
 		Long: `up builds the lab's network, starts every control plane, the lab daemon (loopback
-forwarders and kubelets), CoreDNS and kube-proxy, creates the CRDs, the sample workloads
+forwarders), the real nodes, CoreDNS and kube-proxy, creates the CRDs, the sample workloads
 (namespace sample: whereami-cs, the StatefulSet whereami behind headless whereami-ss, an
 idle client, iperf3) and, on the hub, the ClusterSet with one kubeconfig Secret per member.
 It waits until every sample pod is ready.
@@ -172,9 +166,7 @@ sample workloads.
 
 Every node (and one for the hub) is a real node: kubelet, containerd, runc and a CNI
 bridge (make node-binaries images); the sample workloads run the local images, and
-kubectl logs, exec and port-forward work as on any cluster. --real-nodes=false brings
-back the lab kubelet's emulated pods (to be removed). "lab down", "status" and "exec"
-follow the mode the lab came up in.`,
+kubectl logs, exec and port-forward work as on any cluster.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := requireRootCmd(); err != nil {
@@ -192,7 +184,7 @@ follow the mode the lab came up in.`,
 			ctx, cancel := signalContext()
 			defer cancel()
 			fmt.Fprintf(os.Stdout, "lab up: %s\n", csPath)
-			return o.lab(os.Stdout).Up(ctx, lab.UpOptions{Spec: spec, ClusterSet: data, Timeout: timeout, RealNodes: realNodes,
+			return o.lab(os.Stdout).Up(ctx, lab.UpOptions{Spec: spec, ClusterSet: data, Timeout: timeout,
 				WebhookManifest: filepath.Join(root, "kustomize", "hub", "workloads", "webhook.yaml"),
 				CRDDirs:         []string{filepath.Join(root, "kustomize", "crd", "bases"), filepath.Join(root, "kustomize", "crd", "mcs")}})
 		},
@@ -200,7 +192,6 @@ follow the mode the lab came up in.`,
 	cmd.Flags().StringVarP(&file, "file", "f", "", "lab file (YAML)")
 	cmd.Flags().StringVar(&example, "example", "", "an example under examples/clusterset (basic, globalnet, three-clusters)")
 	cmd.Flags().DurationVar(&timeout, "timeout", 3*time.Minute, "how long to wait for the sample pods to be ready")
-	cmd.Flags().BoolVar(&realNodes, "real-nodes", true, "run real nodes (kubelet, containerd, runc); false: the lab kubelet's emulated pods (to be removed)")
 	cmd.MarkFlagsMutuallyExclusive("file", "example")
 	return cmd
 }
@@ -275,11 +266,9 @@ func newLabKubeconfigCmd(o *labOptions) *cobra.Command {
 func newLabExecCmd(o *labOptions) *cobra.Command {
 	return &cobra.Command{
 		Use:   "exec CLUSTER POD -- CMD [ARGS...]",
-		Short: "Run a command inside a pod (kubectl exec on real nodes, its network namespace on emulated ones)",
+		Short: "Run a command inside a pod (kubectl exec)",
 		Long: `exec runs CMD inside POD (NAME, NAMESPACE/NAME, or a Deployment's name when it has
-one pod). On real nodes it goes through the API server like kubectl exec (stdin, stdout and
-stderr attached); on emulated nodes it runs CMD from the host inside the pod's network
-namespace, with /etc/resolv.conf pointing at the cluster DNS:
+one pod) through the API server, as kubectl exec does, stdin, stdout and stderr attached:
 
   strait lab exec c1 sample/client -- nslookup whereami-cs
   strait lab exec c1 client -- curl -s whereami-cs.sample.svc.cluster.local`,
@@ -288,19 +277,7 @@ namespace, with /etc/resolv.conf pointing at the cluster DNS:
 			if err := requireRootCmd(); err != nil {
 				return err
 			}
-			l := o.lab(os.Stderr)
-			real, err := l.RealNodes()
-			if err != nil {
-				return err
-			}
-			if real {
-				return l.ExecIn(cmd.Context(), args[0], args[1], args[2:], os.Stdin, os.Stdout, os.Stderr)
-			}
-			ns, err := l.PodNamespace(cmd.Context(), args[0], args[1])
-			if err != nil {
-				return err
-			}
-			return lab.Exec(ns, args[2:])
+			return o.lab(os.Stderr).ExecIn(cmd.Context(), args[0], args[1], args[2:], os.Stdin, os.Stdout, os.Stderr)
 		},
 	}
 }
@@ -308,7 +285,7 @@ namespace, with /etc/resolv.conf pointing at the cluster DNS:
 func newLabServeCmd(o *labOptions) *cobra.Command {
 	return &cobra.Command{
 		Use:    "serve",
-		Short:  "The lab daemon (started by lab up): loopback forwarders, kubelets, Corefile sync",
+		Short:  "The lab daemon (started by lab up): loopback forwarders, Corefile sync",
 		Hidden: true,
 		Args:   cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -317,63 +294,4 @@ func newLabServeCmd(o *labOptions) *cobra.Command {
 			return o.lab(os.Stderr).Serve(ctx)
 		},
 	}
-}
-
-func newLabWorkloadCmd() *cobra.Command {
-	cmd := &cobra.Command{Use: "workload", Short: "Built-in pod workloads and client tools (run inside pods)", Hidden: true}
-	var listen string
-	var id workload.Identity
-	w := &cobra.Command{
-		Use:   "whereami",
-		Short: "HTTP server answering with cluster, node, pod, pod IP and the caller's address",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx, cancel := signalContext()
-			defer cancel()
-			return workload.ServeWhereami(ctx, listen, id, os.Stdout)
-		},
-	}
-	w.Flags().StringVar(&listen, "listen", ":8080", "listen address")
-	w.Flags().StringVar(&id.Cluster, "cluster", "", "cluster name")
-	w.Flags().StringVar(&id.Node, "node", "", "node name")
-	w.Flags().StringVar(&id.Namespace, "namespace", "", "pod namespace")
-	w.Flags().StringVar(&id.Pod, "pod", "", "pod name")
-	w.Flags().StringVar(&id.PodIP, "pod-ip", "", "pod IP")
-	lookup := &cobra.Command{
-		Use:   "lookup NAME",
-		Short: "Resolve NAME through /etc/resolv.conf (in a pod: its search list and the cluster DNS)",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx, cancel := context.WithTimeout(cmd.Context(), 5*time.Second)
-			defer cancel()
-			addrs, err := (&net.Resolver{PreferGo: true}).LookupHost(ctx, args[0])
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%s: %s\n", args[0], strings.Join(addrs, " "))
-			return nil
-		},
-	}
-	get := &cobra.Command{
-		Use:   "get URL",
-		Short: "HTTP GET URL and print the body (whereami answers with who it is and who called)",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx, cancel := context.WithTimeout(cmd.Context(), 5*time.Second)
-			defer cancel()
-			req, err := http.NewRequestWithContext(ctx, http.MethodGet, args[0], nil)
-			if err != nil {
-				return err
-			}
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				return err
-			}
-			defer resp.Body.Close()
-			_, err = io.Copy(cmd.OutOrStdout(), resp.Body)
-			return err
-		},
-	}
-	cmd.AddCommand(w, lookup, get)
-	return cmd
 }

@@ -3,7 +3,6 @@ package topology
 import (
 	"fmt"
 	"net/netip"
-	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -111,7 +110,7 @@ type Node struct {
 	// WANAddr is valid only on gateway nodes.
 	WANAddr netip.Prefix
 	// PodCIDR is the node's share of the cluster's pod CIDR; PodGateway (its first
-	// address) is the node side of every pod veth.
+	// address) is the node's CNI bridge, every pod's gateway.
 	PodCIDR    netip.Prefix
 	PodGateway netip.Addr
 	// Routes are host-gw routes to the other nodes' pod CIDRs, and the service CIDR
@@ -138,25 +137,6 @@ type Link struct {
 
 // ClusterPrefix starts the name of every namespace of one cluster.
 func ClusterPrefix(cluster string) string { return Prefix + cluster + "-" }
-
-// PodNamespace is the namespace of a pod, named by its cluster and UID so a recreated pod
-// with the same name never reuses a stale namespace.
-func PodNamespace(cluster, uid string) string {
-	u := strings.ReplaceAll(uid, "-", "")
-	if len(u) > 12 {
-		u = u[:12]
-	}
-	return ClusterPrefix(cluster) + "p-" + u
-}
-
-// PodLink is the node-side name of a pod's veth (at most 15 bytes).
-func PodLink(uid string) string {
-	u := strings.ReplaceAll(uid, "-", "")
-	if len(u) > 12 {
-		u = u[:12]
-	}
-	return Prefix + u
-}
 
 // Compute builds the lab for a ClusterSet. Every error names the field at fault.
 func Compute(cs *straitv1.ClusterSet, spec Spec) (*Lab, field.ErrorList) {

@@ -181,13 +181,3 @@ func TestComputeRefuses(t *testing.T) {
 		})
 	}
 }
-
-func TestPodNames(t *testing.T) {
-	uid := "0b8f4a62-1c0e-4f5e-9a0d-7d3f0e8c2a11"
-	if got, want := PodNamespace("c1", uid), "sl-c1-p-0b8f4a621c0e"; got != want {
-		t.Errorf("PodNamespace = %q, want %q", got, want)
-	}
-	if got := PodLink(uid); len(got) > 15 || !strings.HasPrefix(got, Prefix) {
-		t.Errorf("PodLink = %q: too long or unprefixed", got)
-	}
-}

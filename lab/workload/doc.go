@@ -1,5 +1,5 @@
-// Package workload holds the lab's built-in pod workloads and how a Pod selects one: an
-// HTTP whereami that answers with its cluster, node, pod and IP and the caller's address;
-// iperf3; and an idle client that runs nothing (lab exec enters its namespace). It never
-// touches the network configuration of the namespace it runs in.
+// Package workload holds whereami, the lab's HTTP workload (the whereami image runs it
+// from cmd/whereami): it answers with its cluster, node, namespace, pod and IP and the
+// caller's address, and logs every request for kubectl logs. It never touches the network
+// configuration of the pod it runs in.
 package workload

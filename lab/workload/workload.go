@@ -8,77 +8,15 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
-
-	corev1 "k8s.io/api/core/v1"
 )
-
-// Kind is a built-in workload.
-type Kind string
-
-// Built-in workloads.
-const (
-	Whereami Kind = "whereami"
-	IPerf3   Kind = "iperf3"
-	Idle     Kind = "idle"
-)
-
-// Annotation selects a Pod's workload explicitly; without it the first container's
-// image name decides (an image whose name contains "whereami" or "iperf3"), else idle.
-const Annotation = "lab.strait.io/workload"
 
 // Default ports.
 const (
 	WhereamiPort = 8080
 	IPerf3Port   = 5201
 )
-
-// For says which workload a Pod runs and on which port.
-func For(pod *corev1.Pod) (Kind, int) {
-	kind := Idle
-	if a := pod.Annotations[Annotation]; a != "" {
-		kind = Kind(a)
-	} else if len(pod.Spec.Containers) > 0 {
-		img := pod.Spec.Containers[0].Image
-		switch {
-		case strings.Contains(img, "whereami"):
-			kind = Whereami
-		case strings.Contains(img, "iperf3"):
-			kind = IPerf3
-		}
-	}
-	port := 0
-	switch kind {
-	case Whereami:
-		port = WhereamiPort
-	case IPerf3:
-		port = IPerf3Port
-	}
-	for _, c := range pod.Spec.Containers {
-		if len(c.Ports) > 0 {
-			port = int(c.Ports[0].ContainerPort)
-			break
-		}
-	}
-	if kind == Idle {
-		port = 0
-	}
-	return kind, port
-}
-
-// Argv is the command that runs a workload, or nil for idle. strait is the strait binary.
-func Argv(kind Kind, port int, strait string, id Identity) []string {
-	switch kind {
-	case Whereami:
-		return []string{strait, "lab", "workload", "whereami", "--listen", ":" + strconv.Itoa(port),
-			"--cluster", id.Cluster, "--node", id.Node, "--namespace", id.Namespace, "--pod", id.Pod, "--pod-ip", id.PodIP}
-	case IPerf3:
-		return []string{"iperf3", "-s", "-p", strconv.Itoa(port)}
-	}
-	return nil
-}
 
 // Identity is what whereami tells about itself.
 type Identity struct {

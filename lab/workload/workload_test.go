@@ -7,45 +7,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
-
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
-
-func TestFor(t *testing.T) {
-	pod := func(image string, annotation string, port int32) *corev1.Pod {
-		p := &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Image: image}}}}
-		if annotation != "" {
-			p.ObjectMeta = metav1.ObjectMeta{Annotations: map[string]string{Annotation: annotation}}
-		}
-		if port > 0 {
-			p.Spec.Containers[0].Ports = []corev1.ContainerPort{{ContainerPort: port}}
-		}
-		return p
-	}
-	for _, tc := range []struct {
-		name string
-		pod  *corev1.Pod
-		kind Kind
-		port int
-	}{
-		{"whereami by image", pod("strait.io/lab/whereami:v1", "", 0), Whereami, WhereamiPort},
-		{"whereami on its container port", pod("registry.example/whereami", "", 9000), Whereami, 9000},
-		{"iperf3 by image", pod("strait.io/lab/iperf3", "", 0), IPerf3, IPerf3Port},
-		{"annotation wins over image", pod("strait.io/lab/whereami", "idle", 8080), Idle, 0},
-		{"anything else idles", pod("busybox", "", 0), Idle, 0},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			kind, port := For(tc.pod)
-			if kind != tc.kind || port != tc.port {
-				t.Errorf("For = %s:%d, want %s:%d", kind, port, tc.kind, tc.port)
-			}
-			if argv := Argv(kind, port, "strait", Identity{}); (argv == nil) != (kind == Idle) {
-				t.Errorf("Argv(%s) = %v", kind, argv)
-			}
-		})
-	}
-}
 
 func TestWhereamiAnswersWithCaller(t *testing.T) {
 	id := Identity{Cluster: "c1", Node: "c1-gw-1", Namespace: "sample", Pod: "whereami-0", PodIP: "10.8.1.2"}

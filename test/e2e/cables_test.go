@@ -182,7 +182,7 @@ func sourcePods(t testing.TB, cluster string) []source {
 	return out
 }
 
-// clientImage and whereamiImage select the lab kubelet's built-in workloads.
+// clientImage and whereamiImage name the sample apps PodOn runs (lab.SampleContainer).
 const (
 	clientImage   = "strait.io/lab/client"
 	whereamiImage = "strait.io/lab/whereami"

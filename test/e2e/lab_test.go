@@ -184,7 +184,7 @@ func TestUpAgainChangesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := env.Lab.Up(context.Background(), lab.UpOptions{Spec: rec.Spec, ClusterSet: rec.ClusterSet,
-		RealNodes: rec.RealNodes, CRDDirs: labtest.CRDDirs(env.Root)}); err != nil {
+		CRDDirs: labtest.CRDDirs(env.Root)}); err != nil {
 		t.Fatalf("second up: %v", err)
 	}
 	after := env.Lab.State().AllPids()
@@ -195,7 +195,7 @@ func TestUpAgainChangesNothing(t *testing.T) {
 	}
 	other := rec.Spec
 	other.Workers++
-	if err := env.Lab.Up(context.Background(), lab.UpOptions{Spec: other, ClusterSet: rec.ClusterSet, RealNodes: rec.RealNodes}); err == nil ||
+	if err := env.Lab.Up(context.Background(), lab.UpOptions{Spec: other, ClusterSet: rec.ClusterSet}); err == nil ||
 		!strings.Contains(err.Error(), "a different lab is up") {
 		t.Errorf("up with another spec: %v, want a refusal", err)
 	}

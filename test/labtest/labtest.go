@@ -31,18 +31,10 @@ type Config struct {
 	PortBase int
 	// UpTimeout bounds "lab up" (default 5 minutes).
 	UpTimeout time.Duration
-	// RealNodes brings the lab up with real nodes (kubelet, containerd, runc) even when
-	// RealNodesEnv asks for the lab kubelet's emulated pods.
-	RealNodes bool
 	// BeforeUp runs once strait is built, before the lab comes up; its error fails the
 	// package.
 	BeforeUp func(*Env) error
 }
-
-// RealNodesEnv, set to 0, runs the lab suites (but those that need real nodes) on the
-// lab kubelet's emulated pods, while that emulation lasts; by default they run on real
-// nodes.
-const RealNodesEnv = "STRAIT_LAB_REAL_NODES"
 
 // Env is the lab of one test binary.
 type Env struct {
@@ -53,8 +45,6 @@ type Env struct {
 	Root, Strait, Straitd, K8sBin, CoreDNS string
 	// UpTime is how long "lab up" took.
 	UpTime time.Duration
-	// RealNodes says the lab runs real nodes.
-	RealNodes bool
 
 	skipped string
 	upErr   error
@@ -66,10 +56,6 @@ type Env struct {
 // skip, except under CI, where that fails the package.
 func Main(m *testing.M, cfg Config, env *Env) int {
 	flag.Parse()
-	if os.Getenv(RealNodesEnv) != "0" {
-		cfg.RealNodes = true
-	}
-	env.RealNodes = cfg.RealNodes
 	// The tests' controller-runtime clients log nothing worth reading; without a logger
 	// controller-runtime prints a warning with a stack trace.
 	ctrllog.SetLogger(logr.Discard())
@@ -79,7 +65,7 @@ func Main(m *testing.M, cfg Config, env *Env) int {
 		return 1
 	}
 	env.Root, env.K8sBin, env.CoreDNS = root, clusters.Assets(root), filepath.Join(root, "bin", "coredns")
-	if reason := prerequisites(env, cfg.RealNodes); reason != "" {
+	if reason := prerequisites(env); reason != "" {
 		if require.CI() {
 			return require.MainSkip("lab tests: %s", reason)
 		}
@@ -123,7 +109,7 @@ func Main(m *testing.M, cfg Config, env *Env) int {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	start := time.Now()
-	env.upOpts = lab.UpOptions{Spec: cfg.Spec, ClusterSet: cs, Timeout: timeout * 3 / 5, RealNodes: cfg.RealNodes,
+	env.upOpts = lab.UpOptions{Spec: cfg.Spec, ClusterSet: cs, Timeout: timeout * 3 / 5,
 		WebhookManifest: filepath.Join(root, "kustomize", "hub", "workloads", "webhook.yaml"),
 		CRDDirs:         CRDDirs(root)}
 	env.upErr = l.Up(ctx, env.upOpts)
@@ -184,7 +170,7 @@ func (e *Env) Require(t testing.TB) {
 func (e *Env) Skipped() string { return e.skipped }
 
 // prerequisites says why the lab cannot run here, or "".
-func prerequisites(env *Env, realNodes bool) string {
+func prerequisites(env *Env) string {
 	if testing.Short() {
 		return "-short"
 	}
@@ -197,15 +183,13 @@ func prerequisites(env *Env, realNodes bool) string {
 	if _, err := os.Stat(env.CoreDNS); err != nil {
 		return "missing " + env.CoreDNS + " (make coredns)"
 	}
-	if realNodes {
-		if _, err := exec.LookPath("nsenter"); err != nil {
-			return "real nodes need nsenter (util-linux)"
-		}
-		for _, p := range []string{filepath.Join(env.K8sBin, "kubelet"), filepath.Join(env.Root, "bin", "node", "containerd"),
-			filepath.Join(env.Root, "bin", "images", "whereami.tar"), filepath.Join(env.Root, "bin", "images", "tools.tar")} {
-			if _, err := os.Stat(p); err != nil {
-				return "missing " + p + " (make node-binaries images)"
-			}
+	if _, err := exec.LookPath("nsenter"); err != nil {
+		return "real nodes need nsenter (util-linux)"
+	}
+	for _, p := range []string{filepath.Join(env.K8sBin, "kubelet"), filepath.Join(env.Root, "bin", "node", "containerd"),
+		filepath.Join(env.Root, "bin", "images", "whereami.tar"), filepath.Join(env.Root, "bin", "images", "tools.tar")} {
+		if _, err := os.Stat(p); err != nil {
+			return "missing " + p + " (make node-binaries images)"
 		}
 	}
 	if names, _ := netns.List(topology.Prefix); len(names) > 0 {

@@ -60,8 +60,8 @@ func (e *Env) ClientNamespace(t testing.TB, cluster string) (string, netip.Addr)
 	return e.PodNetNS(t, cluster, pods[0]), netip.MustParseAddr(pods[0].Status.PodIP)
 }
 
-// PodNetNS is what the helpers here take as a pod's network namespace: the named
-// namespace of an emulated pod, /proc/<pid>/ns/net of a real one.
+// PodNetNS is what the helpers here take as a pod's network namespace:
+// /proc/<pid>/ns/net of its first container.
 func (e *Env) PodNetNS(t testing.TB, cluster string, p corev1.Pod) string {
 	t.Helper()
 	ns, err := e.Lab.PodNetNS(context.Background(), cluster, &p)
@@ -188,7 +188,8 @@ func LookupInPod(ctx context.Context, ns, name string) ([]string, error) {
 	return nil, last
 }
 
-// PodOn is a pod of the built-in workload image (strait.io/lab/whereami, .../client) on
+// PodOn is a pod of a sample app (named by the last element of image: whereami, client,
+// iperf3; lab.SampleContainer) on
 // the named node of a cluster, in the sample namespace: made on first use, kept until the
 // lab goes. Sample pods land wherever the scheduler puts them; a test that needs a pod on
 // a plain or on a gateway node pins its own.
@@ -197,7 +198,7 @@ func (e *Env) PodOn(t testing.TB, cluster, node, image string) corev1.Pod {
 	pods := e.HostClient(t, cluster).CoreV1().Pods(lab.SampleNamespace)
 	name := "e2e-" + path.Base(image) + "-" + node
 	ctx := context.Background()
-	c, err := e.Lab.SampleContainer(cluster, path.Base(image))
+	c, err := lab.SampleContainer(cluster, path.Base(image))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,5 @@ func TestMain(m *testing.M) {
 		ClusterSet: "examples/clusterset/basic/clusterset.yaml",
 		Spec:       topology.Spec{ClusterSet: "basic", Hub: true, Gateways: 2, Workers: 1, SampleWorkloads: true},
 		PortBase:   36443,
-		RealNodes:  true,
 	}, &env))
 }
