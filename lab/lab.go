@@ -24,12 +24,12 @@ type Options struct {
 	// CoreDNS is the coredns binary.
 	CoreDNS string
 	// Strait is the people's strait binary: the lab daemon (strait lab serve) and the
-	// pods' workloads (strait lab workload).
+	// the lab daemon (strait lab serve).
 	Strait string
 	// Straitd is the daemons' binary, the one of the image: hub, agent, dns and charon.
 	Straitd string
 	// NodeBin holds containerd, its shim, ctr, runc and the CNI plugins (make
-	// node-binaries); the kubelet is in K8sBin. Only real-node labs need them.
+	// node-binaries); the kubelet is in K8sBin.
 	NodeBin string
 	// ImageDir holds the image tarballs real nodes import (make images).
 	ImageDir string

@@ -81,7 +81,8 @@ type realNode struct {
 }
 
 // ensureRealNodes registers every node of a member with its pod CIDR, labels and
-// annotations (as the lab kubelet does: the real kubelet finds its Node and keeps them),
+// annotations (the kubelet finds its Node and keeps them: a kubelet cannot set a pod
+// CIDR or annotations of the lab's own),
 // then starts a real node (containerd, runc, CNI bridge, kubelet) in each node's network
 // namespace that is not already up, all at once.
 func (l *Lab) ensureRealNodes(ctx context.Context, c topology.Cluster, client kubernetes.Interface, withSamples bool) error {

@@ -143,9 +143,9 @@ func PodResolver(ns string) *net.Resolver {
 	}}
 }
 
-// PodResolvConf reads the nameserver and search list of a pod's resolv.conf: the one
-// ip(8) mounts for an emulated pod's namespace, the container's own for a real pod
-// (ns /proc/<pid>/ns/net).
+// PodResolvConf reads the nameserver and search list of a pod's resolv.conf: the
+// container's own for a real pod (ns /proc/<pid>/ns/net), the one ip(8) mounts for a
+// named namespace.
 func PodResolvConf(ns string) (server string, search []string) {
 	path := filepath.Join(netns.EtcDir, ns, "resolv.conf")
 	if filepath.IsAbs(ns) {
