@@ -132,14 +132,6 @@ func (l *Lab) up(ctx context.Context, o UpOptions) error {
 	return nil
 }
 
-func nodeCount(t *topology.Lab) int {
-	n := 0
-	for _, c := range t.Clusters {
-		n += len(c.Nodes)
-	}
-	return n
-}
-
 // eachControlPlane runs fn for every control plane at once and joins the errors.
 func (l *Lab) eachControlPlane(t *topology.Lab, fn func(topology.ControlPlane) error) error {
 	cps := t.ControlPlanes()
