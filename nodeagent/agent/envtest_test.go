@@ -72,7 +72,7 @@ type runningAgent struct {
 	cancel context.CancelFunc
 	done   chan error
 	// kill cuts the agent off the API server, as a crash or a partition would.
-	kill *apiserver.Cut
+	kill   *apiserver.Cut
 	driver *routedDriver
 	// metrics holds this agent's Prometheus metrics.
 	metrics *prometheus.Registry
