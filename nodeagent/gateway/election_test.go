@@ -1,0 +1,285 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/straitnet/strait/test/apiserver"
+)
+
+// The election tests run against one real kube-apiserver; each test campaigns in a
+// namespace of its own.
+var _ = apiserver.Need
+
+func TestMain(m *testing.M) {
+	apiserver.RunOptional(m, func(cfg *rest.Config) int {
+		api = cfg
+		return m.Run()
+	})
+}
+
+// api is the API server's config, set once by TestMain before any test runs (nil:
+// none, the election tests skip).
+var api *rest.Config
+
+// terms records when each candidate became active and stopped being active, as its
+// onChange saw it.
+type terms struct {
+	mu     sync.Mutex
+	events []termEvent
+}
+
+type termEvent struct {
+	who    string
+	active bool
+	at     time.Time
+}
+
+func (r *terms) add(who string, active bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.events = append(r.events, termEvent{who: who, active: active, at: time.Now()})
+}
+
+// overlaps lists every moment two candidates were active at once.
+func (r *terms) overlaps(end time.Time) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	type term struct {
+		who        string
+		start, end time.Time
+	}
+	var done []term
+	open := map[string]time.Time{}
+	for _, e := range r.events {
+		if e.active {
+			open[e.who] = e.at
+			continue
+		}
+		done = append(done, term{e.who, open[e.who], e.at})
+		delete(open, e.who)
+	}
+	for who, start := range open {
+		done = append(done, term{who, start, end})
+	}
+	var out []string
+	for i, a := range done {
+		for _, b := range done[i+1:] {
+			if a.start.Before(b.end) && b.start.Before(a.end) {
+				out = append(out, fmt.Sprintf("%s [%v, %v] and %s [%v, %v]", a.who, a.start.Format(time.StampMicro),
+					a.end.Format(time.StampMicro), b.who, b.start.Format(time.StampMicro), b.end.Format(time.StampMicro)))
+			}
+		}
+	}
+	return out
+}
+
+// candidate is one gateway-capable node's elector with its own connection to the API
+// server, which the test can cut.
+type candidate struct {
+	name   string
+	cut    *apiserver.Cut
+	el     *Elector
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+func campaign(t *testing.T, ns, name string, rec *terms) *candidate {
+	t.Helper()
+	c := &candidate{name: name, cut: &apiserver.Cut{}, done: make(chan struct{})}
+	kube, err := kubernetes.NewForConfig(c.cut.Config(api))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.el = NewElector(kube, ns, name, FastTiming(), func(active bool) { rec.add(name, active) })
+	ctx, cancel := context.WithCancel(context.Background())
+	c.cancel = cancel
+	go func() { defer close(c.done); c.el.Run(ctx) }()
+	t.Cleanup(c.stop)
+	return c
+}
+
+// stop ends the campaign as SIGTERM does: a holder releases the Lease.
+func (c *candidate) stop() {
+	c.cancel()
+	<-c.done
+}
+
+// electionNamespace creates a namespace for one test's Lease.
+func electionNamespace(t *testing.T) string {
+	t.Helper()
+	apiserver.Need(t, api)
+	kube, err := kubernetes.NewForConfig(api)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := strings.ToLower(strings.ReplaceAll(t.Name(), "/", "-"))
+	if len(ns) > 63 {
+		ns = ns[:63]
+	}
+	if _, err := kube.CoreV1().Namespaces().Create(context.Background(),
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return ns
+}
+
+// activeOne waits until exactly one of cs is active and returns it.
+func activeOne(t *testing.T, timeout time.Duration, cs ...*candidate) *candidate {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		var act []*candidate
+		for _, c := range cs {
+			if c.el.Active() {
+				act = append(act, c)
+			}
+		}
+		if len(act) == 1 {
+			return act[0]
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d candidates active after %v, want 1", len(act), timeout)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// until polls cond every millisecond and returns how long it took to hold.
+func until(t *testing.T, timeout time.Duration, what string, cond func() bool) time.Duration {
+	t.Helper()
+	start := time.Now()
+	for !cond() {
+		if time.Since(start) > timeout {
+			t.Fatalf("%s: not within %v", what, timeout)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return time.Since(start)
+}
+
+func spread(ds []time.Duration) string {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	r := func(d time.Duration) time.Duration { return d.Round(time.Millisecond) }
+	return fmt.Sprintf("min %v, median %v, max %v over %d", r(s[0]), r(s[len(s)/2]), r(s[len(s)-1]), len(s))
+}
+
+// Three candidates through rounds of releases (every standby races for the freed
+// Lease) and of holders cut off the API server and later reconnected: at no moment are
+// two of them active.
+func TestTwoCandidatesAreNeverBothActive(t *testing.T) {
+	ns := electionNamespace(t)
+	rec := &terms{}
+	cs := map[string]*candidate{}
+	for _, n := range []string{"gw1", "gw2", "gw3"} {
+		cs[n] = campaign(t, ns, n, rec)
+	}
+	all := func() []*candidate { return []*candidate{cs["gw1"], cs["gw2"], cs["gw3"]} }
+	for round := range 16 {
+		holder := activeOne(t, 5*time.Second, all()...)
+		if round%2 == 0 {
+			holder.stop()
+			cs[holder.name] = campaign(t, ns, holder.name, rec)
+			continue
+		}
+		holder.cut.Set(true)
+		var others []*candidate
+		for _, c := range all() {
+			if c != holder {
+				others = append(others, c)
+			}
+		}
+		next := activeOne(t, 5*time.Second, others...)
+		if holder.el.Active() {
+			t.Fatalf("round %d: %s cut off and still active beside %s", round, holder.name, next.name)
+		}
+		holder.cut.Set(false)
+		// Back online, it sees the new holder and stays a standby.
+		time.Sleep(FastTiming().RetryPeriod)
+		if holder.el.Active() {
+			t.Fatalf("round %d: %s active again beside %s", round, holder.name, next.name)
+		}
+	}
+	for _, c := range all() {
+		c.stop()
+	}
+	if o := rec.overlaps(time.Now()); len(o) > 0 {
+		t.Fatalf("two candidates active at once:\n%s", strings.Join(o, "\n"))
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if n := len(rec.events); n < 32 {
+		t.Fatalf("only %d activity changes in 16 rounds", n)
+	}
+}
+
+// A holder that stops (SIGTERM) releases the Lease; the standby's watch sees that and it
+// takes over at once, not after the term.
+func TestReleasedLeaseIsTakenAtOnce(t *testing.T) {
+	ns := electionNamespace(t)
+	rec := &terms{}
+	cs := map[string]*candidate{"gw1": campaign(t, ns, "gw1", rec), "gw2": campaign(t, ns, "gw2", rec)}
+	var took []time.Duration
+	for range 6 {
+		holder := activeOne(t, 5*time.Second, cs["gw1"], cs["gw2"])
+		other := cs[map[string]string{"gw1": "gw2", "gw2": "gw1"}[holder.name]]
+		start := time.Now()
+		holder.stop()
+		until(t, 2*time.Second, other.name+" takes over", other.el.Active)
+		took = append(took, time.Since(start))
+		cs[holder.name] = campaign(t, ns, holder.name, rec)
+	}
+	t.Logf("released Lease taken over in %s", spread(took))
+	if slices.Max(took) > 300*time.Millisecond {
+		t.Errorf("a released Lease was taken over after %v, want < 300ms", slices.Max(took))
+	}
+	if o := rec.overlaps(time.Now()); len(o) > 0 {
+		t.Fatalf("two candidates active at once:\n%s", strings.Join(o, "\n"))
+	}
+}
+
+// A holder cut off the API server steps down within its renew deadline, and the
+// standby takes over once the term it last saw renewed has run out.
+func TestCutOffHolderStepsDownAndIsReplaced(t *testing.T) {
+	ns := electionNamespace(t)
+	rec := &terms{}
+	timing := FastTiming()
+	cs := map[string]*candidate{"gw1": campaign(t, ns, "gw1", rec), "gw2": campaign(t, ns, "gw2", rec)}
+	var stepped, took []time.Duration
+	for range 4 {
+		holder := activeOne(t, 5*time.Second, cs["gw1"], cs["gw2"])
+		other := cs[map[string]string{"gw1": "gw2", "gw2": "gw1"}[holder.name]]
+		// Cut at any point of the renewal cycle, not just after the takeover.
+		time.Sleep(time.Duration(rand.Int64N(int64(timing.RetryPeriod))))
+		start := time.Now()
+		holder.cut.Set(true)
+		stepped = append(stepped, until(t, 2*time.Second, holder.name+" steps down", func() bool { return !holder.el.Active() }))
+		until(t, 3*time.Second, other.name+" takes over", other.el.Active)
+		took = append(took, time.Since(start))
+		holder.cut.Set(false)
+	}
+	t.Logf("cut-off holder stepped down after %s; replaced after %s (lease %v, renew deadline %v, retry %v)",
+		spread(stepped), spread(took), timing.LeaseDuration, timing.RenewDeadline, timing.RetryPeriod)
+	// 50 ms for polling Active() on a loaded machine.
+	if m := slices.Max(stepped); m > timing.RenewDeadline+50*time.Millisecond {
+		t.Errorf("a cut-off holder stayed active %v, longer than the renew deadline %v", m, timing.RenewDeadline)
+	}
+	if m := slices.Max(took); m > timing.LeaseDuration+500*time.Millisecond {
+		t.Errorf("a cut-off holder was replaced after %v, want < lease %v + 500ms", m, timing.LeaseDuration)
+	}
+	if o := rec.overlaps(time.Now()); len(o) > 0 {
+		t.Fatalf("two candidates active at once:\n%s", strings.Join(o, "\n"))
+	}
+}
