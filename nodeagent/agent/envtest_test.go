@@ -323,6 +323,16 @@ func failoverScenario(t testing.TB, cfg *rest.Config) (graceful, crash time.Dura
 	// Crash: the active agent loses the API server without releasing anything.
 	agents[first] = startAgent(t, cfg, first, map[string]string{"gw1": "10.0.1.1", "gw2": "10.0.1.2"}[first])
 	eventually(t, 5*time.Second, "restarted agent is passive", gatewayState(first, straitv1.HAPassive))
+	// The Gateway says passive already (the stopped process marked it so): wait for the
+	// new process's first pass, which starts its elector watching the Lease. A standby
+	// counts the holder's term from its own first sight of a renewal.
+	eventually(t, 5*time.Second, "restarted agent synced", func() error {
+		if v, ok := gathered(t, agents[first].metrics)["strait_agent_gateway_active"]; !ok || v != 0 {
+			return fmt.Errorf("strait_agent_gateway_active %v (present: %v)", v, ok)
+		}
+		return nil
+	})
+	time.Sleep(gateway.FastTiming().RetryPeriod) // its elector has read the Lease
 	start = time.Now()
 	agents[second].kill.Set(true)
 	eventually(t, 10*time.Second, "failover after a crash", func() error {

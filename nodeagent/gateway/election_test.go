@@ -124,15 +124,12 @@ func electionNamespace(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ns := strings.ToLower(strings.ReplaceAll(t.Name(), "/", "-"))
-	if len(ns) > 63 {
-		ns = ns[:63]
-	}
-	if _, err := kube.CoreV1().Namespaces().Create(context.Background(),
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+	ns, err := kube.CoreV1().Namespaces().Create(context.Background(),
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "election-"}}, metav1.CreateOptions{})
+	if err != nil {
 		t.Fatal(err)
 	}
-	return ns
+	return ns.Name
 }
 
 // activeOne waits until exactly one of cs is active and returns it.
