@@ -159,7 +159,7 @@ func (e *Elector) lead(ctx context.Context, held *coordinationv1.Lease, renewed 
 		cancel()
 		switch {
 		case err == nil:
-				held, renewed, next = l, sent, sent.Add(e.timing.RetryPeriod)
+			held, renewed, next = l, sent, sent.Add(e.timing.RetryPeriod)
 			e.set(true, renewed.Add(e.timing.RenewDeadline))
 		case errors.Is(err, errLost):
 			e.set(false, time.Time{})
