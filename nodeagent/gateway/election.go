@@ -74,7 +74,9 @@ func (e *Elector) Settled() bool {
 // Run campaigns until ctx ends, then releases the Lease if it holds it. Losing the Lease
 // (say, the API server was unreachable past RenewDeadline) makes it a standby again.
 func (e *Elector) Run(ctx context.Context) {
-	go e.watch(ctx)
+	var watching sync.WaitGroup
+	watching.Go(func() { e.watch(ctx) })
+	defer watching.Wait() // Run returns only once ctx has ended
 	settle := time.AfterFunc(e.timing.RenewDeadline, e.settle)
 	defer settle.Stop()
 	for {

@@ -56,9 +56,9 @@ func (t Timing) Validate() error {
 		errs = append(errs, fmt.Errorf("%s %v: must be shorter than %s %v, so that the active gateway has stepped down before a standby may take over",
 			FlagRenewDeadline, t.RenewDeadline, FlagLeaseDuration, t.LeaseDuration))
 	}
-	if min := time.Duration(renewJitter * float64(t.RetryPeriod)); t.RetryPeriod > 0 && t.RenewDeadline <= min {
+	if floor := time.Duration(renewJitter * float64(t.RetryPeriod)); t.RetryPeriod > 0 && t.RenewDeadline <= floor {
 		errs = append(errs, fmt.Errorf("%s %v: must be longer than %s %v × %v = %v, so that a failed renewal is retried before the active gateway steps down",
-			FlagRenewDeadline, t.RenewDeadline, FlagRetryPeriod, t.RetryPeriod, renewJitter, min))
+			FlagRenewDeadline, t.RenewDeadline, FlagRetryPeriod, t.RetryPeriod, renewJitter, floor))
 	}
 	return errors.Join(errs...)
 }
