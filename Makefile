@@ -8,7 +8,12 @@ GO ?= go
 CONTROLLER_GEN_VERSION := v0.23.0
 GOLANGCI_LINT_VERSION := v2.6.0
 KUSTOMIZE_VERSION := v5.8.0
-K8S_VERSION := v1.37.1
+# The one Kubernetes version, from the Go constant the tests and the lab read too.
+K8S_VERSION := $(shell sed -n 's/^const Version = "\(v[0-9.]*\)"$$/\1/p' test/k8sversion/version.go)
+ifeq ($(K8S_VERSION),)
+$(error no Kubernetes version in test/k8sversion/version.go)
+endif
+K8S_MINOR := $(word 2,$(subst ., ,$(K8S_VERSION)))
 
 CONTROLLER_GEN := $(BIN)/controller-gen-$(CONTROLLER_GEN_VERSION)
 GOLANGCI_LINT := $(BIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
@@ -18,6 +23,13 @@ KUSTOMIZE := $(BIN)/kustomize-$(KUSTOMIZE_VERSION)
 K8S_BIN := $(BIN)/k8s/$(K8S_VERSION)
 K8S_BINARIES := kube-apiserver kube-controller-manager kube-scheduler kube-proxy etcd
 export KUBEBUILDER_ASSETS := $(K8S_BIN)
+
+# make build VERSION=v0.1.0 stamps both binaries' version; the commit is stamped from git
+# (also where GOFLAGS has -buildvcs=false). Unset, `version` falls back to what the go
+# command records in the binary.
+VERSION ?=
+REVISION ?= $(shell git describe --always --dirty --abbrev=40 --match=no-tags 2>/dev/null)
+LDFLAGS := $(if $(VERSION),-X github.com/straitnet/strait/internal/cli.version=$(VERSION)) $(if $(REVISION),-X github.com/straitnet/strait/internal/cli.revision=$(REVISION))
 
 # CoreDNS, the lab's cluster DNS, built from the Go module proxy outside the repository.
 COREDNS := $(BIN)/coredns
@@ -35,8 +47,8 @@ demo: build ## The main job: render every example clusterset (imports included).
 	  $(BIN)/strait render -f $$d --observed $$dir/observed | grep -E '^(kind|  name|  namespace|    strait.io/target-cluster):' | paste - - - - | column -t; \
 	done
 
-build: ## Build bin/strait.
-	$(GO) build -o $(BIN)/strait ./cmd/strait
+build: ## Build bin/strait (people's CLI) and bin/straitd (the daemons, the image's binary).
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/ ./cmd/strait ./cmd/straitd
 
 generate: $(CONTROLLER_GEN) ## Generate deepcopy code.
 	$(CONTROLLER_GEN) object paths=./api/...
@@ -54,10 +66,18 @@ vet: ## go vet.
 lint: $(GOLANGCI_LINT) ## golangci-lint.
 	$(GOLANGCI_LINT) run --allow-parallel-runners ./...
 
-verify: generate manifests ## Fail when generated code or manifests are stale, or code is unformatted.
+verify: generate manifests ## Fail on stale generated files, gofmt, go mod tidy, shellcheck, the README layout, .gitignore, vet, lint.
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 	@git diff --exit-code -- api kustomize || { echo "generated files are stale: run 'make generate manifests' and commit"; exit 1; }
 	@test -z "$$(git status --porcelain -- api kustomize)" || { echo "untracked generated files:"; git status --porcelain -- api kustomize; exit 1; }
+	@for mod in $$(git ls-files go.mod '*/go.mod'); do \
+	  dir=$$(dirname $$mod); \
+	  (cd $$dir && $(GO) mod tidy -diff) || { echo "go mod tidy would change $$mod: run 'cd $$dir && go mod tidy' and commit"; exit 1; }; \
+	done
+	@command -v shellcheck >/dev/null || { echo "shellcheck missing: apt-get install shellcheck (.ci/run installs it)"; exit 1; }
+	shellcheck $$(git ls-files '*.sh') .ci/run
+	hack/verify-layout.sh
+	@test -z "$$(git ls-files -ci --exclude-standard)" || { echo ".gitignore lists tracked files:"; git ls-files -ci --exclude-standard; exit 1; }
 	$(MAKE) vet lint
 
 host-deps: ## Install the host tools the lab and the root tests run (root on Debian), or name the missing ones.
@@ -92,7 +112,7 @@ $(K8S_BIN)/etcd:
 
 $(K8S_BIN)/kube-%:
 	mkdir -p $(K8S_BIN)
-	cd test/k8sbin && $(GO) build -ldflags "-X k8s.io/component-base/version.gitVersion=$(K8S_VERSION) -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=37" -o $@ k8s.io/kubernetes/cmd/kube-$*
+	cd test/k8sbin && $(GO) build -ldflags "-X k8s.io/component-base/version.gitVersion=$(K8S_VERSION) -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$(K8S_MINOR)" -o $@ k8s.io/kubernetes/cmd/kube-$*
 
 tools: $(CONTROLLER_GEN) $(GOLANGCI_LINT) $(KUSTOMIZE)
 

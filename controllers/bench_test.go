@@ -21,6 +21,7 @@ import (
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
 	"github.com/straitnet/strait/test/clusters"
+	"github.com/straitnet/strait/test/require"
 )
 
 // BenchmarkExportToImport measures, on 10 members with real API servers, the time from
@@ -65,10 +66,15 @@ func BenchmarkExportToImport(b *testing.B) {
 	if err := env.Hub.Client.Create(ctx, cs); err != nil {
 		b.Fatal(err)
 	}
-	waitFor(b, 60*time.Second, func() bool {
+	require.Eventually(b, 60*time.Second, "ClusterSet ready", func() error {
 		cur := &straitv1.ClusterSet{}
-		_ = env.Hub.Client.Get(ctx, client.ObjectKeyFromObject(cs), cur)
-		return apimeta.IsStatusConditionTrue(cur.Status.Conditions, meta.ReadyCondition)
+		if err := env.Hub.Client.Get(ctx, client.ObjectKeyFromObject(cs), cur); err != nil {
+			return err
+		}
+		if !apimeta.IsStatusConditionTrue(cur.Status.Conditions, meta.ReadyCondition) {
+			return fmt.Errorf("conditions %+v", cur.Status.Conditions)
+		}
+		return nil
 	})
 
 	var samples []time.Duration
@@ -144,17 +150,6 @@ func makeService(ctx context.Context, c client.Client, ns, name, ip string) erro
 		AddressType: discoveryv1.AddressTypeIPv4,
 		Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{"10.200.0.1"}}},
 	})
-}
-
-func waitFor(b *testing.B, timeout time.Duration, cond func() bool) {
-	b.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			b.Fatal("timed out")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }
 
 // importWatch records when each member first saw each ServiceImport.

@@ -87,7 +87,7 @@ func hub(t *testing.T) *fixture {
 	return shared
 }
 
-// startHub runs the hub controller against env's hub, as `strait hub` does.
+// startHub runs the hub controller against env's hub, as `straitd hub` does.
 func startHub(env *clusters.Env, probe time.Duration) (context.CancelFunc, chan error, error) {
 	mgr, err := ctrl.NewManager(env.Hub.Config, manager.Options{
 		Scheme:                 env.Scheme,

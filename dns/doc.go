@@ -1,5 +1,5 @@
-// Package dns is the home of `strait dns`, the member's clusterset.local DNS server
-// (ARCHITECTURE.md §5). It holds no code itself; the work is split by concern:
+// Package dns is the home of `straitd dns`, the member's clusterset.local DNS server
+// (docs/architecture.md). It holds no code itself; the work is split by concern:
 //
 //   - resolver: pure. An immutable Snapshot of the imported services and which clusters
 //     are connected, and the answers to DNS questions over it. No I/O, no clock.
@@ -8,7 +8,9 @@
 //   - source: informers on the member's ServiceImports, MCS EndpointSlices, Peers and
 //     Membership; it builds a new Snapshot on every change and swaps it in atomically.
 //   - corefile: the marked stanza in kube-system/coredns that forwards the zones to
-//     strait dns (a pure text edit, and the ConfigMap read-modify-write around it).
+//     strait dns (a pure text edit, the ConfigMap read-modify-write around it, and the
+//     Keeper loop that puts it back).
+//   - dnscmd: the `straitd dns` command, which puts the others together.
 //
 // None of these packages touches the kernel, and none writes MCS objects: those belong
 // to the hub.

@@ -180,7 +180,7 @@ func TestMemberManifests(t *testing.T) {
 	noWildcards(t, objs)
 }
 
-// charonSidecar checks the ipsec cable's charon beside the agent: `strait charon` on the
+// charonSidecar checks the ipsec cable's charon beside the agent: `straitd charon` on the
 // default ipsec port, its VICI socket in a directory the agent mounts where its
 // --vici-socket default points, no capability beyond NET_ADMIN and a /run of its own
 // (so it needs no private mount namespace, which would take CAP_SYS_ADMIN).

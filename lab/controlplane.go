@@ -15,9 +15,9 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/straitnet/strait/lab/netns"
-	"github.com/straitnet/strait/lab/pki"
+	"github.com/straitnet/strait/internal/pki"
 	"github.com/straitnet/strait/lab/topology"
+	"github.com/straitnet/strait/test/netns"
 )
 
 // controlPlane is what one cluster's etcd and Kubernetes processes need.
@@ -40,7 +40,7 @@ func (l *Lab) ensureControlPlane(ctx context.Context, c controlPlane) error {
 	if c.apiService.IsValid() {
 		ips = append(ips, c.apiService.AsSlice())
 	}
-	f, err := pki.Ensure(l.state.PKI(name).Dir, ips, []string{"localhost", "kubernetes", "kubernetes.default",
+	f, err := pki.EnsureControlPlane(l.state.PKI(name).Dir, ips, []string{"localhost", "kubernetes", "kubernetes.default",
 		"kubernetes.default.svc", "kubernetes.default.svc.cluster.local"})
 	if err != nil {
 		return fmt.Errorf("%s certificates: %w", name, err)

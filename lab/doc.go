@@ -9,7 +9,13 @@
 // any other namespace, link, process or file: "lab down" removes exactly what carries the
 // prefix or is listed in the state directory, also after a crash of "lab up".
 //
-// Subpackages: topology (pure: spec → namespaces, links, addresses, routes), netns
-// (plumbing through ip(8)), pki (certificates), kubelet (the lab kubelet), forward (the
-// loopback TCP forwarder), workload (whereami and friends).
+// Strait's own daemons run from the straitd binary (Options.Straitd), the one the image
+// ships; the lab daemon and the pods' workloads from the people's strait binary
+// (Options.Strait). Nothing here is imported by straitd: the lab is development
+// infrastructure, not product.
+//
+// Subpackages: labcmd (the `strait lab` command), topology (pure: spec → namespaces,
+// links, addresses, routes), netns (plumbing through ip(8)), kubelet (the lab kubelet),
+// forward (the loopback TCP forwarder), workload (whereami and friends). The control
+// planes' certificates come from internal/pki.
 package lab

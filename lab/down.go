@@ -11,8 +11,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/straitnet/strait/lab/netns"
 	"github.com/straitnet/strait/lab/topology"
+	"github.com/straitnet/strait/test/netns"
 )
 
 // Down removes the lab: the daemon and every recorded process, every process inside an

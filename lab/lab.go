@@ -9,9 +9,9 @@ import (
 	"path/filepath"
 	"sync"
 
-	"github.com/straitnet/strait/lab/netns"
 	"github.com/straitnet/strait/lab/topology"
 	"github.com/straitnet/strait/plan"
+	"github.com/straitnet/strait/test/netns"
 )
 
 // Options say where things are.
@@ -23,8 +23,11 @@ type Options struct {
 	K8sBin string
 	// CoreDNS is the coredns binary.
 	CoreDNS string
-	// Strait is the strait binary (the lab daemon, workloads, hub, agent and dns).
+	// Strait is the people's strait binary: the lab daemon (strait lab serve) and the
+	// pods' workloads (strait lab workload).
 	Strait string
+	// Straitd is the daemons' binary, the one of the image: hub, agent, dns and charon.
+	Straitd string
 	// PortBase is the host loopback port of the first control plane's forwarder.
 	PortBase int
 	// Out receives progress lines.
@@ -119,7 +122,7 @@ func ensureNetwork(ctx context.Context, t *topology.Lab) error {
 			return err
 		}
 		for _, k := range c.Links {
-			v := netns.Veth{NS: k.Namespace, Name: k.Name, Addr: k.Addr, PeerNS: k.PeerNamespace, Peer: k.Peer}
+			v := netns.VethPair{NS: k.Namespace, Name: k.Name, Addr: k.Addr, PeerNS: k.PeerNamespace, Peer: k.Peer}
 			if k.PeerBridge {
 				v.PeerMaster = topology.BridgeName
 			}

@@ -12,9 +12,9 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
-	"github.com/straitnet/strait/lab/netns"
-	"github.com/straitnet/strait/lab/pki"
+	"github.com/straitnet/strait/internal/pki"
 	"github.com/straitnet/strait/lab/topology"
+	"github.com/straitnet/strait/test/netns"
 )
 
 // DefaultStateDir keeps pids, certificates, kubeconfigs, logs and data of the lab.
@@ -40,7 +40,7 @@ func (s State) path(parts ...string) string {
 // ClusterDir is a cluster's directory (certificates, kubeconfigs, logs, etcd data).
 func (s State) ClusterDir(cluster string) string { return s.path(cluster) }
 
-// CharonDir holds a gateway node's strongswan.conf and VICI socket (strait charon --dir).
+// CharonDir holds a gateway node's strongswan.conf and VICI socket (straitd charon --dir).
 func (s State) CharonDir(cluster, node string) string { return s.path(cluster, "charon", node) }
 
 // LogPath is where a process of a cluster writes its output.

@@ -17,8 +17,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/straitnet/strait/lab/netns"
 	"github.com/straitnet/strait/lab/topology"
+	"github.com/straitnet/strait/test/netns"
 )
 
 // Status prints every cluster's processes, nodes and pods.
@@ -44,8 +44,8 @@ func (l *Lab) Status(ctx context.Context, w io.Writer) error {
 		fmt.Fprintf(tw, "%s\t%s\t%s (pid %d)\n", cluster, proc, state, pids[k])
 	}
 	for _, sub := range []string{"hub", "agent", "dns"} {
-		if !l.StraitSupports(sub) {
-			fmt.Fprintf(tw, "-\tstrait %s\tnot running: this strait binary has no %q subcommand\n", sub, sub)
+		if !l.StraitdSupports(sub) {
+			fmt.Fprintf(tw, "-\tstraitd %s\tnot running: the straitd binary (%s) has no %q subcommand\n", sub, l.opts.Straitd, sub)
 		}
 	}
 	_ = tw.Flush()

@@ -20,9 +20,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
-	"github.com/straitnet/strait/lab/netns"
 	"github.com/straitnet/strait/lab/topology"
 	"github.com/straitnet/strait/nodeagent/cable/ipsec"
+	"github.com/straitnet/strait/test/netns"
 )
 
 // UpOptions are what "lab up" brings up.
@@ -117,7 +117,7 @@ func (l *Lab) up(ctx context.Context, o UpOptions) error {
 			if err := l.waitServices(ctx, *c, timeout); err != nil {
 				return err
 			}
-			if !l.StraitSupports("dns") {
+			if !l.StraitdSupports("dns") {
 				return nil
 			}
 			return l.waitClustersetDNS(ctx, *c, timeout)
@@ -264,45 +264,46 @@ func (l *Lab) waitPodsReady(ctx context.Context, cp topology.ControlPlane, timeo
 	}
 }
 
-// StraitSupports says whether the strait binary has a subcommand.
-func (l *Lab) StraitSupports(sub string) bool {
-	return exec.Command(l.opts.Strait, sub, "--help").Run() == nil
+// StraitdSupports says whether the straitd binary has a subcommand (a lab can run with
+// only the control planes while a daemon is being written).
+func (l *Lab) StraitdSupports(sub string) bool {
+	return l.opts.Straitd != "" && exec.Command(l.opts.Straitd, sub, "--help").Run() == nil
 }
 
-// startStrait starts strait hub in the hub's namespace (it reaches the members over
-// their LANs and serves its webhook to the hub's API server), strait agent in every node's
-// namespace and strait dns next to CoreDNS in every member's control-plane namespace,
-// where the binary has those subcommands.
+// startStrait starts straitd hub in the hub's namespace (it reaches the members over
+// their LANs and serves its webhook to the hub's API server), straitd agent in every
+// node's namespace and straitd dns next to CoreDNS in every member's control-plane
+// namespace, where the binary has those subcommands.
 func (l *Lab) startStrait(ctx context.Context, t *topology.Lab, webhookManifest string) {
-	hub := t.Hub != nil && l.StraitSupports("hub")
+	hub := t.Hub != nil && l.StraitdSupports("hub")
 	if hub {
 		// The webhook configuration first: strait hub injects its CA bundle into it at
 		// start and exits when it is missing.
 		if err := l.ensureHubWebhook(ctx, t, webhookManifest); err != nil {
 			l.progress("hub: webhook: %v", err)
-		} else if err := l.ensureProcess(topology.HubName, "strait-hub", t.Hub.Namespace, l.opts.Strait, "hub",
+		} else if err := l.ensureProcess(topology.HubName, "strait-hub", t.Hub.Namespace, l.opts.Straitd, "hub",
 			"--kubeconfig", l.state.InNamespaceKubeconfig(topology.HubName), "--leader-elect=false", "--log-json=false",
 			"--health-probe-bind-address", "127.0.0.1:8081", "--metrics-bind-address", "127.0.0.1:8080",
 			"--webhook-certs", "self", "--webhook-cert-dir", filepath.Join(l.state.ClusterDir(topology.HubName), "webhook")); err != nil {
-			l.progress("hub: strait hub: %v", err)
+			l.progress("hub: straitd hub: %v", err)
 		}
 	}
-	agent, dns := l.StraitSupports("agent"), l.StraitSupports("dns")
+	agent, dns := l.StraitdSupports("agent"), l.StraitdSupports("dns")
 	// The ipsec cable's charon, where strongSwan is installed.
 	_, noCharon := os.Stat(ipsec.CharonPath)
-	charon := l.StraitSupports("charon") && noCharon == nil
+	charon := l.StraitdSupports("charon") && noCharon == nil
 	for _, c := range t.Clusters {
 		if agent {
 			for _, n := range c.Nodes {
-				args := []string{l.opts.Strait, "agent", "--node-name", n.Name, "--kubeconfig", l.state.LANKubeconfig(c.Name)}
+				args := []string{l.opts.Straitd, "agent", "--node-name", n.Name, "--kubeconfig", l.state.LANKubeconfig(c.Name)}
 				if n.Gateway && charon {
 					// strongSwan's charon for the ipsec cable, beside the agent as the
 					// member DaemonSet's sidecar; it idles under the other drivers.
 					// Userspace ESP: these kernels have no ESP.
 					dir := l.state.CharonDir(c.Name, n.Name)
-					if err := l.ensureProcess(c.Name, "strait-charon-"+n.Name, n.Namespace, l.opts.Strait, "charon",
+					if err := l.ensureProcess(c.Name, "strait-charon-"+n.Name, n.Namespace, l.opts.Straitd, "charon",
 						"--dir", dir, "--port", strconv.Itoa(int(straitv1.DefaultIPsecPort)), "--libipsec"); err != nil {
-						l.progress("%s: strait charon: %v", n.Name, err)
+						l.progress("%s: straitd charon: %v", n.Name, err)
 					}
 					args = append(args, "--vici-socket", filepath.Join(dir, "charon.vici"))
 				}
@@ -312,16 +313,16 @@ func (l *Lab) startStrait(ctx context.Context, t *topology.Lab, webhookManifest 
 				if err := l.ensureProcess(c.Name, "strait-agent-"+n.Name, n.Namespace, append([]string{"sh", "-c",
 					`mkdir -p /run/wireguard && mount -t tmpfs -o size=1m,mode=0700 strait-lab /run/wireguard && exec "$0" "$@"`},
 					args...)...); err != nil {
-					l.progress("%s: strait agent: %v", n.Name, err)
+					l.progress("%s: straitd agent: %v", n.Name, err)
 				}
 			}
 		}
 		if dns {
 			// CoreDNS runs in the same namespace, so it forwards clusterset.local over loopback.
-			if err := l.ensureProcess(c.Name, "strait-dns", c.ControlPlane.Namespace, l.opts.Strait, "dns",
+			if err := l.ensureProcess(c.Name, "strait-dns", c.ControlPlane.Namespace, l.opts.Straitd, "dns",
 				"--kubeconfig", l.state.InNamespaceKubeconfig(c.Name), "--listen", "127.0.0.1:5353",
 				"--upstream", "127.0.0.1:5353", "--metrics-addr", "127.0.0.1:9253"); err != nil {
-				l.progress("%s: strait dns: %v", c.Name, err)
+				l.progress("%s: straitd dns: %v", c.Name, err)
 			}
 		}
 	}

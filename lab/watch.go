@@ -13,7 +13,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/straitnet/strait/lab/netns"
+	"github.com/straitnet/strait/test/netns"
 )
 
 // ComponentExited is why "lab up" stopped early: a process it started is gone.

@@ -22,7 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/straitnet/strait/webhook/issuer"
+	"github.com/straitnet/strait/internal/pki"
 )
 
 // CertOptions say which certificate the webhook needs and where it goes.
@@ -167,11 +167,11 @@ func (r *CertRotator) ensureSecret(ctx context.Context) (*certBundle, error) {
 // fresh: the serving certificate chains to the CA, covers every name, and both have
 // more than a third of their life left.
 func (r *CertRotator) fresh(b *certBundle) bool {
-	ca, err := issuer.ParseCert(b.caCert)
+	ca, err := pki.ParseCert(b.caCert)
 	if err != nil || !r.lifeLeft(ca) {
 		return false
 	}
-	leaf, err := issuer.ParseCert(b.cert)
+	leaf, err := pki.ParseCert(b.cert)
 	if err != nil || !r.lifeLeft(leaf) {
 		return false
 	}
@@ -205,9 +205,9 @@ func (r *CertRotator) lifeLeft(c *x509.Certificate) bool {
 // else from a new CA.
 func (r *CertRotator) generate(cur *certBundle) (*certBundle, error) {
 	now := r.now()
-	ca, err := issuer.Parse(cur.caCert, cur.caKey)
+	ca, err := pki.Parse(cur.caCert, cur.caKey)
 	if err != nil || !r.lifeLeft(ca.Cert) {
-		if ca, err = issuer.NewCA("strait-hub-webhook-ca", now.Add(-time.Hour), 10*r.opts.Validity); err != nil {
+		if ca, err = pki.NewCA("strait-hub-webhook-ca", now.Add(-time.Hour), 10*r.opts.Validity); err != nil {
 			return nil, err
 		}
 	}

@@ -218,7 +218,7 @@ const (
 	ExportPolicyMemberExports ExportPolicy = "MemberExports"
 )
 
-// DNSSpec configures `strait dns` in every member.
+// DNSSpec configures `straitd dns` in every member.
 type DNSSpec struct {
 	// ExtraZones are served in addition to clusterset.local.
 	// +optional

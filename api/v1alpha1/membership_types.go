@@ -40,7 +40,7 @@ type MembershipSpec struct {
 	// +optional
 	GatewayNodeSelector map[string]string `json:"gatewayNodeSelector,omitempty"`
 
-	// DNS settings for `strait dns`.
+	// DNS settings for `straitd dns`.
 	// +optional
 	DNS DNSSpec `json:"dns,omitempty"`
 }

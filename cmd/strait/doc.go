@@ -1,7 +1,9 @@
-// Command strait is Strait's one binary. Daemons: hub (the ClusterSet controller),
-// agent (one per node), dns (clusterset.local). For people: render (every member's
-// desired objects, offline) and lab (whole clustersets on one machine).
+// Command strait is the people's CLI: render (every member's desired objects, offline),
+// lab (whole clustersets on one machine) and version. The daemons are the other binary,
+// cmd/straitd, so that the lab's control-plane runner and pod emulation never ship in an
+// image.
 //
-// This package only wires flags to the packages that do the work; it holds no logic of
-// its own beyond reading files and printing.
+// This package only puts the commands together; each command's code lives in the
+// package of what it runs (plan/rendercmd, lab/labcmd, internal/cli). See
+// docs/architecture.md.
 package main

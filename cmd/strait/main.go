@@ -1,39 +1,31 @@
 package main
 
 import (
-	"errors"
-	"fmt"
 	"os"
 
 	"github.com/spf13/cobra"
+
+	"github.com/straitnet/strait/internal/cli"
+	"github.com/straitnet/strait/lab/labcmd"
+	"github.com/straitnet/strait/plan/rendercmd"
 )
 
 func main() {
-	if err := newRootCmd().Execute(); err != nil {
-		if !errors.Is(err, errReported) {
-			fmt.Fprintln(os.Stderr, "error:", err)
-		}
-		os.Exit(1)
-	}
+	os.Exit(cli.Main(newRootCmd(), os.Args[1:], os.Stderr))
 }
 
 func newRootCmd() *cobra.Command {
 	root := &cobra.Command{
 		Use:   "strait",
-		Short: "Declarative multi-cluster networking for Kubernetes",
+		Short: "Declarative multi-cluster networking for Kubernetes: the command for people",
 		Long: `Strait connects the pod and service networks of several Kubernetes clusters through
 gateway tunnels, serves <svc>.<ns>.svc.clusterset.local, and lets clusters with
-overlapping CIDRs talk through globalnet NAT — all from one ClusterSet kept in git.`,
-		SilenceUsage:  true,
-		SilenceErrors: true,
+overlapping CIDRs talk through globalnet NAT — all from one ClusterSet kept in git.
+
+strait is what people run: render shows what a ClusterSet means for every member, lab
+runs whole clustersets on one machine. The daemons (hub, agent, dns, charon) are the
+other binary, straitd.`,
 	}
-	root.AddCommand(
-		newRenderCmd(),
-		newHubCmd(),
-		newAgentCmd(),
-		newDNSCmd(),
-		newCharonCmd(),
-		newLabCmd(),
-	)
+	root.AddCommand(rendercmd.NewCommand(), labcmd.NewCommand(), cli.NewVersionCommand("strait"))
 	return root
 }

@@ -8,18 +8,17 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/straitnet/strait/dns/corefile"
-	"github.com/straitnet/strait/test/apiserver"
+	"github.com/straitnet/strait/test/clusters"
 )
 
 var k8s client.Client
 
 func TestMain(m *testing.M) {
-	apiserver.Run(m, func(cfg *rest.Config) int {
-		c, err := client.New(cfg, client.Options{})
+	clusters.TestMain(func(cl *clusters.Cluster) int {
+		c, err := client.New(cl.Config, client.Options{})
 		if err != nil {
 			fmt.Println(err)
 			return 1

@@ -1,4 +1,4 @@
-// Package server is the thin miekg/dns front of `strait dns`: UDP and TCP listeners, the
+// Package server is the thin miekg/dns front of `straitd dns`: UDP and TCP listeners, the
 // handler that turns a message into one resolver.Resolve call, EDNS0 buffer sizes,
 // truncation with TC so clients retry over TCP, and the Prometheus metrics.
 //

@@ -1,4 +1,4 @@
-// Package source feeds `strait dns`: informers on the member's ServiceImports, the
+// Package source feeds `straitd dns`: informers on the member's ServiceImports, the
 // EndpointSlices carrying the MCS source-cluster label, the Peers and the Membership in
 // strait-system. After every change (debounced) it reads them all from the cache, builds
 // a new resolver.Snapshot and hands it over to be swapped in atomically.

@@ -17,16 +17,17 @@ import (
 	mcsv1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
-	"github.com/straitnet/strait/test/apiserver"
 	"github.com/straitnet/strait/dns/server"
 	"github.com/straitnet/strait/dns/source"
+	"github.com/straitnet/strait/test/clusters"
+	"github.com/straitnet/strait/test/require"
 )
 
 var restConfig *rest.Config
 
 func TestMain(m *testing.M) {
-	apiserver.Run(m, func(cfg *rest.Config) int {
-		restConfig = cfg
+	clusters.TestMain(func(c *clusters.Cluster) int {
+		restConfig = c.Config
 		return m.Run()
 	})
 }
@@ -115,18 +116,13 @@ func (f *fixture) ask(network, name string, qtype uint16) string {
 // eventually waits until the answer over UDP and over TCP is want.
 func (f *fixture) eventually(name string, qtype uint16, want string) {
 	f.t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
 	for _, network := range []string{"udp", "tcp"} {
-		var got string
-		for {
-			if got = f.ask(network, name, qtype); got == want || time.Now().After(deadline) {
-				break
+		require.Eventually(f.t, 15*time.Second, network+" "+name+" "+dns.TypeToString[qtype], func() error {
+			if got := f.ask(network, name, qtype); got != want {
+				return fmt.Errorf("got %s, want %s", got, want)
 			}
-			time.Sleep(20 * time.Millisecond)
-		}
-		if got != want {
-			f.t.Fatalf("%s %s %s: got %s, want %s", network, name, dns.TypeToString[qtype], got, want)
-		}
+			return nil
+		})
 	}
 }
 

@@ -24,11 +24,11 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	mcsv1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
 	"github.com/straitnet/strait/dns/source"
+	"github.com/straitnet/strait/test/clusters"
 )
 
 type options struct {
@@ -40,7 +40,7 @@ type options struct {
 	warmup      int
 	outstanding int
 	rate        int
-	strait      string
+	straitd     string
 	coredns     string
 	dnsperf     string
 	work        string
@@ -57,7 +57,7 @@ func main() {
 	flag.IntVar(&o.clients, "clients", 10, "dnsperf -c (simulated clients)")
 	flag.IntVar(&o.outstanding, "outstanding", 100, "dnsperf -q (queries in flight) in the throughput runs")
 	flag.IntVar(&o.rate, "rate", 10000, "dnsperf -Q (queries per second) in the latency runs; 0 skips them")
-	flag.StringVar(&o.strait, "strait", "bin/strait", "strait binary")
+	flag.StringVar(&o.straitd, "straitd", "bin/straitd", "straitd binary (its dns daemon)")
 	flag.StringVar(&o.coredns, "coredns", "/tmp/coredns", "coredns binary")
 	flag.StringVar(&o.dnsperf, "dnsperf", "dnsperf", "dnsperf binary")
 	flag.StringVar(&o.work, "work", "", "scratch directory (default: a new temporary one, removed after)")
@@ -84,25 +84,14 @@ func run(o options) (err error) {
 		defer func() { _ = os.RemoveAll(dir) }()
 		o.work = dir
 	}
-	env := &envtest.Environment{
-		CRDDirectoryPaths:     []string{"kustomize/crd/bases", "kustomize/crd/mcs"},
-		ErrorIfCRDPathMissing: true,
-	}
-	cfg, err := env.Start()
+	cl, err := clusters.StartCluster("bench")
 	if err != nil {
-		return fmt.Errorf("starting envtest (KUBEBUILDER_ASSETS=%s): %w", os.Getenv("KUBEBUILDER_ASSETS"), err)
+		return fmt.Errorf("starting the API server: %w", err)
 	}
-	defer func() { err = errors.Join(err, env.Stop()) }()
-	user, err := env.AddUser(envtest.User{Name: "bench", Groups: []string{"system:masters"}}, nil)
-	if err != nil {
-		return err
-	}
-	kc, err := user.KubeConfig()
-	if err != nil {
-		return err
-	}
+	defer func() { err = errors.Join(err, cl.Stop()) }()
+	cfg := cl.Config
 	kubeconfig := filepath.Join(o.work, "kubeconfig")
-	if err := os.WriteFile(kubeconfig, kc, 0o600); err != nil {
+	if err := os.WriteFile(kubeconfig, cl.KubeConfig, 0o600); err != nil {
 		return err
 	}
 	scheme, err := source.Scheme()
@@ -296,7 +285,7 @@ func startServers(o options, kubeconfig, metricsAddr string, names []string) ([]
 		return servers, err
 	}
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	if err := start("strait dns", exec.Command(o.strait, "dns", "--listen", addr, "--kubeconfig", kubeconfig,
+	if err := start("strait dns", exec.Command(o.straitd, "dns", "--listen", addr, "--kubeconfig", kubeconfig,
 		"--coredns=false", "--metrics-addr", metricsAddr, "--udp-sockets", strconv.Itoa(o.udpSockets)), addr); err != nil {
 		return servers, err
 	}

@@ -23,10 +23,11 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/straitnet/strait/lab/topology"
+	"github.com/straitnet/strait/test/k8sversion"
 )
 
 // Version is the kubelet version the lab's Nodes report.
-const Version = "v1.37.1"
+const Version = k8sversion.Version
 
 // Config is one node's kubelet.
 type Config struct {

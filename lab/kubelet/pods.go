@@ -13,9 +13,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
-	"github.com/straitnet/strait/lab/netns"
 	"github.com/straitnet/strait/lab/topology"
 	"github.com/straitnet/strait/lab/workload"
+	"github.com/straitnet/strait/test/netns"
 )
 
 // syncPods makes the pod namespaces match the Pods bound to this node.
@@ -98,7 +98,7 @@ func (k *Kubelet) plumb(ctx context.Context, pod *corev1.Pod) (*podState, error)
 		netns.WriteEtc(ns, "hostname", []byte(pod.Name+"\n")),
 		netns.Ensure(ctx, ns))
 	if err == nil {
-		err = netns.EnsureVeth(ctx, netns.Veth{
+		err = netns.EnsureVeth(ctx, netns.VethPair{
 			NS: node.Namespace, Name: link, Addr: netip.PrefixFrom(gw, 32),
 			PeerNS: ns, Peer: "eth0", PeerAddr: netip.PrefixFrom(ip, 32),
 		})

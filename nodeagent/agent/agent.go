@@ -69,7 +69,7 @@ type Config struct {
 	KubeProxyMasqueradeMark uint32
 }
 
-// Agent is `strait agent` on one node.
+// Agent is `straitd agent` on one node.
 type Agent struct {
 	cfg     Config
 	dp      *Dataplane

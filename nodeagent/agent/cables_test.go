@@ -10,10 +10,10 @@ import (
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
 	"github.com/straitnet/strait/nodeagent/cable"
-	"github.com/straitnet/strait/test/cabletest"
 	"github.com/straitnet/strait/nodeagent/cable/ipsec"
 	"github.com/straitnet/strait/nodeagent/cable/wireguard"
 	"github.com/straitnet/strait/test/netns"
+	"github.com/straitnet/strait/test/require"
 )
 
 // labCable is what the cable test needs to know about a driver.
@@ -128,7 +128,7 @@ func testCable(t *testing.T, c labCable) {
 			if n.stop != nil {
 				n.stop()
 			}
-			if pids := cabletest.Pids(t, n.ns.Name); len(pids) > 0 {
+			if pids := netns.Pids(n.ns.Name); len(pids) > 0 {
 				t.Errorf("%s: processes left: %v", n.name, pids)
 			}
 		}
@@ -150,7 +150,7 @@ func since(t time.Time) time.Duration { return time.Since(t).Round(time.Millisec
 func (l *lab) awaitTraffic(from, to *labNode, timeout time.Duration, only ...*labCluster) {
 	l.t.Helper()
 	last := time.Now()
-	err := netns.Eventually(timeout, func() error {
+	require.Eventually(l.t, timeout, from.name+" → "+to.name+": traffic", func() error {
 		_, err := from.pod.Ping(to.podIP, 200*time.Millisecond)
 		if err != nil && time.Since(last) > resyncEvery {
 			l.converge(only...)
@@ -158,9 +158,6 @@ func (l *lab) awaitTraffic(from, to *labNode, timeout time.Duration, only ...*la
 		}
 		return err
 	})
-	if err != nil {
-		l.t.Fatalf("%s → %s: no traffic: %v", from.name, to.name, err)
-	}
 }
 
 // requireBothWays checks ICMP and TCP between the two pods, both ways, and that neither
@@ -178,7 +175,7 @@ func (l *lab) requireBothWays(a, b *labNode) {
 // as up: what the agent publishes in the Peer's status.
 func (l *lab) requireConnected(gw *labNode, cluster string, timeout time.Duration) {
 	l.t.Helper()
-	err := netns.Eventually(timeout, func() error {
+	require.Eventually(l.t, timeout, gw.name+": connected to "+cluster, func() error {
 		conns, err := gw.driver.Connections(context.Background())
 		if err != nil {
 			return err
@@ -192,7 +189,4 @@ func (l *lab) requireConnected(gw *labNode, cluster string, timeout time.Duratio
 		}
 		return nil
 	})
-	if err != nil {
-		l.t.Fatalf("%s: %v", gw.name, err)
-	}
 }

@@ -54,7 +54,9 @@ func snapshot(self string, withGlobalnet bool) Snapshot {
 	return s
 }
 
-func (s Snapshot) withGlobalnet() bool { return s.Membership != nil && s.Membership.Spec.Globalnet != nil }
+func (s Snapshot) withGlobalnet() bool {
+	return s.Membership != nil && s.Membership.Spec.Globalnet != nil
+}
 
 func dumpOf(t *testing.T, st kernel.State) string {
 	t.Helper()

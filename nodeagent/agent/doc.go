@@ -1,4 +1,4 @@
-// Package agent wires `strait agent`: it watches the Membership, Peers, Nodes, the
+// Package agent wires `straitd agent`: it watches the Membership, Peers, Nodes, the
 // gateway Lease and (on the active gateway under globalnet) GlobalIngresses and
 // EndpointSlices, builds a Snapshot of them, computes the node's whole desired data
 // plane from it (Compute, pure) and converges the kernel and the cable to it

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -19,7 +17,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
@@ -28,34 +25,17 @@ import (
 	"github.com/straitnet/strait/nodeagent/health"
 	"github.com/straitnet/strait/nodeagent/kernel"
 	"github.com/straitnet/strait/nodeagent/route"
-	"github.com/straitnet/strait/test/apiserver"
+	"github.com/straitnet/strait/test/clusters"
+	"github.com/straitnet/strait/test/require"
 )
 
-// startAPIServer starts a real kube-apiserver and etcd (envtest) with Strait's CRDs and
-// returns its config and an admin kubeconfig.
+// startAPIServer starts a real kube-apiserver and etcd (test/clusters) with Strait's CRDs
+// and returns its config and an admin kubeconfig.
 func startAPIServer(t testing.TB) (*rest.Config, []byte) {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("starts a kube-apiserver")
-	}
-	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
-		dir, _ := filepath.Abs("../../bin/k8s/v1.37.1")
-		if _, err := os.Stat(filepath.Join(dir, "kube-apiserver")); err != nil {
-			if os.Getenv("CI") != "" {
-				t.Fatalf("no kube-apiserver in %s (run make k8s-binaries)", dir)
-			}
-			t.Skipf("no kube-apiserver in %s", dir)
-		}
-		t.Setenv("KUBEBUILDER_ASSETS", dir)
-	}
+	c := clusters.NewCluster(t)
 	ctrllog.SetLogger(logr.Discard())
-	env := &envtest.Environment{CRDDirectoryPaths: []string{"../../kustomize/crd/bases"}, ErrorIfCRDPathMissing: true}
-	cfg, err := env.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = env.Stop() })
-	return cfg, env.KubeConfig
+	return c.Config, c.KubeConfig
 }
 
 // constProber answers every probe: the wiring test checks that results reach Peer
@@ -72,7 +52,7 @@ type runningAgent struct {
 	cancel context.CancelFunc
 	done   chan error
 	// kill cuts the agent off the API server, as a crash or a partition would.
-	kill   *apiserver.Cut
+	kill   *clusters.Cut
 	driver *routedDriver
 	// metrics holds this agent's Prometheus metrics.
 	metrics *prometheus.Registry
@@ -84,7 +64,7 @@ func startAgent(t testing.TB, cfg *rest.Config, name, ip string) *runningAgent {
 		// wan: the routed cable's device on gateways.
 		fake: kernel.NewFake(kernel.Link{Name: "eth0", Kind: "veth", MTU: 1500, Up: true,
 			Addrs: []netip.Prefix{netip.MustParsePrefix(ip + "/24")}}, kernel.Link{Name: "wan", Kind: "veth", MTU: 1500, Up: true})}
-	ra.kill = &apiserver.Cut{}
+	ra.kill = &clusters.Cut{}
 	c := ra.kill.Config(cfg)
 	a, err := New(c, Config{NodeName: name, Namespace: straitv1.SystemNamespace, Resync: 10 * time.Second,
 		HealthInterval: 200 * time.Millisecond, Election: gateway.FastTiming(), Kernel: ra.fake,
@@ -106,20 +86,6 @@ func (ra *runningAgent) stop() {
 		<-ra.done
 		ra.cancel = nil
 	}
-}
-
-func eventually(t testing.TB, timeout time.Duration, what string, fn func() error) time.Duration {
-	t.Helper()
-	start := time.Now()
-	var err error
-	for time.Since(start) < timeout {
-		if err = fn(); err == nil {
-			return time.Since(start)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("%s: not within %v: %v", what, timeout, err)
-	return 0
 }
 
 func mustCreate(t testing.TB, c client.Client, objs ...client.Object) {
@@ -236,20 +202,20 @@ func failoverScenario(t testing.TB, cfg *rest.Config) (graceful, crash time.Dura
 	}
 
 	var first string
-	eventually(t, 10*time.Second, "a gateway is elected", func() error {
+	require.Eventually(t, 10*time.Second, "a gateway is elected", func() error {
 		if first = holder(); first == "" {
 			return fmt.Errorf("no holder")
 		}
 		return nil
 	})
 	second := map[string]string{"gw1": "gw2", "gw2": "gw1"}[first]
-	eventually(t, 5*time.Second, "plain node routes to the elected gateway", plainPointsAt(first))
-	eventually(t, 5*time.Second, "active Gateway published", gatewayState(first, straitv1.HAActive))
-	eventually(t, 5*time.Second, "passive Gateway published", gatewayState(second, straitv1.HAPassive))
+	require.Eventually(t, 5*time.Second, "plain node routes to the elected gateway", plainPointsAt(first))
+	require.Eventually(t, 5*time.Second, "active Gateway published", gatewayState(first, straitv1.HAActive))
+	require.Eventually(t, 5*time.Second, "passive Gateway published", gatewayState(second, straitv1.HAPassive))
 	if err := c.Get(ctx, types.NamespacedName{Namespace: straitv1.SystemNamespace, Name: "plain"}, &straitv1.Gateway{}); err == nil {
 		t.Error("the plain node published a Gateway")
 	}
-	eventually(t, 5*time.Second, "the active gateway runs the cable", func() error {
+	require.Eventually(t, 5*time.Second, "the active gateway runs the cable", func() error {
 		if rs := agents[first].driver.remotes(); len(rs) != 1 || rs[0].ClusterID != "c2" {
 			return fmt.Errorf("cable remotes %v", rs)
 		}
@@ -258,7 +224,7 @@ func failoverScenario(t testing.TB, cfg *rest.Config) (graceful, crash time.Dura
 		}
 		return nil
 	})
-	eventually(t, 5*time.Second, "peer status from the active gateway's health checks", func() error {
+	require.Eventually(t, 5*time.Second, "peer status from the active gateway's health checks", func() error {
 		p := &straitv1.Peer{}
 		if err := c.Get(ctx, types.NamespacedName{Namespace: straitv1.SystemNamespace, Name: "c2"}, p); err != nil {
 			return err
@@ -268,7 +234,7 @@ func failoverScenario(t testing.TB, cfg *rest.Config) (graceful, crash time.Dura
 		}
 		return nil
 	})
-	eventually(t, 5*time.Second, "the same in the active gateway's metrics, none in the passive one's", func() error {
+	require.Eventually(t, 5*time.Second, "the same in the active gateway's metrics, none in the passive one's", func() error {
 		got, passive := gathered(t, agents[first].metrics), gathered(t, agents[second].metrics)
 		for series, want := range map[string]float64{
 			"strait_agent_gateway_active":                     1,
@@ -300,7 +266,7 @@ func failoverScenario(t testing.TB, cfg *rest.Config) (graceful, crash time.Dura
 	drv := agents[first].driver
 	drv.setDown(true)
 	before := drv.convergeCount()
-	eventually(t, 2*time.Second, "converging again while the cable is down", func() error {
+	require.Eventually(t, 2*time.Second, "converging again while the cable is down", func() error {
 		if n := drv.convergeCount() - before; n < 6 { // health checks every 200 ms
 			return fmt.Errorf("%d converges since the cable went down", n)
 		}
@@ -311,22 +277,22 @@ func failoverScenario(t testing.TB, cfg *rest.Config) (graceful, crash time.Dura
 	// Graceful stop: the Lease is released and the other gateway takes over at once.
 	start := time.Now()
 	agents[first].stop()
-	eventually(t, 5*time.Second, "graceful handover", func() error {
+	require.Eventually(t, 5*time.Second, "graceful handover", func() error {
 		if h := holder(); h != second {
 			return fmt.Errorf("holder %q", h)
 		}
 		return plainPointsAt(second)()
 	})
 	graceful = time.Since(start)
-	eventually(t, 5*time.Second, "new active Gateway", gatewayState(second, straitv1.HAActive))
+	require.Eventually(t, 5*time.Second, "new active Gateway", gatewayState(second, straitv1.HAActive))
 
 	// Crash: the active agent loses the API server without releasing anything.
 	agents[first] = startAgent(t, cfg, first, map[string]string{"gw1": "10.0.1.1", "gw2": "10.0.1.2"}[first])
-	eventually(t, 5*time.Second, "restarted agent is passive", gatewayState(first, straitv1.HAPassive))
+	require.Eventually(t, 5*time.Second, "restarted agent is passive", gatewayState(first, straitv1.HAPassive))
 	// The Gateway says passive already (the stopped process marked it so): wait for the
 	// new process's first pass, which starts its elector watching the Lease. A standby
 	// counts the holder's term from its own first sight of a renewal.
-	eventually(t, 5*time.Second, "restarted agent synced", func() error {
+	require.Eventually(t, 5*time.Second, "restarted agent synced", func() error {
 		if v, ok := gathered(t, agents[first].metrics)["strait_agent_gateway_active"]; !ok || v != 0 {
 			return fmt.Errorf("strait_agent_gateway_active %v (present: %v)", v, ok)
 		}
@@ -335,7 +301,7 @@ func failoverScenario(t testing.TB, cfg *rest.Config) (graceful, crash time.Dura
 	time.Sleep(gateway.FastTiming().RetryPeriod) // its elector has read the Lease
 	start = time.Now()
 	agents[second].kill.Set(true)
-	eventually(t, 10*time.Second, "failover after a crash", func() error {
+	require.Eventually(t, 10*time.Second, "failover after a crash", func() error {
 		if h := holder(); h != first {
 			return fmt.Errorf("holder %q", h)
 		}
@@ -344,14 +310,14 @@ func failoverScenario(t testing.TB, cfg *rest.Config) (graceful, crash time.Dura
 	crash = time.Since(start)
 	// The cut-off agent lives on: its elector steps down once it cannot renew, and its
 	// converge (from its cache) stops the cable, so its data path stops answering.
-	eventually(t, 2*time.Second, "the cut-off gateway stops its cable", func() error {
+	require.Eventually(t, 2*time.Second, "the cut-off gateway stops its cable", func() error {
 		if rs := agents[second].driver.remotes(); len(rs) != 0 {
 			return fmt.Errorf("cable remotes %v", rs)
 		}
 		return nil
 	})
 	// The crashed agent cannot say it is no longer active; the new active one does.
-	eventually(t, 5*time.Second, "the crashed gateway marked passive", func() error {
+	require.Eventually(t, 5*time.Second, "the crashed gateway marked passive", func() error {
 		if err := gatewayState(second, straitv1.HAPassive)(); err != nil {
 			return err
 		}

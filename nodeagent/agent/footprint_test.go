@@ -19,21 +19,22 @@ import (
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
 	"github.com/straitnet/strait/nodeagent/gateway"
 	"github.com/straitnet/strait/test/netns"
+	"github.com/straitnet/strait/test/require"
 )
 
-// BenchmarkAgentFootprint runs the real `strait agent` binary on a plain node (a
+// BenchmarkAgentFootprint runs the real `straitd agent` binary on a plain node (a
 // namespace) of a member with 20 peers, waits until it converged, then measures its RSS
 // and CPU over 10 idle seconds (periodic resync included).
 func BenchmarkAgentFootprint(b *testing.B) {
-	netns.RequireRoot(b)
+	require.Root(b)
 	cfg, kubeconfig := startAPIServer(b)
 	dir := b.TempDir()
 	kc := filepath.Join(dir, "kubeconfig")
 	if err := os.WriteFile(kc, kubeconfig, 0o600); err != nil {
 		b.Fatal(err)
 	}
-	bin := filepath.Join(dir, "strait")
-	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/strait").CombinedOutput(); err != nil {
+	bin := filepath.Join(dir, "straitd")
+	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/straitd").CombinedOutput(); err != nil {
 		b.Fatalf("build: %v\n%s", err, out)
 	}
 	node, other := netns.New(b, "node"), netns.New(b, "gw")
@@ -78,18 +79,27 @@ func BenchmarkAgentFootprint(b *testing.B) {
 			b.Fatal(err)
 		}
 		pid := cmd.Process.Pid
-		stop := func() { _ = cmd.Process.Signal(os.Interrupt); _ = cmd.Wait() }
-		converged := netns.Eventually(30*time.Second, func() error {
+		stopped := false
+		stop := func() {
+			if !stopped {
+				stopped = true
+				_ = cmd.Process.Signal(os.Interrupt)
+				_ = cmd.Wait()
+			}
+		}
+		b.Cleanup(func() {
+			stop()
+			if b.Failed() {
+				b.Logf("agent output:\n%s", logs.String())
+			}
+		})
+		require.Eventually(b, 30*time.Second, "the agent's 20 routes in table 4242", func() error {
 			out, err := node.Command(ctx, "ip", "route", "show", "table", "4242").Output()
 			if err != nil || strings.Count(string(out), "\n") != 20 {
 				return fmt.Errorf("table 4242: %q: %w", out, err)
 			}
 			return nil
 		})
-		if converged != nil {
-			stop()
-			b.Fatalf("%v\nagent output:\n%s", converged, logs.String())
-		}
 		cpu0 := cpuTicks(b, pid)
 		const idle = 10 * time.Second
 		time.Sleep(idle)

@@ -14,13 +14,14 @@ import (
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
 	"github.com/straitnet/strait/nodeagent/cable"
-	"github.com/straitnet/strait/test/cabletest"
 	"github.com/straitnet/strait/nodeagent/cable/ipsec"
 	"github.com/straitnet/strait/nodeagent/cable/vxlan"
 	"github.com/straitnet/strait/nodeagent/globalnet"
 	"github.com/straitnet/strait/nodeagent/kernel"
 	"github.com/straitnet/strait/nodeagent/route"
+	"github.com/straitnet/strait/test/cabletest"
 	"github.com/straitnet/strait/test/netns"
+	"github.com/straitnet/strait/test/require"
 )
 
 // routedDriver is the plainest cable: gateways reach each other's CIDRs by routing over
@@ -148,7 +149,7 @@ func newLab(t *testing.T, globalnet bool) *lab { return newLabWithCable(t, globa
 // ipsec (the driver in this process, a charon sidecar with kernel-libipsec per gateway
 // node).
 func newLabWithCable(t *testing.T, globalnet bool, driver straitv1.CableDriver) *lab {
-	netns.RequireRoot(t)
+	require.Root(t)
 	if driver == straitv1.CableIPsec {
 		cabletest.RequireCharon(t)
 	}

@@ -7,9 +7,9 @@ import (
 	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
 
 	"github.com/straitnet/strait/nodeagent/cable"
-	"github.com/straitnet/strait/test/cabletest"
 	"github.com/straitnet/strait/nodeagent/cable/wireguard"
 	"github.com/straitnet/strait/nodeagent/route"
+	"github.com/straitnet/strait/test/cabletest"
 )
 
 // wireguardKeyEnv hands a lab gateway process its cluster's WireGuard private key.

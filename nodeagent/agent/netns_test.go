@@ -14,6 +14,7 @@ import (
 	"github.com/straitnet/strait/nodeagent/health"
 	"github.com/straitnet/strait/nodeagent/kernel"
 	"github.com/straitnet/strait/test/netns"
+	"github.com/straitnet/strait/test/require"
 	"golang.org/x/sys/unix"
 )
 
@@ -176,12 +177,16 @@ func TestDataplaneRoutedClusters(t *testing.T) {
 		c1.active, c2.active = c1.node("gw2").name, c2.node("gw2").name
 		l.converge()
 		converged := time.Since(start)
-		err := netns.Eventually(timeout, func() error { _, err := src.pod.Ping(dst.podIP, 200*time.Millisecond); return err })
+		stopped := false
+		t.Cleanup(func() {
+			if !stopped {
+				stop()
+			}
+		})
+		require.Eventually(t, timeout, "traffic after failover", func() error { _, err := src.pod.Ping(dst.podIP, 200*time.Millisecond); return err })
 		gap := time.Since(start)
 		sent, lost := stop()
-		if err != nil {
-			t.Fatalf("no traffic after failover: %v", err)
-		}
+		stopped = true
 		t.Logf("failover: all 6 nodes converged in %v, traffic flowing after %v (%d of %d pings lost)", converged, gap, lost, sent)
 		reach(t, src, dst.podIP)
 		d := l.dumps()

@@ -15,23 +15,24 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/straitnet/strait/test/apiserver"
+	"github.com/straitnet/strait/test/clusters"
 )
 
-// The election tests run against one real kube-apiserver; each test campaigns in a
-// namespace of its own.
-var _ = apiserver.Need
-
-func TestMain(m *testing.M) {
-	apiserver.RunOptional(m, func(cfg *rest.Config) int {
-		api = cfg
-		return m.Run()
-	})
+// TestElectionOnARealAPIServer runs the election's tests against one real
+// kube-apiserver; each campaigns in a namespace of its own.
+func TestElectionOnARealAPIServer(t *testing.T) {
+	api := clusters.NewCluster(t).Config
+	for _, tc := range []struct {
+		name string
+		test func(*testing.T, *rest.Config)
+	}{
+		{"two candidates are never both active", twoCandidatesAreNeverBothActive},
+		{"a released Lease is taken at once", releasedLeaseIsTakenAtOnce},
+		{"a cut-off holder steps down and is replaced in time", cutOffHolderStepsDownAndIsReplaced},
+	} {
+		t.Run(tc.name, func(t *testing.T) { tc.test(t, api) })
+	}
 }
-
-// api is the API server's config, set once by TestMain before any test runs (nil:
-// none, the election tests skip).
-var api *rest.Config
 
 // terms records when each candidate became active and stopped being active, as its
 // onChange saw it.
@@ -89,15 +90,15 @@ func (r *terms) overlaps(end time.Time) []string {
 // server, which the test can cut.
 type candidate struct {
 	name   string
-	cut    *apiserver.Cut
+	cut    *clusters.Cut
 	el     *Elector
 	cancel context.CancelFunc
 	done   chan struct{}
 }
 
-func campaign(t *testing.T, ns, name string, rec *terms) *candidate {
+func campaign(t *testing.T, api *rest.Config, ns, name string, rec *terms) *candidate {
 	t.Helper()
-	c := &candidate{name: name, cut: &apiserver.Cut{}, done: make(chan struct{})}
+	c := &candidate{name: name, cut: &clusters.Cut{}, done: make(chan struct{})}
 	kube, err := kubernetes.NewForConfig(c.cut.Config(api))
 	if err != nil {
 		t.Fatal(err)
@@ -117,9 +118,8 @@ func (c *candidate) stop() {
 }
 
 // electionNamespace creates a namespace for one test's Lease.
-func electionNamespace(t *testing.T) string {
+func electionNamespace(t *testing.T, api *rest.Config) string {
 	t.Helper()
-	apiserver.Need(t, api)
 	kube, err := kubernetes.NewForConfig(api)
 	if err != nil {
 		t.Fatal(err)
@@ -153,7 +153,8 @@ func activeOne(t *testing.T, timeout time.Duration, cs ...*candidate) *candidate
 	}
 }
 
-// until polls cond every millisecond and returns how long it took to hold.
+// until polls cond every millisecond (require.Eventually's interval is too coarse for
+// the figures these tests measure) and returns how long it took to hold.
 func until(t *testing.T, timeout time.Duration, what string, cond func() bool) time.Duration {
 	t.Helper()
 	start := time.Now()
@@ -176,19 +177,19 @@ func spread(ds []time.Duration) string {
 // Three candidates through rounds of releases (every standby races for the freed
 // Lease) and of holders cut off the API server and later reconnected: at no moment are
 // two of them active.
-func TestTwoCandidatesAreNeverBothActive(t *testing.T) {
-	ns := electionNamespace(t)
+func twoCandidatesAreNeverBothActive(t *testing.T, api *rest.Config) {
+	ns := electionNamespace(t, api)
 	rec := &terms{}
 	cs := map[string]*candidate{}
 	for _, n := range []string{"gw1", "gw2", "gw3"} {
-		cs[n] = campaign(t, ns, n, rec)
+		cs[n] = campaign(t, api, ns, n, rec)
 	}
 	all := func() []*candidate { return []*candidate{cs["gw1"], cs["gw2"], cs["gw3"]} }
 	for round := range 16 {
 		holder := activeOne(t, 5*time.Second, all()...)
 		if round%2 == 0 {
 			holder.stop()
-			cs[holder.name] = campaign(t, ns, holder.name, rec)
+			cs[holder.name] = campaign(t, api, ns, holder.name, rec)
 			continue
 		}
 		holder.cut.Set(true)
@@ -224,10 +225,10 @@ func TestTwoCandidatesAreNeverBothActive(t *testing.T) {
 
 // A holder that stops (SIGTERM) releases the Lease; the standby's watch sees that and it
 // takes over at once, not after the term.
-func TestReleasedLeaseIsTakenAtOnce(t *testing.T) {
-	ns := electionNamespace(t)
+func releasedLeaseIsTakenAtOnce(t *testing.T, api *rest.Config) {
+	ns := electionNamespace(t, api)
 	rec := &terms{}
-	cs := map[string]*candidate{"gw1": campaign(t, ns, "gw1", rec), "gw2": campaign(t, ns, "gw2", rec)}
+	cs := map[string]*candidate{"gw1": campaign(t, api, ns, "gw1", rec), "gw2": campaign(t, api, ns, "gw2", rec)}
 	var took []time.Duration
 	for range 6 {
 		holder := activeOne(t, 5*time.Second, cs["gw1"], cs["gw2"])
@@ -236,7 +237,7 @@ func TestReleasedLeaseIsTakenAtOnce(t *testing.T) {
 		holder.stop()
 		until(t, 2*time.Second, other.name+" takes over", other.el.Active)
 		took = append(took, time.Since(start))
-		cs[holder.name] = campaign(t, ns, holder.name, rec)
+		cs[holder.name] = campaign(t, api, ns, holder.name, rec)
 	}
 	t.Logf("released Lease taken over in %s", spread(took))
 	if slices.Max(took) > 300*time.Millisecond {
@@ -249,11 +250,11 @@ func TestReleasedLeaseIsTakenAtOnce(t *testing.T) {
 
 // A holder cut off the API server steps down within its renew deadline, and the
 // standby takes over once the term it last saw renewed has run out.
-func TestCutOffHolderStepsDownAndIsReplaced(t *testing.T) {
-	ns := electionNamespace(t)
+func cutOffHolderStepsDownAndIsReplaced(t *testing.T, api *rest.Config) {
+	ns := electionNamespace(t, api)
 	rec := &terms{}
 	timing := FastTiming()
-	cs := map[string]*candidate{"gw1": campaign(t, ns, "gw1", rec), "gw2": campaign(t, ns, "gw2", rec)}
+	cs := map[string]*candidate{"gw1": campaign(t, api, ns, "gw1", rec), "gw2": campaign(t, api, ns, "gw2", rec)}
 	var stepped, took []time.Duration
 	for range 4 {
 		holder := activeOne(t, 5*time.Second, cs["gw1"], cs["gw2"])

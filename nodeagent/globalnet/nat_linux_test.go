@@ -10,6 +10,7 @@ import (
 
 	"github.com/straitnet/strait/nodeagent/kernel"
 	"github.com/straitnet/strait/test/netns"
+	"github.com/straitnet/strait/test/require"
 )
 
 var own = kernel.Ownership{NFTable: Table, Table: 4242, Protocol: 242, RulePriority: 4242}
@@ -25,7 +26,7 @@ type natLab struct {
 }
 
 func newNATLab(t testing.TB) *natLab {
-	netns.RequireRoot(t)
+	require.Root(t)
 	remote, gw, pod1, pod2 := netns.New(t, "remote"), netns.New(t, "gw"), netns.New(t, "pod1"), netns.New(t, "pod2")
 	netns.Veth(t, remote, "eth0", gw, "wan")
 	remote.AddAddr(t, "eth0", "198.51.100.2/24")

@@ -7,10 +7,11 @@ import (
 	"time"
 
 	"github.com/straitnet/strait/test/netns"
+	"github.com/straitnet/strait/test/require"
 )
 
 func TestICMPProbe(t *testing.T) {
-	netns.RequireRoot(t)
+	require.Root(t)
 	a, b := netns.New(t, "a"), netns.New(t, "b")
 	netns.Veth(t, a, "eth0", b, "eth0")
 	a.AddAddr(t, "eth0", "10.99.0.1/24")

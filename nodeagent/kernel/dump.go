@@ -10,7 +10,7 @@ import (
 
 // Dump is a deterministic text rendering of everything of ours in k: owned links with
 // their addresses, FDB entries and rp_filter, routes with our protocol, rules with our
-// priority and our nftables table. Tests compare it; people read it (`strait agent
+// priority and our nftables table. Tests compare it; people read it (`straitd agent
 // --dump`).
 func Dump(ctx context.Context, k Kernel, own Ownership) (string, error) {
 	var b strings.Builder

@@ -7,13 +7,14 @@ import (
 	"time"
 
 	"github.com/straitnet/strait/test/netns"
+	"github.com/straitnet/strait/test/require"
 )
 
 // newLinuxInNetns is a Linux kernel in a fresh namespace with an underlay eth0 at
 // 10.0.0.1/24 (a veth to a second namespace).
 func newLinuxInNetns(t *testing.T) Kernel {
 	t.Helper()
-	netns.RequireRoot(t)
+	require.Root(t)
 	node, peer := netns.New(t, "node"), netns.New(t, "peer")
 	netns.Veth(t, node, "eth0", peer, "eth0")
 	node.AddAddr(t, "eth0", "10.0.0.1/24")
@@ -50,7 +51,7 @@ func TestLinuxCleanupLeavesNothing(t *testing.T) {
 // BenchmarkLinuxMapElements programs 10,000 global IP mappings into an nftables map (one
 // transaction, chunked), the globalnet worst case from the issue.
 func BenchmarkLinuxMapElements(b *testing.B) {
-	netns.RequireRoot(b)
+	require.Root(b)
 	ctx := context.Background()
 	ns := netns.New(b, "bench")
 	k, err := NewLinux(ns.Handle)

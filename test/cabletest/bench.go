@@ -7,6 +7,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/straitnet/strait/test/require"
 )
 
 // iperfSeconds is how long each iperf3 run sends.
@@ -17,7 +19,7 @@ const iperfSeconds = 4
 // through the driver's cable, alternating b.N times in the same lab, and reports the
 // medians of both and of the per-round ratio.
 func Throughput(b *testing.B, s Suite) {
-	RequireRoot(b, "iperf3")
+	require.Root(b, "ping", "iperf3")
 	lab := NewLab(b)
 	server := exec.Command("ip", "netns", "exec", lab.B.PodNS, "iperf3", "-s", "-B", lab.B.PodIP.String())
 	if err := server.Start(); err != nil {
@@ -65,26 +67,24 @@ func Throughput(b *testing.B, s Suite) {
 	}
 	resync()
 	last := time.Now()
-	if err := Eventually(s.ConnectTimeout, func() error {
+	require.Eventually(b, s.ConnectTimeout, "pod a → pod b", func() error {
 		err := Ping(lab.A.PodNS, lab.B.PodIP)
 		if err != nil && time.Since(last) > resyncPeriod {
 			resync()
 			last = time.Now()
 		}
 		return err
-	}); err != nil {
-		b.Fatal(err)
-	}
+	})
 	var rawBps, cableBps, ratios []float64
 	for range b.N {
 		rawPath(true)
-		bps, err := iperf(lab)
+		bps, err := iperf(b, "raw path", lab)
 		if err != nil {
 			b.Fatalf("raw path: %v", err)
 		}
 		rawBps = append(rawBps, bps)
 		rawPath(false)
-		cbps, err := iperf(lab)
+		cbps, err := iperf(b, "through the cable", lab)
 		if err != nil {
 			b.Fatalf("through the cable: %v", err)
 		}
@@ -120,17 +120,17 @@ func median(xs []float64) float64 {
 
 // iperf runs one iperf3 client in pod a against the server in pod b and returns the
 // received bits per second (retrying while the server is not yet listening).
-func iperf(lab *Lab) (float64, error) {
+func iperf(b testing.TB, what string, lab *Lab) (float64, error) {
 	var out []byte
-	err := Eventually(5*time.Second, func() error {
+	require.Eventually(b, 5*time.Second, what+": iperf3", func() error {
 		var err error
 		out, err = exec.Command("ip", "netns", "exec", lab.A.PodNS, "iperf3", "-J",
 			"-c", lab.B.PodIP.String(), "-t", fmt.Sprint(iperfSeconds)).Output()
-		return err
+		if err != nil {
+			return fmt.Errorf("%w: %s", err, out)
+		}
+		return nil
 	})
-	if err != nil {
-		return 0, fmt.Errorf("iperf3: %w: %s", err, out)
-	}
 	var res struct {
 		End struct {
 			SumReceived struct {

@@ -13,10 +13,11 @@ import (
 	"time"
 
 	"github.com/straitnet/strait/nodeagent/cable/ipsec"
+	"github.com/straitnet/strait/test/require"
 )
 
 // charonDirEnv and charonPortEnv make a re-executed test binary run the charon sidecar,
-// as `strait charon --libipsec` does, with its files in the directory and IKE and
+// as `straitd charon --libipsec` does, with its files in the directory and IKE and
 // ESP-in-UDP on the port they name.
 const (
 	charonDirEnv  = "STRAIT_CABLETEST_CHARON_DIR"
@@ -46,16 +47,13 @@ func RunCharonIfChild() {
 	os.Exit(0)
 }
 
-// RequireCharon is RequireRoot plus strongSwan's charon: it skips t without them, and
+// RequireCharon is require.Root plus strongSwan's charon: it skips t without them, and
 // fails it instead when the environment variable CI is set.
 func RequireCharon(t testing.TB) {
 	t.Helper()
-	RequireRoot(t)
+	require.Root(t, "ping")
 	if _, err := os.Stat(ipsec.CharonPath); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("needs strongSwan's charon: %v", err)
-		}
-		t.Skipf("needs strongSwan's charon: %v", err)
+		require.Skip(t, "needs strongSwan's charon: %v", err)
 	}
 }
 
@@ -113,11 +111,9 @@ func StartCharon(t testing.TB, ns, dir string, port int) (socket string, stop fu
 			}
 		}
 	})
-	if err := Eventually(10*time.Second, func() error {
+	require.Eventually(t, 10*time.Second, "charon opens its VICI socket", func() error {
 		_, err := os.Stat(c.VICISocket())
 		return err
-	}); err != nil {
-		t.Fatalf("charon did not open its VICI socket: %v", err)
-	}
+	})
 	return c.VICISocket(), stop
 }

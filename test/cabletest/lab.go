@@ -1,6 +1,7 @@
 package cabletest
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
@@ -9,8 +10,8 @@ import (
 	"strings"
 	"testing"
 
-	labnetns "github.com/straitnet/strait/lab/netns"
 	"github.com/straitnet/strait/nodeagent/cable"
+	"github.com/straitnet/strait/test/netns"
 )
 
 // Table and Protocol are the routing table and route protocol the lab gives drivers; the
@@ -69,8 +70,9 @@ func NewLab(t testing.TB) *Lab {
 	}
 	t.Cleanup(func() { l.destroy(t) })
 	for _, ns := range l.Namespaces() {
-		AddNamespace(t, ns)
-		MustRun(t, "ip", "-n", ns, "link", "set", "lo", "up")
+		if err := netns.Ensure(context.Background(), ns); err != nil {
+			t.Fatalf("namespace %s: %v", ns, err)
+		}
 	}
 	MustRun(t, "ip", "-n", l.WANNS, "link", "add", "br0", "type", "bridge")
 	MustRun(t, "ip", "-n", l.WANNS, "link", "set", "br0", "up")
@@ -99,35 +101,10 @@ func NewLab(t testing.TB) *Lab {
 
 func (l *Lab) destroy(t testing.TB) {
 	for _, ns := range l.Namespaces() {
-		KillAll(t, ns)
-		if out, err := exec.Command("ip", "netns", "del", ns).CombinedOutput(); err != nil {
-			t.Errorf("delete namespace %s: %v: %s", ns, err, out)
+		if err := netns.Delete(context.Background(), ns); err != nil {
+			t.Errorf("delete namespace %s: %v", ns, err)
 		}
 	}
-}
-
-// KillAll kills every process left in namespace ns.
-func KillAll(t testing.TB, ns string) {
-	out, _ := exec.Command("ip", "netns", "pids", ns).Output()
-	for _, pid := range strings.Fields(string(out)) {
-		_ = exec.Command("kill", "-9", pid).Run()
-	}
-}
-
-// Pids lists the processes in namespace ns.
-func Pids(t testing.TB, ns string) []string {
-	t.Helper()
-	return strings.Fields(MustRun(t, "ip", "netns", "pids", ns))
-}
-
-// AddNamespace creates the named namespace with ip(8), after making its directory a
-// shared mount point under a lock (see netns.PrepareRunDir); the caller deletes it.
-func AddNamespace(t testing.TB, name string) {
-	t.Helper()
-	if err := labnetns.PrepareRunDir(); err != nil {
-		t.Fatal(err)
-	}
-	MustRun(t, "ip", "netns", "add", name)
 }
 
 // MustRun runs a command and fails t when it fails.

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/straitnet/strait/nodeagent/cable"
+	"github.com/straitnet/strait/test/netns"
+	"github.com/straitnet/strait/test/require"
 )
 
 // Suite is what a driver's real-kernel test needs to say about the driver.
@@ -50,7 +52,7 @@ type site struct {
 // leaves no link, route, file or process.
 func Run(t *testing.T, s Suite) {
 	top := t
-	RequireRoot(t)
+	require.Root(t, "ping")
 	lab := NewLab(t)
 	a, b := &site{Site: lab.A}, &site{Site: lab.B}
 	for _, x := range []*site{a, b} {
@@ -158,7 +160,7 @@ func Run(t *testing.T, s Suite) {
 		if routes := linesWith(must(t)(a.gw.Dump()), "route "); len(routes) > 0 {
 			t.Errorf("routes left in Strait's table: %v", routes)
 		}
-		if err := Eventually(5*time.Second, func() error {
+		require.Eventually(t, 5*time.Second, "no connection left", func() error {
 			conns, err := a.gw.Connections()
 			if err != nil {
 				return err
@@ -167,9 +169,7 @@ func Run(t *testing.T, s Suite) {
 				return fmt.Errorf("connections left: %+v", conns)
 			}
 			return nil
-		}); err != nil {
-			t.Error(err)
-		}
+		})
 		if err := Ping(lab.A.PodNS, lab.B.PodIP); err == nil {
 			t.Errorf("pod a still reaches pod b after the remote was removed")
 		}
@@ -179,7 +179,7 @@ func Run(t *testing.T, s Suite) {
 
 	t.Run("cleanup leaves nothing", func(t *testing.T) {
 		// Gateway a's agent crashes and a fresh process cleans up what it left (as
-		// `strait agent --cleanup` does); gateway b cleans up after itself.
+		// `straitd agent --cleanup` does); gateway b cleans up after itself.
 		a.gw.Kill()
 		a.gw = StartGateway(top, a.GatewayNS, a.env...)
 		for _, x := range []*site{a, b} {
@@ -199,7 +199,7 @@ func Run(t *testing.T, s Suite) {
 			if after := networkState(t, x.GatewayNS); after != x.baseline {
 				t.Errorf("%s differs from before the driver ran:\nbefore:\n%s\nafter:\n%s", x.GatewayNS, x.baseline, after)
 			}
-			if pids := Pids(t, x.GatewayNS); len(pids) > 0 {
+			if pids := netns.Pids(x.GatewayNS); len(pids) > 0 {
 				t.Errorf("processes left in %s: %v", x.GatewayNS, pids)
 			}
 		}
@@ -217,16 +217,14 @@ func requireTraffic(t *testing.T, lab *Lab, timeout time.Duration, resync func()
 	t.Helper()
 	start := time.Now()
 	last := start
-	if err := Eventually(timeout, func() error {
+	require.Eventually(t, timeout, "pod a → pod b", func() error {
 		err := Ping(lab.A.PodNS, lab.B.PodIP)
 		if err != nil && time.Since(last) > resyncPeriod {
 			resync()
 			last = time.Now()
 		}
 		return err
-	}); err != nil {
-		t.Fatalf("pod a → pod b: %v", err)
-	}
+	})
 	t.Logf("pod a → pod b answered after %v", time.Since(start).Round(time.Millisecond))
 	if err := Ping(lab.B.PodNS, lab.A.PodIP); err != nil {
 		t.Fatalf("pod b → pod a: %v", err)
@@ -249,7 +247,7 @@ func requireTraffic(t *testing.T, lab *Lab, timeout time.Duration, resync func()
 
 func requireConnected(t *testing.T, g *Gateway, cluster string, timeout time.Duration) {
 	t.Helper()
-	err := Eventually(timeout, func() error {
+	require.Eventually(t, timeout, "connected to "+cluster, func() error {
 		conns, err := g.Connections()
 		if err != nil {
 			return err
@@ -264,9 +262,6 @@ func requireConnected(t *testing.T, g *Gateway, cluster string, timeout time.Dur
 		}
 		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 }
 
 // resyncPeriod stands for the agent's periodic full resync.

@@ -8,11 +8,10 @@ import (
 	"net"
 	"net/netip"
 	"os/exec"
-	"runtime"
 	"strconv"
 	"time"
 
-	"github.com/vishvananda/netns"
+	"github.com/straitnet/strait/test/netns"
 )
 
 // Ping sends one ICMP echo from namespace ns to dst and reports whether it was answered.
@@ -24,46 +23,11 @@ func Ping(ns string, dst netip.Addr) error {
 	return nil
 }
 
-// inNamespace runs f on an OS thread switched into namespace ns; sockets f creates stay
-// in ns.
-func inNamespace(ns string, f func() error) error {
-	errc := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		orig, err := netns.Get()
-		if err != nil {
-			errc <- err
-			return
-		}
-		defer func() { _ = orig.Close() }()
-		h, err := netns.GetFromName(ns)
-		if err != nil {
-			errc <- err
-			return
-		}
-		defer func() { _ = h.Close() }()
-		if err := netns.Set(h); err != nil {
-			errc <- err
-			return
-		}
-		ferr := f()
-		if err := netns.Set(orig); err != nil {
-			// Leave the thread locked: it dies with this goroutine instead of serving
-			// others in the wrong namespace.
-			errc <- fmt.Errorf("back to own namespace: %w", err)
-			return
-		}
-		runtime.UnlockOSThread()
-		errc <- ferr
-	}()
-	return <-errc
-}
-
 // TCP opens a TCP connection from namespace fromNS to a listener in toNS on dst and
 // checks that bytes make the round trip.
 func TCP(ctx context.Context, fromNS, toNS string, dst netip.Addr) error {
 	var ln net.Listener
-	if err := inNamespace(toNS, func() (err error) {
+	if err := netns.Do(toNS, func() (err error) {
 		ln, err = net.Listen("tcp", net.JoinHostPort(dst.String(), "0"))
 		return err
 	}); err != nil {
@@ -80,7 +44,7 @@ func TCP(ctx context.Context, fromNS, toNS string, dst netip.Addr) error {
 	}()
 	port := ln.Addr().(*net.TCPAddr).Port
 	var conn net.Conn
-	if err := inNamespace(fromNS, func() (err error) {
+	if err := netns.Do(fromNS, func() (err error) {
 		d := net.Dialer{Timeout: 3 * time.Second}
 		conn, err = d.DialContext(ctx, "tcp", net.JoinHostPort(dst.String(), strconv.Itoa(port)))
 		return err
@@ -99,16 +63,4 @@ func TCP(ctx context.Context, fromNS, toNS string, dst netip.Addr) error {
 		return fmt.Errorf("echo from %s differs", dst)
 	}
 	return nil
-}
-
-// Eventually retries f until it succeeds or timeout passes, and returns its last error.
-func Eventually(timeout time.Duration, f func() error) error {
-	deadline := time.Now().Add(timeout)
-	for {
-		err := f()
-		if err == nil || time.Now().After(deadline) {
-			return err
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
 }

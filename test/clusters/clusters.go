@@ -19,10 +19,8 @@ import (
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
 	"github.com/straitnet/strait/controllers"
+	"github.com/straitnet/strait/test/k8sversion"
 )
-
-// K8sVersion is the version of the control-plane binaries the tests run.
-const K8sVersion = "v1.37.1"
 
 // KubeConfigKey is the key of the kubeconfig in a member's Secret in the hub (Flux's
 // default for meta.KubeConfigReference).
@@ -76,9 +74,8 @@ func Start(ctx context.Context, opts Options) (_ *Env, retErr error) {
 	if err != nil {
 		return nil, err
 	}
-	assets := Assets(root)
-	if _, err := os.Stat(filepath.Join(assets, "kube-apiserver")); err != nil {
-		return nil, fmt.Errorf("no kube-apiserver in %s (run make k8s-binaries): %w", assets, err)
+	if lacks := Lacks(root); lacks != "" {
+		return nil, errors.New(lacks)
 	}
 	if opts.HubNamespace == "" {
 		opts.HubNamespace = straitv1.SystemNamespace
@@ -89,9 +86,6 @@ func Start(ctx context.Context, opts Options) (_ *Env, retErr error) {
 			retErr = errors.Join(retErr, e.Stop())
 		}
 	}()
-	crdBases := filepath.Join(root, "kustomize", "crd", "bases")
-	crdMCS := filepath.Join(root, "kustomize", "crd", "mcs")
-
 	all := []*Cluster{{Name: "hub"}}
 	for _, m := range opts.Members {
 		all = append(all, &Cluster{Name: m})
@@ -109,7 +103,9 @@ func Start(ctx context.Context, opts Options) (_ *Env, retErr error) {
 			sem <- struct{}{}
 			defer func() { <-sem }()
 			// The hub gets the MCS CRDs too: it is often a member of its own ClusterSet.
-			errs[i] = c.start(assets, []string{crdBases, crdMCS}, e.Scheme)
+			if errs[i] = c.start(root, e.Scheme); errs[i] == nil {
+				errs[i] = ensureNamespace(ctx, c.Client, straitv1.SystemNamespace)
+			}
 		}()
 	}
 	wg.Wait()
@@ -138,15 +134,19 @@ func Start(ctx context.Context, opts Options) (_ *Env, retErr error) {
 	return e, nil
 }
 
-func (c *Cluster) start(assets string, crdDirs []string, scheme *runtime.Scheme) error {
+// start starts c's control plane with Strait's and the MCS CRDs.
+func (c *Cluster) start(root string, scheme *runtime.Scheme) error {
 	dir, err := os.MkdirTemp("", "strait-"+c.Name+"-")
 	if err != nil {
 		return err
 	}
 	c.certDir = dir
 	c.env = &envtest.Environment{
-		BinaryAssetsDirectory:    assets,
-		CRDDirectoryPaths:        crdDirs,
+		BinaryAssetsDirectory: Assets(root),
+		CRDDirectoryPaths: []string{
+			filepath.Join(root, "kustomize", "crd", "bases"),
+			filepath.Join(root, "kustomize", "crd", "mcs"),
+		},
 		ErrorIfCRDPathMissing:    true,
 		Scheme:                   scheme,
 		ControlPlaneStartTimeout: 90 * time.Second,
@@ -165,7 +165,7 @@ func (c *Cluster) start(assets string, crdDirs []string, scheme *runtime.Scheme)
 	if err != nil {
 		return fmt.Errorf("client for %s: %w", c.Name, err)
 	}
-	return ensureNamespace(context.Background(), c.Client, straitv1.SystemNamespace)
+	return nil
 }
 
 func (e *Env) register(ctx context.Context, m *Cluster, user envtest.User) error {
@@ -203,15 +203,24 @@ func (e *Env) Member(name string) *Cluster {
 func (e *Env) Stop() error {
 	var errs []error
 	for _, c := range append([]*Cluster{e.Hub}, e.Members...) {
-		if c == nil || c.env == nil {
-			continue
+		if c != nil {
+			errs = append(errs, c.Stop())
 		}
-		if err := c.env.Stop(); err != nil {
-			errs = append(errs, fmt.Errorf("stopping %s: %w", c.Name, err))
-		}
-		if c.certDir != "" {
-			errs = append(errs, os.RemoveAll(c.certDir))
-		}
+	}
+	return errors.Join(errs...)
+}
+
+// Stop stops the cluster's control plane and removes its directory.
+func (c *Cluster) Stop() error {
+	if c.env == nil {
+		return nil
+	}
+	var errs []error
+	if err := c.env.Stop(); err != nil {
+		errs = append(errs, fmt.Errorf("stopping %s: %w", c.Name, err))
+	}
+	if c.certDir != "" {
+		errs = append(errs, os.RemoveAll(c.certDir))
 	}
 	return errors.Join(errs...)
 }
@@ -252,12 +261,23 @@ func ensureNamespace(ctx context.Context, c client.Client, name string) error {
 }
 
 // Assets is the directory of the Kubernetes test binaries: $KUBEBUILDER_ASSETS, else
-// bin/k8s/K8sVersion under the repository's root.
+// bin/k8s/<k8sversion.Version> under the repository's root.
 func Assets(root string) string {
 	if d := os.Getenv("KUBEBUILDER_ASSETS"); d != "" {
 		return d
 	}
-	return filepath.Join(root, "bin", "k8s", K8sVersion)
+	return filepath.Join(root, "bin", "k8s", k8sversion.Version)
+}
+
+// Lacks says which control-plane binary Assets(root) lacks, or "".
+func Lacks(root string) string {
+	assets := Assets(root)
+	for _, b := range []string{"kube-apiserver", "etcd"} {
+		if _, err := os.Stat(filepath.Join(assets, b)); err != nil {
+			return fmt.Sprintf("no %s in %s (run make k8s-binaries)", b, assets)
+		}
+	}
+	return ""
 }
 
 // RepoRoot finds the repository root: the nearest directory up from the working

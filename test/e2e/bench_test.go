@@ -10,7 +10,7 @@ import (
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
 	"github.com/straitnet/strait/lab/workload"
-	"github.com/straitnet/strait/test/labtest"
+	"github.com/straitnet/strait/test/require"
 )
 
 // iperfSeconds is how long each iperf3 run sends.
@@ -36,7 +36,7 @@ func BenchmarkCableThroughput(b *testing.B) {
 		for _, cluster := range members() {
 			waitActiveGateway(b, cluster, driver)
 		}
-		labtest.Eventually(b, switchTimeout, "iperf3 over "+string(driver), func() error {
+		require.Eventually(b, switchTimeout, "iperf3 over "+string(driver), func() error {
 			_, err := iperf(client.ns, remote)
 			return err
 		})

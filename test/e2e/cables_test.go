@@ -25,6 +25,7 @@ import (
 	"github.com/straitnet/strait/nodeagent/cable/vxlan"
 	"github.com/straitnet/strait/nodeagent/cable/wireguard"
 	"github.com/straitnet/strait/test/labtest"
+	"github.com/straitnet/strait/test/require"
 )
 
 // switchTimeout bounds a cable driver switch until traffic flows; the time it took is
@@ -54,7 +55,7 @@ func TestCables(t *testing.T) {
 			}
 			sources := sourcePods(t, "c1")
 			remote := env.SamplePods(t, "c2", lab.WhereamiSS)[0]
-			labtest.Eventually(t, switchTimeout, "c1 → c2's pod over "+string(driver), func() error {
+			require.Eventually(t, switchTimeout, "c1 → c2's pod over "+string(driver), func() error {
 				_, err := labtest.TryWhereami(sources[0].ns, net.JoinHostPort(remote.Status.PodIP, "8080"))
 				return err
 			})
@@ -139,7 +140,7 @@ func ensurePSKSecret(t testing.TB) {
 // waitActiveGateway waits until the cluster's active Gateway publishes driver.
 func waitActiveGateway(t testing.TB, cluster string, driver straitv1.CableDriver) {
 	t.Helper()
-	labtest.Eventually(t, switchTimeout, cluster+": active gateway on "+string(driver), func() error {
+	require.Eventually(t, switchTimeout, cluster+": active gateway on "+string(driver), func() error {
 		gws := &straitv1.GatewayList{}
 		if err := env.Client(t, cluster).List(context.Background(), gws, client.InNamespace(straitv1.SystemNamespace)); err != nil {
 			return err
@@ -226,7 +227,7 @@ func checkAcross(t *testing.T, src source, remote corev1.Pod) {
 		// Peer to be connected again, as a user's retry would.
 		var ips []string
 		var a workload.Answer
-		labtest.Eventually(t, converge, where+": "+n.name, func() error {
+		require.Eventually(t, converge, where+": "+n.name, func() error {
 			var err error
 			if ips, err = labtest.LookupInPod(context.Background(), src.ns, n.name); err != nil {
 				return err

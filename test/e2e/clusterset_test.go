@@ -22,6 +22,7 @@ import (
 	"github.com/straitnet/strait/lab/workload"
 	"github.com/straitnet/strait/nodeagent/route"
 	"github.com/straitnet/strait/test/labtest"
+	"github.com/straitnet/strait/test/require"
 )
 
 // converge bounds how long a ClusterSet change may take to show in the members; the
@@ -42,7 +43,7 @@ func clusterIP(t testing.TB, cluster, name string) string {
 func resolvesTo(t testing.TB, cluster, name string, want []string) time.Duration {
 	t.Helper()
 	ns, _ := env.ClientNamespace(t, cluster)
-	return labtest.Eventually(t, converge, cluster+": "+name, func() error {
+	return require.Eventually(t, converge, cluster+": "+name, func() error {
 		got, err := labtest.LookupInPod(context.Background(), ns, name)
 		if err != nil {
 			return err
@@ -59,7 +60,7 @@ func resolvesTo(t testing.TB, cluster, name string, want []string) time.Duration
 func gone(t testing.TB, cluster, name string) time.Duration {
 	t.Helper()
 	ns, _ := env.ClientNamespace(t, cluster)
-	return labtest.Eventually(t, converge, cluster+": "+name+" gone", func() error {
+	return require.Eventually(t, converge, cluster+": "+name+" gone", func() error {
 		if got, err := labtest.LookupInPod(context.Background(), ns, name); err == nil {
 			return fmt.Errorf("still resolves to %v", got)
 		}
@@ -71,7 +72,7 @@ func gone(t testing.TB, cluster, name string) time.Duration {
 func answeredBy(t testing.TB, cluster, hostPort, want string) {
 	t.Helper()
 	ns, _ := env.ClientNamespace(t, cluster)
-	labtest.Eventually(t, converge, cluster+" → "+hostPort, func() error {
+	require.Eventually(t, converge, cluster+" → "+hostPort, func() error {
 		a, err := labtest.TryWhereami(ns, hostPort)
 		if err == nil && a.Cluster != want {
 			err = fmt.Errorf("answered by %s, want %s", a.Cluster, want)
@@ -186,7 +187,7 @@ func TestRemovedClusterIsPruned(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	labtest.Eventually(t, converge, "c1: Peer c2 and the imports pruned", func() error {
+	require.Eventually(t, converge, "c1: Peer c2 and the imports pruned", func() error {
 		peers := &straitv1.PeerList{}
 		imports := &mcsv1.ServiceImportList{}
 		if err := c1.List(ctx, peers, client.InNamespace(straitv1.SystemNamespace)); err != nil {
@@ -201,7 +202,7 @@ func TestRemovedClusterIsPruned(t *testing.T) {
 		return nil
 	})
 	gone(t, "c1", "whereami-cs.sample.svc.clusterset.local")
-	labtest.Eventually(t, converge, "c1 nodes: no route to c2's CIDRs", func() error {
+	require.Eventually(t, converge, "c1 nodes: no route to c2's CIDRs", func() error {
 		c, _ := env.Topo.Cluster("c1")
 		for _, n := range c.Nodes {
 			out, err := exec.Command("ip", "-n", n.Namespace, "route", "show", "table", strconv.Itoa(route.Table)).CombinedOutput()
@@ -223,7 +224,7 @@ func TestRemovedClusterIsPruned(t *testing.T) {
 	answeredBy(t, "c1", "whereami-cs.sample.svc.clusterset.local:80", "c2")
 	ns, _ := env.ClientNamespace(t, "c1")
 	remote := env.SamplePods(t, "c2", lab.WhereamiSS)[0]
-	labtest.Eventually(t, converge, "c1 → c2's pod", func() error {
+	require.Eventually(t, converge, "c1 → c2's pod", func() error {
 		_, err := labtest.TryWhereami(ns, net.JoinHostPort(remote.Status.PodIP, "8080"))
 		return err
 	})
@@ -237,7 +238,7 @@ func TestBadClusterSetIsRefused(t *testing.T) {
 	before := env.ClusterSet(t)
 	// c1's Peer c2 as it settles after the tests before: pointing at c2's active gateway.
 	peer := &straitv1.Peer{}
-	labtest.Eventually(t, converge, "c1's Peer c2 points at c2's active gateway", func() error {
+	require.Eventually(t, converge, "c1's Peer c2 points at c2's active gateway", func() error {
 		if err := env.Client(t, "c1").Get(context.Background(), client.ObjectKey{Namespace: straitv1.SystemNamespace, Name: "c2"}, peer); err != nil {
 			return err
 		}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/straitnet/strait/test/labtest"
+	"github.com/straitnet/strait/test/require"
 )
 
 // prober GETs a whereami from a pod every 50 ms (each try gives up after 300 ms) and
@@ -81,7 +82,7 @@ func failOver(t testing.TB, cluster string, sig syscall.Signal) time.Duration {
 	// the DaemonSet restarts it.
 	src := sourcePods(t, "c1")[0]
 	target := net.JoinHostPort(env.PodOn(t, "c2", nodeOfKind(t, "c2", false), whereamiImage).Status.PodIP, "8080")
-	labtest.Eventually(t, converge, "c1 → c2 "+target, func() error {
+	require.Eventually(t, converge, "c1 → c2 "+target, func() error {
 		_, err := labtest.TryWhereami(src.ns, target)
 		return err
 	})
@@ -96,7 +97,7 @@ func failOver(t testing.TB, cluster string, sig syscall.Signal) time.Duration {
 	if err := syscall.Kill(pid, sig); err != nil {
 		t.Fatal(err)
 	}
-	labtest.Eventually(t, converge, fmt.Sprintf("%s: traffic after %s of %s's agent", cluster, sig, old), func() error {
+	require.Eventually(t, converge, fmt.Sprintf("%s: traffic after %s of %s's agent", cluster, sig, old), func() error {
 		if now := env.ActiveGateway(t, cluster).Name; now == old {
 			return fmt.Errorf("%s still active", old)
 		}

@@ -14,6 +14,7 @@ import (
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
 	"github.com/straitnet/strait/lab/topology"
 	"github.com/straitnet/strait/test/labtest"
+	"github.com/straitnet/strait/test/require"
 )
 
 // TestPeerHealthIsMeasured: every cluster's Peer for the other shows a measured latency
@@ -25,7 +26,7 @@ func TestPeerHealthIsMeasured(t *testing.T) {
 	env.Require(t)
 	for _, pair := range [][2]string{{"c1", "c2"}, {"c2", "c1"}} {
 		cluster, remote := pair[0], pair[1]
-		labtest.Eventually(t, converge, cluster+"'s Peer "+remote+" has a measured latency", func() error {
+		require.Eventually(t, converge, cluster+"'s Peer "+remote+" has a measured latency", func() error {
 			st, err := peerStatus(t, cluster, remote)
 			if err != nil {
 				return err
@@ -35,7 +36,7 @@ func TestPeerHealthIsMeasured(t *testing.T) {
 			}
 			return nil
 		})
-		labtest.Eventually(t, converge, cluster+"'s active gateway's latency metric", func() error {
+		require.Eventually(t, converge, cluster+"'s active gateway's latency metric", func() error {
 			v, err := peerMetric(t, cluster, "strait_agent_peer_latency_seconds", remote)
 			if err == nil && v <= 0 {
 				err = fmt.Errorf("latency %g s", v)
@@ -45,7 +46,7 @@ func TestPeerHealthIsMeasured(t *testing.T) {
 	}
 
 	heal := dropOnWAN(t, 50)
-	labtest.Eventually(t, converge, "c1 measures loss to c2 while the WAN drops half the packets", func() error {
+	require.Eventually(t, converge, "c1 measures loss to c2 while the WAN drops half the packets", func() error {
 		st, err := peerStatus(t, "c1", "c2")
 		if err != nil {
 			return err
@@ -61,7 +62,7 @@ func TestPeerHealthIsMeasured(t *testing.T) {
 		return nil
 	})
 	heal()
-	labtest.Eventually(t, converge, "c1's loss to c2 back to zero once the WAN heals", func() error {
+	require.Eventually(t, converge, "c1's loss to c2 back to zero once the WAN heals", func() error {
 		st, err := peerStatus(t, "c1", "c2")
 		if err == nil && (st.LossPercent != 0 || st.LatencyMicros <= 0) {
 			err = fmt.Errorf("loss %d%%, latency %dµs", st.LossPercent, st.LatencyMicros)

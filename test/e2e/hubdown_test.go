@@ -9,6 +9,7 @@ import (
 
 	"github.com/straitnet/strait/lab/topology"
 	"github.com/straitnet/strait/test/labtest"
+	"github.com/straitnet/strait/test/require"
 )
 
 // TestFailoverWithTheHubDown: the data plane outlives the hub. With the hub's API server
@@ -20,7 +21,7 @@ func TestFailoverWithTheHubDown(t *testing.T) {
 	env.Require(t)
 	src := sourcePods(t, "c1")[0]
 	target := net.JoinHostPort(env.PodOn(t, "c2", nodeOfKind(t, "c2", false), whereamiImage).Status.PodIP, "8080")
-	labtest.Eventually(t, converge, "c1 → c2 "+target, func() error {
+	require.Eventually(t, converge, "c1 → c2 "+target, func() error {
 		_, err := labtest.TryWhereami(src.ns, target)
 		return err
 	})
@@ -45,7 +46,7 @@ func TestFailoverWithTheHubDown(t *testing.T) {
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	labtest.Eventually(t, converge, "c1 → c2 again after c2's gateway crashed, the hub down", func() error {
+	require.Eventually(t, converge, "c1 → c2 again after c2's gateway crashed, the hub down", func() error {
 		if !p.answeredSince(killed.Add(200 * time.Millisecond)) {
 			return fmt.Errorf("no answer from %s since the crash of %s's agent", target, old)
 		}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/straitnet/strait/test/labtest"
+	"github.com/straitnet/strait/test/require"
 )
 
 // TestGatewayMetrics: what a user's Prometheus scrapes from the agents (port 9342): the
@@ -19,7 +20,7 @@ func TestGatewayMetrics(t *testing.T) {
 		return string(body), err
 	}
 	active := env.ActiveGateway(t, "c1")
-	labtest.Eventually(t, converge, "c1's active gateway's metrics", func() error {
+	require.Eventually(t, converge, "c1's active gateway's metrics", func() error {
 		m, err := scrape(active.Namespace)
 		if err != nil {
 			return err

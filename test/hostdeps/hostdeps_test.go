@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/straitnet/strait/test/require"
 )
 
 // run runs script (a bash command line) in a private mount namespace where nft is
@@ -26,20 +28,10 @@ func run(t *testing.T, script string) (string, error) {
 	return string(out), err
 }
 
-func requireRoot(t *testing.T) {
-	if os.Geteuid() == 0 {
-		return
-	}
-	if os.Getenv("CI") != "" {
-		t.Fatal("needs root for a private mount namespace")
-	}
-	t.Skip("needs root for a private mount namespace")
-}
-
 // As root on Debian the step installs nftables; when nft is still not there afterwards
 // it says so, naming the tool and the package, and fails.
 func TestMakeLabSetupRefusesWithoutNft(t *testing.T) {
-	requireRoot(t)
+	require.Root(t, "unshare")
 	out, err := run(t, "make --no-print-directory host-deps")
 	if err == nil {
 		t.Fatalf("make host-deps succeeded without nft:\n%s", out)
@@ -56,7 +48,7 @@ func TestMakeLabSetupRefusesWithoutNft(t *testing.T) {
 
 // Without root nothing can be installed: the step stops at once with the list.
 func TestSetupWithoutRootNamesWhatToInstall(t *testing.T) {
-	requireRoot(t)
+	require.Root(t, "unshare")
 	script, err := os.ReadFile(filepath.Join("..", "..", "hack", "host-deps.sh"))
 	if err != nil {
 		t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
 	"github.com/straitnet/strait/controllers"
 	"github.com/straitnet/strait/lab/topology"
+	"github.com/straitnet/strait/test/require"
 )
 
 // Client is a controller-runtime client of a cluster (or the hub) through its loopback
@@ -76,7 +77,7 @@ func (e *Env) ActiveGateway(t testing.TB, cluster string) topology.Node {
 		t.Fatalf("no cluster %s in the lab", cluster)
 	}
 	var node topology.Node
-	Eventually(t, time.Minute, cluster+": an active gateway", func() error {
+	require.Eventually(t, time.Minute, cluster+": an active gateway", func() error {
 		gws := &straitv1.GatewayList{}
 		if err := e.Client(t, cluster).List(context.Background(), gws, client.InNamespace(straitv1.SystemNamespace)); err != nil {
 			return err

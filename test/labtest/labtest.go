@@ -16,9 +16,10 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/straitnet/strait/lab"
-	"github.com/straitnet/strait/lab/netns"
 	"github.com/straitnet/strait/lab/topology"
 	"github.com/straitnet/strait/test/clusters"
+	"github.com/straitnet/strait/test/netns"
+	"github.com/straitnet/strait/test/require"
 )
 
 // Config is the lab a test binary wants.
@@ -39,9 +40,9 @@ type Config struct {
 type Env struct {
 	Lab  *lab.Lab
 	Topo *topology.Lab
-	// Root is the repository's root; Strait the strait binary built for this run;
-	// K8sBin and CoreDNS the binaries the lab runs.
-	Root, Strait, K8sBin, CoreDNS string
+	// Root is the repository's root; Strait and Straitd the people's and the daemons'
+	// binaries built for this run; K8sBin and CoreDNS the binaries the lab runs.
+	Root, Strait, Straitd, K8sBin, CoreDNS string
 	// UpTime is how long "lab up" took.
 	UpTime time.Duration
 
@@ -65,9 +66,8 @@ func Main(m *testing.M, cfg Config, env *Env) int {
 	}
 	env.Root, env.K8sBin, env.CoreDNS = root, clusters.Assets(root), filepath.Join(root, "bin", "coredns")
 	if reason := prerequisites(env); reason != "" {
-		if os.Getenv("CI") != "" {
-			fmt.Fprintln(os.Stderr, "FAIL: lab tests cannot run under CI:", reason)
-			return 1
+		if require.CI() {
+			return require.MainSkip("lab tests: %s", reason)
 		}
 		env.skipped = reason
 		return m.Run()
@@ -78,16 +78,17 @@ func Main(m *testing.M, cfg Config, env *Env) int {
 		return 1
 	}
 	defer os.RemoveAll(tmp)
-	env.Strait = filepath.Join(tmp, "strait")
-	build := exec.Command("go", "build", "-o", env.Strait, "github.com/straitnet/strait/cmd/strait")
+	env.Strait, env.Straitd = filepath.Join(tmp, "strait"), filepath.Join(tmp, "straitd")
+	// One go build for both: the second would link most of the first again.
+	build := exec.Command("go", "build", "-o", tmp, "github.com/straitnet/strait/cmd/strait", "github.com/straitnet/strait/cmd/straitd")
 	build.Dir = root
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "building strait:", err)
+		fmt.Fprintln(os.Stderr, "building strait and straitd:", err)
 		return 1
 	}
 	l := lab.New(lab.Options{StateDir: filepath.Join(tmp, "state"), K8sBin: env.K8sBin,
-		CoreDNS: env.CoreDNS, Strait: env.Strait, PortBase: cfg.PortBase, Out: os.Stderr})
+		CoreDNS: env.CoreDNS, Strait: env.Strait, Straitd: env.Straitd, PortBase: cfg.PortBase, Out: os.Stderr})
 	env.Lab = l
 	if cfg.BeforeUp != nil {
 		if err := cfg.BeforeUp(env); err != nil {
@@ -172,18 +173,14 @@ func prerequisites(env *Env) string {
 	if testing.Short() {
 		return "-short"
 	}
-	if os.Geteuid() != 0 {
-		return "needs root"
+	if lacks := require.RootLacks("nft"); lacks != "" {
+		return lacks
 	}
-	for _, p := range []string{filepath.Join(env.K8sBin, "kube-apiserver"), env.CoreDNS} {
-		if _, err := os.Stat(p); err != nil {
-			return "missing " + p + " (make k8s-binaries coredns)"
-		}
+	if lacks := clusters.Lacks(env.Root); lacks != "" {
+		return lacks
 	}
-	for _, tool := range []string{"ip", "nft"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			return "missing " + tool
-		}
+	if _, err := os.Stat(env.CoreDNS); err != nil {
+		return "missing " + env.CoreDNS + " (make coredns)"
 	}
 	if names, _ := netns.List(topology.Prefix); len(names) > 0 {
 		return "a lab is already up on this machine (sl-* namespaces exist); run 'strait lab down'"

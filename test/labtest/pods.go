@@ -24,9 +24,10 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/straitnet/strait/lab"
-	"github.com/straitnet/strait/lab/netns"
 	"github.com/straitnet/strait/lab/topology"
 	"github.com/straitnet/strait/lab/workload"
+	"github.com/straitnet/strait/test/netns"
+	"github.com/straitnet/strait/test/require"
 )
 
 // HostClient is a clientset of a cluster (or the hub) through its loopback forwarder.
@@ -171,23 +172,6 @@ func LookupInPod(ctx context.Context, ns, name string) ([]string, error) {
 	return nil, last
 }
 
-// Eventually calls check every interval until it returns nil, and fails the test with
-// check's last error after timeout. It returns how long it took.
-func Eventually(t testing.TB, timeout time.Duration, what string, check func() error) time.Duration {
-	t.Helper()
-	start := time.Now()
-	for {
-		err := check()
-		if err == nil {
-			return time.Since(start)
-		}
-		if time.Since(start) > timeout {
-			t.Fatalf("%s: not after %s: %v", what, timeout, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
 // PodOn is a pod of the built-in workload image (strait.io/lab/whereami, .../client) on
 // the named node of a cluster, in the sample namespace: made on first use, kept until the
 // lab goes. Sample pods land wherever the scheduler puts them; a test that needs a pod on
@@ -204,7 +188,7 @@ func (e *Env) PodOn(t testing.TB, cluster, node, image string) corev1.Pod {
 	if _, err := pods.Create(ctx, p, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
-	Eventually(t, 2*time.Minute, cluster+": pod "+name+" ready", func() error {
+	require.Eventually(t, 2*time.Minute, cluster+": pod "+name+" ready", func() error {
 		got, err := pods.Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return err

@@ -7,10 +7,12 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/straitnet/strait/test/require"
 )
 
 func TestVethPingAndTCP(t *testing.T) {
-	RequireRoot(t)
+	require.Root(t)
 	a, b := New(t, "a"), New(t, "b")
 	Veth(t, a, "eth0", b, "eth0")
 	a.AddAddr(t, "eth0", "10.99.0.1/24")
@@ -31,7 +33,7 @@ func TestVethPingAndTCP(t *testing.T) {
 // TestFailingTestCleansUp runs a test that fails half-way through building namespaces in
 // a child process, then checks that none of its namespaces is left.
 func TestFailingTestCleansUp(t *testing.T) {
-	RequireRoot(t)
+	require.Root(t)
 	if os.Getenv("STRAIT_NETNS_FAIL_CHILD") != "" {
 		return
 	}
@@ -42,7 +44,7 @@ func TestFailingTestCleansUp(t *testing.T) {
 	if err == nil || !strings.Contains(string(out), "failing on purpose") {
 		t.Fatalf("the child test should have failed on purpose: %v\n%s", err, out)
 	}
-	entries, _ := os.ReadDir("/var/run/netns")
+	entries, _ := os.ReadDir(RunDir)
 	for _, e := range entries {
 		if strings.Contains(e.Name(), marker) {
 			t.Errorf("namespace %s left behind by a failing test", e.Name())

@@ -3,14 +3,12 @@ package netns
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/netip"
 	"os"
 	"strings"
 	"sync"
-	"testing"
 	"time"
 
 	"golang.org/x/net/icmp"
@@ -67,7 +65,7 @@ type EchoServer struct {
 
 // ServeEcho starts an EchoServer on addr ("ip:port") in the namespace, stopped at the
 // end of the test.
-func (n *NS) ServeEcho(t testing.TB, addr string) *EchoServer {
+func (n *NS) ServeEcho(t TB, addr string) *EchoServer {
 	t.Helper()
 	s := &EchoServer{}
 	if err := n.Do(func() error {
@@ -155,20 +153,4 @@ func Ask(c net.Conn, timeout time.Duration) (string, error) {
 		return "", err
 	}
 	return strings.TrimSpace(line), nil
-}
-
-// Eventually polls fn every 50 ms until it returns nil or timeout passes, and returns
-// the last error.
-func Eventually(timeout time.Duration, fn func() error) error {
-	deadline := time.Now().Add(timeout)
-	for {
-		err := fn()
-		if err == nil {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return errors.Join(fmt.Errorf("not within %v", timeout), err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }

@@ -1,19 +1,17 @@
 package devroute_test
 
 import (
-	"fmt"
 	"net"
 	"net/netip"
-	"os"
 	"slices"
 	"testing"
 
 	"github.com/vishvananda/netlink"
-	"github.com/vishvananda/netns"
 
 	"github.com/straitnet/strait/nodeagent/cable"
-	"github.com/straitnet/strait/test/cabletest"
 	"github.com/straitnet/strait/nodeagent/cable/devroute"
+	"github.com/straitnet/strait/test/netns"
+	"github.com/straitnet/strait/test/require"
 )
 
 var routing = cable.Routing{Table: 7310, Protocol: 207}
@@ -22,26 +20,14 @@ var routing = cable.Routing{Table: 7310, Protocol: 207}
 // "cab" (the driver's device) and "other", and removes it when t ends.
 func newNamespace(t *testing.T) *netlink.Handle {
 	t.Helper()
-	cabletest.RequireRoot(t)
-	name := fmt.Sprintf("devroute-%d-%s", os.Getpid(), t.Name())
-	cabletest.AddNamespace(t, name)
-	t.Cleanup(func() { cabletest.MustRun(t, "ip", "netns", "del", name) })
-	cabletest.MustRun(t, "ip", "-n", name, "link", "add", "cab", "type", "veth", "peer", "name", "other")
-	cabletest.MustRun(t, "ip", "-n", name, "addr", "add", "192.0.2.1/24", "dev", "other")
+	require.Root(t)
+	n := netns.New(t, "devroute")
+	n.Run(t, "ip", "link", "add", "cab", "type", "veth", "peer", "name", "other")
+	n.Run(t, "ip", "addr", "add", "192.0.2.1/24", "dev", "other")
 	for _, l := range []string{"cab", "other"} {
-		cabletest.MustRun(t, "ip", "-n", name, "link", "set", l, "up")
+		n.Run(t, "ip", "link", "set", l, "up")
 	}
-	ns, err := netns.GetFromName(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = ns.Close() })
-	h, err := netlink.NewHandleAt(ns)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(h.Close)
-	return h
+	return n.NL
 }
 
 func TestSyncOwnsOnlyItsRoutes(t *testing.T) {

@@ -70,7 +70,7 @@ func TestNewRefusesWhatItCannotBuild(t *testing.T) {
 	}
 }
 
-// Without the member's API (as `strait agent --cleanup` may be) the wireguard driver is
+// Without the member's API (as `straitd agent --cleanup` may be) the wireguard driver is
 // built to clean up, but refuses to converge without its key.
 func TestWireGuardWithoutClientOnlyCleansUp(t *testing.T) {
 	ctx := context.Background()

@@ -7,7 +7,7 @@
 // same peer) and the shared key "strait-psk"; on the node, the routes to remote CIDRs
 // through libipsec's TUN device in Strait's table with Strait's route protocol, with the
 // gateway's health-check address as source. It never touches other connections, keys or
-// routes, and it does not run charon: Charon is the sidecar (`strait charon`, and the
+// routes, and it does not run charon: Charon is the sidecar (`straitd charon`, and the
 // tests) — its strongswan.conf, command and lifecycle.
 //
 // kernel-libipsec installs a route per child SA in charon's own table whatever

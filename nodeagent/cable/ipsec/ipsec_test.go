@@ -12,8 +12,8 @@ import (
 
 	"github.com/strongswan/govici/vici"
 
-	"github.com/straitnet/strait/test/cabletest"
 	"github.com/straitnet/strait/nodeagent/cable/ipsec"
+	"github.com/straitnet/strait/test/cabletest"
 )
 
 // viciEnv hands a gateway process its charon's VICI socket.

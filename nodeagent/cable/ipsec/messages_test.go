@@ -142,7 +142,7 @@ func equal(got, want any) bool {
 	}
 }
 
-// Without a charon there is nothing of ours in it: Cleanup (as `strait agent --cleanup`
+// Without a charon there is nothing of ours in it: Cleanup (as `straitd agent --cleanup`
 // on a node that never ran the ipsec cable) succeeds.
 func TestCleanupWithoutCharon(t *testing.T) {
 	d, err := New(Config{VICISocket: filepath.Join(t.TempDir(), "charon.vici"), Routing: cable.Routing{Table: 7310, Protocol: 207}})

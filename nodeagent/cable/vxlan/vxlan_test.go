@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/straitnet/strait/test/cabletest"
 	"github.com/straitnet/strait/nodeagent/cable/vxlan"
+	"github.com/straitnet/strait/test/cabletest"
 )
 
 func TestMain(m *testing.M) {

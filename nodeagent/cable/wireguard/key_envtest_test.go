@@ -2,8 +2,6 @@ package wireguard_test
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"sync"
 	"testing"
 
@@ -11,7 +9,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/straitnet/strait/nodeagent/cable/wireguard"
 	"github.com/straitnet/strait/test/clusters"
@@ -19,28 +16,7 @@ import (
 
 // Against a real API server: several gateways starting at once all end up with one key.
 func TestLoadOrCreateKeyOnAPIServer(t *testing.T) {
-	root, err := clusters.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	assets := clusters.Assets(root)
-	if _, err := os.Stat(filepath.Join(assets, "kube-apiserver")); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("KUBEBUILDER_ASSETS=%q has no kube-apiserver", assets)
-		}
-		t.Skipf("KUBEBUILDER_ASSETS=%q has no kube-apiserver", assets)
-	}
-	env := &envtest.Environment{BinaryAssetsDirectory: assets}
-	cfg, err := env.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := env.Stop(); err != nil {
-			t.Error(err)
-		}
-	})
-	c, err := client.New(cfg, client.Options{})
+	c, err := client.New(clusters.NewCluster(t).Config, client.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -37,7 +37,7 @@ const (
 // Config is how the driver is built.
 type Config struct {
 	// PrivateKey of the cluster (see LoadOrCreateKey). Without one the driver can only
-	// report and clean up (e.g. for `strait agent --cleanup` without API access).
+	// report and clean up (e.g. for `straitd agent --cleanup` without API access).
 	PrivateKey wgtypes.Key
 	// Routing is where routes to remote CIDRs go.
 	Routing cable.Routing

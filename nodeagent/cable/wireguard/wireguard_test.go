@@ -12,8 +12,8 @@ import (
 	"golang.zx2c4.com/wireguard/wgctrl"
 	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
 
-	"github.com/straitnet/strait/test/cabletest"
 	"github.com/straitnet/strait/nodeagent/cable/wireguard"
+	"github.com/straitnet/strait/test/cabletest"
 )
 
 // keyEnv hands a gateway process its cluster's private key.

@@ -19,6 +19,7 @@ import (
 	"github.com/straitnet/strait/lab"
 	"github.com/straitnet/strait/lab/workload"
 	"github.com/straitnet/strait/test/labtest"
+	"github.com/straitnet/strait/test/require"
 )
 
 // converge bounds how long the lab may take to show a change; the tests log how long
@@ -41,7 +42,7 @@ func globalCIDR(t *testing.T, cluster string) netip.Prefix {
 func lookupIn(t *testing.T, ns, name string, want netip.Prefix) []netip.Addr {
 	t.Helper()
 	var got []netip.Addr
-	took := labtest.Eventually(t, converge, "g1: "+name, func() error {
+	took := require.Eventually(t, converge, "g1: "+name, func() error {
 		got = nil
 		ips, err := labtest.LookupInPod(context.Background(), ns, name)
 		if err != nil {
@@ -93,7 +94,7 @@ func TestServiceAnswersWithGlobalIPs(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ips := lookupIn(t, ns, tc.name, g2)
 			var a workload.Answer
-			labtest.Eventually(t, converge, "g1 → "+tc.name, func() error {
+			require.Eventually(t, converge, "g1 → "+tc.name, func() error {
 				var err error
 				a, err = labtest.TryWhereami(ns, net.JoinHostPort(tc.name, tc.port))
 				return err
@@ -193,7 +194,7 @@ func TestNewExportReachesG1(t *testing.T) {
 	if again := lookupIn(t, ns, "whereami-ss.sample.svc.clusterset.local", globalCIDR(t, "g2")); !slices.Equal(again, headless) {
 		t.Fatalf("whereami-ss moved from %v to %v when another service was exported", headless, again)
 	}
-	labtest.Eventually(t, converge, "g1 → "+name, func() error {
+	require.Eventually(t, converge, "g1 → "+name, func() error {
 		a, err := labtest.TryWhereami(ns, name+":80")
 		if err == nil && a.Cluster != "g2" {
 			err = fmt.Errorf("answered by %s", a.Cluster)
@@ -205,7 +206,7 @@ func TestNewExportReachesG1(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	labtest.Eventually(t, converge, "g1: "+name+" gone", func() error {
+	require.Eventually(t, converge, "g1: "+name+" gone", func() error {
 		if ips, err := labtest.LookupInPod(ctx, ns, name); err == nil {
 			return fmt.Errorf("still resolves to %v", ips)
 		}

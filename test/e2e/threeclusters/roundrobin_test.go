@@ -11,6 +11,7 @@ import (
 
 	"github.com/straitnet/strait/lab"
 	"github.com/straitnet/strait/test/labtest"
+	"github.com/straitnet/strait/test/require"
 )
 
 const name = "whereami-cs.sample.svc.clusterset.local"
@@ -33,7 +34,7 @@ func TestRoundRobinFromAThirdCluster(t *testing.T) {
 	want := []string{clusterIP(t, "c1"), clusterIP(t, "c2")}
 	slices.Sort(want)
 	seen := map[string]bool{}
-	labtest.Eventually(t, 2*time.Minute, "c3: "+name+" answers both exporting clusters", func() error {
+	require.Eventually(t, 2*time.Minute, "c3: "+name+" answers both exporting clusters", func() error {
 		ips, err := labtest.LookupInPod(context.Background(), ns, name)
 		if err != nil {
 			return err
@@ -48,7 +49,7 @@ func TestRoundRobinFromAThirdCluster(t *testing.T) {
 		return nil
 	})
 	answered := map[string]bool{}
-	labtest.Eventually(t, 2*time.Minute, "c3: GETs answered by c1 and c2", func() error {
+	require.Eventually(t, 2*time.Minute, "c3: GETs answered by c1 and c2", func() error {
 		a, err := labtest.TryWhereami(ns, name+":80")
 		if err != nil {
 			return err
@@ -71,7 +72,7 @@ func TestLocalExportWinsInAnExportingCluster(t *testing.T) {
 	own := clusterIP(t, "c1")
 	for i := range 10 {
 		var ips []string
-		labtest.Eventually(t, time.Minute, "c1: "+name, func() error {
+		require.Eventually(t, time.Minute, "c1: "+name, func() error {
 			var err error
 			ips, err = labtest.LookupInPod(context.Background(), ns, name)
 			return err

@@ -1,0 +1,246 @@
+package dnscmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"runtime"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	straitv1 "github.com/straitnet/strait/api/v1alpha1"
+	"github.com/straitnet/strait/dns/corefile"
+	"github.com/straitnet/strait/dns/resolver"
+	"github.com/straitnet/strait/dns/server"
+	"github.com/straitnet/strait/dns/source"
+	"github.com/straitnet/strait/internal/cli"
+)
+
+type dnsOptions struct {
+	listen         string
+	udpSockets     int
+	zones          []string
+	ttl            int
+	clusterNames   bool
+	clusterID      string
+	kubeconfig     string
+	namespace      string
+	metricsAddr    string
+	coredns        bool
+	corednsCM      string
+	service        string
+	upstream       string
+	corednsResync  time.Duration
+	cleanup        bool
+	changedTTL     bool
+	changedCluster bool
+}
+
+// NewCommand is `straitd dns`.
+func NewCommand() *cobra.Command {
+	o := &dnsOptions{}
+	cmd := &cobra.Command{
+		Use:   "dns [flags]",
+		Short: "Serve <svc>.<ns>.svc.clusterset.local for this member (daemon)",
+		Long: `dns answers the clusterset.local zone (and extra zones) from this member's
+ServiceImports and MCS EndpointSlices, as the MCS DNS specification describes:
+
+  <svc>.<ns>.svc.clusterset.local                       A/AAAA: the local cluster's
+      address when its export is ready, else round-robin over connected clusters
+  <cluster>.<svc>.<ns>.svc.clusterset.local             one cluster (--cluster-names)
+  <hostname>.<cluster>.<svc>.<ns>.svc.clusterset.local  one headless endpoint
+  _<port>._<proto>.<svc>.<ns>.svc.clusterset.local      SRV for named ports
+  dns-version.clusterset.local                          TXT "1.0.0"
+
+Names of a service without a ready endpoint in a connected cluster are NXDOMAIN; names
+outside the zones are REFUSED. A remote cluster is connected while its Peer in
+strait-system has no Connected=False condition.
+
+Zones, TTL and cluster names come from the Membership's spec.dns; flags given here win.
+With --coredns (the default) it keeps a marked server block in the Corefile of
+kube-system/coredns that forwards the zones to the strait dns Service, and puts it back
+when it goes missing; everything else in the Corefile stays byte for byte.
+'straitd dns --cleanup' removes that block and exits (for uninstall).
+
+Metrics (Prometheus) and /healthz, /readyz are served on --metrics-addr.`,
+		Example: `  straitd dns --listen :53
+  straitd dns --listen 127.0.0.1:5353 --kubeconfig ~/.kube/c1 --coredns=false
+  straitd dns --cleanup`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			o.changedTTL = cmd.Flags().Changed("ttl")
+			o.changedCluster = cmd.Flags().Changed("cluster-names")
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return runDNS(ctx, o)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.listen, "listen", ":53", "address to answer on, UDP and TCP")
+	f.IntVar(&o.udpSockets, "udp-sockets", runtime.GOMAXPROCS(0), "UDP sockets bound to the port with SO_REUSEPORT (the kernel spreads queries over them)")
+	f.StringSliceVar(&o.zones, "zones", nil, "extra zones to serve besides clusterset.local and the Membership's (repeatable)")
+	f.IntVar(&o.ttl, "ttl", resolver.DefaultTTL, "TTL of answers in seconds; when not given, the Membership's spec.dns.ttlSeconds (5 if unset)")
+	f.BoolVar(&o.clusterNames, "cluster-names", true, "serve <cluster>.<svc>.<ns>.svc.<zone>; false for strict MCS conformance; when not given, the Membership's spec.dns.disableClusterNames decides")
+	f.StringVar(&o.clusterID, "cluster-id", "", "this cluster's ID (default: the Membership's spec.clusterID)")
+	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig of this member (default: $KUBECONFIG, ~/.kube/config, or in-cluster)")
+	f.StringVar(&o.namespace, "namespace", straitv1.SystemNamespace, "namespace of the Membership and the Peers")
+	f.StringVar(&o.metricsAddr, "metrics-addr", ":9253", "address for /metrics, /healthz and /readyz; empty turns it off")
+	f.BoolVar(&o.coredns, "coredns", true, "keep the forwarding block in CoreDNS's Corefile")
+	f.StringVar(&o.corednsCM, "coredns-configmap", "kube-system/coredns", "namespace/name of CoreDNS's ConfigMap")
+	f.StringVar(&o.service, "service", straitv1.SystemNamespace+"/strait-dns", "namespace/name of the Service in front of strait dns; CoreDNS forwards to its cluster IP, port 53")
+	f.StringVar(&o.upstream, "upstream", "", "address CoreDNS forwards to, IP:port (default: the --service cluster IP)")
+	f.DurationVar(&o.corednsResync, "coredns-resync", time.Minute, "how often the Corefile block is checked and put back")
+	f.BoolVar(&o.cleanup, "cleanup", false, "remove the block from CoreDNS's Corefile and exit")
+	return cmd
+}
+
+func runDNS(ctx context.Context, o *dnsOptions) error {
+	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	ctrllog.SetLogger(logr.FromSlogHandler(log.Handler()))
+	cm, err := namespacedName(o.corednsCM)
+	if err != nil {
+		return fmt.Errorf("--coredns-configmap: %w", err)
+	}
+	if _, err := namespacedName(o.service); err != nil {
+		return fmt.Errorf("--service: %w", err)
+	}
+	if o.changedTTL && o.ttl < 0 {
+		return fmt.Errorf("--ttl %d: must not be negative", o.ttl)
+	}
+	cfg, err := cli.RESTConfig(o.kubeconfig, "strait-dns")
+	if err != nil {
+		return err
+	}
+	scheme, err := source.Scheme()
+	if err != nil {
+		return err
+	}
+	k8s, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return fmt.Errorf("creating client: %w", err)
+	}
+	if o.cleanup {
+		changed, err := corefile.Cleanup(ctx, k8s, cm)
+		if err != nil {
+			return err
+		}
+		log.Info("corefile cleaned up", "configmap", cm.String(), "changed", changed)
+		return nil
+	}
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	metrics, err := server.NewMetrics(reg)
+	if err != nil {
+		return err
+	}
+	srv := server.New(server.Options{Addr: o.listen, UDPSockets: o.udpSockets}, metrics)
+	ov := source.Overrides{ExtraZones: o.zones, ClusterID: o.clusterID}
+	if o.changedTTL {
+		ttl := uint32(o.ttl)
+		ov.TTL = &ttl
+	}
+	if o.changedCluster {
+		ov.ClusterNames = &o.clusterNames
+	}
+	src, err := source.New(cfg, source.Options{Overrides: ov, Namespace: o.namespace,
+		OnError: func(err error) { log.Error("reading the cache", "err", err) }}, srv.Publish)
+	if err != nil {
+		return err
+	}
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errc := make(chan error, 4)
+	run := func(name string, f func() error) {
+		go func() {
+			if err := f(); err != nil {
+				errc <- fmt.Errorf("%s: %w", name, err)
+				return
+			}
+			errc <- nil
+		}()
+	}
+	n := 2
+	run("source", func() error { return src.Run(ctx) })
+	run("server", func() error {
+		return srv.Run(ctx, func(udp, tcp net.Addr) { log.Info("serving", "udp", udp.String(), "tcp", tcp.String()) })
+	})
+	if o.metricsAddr != "" {
+		n++
+		run("metrics", func() error { return serveMetrics(ctx, o.metricsAddr, reg, srv) })
+	}
+	if o.coredns {
+		n++
+		svc, _ := namespacedName(o.service) // checked above
+		keeper := corefile.Keeper{Client: k8s, ConfigMap: cm, Service: svc, Upstream: o.upstream,
+			Resync: o.corednsResync, Zones: servedZones(srv), Log: log}
+		run("coredns", func() error { return keeper.Run(ctx) })
+	}
+	var errs []error
+	for i := range n {
+		if err := <-errc; err != nil {
+			errs = append(errs, err)
+		}
+		if i == 0 {
+			cancel()
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// servedZones are the zones of the snapshot srv serves, once it serves one.
+func servedZones(srv *server.Server) func() ([]string, bool) {
+	return func() ([]string, bool) {
+		snap := srv.Snapshot()
+		if snap == nil {
+			return nil, false
+		}
+		return snap.Config().Zones, true
+	}
+}
+
+func serveMetrics(ctx context.Context, addr string, reg *prometheus.Registry, srv *server.Server) error {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if srv.Snapshot() == nil {
+			http.Error(w, "no snapshot yet", http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = w.Write([]byte("ok\n"))
+	})
+	hs := &http.Server{Addr: addr, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		<-ctx.Done()
+		_ = hs.Close()
+	}()
+	if err := hs.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+func namespacedName(s string) (types.NamespacedName, error) {
+	ns, name, ok := strings.Cut(s, "/")
+	if !ok || ns == "" || name == "" {
+		return types.NamespacedName{}, fmt.Errorf("%q: want namespace/name", s)
+	}
+	return types.NamespacedName{Namespace: ns, Name: name}, nil
+}

@@ -1,0 +1,27 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+)
+
+// ErrReported means a command printed its errors itself (one line each, such as a
+// ClusterSet's field errors); Main then only exits with status 1.
+var ErrReported = errors.New("errors reported")
+
+// Main runs root with args and returns the process's exit status. Usage is not printed
+// on a failure of the command itself, only cobra's own argument errors show it.
+func Main(root *cobra.Command, args []string, stderr io.Writer) int {
+	root.SilenceUsage, root.SilenceErrors = true, true
+	root.SetArgs(args)
+	if err := root.Execute(); err != nil {
+		if !errors.Is(err, ErrReported) {
+			fmt.Fprintln(stderr, "error:", err)
+		}
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,166 @@
+package agentcmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/go-logr/logr/funcr"
+	"github.com/spf13/cobra"
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
+	ctrl "sigs.k8s.io/controller-runtime"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	straitv1 "github.com/straitnet/strait/api/v1alpha1"
+	"github.com/straitnet/strait/internal/cli"
+	"github.com/straitnet/strait/nodeagent/agent"
+	"github.com/straitnet/strait/nodeagent/cable/drivers"
+	"github.com/straitnet/strait/nodeagent/cable/ipsec"
+	"github.com/straitnet/strait/nodeagent/gateway"
+	"github.com/straitnet/strait/nodeagent/health"
+	"github.com/straitnet/strait/nodeagent/kernel"
+	"github.com/straitnet/strait/nodeagent/route"
+)
+
+type agentOptions struct {
+	nodeName       string
+	kubeconfig     string
+	namespace      string
+	resync         time.Duration
+	healthInterval time.Duration
+	election       gateway.Timing
+	metricsAddr    string
+	healthAddr     string
+	cleanup        bool
+	dump           bool
+	netnsPath      string
+	viciSocket     string
+	masqueradeBit  int
+}
+
+// NewCommand is `straitd agent`.
+func NewCommand() *cobra.Command {
+	o := &agentOptions{election: gateway.FastTiming()}
+	cmd := &cobra.Command{
+		Use:   "agent --node-name NODE",
+		Short: "Run the node agent (DaemonSet, hostNetwork, NET_ADMIN)",
+		Long: `agent converges this node's data plane to what the member cluster's Membership, Peers,
+Nodes and gateway Lease say: the vx-strait VXLAN device towards the active gateway,
+routes to remote CIDRs in routing table 4242 (rule priority 4242, route protocol 242),
+MTU and TCP MSS clamping, and the nftables table "strait". On nodes matching the
+Membership's gateway selector it campaigns for the Lease strait-system/strait-gateway;
+the active gateway runs the cable to every Peer, globalnet NAT, health checks into Peer
+status, and every gateway-capable node publishes its Gateway object.
+
+It is level-triggered: watch events, netlink events and a periodic resync each compute
+the whole desired state and converge to it; nothing it did not create is touched. On
+SIGTERM it releases the Lease (a passive gateway takes over within --retry-period) and
+leaves the kernel as it is.
+
+  straitd agent --node-name "$NODE_NAME"
+  straitd agent --dump       # print what of Strait's is on this node
+  straitd agent --cleanup    # remove everything of Strait's from this node`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runAgent(cmd.Context(), o, cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
+	}
+	cmd.PreRunE = func(*cobra.Command, []string) error { return o.election.Validate() }
+	f := cmd.Flags()
+	f.StringVar(&o.nodeName, "node-name", os.Getenv("NODE_NAME"), "this node's name (default $NODE_NAME)")
+	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig of the member cluster (default: in-cluster, then $KUBECONFIG)")
+	f.StringVar(&o.namespace, "namespace", straitv1.SystemNamespace, "namespace of Strait's objects in the member")
+	f.DurationVar(&o.resync, "resync", 30*time.Second, "period of the full resync")
+	f.DurationVar(&o.healthInterval, "health-interval", 5*time.Second, "how often the active gateway health-checks every peer")
+	f.DurationVar(&o.election.LeaseDuration, "lease-duration", o.election.LeaseDuration, "gateway Lease duration: a crashed gateway is replaced after this")
+	f.DurationVar(&o.election.RenewDeadline, "renew-deadline", o.election.RenewDeadline, "the active gateway steps down when it cannot renew within this")
+	f.DurationVar(&o.election.RetryPeriod, "retry-period", o.election.RetryPeriod, "how often candidates try the Lease (a released Lease is taken within this)")
+	f.StringVar(&o.metricsAddr, "metrics-bind-address", ":9342", `Prometheus metrics address ("0" disables)`)
+	f.StringVar(&o.healthAddr, "health-probe-bind-address", ":9343", `healthz/readyz address ("0" disables)`)
+	f.BoolVar(&o.cleanup, "cleanup", false, "remove everything of Strait's from this node (devices, routes, rules, nftables table, cables) and exit")
+	f.BoolVar(&o.dump, "dump", false, "print everything of Strait's on this node and exit")
+	f.StringVar(&o.viciSocket, "vici-socket", ipsec.Charon{Dir: ipsec.DefaultCharonDir}.VICISocket(), "VICI socket of the charon sidecar (in straitd charon --dir), for the ipsec cable")
+	f.IntVar(&o.masqueradeBit, "kube-proxy-masquerade-bit", route.DefaultKubeProxyMasqueradeBit, "kube-proxy's --masquerade-bit: cleared on remote clusters' packets so that a ClusterIP's server sees the remote pod's address, not the gateway's (-1: leave kube-proxy's marks alone)")
+	f.StringVar(&o.netnsPath, "netns", "", "program the data plane in this network namespace (a path like /var/run/netns/NAME) while talking to the API server from the agent's own; for labs that run nodes as namespaces")
+	return cmd
+}
+
+func runAgent(ctx context.Context, o *agentOptions, stdout, stderr io.Writer) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	masqueradeMark, err := markOfBit(o.masqueradeBit)
+	if err != nil {
+		return err
+	}
+	ns := netns.None()
+	if o.netnsPath != "" {
+		h, err := netns.GetFromPath(o.netnsPath)
+		if err != nil {
+			return fmt.Errorf("--netns %s: %w", o.netnsPath, err)
+		}
+		defer h.Close()
+		ns = h
+	}
+	k, err := kernel.NewLinux(ns)
+	if err != nil {
+		return err
+	}
+	defer k.Close()
+	var nl *netlink.Handle // cable drivers program the same namespace
+	if ns.IsOpen() {
+		if nl, err = netlink.NewHandleAt(ns); err != nil {
+			return err
+		}
+		defer nl.Close()
+	}
+	switch {
+	case o.dump:
+		d, err := kernel.Dump(ctx, k, route.Ownership())
+		fmt.Fprint(stdout, d)
+		return err
+	case o.cleanup:
+		// Without the API server: a cleanup must not create the wireguard key Secret.
+		return errors.Join(agent.Cleanup(ctx, k, nil), drivers.Cleanup(ctx, cableOptions(o.namespace, o.viciSocket, nl, nil)))
+	}
+	if o.nodeName == "" {
+		return errors.New("--node-name (or $NODE_NAME) is required")
+	}
+	cfg, err := cli.RESTConfig(o.kubeconfig, "strait-agent")
+	if err != nil {
+		return err
+	}
+	log := funcr.New(func(prefix, args string) { fmt.Fprintln(stderr, prefix, args) }, funcr.Options{})
+	ctrl.SetLogger(log)
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	a, err := agent.New(cfg, agent.Config{
+		NodeName: o.nodeName, Namespace: o.namespace, Resync: o.resync, HealthInterval: o.healthInterval,
+		Election: o.election, Kernel: k,
+		Cables:      cableFactory(cfg, o.namespace, o.viciSocket, nl, func(f string, a ...any) { log.Info(fmt.Sprintf(f, a...)) }),
+		Prober:      health.NewICMP(ns, 5, 100*time.Millisecond, time.Second),
+		MetricsAddr: o.metricsAddr, HealthAddr: o.healthAddr, Metrics: ctrlmetrics.Registry,
+		KubeProxyMasqueradeMark: masqueradeMark,
+	})
+	if err != nil {
+		return err
+	}
+	return a.Run(ctx)
+}
+
+// markOfBit is the packet mark of --kube-proxy-masquerade-bit; -1 is none (0).
+func markOfBit(bit int) (uint32, error) {
+	switch {
+	case bit == -1:
+		return 0, nil
+	case bit < 0 || bit > 31:
+		return 0, fmt.Errorf("--kube-proxy-masquerade-bit %d: want a bit from 0 to 31, or -1 for none", bit)
+	}
+	return 1 << bit, nil
+}
