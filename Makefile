@@ -31,10 +31,23 @@ VERSION ?=
 REVISION ?= $(shell git describe --always --dirty --abbrev=40 --match=no-tags 2>/dev/null)
 LDFLAGS := $(if $(VERSION),-X github.com/straitnet/strait/internal/cli.version=$(VERSION)) $(if $(REVISION),-X github.com/straitnet/strait/internal/cli.revision=$(REVISION))
 
+# The binaries of a real node (the lab's nodes, issue 13), built from source: the kubelet from
+# test/k8sbin, containerd, its shim, ctr, runc and the CNI plugins from test/nodebin. runc links
+# libseccomp statically from a sysroot unpacked from Debian's libseccomp-dev (no install):
+# containerd gives every sandbox the RuntimeDefault seccomp profile, so a runc without
+# seccomp fails every pod.
+NODE_BIN := $(BIN)/node
+NODE_BINARIES := containerd containerd-shim-runc-v2 ctr runc bridge host-local loopback
+NODEBIN_MOD := test/nodebin/go.mod test/nodebin/go.sum
+SECCOMP_SYSROOT := $(BIN)/cache/seccomp-sysroot
+CONTAINERD_PKG := github.com/containerd/containerd/v2
+CNI_PKG := github.com/containernetworking/plugins/plugins
+IMAGES_STAMP := $(BIN)/images/.built
+
 # CoreDNS, the lab's cluster DNS, built from the Go module proxy outside the repository.
 COREDNS := $(BIN)/coredns
 
-.PHONY: all demo build host-deps lab lab-globalnet lab-down generate manifests fmt vet lint test test-unit verify bench bench-lab bench-dns coredns k8s-binaries tools clean help
+.PHONY: all demo build host-deps lab lab-globalnet lab-down generate manifests fmt vet lint test test-unit verify bench bench-lab bench-dns coredns k8s-binaries node-binaries images tools clean help
 
 all: build
 
@@ -83,7 +96,7 @@ verify: generate manifests ## Fail on stale generated files, gofmt, go mod tidy,
 host-deps: ## Install the host tools the lab and the root tests run (root on Debian), or name the missing ones.
 	@hack/host-deps.sh
 
-test: host-deps k8s-binaries $(COREDNS) ## Run every test (root-only tests need root; under CI=true they fail instead of skipping).
+test: host-deps k8s-binaries node-binaries images $(COREDNS) ## Run every test (root-only tests need root; under CI=true they fail instead of skipping).
 	$(GO) test -count=1 -timeout 40m $$($(GO) list ./... | grep -v '^github.com/straitnet/strait/test/e2e')
 	@# The lab runs three control planes, CoreDNS, kube-proxy and every strait daemon:
 	@# it gets the machine to itself rather than racing the other packages' API servers.
@@ -113,6 +126,51 @@ $(K8S_BIN)/etcd:
 $(K8S_BIN)/kube-%:
 	mkdir -p $(K8S_BIN)
 	cd test/k8sbin && $(GO) build -ldflags "-X k8s.io/component-base/version.gitVersion=$(K8S_VERSION) -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$(K8S_MINOR)" -o $@ k8s.io/kubernetes/cmd/kube-$*
+
+node-binaries: $(K8S_BIN)/kubelet $(addprefix $(NODE_BIN)/,$(NODE_BINARIES)) ## Build kubelet, containerd, runc, CNI plugins for real nodes.
+
+images: $(IMAGES_STAMP) ## Build the real nodes' images (pause, whereami, iperf3, busybox, tools) into bin/images from Go programs and Debian packages.
+
+# Rebuilt when their programs change; the Debian packages are cached in bin/cache/debs.
+$(IMAGES_STAMP): $(wildcard lab/image/*.go lab/image/*/*.go lab/workload/*.go lab/workload/cmd/*/*.go hack/labimages/*.go)
+	$(GO) run ./hack/labimages -out $(BIN)/images -cache $(BIN)/cache/debs
+	touch $@
+
+$(K8S_BIN)/kubelet: test/k8sbin/go.mod test/k8sbin/go.sum
+	mkdir -p $(K8S_BIN)
+	cd test/k8sbin && $(GO) build -ldflags "-X k8s.io/component-base/version.gitVersion=$(K8S_VERSION) -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$(K8S_MINOR)" -o $@ k8s.io/kubernetes/cmd/kubelet
+
+# containerd needs cgo for nothing it does here; static binaries run in any mount namespace.
+$(NODE_BIN)/containerd $(NODE_BIN)/ctr: $(NODEBIN_MOD)
+	mkdir -p $(NODE_BIN)
+	cd test/nodebin && CGO_ENABLED=0 $(GO) build -trimpath -o $@ $(CONTAINERD_PKG)/cmd/$(notdir $@)
+
+$(NODE_BIN)/containerd-shim-runc-v2: $(NODEBIN_MOD)
+	mkdir -p $(NODE_BIN)
+	cd test/nodebin && CGO_ENABLED=0 $(GO) build -trimpath -o $@ $(CONTAINERD_PKG)/cmd/containerd-shim-runc-v2
+
+$(NODE_BIN)/bridge $(NODE_BIN)/loopback: $(NODEBIN_MOD)
+	mkdir -p $(NODE_BIN)
+	cd test/nodebin && CGO_ENABLED=0 $(GO) build -trimpath -o $@ $(CNI_PKG)/main/$(notdir $@)
+
+$(NODE_BIN)/host-local: $(NODEBIN_MOD)
+	mkdir -p $(NODE_BIN)
+	cd test/nodebin && CGO_ENABLED=0 $(GO) build -trimpath -o $@ $(CNI_PKG)/ipam/host-local
+
+$(NODE_BIN)/runc: $(NODEBIN_MOD) $(SECCOMP_SYSROOT)/.done
+	mkdir -p $(NODE_BIN)
+	cd test/nodebin && CGO_ENABLED=1 \
+	  PKG_CONFIG_PATH=$(SECCOMP_SYSROOT)/usr/lib/x86_64-linux-gnu/pkgconfig PKG_CONFIG_SYSROOT_DIR=$(SECCOMP_SYSROOT) \
+	  $(GO) build -trimpath -tags "seccomp urfave_cli_no_docs netgo osusergo" \
+	  -ldflags "-X main.version=1.5.2 -extldflags -static" -o $@ github.com/opencontainers/runc
+
+# The .so symlink would dangle (libseccomp2 is not unpacked), so the linker takes the .a.
+$(SECCOMP_SYSROOT)/.done:
+	rm -rf $(SECCOMP_SYSROOT) && mkdir -p $(SECCOMP_SYSROOT)/deb
+	cd $(SECCOMP_SYSROOT)/deb && apt-get download libseccomp-dev
+	dpkg-deb -x $(SECCOMP_SYSROOT)/deb/libseccomp-dev_*.deb $(SECCOMP_SYSROOT)
+	rm -f $(SECCOMP_SYSROOT)/usr/lib/x86_64-linux-gnu/libseccomp.so
+	touch $@
 
 tools: $(CONTROLLER_GEN) $(GOLANGCI_LINT) $(KUSTOMIZE)
 

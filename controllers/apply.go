@@ -34,10 +34,14 @@ type memberResult struct {
 }
 
 // writeMembers applies the plan to every reachable member and prunes, a bounded number
-// of members at a time. Members that are unreachable are left alone.
+// of members at a time. Members that are unreachable are left alone. Without a plan
+// (the ClusterSet is being deleted) every member is pruned.
 func (r *ClusterSetReconciler) writeMembers(ctx context.Context, obj *straitv1.ClusterSet, p *plan.Plan, conns map[string]*conn) map[string]*memberResult {
 	cs := types.NamespacedName{Namespace: obj.Namespace, Name: obj.Name}
-	psk, pskErr := r.ipsecPSK(ctx, obj)
+	var psk pskData
+	if p != nil {
+		psk.key, psk.err = r.ipsecPSK(ctx, p.IPsecPSKSource())
+	}
 	results := make(map[string]*memberResult, len(conns))
 	sem := make(chan struct{}, r.cfg.MaxConcurrentMembers)
 	var wg sync.WaitGroup
@@ -59,7 +63,7 @@ func (r *ClusterSetReconciler) writeMembers(ctx context.Context, obj *straitv1.C
 				res.pruned, err = w.prune(ctx, nil)
 				res.cleaned = err == nil
 			} else {
-				err = w.write(ctx, p, name, psk, pskErr, res)
+				err = w.write(ctx, p, name, psk, res)
 			}
 			res.err = err
 			// A member that went away between the probe and the writes is unreachable,
@@ -78,26 +82,45 @@ func (r *ClusterSetReconciler) writeMembers(ctx context.Context, obj *straitv1.C
 	return results
 }
 
-// ipsecPSK returns the Secret to copy into every member, nil when the cable is not ipsec.
-func (r *ClusterSetReconciler) ipsecPSK(ctx context.Context, obj *straitv1.ClusterSet) (*corev1.Secret, error) {
-	spec := plan.WithDefaults(obj.Spec)
-	if spec.Cable.Driver != straitv1.CableIPsec || spec.Cable.PSKSecretRef == nil {
+// pskData is the IPsec pre-shared key read from the hub, or why it could not be read.
+type pskData struct {
+	key []byte
+	err error
+}
+
+// ipsecPSK reads the pre-shared key the plan's PSK Secret carries into every member, nil
+// when the plan has no PSK Secret (src nil). Only the hub may read the hub's Secrets, so
+// the plan leaves the data to it.
+func (r *ClusterSetReconciler) ipsecPSK(ctx context.Context, src *types.NamespacedName) ([]byte, error) {
+	if src == nil {
 		return nil, nil
 	}
-	src := &corev1.Secret{}
-	name := types.NamespacedName{Namespace: obj.Namespace, Name: spec.Cable.PSKSecretRef.Name}
-	if err := r.secrets.Get(ctx, name, src); err != nil {
-		return nil, fmt.Errorf("reading the IPsec PSK Secret %s: %w", name, err)
+	s := &corev1.Secret{}
+	if err := r.secrets.Get(ctx, *src, s); err != nil {
+		return nil, fmt.Errorf("reading the IPsec PSK Secret %s: %w", src, err)
 	}
-	if len(src.Data["psk"]) == 0 {
-		return nil, fmt.Errorf("the IPsec PSK Secret %s has no key \"psk\"", name)
+	if len(s.Data[plan.IPsecPSKKey]) == 0 {
+		return nil, fmt.Errorf("the IPsec PSK Secret %s has no key %q", src, plan.IPsecPSKKey)
 	}
-	return &corev1.Secret{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
-		ObjectMeta: metav1.ObjectMeta{Name: plan.IPsecPSKSecretName, Namespace: straitv1.SystemNamespace},
-		Type:       corev1.SecretTypeOpaque,
-		Data:       map[string][]byte{"psk": src.Data["psk"]},
-	}, nil
+	return s.Data[plan.IPsecPSKKey], nil
+}
+
+// withPSK fills the key into the plan's PSK Secret. When the key could not be read the
+// Secret is left out rather than applied empty, which would take the key the member
+// holds away from its gateway; the error then also stops the prune, so the member keeps
+// its copy.
+func withPSK(objs []client.Object, psk pskData) []client.Object {
+	out := objs[:0]
+	for _, o := range objs {
+		if s, ok := o.(*corev1.Secret); ok && s.Name == plan.IPsecPSKSecretName && s.Namespace == straitv1.SystemNamespace {
+			if psk.err != nil {
+				continue
+			}
+			s.Data = map[string][]byte{plan.IPsecPSKKey: psk.key}
+		}
+		out = append(out, o)
+	}
+	return out
 }
 
 // memberWriter writes one member.
@@ -108,20 +131,14 @@ type memberWriter struct {
 	table *appliedTable
 }
 
-func (w *memberWriter) write(ctx context.Context, p *plan.Plan, cluster string, psk *corev1.Secret, pskErr error, res *memberResult) error {
+func (w *memberWriter) write(ctx context.Context, p *plan.Plan, cluster string, psk pskData, res *memberResult) error {
 	if err := w.checkOwner(ctx); err != nil {
 		return err
 	}
-	objs := p.Objects(cluster)
-	if psk != nil {
-		s := psk.DeepCopy()
-		s.Labels = map[string]string{straitv1.LabelManagedBy: straitv1.ManagedByHub, straitv1.LabelClusterSet: plan.ClusterSetLabel(w.cs)}
-		s.Annotations = map[string]string{straitv1.AnnotationTargetCluster: cluster}
-		objs = append(objs, s)
-	}
+	objs := withPSK(p.Objects(cluster), psk)
 	var errs []error
-	if pskErr != nil {
-		errs = append(errs, pskErr)
+	if psk.err != nil {
+		errs = append(errs, psk.err)
 	}
 	if err := w.ensureNamespaces(ctx, objs); err != nil {
 		return errors.Join(append(errs, err)...)

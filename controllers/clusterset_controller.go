@@ -163,8 +163,9 @@ func (r *ClusterSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	}
 
 	// Objects from git may arrive before the webhook is installed: an invalid spec is a
-	// terminal state, not a retry loop.
-	if errs := plan.Validate(obj); len(errs) > 0 {
+	// terminal state, not a retry loop. The spec is validated and defaulted here, once.
+	spec, errs := plan.Check(obj)
+	if len(errs) > 0 {
 		r.stalled(obj, straitv1.ReasonValidationFailed, errs.ToAggregate().Error())
 		r.metrics.errors.WithLabelValues(csLabel, "validation").Inc()
 		return ctrl.Result{}, nil
@@ -184,7 +185,7 @@ func (r *ClusterSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	conns := r.connect(ctx, obj)
 	observed := r.observe(ctx, obj, conns)
 	r.relevanceFor(req.NamespacedName).update(obj, observed)
-	p, errs := plan.Compute(obj, observed)
+	p, errs := spec.Compute(observed)
 	if len(errs) > 0 {
 		r.stalled(obj, straitv1.ReasonValidationFailed, errs.ToAggregate().Error())
 		r.metrics.errors.WithLabelValues(csLabel, "validation").Inc()
@@ -192,6 +193,7 @@ func (r *ClusterSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	}
 
 	results := r.writeMembers(ctx, obj, p, conns)
+	r.releaseLeftClusters(obj, results)
 	r.setStatus(obj, p, conns, results)
 	return r.result(obj, results), nil
 }

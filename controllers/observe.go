@@ -33,7 +33,7 @@ func watchedKinds() []members.Watch {
 }
 
 // observe reads every member's facts from its informers. An unreachable member's facts
-// are what was last seen (Reachable false); a member never seen has none.
+// are what was last seen; a member never seen has none.
 func (r *ClusterSetReconciler) observe(ctx context.Context, obj *straitv1.ClusterSet, conns map[string]*conn) plan.Observed {
 	wanted := declaredExports(obj)
 	memberExports := obj.Spec.ExportPolicy == straitv1.ExportPolicyMemberExports
@@ -52,7 +52,6 @@ func (r *ClusterSetReconciler) observe(ctx context.Context, obj *straitv1.Cluste
 			out[c.name] = &plan.MemberFacts{}
 			continue
 		}
-		f.Reachable = c.err == nil
 		out[c.name] = f
 	}
 	return out

@@ -14,6 +14,7 @@ import (
 	mcsv1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
+	"github.com/straitnet/strait/controllers/members"
 	"github.com/straitnet/strait/plan"
 )
 
@@ -95,6 +96,21 @@ func (w *memberWriter) prune(ctx context.Context, desired map[objKey]bool) (int,
 		}
 	}
 	return n, errors.Join(errs...)
+}
+
+// releaseLeftClusters drops the connection and the applied-object table of every
+// cluster that left the ClusterSet and holds nothing of it any more: the hub has no
+// reason to watch it again.
+func (r *ClusterSetReconciler) releaseLeftClusters(obj *straitv1.ClusterSet, results map[string]*memberResult) {
+	for name, res := range results {
+		if !res.cleaned {
+			continue
+		}
+		r.event(obj, "Normal", straitv1.ReasonPruning, "Prune", "cluster %s left the clusterset: %d objects removed", name, res.pruned)
+		k := members.Key{ClusterSet: clusterSetName(obj), Cluster: name}
+		r.members.Forget(k)
+		r.applied.Delete(k)
+	}
 }
 
 func (w *memberWriter) delete(ctx context.Context, k objKey, o client.Object) error {

@@ -11,118 +11,139 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
-	"github.com/straitnet/strait/controllers/members"
 	"github.com/straitnet/strait/plan"
 )
 
-// setStatus writes the plan's status, what the connections and writes found per
-// cluster, and the ClusterSet's conditions following Flux's rules: Ready=True only when
-// every member holds its objects; otherwise Ready=False with Reconciling=True, because
-// the hub retries; Stalled is only for specs that cannot work (see stalled).
+// setStatus writes the ClusterSet status: the plan's (gateways, connections, exports
+// and their counts) and what only this reconcile observed, per cluster whether the hub
+// reached it (Connected) and what writing it did (Ready, inventory), and the clusters
+// that left but still hold objects. The ClusterSet's conditions follow Flux's rules:
+// Ready=True only when every member holds its objects; otherwise Ready=False with
+// Reconciling=True, because the hub retries; Stalled is only for specs that cannot work
+// (see stalled).
 func (r *ClusterSetReconciler) setStatus(obj *straitv1.ClusterSet, p *plan.Plan, conns map[string]*conn, results map[string]*memberResult) {
 	prev := map[string]*straitv1.ClusterStatus{}
 	for i := range obj.Status.Clusters {
 		prev[obj.Status.Clusters[i].Name] = &obj.Status.Clusters[i]
 	}
-	spec := map[string]*straitv1.ClusterSpec{}
-	for i := range obj.Spec.Clusters {
-		spec[obj.Spec.Clusters[i].Name] = &obj.Spec.Clusters[i]
-	}
-	cs := plan.ClusterSetLabel(clusterSetName(obj))
-	st := p.Status
-	var failed, unreachable []string
-	connected := 0
+	st := *p.Status.DeepCopy()
+	var t tally
 	for i := range st.Clusters {
 		c := &st.Clusters[i]
-		res, cn := results[c.Name], conns[c.Name]
-		c.KubeConfig = spec[c.Name].KubeConfig.DeepCopy()
-		conn := metav1.Condition{Type: straitv1.ConditionConnected, Status: metav1.ConditionTrue,
-			Reason: straitv1.ReasonConnected, Message: "the hub reaches the member's API server"}
-		ready := metav1.Condition{Type: meta.ReadyCondition, Status: metav1.ConditionTrue, Reason: straitv1.ReasonApplied}
-		switch {
-		case res.unreachable:
-			unreachable = append(unreachable, c.Name)
-			conn.Status, conn.Reason, conn.Message = metav1.ConditionFalse, straitv1.ReasonUnreachable, errString(cn.err)
-			ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, straitv1.ReasonUnreachable,
-				"the member keeps what it held when it was last reached"
-			if p := prev[c.Name]; p != nil {
-				c.Inventory = p.Inventory
-			}
-			if was := prevCondition(prev[c.Name], straitv1.ConditionConnected); was == nil || was.Status != metav1.ConditionFalse {
-				r.event(obj, "Warning", straitv1.ReasonUnreachable, "Connect", "cluster %s: %s", c.Name, errString(cn.err))
-			}
-		case res.err != nil:
-			connected++
-			failed = append(failed, c.Name)
-			c.Inventory = res.inventory
-			ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, straitv1.ReasonApplyFailed, res.err.Error()
-			r.event(obj, "Warning", straitv1.ReasonApplyFailed, "Apply", "cluster %s: %s", c.Name, res.err)
-		default:
-			connected++
-			c.Inventory = res.inventory
-			ready.Message = fmt.Sprintf("%d objects in place", sum(res.inventory))
-			if was := prevCondition(prev[c.Name], straitv1.ConditionConnected); was != nil && was.Status == metav1.ConditionFalse {
-				r.event(obj, "Normal", straitv1.ReasonConnected, "Connect", "cluster %s is reachable again", c.Name)
-			}
-		}
-		gw := apimeta.FindStatusCondition(c.Conditions, straitv1.ConditionGatewayReady)
-		c.Conditions = mergeConditions(prev[c.Name], obj.Generation, conn, *gw, ready)
+		r.memberStatus(obj, c, prev[c.Name], conns[c.Name], results[c.Name], &t)
 	}
-	// Clusters that left the spec stay in status until they hold nothing of ours.
-	for name, cn := range conns {
-		if !cn.removed {
-			continue
+	st.Clusters = append(st.Clusters, leftClusters(obj, prev, conns, results, &t)...)
+	sort.Slice(st.Clusters, func(i, j int) bool { return st.Clusters[i].Name < st.Clusters[j].Name })
+	st.Summary.Clusters = fmt.Sprintf("%d/%d", t.connected, len(obj.Spec.Clusters))
+
+	obj.Status.Clusters, obj.Status.Exports, obj.Status.Summary = st.Clusters, st.Exports, st.Summary
+	obj.Status.ObservedGeneration = obj.Generation
+	apimeta.RemoveStatusCondition(&obj.Status.Conditions, meta.StalledCondition)
+	setReadiness(obj, st.Summary, t)
+	r.changeEvent(obj, results)
+	r.recordStatus(plan.ClusterSetLabel(clusterSetName(obj)), len(obj.Spec.Clusters), st.Summary, t)
+}
+
+// tally counts, over one reconcile, the members the hub reached and lists those it did
+// not reach or could not bring to their desired state.
+type tally struct {
+	connected           int
+	unreachable, failed []string
+}
+
+// memberStatus adds to a cluster's planned status what this reconcile found there:
+// Connected, Ready and the inventory, and tells with an event when the hub lost or
+// regained the member.
+func (r *ClusterSetReconciler) memberStatus(obj *straitv1.ClusterSet, c, prev *straitv1.ClusterStatus, cn *conn, res *memberResult, t *tally) {
+	c.KubeConfig = cn.kubeConfig.DeepCopy()
+	conn := metav1.Condition{Type: straitv1.ConditionConnected, Status: metav1.ConditionTrue,
+		Reason: straitv1.ReasonConnected, Message: "the hub reaches the member's API server"}
+	ready := metav1.Condition{Type: meta.ReadyCondition, Status: metav1.ConditionTrue, Reason: straitv1.ReasonApplied}
+	wasConnected := prevCondition(prev, straitv1.ConditionConnected)
+	switch {
+	case res.unreachable:
+		t.unreachable = append(t.unreachable, c.Name)
+		conn.Status, conn.Reason, conn.Message = metav1.ConditionFalse, straitv1.ReasonUnreachable, errString(cn.err)
+		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, straitv1.ReasonUnreachable,
+			"the member keeps what it held when it was last reached"
+		if prev != nil {
+			c.Inventory = prev.Inventory
 		}
+		if wasConnected == nil || wasConnected.Status != metav1.ConditionFalse {
+			r.event(obj, "Warning", straitv1.ReasonUnreachable, "Connect", "cluster %s: %s", c.Name, errString(cn.err))
+		}
+	case res.err != nil:
+		t.connected++
+		t.failed = append(t.failed, c.Name)
+		c.Inventory = res.inventory
+		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, straitv1.ReasonApplyFailed, res.err.Error()
+		r.event(obj, "Warning", straitv1.ReasonApplyFailed, "Apply", "cluster %s: %s", c.Name, res.err)
+	default:
+		t.connected++
+		c.Inventory = res.inventory
+		ready.Message = fmt.Sprintf("%d objects in place", sum(res.inventory))
+		if wasConnected != nil && wasConnected.Status == metav1.ConditionFalse {
+			r.event(obj, "Normal", straitv1.ReasonConnected, "Connect", "cluster %s is reachable again", c.Name)
+		}
+	}
+	gw := apimeta.FindStatusCondition(c.Conditions, straitv1.ConditionGatewayReady)
+	c.Conditions = mergeConditions(prev, obj.Generation, conn, *gw, ready)
+}
+
+// leftClusters are the clusters that left the spec but still hold objects of the
+// ClusterSet: they stay in status, not ready, until the hub has removed them all.
+func leftClusters(obj *straitv1.ClusterSet, prev map[string]*straitv1.ClusterStatus, conns map[string]*conn, results map[string]*memberResult, t *tally) []straitv1.ClusterStatus {
+	var out []straitv1.ClusterStatus
+	for name, cn := range conns {
 		res := results[name]
-		if res.cleaned {
-			r.event(obj, "Normal", straitv1.ReasonPruning, "Prune", "cluster %s left the clusterset: %d objects removed", name, res.pruned)
-			r.members.Forget(members.Key{ClusterSet: clusterSetName(obj), Cluster: name})
-			r.applied.Delete(members.Key{ClusterSet: clusterSetName(obj), Cluster: name})
+		if !cn.removed || res.cleaned {
 			continue
 		}
 		msg := "the cluster left the clusterset; the hub removes what it wrote there"
 		if res.err != nil {
 			msg += ": " + res.err.Error()
 		}
-		st.Clusters = append(st.Clusters, straitv1.ClusterStatus{Name: name, KubeConfig: cn.kubeConfig.DeepCopy(),
+		out = append(out, straitv1.ClusterStatus{Name: name, KubeConfig: cn.kubeConfig.DeepCopy(),
 			Conditions: mergeConditions(prev[name], obj.Generation, metav1.Condition{Type: meta.ReadyCondition,
 				Status: metav1.ConditionFalse, Reason: straitv1.ReasonPruning, Message: msg})})
-		failed = append(failed, name)
+		t.failed = append(t.failed, name)
 	}
-	sort.Slice(st.Clusters, func(i, j int) bool { return st.Clusters[i].Name < st.Clusters[j].Name })
-	st.Summary.Clusters = fmt.Sprintf("%d/%d", connected, len(obj.Spec.Clusters))
+	return out
+}
 
-	obj.Status.Clusters, obj.Status.Exports, obj.Status.Summary = st.Clusters, st.Exports, st.Summary
-	obj.Status.ObservedGeneration = obj.Generation
-	apimeta.RemoveStatusCondition(&obj.Status.Conditions, meta.StalledCondition)
-	switch {
-	case len(unreachable) > 0 || len(failed) > 0:
-		var parts []string
-		reason := straitv1.ReasonApplyFailed
-		if len(unreachable) > 0 {
-			reason = straitv1.ReasonMembersUnreachable
-			parts = append(parts, "unreachable: "+strings.Join(unreachable, ", "))
-		}
-		if len(failed) > 0 {
-			parts = append(parts, "not converged: "+strings.Join(failed, ", "))
-		}
-		msg := strings.Join(parts, "; ")
-		setCondition(obj, meta.ReadyCondition, metav1.ConditionFalse, reason, msg)
-		setCondition(obj, meta.ReconcilingCondition, metav1.ConditionTrue, meta.ProgressingWithRetryReason, msg)
-	default:
+// setReadiness sets the ClusterSet's Ready and Reconciling conditions from the tally;
+// the export count is the summary's, which counts every export, not the capped list.
+func setReadiness(obj *straitv1.ClusterSet, summary straitv1.ClusterSetSummary, t tally) {
+	if len(t.unreachable) == 0 && len(t.failed) == 0 {
 		setCondition(obj, meta.ReadyCondition, metav1.ConditionTrue, straitv1.ReasonReconciliationOK,
-			fmt.Sprintf("%d clusters and %d exports in place", len(obj.Spec.Clusters), len(st.Exports)))
+			fmt.Sprintf("%d clusters and %d exports in place", len(obj.Spec.Clusters), summary.Exports))
 		apimeta.RemoveStatusCondition(&obj.Status.Conditions, meta.ReconcilingCondition)
+		return
 	}
-	r.changeEvent(obj, results)
-	r.metrics.members.WithLabelValues(cs).Set(float64(len(obj.Spec.Clusters)))
-	r.metrics.membersConnected.WithLabelValues(cs).Set(float64(connected))
-	r.metrics.exports.WithLabelValues(cs).Set(float64(len(st.Exports)))
-	if len(unreachable) > 0 {
-		r.metrics.errors.WithLabelValues(cs, "unreachable").Add(float64(len(unreachable)))
+	var parts []string
+	reason := straitv1.ReasonApplyFailed
+	if len(t.unreachable) > 0 {
+		reason = straitv1.ReasonMembersUnreachable
+		parts = append(parts, "unreachable: "+strings.Join(t.unreachable, ", "))
 	}
-	if len(failed) > 0 {
-		r.metrics.errors.WithLabelValues(cs, "apply").Add(float64(len(failed)))
+	if len(t.failed) > 0 {
+		parts = append(parts, "not converged: "+strings.Join(t.failed, ", "))
+	}
+	msg := strings.Join(parts, "; ")
+	setCondition(obj, meta.ReadyCondition, metav1.ConditionFalse, reason, msg)
+	setCondition(obj, meta.ReconcilingCondition, metav1.ConditionTrue, meta.ProgressingWithRetryReason, msg)
+}
+
+// recordStatus sets the ClusterSet's gauges and counts its member errors.
+func (r *ClusterSetReconciler) recordStatus(cs string, members int, summary straitv1.ClusterSetSummary, t tally) {
+	r.metrics.members.WithLabelValues(cs).Set(float64(members))
+	r.metrics.membersConnected.WithLabelValues(cs).Set(float64(t.connected))
+	r.metrics.exports.WithLabelValues(cs).Set(float64(summary.Exports))
+	if len(t.unreachable) > 0 {
+		r.metrics.errors.WithLabelValues(cs, "unreachable").Add(float64(len(t.unreachable)))
+	}
+	if len(t.failed) > 0 {
+		r.metrics.errors.WithLabelValues(cs, "apply").Add(float64(len(t.failed)))
 	}
 }
 

@@ -5,7 +5,9 @@
 # every missing tool and the package that has it. It never waits on anything but apt.
 set -euo pipefail
 
-# tool-or-path:debian-package. A tool is looked up on PATH, a path must exist.
+# tool-or-path:debian-package. A tool is looked up on PATH, a path must exist. gcc,
+# pkg-config and libc6-dev link runc statically against libseccomp (make node-binaries);
+# nsenter starts a real node's daemons in its namespaces.
 needs=(
   ip:iproute2
   nft:nftables
@@ -14,6 +16,10 @@ needs=(
   dnsperf:dnsperf
   shellcheck:shellcheck
   unshare:util-linux
+  nsenter:util-linux
+  pkg-config:pkg-config
+  gcc:gcc
+  /usr/lib/x86_64-linux-gnu/libc.a:libc6-dev
   /usr/lib/ipsec/charon:strongswan-charon
   swanctl:strongswan-swanctl
   /usr/lib/ipsec/plugins/libstrongswan-kernel-libipsec.so:libcharon-extra-plugins
@@ -48,9 +54,22 @@ if ! command -v go >/dev/null 2>&1; then
   exit 1
 fi
 
+# make node-binaries and make images fetch .deb files with apt-get download (nothing is
+# installed from them): that needs the package lists, which a fresh machine may lack.
+have_lists() { compgen -G '/var/lib/apt/lists/*_Packages*' >/dev/null; }
+
 gaps=$(missing)
-if [[ -z $gaps ]]; then
+if [[ -z $gaps ]] && have_lists; then
   echo "host-deps: every tool is there"
+  exit 0
+fi
+if [[ -z $gaps ]]; then
+  if [[ $(id -u) != 0 ]] || ! command -v apt-get >/dev/null 2>&1; then
+    echo "host-deps: no Debian package lists (/var/lib/apt/lists), which 'make images' needs: run 'apt-get update' as root" >&2
+    exit 1
+  fi
+  echo "host-deps: fetching Debian's package lists (apt-get update)"
+  apt-get update -qq
   exit 0
 fi
 if [[ ${STRAIT_NO_INSTALL:-} == 1 ]]; then

@@ -29,11 +29,18 @@ func newApplier(cfg *rest.Config) (*applier, error) {
 }
 
 // create creates obj unless it exists. A kind that is not served yet (a CRD just
-// created) is retried for up to 30 s.
+// created) is retried for up to 30 s. It looks before it creates: a create goes through
+// admission even when the object exists, and "lab up" again after the hub died finds
+// the hub's ClusterSet webhook registered while strait hub, which serves it, is not yet
+// running again.
 func (a *applier) create(ctx context.Context, obj client.Object) error {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		err := a.c.Create(ctx, obj)
+		err := a.c.Get(ctx, client.ObjectKeyFromObject(obj), obj.DeepCopyObject().(client.Object))
+		if err == nil {
+			return nil
+		}
+		err = a.c.Create(ctx, obj)
 		switch {
 		case err == nil, apierrors.IsAlreadyExists(err):
 			return nil

@@ -24,7 +24,7 @@ func bigClusterSet(b testing.TB) (*straitv1.ClusterSet, Observed) {
 		name := fmt.Sprintf("c%03d", i)
 		cs.Spec.Clusters = append(cs.Spec.Clusters, straitv1.ClusterSpec{Name: name,
 			PodCIDRs: []string{"10.0.0.0/16"}, ServiceCIDRs: []string{"10.1.0.0/16"}})
-		obs[name] = &MemberFacts{Reachable: true, Gateways: []straitv1.Gateway{{Spec: straitv1.GatewaySpec{
+		obs[name] = &MemberFacts{Gateways: []straitv1.Gateway{{Spec: straitv1.GatewaySpec{
 			NodeName: name + "-gw", HAState: straitv1.HAActive, IP: fmt.Sprintf("192.0.2.%d", i), Port: 51871, Driver: straitv1.CableWireGuard}}}}
 	}
 	ready := true

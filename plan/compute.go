@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"sort"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -17,6 +18,9 @@ import (
 // the IPsec pre-shared key the hub copies from the ClusterSet's pskSecretRef.
 const IPsecPSKSecretName = "strait-ipsec-psk"
 
+// IPsecPSKKey is the key of the pre-shared key, in the hub's Secret and in the members'.
+const IPsecPSKKey = "psk"
+
 // Plan is the desired state of a whole clusterset. Member objects are materialized one
 // member at a time (Objects), because a large clusterset's imports are the same data
 // repeated in every member.
@@ -28,8 +32,11 @@ type Plan struct {
 	observed   Observed
 	alloc      map[string]*ClusterAllocation
 	exports    []*exportPlan // sorted by namespace/name
-	// Status is the ClusterSet status the plan implies: clusters, exports and summary.
-	// The hub adds conditions, observedGeneration and what it could not reach.
+	// Status is the ClusterSet status the plan implies: per cluster its gateway,
+	// global CIDR and connections, the exports and their counts. The hub adds what it
+	// alone observes while it reconciles: per cluster Connected, Ready and the
+	// inventory, summary.clusters, the clusters that left, and the ClusterSet's
+	// conditions.
 	Status straitv1.ClusterSetStatus
 }
 
@@ -37,15 +44,23 @@ type Plan struct {
 // facts observed in the members. It returns field errors, and no plan, when cs is invalid
 // or globalnet runs out of addresses; the caller then keeps members as they are.
 func Compute(cs *straitv1.ClusterSet, observed Observed) (*Plan, field.ErrorList) {
-	if errs := Validate(cs); len(errs) > 0 {
+	v, errs := Check(cs)
+	if len(errs) > 0 {
 		return nil, errs
 	}
+	return v.Compute(observed)
+}
+
+// Compute computes every member's desired objects from the checked spec and the facts
+// observed in the members. It returns field errors, and no plan, when globalnet runs out
+// of addresses.
+func (v *ValidSpec) Compute(observed Observed) (*Plan, field.ErrorList) {
 	if observed == nil {
 		observed = Observed{}
 	}
 	p := &Plan{
-		clusterSet: types.NamespacedName{Namespace: cs.Namespace, Name: cs.Name},
-		spec:       WithDefaults(cs.Spec),
+		clusterSet: v.clusterSet,
+		spec:       v.spec,
 		byName:     map[string]*straitv1.ClusterSpec{},
 		observed:   observed,
 		alloc:      map[string]*ClusterAllocation{},
@@ -139,9 +154,10 @@ func (p *Plan) ingressOwners() (services, endpoints map[string][]string) {
 	return services, endpoints
 }
 
-// Objects returns every object the hub keeps in member cluster, sorted by kind,
-// namespace and name. Each carries the labels the hub prunes by and the annotation
-// naming its target cluster.
+// Objects returns every object the hub keeps in member cluster: its Membership, its
+// Peers, its GlobalIngresses, its Multi-Cluster Services objects and, with the ipsec
+// cable, its copy of the pre-shared key (data left to the hub). Each carries the labels
+// the hub prunes by and the annotation naming its target cluster.
 func (p *Plan) Objects(cluster string) []client.Object {
 	if p.byName[cluster] == nil {
 		return nil
@@ -155,6 +171,9 @@ func (p *Plan) Objects(cluster string) []client.Object {
 	}
 	objs = append(objs, p.globalIngresses(cluster)...)
 	objs = append(objs, p.mcsObjects(cluster)...)
+	if psk := p.ipsecPSK(); psk != nil {
+		objs = append(objs, psk)
+	}
 	for _, o := range objs {
 		p.stamp(o, cluster)
 	}
@@ -282,6 +301,29 @@ func (p *Plan) globalIngresses(cluster string) []client.Object {
 		out = append(out, gi)
 	}
 	return out
+}
+
+// IPsecPSKSource is the hub's Secret whose key IPsecPSKKey the hub copies into every
+// member's IPsecPSKSecretName; nil when the cable is not ipsec.
+func (p *Plan) IPsecPSKSource() *types.NamespacedName {
+	if p.spec.Cable.Driver != straitv1.CableIPsec || p.spec.Cable.PSKSecretRef == nil {
+		return nil
+	}
+	return &types.NamespacedName{Namespace: p.clusterSet.Namespace, Name: p.spec.Cable.PSKSecretRef.Name}
+}
+
+// ipsecPSK is a member's copy of the IPsec pre-shared key, without its data: only the
+// hub may read the Secret it comes from (IPsecPSKSource), so the hub fills the data in
+// when it writes, and `strait render` shows the object without the key.
+func (p *Plan) ipsecPSK() *corev1.Secret {
+	if p.IPsecPSKSource() == nil {
+		return nil
+	}
+	return &corev1.Secret{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
+		ObjectMeta: metav1.ObjectMeta{Name: IPsecPSKSecretName, Namespace: straitv1.SystemNamespace},
+		Type:       corev1.SecretTypeOpaque,
+	}
 }
 
 func canonicalCIDRs(in []string) []string {

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fluxcd/pkg/apis/meta"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -266,10 +267,10 @@ func TestConflictOldestExportWins(t *testing.T) {
 	cs.Spec.Exports = []straitv1.ExportSpec{{Namespace: "app", Name: "web"}}
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	obs := Observed{
-		"c1": {Reachable: true,
+		"c1": {
 			Services:       []corev1.Service{svc("app", "web", "None", corev1.ServicePort{Name: "http", Port: 80})},
 			ServiceExports: []mcsv1.ServiceExport{export("app", "web", t0.Add(time.Hour))}},
-		"c2": {Reachable: true,
+		"c2": {
 			Services:       []corev1.Service{svc("app", "web", "10.99.0.5", corev1.ServicePort{Name: "http", Port: 80})},
 			ServiceExports: []mcsv1.ServiceExport{export("app", "web", t0)}},
 	}
@@ -296,11 +297,11 @@ func TestPortUnionAndPortConflict(t *testing.T) {
 	cs.Spec.Exports = []straitv1.ExportSpec{{Namespace: "app", Name: "web"}}
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	obs := Observed{
-		"c1": {Reachable: true,
+		"c1": {
 			Services: []corev1.Service{svc("app", "web", "10.88.0.5",
 				corev1.ServicePort{Name: "http", Port: 80}, corev1.ServicePort{Name: "metrics", Port: 9090})},
 			ServiceExports: []mcsv1.ServiceExport{export("app", "web", t0)}},
-		"c2": {Reachable: true,
+		"c2": {
 			Services: []corev1.Service{svc("app", "web", "10.99.0.5",
 				corev1.ServicePort{Name: "http", Port: 8080}, corev1.ServicePort{Name: "grpc", Port: 9000})},
 			ServiceExports: []mcsv1.ServiceExport{export("app", "web", t0.Add(time.Minute))}},
@@ -338,7 +339,7 @@ func TestMissingServiceIsNotValid(t *testing.T) {
 
 func TestMemberExportsPolicy(t *testing.T) {
 	member := mcsv1.ServiceExport{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "app"}}
-	obs := Observed{"c1": {Reachable: true,
+	obs := Observed{"c1": {
 		Services:       []corev1.Service{svc("app", "web", "10.88.0.5", corev1.ServicePort{Port: 80})},
 		ServiceExports: []mcsv1.ServiceExport{member}}}
 	cs := twoClusters()
@@ -367,7 +368,7 @@ func TestHeadlessNotReadyEndpoints(t *testing.T) {
 			{Addresses: []string{"10.9.0.2"}, Hostname: ptr("pg-1"), Conditions: discoveryv1.EndpointConditions{Ready: &no}},
 		}}
 	service := svc("db", "pg", "None", corev1.ServicePort{Name: "pg", Port: 5432})
-	obs := Observed{"c2": {Reachable: true, Services: []corev1.Service{service}, EndpointSlices: []discoveryv1.EndpointSlice{slice}}}
+	obs := Observed{"c2": {Services: []corev1.Service{service}, EndpointSlices: []discoveryv1.EndpointSlice{slice}}}
 	s := find[*discoveryv1.EndpointSlice](mustCompute(t, cs, obs).Objects("c1"), "db", "pg-c2")
 	if len(s.Endpoints) != 1 || *s.Endpoints[0].Hostname != "pg-0" {
 		t.Errorf("endpoints = %+v, want only the ready pg-0", s.Endpoints)
@@ -391,7 +392,7 @@ func TestInvalidClusterSetGivesNoPlan(t *testing.T) {
 func TestGlobalnetExhaustionIsAnError(t *testing.T) {
 	cs := twoClusters()
 	cs.Spec.Globalnet = &straitv1.GlobalnetSpec{Enabled: true, ClusterSize: 16, ClusterEgressIPs: 4}
-	obs := Observed{"c1": {Reachable: true}}
+	obs := Observed{"c1": {}}
 	for i := 0; i < 12; i++ {
 		name := string(rune('a'+i)) + "svc"
 		obs["c1"].Services = append(obs["c1"].Services, svc("app", name, "10.88.1."+string(rune('0'+i%10)), corev1.ServicePort{Port: 80}))
@@ -400,5 +401,38 @@ func TestGlobalnetExhaustionIsAnError(t *testing.T) {
 	_, errs := Compute(cs, obs)
 	if len(errs) != 1 || errs[0].Field != "spec.globalnet.clusterSize" {
 		t.Fatalf("errs = %v, want one error on spec.globalnet.clusterSize", errs)
+	}
+}
+
+// With the ipsec cable every member gets its copy of the pre-shared key, an object of the
+// plan like any other, with the data left to the hub.
+func TestIPsecPSKSecretIsPlanned(t *testing.T) {
+	cs := twoClusters()
+	p := mustCompute(t, cs, nil)
+	if p.IPsecPSKSource() != nil {
+		t.Errorf("wireguard plan names a PSK source %v", p.IPsecPSKSource())
+	}
+	for _, c := range p.Clusters() {
+		if s := find[*corev1.Secret](p.Objects(c), straitv1.SystemNamespace, IPsecPSKSecretName); s != nil {
+			t.Errorf("wireguard member %s gets a PSK Secret", c)
+		}
+	}
+
+	cs.Spec.Cable = straitv1.CableSpec{Driver: straitv1.CableIPsec, PSKSecretRef: &meta.LocalObjectReference{Name: "ipsec-psk"}}
+	p = mustCompute(t, cs, nil)
+	if got, want := p.IPsecPSKSource(), (&types.NamespacedName{Namespace: cs.Namespace, Name: "ipsec-psk"}); got == nil || *got != *want {
+		t.Errorf("PSK source = %v, want %v", got, want)
+	}
+	for _, c := range p.Clusters() {
+		s := find[*corev1.Secret](p.Objects(c), straitv1.SystemNamespace, IPsecPSKSecretName)
+		if s == nil {
+			t.Fatalf("ipsec member %s gets no PSK Secret", c)
+		}
+		if s.Type != corev1.SecretTypeOpaque || len(s.Data) != 0 || len(s.StringData) != 0 {
+			t.Errorf("member %s's PSK Secret: type %q, data %v; want Opaque without data", c, s.Type, s.Data)
+		}
+		if s.Labels[straitv1.LabelClusterSet] != ClusterSetLabel(p.clusterSet) || s.Annotations[straitv1.AnnotationTargetCluster] != c {
+			t.Errorf("member %s's PSK Secret lacks the labels the hub prunes by: %v %v", c, s.Labels, s.Annotations)
+		}
 	}
 }

@@ -4,11 +4,14 @@
 // It is pure: no client, no clock, no randomness, no I/O. The same input always gives
 // the same output, byte for byte once serialized. It owns:
 //   - Parse: strict decoding of ClusterSet YAML (unknown fields are errors);
-//   - Validate: the field.ErrorList the webhook and the hub both run;
+//   - Validate and Check: the field.ErrorList the webhook and the hub both run, and
+//     the defaulted spec Compute starts from;
 //   - globalnet IPAM: sticky allocation of global CIDRs, egress IPs and global IPs,
 //     reading previous allocations back from what members hold;
-//   - Compute: Membership, Peers, GlobalIngresses and the Multi-Cluster Services objects
-//     (ServiceExport, ServiceImport, EndpointSlice) for each member.
+//   - Compute: Membership, Peers, GlobalIngresses, the Multi-Cluster Services objects
+//     (ServiceExport, ServiceImport, EndpointSlice) and, with the ipsec cable, the
+//     pre-shared key's Secret (its data left to the hub) for each member; and the
+//     ClusterSet status they imply (all but what the hub observes while it writes).
 //
 // It must not talk to an API server or a kernel; controllers/ and cmd/ do that.
 package plan

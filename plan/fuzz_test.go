@@ -4,13 +4,17 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
-// FuzzParseValidateCompute feeds arbitrary bytes through Parse, Validate and Compute:
-// nothing may panic, and computing the same input twice gives the same output.
+// FuzzParseValidateCompute feeds arbitrary bytes through Parse, Validate and Compute,
+// seeded with the examples and the invalid corpus: nothing may panic, every error names
+// a field under spec, and computing the same input twice gives the same output.
 func FuzzParseValidateCompute(f *testing.F) {
 	files, _ := filepath.Glob(filepath.Join(examplesDir, "*", "clusterset.yaml"))
+	invalid, _ := filepath.Glob(filepath.Join("testdata", "invalid", "*.yaml"))
+	files = append(files, invalid...)
 	for _, file := range files {
 		data, err := os.ReadFile(file)
 		if err != nil {
@@ -25,7 +29,11 @@ func FuzzParseValidateCompute(f *testing.F) {
 		if err != nil {
 			return
 		}
-		_ = Validate(cs)
+		for _, e := range Validate(cs) {
+			if !strings.HasPrefix(e.Field, "spec") {
+				t.Fatalf("error without a field path under spec: %v", e)
+			}
+		}
 		p1, errs1 := Compute(cs, nil)
 		p2, errs2 := Compute(cs, nil)
 		if (p1 == nil) != (p2 == nil) || errs1.ToAggregate() != nil && errs1.ToAggregate().Error() != errs2.ToAggregate().Error() {

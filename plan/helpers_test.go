@@ -73,7 +73,7 @@ func mustCompute(t testing.TB, cs *straitv1.ClusterSet, obs Observed) *Plan {
 func heldBy(p *Plan, obs Observed) Observed {
 	out := Observed{}
 	for _, c := range p.Clusters() {
-		f := &MemberFacts{Reachable: true}
+		f := &MemberFacts{}
 		if prev := obs[c]; prev != nil {
 			*f = *prev
 			f.GlobalIngresses = nil

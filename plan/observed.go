@@ -13,12 +13,10 @@ import (
 // from it and its allocations are computed as if new, except where git pins them.
 type Observed map[string]*MemberFacts
 
-// MemberFacts is what one member holds that the plan depends on.
+// MemberFacts is what one member holds that the plan depends on: for a member the hub
+// cannot reach now, what it last saw there. Whether it reaches the member is the hub's
+// own observation and no input of the plan.
 type MemberFacts struct {
-	// Reachable is false when the hub could not read the member; the other fields then
-	// hold what was last seen.
-	Reachable bool
-
 	// Gateways published by the member's agents.
 	Gateways []straitv1.Gateway
 	// Peers in the member, for the connection status the active gateway reports.

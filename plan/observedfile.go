@@ -12,9 +12,8 @@ import (
 // DecodeObserved adds the objects of a YAML stream (Services, EndpointSlices,
 // ServiceExports, Gateways, Peers, a Membership, GlobalIngresses, or a v1 List of them)
 // to the facts of one member, as `kubectl get -o yaml` prints them. Unknown kinds and
-// unknown fields are errors naming the document. The member counts as reachable.
+// unknown fields are errors naming the document.
 func DecodeObserved(name string, data []byte, f *MemberFacts) error {
-	f.Reachable = true
 	for i, doc := range SplitYAML(data) {
 		if err := decodeObservedDoc(doc, f); err != nil {
 			return fmt.Errorf("%s: document %d: %w", name, i+1, err)

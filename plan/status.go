@@ -8,32 +8,24 @@ import (
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
 )
 
-// MaxStatusExports caps ClusterSet status.exports.
+// MaxStatusExports caps ClusterSet status.exports; status.summary.exports counts them all.
 const MaxStatusExports = 1000
 
-// status is the ClusterSet status the plan implies: per cluster its reachability,
-// active gateway, global CIDR and connections; per export its type, sources and
-// conflicts; and the summary for print columns.
+// status is the ClusterSet status the plan implies: per cluster its active gateway,
+// global CIDR and connections; per export its type, sources and conflicts; and the
+// export counts of the summary. What only the hub observes while it reconciles (whether
+// it reaches a member, what it wrote and pruned there) is the hub's to add.
 func (p *Plan) status() straitv1.ClusterSetStatus {
 	var st straitv1.ClusterSetStatus
-	connected := 0
 	for _, c := range p.clusters {
 		f := p.observed[c]
 		cs := straitv1.ClusterStatus{Name: c}
 		if a := p.alloc[c]; a != nil {
 			cs.GlobalCIDR = a.GlobalCIDR.String()
 		}
-		conn := metav1.Condition{Type: straitv1.ConditionConnected, Status: metav1.ConditionUnknown,
-			Reason: straitv1.ReasonUnreachable, Message: "the member was not observed"}
 		gwc := metav1.Condition{Type: straitv1.ConditionGatewayReady, Status: metav1.ConditionFalse,
 			Reason: straitv1.ReasonNoActiveGateway, Message: "no gateway node is active"}
 		if f != nil {
-			if f.Reachable {
-				connected++
-				conn.Status, conn.Reason, conn.Message = metav1.ConditionTrue, straitv1.ReasonConnected, "the hub reaches the member's API server"
-			} else {
-				conn.Status, conn.Message = metav1.ConditionFalse, "the hub cannot reach the member's API server"
-			}
 			if gw := f.activeGateway(); gw != nil {
 				cs.ActiveGateway = gw.Spec.NodeName
 				gwc.Status, gwc.Reason, gwc.Message = metav1.ConditionTrue, straitv1.ReasonGatewayActive,
@@ -48,7 +40,7 @@ func (p *Plan) status() straitv1.ClusterSetStatus {
 					Cluster: peer.Spec.ClusterID, State: peer.Status.State, LatencyMicros: peer.Status.LatencyMicros})
 			}
 		}
-		cs.Conditions = []metav1.Condition{conn, gwc}
+		cs.Conditions = []metav1.Condition{gwc}
 		st.Clusters = append(st.Clusters, cs)
 	}
 	conflicts := int32(0)
@@ -78,7 +70,6 @@ func (p *Plan) status() straitv1.ClusterSetStatus {
 		st.Exports = st.Exports[:MaxStatusExports]
 	}
 	st.Summary = straitv1.ClusterSetSummary{
-		Clusters:  fmt.Sprintf("%d/%d", connected, len(p.clusters)),
 		Exports:   int32(len(p.exports)),
 		Conflicts: conflicts,
 	}

@@ -3,8 +3,8 @@ package plan
 import (
 	"fmt"
 	"net/netip"
-	"strings"
 
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -15,18 +15,58 @@ import (
 // handed out: the network address. Egress IPs follow it.
 const reservedGlobalIPs = 1
 
+// Limits the CRD's schema sets too (kustomize/crd/bases): Validate enforces each of them
+// so that `strait render` refuses what the API server refuses.
+const (
+	maxClusters        = 255
+	maxCIDRsPerList    = 8
+	maxExports         = 10000
+	maxExportClusters  = 255
+	maxExtraZones      = 8
+	maxTTLSeconds      = 3600
+	minGlobalClusterSz = 4
+	maxGlobalClusterSz = 1 << 24
+	maxEgressIPs       = 256
+)
+
 // Validate checks a ClusterSet for everything that can be decided from the object alone.
-// The webhook and the hub run it; every error names the field path, the value and what
-// is wrong with it, and for overlaps both clusters and both CIDRs.
+// The webhook, the hub and `strait render` run it; every error names the field path, the
+// value and what is wrong with it, and for overlaps both clusters and both CIDRs. It
+// enforces every rule of the CRD's schema as well, so that a ClusterSet render accepts is
+// one the API server accepts.
 func Validate(cs *straitv1.ClusterSet) field.ErrorList {
+	_, errs := Check(cs)
+	return errs
+}
+
+// ValidSpec is a ClusterSet that passed Validate, its spec defaulted: what Compute
+// starts from. The hub checks once per reconcile, before it contacts any member, and
+// computes from the result, so a spec is neither validated nor defaulted twice.
+type ValidSpec struct {
+	clusterSet types.NamespacedName
+	spec       straitv1.ClusterSetSpec // defaulted
+}
+
+// Check defaults cs's spec and validates it; it returns no ValidSpec when there are
+// errors.
+func Check(cs *straitv1.ClusterSet) (*ValidSpec, field.ErrorList) {
 	spec := WithDefaults(cs.Spec)
+	if errs := validateSpec(&spec); len(errs) > 0 {
+		return nil, errs
+	}
+	return &ValidSpec{clusterSet: types.NamespacedName{Namespace: cs.Namespace, Name: cs.Name}, spec: spec}, nil
+}
+
+// validateSpec checks a defaulted spec.
+func validateSpec(spec *straitv1.ClusterSetSpec) field.ErrorList {
 	specPath := field.NewPath("spec")
 	var errs field.ErrorList
-	errs = append(errs, validateClusters(&spec, specPath.Child("clusters"))...)
+	errs = append(errs, validateClusters(spec, specPath.Child("clusters"))...)
 	errs = append(errs, validateCable(&spec.Cable, specPath.Child("cable"))...)
-	errs = append(errs, validateGlobalnet(&spec, specPath)...)
-	errs = append(errs, validateExports(&spec, specPath.Child("exports"))...)
+	errs = append(errs, validateGlobalnet(spec, specPath)...)
+	errs = append(errs, validateExports(spec, specPath.Child("exports"))...)
 	errs = append(errs, validateDNS(&spec.DNS, specPath.Child("dns"))...)
+	errs = append(errs, validateInterval(spec.Interval, specPath.Child("interval"))...)
 	switch spec.ExportPolicy {
 	case straitv1.ExportPolicyDeclared, straitv1.ExportPolicyMemberExports:
 	default:
@@ -49,8 +89,8 @@ func validateClusters(spec *straitv1.ClusterSetSpec, path *field.Path) field.Err
 	if len(spec.Clusters) == 0 {
 		errs = append(errs, field.Required(path, "a clusterset needs at least one cluster"))
 	}
-	if len(spec.Clusters) > 255 {
-		errs = append(errs, field.TooMany(path, len(spec.Clusters), 255))
+	if len(spec.Clusters) > maxClusters {
+		errs = append(errs, field.TooMany(path, len(spec.Clusters), maxClusters))
 	}
 	seen := map[string]int{}
 	var prefixes []namedPrefix
@@ -65,24 +105,17 @@ func validateClusters(spec *straitv1.ClusterSetSpec, path *field.Path) field.Err
 		} else {
 			seen[c.Name] = i
 		}
-		if c.KubeConfig != nil && c.KubeConfig.SecretRef == nil && c.KubeConfig.ConfigMapRef == nil {
-			errs = append(errs, field.Required(p.Child("kubeConfig", "secretRef"), "a kubeConfig needs a secretRef naming the Secret that holds it"))
-		}
+		errs = append(errs, validateKubeConfig(c.KubeConfig, p.Child("kubeConfig"))...)
+		errs = append(errs, validateNodeSelector(c.Gateway.NodeSelector, p.Child("gateway", "nodeSelector"))...)
 		for _, kc := range []struct {
-			kind  string
-			cidrs []string
-		}{{"podCIDRs", c.PodCIDRs}, {"serviceCIDRs", c.ServiceCIDRs}} {
-			kind, cidrs := kc.kind, kc.cidrs
-			if len(cidrs) == 0 {
-				errs = append(errs, field.Required(p.Child(kind), "at least one CIDR is needed"))
-			}
-			for k, s := range cidrs {
-				pfx, err := parseCIDR(s)
-				if err != nil {
-					errs = append(errs, field.Invalid(p.Child(kind).Index(k), s, err.Error()))
-					continue
-				}
-				prefixes = append(prefixes, namedPrefix{cluster: c.Name, kind: kind, prefix: pfx, path: p.Child(kind).Index(k)})
+			kind, example string
+			cidrs         []string
+		}{{"podCIDRs", "10.8.0.0/16", c.PodCIDRs}, {"serviceCIDRs", "10.88.0.0/16", c.ServiceCIDRs}} {
+			ps, cerrs := validateCIDRList(kc.cidrs, kc.example, p.Child(kc.kind))
+			errs = append(errs, cerrs...)
+			for _, np := range ps {
+				np.cluster, np.kind = c.Name, kc.kind
+				prefixes = append(prefixes, np)
 			}
 		}
 		if c.GlobalCIDR != "" && !GlobalnetEnabled(spec) {
@@ -95,6 +128,34 @@ func validateClusters(spec *straitv1.ClusterSetSpec, path *field.Path) field.Err
 		errs = append(errs, ownOverlaps(prefixes)...)
 	}
 	return errs
+}
+
+// validateCIDRList checks one cluster's podCIDRs or serviceCIDRs: present, at most
+// maxCIDRsPerList, each a network the data plane can route, none listed twice.
+func validateCIDRList(cidrs []string, example string, path *field.Path) ([]namedPrefix, field.ErrorList) {
+	var errs field.ErrorList
+	if len(cidrs) == 0 {
+		errs = append(errs, field.Required(path, "at least one CIDR is needed, such as "+example))
+	}
+	if len(cidrs) > maxCIDRsPerList {
+		errs = append(errs, field.TooMany(path, len(cidrs), maxCIDRsPerList))
+	}
+	var out []namedPrefix
+	seen := map[netip.Prefix]int{}
+	for k, s := range cidrs {
+		pfx, err := routableCIDR(path.Index(k), s, example)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if j, dup := seen[pfx]; dup {
+			errs = append(errs, field.Duplicate(path.Index(k), fmt.Sprintf("%s (also [%d])", s, j)))
+			continue
+		}
+		seen[pfx] = k
+		out = append(out, namedPrefix{prefix: pfx, path: path.Index(k)})
+	}
+	return out, errs
 }
 
 // overlaps reports every pair of CIDRs of different clusters that overlap: without
@@ -149,88 +210,20 @@ func validateCable(c *straitv1.CableSpec, path *field.Path) field.ErrorList {
 	if c.Port < 1 || c.Port > 65535 {
 		errs = append(errs, field.Invalid(path.Child("port"), c.Port, "must be a UDP port between 1 and 65535"))
 	}
-	if c.Driver == straitv1.CableIPsec && (c.PSKSecretRef == nil || c.PSKSecretRef.Name == "") {
-		errs = append(errs, field.Required(path.Child("pskSecretRef"), "the ipsec driver needs a Secret with the pre-shared key"))
-	}
-	return errs
-}
-
-func validateGlobalnet(spec *straitv1.ClusterSetSpec, specPath *field.Path) field.ErrorList {
-	if !GlobalnetEnabled(spec) {
-		return nil
-	}
-	g := spec.Globalnet
-	path := specPath.Child("globalnet")
-	var errs field.ErrorList
-	rng, err := parseCIDR(g.CIDRRange)
-	if err != nil {
-		return append(errs, field.Invalid(path.Child("cidrRange"), g.CIDRRange, err.Error()))
-	}
-	if !rng.Addr().Is4() {
-		return append(errs, field.Invalid(path.Child("cidrRange"), g.CIDRRange, "globalnet needs an IPv4 range"))
-	}
-	rangeSize := uint64(1) << (32 - rng.Bits())
-	size := uint64(g.ClusterSize)
-	if size < 4 || size > 1<<24 || size&(size-1) != 0 {
-		errs = append(errs, field.Invalid(path.Child("clusterSize"), g.ClusterSize, "must be a power of two from 4 to 16777216"))
-		return errs
-	}
-	if g.ClusterEgressIPs < 1 || g.ClusterEgressIPs > 256 {
-		return append(errs, field.Invalid(path.Child("clusterEgressIPs"), g.ClusterEgressIPs, "must be between 1 and 256"))
-	}
-	if uint64(g.ClusterEgressIPs)+reservedGlobalIPs >= size {
-		errs = append(errs, field.Invalid(path.Child("clusterEgressIPs"), g.ClusterEgressIPs, fmt.Sprintf(
-			"%d egress IPs do not fit a cluster's global CIDR of %d addresses (%d is reserved, and services need some)",
-			g.ClusterEgressIPs, size, reservedGlobalIPs)))
-	}
-
-	var pins []namedPrefix
-	needed := uint64(0)
-	for i := range spec.Clusters {
-		c := &spec.Clusters[i]
-		p := specPath.Child("clusters").Index(i).Child("globalCIDR")
-		if c.GlobalCIDR == "" {
-			needed += size
-			continue
-		}
-		pin, err := parseCIDR(c.GlobalCIDR)
-		if err != nil {
-			errs = append(errs, field.Invalid(p, c.GlobalCIDR, err.Error()))
-			continue
-		}
-		if pin.Masked() != pin {
-			errs = append(errs, field.Invalid(p, c.GlobalCIDR, fmt.Sprintf("host bits are set; did you mean %s?", pin.Masked())))
-			continue
-		}
-		if !rng.Contains(pin.Addr()) || pin.Bits() < rng.Bits() {
-			errs = append(errs, field.Invalid(p, c.GlobalCIDR, fmt.Sprintf("cluster %s's pinned global CIDR is outside spec.globalnet.cidrRange %s", c.Name, rng)))
-			continue
-		}
-		pinSize := uint64(1) << (32 - pin.Bits())
-		if uint64(g.ClusterEgressIPs)+reservedGlobalIPs >= pinSize {
-			errs = append(errs, field.Invalid(p, c.GlobalCIDR, fmt.Sprintf(
-				"cluster %s's global CIDR has %d addresses, too few for %d egress IPs (spec.globalnet.clusterEgressIPs) plus services",
-				c.Name, pinSize, g.ClusterEgressIPs)))
-		}
-		for _, other := range pins {
-			if other.prefix.Overlaps(pin) {
-				errs = append(errs, field.Invalid(p, c.GlobalCIDR, fmt.Sprintf(
-					"pinned global CIDRs of clusters %s and %s overlap: %s and %s", other.cluster, c.Name, other.prefix, pin)))
-			}
-		}
-		pins = append(pins, namedPrefix{cluster: c.Name, prefix: pin, path: p})
-		needed += pinSize
-	}
-	if needed > rangeSize {
-		errs = append(errs, field.Invalid(path.Child("cidrRange"), g.CIDRRange, fmt.Sprintf(
-			"too small: %d clusters need %d global addresses (clusterSize %d each, plus pinned CIDRs) but the range has %d",
-			len(spec.Clusters), needed, size, rangeSize)))
+	switch {
+	case c.PSKSecretRef != nil:
+		errs = append(errs, validateSecretName(c.PSKSecretRef.Name, path.Child("pskSecretRef", "name"), "the Secret with the IPsec pre-shared key")...)
+	case c.Driver == straitv1.CableIPsec:
+		errs = append(errs, field.Required(path.Child("pskSecretRef"), "the ipsec driver needs a Secret with the pre-shared key (key \"psk\") in the ClusterSet's namespace"))
 	}
 	return errs
 }
 
 func validateExports(spec *straitv1.ClusterSetSpec, path *field.Path) field.ErrorList {
 	var errs field.ErrorList
+	if len(spec.Exports) > maxExports {
+		errs = append(errs, field.TooMany(path, len(spec.Exports), maxExports))
+	}
 	clusters := make(map[string]bool, len(spec.Clusters))
 	for _, c := range spec.Clusters {
 		clusters[c.Name] = true
@@ -240,7 +233,7 @@ func validateExports(spec *straitv1.ClusterSetSpec, path *field.Path) field.Erro
 		e := &spec.Exports[i]
 		p := path.Index(i)
 		for _, msg := range validation.IsDNS1123Label(e.Namespace) {
-			errs = append(errs, field.Invalid(p.Child("namespace"), e.Namespace, msg))
+			errs = append(errs, field.Invalid(p.Child("namespace"), e.Namespace, "namespace names are RFC 1123 labels: "+msg))
 		}
 		for _, msg := range validation.IsDNS1035Label(e.Name) {
 			errs = append(errs, field.Invalid(p.Child("name"), e.Name, "service names are RFC 1035 labels: "+msg))
@@ -251,33 +244,22 @@ func validateExports(spec *straitv1.ClusterSetSpec, path *field.Path) field.Erro
 		} else {
 			seen[key] = i
 		}
+		if len(e.Clusters) > maxExportClusters {
+			errs = append(errs, field.TooMany(p.Child("clusters"), len(e.Clusters), maxExportClusters))
+		}
+		named := make(map[string]int, len(e.Clusters))
 		for k, name := range e.Clusters {
+			if j, dup := named[name]; dup {
+				errs = append(errs, field.Duplicate(p.Child("clusters").Index(k), fmt.Sprintf("%s (also clusters[%d])", name, j)))
+				continue
+			}
+			named[name] = k
 			if !clusters[name] {
-				errs = append(errs, field.NotFound(p.Child("clusters").Index(k), name))
+				nf := field.NotFound(p.Child("clusters").Index(k), name)
+				nf.Detail = "spec.clusters has no cluster of that name; name a member or leave the list empty for every member that has the service"
+				errs = append(errs, nf)
 			}
 		}
 	}
 	return errs
-}
-
-func validateDNS(d *straitv1.DNSSpec, path *field.Path) field.ErrorList {
-	var errs field.ErrorList
-	for i, z := range d.ExtraZones {
-		for _, msg := range validation.IsDNS1123Subdomain(strings.TrimSuffix(z, ".")) {
-			errs = append(errs, field.Invalid(path.Child("extraZones").Index(i), z, msg))
-		}
-	}
-	if d.TTLSeconds < 0 || d.TTLSeconds > 3600 {
-		errs = append(errs, field.Invalid(path.Child("ttlSeconds"), d.TTLSeconds, "must be between 0 and 3600"))
-	}
-	return errs
-}
-
-// parseCIDR parses a CIDR and says plainly what is wrong with a bad one.
-func parseCIDR(s string) (netip.Prefix, error) {
-	p, err := netip.ParsePrefix(strings.TrimSpace(s))
-	if err != nil {
-		return netip.Prefix{}, fmt.Errorf("not a CIDR (want an address and a prefix length, such as 10.8.0.0/16)")
-	}
-	return p, nil
 }

@@ -3,6 +3,7 @@ package plan
 import (
 	"strings"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -54,7 +55,7 @@ func TestValidate(t *testing.T) {
 			cs.Spec.Globalnet = &straitv1.GlobalnetSpec{Enabled: true, ClusterSize: 1000}
 		}, want: [][]string{{"spec.globalnet.clusterSize", "1000", "power of two"}}},
 		{name: "cluster size too large", mutate: func(cs *straitv1.ClusterSet) {
-			cs.Spec.Globalnet = &straitv1.GlobalnetSpec{Enabled: true, CIDRRange: "0.0.0.0/0", ClusterSize: 1 << 30}
+			cs.Spec.Globalnet = &straitv1.GlobalnetSpec{Enabled: true, ClusterSize: 1 << 30}
 		}, want: [][]string{{"spec.globalnet.clusterSize", "1073741824", "16777216"}}},
 		{name: "too many egress IPs", mutate: func(cs *straitv1.ClusterSet) {
 			cs.Spec.Globalnet = &straitv1.GlobalnetSpec{Enabled: true, ClusterEgressIPs: 100000}
@@ -64,10 +65,10 @@ func TestValidate(t *testing.T) {
 			cs.Spec.Clusters[0].GlobalCIDR = "120.1.0.0/24"
 		}, want: [][]string{{"spec.clusters[0].globalCIDR", "120.1.0.0/24", "outside", "242.0.0.0/8"}}},
 		{name: "pins overlap", mutate: func(cs *straitv1.ClusterSet) {
-			cs.Spec.Globalnet = &straitv1.GlobalnetSpec{Enabled: true, CIDRRange: "120.0.0.0/8"}
-			cs.Spec.Clusters[0].GlobalCIDR = "120.1.0.0/16"
+			cs.Spec.Globalnet = &straitv1.GlobalnetSpec{Enabled: true, CIDRRange: "120.0.0.0/8", ClusterSize: 256}
+			cs.Spec.Clusters[0].GlobalCIDR = "120.1.2.0/24"
 			cs.Spec.Clusters[1].GlobalCIDR = "120.1.2.0/24"
-		}, want: [][]string{{"spec.clusters[1].globalCIDR", "c1", "c2", "120.1.0.0/16", "120.1.2.0/24", "overlap"}}},
+		}, want: [][]string{{"spec.clusters[1].globalCIDR", "c1", "c2", "120.1.2.0/24", "overlap"}}},
 		{name: "pin with host bits", mutate: func(cs *straitv1.ClusterSet) {
 			cs.Spec.Globalnet = &straitv1.GlobalnetSpec{Enabled: true, CIDRRange: "120.0.0.0/8"}
 			cs.Spec.Clusters[0].GlobalCIDR = "120.1.0.7/24"
@@ -75,10 +76,10 @@ func TestValidate(t *testing.T) {
 		{name: "egress IPs larger than global CIDR", mutate: func(cs *straitv1.ClusterSet) {
 			cs.Spec.Globalnet = &straitv1.GlobalnetSpec{Enabled: true, ClusterSize: 8, ClusterEgressIPs: 8}
 		}, want: [][]string{{"spec.globalnet.clusterEgressIPs", "8 egress IPs", "8 addresses"}}},
-		{name: "egress IPs larger than pinned CIDR", mutate: func(cs *straitv1.ClusterSet) {
-			cs.Spec.Globalnet = &straitv1.GlobalnetSpec{Enabled: true, CIDRRange: "120.0.0.0/8", ClusterEgressIPs: 16}
+		{name: "pinned CIDR smaller than clusterSize", mutate: func(cs *straitv1.ClusterSet) {
+			cs.Spec.Globalnet = &straitv1.GlobalnetSpec{Enabled: true, CIDRRange: "120.0.0.0/8"}
 			cs.Spec.Clusters[0].GlobalCIDR = "120.1.0.0/28"
-		}, want: [][]string{{"spec.clusters[0].globalCIDR", "c1", "16 addresses", "16 egress IPs"}}},
+		}, want: [][]string{{"spec.clusters[0].globalCIDR", "c1", "16 addresses", "clusterSize is 65536", "pin a /16"}}},
 		{name: "pin without globalnet", mutate: func(cs *straitv1.ClusterSet) { cs.Spec.Clusters[0].GlobalCIDR = "242.1.0.0/16" },
 			want: [][]string{{"spec.clusters[0].globalCIDR", "globalnet.enabled is false"}}},
 		{name: "export names unknown cluster", mutate: func(cs *straitv1.ClusterSet) {
@@ -93,6 +94,32 @@ func TestValidate(t *testing.T) {
 			want: [][]string{{"spec.cable.port", "70000", "between 1 and 65535"}}},
 		{name: "ipsec without psk", mutate: func(cs *straitv1.ClusterSet) { cs.Spec.Cable.Driver = straitv1.CableIPsec },
 			want: [][]string{{"spec.cable.pskSecretRef", "pre-shared key"}}},
+		{name: "pod CIDR with host bits", mutate: func(cs *straitv1.ClusterSet) { cs.Spec.Clusters[0].PodCIDRs[0] = "10.8.0.1/16" },
+			want: [][]string{{"spec.clusters[0].podCIDRs[0]", `"10.8.0.1/16"`, "host bits", "10.8.0.0/16"}}},
+		{name: "IPv6 service CIDR", mutate: func(cs *straitv1.ClusterSet) {
+			cs.Spec.Clusters[1].ServiceCIDRs = append(cs.Spec.Clusters[1].ServiceCIDRs, "fd00:99::/108")
+		}, want: [][]string{{"spec.clusters[1].serviceCIDRs[1]", "fd00:99::/108", "must be IPv4"}}},
+		{name: "loopback pod CIDR", mutate: func(cs *straitv1.ClusterSet) { cs.Spec.Clusters[0].PodCIDRs[0] = "127.8.0.0/16" },
+			want: [][]string{{"spec.clusters[0].podCIDRs[0]", "127.0.0.0/8", "loopback"}}},
+		{name: "global range over a cluster's pods", mutate: func(cs *straitv1.ClusterSet) {
+			cs.Spec.Globalnet = &straitv1.GlobalnetSpec{Enabled: true, CIDRRange: "10.9.0.0/16", ClusterSize: 256}
+		}, want: [][]string{{"spec.globalnet.cidrRange", "cluster c2", "podCIDRs 10.9.0.0/16"}}},
+		{name: "global range checked while globalnet is off", mutate: func(cs *straitv1.ClusterSet) {
+			cs.Spec.Globalnet = &straitv1.GlobalnetSpec{CIDRRange: "fd00::/8"}
+		}, want: [][]string{{"spec.globalnet.cidrRange", "must be IPv4"}}},
+		{name: "kubeconfig Secret without a name", mutate: func(cs *straitv1.ClusterSet) {
+			cs.Spec.Clusters[0].KubeConfig = &meta.KubeConfigReference{SecretRef: &meta.SecretKeyReference{}}
+		}, want: [][]string{{"spec.clusters[0].kubeConfig.secretRef.name", "Required"}}},
+		{name: "kubeconfig from a ConfigMap", mutate: func(cs *straitv1.ClusterSet) {
+			cs.Spec.Clusters[0].KubeConfig = &meta.KubeConfigReference{ConfigMapRef: &meta.LocalObjectReference{Name: "id"}}
+		}, want: [][]string{{"spec.clusters[0].kubeConfig.configMapRef", "not supported", "secretRef"}}},
+		{name: "zone shadowing cluster.local", mutate: func(cs *straitv1.ClusterSet) { cs.Spec.DNS.ExtraZones = []string{"svc.cluster.local."} },
+			want: [][]string{{"spec.dns.extraZones[0]", "svc.cluster.local.", "shadow cluster.local"}}},
+		{name: "interval too short", mutate: func(cs *straitv1.ClusterSet) { cs.Spec.Interval = &metav1.Duration{Duration: time.Second} },
+			want: [][]string{{"spec.interval", `"1s"`, "from 10s to 24h"}}},
+		{name: "export cluster listed twice", mutate: func(cs *straitv1.ClusterSet) {
+			cs.Spec.Exports = []straitv1.ExportSpec{{Namespace: "sample", Name: "web", Clusters: []string{"c1", "c1"}}}
+		}, want: [][]string{{"spec.exports[0].clusters[1]", "Duplicate", "c1"}}},
 		{name: "ipsec with psk", mutate: func(cs *straitv1.ClusterSet) {
 			cs.Spec.Cable = straitv1.CableSpec{Driver: straitv1.CableIPsec, PSKSecretRef: &meta.LocalObjectReference{Name: "psk"}}
 		}},
@@ -119,11 +146,13 @@ func TestValidate(t *testing.T) {
 
 func TestParseIsStrict(t *testing.T) {
 	for name, doc := range map[string]string{
-		"unknown field":  "apiVersion: strait.io/v1alpha1\nkind: ClusterSet\nmetadata: {name: x}\nspec:\n  clusterz: []\n",
-		"wrong kind":     "apiVersion: strait.io/v1alpha1\nkind: Cluster\nmetadata: {name: x}\n",
-		"wrong version":  "apiVersion: strait.io/v1\nkind: ClusterSet\nmetadata: {name: x}\n",
-		"two documents":  "apiVersion: strait.io/v1alpha1\nkind: ClusterSet\n---\napiVersion: strait.io/v1alpha1\nkind: ClusterSet\n",
-		"nested unknown": "apiVersion: strait.io/v1alpha1\nkind: ClusterSet\nmetadata: {name: x}\nspec:\n  clusters:\n  - name: a\n    podCIDR: 10.0.0.0/16\n",
+		"unknown field":   "apiVersion: strait.io/v1alpha1\nkind: ClusterSet\nmetadata: {name: x}\nspec:\n  clusterz: []\n",
+		"wrong kind":      "apiVersion: strait.io/v1alpha1\nkind: Cluster\nmetadata: {name: x}\n",
+		"wrong version":   "apiVersion: strait.io/v1\nkind: ClusterSet\nmetadata: {name: x}\n",
+		"two documents":   "apiVersion: strait.io/v1alpha1\nkind: ClusterSet\n---\napiVersion: strait.io/v1alpha1\nkind: ClusterSet\n",
+		"key given twice": "apiVersion: strait.io/v1alpha1\nkind: ClusterSet\nmetadata: {name: x}\nspec:\n  cable: {port: 4500, port: 4501}\n",
+		"wrong case":      "apiVersion: strait.io/v1alpha1\nkind: ClusterSet\nmetadata: {name: x}\nspec:\n  Clusters: []\n",
+		"nested unknown":  "apiVersion: strait.io/v1alpha1\nkind: ClusterSet\nmetadata: {name: x}\nspec:\n  clusters:\n  - name: a\n    podCIDR: 10.0.0.0/16\n",
 	} {
 		if _, err := Parse([]byte(doc)); err == nil {
 			t.Errorf("%s: Parse accepted it", name)

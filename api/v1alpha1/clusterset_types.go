@@ -47,11 +47,13 @@ type ClusterSetSpec struct {
 	// +optional
 	Suspend bool `json:"suspend,omitempty"`
 
-	// Interval is how often the hub re-plans without a triggering event.
+	// Interval is how often the hub re-plans without a triggering event: from 10s to 24h.
 	// +optional
 	// +kubebuilder:default="10m"
 	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=64
 	// +kubebuilder:validation:Pattern="^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^([0-9]+([.][0-9]+)?(ms|s|m|h))+$') || (duration(self) >= duration('10s') && duration(self) <= duration('24h'))",message="the hub re-plans every interval: it must be from 10s to 24h"
 	Interval *metav1.Duration `json:"interval,omitempty"`
 }
 
@@ -75,7 +77,9 @@ type ClusterSpec struct {
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=8
 	// +kubebuilder:validation:items:MaxLength=43
-	// +kubebuilder:validation:XValidation:rule="self.all(c, isCIDR(c))",message="every entry must be a CIDR such as 10.8.0.0/16"
+	// +kubebuilder:validation:items:XValidation:rule="isCIDR(self)",message="not a CIDR: want a network address and a prefix length, such as 10.8.0.0/16"
+	// +kubebuilder:validation:items:XValidation:rule="!isCIDR(self) || cidr(self).ip().family() == 4",message="must be IPv4: strait routes and translates IPv4 only"
+	// +kubebuilder:validation:items:XValidation:rule="!isCIDR(self) || cidr(self) == cidr(self).masked()",message="host bits are set: write the network address, with every bit past the prefix length zero (10.1.0.0/16, not 10.1.0.1/16)"
 	PodCIDRs []string `json:"podCIDRs"`
 
 	// ServiceCIDRs are the cluster's service networks.
@@ -84,14 +88,19 @@ type ClusterSpec struct {
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=8
 	// +kubebuilder:validation:items:MaxLength=43
-	// +kubebuilder:validation:XValidation:rule="self.all(c, isCIDR(c))",message="every entry must be a CIDR such as 10.88.0.0/16"
+	// +kubebuilder:validation:items:XValidation:rule="isCIDR(self)",message="not a CIDR: want a network address and a prefix length, such as 10.88.0.0/16"
+	// +kubebuilder:validation:items:XValidation:rule="!isCIDR(self) || cidr(self).ip().family() == 4",message="must be IPv4: strait routes and translates IPv4 only"
+	// +kubebuilder:validation:items:XValidation:rule="!isCIDR(self) || cidr(self) == cidr(self).masked()",message="host bits are set: write the network address, with every bit past the prefix length zero (10.1.0.0/16, not 10.1.0.1/16)"
 	ServiceCIDRs []string `json:"serviceCIDRs"`
 
-	// GlobalCIDR pins the cluster's range of the globalnet address space. Without it the
+	// GlobalCIDR pins the cluster's range of the globalnet address space: inside
+	// spec.globalnet.cidrRange, of spec.globalnet.clusterSize addresses. Without it the
 	// hub allocates one and keeps it for as long as the cluster is a member.
 	// +optional
 	// +kubebuilder:validation:MaxLength=43
-	// +kubebuilder:validation:XValidation:rule="isCIDR(self)",message="must be a CIDR such as 242.1.0.0/16"
+	// +kubebuilder:validation:XValidation:rule="isCIDR(self)",message="not a CIDR: want a network address and a prefix length, such as 242.1.0.0/16"
+	// +kubebuilder:validation:XValidation:rule="!isCIDR(self) || cidr(self).ip().family() == 4",message="must be IPv4: globalnet translates IPv4 only"
+	// +kubebuilder:validation:XValidation:rule="!isCIDR(self) || cidr(self) == cidr(self).masked()",message="host bits are set: write the network address, with every bit past the prefix length zero (10.1.0.0/16, not 10.1.0.1/16)"
 	GlobalCIDR string `json:"globalCIDR,omitempty"`
 
 	// Gateway selects the cluster's gateway nodes.
@@ -127,7 +136,7 @@ const (
 )
 
 // CableSpec says how gateways connect.
-// +kubebuilder:validation:XValidation:rule="!has(self.driver) || self.driver != 'ipsec' || has(self.pskSecretRef)",message="pskSecretRef is required for the ipsec driver"
+// +kubebuilder:validation:XValidation:rule="!has(self.driver) || self.driver != 'ipsec' || has(self.pskSecretRef)",message="the ipsec driver needs a Secret with the pre-shared key",fieldPath=".pskSecretRef",reason="FieldValueRequired"
 type CableSpec struct {
 	// Driver is the tunnel: wireguard (default), ipsec or vxlan (unencrypted).
 	// +optional
@@ -159,9 +168,11 @@ type GlobalnetSpec struct {
 	// +kubebuilder:default="242.0.0.0/8"
 	// +kubebuilder:validation:MaxLength=18
 	// +kubebuilder:validation:XValidation:rule="isCIDR(self) && cidr(self).ip().family() == 4",message="must be an IPv4 CIDR such as 242.0.0.0/8"
+	// +kubebuilder:validation:XValidation:rule="!isCIDR(self) || cidr(self) == cidr(self).masked()",message="host bits are set: write the network address, with every bit past the prefix length zero (10.1.0.0/16, not 10.1.0.1/16)"
 	CIDRRange string `json:"cidrRange,omitempty"`
 
 	// ClusterSize is the number of global addresses each cluster gets; a power of two.
+	// A pinned globalCIDR must have exactly this many addresses.
 	// +optional
 	// +kubebuilder:default=65536
 	// +kubebuilder:validation:Minimum=4

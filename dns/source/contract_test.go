@@ -35,7 +35,6 @@ func observedMember(cluster, ipPrefix string, webReady bool) *plan.MemberFacts {
 	}
 	port := []corev1.ServicePort{{Name: "http", Port: 80, Protocol: corev1.ProtocolTCP}}
 	return &plan.MemberFacts{
-		Reachable: true,
 		Services: []corev1.Service{
 			{ObjectMeta: metav1.ObjectMeta{Namespace: "mall", Name: "web"}, Spec: corev1.ServiceSpec{ClusterIP: ipPrefix + ".100.10", Ports: port}},
 			{ObjectMeta: metav1.ObjectMeta{Namespace: "mall", Name: "db"}, Spec: corev1.ServiceSpec{ClusterIP: corev1.ClusterIPNone,

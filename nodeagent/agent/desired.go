@@ -99,65 +99,14 @@ func Compute(s Snapshot) (Desired, error) {
 	if m == nil {
 		return Desired{Placed: true}, nil
 	}
-	var errs []error
-	nodes := map[string]*corev1.Node{}
-	var rnodes []route.Node
-	for i := range s.Nodes {
-		n := &s.Nodes[i]
-		nodes[n.Name] = n
-		if ip := InternalIP(n); ip.IsValid() {
-			rnodes = append(rnodes, route.Node{Name: n.Name, IP: ip})
-		}
+	pl, err := place(s)
+	if err != nil {
+		return Desired{}, err
 	}
-	self := nodes[s.NodeName]
-	if self == nil {
-		return Desired{}, fmt.Errorf("node %s not found", s.NodeName)
-	}
-	selfIP := InternalIP(self)
-	if !selfIP.IsValid() {
-		return Desired{}, fmt.Errorf("node %s has no IPv4 InternalIP", s.NodeName)
-	}
-	underlay, ok := linkWithAddr(s.Links, selfIP)
-	if !ok {
-		return Desired{}, fmt.Errorf("no device holds node %s's address %s", s.NodeName, selfIP)
-	}
-	localCIDRs, err := prefixes(append(slices.Clone(m.Spec.PodCIDRs), m.Spec.ServiceCIDRs...))
-	errs = append(errs, err)
-	gn := m.Spec.Globalnet
-	var globalCIDR netip.Prefix
-	if gn != nil {
-		if globalCIDR, err = netip.ParsePrefix(gn.GlobalCIDR); err != nil {
-			errs = append(errs, fmt.Errorf("membership globalCIDR: %w", err))
-			gn = nil
-		}
-	}
-
-	var remoteCIDRs []netip.Prefix
-	var remotes []cable.Remote
-	peers := slices.Clone(s.Peers)
-	slices.SortFunc(peers, func(a, b straitv1.Peer) int { return strings.Compare(a.Spec.ClusterID, b.Spec.ClusterID) })
-	for _, p := range peers {
-		cidrs, err := prefixes(p.Spec.CIDRs)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("peer %s: %w", p.Name, err))
-		}
-		remoteCIDRs = append(remoteCIDRs, cidrs...)
-		// While the clusterset switches cable drivers a peer's gateway may still publish
-		// the old one: no cable to it until it runs ours (each driver would misread the
-		// other's endpoint: a WireGuard key is no IKE peer).
-		if ep := p.Spec.Endpoint; ep != nil && (ep.Driver == "" || ep.Driver == m.Spec.Cable.Driver) {
-			ip, err := netip.ParseAddr(ep.IP)
-			if err != nil {
-				errs = append(errs, fmt.Errorf("peer %s endpoint ip: %w", p.Name, err))
-				continue
-			}
-			remotes = append(remotes, cable.Remote{ClusterID: p.Spec.ClusterID, IP: ip, Port: ep.Port,
-				PublicKey: ep.PublicKey, CIDRs: cidrs})
-		}
-	}
+	n, errs := readNetwork(m, s.Peers)
 
 	var gw route.Node
-	if g := nodes[s.ActiveGateway]; g != nil {
+	if g := pl.nodes[s.ActiveGateway]; g != nil {
 		gw = route.Node{Name: g.Name, IP: InternalIP(g)}
 	}
 	active := s.ActiveGateway == s.NodeName && s.Driver != nil
@@ -167,37 +116,131 @@ func Compute(s Snapshot) (Desired, error) {
 	} else if drv := m.Spec.Cable.Driver; drv != "" {
 		overhead = gateway.DriverOverhead(drv)
 	}
-	parts := []kernel.State{route.Compute(route.Input{
-		Self: route.Node{Name: s.NodeName, IP: selfIP}, Nodes: rnodes, Gateway: gw,
-		Underlay: underlay.Name, UnderlayMTU: underlay.MTU, CableOverhead: overhead, RemoteCIDRs: remoteCIDRs,
+	routes := route.Compute(route.Input{
+		Self: route.Node{Name: s.NodeName, IP: pl.selfIP}, Nodes: pl.routed, Gateway: gw,
+		Underlay: pl.underlay.Name, UnderlayMTU: pl.underlay.MTU, CableOverhead: overhead, RemoteCIDRs: n.remoteCIDRs,
 		KubeProxyMasqueradeMark: s.KubeProxyMasqueradeMark,
-	})}
+	})
 	d := Desired{Active: active, Placed: true}
+	parts := []kernel.State{routes}
 	if active {
-		hc := healthCheckIP(m, globalCIDR)
-		d.Local = cable.Local{ClusterID: m.Spec.ClusterID, NodeName: s.NodeName, IP: GatewayIP(self),
-			Port: m.Spec.Cable.Port, CIDRs: localCIDRs, HealthCheckIP: hc, PSK: s.PSK}
-		if gn != nil {
-			d.Local.CIDRs = []netip.Prefix{globalCIDR}
-		}
-		d.Remotes = remotes
-		parts = append(parts, kernel.State{Routes: gateway.Routes(s.Driver, remotes,
-			route.RouteMTU(underlay.MTU, overhead, true))})
-		if gn != nil {
-			egress, err := addrs(gn.EgressIPs)
-			errs = append(errs, err)
-			parts = append(parts, globalnet.Compute(globalnet.Input{LocalCIDRs: localCIDRs,
-				RemoteGlobalCIDRs: remoteCIDRs, EgressIPs: egress, Ingress: ingresses(s.Ingresses, s.Endpoints, s.Ports)}))
-		}
-		// The health-check address is ours to add, on vx-strait of the active gateway
-		// only, so it moves with a failover.
-		if hc.IsValid() && len(parts[0].Links) == 1 {
-			parts = append(parts, kernel.State{Links: []kernel.Link{{Name: route.VXLANDevice,
-				Addrs: []netip.Prefix{netip.PrefixFrom(hc, 32)}}}})
-		}
+		var gwParts []kernel.State
+		d.Local, gwParts, err = gatewayPlane(s, pl, n, overhead, routes)
+		errs = append(errs, err)
+		d.Remotes = n.remotes
+		parts = append(parts, gwParts...)
 	}
 	d.State = kernel.Merge(parts...)
 	return d, errors.Join(errs...)
+}
+
+// placement is where this node sits in its cluster.
+type placement struct {
+	nodes    map[string]*corev1.Node
+	routed   []route.Node // the nodes with an InternalIP
+	self     *corev1.Node
+	selfIP   netip.Addr
+	underlay kernel.Link // the device holding selfIP
+}
+
+func place(s Snapshot) (placement, error) {
+	pl := placement{nodes: map[string]*corev1.Node{}}
+	for i := range s.Nodes {
+		n := &s.Nodes[i]
+		pl.nodes[n.Name] = n
+		if ip := InternalIP(n); ip.IsValid() {
+			pl.routed = append(pl.routed, route.Node{Name: n.Name, IP: ip})
+		}
+	}
+	if pl.self = pl.nodes[s.NodeName]; pl.self == nil {
+		return placement{}, fmt.Errorf("node %s not found", s.NodeName)
+	}
+	if pl.selfIP = InternalIP(pl.self); !pl.selfIP.IsValid() {
+		return placement{}, fmt.Errorf("node %s has no IPv4 InternalIP", s.NodeName)
+	}
+	var ok bool
+	if pl.underlay, ok = linkWithAddr(s.Links, pl.selfIP); !ok {
+		return placement{}, fmt.Errorf("no device holds node %s's address %s", s.NodeName, pl.selfIP)
+	}
+	return pl, nil
+}
+
+// network is the clusterset as this cluster sees it: its own CIDRs and global CIDR,
+// what it routes to the other clusters and the cables to their gateways.
+type network struct {
+	localCIDRs []netip.Prefix
+	// globalnet is nil without globalnet or when its global CIDR does not parse.
+	globalnet   *straitv1.MemberGlobalnet
+	globalCIDR  netip.Prefix
+	remoteCIDRs []netip.Prefix
+	remotes     []cable.Remote // sorted by cluster
+}
+
+// readNetwork parses the Membership and the Peers. What does not parse is left out and
+// reported, so that one bad peer does not take the others down.
+func readNetwork(m *straitv1.Membership, peers []straitv1.Peer) (network, []error) {
+	var n network
+	var errs []error
+	var err error
+	n.localCIDRs, err = prefixes(append(slices.Clone(m.Spec.PodCIDRs), m.Spec.ServiceCIDRs...))
+	errs = append(errs, err)
+	if gn := m.Spec.Globalnet; gn != nil {
+		if n.globalCIDR, err = netip.ParsePrefix(gn.GlobalCIDR); err != nil {
+			errs = append(errs, fmt.Errorf("membership globalCIDR: %w", err))
+		} else {
+			n.globalnet = gn
+		}
+	}
+	peers = slices.Clone(peers)
+	slices.SortFunc(peers, func(a, b straitv1.Peer) int { return strings.Compare(a.Spec.ClusterID, b.Spec.ClusterID) })
+	for _, p := range peers {
+		cidrs, err := prefixes(p.Spec.CIDRs)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("peer %s: %w", p.Name, err))
+		}
+		n.remoteCIDRs = append(n.remoteCIDRs, cidrs...)
+		// While the clusterset switches cable drivers a peer's gateway may still publish
+		// the old one: no cable to it until it runs ours (each driver would misread the
+		// other's endpoint: a WireGuard key is no IKE peer).
+		if ep := p.Spec.Endpoint; ep != nil && (ep.Driver == "" || ep.Driver == m.Spec.Cable.Driver) {
+			ip, err := netip.ParseAddr(ep.IP)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("peer %s endpoint ip: %w", p.Name, err))
+				continue
+			}
+			n.remotes = append(n.remotes, cable.Remote{ClusterID: p.Spec.ClusterID, IP: ip, Port: ep.Port,
+				PublicKey: ep.PublicKey, CIDRs: cidrs})
+		}
+	}
+	return n, errs
+}
+
+// gatewayPlane is what the active gateway adds to the routes every node has: its end of
+// the cables, the routes into them, the health-check address and, under globalnet, the
+// NAT.
+func gatewayPlane(s Snapshot, pl placement, n network, overhead int, routes kernel.State) (cable.Local, []kernel.State, error) {
+	m := s.Membership
+	hc := healthCheckIP(m, n.globalCIDR)
+	local := cable.Local{ClusterID: m.Spec.ClusterID, NodeName: s.NodeName, IP: GatewayIP(pl.self),
+		Port: m.Spec.Cable.Port, CIDRs: n.localCIDRs, HealthCheckIP: hc, PSK: s.PSK}
+	if n.globalnet != nil {
+		local.CIDRs = []netip.Prefix{n.globalCIDR}
+	}
+	parts := []kernel.State{{Routes: gateway.Routes(s.Driver, n.remotes, route.RouteMTU(pl.underlay.MTU, overhead, true))}}
+	var err error
+	if n.globalnet != nil {
+		var egress []netip.Addr
+		egress, err = addrs(n.globalnet.EgressIPs)
+		parts = append(parts, globalnet.Compute(globalnet.Input{LocalCIDRs: n.localCIDRs,
+			RemoteGlobalCIDRs: n.remoteCIDRs, EgressIPs: egress, Ingress: ingresses(s.Ingresses, s.Endpoints, s.Ports)}))
+	}
+	// The health-check address is ours to add, on vx-strait of the active gateway only,
+	// so it moves with a failover.
+	if hc.IsValid() && len(routes.Links) == 1 {
+		parts = append(parts, kernel.State{Links: []kernel.Link{{Name: route.VXLANDevice,
+			Addrs: []netip.Prefix{netip.PrefixFrom(hc, 32)}}}})
+	}
+	return local, parts, err
 }
 
 // healthCheckIP is the address the active gateway answers and sends health checks from:

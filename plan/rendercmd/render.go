@@ -1,6 +1,7 @@
 package rendercmd
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -9,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
 	"github.com/straitnet/strait/internal/cli"
@@ -39,6 +41,9 @@ strait.io/target-cluster naming its member. Pipe one member's objects to kubectl
 or DIR/<cluster>/*.yaml, with Services, EndpointSlices, ServiceExports and Gateways as
 'kubectl get -o yaml' prints them.
 
+With the ipsec cable each member also gets the Secret strait-ipsec-psk; render shows
+it without data, which the hub copies from the ClusterSet's pskSecretRef.
+
 An invalid ClusterSet exits with status 1 and prints one line per error, naming the
 field, the value and what is wrong.`,
 		Args: cobra.NoArgs,
@@ -56,6 +61,13 @@ field, the value and what is wrong.`,
 
 func runRender(o *renderOptions, stdin io.Reader, stdout, stderr io.Writer) error {
 	cs, err := readClusterSet(o.file, stdin)
+	var fieldErrs utilerrors.Aggregate
+	if errors.As(err, &fieldErrs) {
+		for _, e := range fieldErrs.Errors() {
+			fmt.Fprintln(stderr, e.Error())
+		}
+		return cli.ErrReported
+	}
 	if err != nil {
 		return err
 	}

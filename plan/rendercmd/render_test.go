@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"errors"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/straitnet/strait/internal/cli"
+	"github.com/straitnet/strait/test/corpus"
 )
 
 func render(t *testing.T, o *renderOptions, stdin string) (string, string, error) {
@@ -76,5 +78,76 @@ func TestRenderJSONAndUnknownCluster(t *testing.T) {
 	_, _, err = render(t, &renderOptions{file: "../../examples/clusterset/basic/clusterset.yaml", clusters: []string{"c9"}, output: "yaml"}, "")
 	if err == nil || !strings.Contains(err.Error(), `"c9"`) {
 		t.Fatalf("unknown cluster: err = %v", err)
+	}
+}
+
+// An ipsec clusterset's members each get a copy of the pre-shared key: render shows the
+// Secret like every other object, without the key, which only the hub reads.
+func TestRenderShowsTheIPsecPSKSecret(t *testing.T) {
+	out, _, err := render(t, &renderOptions{file: "../../examples/clusterset/three-clusters/clusterset.yaml", clusters: []string{"c2"}, output: "yaml"}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var secrets []string
+	for _, doc := range strings.Split(out, "\n---\n") {
+		if strings.Contains(doc, "kind: Secret\n") {
+			secrets = append(secrets, doc)
+		}
+	}
+	if len(secrets) != 1 {
+		t.Fatalf("render of c2 shows %d Secrets, want the PSK Secret once:\n%s", len(secrets), out)
+	}
+	for _, want := range []string{"name: strait-ipsec-psk", "namespace: strait-system", "type: Opaque",
+		"app.kubernetes.io/managed-by: strait-hub", "strait.io/clusterset: strait-system.trio", "strait.io/target-cluster: c2"} {
+		if !strings.Contains(secrets[0], want) {
+			t.Errorf("the PSK Secret lacks %q:\n%s", want, secrets[0])
+		}
+	}
+	if strings.Contains("\n"+secrets[0], "\ndata:") || strings.Contains(secrets[0], "stringData:") {
+		t.Errorf("render shows PSK data, which only the hub may read:\n%s", secrets[0])
+	}
+
+	out, _, err = render(t, &renderOptions{file: "../../examples/clusterset/basic/clusterset.yaml", output: "yaml"}, "")
+	if err != nil || strings.Contains(out, "kind: Secret") {
+		t.Errorf("a wireguard clusterset renders a Secret (err %v)", err)
+	}
+}
+
+// Every ClusterSet of the invalid corpus is refused the way a user meets it: exit
+// status 1, nothing on standard output, one line per error naming each wanted field.
+func TestRenderRefusesEveryInvalidClusterSet(t *testing.T) {
+	cases, err := corpus.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cases {
+		t.Run(c.Name, func(t *testing.T) {
+			out, errOut, err := render(t, &renderOptions{file: c.Path, output: "yaml"}, "")
+			if !errors.Is(err, cli.ErrReported) || out != "" {
+				t.Fatalf("err = %v, %d bytes of output; want the errors reported and nothing rendered\n%s", err, len(out), errOut)
+			}
+			for _, line := range strings.Split(strings.TrimSpace(errOut), "\n") {
+				if !strings.HasPrefix(line, "spec.") {
+					t.Errorf("error line %q does not start with the field path", line)
+				}
+			}
+			if missing := corpus.Missing(errOut, c.Want); len(missing) > 0 {
+				t.Errorf("the errors do not name %v:\n%s", missing, errOut)
+			}
+		})
+	}
+}
+
+// Every example ClusterSet renders.
+func TestRenderAcceptsEveryExample(t *testing.T) {
+	files, err := filepath.Glob("../../examples/clusterset/*/clusterset.yaml")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no examples: %v", err)
+	}
+	for _, f := range files {
+		out, errOut, err := render(t, &renderOptions{file: f, output: "yaml"}, "")
+		if err != nil || !strings.Contains(out, "kind: Membership") {
+			t.Errorf("%s: err = %v\n%s", f, err, errOut)
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package ipsec_test
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"testing"
@@ -29,7 +30,7 @@ func TestCharonDirUnderRun(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the agent's view of %s: %v", socket, err)
 	}
-	m, err := s.CommandRequest("version", nil)
+	m, err := s.Call(context.Background(), "version", nil)
 	_ = s.Close()
 	if err != nil || m.Get("daemon") != "charon" {
 		t.Fatalf("VICI version through %s: %v %v", socket, m, err)

@@ -1,0 +1,153 @@
+package image
+
+import (
+	"archive/tar"
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+)
+
+// The lab's images.
+const (
+	Pause    = "strait-lab/pause:dev"
+	Busybox  = "strait-lab/busybox:dev"
+	Tools    = "strait-lab/tools:dev"
+	Whereami = "strait-lab/whereami:dev"
+	IPerf3   = "strait-lab/iperf3:dev"
+)
+
+// Sources say where the lab's images come from.
+type Sources struct {
+	// Module is the root of this repository (where go.mod is): pause and whereami are
+	// built from it.
+	Module string
+	// Debian downloads the packages.
+	Debian Debian
+}
+
+// Catalog is every image the lab's nodes run: the sandbox (pause), whereami, iperf3,
+// busybox and the client's tools (busybox with curl, dig, iperf3 and socat).
+func Catalog(ctx context.Context, src Sources) ([]Spec, error) {
+	pause, err := goProgram(ctx, src.Module, "./lab/image/pause", "pause")
+	if err != nil {
+		return nil, err
+	}
+	whereami, err := goProgram(ctx, src.Module, "./lab/workload/cmd/whereami", "whereami")
+	if err != nil {
+		return nil, err
+	}
+	busybox, err := BusyboxFiles(ctx, src.Debian)
+	if err != nil {
+		return nil, err
+	}
+	tools, err := src.Debian.Files(ctx, []string{"curl", "bind9-dnsutils", "iperf3", "socat"})
+	if err != nil {
+		return nil, err
+	}
+	iperf3, err := src.Debian.Files(ctx, []string{"iperf3"})
+	if err != nil {
+		return nil, err
+	}
+	base := BaseFiles()
+	return []Spec{
+		{Ref: Pause, Layers: []Files{pause}, Entrypoint: []string{"/pause"}},
+		{Ref: Whereami, Layers: []Files{base, whereami}, Entrypoint: []string{"/whereami"}},
+		{Ref: Busybox, Layers: []Files{base, busybox}, Cmd: []string{"sh"}},
+		{Ref: Tools, Layers: []Files{base, busybox, tools}, Cmd: []string{"sh"}},
+		{Ref: IPerf3, Layers: []Files{base, busybox, iperf3}, Entrypoint: []string{"iperf3", "-s"}},
+	}, nil
+}
+
+// BaseFiles is what every image but pause has under its programs: root and nobody,
+// name lookup from files then DNS, /tmp.
+func BaseFiles() Files {
+	f := Files{}
+	for _, e := range []Entry{
+		File("etc/passwd", 0o644, []byte("root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n")),
+		File("etc/group", 0o644, []byte("root:x:0:\nnogroup:x:65534:\n")),
+		File("etc/nsswitch.conf", 0o644, []byte("hosts: files dns\npasswd: files\ngroup: files\n")),
+		{Path: "tmp", Type: tar.TypeDir, Mode: 0o1777},
+		{Path: "root", Type: tar.TypeDir, Mode: 0o700},
+	} {
+		_ = f.Add(e) // static, valid paths
+	}
+	return f
+}
+
+// BusyboxFiles is Debian's busybox-static with a symlink for each of its applets (sh,
+// nslookup, wget, ...), the list asked from the binary itself.
+func BusyboxFiles(ctx context.Context, deb Debian) (Files, error) {
+	f, err := deb.Files(ctx, []string{"busybox-static"})
+	if err != nil {
+		return nil, err
+	}
+	bin, ok := f["bin/busybox"]
+	if !ok {
+		return nil, fmt.Errorf("busybox-static: no bin/busybox in the package")
+	}
+	applets, err := busyboxApplets(ctx, bin.Data)
+	if err != nil {
+		return nil, err
+	}
+	for _, a := range applets {
+		if err := f.Add(Symlink(a, "/bin/busybox")); err != nil {
+			return nil, err
+		}
+	}
+	return f, nil
+}
+
+func busyboxApplets(ctx context.Context, binary []byte) ([]string, error) {
+	dir, err := os.MkdirTemp("", "strait-busybox-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	path := filepath.Join(dir, "busybox")
+	if err := os.WriteFile(path, binary, 0o755); err != nil {
+		return nil, err
+	}
+	out, err := run(ctx, path, "--list-full")
+	if err != nil {
+		return nil, err
+	}
+	var applets []string
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for sc.Scan() {
+		if a := strings.TrimSpace(sc.Text()); a != "" && a != "bin/busybox" {
+			applets = append(applets, a)
+		}
+	}
+	if len(applets) == 0 {
+		return nil, fmt.Errorf("busybox --list-full: no applets")
+	}
+	return applets, nil
+}
+
+// goProgram builds a static Go program of module (pkg relative to it) into a layer
+// holding /<name>. -trimpath and an empty build ID make it the same bytes on every build.
+func goProgram(ctx context.Context, module, pkg, name string) (Files, error) {
+	dir, err := os.MkdirTemp("", "strait-image-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	out := filepath.Join(dir, name)
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags=-s -w -buildid=", "-o", out, pkg)
+	cmd.Dir = module
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64")
+	if msg, err := cmd.CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("go build %s: %w: %s", pkg, err, lastLines(msg, 10))
+	}
+	data, err := os.ReadFile(out)
+	if err != nil {
+		return nil, err
+	}
+	f := Files{}
+	return f, f.Add(File(name, 0o755, data))
+}

@@ -1,0 +1,32 @@
+// Command pause is the sandbox of every pod on the lab's real nodes: it holds the pod's
+// namespaces, reaps the zombies the pod's processes leave to it (it is PID 1 when the
+// pod shares its process namespace) and exits on SIGTERM or SIGINT.
+package main
+
+import (
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGCHLD)
+	for s := range sigs {
+		if s != syscall.SIGCHLD {
+			os.Exit(0)
+		}
+		reap()
+	}
+}
+
+// reap waits for every child that has exited, without blocking.
+func reap() {
+	for {
+		var ws syscall.WaitStatus
+		pid, err := syscall.Wait4(-1, &ws, syscall.WNOHANG, nil)
+		if pid <= 0 || err != nil {
+			return
+		}
+	}
+}

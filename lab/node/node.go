@@ -1,0 +1,314 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
+)
+
+// Node is a running node started by this process.
+type Node struct {
+	cfg        Config
+	layout     layout
+	containerd *component
+	kubelet    *component
+	timings    Timings
+}
+
+// Timings say how long each step of Start took.
+type Timings struct {
+	// Containerd is from its start until it answers on its socket.
+	Containerd time.Duration
+	// Images is the import of every image.
+	Images time.Duration
+	// Kubelet is from its start until its health check passes.
+	Kubelet time.Duration
+}
+
+// Timings are the durations of Start's steps.
+func (n *Node) Timings() Timings { return n.timings }
+
+// Start brings the node up: its state, cgroups and mount namespace, containerd with the
+// images imported, then the kubelet, and returns once the kubelet answers its health
+// check. On failure it removes everything it made and says which component failed,
+// where its log is and how the log ends.
+func Start(ctx context.Context, c Config) (_ *Node, retErr error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	l := layout{dir: filepath.Clean(c.StateDir)}
+	if _, err := os.Stat(l.record()); err == nil {
+		return nil, fmt.Errorf("node %s: %s exists: the node is up or was not torn down (Teardown it first)", c.Name, l.record())
+	}
+	// The record first: from here on Teardown finds whatever Start made.
+	if err := os.MkdirAll(l.dir, 0o755); err != nil {
+		return nil, err
+	}
+	if err := writeRecord(l, record{Name: c.Name, Cgroup: c.cgroupName(), NetNS: c.NetNS}); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if retErr != nil {
+			retErr = errors.Join(fmt.Errorf("node %s: %w", c.Name, retErr), Teardown(l.dir))
+		}
+	}()
+	for _, d := range []string{l.logDir(), l.kubeletRoot(), l.cniConfDir(), l.cniDataDir(), l.containerdRoot(), l.containerdState()} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return nil, err
+		}
+	}
+	if err := writeConfigs(c, l); err != nil {
+		return nil, err
+	}
+	if err := createCgroups(c.cgroupName()); err != nil {
+		return nil, err
+	}
+	if err := createMountNS(l, []string{l.dir, c.BinDir, filepath.Dir(c.Kubelet)}); err != nil {
+		return nil, err
+	}
+	n := &Node{cfg: c, layout: l}
+	env := []string{"PATH=" + c.BinDir + ":/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/root"}
+	var err error
+	t0 := time.Now()
+	n.containerd, err = startComponent("containerd", c, l, env, filepath.Join(c.BinDir, "containerd"), "--config", l.containerdConfig())
+	if err != nil {
+		return nil, err
+	}
+	if err := n.containerd.waitFor(ctx, "socket", 30*time.Second, n.ctrVersion); err != nil {
+		return nil, err
+	}
+	t1 := time.Now()
+	if err := n.importImages(ctx); err != nil {
+		return nil, err
+	}
+	t2 := time.Now()
+	n.kubelet, err = startComponent("kubelet", c, l, env, append([]string{c.Kubelet}, kubeletArgs(c, l)...)...)
+	if err != nil {
+		return nil, err
+	}
+	if err := n.kubelet.waitFor(ctx, "healthz", 60*time.Second, n.healthz); err != nil {
+		return nil, err
+	}
+	n.timings = Timings{Containerd: t1.Sub(t0), Images: t2.Sub(t1), Kubelet: time.Since(t2)}
+	return n, nil
+}
+
+func writeConfigs(c Config, l layout) error {
+	cni, err := cniConfig(c, l)
+	if err != nil {
+		return err
+	}
+	kubelet, err := kubeletConfig(c, l)
+	if err != nil {
+		return err
+	}
+	files := map[string][]byte{
+		l.containerdConfig(): []byte(containerdConfig(c, l)),
+		filepath.Join(l.cniConfDir(), "10-strait.conflist"): cni,
+		l.kubeletConfig(): kubelet,
+		l.kubeconfig():    c.KubeConfig,
+		l.resolvConf():    []byte(resolvConf(c.ClusterDNS)),
+	}
+	for path, data := range files {
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Err says whether a component ended while the node was up (naming it, its log and the
+// log's end); nil while both run.
+func (n *Node) Err() error {
+	return errors.Join(n.containerd.err(), n.kubelet.err())
+}
+
+// Name is the Node's name.
+func (n *Node) Name() string { return n.cfg.Name }
+
+// Stop tears the node down.
+func (n *Node) Stop() error { return Teardown(n.layout.dir) }
+
+// LogPath is the log of a component ("containerd", "kubelet").
+func (n *Node) LogPath(component string) string { return n.layout.log(component) }
+
+// Pids are the process ids of containerd and the kubelet.
+func (n *Node) Pids() (containerd, kubelet int) { return n.containerd.pid, n.kubelet.pid }
+
+// ctr runs ctr against the node's containerd, from the host: the socket is in the state
+// directory, and images stream through it.
+func (n *Node) ctr(ctx context.Context, args ...string) error {
+	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	argv := append([]string{"--address", n.layout.socket(), "--namespace", "k8s.io"}, args...)
+	out, err := exec.CommandContext(ctx, filepath.Join(n.cfg.BinDir, "ctr"), argv...).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("ctr %v: %w: %s", args, err, out)
+	}
+	return nil
+}
+
+func (n *Node) ctrVersion() error { return n.ctr(context.Background(), "version") }
+
+// importImages loads every image tarball, unpacked for the CRI plugin's snapshotter,
+// all at once: most of the time goes to decompressing and unpacking.
+func (n *Node) importImages(ctx context.Context) error {
+	errs := make([]error, len(n.cfg.Images))
+	var wg sync.WaitGroup
+	for i, img := range n.cfg.Images {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := n.ctr(ctx, "images", "import", "--local", "--snapshotter", "overlayfs", img); err != nil {
+				errs[i] = fmt.Errorf("import %s: %w", img, err)
+			}
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// healthz asks the kubelet's health endpoint on the node's loopback.
+func (n *Node) healthz() error {
+	conn, err := dialIn(n.cfg.NetNS, "127.0.0.1:"+strconv.Itoa(healthzPort))
+	if err != nil {
+		return err
+	}
+	client := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{
+		DialContext: func(context.Context, string, string) (net.Conn, error) { return conn, nil },
+	}}
+	defer client.CloseIdleConnections()
+	resp, err := client.Get("http://kubelet/healthz")
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("healthz: %s", resp.Status)
+	}
+	return nil
+}
+
+// dialIn opens a TCP connection from inside the network namespace at path.
+func dialIn(path, addr string) (net.Conn, error) {
+	type result struct {
+		c   net.Conn
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		// The thread dies with the goroutine rather than going back to the pool in the
+		// node's namespace.
+		runtime.LockOSThread()
+		h, err := netns.GetFromPath(path)
+		if err != nil {
+			ch <- result{err: err}
+			return
+		}
+		defer h.Close()
+		if err := netns.Set(h); err != nil {
+			ch <- result{err: err}
+			return
+		}
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		ch <- result{c, err}
+	}()
+	r := <-ch
+	return r.c, r.err
+}
+
+// Teardown removes a node from what its state directory records, also after a crash of
+// the process that started it: every process in the node's cgroups (daemons, shims,
+// containers), the cgroups, the mount namespace with everything mounted in it, the CNI
+// bridge and the state directory. A missing node is no error; a directory without the
+// node's record is left alone, as it is not known to be a node's.
+func Teardown(stateDir string) error {
+	l := layout{dir: filepath.Clean(stateDir)}
+	r, err := readRecord(l)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var errs []error
+	errs = append(errs, killCgroups(r.Cgroup, 15*time.Second))
+	errs = append(errs, removeMountNS(l))
+	errs = append(errs, removeCgroups(r.Cgroup, 10*time.Second))
+	errs = append(errs, removeBridge(r.NetNS))
+	errs = append(errs, removeState(l))
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("teardown of node %s: %w", r.Name, err)
+	}
+	return nil
+}
+
+// removeBridge deletes the CNI bridge from the node's network namespace if it is still
+// there (the pods' veths went with their namespaces).
+func removeBridge(nsPath string) error {
+	h, err := netns.GetFromPath(nsPath)
+	if err != nil {
+		return nil // the namespace is gone, and the bridge with it
+	}
+	defer h.Close()
+	nl, err := netlink.NewHandleAt(h)
+	if err != nil {
+		return fmt.Errorf("netlink in %s: %w", nsPath, err)
+	}
+	defer nl.Close()
+	link, err := nl.LinkByName(Bridge)
+	if err != nil {
+		return nil
+	}
+	if err := nl.LinkDel(link); err != nil {
+		return fmt.Errorf("delete %s in %s: %w", Bridge, nsPath, err)
+	}
+	return nil
+}
+
+// removeState removes the state directory after unmounting anything left mounted under
+// it on the host (normally only the mount namespace's pin, already gone).
+func removeState(l layout) error {
+	for _, m := range mountPoints(l.dir) {
+		_ = unmountDetached(m)
+	}
+	if left := mountPoints(l.dir); len(left) > 0 {
+		return fmt.Errorf("still mounted under %s: %v", l.dir, left)
+	}
+	if err := os.RemoveAll(l.dir); err != nil {
+		return fmt.Errorf("remove %s: %w", l.dir, err)
+	}
+	return nil
+}
+
+// TeardownAll tears down every node whose state directory is directly under dir (those
+// holding a node record), as "lab down" does after a crash; other entries are left alone.
+func TeardownAll(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, e := range entries {
+		state := filepath.Join(dir, e.Name())
+		if _, err := os.Stat(layout{dir: state}.record()); e.IsDir() && err == nil {
+			errs = append(errs, Teardown(state))
+		}
+	}
+	return errors.Join(errs...)
+}

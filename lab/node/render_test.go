@@ -1,0 +1,108 @@
+package node
+
+import (
+	"encoding/json"
+	"net/netip"
+	"strings"
+	"testing"
+)
+
+func validConfig() Config {
+	return Config{
+		Name: "c1-node1", NetNS: "/run/netns/sl-c1-n1", NodeIP: netip.MustParseAddr("10.250.1.2"),
+		PodCIDR: netip.MustParsePrefix("10.7.1.0/24"), KubeConfig: []byte("apiVersion: v1"),
+		BinDir: "/opt/bin/node", Kubelet: "/opt/bin/kubelet", StateDir: "/run/strait-lab/nodes/c1-node1",
+		SandboxImage: "strait-lab/pause:dev",
+	}
+}
+
+func TestValidateNamesTheFieldAndValue(t *testing.T) {
+	for _, tc := range []struct {
+		change func(*Config)
+		want   string
+	}{
+		{func(c *Config) { c.Name = "Node_1" }, `name "Node_1": must be a DNS label`},
+		{func(c *Config) { c.PodCIDR = netip.MustParsePrefix("10.7.1.5/24") }, `podCIDR "10.7.1.5/24"`},
+		{func(c *Config) { c.NetNS = "sl-c1" }, `netns "sl-c1": must be an absolute path`},
+		{func(c *Config) { c.StateDir = "state" }, `stateDir "state": must be an absolute path`},
+		{func(c *Config) { c.SandboxImage = "" }, `sandboxImage "": is required`},
+	} {
+		c := validConfig()
+		tc.change(&c)
+		err := c.Validate()
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Validate() = %v, want it to say %q", err, tc.want)
+		}
+	}
+	if err := validConfig().Validate(); err != nil {
+		t.Errorf("valid config: %v", err)
+	}
+}
+
+func TestConfigsPointAtTheNodesOwnPathsAndPinThePauseImage(t *testing.T) {
+	c := validConfig()
+	l := layout{dir: c.StateDir}
+	toml := containerdConfig(c, l)
+	for _, want := range []string{
+		`root = "/run/strait-lab/nodes/c1-node1/containerd/root"`,
+		`address = "/run/strait-lab/nodes/c1-node1/containerd/containerd.sock"`,
+		`sandbox = "docker.io/strait-lab/pause:dev"`,
+		`restrict_oom_score_adj = true`,
+		`BinaryName = "/opt/bin/node/runc"`,
+		`bin_dirs = ["/opt/bin/node"]`,
+	} {
+		if !strings.Contains(toml, want) {
+			t.Errorf("containerd config lacks %s", want)
+		}
+	}
+	var kc map[string]any
+	data, err := kubeletConfig(c, l)
+	if err != nil || json.Unmarshal(data, &kc) != nil {
+		t.Fatalf("kubelet config: %v", err)
+	}
+	if kc["cgroupRoot"] != "/strait-node-c1-node1" || kc["podCIDR"] != "10.7.1.0/24" || kc["address"] != "10.250.1.2" {
+		t.Errorf("kubelet config: cgroupRoot %v podCIDR %v address %v", kc["cgroupRoot"], kc["podCIDR"], kc["address"])
+	}
+	var cni struct {
+		Plugins []struct {
+			Bridge string
+			IPAM   struct {
+				Ranges  [][]map[string]string
+				DataDir string
+			}
+		}
+	}
+	data, err = cniConfig(c, l)
+	if err != nil || json.Unmarshal(data, &cni) != nil || len(cni.Plugins) != 1 {
+		t.Fatalf("cni config %s: %v", data, err)
+	}
+	r := cni.Plugins[0].IPAM.Ranges[0][0]
+	if r["subnet"] != "10.7.1.0/24" || r["gateway"] != "10.7.1.1" || cni.Plugins[0].IPAM.DataDir != l.cniDataDir() {
+		t.Errorf("cni range %v data dir %s", r, cni.Plugins[0].IPAM.DataDir)
+	}
+}
+
+func TestFullImageNameMatchesKubernetesNormalization(t *testing.T) {
+	for in, want := range map[string]string{
+		"pause:dev":                  "docker.io/library/pause:dev",
+		"strait-lab/pause:dev":       "docker.io/strait-lab/pause:dev",
+		"registry.example/x/pause:1": "registry.example/x/pause:1",
+		"localhost/pause:dev":        "localhost/pause:dev",
+		"localhost:5000/pause:dev":   "localhost:5000/pause:dev",
+	} {
+		if got := fullImageName(in); got != want {
+			t.Errorf("fullImageName(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestOutermostKeepsOnlyTopDirectories(t *testing.T) {
+	got := outermost([]string{"/run/lab/nodes/n1", "/work/bin/node", "/run/lab", "/work/bin/k8s", "/work/bin"})
+	want := []string{"/run/lab", "/work/bin"}
+	if strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Errorf("outermost = %v, want %v", got, want)
+	}
+	if under("/runx", "/run") || !under("/run/x", "/run") {
+		t.Error("under confuses /runx with /run/...")
+	}
+}
