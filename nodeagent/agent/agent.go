@@ -109,7 +109,13 @@ func New(restCfg *rest.Config, cfg Config) (*Agent, error) {
 	if err := cfg.Election.Validate(); err != nil {
 		return nil, fmt.Errorf("gateway election: %w", err)
 	}
-	kube, err := kubernetes.NewForConfig(restCfg)
+	// The elector's client: its renewals (every RetryPeriod, retried at a quarter of it)
+	// must never wait behind client-go's default limit of 5 requests/s, or a short
+	// retry period would make the active gateway miss its renew deadline.
+	electCfg := rest.CopyConfig(restCfg)
+	electCfg.QPS = float32(5 + 4/cfg.Election.RetryPeriod.Seconds())
+	electCfg.Burst = 2 * int(electCfg.QPS)
+	kube, err := kubernetes.NewForConfig(electCfg)
 	if err != nil {
 		return nil, err
 	}
