@@ -236,28 +236,41 @@ func (e *Elector) renew(ctx context.Context, held *coordinationv1.Lease) (*coord
 		case err == nil:
 			return u, nil
 		case apierrors.IsNotFound(err):
-			// Someone deleted it: standbys wait a whole term after seeing that, so
-			// recreating it within RenewDeadline keeps the gateway here.
-			c := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: LeaseName}, Spec: e.spec(now)}
-			if u, err = e.leases.Create(ctx, c, metav1.CreateOptions{}); err == nil {
-				return u, nil
-			}
-			if !apierrors.IsAlreadyExists(err) {
-				return nil, err
-			}
+			return e.recreate(ctx)
 		case !apierrors.IsConflict(err):
 			return nil, err
 		}
 		cur, err := e.leases.Get(ctx, LeaseName, metav1.GetOptions{})
-		if err != nil {
+		switch {
+		case apierrors.IsNotFound(err):
+			return e.recreate(ctx)
+		case err != nil:
 			return nil, err
-		}
-		if holderOf(cur) != e.identity {
+		case holderOf(cur) != e.identity:
 			return nil, fmt.Errorf("%w: %q", errLost, holderOf(cur))
 		}
 		held = cur
 	}
 	return nil, errors.New("the gateway Lease changed under every renewal attempt")
+}
+
+// recreate creates the Lease again after someone deleted it while this node held it:
+// standbys wait a whole term after seeing it go, so doing it within RenewDeadline keeps
+// the gateway here.
+func (e *Elector) recreate(ctx context.Context) (*coordinationv1.Lease, error) {
+	l := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: LeaseName}, Spec: e.spec(metav1.NewMicroTime(time.Now()))}
+	c, err := e.leases.Create(ctx, l, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		cur, gerr := e.leases.Get(ctx, LeaseName, metav1.GetOptions{})
+		if gerr != nil {
+			return nil, gerr
+		}
+		if holderOf(cur) != e.identity {
+			return nil, fmt.Errorf("%w: %q", errLost, holderOf(cur))
+		}
+		return cur, nil
+	}
+	return c, err
 }
 
 func (e *Elector) spec(now metav1.MicroTime) coordinationv1.LeaseSpec {

@@ -29,6 +29,7 @@ func TestElectionOnARealAPIServer(t *testing.T) {
 		{"two candidates are never both active", twoCandidatesAreNeverBothActive},
 		{"a released Lease is taken at once", releasedLeaseIsTakenAtOnce},
 		{"a cut-off holder steps down and is replaced in time", cutOffHolderStepsDownAndIsReplaced},
+		{"a deleted Lease stays with its holder", deletedLeaseStaysWithItsHolder},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.test(t, api) })
 	}
@@ -276,6 +277,37 @@ func cutOffHolderStepsDownAndIsReplaced(t *testing.T, api *rest.Config) {
 	}
 	if m := slices.Max(took); m > timing.LeaseDuration+500*time.Millisecond {
 		t.Errorf("a cut-off holder was replaced after %v, want < lease %v + 500ms", m, timing.LeaseDuration)
+	}
+	if o := rec.overlaps(time.Now()); len(o) > 0 {
+		t.Fatalf("two candidates active at once:\n%s", strings.Join(o, "\n"))
+	}
+}
+
+// Someone deletes the Lease (kubectl delete lease): the holder recreates it at its next
+// renewal, and the standby, which waits a whole term after seeing it go, never takes
+// over meanwhile.
+func deletedLeaseStaysWithItsHolder(t *testing.T, api *rest.Config) {
+	ns := electionNamespace(t, api)
+	rec := &terms{}
+	cs := []*candidate{campaign(t, api, ns, "gw1", rec), campaign(t, api, ns, "gw2", rec)}
+	holder := activeOne(t, 5*time.Second, cs...)
+	kube, err := kubernetes.NewForConfig(api)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if err := kube.CoordinationV1().Leases(ns).Delete(context.Background(), LeaseName, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		took := until(t, 2*time.Second, "the Lease recreated", func() bool {
+			l, err := kube.CoordinationV1().Leases(ns).Get(context.Background(), LeaseName, metav1.GetOptions{})
+			return err == nil && holderOf(l) == holder.name
+		})
+		t.Logf("recreated by %s after %v", holder.name, took.Round(time.Millisecond))
+		time.Sleep(FastTiming().LeaseDuration)
+		if now := activeOne(t, time.Second, cs...); now != holder {
+			t.Fatalf("the gateway moved from %s to %s after the Lease was deleted", holder.name, now.name)
+		}
 	}
 	if o := rec.overlaps(time.Now()); len(o) > 0 {
 		t.Fatalf("two candidates active at once:\n%s", strings.Join(o, "\n"))
