@@ -405,20 +405,9 @@ func waitFor(t *testing.T, ctx context.Context, n *node.Node, what string, fn fu
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	t.Fatalf("%s: %v\nkubelet log, last lines:\n%s", what, last, lastLines(n.LogPath("kubelet"), 40))
+	t.Fatalf("%s: %v\nkubelet log, last lines:\n%s", what, last, node.Tail(n.LogPath("kubelet"), 40))
 }
 
-func lastLines(path string, n int) string {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return err.Error()
-	}
-	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
-}
 
 // execIn runs sh -c cmd in the pod's container through the API server and the kubelet.
 func execIn(t *testing.T, ctx context.Context, cfg *rest.Config, cs kubernetes.Interface, pod, cmd string) string {
