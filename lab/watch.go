@@ -1,18 +1,18 @@
 package lab
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"os"
+	"maps"
 	"os/exec"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/straitnet/strait/lab/node"
 	"github.com/straitnet/strait/test/netns"
 )
 
@@ -79,19 +79,14 @@ func (l *Lab) watchComponents(ctx context.Context) (context.Context, context.Can
 // exitedComponent is the first component (in name order) whose recorded process is gone.
 func (l *Lab) exitedComponent(stale map[string]int) error {
 	pids := l.state.AllPids()
-	keys := make([]string, 0, len(pids))
-	for k := range pids {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, key := range keys {
+	for _, key := range slices.Sorted(maps.Keys(pids)) {
 		pid := pids[key]
 		if netns.Alive(pid) || stale[key] == pid {
 			continue
 		}
 		cluster, name, _ := strings.Cut(key, "/")
 		log := l.state.LogPath(cluster, name)
-		return &ComponentExited{Component: key, Log: log, Tail: tailLines(log, 12)}
+		return &ComponentExited{Component: key, Log: log, Tail: node.Tail(log, 12)}
 	}
 	return nil
 }
@@ -103,25 +98,6 @@ func exitCause(ctx context.Context, err error) error {
 		return exited
 	}
 	return err
-}
-
-// tailLines is the last n lines of a file, indented, or why there are none.
-func tailLines(path string, n int) string {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return "  (" + err.Error() + ")"
-	}
-	lines := bytes.Split(bytes.TrimRight(data, "\n"), []byte("\n"))
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	var b strings.Builder
-	for _, line := range lines {
-		b.WriteString("  ")
-		b.Write(line)
-		b.WriteByte('\n')
-	}
-	return strings.TrimRight(b.String(), "\n")
 }
 
 // notReady says, a line per pod, why each pod that is not ready is not: its phase, its

@@ -69,7 +69,7 @@ func (p *component) err() error {
 	if p.exited == nil {
 		return nil
 	}
-	return fmt.Errorf("%s ended early (%w); log %s:\n%s", p.name, p.exited, p.log, tail(p.log, 15))
+	return fmt.Errorf("%s ended early (%w); log %s:\n%s", p.name, p.exited, p.log, Tail(p.log, 15))
 }
 
 // waitFor polls ready until it succeeds, the component ends, ctx ends or timeout passes.
@@ -85,14 +85,15 @@ func (p *component) waitFor(ctx context.Context, what string, timeout time.Durat
 		case <-p.done:
 			return p.err()
 		case <-ctx.Done():
-			return fmt.Errorf("%s: %s not ready after %s: %w; log %s:\n%s", p.name, what, timeout, last, p.log, tail(p.log, 15))
+			return fmt.Errorf("%s: %s not ready after %s: %w; log %s:\n%s", p.name, what, timeout, last, p.log, Tail(p.log, 15))
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
 }
 
-// tail is the last n lines of a file.
-func tail(path string, n int) string {
+// Tail is the last n lines of a log file, each indented, for an error that names a
+// component and its log; or why the file cannot be read.
+func Tail(path string, n int) string {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return fmt.Sprintf("(cannot read: %v)", err)

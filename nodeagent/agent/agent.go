@@ -79,7 +79,10 @@ type Agent struct {
 	trigger chan event.GenericEvent
 	metrics *metrics
 
-	mu         sync.Mutex
+	mu sync.Mutex
+	// running is Run's context: the election lives as long as it, so that SIGTERM
+	// releases the Lease at once rather than after the manager has stopped.
+	running    context.Context
 	driver     cable.Driver
 	driverKind straitv1.CableDriver
 	elector    *gateway.Elector
@@ -103,7 +106,16 @@ func New(restCfg *rest.Config, cfg Config) (*Agent, error) {
 	if cfg.NodeName == "" {
 		return nil, errors.New("node name is required")
 	}
-	kube, err := kubernetes.NewForConfig(restCfg)
+	if err := cfg.Election.Validate(); err != nil {
+		return nil, fmt.Errorf("gateway election: %w", err)
+	}
+	// The elector's client: its renewals (every RetryPeriod, retried at a quarter of it)
+	// must never wait behind client-go's default limit of 5 requests/s, or a short
+	// retry period would make the active gateway miss its renew deadline.
+	electCfg := rest.CopyConfig(restCfg)
+	electCfg.QPS = float32(5 + 4/cfg.Election.RetryPeriod.Seconds())
+	electCfg.Burst = 2 * int(electCfg.QPS)
+	kube, err := kubernetes.NewForConfig(electCfg)
 	if err != nil {
 		return nil, err
 	}
@@ -165,9 +177,12 @@ func (a *Agent) Trigger() {
 }
 
 // Run runs the agent until ctx ends; then it releases the gateway Lease (a passive
-// gateway takes over within the retry period) and leaves the kernel as it is, so
+// gateway's watch sees that and takes over at once) and leaves the kernel as it is, so
 // traffic flows until the next owner converges.
 func (a *Agent) Run(ctx context.Context) error {
+	a.mu.Lock()
+	a.running = ctx
+	a.mu.Unlock()
 	if w, ok := a.cfg.Kernel.(kernel.Watcher); ok {
 		if err := w.Watch(ctx, route.Protocol, a.Trigger); err != nil {
 			return err
@@ -212,18 +227,20 @@ func (a *Agent) sync(ctx context.Context) (time.Duration, error) {
 	// A node whose cable cannot be built must not win the Lease: every node would route
 	// to it.
 	capable = capable && driver != nil && derr == nil
-	a.ensureElection(ctx, capable)
+	a.ensureElection(capable)
 
 	holder := ""
 	lease := &coordinationv1.Lease{}
 	if err := a.client.Get(ctx, types.NamespacedName{Namespace: ns, Name: gateway.LeaseName}, lease); err == nil && lease.Spec.HolderIdentity != nil {
 		holder = *lease.Spec.HolderIdentity
 	}
-	activeSelf := a.isActive()
+	activeSelf, settled := a.isActive()
 	a.metrics.setActive(activeSelf)
-	if holder == a.cfg.NodeName && !activeSelf && capable {
-		// Our previous process held the Lease: the elector renews it at once; until it
-		// has, leave the data plane as the previous process left it.
+	if holder == a.cfg.NodeName && !activeSelf && capable && !settled {
+		// Our previous process held the Lease: the elector takes it over at once; until
+		// it has, leave the data plane as the previous process left it. Only until the
+		// elector has settled: a holder cut off from the API server reads its own name
+		// from a stale cache, and its data path must stop once it has stepped down.
 		return a.cfg.Election.RetryPeriod, nil
 	}
 	if activeSelf {
@@ -293,21 +310,29 @@ func (a *Agent) readPSK(ctx context.Context, m *straitv1.Membership) ([]byte, er
 // pskKey is the data key of the PSK in its Secret.
 const pskKey = "psk"
 
-func (a *Agent) isActive() bool {
+// isActive says whether this node is the active gateway and whether its elector has
+// made its first decision.
+func (a *Agent) isActive() (active, settled bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return a.elector != nil && a.elector.Active()
+	if a.elector == nil {
+		return false, true
+	}
+	return a.elector.Active(), a.elector.Settled()
 }
 
 // ensureElection starts campaigning on a capable node and stops (releasing the Lease)
 // on one that no longer is.
-func (a *Agent) ensureElection(ctx context.Context, capable bool) {
+func (a *Agent) ensureElection(capable bool) {
 	a.mu.Lock()
-	running := a.elector != nil
+	running, parent := a.elector != nil, a.running
 	a.mu.Unlock()
 	switch {
 	case capable && !running:
-		ectx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+		if parent == nil || parent.Err() != nil {
+			return // shutting down: never campaign again
+		}
+		ectx, cancel := context.WithCancel(log.IntoContext(parent, a.mgr.GetLogger().WithName("gateway-election")))
 		el := gateway.NewElector(a.kube, a.cfg.Namespace, a.cfg.NodeName, a.cfg.Election, func(bool) { a.Trigger() })
 		done := make(chan struct{})
 		a.mu.Lock()
@@ -315,9 +340,7 @@ func (a *Agent) ensureElection(ctx context.Context, capable bool) {
 		a.mu.Unlock()
 		go func() {
 			defer close(done)
-			if err := el.Run(ectx); err != nil {
-				log.FromContext(ctx).Error(err, "gateway election")
-			}
+			el.Run(ectx)
 		}()
 	case !capable && running:
 		a.stopElection()

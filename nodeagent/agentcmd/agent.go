@@ -60,7 +60,7 @@ status, and every gateway-capable node publishes its Gateway object.
 
 It is level-triggered: watch events, netlink events and a periodic resync each compute
 the whole desired state and converge to it; nothing it did not create is touched. On
-SIGTERM it releases the Lease (a passive gateway takes over within --retry-period) and
+SIGTERM it releases the Lease (a passive gateway's watch sees that and takes over) and
 leaves the kernel as it is.
 
   straitd agent --node-name "$NODE_NAME"
@@ -71,15 +71,16 @@ leaves the kernel as it is.
 			return runAgent(cmd.Context(), o, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
+	cmd.PreRunE = func(*cobra.Command, []string) error { return o.election.Validate() }
 	f := cmd.Flags()
 	f.StringVar(&o.nodeName, "node-name", os.Getenv("NODE_NAME"), "this node's name (default $NODE_NAME)")
 	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig of the member cluster (default: in-cluster, then $KUBECONFIG)")
 	f.StringVar(&o.namespace, "namespace", straitv1.SystemNamespace, "namespace of Strait's objects in the member")
 	f.DurationVar(&o.resync, "resync", 30*time.Second, "period of the full resync")
 	f.DurationVar(&o.healthInterval, "health-interval", 5*time.Second, "how often the active gateway health-checks every peer")
-	f.DurationVar(&o.election.LeaseDuration, "lease-duration", o.election.LeaseDuration, "gateway Lease duration: a crashed gateway is replaced after this")
-	f.DurationVar(&o.election.RenewDeadline, "renew-deadline", o.election.RenewDeadline, "the active gateway steps down when it cannot renew within this")
-	f.DurationVar(&o.election.RetryPeriod, "retry-period", o.election.RetryPeriod, "how often candidates try the Lease (a released Lease is taken within this)")
+	f.DurationVar(&o.election.LeaseDuration, "lease-duration", o.election.LeaseDuration, "gateway Lease duration, whole seconds: a crashed gateway is replaced after this")
+	f.DurationVar(&o.election.RenewDeadline, "renew-deadline", o.election.RenewDeadline, "the active gateway steps down when it has not renewed within this (< --lease-duration, > 1.2 × --retry-period)")
+	f.DurationVar(&o.election.RetryPeriod, "retry-period", o.election.RetryPeriod, "how often the active gateway renews the Lease (one write each; standbys only watch it)")
 	f.StringVar(&o.metricsAddr, "metrics-bind-address", ":9342", `Prometheus metrics address ("0" disables)`)
 	f.StringVar(&o.healthAddr, "health-probe-bind-address", ":9343", `healthz/readyz address ("0" disables)`)
 	f.BoolVar(&o.cleanup, "cleanup", false, "remove everything of Strait's from this node (devices, routes, rules, nftables table, cables) and exit")

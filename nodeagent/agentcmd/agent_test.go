@@ -70,3 +70,25 @@ func TestAgentCommandRejectsBadMasqueradeBit(t *testing.T) {
 		}
 	}
 }
+
+// TestAgentCommandRejectsBadElectionTiming: a Lease duration the Lease cannot carry, or
+// a renew deadline that would let two gateways be active at once, is refused before the
+// agent touches anything.
+func TestAgentCommandRejectsBadElectionTiming(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--lease-duration", "1500ms"}, "--lease-duration 1.5s: must be a whole number of seconds"},
+		{[]string{"--lease-duration", "2s", "--renew-deadline", "2s"}, "--renew-deadline 2s: must be shorter than --lease-duration 2s"},
+		{[]string{"--retry-period", "1s"}, "--renew-deadline 700ms: must be longer than --retry-period 1s × 1.2"},
+	} {
+		cmd := NewCommand()
+		cmd.SetArgs(append([]string{"--node-name", "n1", "--kubeconfig", "/nonexistent", "--netns", "/nonexistent"}, tc.args...))
+		cmd.SetOut(&strings.Builder{})
+		cmd.SetErr(&strings.Builder{})
+		if err := cmd.ExecuteContext(context.Background()); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: error %v, want %q", tc.args, err, tc.want)
+		}
+	}
+}

@@ -156,6 +156,9 @@ func (c *Cluster) start(root string, scheme *runtime.Scheme) error {
 	// server keeps its port, its serving certificate and its client CA, and the
 	// kubeconfig in the hub stays valid, as with a real member coming back.
 	c.env.ControlPlane.GetAPIServer().CertDir = dir
+	// Kubelets are reached by their InternalIP, as the lab's are: a node's name
+	// resolves nowhere here.
+	c.env.ControlPlane.GetAPIServer().Configure().Set("kubelet-preferred-address-types", "InternalIP")
 	cfg, err := c.env.Start()
 	if err != nil {
 		return fmt.Errorf("starting %s: %w", c.Name, err)

@@ -5,7 +5,8 @@
 // Start starts a hub and any number of members and stores each member's kubeconfig as a
 // Secret in the hub, the way an operator registers a member. StartCluster starts a single
 // one; NewCluster (one test) and TestMain (one package) wrap it with the rule every test
-// follows: without the binaries skip, unless CI is set, then fail.
+// follows: without the binaries skip, unless CI is set, then fail. Cut severs the
+// clients made from a config from their API server, as a crash or a partition would.
 //
 // It owns the processes and temporary directories it starts and nothing else; it never
 // talks to a cluster it did not start. The binaries come from KUBEBUILDER_ASSETS, else

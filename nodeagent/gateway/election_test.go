@@ -1,0 +1,315 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/straitnet/strait/test/clusters"
+)
+
+// TestElectionOnARealAPIServer runs the election's tests against one real
+// kube-apiserver; each campaigns in a namespace of its own.
+func TestElectionOnARealAPIServer(t *testing.T) {
+	api := clusters.NewCluster(t).Config
+	for _, tc := range []struct {
+		name string
+		test func(*testing.T, *rest.Config)
+	}{
+		{"two candidates are never both active", twoCandidatesAreNeverBothActive},
+		{"a released Lease is taken at once", releasedLeaseIsTakenAtOnce},
+		{"a cut-off holder steps down and is replaced in time", cutOffHolderStepsDownAndIsReplaced},
+		{"a deleted Lease stays with its holder", deletedLeaseStaysWithItsHolder},
+	} {
+		t.Run(tc.name, func(t *testing.T) { tc.test(t, api) })
+	}
+}
+
+// terms records when each candidate became active and stopped being active, as its
+// onChange saw it.
+type terms struct {
+	mu     sync.Mutex
+	events []termEvent
+}
+
+type termEvent struct {
+	who    string
+	active bool
+	at     time.Time
+}
+
+func (r *terms) add(who string, active bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.events = append(r.events, termEvent{who: who, active: active, at: time.Now()})
+}
+
+// overlaps lists every moment two candidates were active at once.
+func (r *terms) overlaps(end time.Time) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	type term struct {
+		who        string
+		start, end time.Time
+	}
+	var done []term
+	open := map[string]time.Time{}
+	for _, e := range r.events {
+		if e.active {
+			open[e.who] = e.at
+			continue
+		}
+		done = append(done, term{e.who, open[e.who], e.at})
+		delete(open, e.who)
+	}
+	for who, start := range open {
+		done = append(done, term{who, start, end})
+	}
+	var out []string
+	for i, a := range done {
+		for _, b := range done[i+1:] {
+			if a.start.Before(b.end) && b.start.Before(a.end) {
+				out = append(out, fmt.Sprintf("%s [%v, %v] and %s [%v, %v]", a.who, a.start.Format(time.StampMicro),
+					a.end.Format(time.StampMicro), b.who, b.start.Format(time.StampMicro), b.end.Format(time.StampMicro)))
+			}
+		}
+	}
+	return out
+}
+
+// candidate is one gateway-capable node's elector with its own connection to the API
+// server, which the test can cut.
+type candidate struct {
+	name   string
+	cut    *clusters.Cut
+	el     *Elector
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+func campaign(t *testing.T, api *rest.Config, ns, name string, rec *terms) *candidate {
+	t.Helper()
+	c := &candidate{name: name, cut: &clusters.Cut{}, done: make(chan struct{})}
+	kube, err := kubernetes.NewForConfig(c.cut.Config(api))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.el = NewElector(kube, ns, name, FastTiming(), func(active bool) { rec.add(name, active) })
+	ctx, cancel := context.WithCancel(context.Background())
+	c.cancel = cancel
+	go func() { defer close(c.done); c.el.Run(ctx) }()
+	t.Cleanup(c.stop)
+	return c
+}
+
+// stop ends the campaign as SIGTERM does: a holder releases the Lease.
+func (c *candidate) stop() {
+	c.cancel()
+	<-c.done
+}
+
+// electionNamespace creates a namespace for one test's Lease.
+func electionNamespace(t *testing.T, api *rest.Config) string {
+	t.Helper()
+	kube, err := kubernetes.NewForConfig(api)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns, err := kube.CoreV1().Namespaces().Create(context.Background(),
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "election-"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ns.Name
+}
+
+// activeOne waits until exactly one of cs is active and returns it.
+func activeOne(t *testing.T, timeout time.Duration, cs ...*candidate) *candidate {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		var act []*candidate
+		for _, c := range cs {
+			if c.el.Active() {
+				act = append(act, c)
+			}
+		}
+		if len(act) == 1 {
+			return act[0]
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d candidates active after %v, want 1", len(act), timeout)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// until polls cond every millisecond (require.Eventually's interval is too coarse for
+// the figures these tests measure) and returns how long it took to hold.
+func until(t *testing.T, timeout time.Duration, what string, cond func() bool) time.Duration {
+	t.Helper()
+	start := time.Now()
+	for !cond() {
+		if time.Since(start) > timeout {
+			t.Fatalf("%s: not within %v", what, timeout)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return time.Since(start)
+}
+
+func spread(ds []time.Duration) string {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	r := func(d time.Duration) time.Duration { return d.Round(time.Millisecond) }
+	return fmt.Sprintf("min %v, median %v, max %v over %d", r(s[0]), r(s[len(s)/2]), r(s[len(s)-1]), len(s))
+}
+
+// Three candidates through rounds of releases (every standby races for the freed
+// Lease) and of holders cut off the API server and later reconnected: at no moment are
+// two of them active.
+func twoCandidatesAreNeverBothActive(t *testing.T, api *rest.Config) {
+	ns := electionNamespace(t, api)
+	rec := &terms{}
+	cs := map[string]*candidate{}
+	for _, n := range []string{"gw1", "gw2", "gw3"} {
+		cs[n] = campaign(t, api, ns, n, rec)
+	}
+	all := func() []*candidate { return []*candidate{cs["gw1"], cs["gw2"], cs["gw3"]} }
+	for round := range 16 {
+		holder := activeOne(t, 5*time.Second, all()...)
+		if round%2 == 0 {
+			holder.stop()
+			cs[holder.name] = campaign(t, api, ns, holder.name, rec)
+			continue
+		}
+		holder.cut.Set(true)
+		var others []*candidate
+		for _, c := range all() {
+			if c != holder {
+				others = append(others, c)
+			}
+		}
+		next := activeOne(t, 5*time.Second, others...)
+		if holder.el.Active() {
+			t.Fatalf("round %d: %s cut off and still active beside %s", round, holder.name, next.name)
+		}
+		holder.cut.Set(false)
+		// Back online, it sees the new holder and stays a standby.
+		time.Sleep(FastTiming().RetryPeriod)
+		if holder.el.Active() {
+			t.Fatalf("round %d: %s active again beside %s", round, holder.name, next.name)
+		}
+	}
+	for _, c := range all() {
+		c.stop()
+	}
+	if o := rec.overlaps(time.Now()); len(o) > 0 {
+		t.Fatalf("two candidates active at once:\n%s", strings.Join(o, "\n"))
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if n := len(rec.events); n < 32 {
+		t.Fatalf("only %d activity changes in 16 rounds", n)
+	}
+}
+
+// A holder that stops (SIGTERM) releases the Lease; the standby's watch sees that and it
+// takes over at once, not after the term.
+func releasedLeaseIsTakenAtOnce(t *testing.T, api *rest.Config) {
+	ns := electionNamespace(t, api)
+	rec := &terms{}
+	cs := map[string]*candidate{"gw1": campaign(t, api, ns, "gw1", rec), "gw2": campaign(t, api, ns, "gw2", rec)}
+	var took []time.Duration
+	for range 6 {
+		holder := activeOne(t, 5*time.Second, cs["gw1"], cs["gw2"])
+		other := cs[map[string]string{"gw1": "gw2", "gw2": "gw1"}[holder.name]]
+		start := time.Now()
+		holder.stop()
+		until(t, 2*time.Second, other.name+" takes over", other.el.Active)
+		took = append(took, time.Since(start))
+		cs[holder.name] = campaign(t, api, ns, holder.name, rec)
+	}
+	t.Logf("released Lease taken over in %s", spread(took))
+	if slices.Max(took) > 300*time.Millisecond {
+		t.Errorf("a released Lease was taken over after %v, want < 300ms", slices.Max(took))
+	}
+	if o := rec.overlaps(time.Now()); len(o) > 0 {
+		t.Fatalf("two candidates active at once:\n%s", strings.Join(o, "\n"))
+	}
+}
+
+// A holder cut off the API server steps down within its renew deadline, and the
+// standby takes over once the term it last saw renewed has run out.
+func cutOffHolderStepsDownAndIsReplaced(t *testing.T, api *rest.Config) {
+	ns := electionNamespace(t, api)
+	rec := &terms{}
+	timing := FastTiming()
+	cs := map[string]*candidate{"gw1": campaign(t, api, ns, "gw1", rec), "gw2": campaign(t, api, ns, "gw2", rec)}
+	var stepped, took []time.Duration
+	for range 4 {
+		holder := activeOne(t, 5*time.Second, cs["gw1"], cs["gw2"])
+		other := cs[map[string]string{"gw1": "gw2", "gw2": "gw1"}[holder.name]]
+		// Cut at any point of the renewal cycle, not just after the takeover.
+		time.Sleep(time.Duration(rand.Int64N(int64(timing.RetryPeriod))))
+		start := time.Now()
+		holder.cut.Set(true)
+		stepped = append(stepped, until(t, 2*time.Second, holder.name+" steps down", func() bool { return !holder.el.Active() }))
+		until(t, 3*time.Second, other.name+" takes over", other.el.Active)
+		took = append(took, time.Since(start))
+		holder.cut.Set(false)
+	}
+	t.Logf("cut-off holder stepped down after %s; replaced after %s (lease %v, renew deadline %v, retry %v)",
+		spread(stepped), spread(took), timing.LeaseDuration, timing.RenewDeadline, timing.RetryPeriod)
+	// 50 ms for polling Active() on a loaded machine.
+	if m := slices.Max(stepped); m > timing.RenewDeadline+50*time.Millisecond {
+		t.Errorf("a cut-off holder stayed active %v, longer than the renew deadline %v", m, timing.RenewDeadline)
+	}
+	if m := slices.Max(took); m > timing.LeaseDuration+500*time.Millisecond {
+		t.Errorf("a cut-off holder was replaced after %v, want < lease %v + 500ms", m, timing.LeaseDuration)
+	}
+	if o := rec.overlaps(time.Now()); len(o) > 0 {
+		t.Fatalf("two candidates active at once:\n%s", strings.Join(o, "\n"))
+	}
+}
+
+// Someone deletes the Lease (kubectl delete lease): the holder recreates it at its next
+// renewal, and the standby, which waits a whole term after seeing it go, never takes
+// over meanwhile.
+func deletedLeaseStaysWithItsHolder(t *testing.T, api *rest.Config) {
+	ns := electionNamespace(t, api)
+	rec := &terms{}
+	cs := []*candidate{campaign(t, api, ns, "gw1", rec), campaign(t, api, ns, "gw2", rec)}
+	holder := activeOne(t, 5*time.Second, cs...)
+	kube, err := kubernetes.NewForConfig(api)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if err := kube.CoordinationV1().Leases(ns).Delete(context.Background(), LeaseName, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		took := until(t, 2*time.Second, "the Lease recreated", func() bool {
+			l, err := kube.CoordinationV1().Leases(ns).Get(context.Background(), LeaseName, metav1.GetOptions{})
+			return err == nil && holderOf(l) == holder.name
+		})
+		t.Logf("recreated by %s after %v", holder.name, took.Round(time.Millisecond))
+		time.Sleep(FastTiming().LeaseDuration)
+		if now := activeOne(t, time.Second, cs...); now != holder {
+			t.Fatalf("the gateway moved from %s to %s after the Lease was deleted", holder.name, now.name)
+		}
+	}
+	if o := rec.overlaps(time.Now()); len(o) > 0 {
+		t.Fatalf("two candidates active at once:\n%s", strings.Join(o, "\n"))
+	}
+}
