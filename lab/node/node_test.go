@@ -408,7 +408,6 @@ func waitFor(t *testing.T, ctx context.Context, n *node.Node, what string, fn fu
 	t.Fatalf("%s: %v\nkubelet log, last lines:\n%s", what, last, node.Tail(n.LogPath("kubelet"), 40))
 }
 
-
 // execIn runs sh -c cmd in the pod's container through the API server and the kubelet.
 func execIn(t *testing.T, ctx context.Context, cfg *rest.Config, cs kubernetes.Interface, pod, cmd string) string {
 	t.Helper()
