@@ -21,7 +21,7 @@ KUSTOMIZE := $(BIN)/kustomize-$(KUSTOMIZE_VERSION)
 
 # The Kubernetes control-plane binaries the tests run, built from source (test/k8sbin).
 K8S_BIN := $(BIN)/k8s/$(K8S_VERSION)
-K8S_BINARIES := kube-apiserver kube-controller-manager kube-scheduler kube-proxy etcd
+K8S_BINARIES := kube-apiserver kube-controller-manager kube-scheduler kube-proxy etcd kubectl
 export KUBEBUILDER_ASSETS := $(K8S_BIN)
 
 # make build VERSION=v0.1.0 stamps both binaries' version; the commit is stamped from git
@@ -135,6 +135,12 @@ images: $(IMAGES_STAMP) ## Build the real nodes' images (pause, whereami, iperf3
 $(IMAGES_STAMP): $(wildcard lab/image/*.go lab/image/*/*.go lab/workload/*.go lab/workload/cmd/*/*.go hack/labimages/*.go)
 	$(GO) run ./hack/labimages -out $(BIN)/images -cache $(BIN)/cache/debs
 	touch $@
+
+# kubectl for the e2e tests that act as a person would (kubectl exec, kubectl logs): the
+# machine's own may be missing or of another version.
+$(K8S_BIN)/kubectl: test/k8sbin/go.mod test/k8sbin/go.sum
+	mkdir -p $(K8S_BIN)
+	cd test/k8sbin && $(GO) build -ldflags "-X k8s.io/component-base/version.gitVersion=$(K8S_VERSION) -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$(K8S_MINOR)" -o $@ k8s.io/kubernetes/cmd/kubectl
 
 $(K8S_BIN)/kubelet: test/k8sbin/go.mod test/k8sbin/go.sum
 	mkdir -p $(K8S_BIN)

@@ -72,9 +72,10 @@ func TestEveryNodeIsARealReadyNodeRunningTheSamples(t *testing.T) {
 // kubectl logs of the answering pod shows the request from that address.
 func TestKubectlExecReachesTheOtherClusterAndKubectlLogsShowsTheRequest(t *testing.T) {
 	env.Require(t)
-	kubectl, err := exec.LookPath("kubectl")
-	if err != nil {
-		require.Skip(t, "kubectl not found: %v", err)
+	// The kubectl built with the control plane (make k8s-binaries), of its version.
+	kubectl := filepath.Join(env.K8sBin, "kubectl")
+	if _, err := os.Stat(kubectl); err != nil {
+		require.Skip(t, "no kubectl (make k8s-binaries): %v", err)
 	}
 	client := env.SamplePods(t, "c1", lab.Client)
 	if len(client) != 1 {
