@@ -4,60 +4,32 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"reflect"
-	"sort"
 	"strings"
 	"testing"
 
 	"github.com/vishvananda/netlink"
 
 	"github.com/straitnet/strait/lab/node"
+	"github.com/straitnet/strait/test/hostview"
 	"github.com/straitnet/strait/test/netns"
 )
 
-// hostView is what a node must leave as it found it: the host-wide sysctls the kubelet
-// sets, the top of /var/lib and /var/log, and the fixed paths containerd and the kubelet
-// write to.
-type hostView struct {
-	Sysctls map[string]string
-	Entries map[string][]string
-	Exists  map[string]bool
-}
-
-func hostState(t *testing.T) hostView {
-	v := hostView{Sysctls: map[string]string{}, Entries: map[string][]string{}, Exists: map[string]bool{}}
-	for _, s := range []string{"vm/overcommit_memory", "kernel/panic", "kernel/panic_on_oops", "vm/panic_on_oom",
-		"kernel/keys/root_maxkeys", "kernel/keys/root_maxbytes"} {
-		data, err := os.ReadFile("/proc/sys/" + s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		v.Sysctls[s] = strings.TrimSpace(string(data))
-	}
-	for _, d := range []string{"/var/lib", "/var/log"} {
-		entries, err := os.ReadDir(d)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, e := range entries {
-			v.Entries[d] = append(v.Entries[d], e.Name())
-		}
-		sort.Strings(v.Entries[d])
-	}
-	for _, p := range []string{"/run/containerd", "/run/runc", "/var/lib/kubelet", "/var/lib/cni", "/var/lib/containerd",
-		"/var/log/pods", "/var/log/containers", "/etc/cni", "/opt/cni"} {
-		_, err := os.Stat(p)
-		v.Exists[p] = err == nil
+// hostState is what a node must leave as it found it (test/hostview).
+func hostState(t *testing.T) hostview.View {
+	t.Helper()
+	v, err := hostview.Take("/var/lib", "/var/log")
+	if err != nil {
+		t.Fatal(err)
 	}
 	return v
 }
 
 // assertNothingLeft checks what a user would after "lab down": no process, mount,
 // cgroup, link or file of the node, and the host as before.
-func assertNothingLeft(t *testing.T, state, name string, ns *netns.NS, before hostView) {
+func assertNothingLeft(t *testing.T, state, name string, ns *netns.NS, before hostview.View) {
 	t.Helper()
-	if after := hostState(t); !reflect.DeepEqual(before, after) {
-		t.Errorf("host changed:\nbefore %+v\nafter  %+v", before, after)
+	if diff := before.Diff(hostState(t)); diff != "" {
+		t.Errorf("host changed: %s", diff)
 	}
 	if procs := processesMentioning(state); len(procs) > 0 {
 		t.Errorf("processes of the node still running: %v", procs)

@@ -18,6 +18,7 @@ import (
 	"github.com/straitnet/strait/lab"
 	"github.com/straitnet/strait/lab/topology"
 	"github.com/straitnet/strait/test/clusters"
+	"github.com/straitnet/strait/test/hostview"
 	"github.com/straitnet/strait/test/netns"
 	"github.com/straitnet/strait/test/require"
 )
@@ -91,6 +92,13 @@ func Main(m *testing.M, cfg Config, env *Env) int {
 		CoreDNS: env.CoreDNS, Strait: env.Strait, Straitd: env.Straitd, PortBase: cfg.PortBase, Out: os.Stderr,
 		NodeBin: filepath.Join(root, "bin", "node"), ImageDir: filepath.Join(root, "bin", "images")})
 	env.Lab = l
+	// The host as the lab must leave it: the kubelets' sysctls, the top of /var/lib,
+	// /var/log and /run, the paths containerd and kubelets write to, no node cgroup.
+	host, err := hostview.Take("/var/lib", "/var/log", "/run")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "FAIL: host view:", err)
+		return 1
+	}
 	if cfg.BeforeUp != nil {
 		if err := cfg.BeforeUp(env); err != nil {
 			fmt.Fprintln(os.Stderr, "FAIL:", err)
@@ -130,6 +138,10 @@ func Main(m *testing.M, cfg Config, env *Env) int {
 	time.Sleep(200 * time.Millisecond)
 	if left := l.Leftovers(); len(left) > 0 {
 		fmt.Fprintln(os.Stderr, "FAIL: lab down left:", strings.Join(left, "; "))
+		code = 1
+	}
+	if after, err := hostview.Take("/var/lib", "/var/log", "/run"); err != nil || host.Diff(after) != "" {
+		fmt.Fprintf(os.Stderr, "FAIL: the lab changed the host: %s %v\n", host.Diff(after), err)
 		code = 1
 	}
 	if links := HostLinks(); len(links) > 0 {
