@@ -70,6 +70,10 @@ type Driver struct {
 type configuredEndpoint struct {
 	addr string
 	at   time.Time
+	// left are endpoints the Peer named before and then moved away from: a gateway that
+	// has handed over may still send a last authenticated packet (same cluster key), and
+	// WireGuard roams back to it; that is never a roam to keep.
+	left []string
 }
 
 var _ cable.Driver = (*Driver)(nil)
@@ -248,8 +252,12 @@ func (d *Driver) configure(local cable.Local, want map[wgtypes.Key]wgtypes.PeerC
 		p, ok := have[key]
 		if ok && d.roamed(p, pc, now) {
 			pc.Endpoint = p.Endpoint
-		} else if c := d.configured[key]; c.addr != pc.Endpoint.String() {
-			d.configured[key] = configuredEndpoint{addr: pc.Endpoint.String(), at: now}
+		} else if c, known := d.configured[key]; c.addr != pc.Endpoint.String() {
+			left := c.left
+			if known {
+				left = append([]string{c.addr}, left...)[:min(len(left)+1, 4)]
+			}
+			d.configured[key] = configuredEndpoint{addr: pc.Endpoint.String(), at: now, left: left}
 		}
 		if ok && samePeer(p, pc) {
 			continue
@@ -284,8 +292,8 @@ func (d *Driver) roamed(p wgtypes.Peer, pc wgtypes.PeerConfig, now time.Time) bo
 	if !known {
 		last = configuredEndpoint{addr: pc.Endpoint.String()}
 	}
-	if last.addr != pc.Endpoint.String() {
-		return false // the hub has moved the peer since: follow it
+	if last.addr != pc.Endpoint.String() || slices.Contains(last.left, p.Endpoint.String()) {
+		return false // the hub has moved the peer since, or away from there: follow it
 	}
 	hs := p.LastHandshakeTime
 	return !hs.IsZero() && hs.After(last.at) && now.Sub(hs) < rejectAfter
