@@ -73,7 +73,8 @@ func (o Options) checkNodeArtifacts(withSamples bool) error {
 
 // realNode is what a real node of the lab needs beyond its topology.
 type realNode struct {
-	node topology.Node
+	cluster string
+	node    topology.Node
 	// kubeconfig reaches the API server from the node's namespace.
 	kubeconfig string
 	dns        []netip.Addr
@@ -92,7 +93,7 @@ func (l *Lab) ensureRealNodes(ctx context.Context, c topology.Cluster, client ku
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = l.ensureRealNode(ctx, client, realNode{node: n, kubeconfig: l.state.LANKubeconfig(c.Name),
+			errs[i] = l.ensureRealNode(ctx, client, realNode{cluster: c.Name, node: n, kubeconfig: l.state.LANKubeconfig(c.Name),
 				dns: []netip.Addr{c.DNSServiceIP}, images: sampleImages(withSamples)})
 		}()
 	}
@@ -103,7 +104,7 @@ func (l *Lab) ensureRealNodes(ctx context.Context, c topology.Cluster, client ku
 // ensureHubNode starts the hub's node in the hub's namespace, reaching the API server on
 // loopback; it imports only the sandbox image (nothing runs there yet).
 func (l *Lab) ensureHubNode(ctx context.Context, t *topology.Lab, client kubernetes.Interface) error {
-	return l.ensureRealNode(ctx, client, realNode{node: *t.HubNode, kubeconfig: l.state.InNamespaceKubeconfig(topology.HubName),
+	return l.ensureRealNode(ctx, client, realNode{cluster: topology.HubName, node: *t.HubNode, kubeconfig: l.state.InNamespaceKubeconfig(topology.HubName),
 		images: sampleImages(false)})
 }
 
@@ -131,6 +132,10 @@ func (l *Lab) ensureRealNode(ctx context.Context, client kubernetes.Interface, r
 		// Its kubelet is gone (killed, or its namespace was): start the node afresh, as
 		// "lab up" restarts any other process that died.
 		l.progress("%s: kubelet not answering; restarting the node", n.Name)
+		// Not a component exiting under "lab up": the teardown below stops them.
+		for _, component := range []string{"containerd", "kubelet"} {
+			_ = os.Remove(l.state.pidPath(rn.cluster, component+"-"+n.Name))
+		}
 		if err := node.Teardown(dir); err != nil {
 			return err
 		}
@@ -159,6 +164,9 @@ func (l *Lab) ensureRealNode(ctx context.Context, client kubernetes.Interface, r
 	if err != nil {
 		return err
 	}
+	if err := l.recordNode(rn.cluster, n.Name, nd); err != nil {
+		return err
+	}
 	tm := nd.Timings()
 	l.progress("%s: real node up in %.1fs (containerd %.1fs, images %.1fs, kubelet %.1fs)", n.Name,
 		time.Since(start).Seconds(), tm.Containerd.Seconds(), tm.Images.Seconds(), tm.Kubelet.Seconds())
@@ -184,6 +192,28 @@ func kubeletHealthy(ctx context.Context, ns string) error {
 	_ = resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		return fmt.Errorf("kubelet healthz: %s", resp.Status)
+	}
+	return nil
+}
+
+// recordNode records a node's containerd and kubelet as components of the lab, with
+// their logs at the lab's usual place (links into the node's state), so "lab up" stops
+// as soon as one of them exits and "lab status" lists them.
+func (l *Lab) recordNode(cluster, name string, nd *node.Node) error {
+	containerd, kubelet := nd.Pids()
+	for component, pid := range map[string]int{"containerd": containerd, "kubelet": kubelet} {
+		key := component + "-" + name
+		link := l.state.LogPath(cluster, key)
+		if err := os.MkdirAll(filepath.Dir(link), 0o700); err != nil {
+			return err
+		}
+		_ = os.Remove(link)
+		if err := os.Symlink(nd.LogPath(component), link); err != nil {
+			return err
+		}
+		if err := l.state.WritePid(cluster, key, pid); err != nil {
+			return err
+		}
 	}
 	return nil
 }
