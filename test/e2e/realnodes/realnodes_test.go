@@ -1,10 +1,12 @@
 package realnodes
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -72,11 +74,6 @@ func TestEveryNodeIsARealReadyNodeRunningTheSamples(t *testing.T) {
 // kubectl logs of the answering pod shows the request from that address.
 func TestKubectlExecReachesTheOtherClusterAndKubectlLogsShowsTheRequest(t *testing.T) {
 	env.Require(t)
-	// The kubectl built with the control plane (make k8s-binaries), of its version.
-	kubectl := filepath.Join(env.K8sBin, "kubectl")
-	if _, err := os.Stat(kubectl); err != nil {
-		require.Skip(t, "no kubectl (make k8s-binaries): %v", err)
-	}
 	client := env.SamplePods(t, "c1", lab.Client)
 	if len(client) != 1 {
 		t.Fatalf("c1: %d client pods, want 1", len(client))
@@ -84,8 +81,7 @@ func TestKubectlExecReachesTheOtherClusterAndKubectlLogsShowsTheRequest(t *testi
 	run := func(cluster string, args ...string) (string, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
-		argv := append([]string{"--kubeconfig", env.Lab.State().KubeconfigPath(cluster), "-n", lab.SampleNamespace}, args...)
-		out, err := exec.CommandContext(ctx, kubectl, argv...).CombinedOutput()
+		out, err := kubectl(ctx, t, cluster, args...).CombinedOutput()
 		if err != nil {
 			return string(out), fmt.Errorf("kubectl %s: %w: %s", strings.Join(args, " "), err, out)
 		}
@@ -234,4 +230,58 @@ func kubeletPid(ns string) int {
 		}
 	}
 	return 0
+}
+
+// kubectl is the kubectl built with the control plane (make k8s-binaries, of its
+// version) on cluster's kubeconfig in the sample namespace.
+func kubectl(ctx context.Context, t *testing.T, cluster string, args ...string) *exec.Cmd {
+	t.Helper()
+	bin := filepath.Join(env.K8sBin, "kubectl")
+	if _, err := os.Stat(bin); err != nil {
+		require.Skip(t, "no kubectl (make k8s-binaries): %v", err)
+	}
+	argv := append([]string{"--kubeconfig", env.Lab.State().KubeconfigPath(cluster), "-n", lab.SampleNamespace}, args...)
+	return exec.CommandContext(ctx, bin, argv...)
+}
+
+// TestKubectlPortForwardReachesAPod: kubectl port-forward to one of c2's whereami pods
+// (through the API server and the pod's kubelet) answers on the host's loopback, and the
+// answer comes from that pod.
+func TestKubectlPortForwardReachesAPod(t *testing.T) {
+	env.Require(t)
+	pods := env.SamplePods(t, "c2", lab.WhereamiCS)
+	if len(pods) == 0 {
+		t.Fatal("c2: no whereami-cs pod")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := kubectl(ctx, t, "c2", "port-forward", "--address", "127.0.0.1", "pod/"+pods[0].Name, ":8080")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	// "Forwarding from 127.0.0.1:40123 -> 8080"
+	line, err := bufio.NewReader(out).ReadString('\n')
+	local, _, found := strings.Cut(strings.TrimPrefix(line, "Forwarding from "), " ->")
+	if err != nil || !found {
+		t.Fatalf("kubectl port-forward said %q (%v), stderr %q", line, err, stderr.String())
+	}
+	resp, err := http.Get("http://" + local + "/")
+	if err != nil {
+		t.Fatalf("GET through the port-forward at %s: %v (kubectl: %s)", local, err, stderr.String())
+	}
+	defer func() { _ = resp.Body.Close() }()
+	var answer workload.Answer
+	if err := json.NewDecoder(resp.Body).Decode(&answer); err != nil {
+		t.Fatal(err)
+	}
+	if answer.Cluster != "c2" || answer.Pod != pods[0].Name {
+		t.Errorf("port-forward to %s answered by %s/%s", pods[0].Name, answer.Cluster, answer.Pod)
+	}
 }
