@@ -13,13 +13,19 @@ import (
 var ErrReported = errors.New("errors reported")
 
 // Main runs root with args and returns the process's exit status. Usage is not printed
-// on a failure of the command itself, only cobra's own argument errors show it.
+// on a failure of the command itself, only cobra's own argument errors show it. A
+// command that ran something else and failed with its exit status (client-go's exec
+// error, as for "strait lab exec") exits with that status, as kubectl exec does.
 func Main(root *cobra.Command, args []string, stderr io.Writer) int {
 	root.SilenceUsage, root.SilenceErrors = true, true
 	root.SetArgs(args)
 	if err := root.Execute(); err != nil {
 		if !errors.Is(err, ErrReported) {
 			fmt.Fprintln(stderr, "error:", err)
+		}
+		var exited interface{ ExitStatus() int }
+		if errors.As(err, &exited) && exited.ExitStatus() > 0 {
+			return exited.ExitStatus()
 		}
 		return 1
 	}

@@ -144,6 +144,12 @@ func TestLabExecRunsInThePodThroughTheAPIServer(t *testing.T) {
 	if !strings.Contains(string(out), svc.Spec.ClusterIP) {
 		t.Errorf("dig in c1's client answered %q, want c2's whereami-cs ClusterIP %s among the answers", out, svc.Spec.ClusterIP)
 	}
+	// As kubectl exec: the command's exit status is lab exec's.
+	err = exec.Command(env.Strait, "lab", "exec", "--state", env.Lab.State().Dir, "c1", "sample/client", "--", "sh", "-c", "exit 3").Run()
+	var exited *exec.ExitError
+	if !errors.As(err, &exited) || exited.ExitCode() != 3 {
+		t.Errorf("strait lab exec of 'exit 3': %v, want exit status 3", err)
+	}
 }
 
 // checkNodes fails the test for every wanted node not registered by a real kubelet, not
