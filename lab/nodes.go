@@ -126,12 +126,13 @@ func (l *Lab) ensureRealNode(ctx context.Context, client kubernetes.Interface, r
 	}
 	dir := l.state.nodeDir(n.Name)
 	if _, err := os.Stat(filepath.Join(dir, "node.json")); err == nil {
-		if kubeletHealthy(ctx, n.Namespace) == nil {
+		_, containerd := l.state.Pid(rn.cluster, "containerd-"+n.Name)
+		if containerd && kubeletHealthy(ctx, n.Namespace) == nil {
 			return nil // up already (lab up again)
 		}
-		// Its kubelet is gone (killed, or its namespace was): start the node afresh, as
-		// "lab up" restarts any other process that died.
-		l.progress("%s: kubelet not answering; restarting the node", n.Name)
+		// Its kubelet or containerd is gone (killed, or its namespace was): start the
+		// node afresh, as "lab up" restarts any other process that died.
+		l.progress("%s: kubelet not answering or containerd not running; restarting the node", n.Name)
 		// Not a component exiting under "lab up": the teardown below stops them.
 		for _, component := range []string{"containerd", "kubelet"} {
 			_ = os.Remove(l.state.pidPath(rn.cluster, component+"-"+n.Name))

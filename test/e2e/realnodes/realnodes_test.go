@@ -192,46 +192,51 @@ func nodeProblems(t *testing.T, cluster string, wanted []topology.Node) error {
 	return errors.Join(errs...)
 }
 
-// TestUpAgainRestartsANodeWhoseKubeletDied kills a node's kubelet, as a crash would, and
-// runs "lab up" again as a person would: the node comes back Ready and the sample pods on
-// it run again.
-func TestUpAgainRestartsANodeWhoseKubeletDied(t *testing.T) {
+// TestUpAgainRestartsANodeWhoseDaemonDied: the kubelet, then containerd, of a node is
+// killed; "lab up" again, as after any crash, starts the node afresh and its sample
+// pods are Ready again.
+func TestUpAgainRestartsANodeWhoseDaemonDied(t *testing.T) {
 	env.Require(t)
 	n := env.Topo.Clusters[0].Nodes[len(env.Topo.Clusters[0].Nodes)-1]
-	kubelet := kubeletPid(n.Namespace)
-	if kubelet == 0 {
-		t.Fatalf("no kubelet runs in %s", n.Namespace)
-	}
-	if err := syscall.Kill(kubelet, syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	env.UpAgain(t)
-	if again := kubeletPid(n.Namespace); again == 0 || again == kubelet {
-		t.Fatalf("after lab up again, the kubelet in %s is pid %d (killed: %d), want a new one", n.Namespace, again, kubelet)
-	}
 	cs := env.HostClient(t, "c1")
-	require.Eventually(t, 2*time.Minute, n.Name+" Ready with its sample pods running again", func() error {
-		if err := nodeProblems(t, "c1", []topology.Node{n}); err != nil {
-			return err
-		}
-		pods, err := cs.CoreV1().Pods(lab.SampleNamespace).List(context.Background(), metav1.ListOptions{FieldSelector: "spec.nodeName=" + n.Name})
-		if err != nil {
-			return err
-		}
-		for _, p := range pods.Items {
-			if lab.PodReady(&p) != "Ready" {
-				return fmt.Errorf("pod %s is %s", p.Name, lab.PodReady(&p))
+	for _, daemon := range []string{"kubelet", "containerd"} {
+		t.Run(daemon, func(t *testing.T) {
+			pid := daemonPid(n.Namespace, daemon)
+			if pid == 0 {
+				t.Fatalf("no %s runs in %s", daemon, n.Namespace)
 			}
-		}
-		return nil
-	})
+			if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+			env.UpAgain(t)
+			if again := daemonPid(n.Namespace, daemon); again == 0 || again == pid {
+				t.Fatalf("after lab up again, the %s in %s is pid %d (killed: %d), want a new one", daemon, n.Namespace, again, pid)
+			}
+			require.Eventually(t, 2*time.Minute, n.Name+" Ready with its sample pods running again", func() error {
+				if err := nodeProblems(t, "c1", []topology.Node{n}); err != nil {
+					return err
+				}
+				pods, err := cs.CoreV1().Pods(lab.SampleNamespace).List(context.Background(), metav1.ListOptions{FieldSelector: "spec.nodeName=" + n.Name})
+				if err != nil {
+					return err
+				}
+				for _, p := range pods.Items {
+					if lab.PodReady(&p) != "Ready" {
+						return fmt.Errorf("pod %s is %s", p.Name, lab.PodReady(&p))
+					}
+				}
+				return nil
+			})
+		})
+	}
 }
 
-// kubeletPid is the pid of the kubelet running in a node's namespace, or 0.
-func kubeletPid(ns string) int {
+// daemonPid is the pid of the named program (kubelet, containerd) running in a node's
+// namespace, or 0.
+func daemonPid(ns, name string) int {
 	for _, pid := range netns.Pids(ns) {
 		cmd, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-		if filepath.Base(strings.Split(string(cmd), "\x00")[0]) == "kubelet" {
+		if filepath.Base(strings.Split(string(cmd), "\x00")[0]) == name {
 			return pid
 		}
 	}
