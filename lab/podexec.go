@@ -7,8 +7,6 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/remotecommand"
 
@@ -28,18 +26,8 @@ func (l *Lab) ExecIn(ctx context.Context, cluster, pod string, argv []string, st
 	if err != nil {
 		return err
 	}
-	client, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return err
-	}
-	req := client.CoreV1().RESTClient().Post().Resource("pods").Namespace(p.Namespace).Name(p.Name).SubResource("exec").
-		VersionedParams(&corev1.PodExecOptions{Container: p.Spec.Containers[0].Name, Command: argv,
-			Stdin: stdin != nil, Stdout: stdout != nil, Stderr: stderr != nil}, scheme.ParameterCodec)
-	exec, err := remotecommand.NewSPDYExecutor(cfg, "POST", req.URL())
-	if err != nil {
-		return err
-	}
-	if err := exec.StreamWithContext(ctx, remotecommand.StreamOptions{Stdin: stdin, Stdout: stdout, Stderr: stderr}); err != nil {
+	streams := remotecommand.StreamOptions{Stdin: stdin, Stdout: stdout, Stderr: stderr}
+	if err := node.Exec(ctx, cfg, p.Namespace, p.Name, p.Spec.Containers[0].Name, argv, streams); err != nil {
 		return fmt.Errorf("exec in %s/%s of cluster %s: %w", p.Namespace, p.Name, cluster, err)
 	}
 	return nil

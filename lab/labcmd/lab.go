@@ -105,27 +105,20 @@ func firstExisting(paths ...string) string {
 func (o *labOptions) lab(out *os.File) *lab.Lab {
 	exe, _ := os.Executable()
 	root := repoRoot()
+	// A path from its flag, else next to this binary, else in the repository's bin/.
+	find := func(flag string, rel ...string) string {
+		if flag != "" {
+			return flag
+		}
+		return firstExisting(filepath.Join(append([]string{filepath.Dir(exe)}, rel...)...),
+			filepath.Join(append([]string{root, "bin"}, rel...)...))
+	}
 	k8s := o.k8sBin
 	if k8s == "" {
-		k8s = firstExisting(os.Getenv("KUBEBUILDER_ASSETS"), filepath.Join(filepath.Dir(exe), "k8s", k8sversion.Version),
-			filepath.Join(root, "bin", "k8s", k8sversion.Version))
+		k8s = firstExisting(os.Getenv("KUBEBUILDER_ASSETS"), find("", "k8s", k8sversion.Version))
 	}
-	coredns := o.coredns
-	if coredns == "" {
-		coredns = firstExisting(filepath.Join(filepath.Dir(exe), "coredns"), filepath.Join(root, "bin", "coredns"))
-	}
-	straitd := o.straitd
-	if straitd == "" {
-		straitd = firstExisting(filepath.Join(filepath.Dir(exe), "straitd"), filepath.Join(root, "bin", "straitd"))
-	}
-	nodeBin := o.nodeBin
-	if nodeBin == "" {
-		nodeBin = firstExisting(filepath.Join(filepath.Dir(exe), "node"), filepath.Join(root, "bin", "node"))
-	}
-	images := o.images
-	if images == "" {
-		images = firstExisting(filepath.Join(filepath.Dir(exe), "images"), filepath.Join(root, "bin", "images"))
-	}
+	coredns, straitd := find(o.coredns, "coredns"), find(o.straitd, "straitd")
+	nodeBin, images := find(o.nodeBin, "node"), find(o.images, "images")
 	return lab.New(lab.Options{StateDir: o.state, K8sBin: k8s, CoreDNS: coredns, Strait: exe, Straitd: straitd,
 		NodeBin: nodeBin, ImageDir: images, PortBase: o.portBase, Out: out})
 }

@@ -22,7 +22,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -122,14 +121,14 @@ func TestNodesRunPodsFromLocalImagesAndLeaveNothing(t *testing.T) {
 		}
 		return nil
 	})
-	out := execIn(t, ctx, cfg, cs, tools, "curl --version | head -1; dig -v 2>&1; iperf3 --version | head -1; socat -V | grep 'socat version'; busybox | head -1")
+	out := execIn(t, ctx, cfg, tools, "curl --version | head -1; dig -v 2>&1; iperf3 --version | head -1; socat -V | grep 'socat version'; busybox | head -1")
 	for _, want := range []string{"curl ", "DiG ", "iperf 3", "socat version", "BusyBox"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("exec in the tools pod: output lacks %q:\n%s", want, out)
 		}
 	}
 	toolsIP, whereamiIP := podIP(t, ctx, cs, tools, a.cfg.PodCIDR), podIP(t, ctx, cs, whereami, b.cfg.PodCIDR)
-	answer := execIn(t, ctx, cfg, cs, tools, "wget -q -O - http://"+whereamiIP.String()+":8080/")
+	answer := execIn(t, ctx, cfg, tools, "wget -q -O - http://"+whereamiIP.String()+":8080/")
 	if want := fmt.Sprintf(`"pod":"whereami","podIP":"%s","caller":"%s"`, whereamiIP, toolsIP); !strings.Contains(answer, want) {
 		t.Errorf("whereami on the other node answered %q, want it to contain %s", answer, want)
 	}
@@ -409,17 +408,11 @@ func waitFor(t *testing.T, ctx context.Context, n *node.Node, what string, fn fu
 }
 
 // execIn runs sh -c cmd in the pod's container through the API server and the kubelet.
-func execIn(t *testing.T, ctx context.Context, cfg *rest.Config, cs kubernetes.Interface, pod, cmd string) string {
+func execIn(t *testing.T, ctx context.Context, cfg *rest.Config, pod, cmd string) string {
 	t.Helper()
-	req := cs.CoreV1().RESTClient().Post().Resource("pods").Namespace("default").Name(pod).SubResource("exec").
-		VersionedParams(&corev1.PodExecOptions{Container: pod, Command: []string{"sh", "-c", cmd}, Stdout: true, Stderr: true},
-			scheme.ParameterCodec)
-	ex, err := remotecommand.NewSPDYExecutor(cfg, "POST", req.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
 	var stdout, stderr bytes.Buffer
-	if err := ex.StreamWithContext(ctx, remotecommand.StreamOptions{Stdout: &stdout, Stderr: &stderr}); err != nil {
+	streams := remotecommand.StreamOptions{Stdout: &stdout, Stderr: &stderr}
+	if err := node.Exec(ctx, cfg, "default", pod, pod, []string{"sh", "-c", cmd}, streams); err != nil {
 		t.Fatalf("exec %q in %s: %v (stderr %q)", cmd, pod, err, stderr.String())
 	}
 	return stdout.String() + stderr.String()

@@ -214,10 +214,8 @@ func (e *Elector) acquire(ctx context.Context, obs observation) (*coordinationv1
 	l := obs.lease.DeepCopy()
 	spec := e.spec(now)
 	if holderOf(l) == e.identity {
-		spec.AcquireTime = l.Spec.AcquireTime
-	}
-	spec.LeaseTransitions = l.Spec.LeaseTransitions
-	if holderOf(l) != e.identity {
+		spec.AcquireTime, spec.LeaseTransitions = l.Spec.AcquireTime, l.Spec.LeaseTransitions
+	} else {
 		spec.LeaseTransitions = ptr(deref(l.Spec.LeaseTransitions) + 1)
 	}
 	l.Spec = spec

@@ -208,6 +208,14 @@ func TestUpAgainRestartsANodeWhoseDaemonDied(t *testing.T) {
 			if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 				t.Fatal(err)
 			}
+			// Gone before "lab up" again, as when a person runs it after a crash: one
+			// dying while up runs is reported as exited, which is right.
+			require.Eventually(t, 10*time.Second, daemon+" gone", func() error {
+				if netns.Alive(pid) {
+					return fmt.Errorf("pid %d still runs", pid)
+				}
+				return nil
+			})
 			env.UpAgain(t)
 			if again := daemonPid(n.Namespace, daemon); again == 0 || again == pid {
 				t.Fatalf("after lab up again, the %s in %s is pid %d (killed: %d), want a new one", daemon, n.Namespace, again, pid)
