@@ -165,7 +165,10 @@ $(NODE_BIN)/host-local: $(NODEBIN_MOD)
 
 $(NODE_BIN)/runc: $(NODEBIN_MOD) $(SECCOMP_SYSROOT)/.done
 	mkdir -p $(NODE_BIN)
+	@# The sysroot's flags also in CGO_CFLAGS/CGO_LDFLAGS: the Go build cache keys on those,
+	@# not on what pkg-config says, and a cached link line of another clone's sysroot fails.
 	cd test/nodebin && CGO_ENABLED=1 \
+	  CGO_CFLAGS="-I$(SECCOMP_SYSROOT)/usr/include" CGO_LDFLAGS="-L$(SECCOMP_SYSROOT)/usr/lib/x86_64-linux-gnu" \
 	  PKG_CONFIG_PATH=$(SECCOMP_SYSROOT)/usr/lib/x86_64-linux-gnu/pkgconfig PKG_CONFIG_SYSROOT_DIR=$(SECCOMP_SYSROOT) \
 	  $(GO) build -trimpath -tags "seccomp urfave_cli_no_docs netgo osusergo" \
 	  -ldflags "-X main.version=1.5.2 -extldflags -static" -o $@ github.com/opencontainers/runc
