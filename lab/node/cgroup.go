@@ -16,7 +16,7 @@ import (
 
 // hierarchies are the mount points of every cgroup hierarchy (v1 and the unified one).
 func hierarchies() ([]string, error) {
-	f, err := os.Open("/proc/self/mountinfo")
+	f, err := openMountInfo()
 	if err != nil {
 		return nil, err
 	}

@@ -34,7 +34,7 @@ func assertNothingLeft(t *testing.T, state, name string, ns *netns.NS, before ho
 	if procs := processesMentioning(state); len(procs) > 0 {
 		t.Errorf("processes of the node still running: %v", procs)
 	}
-	mounts, err := os.ReadFile("/proc/self/mountinfo")
+	mounts, err := os.ReadFile("/proc/thread-self/mountinfo")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -193,9 +193,16 @@ func removeMountNS(l layout) error {
 	return errors.Join(errs...)
 }
 
+// openMountInfo opens the mount table of the calling thread's mount namespace.
+// /proc/self/mountinfo would be the main thread's, and the main thread may be the one
+// that unshared a node's mount namespace in createMountNS: the Go runtime parks rather
+// than ends a locked main thread whose goroutine exits, so it stays in the node's
+// namespace for the life of the process. Every thread that runs Go code is in the host's.
+func openMountInfo() (*os.File, error) { return os.Open("/proc/thread-self/mountinfo") }
+
 // mountPoints lists the host's mount points at or under dir, deepest first.
 func mountPoints(dir string) []string {
-	f, err := os.Open("/proc/self/mountinfo")
+	f, err := openMountInfo()
 	if err != nil {
 		return nil
 	}
