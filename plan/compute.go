@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/netip"
 	"sort"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -32,6 +33,9 @@ type Plan struct {
 	observed   Observed
 	alloc      map[string]*ClusterAllocation
 	exports    []*exportPlan // sorted by namespace/name
+	// digests are computed on the first MemberDigest; the hub asks from many goroutines.
+	digestOnce sync.Once
+	digests    *digests
 	// Status is the ClusterSet status the plan implies: per cluster its gateway,
 	// global CIDR and connections, the exports and their counts. The hub adds what it
 	// alone observes while it reconciles: per cluster Connected, Ready and the

@@ -1,0 +1,192 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	mcsv1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
+)
+
+// memMember stands in for a member's API server and informers in the scale benchmark,
+// where 255 members holding 20,000 objects each cannot run on one machine. It keeps,
+// per object the hub wrote, its resourceVersion (and a ServiceExport's status), and
+// counts writes. It answers the calls the hub's write path makes; any other call panics
+// through the nil embedded interfaces. Reads hand out fresh objects like an informer's
+// deep copy, but smaller: metadata only. The correctness tests use real API servers.
+type memMember struct {
+	client.Client // nil: calls the write path does not make panic
+
+	mu      sync.Mutex
+	rv      int64
+	objs    map[string]map[objKey]int64 // kind -> object -> resourceVersion
+	exports map[objKey]map[string]any   // ServiceExport -> status
+	writes  int
+}
+
+func newMemMember() *memMember {
+	return &memMember{objs: map[string]map[objKey]int64{}, exports: map[objKey]map[string]any{}}
+}
+
+func (m *memMember) Scheme() *runtime.Scheme { return NewScheme() }
+
+func (m *memMember) Get(_ context.Context, k client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
+	if _, ok := obj.(*corev1.Namespace); ok {
+		return nil // every namespace exists
+	}
+	kind := kindOf(obj)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	key := objKey{kind: kind, namespace: k.Namespace, name: k.Name}
+	rv, ok := m.objs[kind][key]
+	if !ok {
+		return apierrors.NewNotFound(schema.GroupResource{Resource: kind}, k.Name)
+	}
+	obj.SetName(k.Name)
+	obj.SetNamespace(k.Namespace)
+	obj.SetResourceVersion(strconv.FormatInt(rv, 10))
+	if se, ok := obj.(*mcsv1.ServiceExport); ok && m.exports[key] != nil {
+		st := &mcsv1.ServiceExportStatus{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(m.exports[key], st); err != nil {
+			return err
+		}
+		se.Status = *st
+	}
+	return nil
+}
+
+func (m *memMember) List(_ context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	lo := &client.ListOptions{}
+	lo.ApplyOptions(opts)
+	item, err := itemOf(list)
+	if err != nil {
+		return err
+	}
+	kind := kindOf(item)
+	m.mu.Lock()
+	var items []runtime.Object
+	for k, rv := range m.objs[kind] {
+		if lo.Namespace != "" && k.namespace != lo.Namespace {
+			continue
+		}
+		o, _ := item.DeepCopyObject().(client.Object)
+		o.SetName(k.name)
+		o.SetNamespace(k.namespace)
+		o.SetResourceVersion(strconv.FormatInt(rv, 10))
+		items = append(items, o)
+	}
+	m.mu.Unlock()
+	return apimeta.SetList(list, items)
+}
+
+// itemOf is an empty item of a typed list.
+func itemOf(list client.ObjectList) (client.Object, error) {
+	switch list.(type) {
+	case *mcsv1.ServiceImportList:
+		return &mcsv1.ServiceImport{}, nil
+	case *mcsv1.ServiceExportList:
+		return &mcsv1.ServiceExport{}, nil
+	}
+	gvk, err := apiutilGVK(list)
+	if err != nil {
+		return nil, err
+	}
+	o, err := NewScheme().New(gvk.GroupVersion().WithKind(gvk.Kind[:len(gvk.Kind)-len("List")]))
+	if err != nil {
+		return nil, err
+	}
+	co, ok := o.(client.Object)
+	if !ok {
+		return nil, fmt.Errorf("%T is no object", o)
+	}
+	return co, nil
+}
+
+func apiutilGVK(list client.ObjectList) (schema.GroupVersionKind, error) {
+	gvks, _, err := NewScheme().ObjectKinds(list)
+	if err != nil || len(gvks) == 0 {
+		return schema.GroupVersionKind{}, fmt.Errorf("kind of %T: %w", list, err)
+	}
+	return gvks[0], nil
+}
+
+func (m *memMember) Create(context.Context, client.Object, ...client.CreateOption) error { return nil }
+
+func (m *memMember) Delete(_ context.Context, obj client.Object, _ ...client.DeleteOption) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	kind := kindOf(obj)
+	delete(m.objs[kind], objKey{kind: kind, namespace: obj.GetNamespace(), name: obj.GetName()})
+	m.writes++
+	return nil
+}
+
+// unstructuredApply is what client.ApplyConfigurationFromUnstructured hands over.
+type unstructuredApply interface {
+	GetKind() string
+	GetName() string
+	GetNamespace() string
+	SetResourceVersion(string)
+	UnstructuredContent() map[string]any
+}
+
+func (m *memMember) Apply(_ context.Context, obj runtime.ApplyConfiguration, _ ...client.ApplyOption) error {
+	return m.store(obj, false)
+}
+
+func (m *memMember) store(obj runtime.ApplyConfiguration, status bool) error {
+	u, ok := obj.(unstructuredApply)
+	if !ok {
+		return fmt.Errorf("apply of %T", obj)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	kind := u.GetKind()
+	k := objKey{kind: kind, namespace: u.GetNamespace(), name: u.GetName()}
+	if m.objs[kind] == nil {
+		m.objs[kind] = map[objKey]int64{}
+	}
+	m.rv++
+	m.objs[kind][k] = m.rv
+	if status && kind == "ServiceExport" {
+		st, _ := u.UnstructuredContent()["status"].(map[string]any)
+		m.exports[k] = runtime.DeepCopyJSON(st)
+	}
+	u.SetResourceVersion(strconv.FormatInt(m.rv, 10))
+	m.writes++
+	return nil
+}
+
+func (m *memMember) Status() client.SubResourceWriter { return memStatus{m: m} }
+
+// touch changes an object behind the hub's back, as someone editing it would.
+func (m *memMember) touch(k objKey) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.rv++
+	m.objs[k.kind][k] = m.rv
+}
+
+func (m *memMember) writeCount() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.writes
+}
+
+type memStatus struct {
+	client.SubResourceWriter
+	m *memMember
+}
+
+func (s memStatus) Apply(_ context.Context, obj runtime.ApplyConfiguration, _ ...client.SubResourceApplyOption) error {
+	return s.m.store(obj, true)
+}
+
+var _ client.Client = &memMember{}

@@ -1,0 +1,153 @@
+package controllers
+
+import (
+	"context"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+
+	straitv1 "github.com/straitnet/strait/api/v1alpha1"
+	"github.com/straitnet/strait/controllers/members"
+	"github.com/straitnet/strait/plan"
+	"github.com/straitnet/strait/test/bigset"
+)
+
+// BenchmarkHubScale measures the hub's CPU per reconcile at 255 members × 10,000
+// exports (every member holds 10,000 ServiceImports and 10,000 EndpointSlices): the
+// plan (validation, exports, globalnet IPAM), the decision per member, the writes and
+// prunes, and the status. Members are in-memory stand-ins (memMember) that answer like
+// an API server whose objects are all in place; the facts observed in them are given.
+// cpu-s/op is the process's CPU time (user + system) over the measured reconciles, so
+// it holds on a machine shared with other work; max-RSS-MiB is the process's peak.
+//
+//   - one-member-change: a Service exported from c007 gets a new cluster IP. Under
+//     globalnet that changes c007's GlobalIngress and its own EndpointSlice only.
+//   - full-reconcile: nothing changed, every member is checked against what it holds
+//     (the periodic resync).
+func BenchmarkHubScale(b *testing.B) {
+	ctx := context.Background()
+	cs, obs := bigset.New(bigset.Clusters, bigset.Exports)
+	h := newScaleHub(b, cs)
+	if n := h.reconcile(ctx, cs, obs); n == 0 {
+		b.Fatal("the first reconcile wrote nothing")
+	}
+	changed := obs[bigset.Name(7)]
+	ips := [2]string{bigset.ServiceIP(7), "10.1.255.7"}
+
+	b.Run("one-member-change", func(b *testing.B) {
+		var cpu time.Duration
+		writes := 0
+		for i := 0; i < b.N; i++ {
+			changed.Services[0].Spec.ClusterIP = ips[(i+1)%2]
+			start := cpuTime()
+			writes += h.reconcile(ctx, cs, obs)
+			cpu += cpuTime() - start
+		}
+		if writes == 0 {
+			b.Fatal("the change wrote nothing")
+		}
+		reportCPU(b, cpu, writes)
+	})
+	b.Run("full-reconcile", func(b *testing.B) {
+		var cpu time.Duration
+		writes := 0
+		for i := 0; i < b.N; i++ {
+			h.resyncDue()
+			start := cpuTime()
+			writes += h.reconcile(ctx, cs, obs)
+			cpu += cpuTime() - start
+		}
+		reportCPU(b, cpu, writes)
+	})
+}
+
+func reportCPU(b *testing.B, cpu time.Duration, writes int) {
+	b.ReportMetric(cpu.Seconds()/float64(b.N), "cpu-s/op")
+	b.ReportMetric(float64(writes)/float64(b.N), "writes/op")
+	b.ReportMetric(maxRSSMiB(), "max-RSS-MiB")
+	b.ReportMetric(0, "ns/op") // wall time on a shared machine says little
+}
+
+// scaleHub is a reconciler over in-memory members.
+type scaleHub struct {
+	r       *ClusterSetReconciler
+	members map[string]*memMember
+	conns   map[string]*conn
+}
+
+func newScaleHub(b *testing.B, cs *straitv1.ClusterSet) *scaleHub {
+	metrics, err := NewMetrics(prometheus.NewRegistry())
+	if err != nil {
+		b.Fatal(err)
+	}
+	h := &scaleHub{
+		r: &ClusterSetReconciler{recorder: &events.FakeRecorder{}, metrics: metrics,
+			cfg: Config{RetryInterval: time.Minute, MaxConcurrentMembers: 8}},
+		members: map[string]*memMember{},
+		conns:   map[string]*conn{},
+	}
+	key := types.NamespacedName{Namespace: cs.Namespace, Name: cs.Name}
+	for _, c := range cs.Spec.Clusters {
+		m := newMemMember()
+		h.members[c.Name] = m
+		h.conns[c.Name] = &conn{name: c.Name, member: &members.Member{
+			Key: members.Key{ClusterSet: key, Cluster: c.Name}, Client: m, Reader: m}}
+	}
+	return h
+}
+
+// reconcile is the part of Reconcile after connecting and observing; it returns the
+// writes it made.
+func (h *scaleHub) reconcile(ctx context.Context, cs *straitv1.ClusterSet, obs plan.Observed) int {
+	before := h.writes()
+	spec, errs := plan.Check(cs)
+	if len(errs) > 0 {
+		panic(errs.ToAggregate())
+	}
+	p, errs := spec.Compute(obs)
+	if len(errs) > 0 {
+		panic(errs.ToAggregate())
+	}
+	obj := cs.DeepCopy()
+	results := h.r.writeMembers(ctx, obj, p, h.conns)
+	h.r.setStatus(obj, p, h.conns, results)
+	for name, res := range results {
+		if res.err != nil {
+			panic(name + ": " + res.err.Error())
+		}
+	}
+	return h.writes() - before
+}
+
+func (h *scaleHub) writes() int {
+	n := 0
+	for _, m := range h.members {
+		n += m.writeCount()
+	}
+	return n
+}
+
+// resyncDue makes the next reconcile check every member in full.
+func (h *scaleHub) resyncDue() {}
+
+// cpuTime is the CPU time the process has used, user and system.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// maxRSSMiB is the process's peak resident set.
+func maxRSSMiB() float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return float64(ru.Maxrss) / 1024 // kilobytes on Linux
+}

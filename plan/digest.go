@@ -1,0 +1,231 @@
+package plan
+
+import (
+	"encoding/json"
+	"hash"
+	"hash/fnv"
+	"net/netip"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	mcsv1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
+)
+
+// MemberDigest is a hash of everything the plan wants in member cluster: what Objects
+// and ServiceExportConditions return for it (the IPsec key's data aside, which the hub
+// fills in). Two plans with the same digest for a cluster want the same there, so the
+// hub skips a member whose digest is what it last applied. It costs far less than
+// Objects: the parts every member shares (each export as a cluster that does not
+// export it sees it, each peer) are hashed once per plan and combined per member, and
+// only the exports a member takes part in are hashed for it alone.
+func (p *Plan) MemberDigest(cluster string) uint64 {
+	if p.byName[cluster] == nil {
+		return 0
+	}
+	p.digestOnce.Do(p.prepareDigests)
+	d := p.digests
+	h := newHasher()
+	h.str(ClusterSetLabel(p.clusterSet))
+	h.str(cluster)
+	h.json(p.membership(cluster))
+	if psk := p.ipsecPSK(); psk != nil {
+		h.json(psk)
+	}
+	h.u64(d.peers - mix(d.peer[cluster]))
+	exports := d.exports
+	for _, i := range d.involved[cluster] {
+		e := p.exports[i]
+		exports += mix(p.exportDigest(e, cluster)) - mix(d.remote[i])
+	}
+	h.u64(exports)
+	return h.sum()
+}
+
+// digests are the per-plan parts of MemberDigest.
+type digests struct {
+	peer  map[string]uint64 // remote cluster -> its Peer object, as every other member holds it
+	peers uint64            // sum of mix(peer) over all clusters
+	// remote[i]: export i as a cluster that does not export it sees it.
+	remote   []uint64
+	exports  uint64           // sum of mix(remote)
+	involved map[string][]int // cluster -> the exports it exports (they have conditions, its own view)
+}
+
+func (p *Plan) prepareDigests() {
+	d := &digests{peer: map[string]uint64{}, remote: make([]uint64, len(p.exports)), involved: map[string][]int{}}
+	for _, c := range p.clusters {
+		h := newHasher()
+		h.json(p.peer("", c))
+		d.peer[c] = h.sum()
+		d.peers += mix(d.peer[c])
+	}
+	for i, e := range p.exports {
+		d.remote[i] = p.exportDigest(e, "")
+		d.exports += mix(d.remote[i])
+		for c := range e.exportedFrom {
+			d.involved[c] = append(d.involved[c], i)
+		}
+	}
+	p.digests = d
+}
+
+// exportDigest is everything about export e that member cluster holds: its
+// ServiceExport and conditions when it exports it, the ServiceImport, an EndpointSlice
+// per source (its own as it sees itself), and its GlobalIngress. Cluster "" is any
+// member that does not export e.
+func (p *Plan) exportDigest(e *exportPlan, cluster string) uint64 {
+	h := newHasher()
+	h.str(e.namespace)
+	h.str(e.name)
+	if cluster != "" && e.exportedFrom[cluster] {
+		h.bool(e.declared[cluster])
+		for _, c := range e.conditions(cluster) {
+			h.str(c.Type)
+			h.str(string(c.Status))
+			h.str(c.Reason)
+			h.str(c.Message)
+		}
+	}
+	h.str(string(e.typ))
+	h.importPorts(e.ports)
+	h.u64(uint64(len(e.sources)))
+	for _, s := range e.sources {
+		p.hashSource(h, e, s, s.cluster == cluster)
+	}
+	return h.sum()
+}
+
+// hashSource hashes what a member holds of source s: all of it in the source itself
+// or without globalnet; under globalnet the other members see only the global IPs,
+// which is why a new cluster IP or pod IP changes the exporting member alone.
+func (p *Plan) hashSource(h *hasher, e *exportPlan, s *exportSource, own bool) {
+	alloc := p.alloc[s.cluster]
+	whole := own || alloc == nil
+	h.str(s.cluster)
+	h.bool(whole)
+	h.bool(s.headless)
+	h.bool(s.publishNotReady)
+	h.bool(s.anyReady)
+	h.servicePorts(s.ports)
+	h.endpointPorts(s.targetPorts)
+	if whole {
+		h.str(s.clusterIP)
+	}
+	if alloc != nil {
+		h.addr(alloc.Services[e.key()])
+	}
+	h.u64(uint64(len(s.endpoints)))
+	for _, ep := range s.endpoints {
+		h.bool(ep.ready)
+		h.str(ep.hostname)
+		if whole {
+			h.str(ep.ip)
+			h.str(ep.pod)
+			h.str(ep.owner)
+		}
+		if alloc != nil {
+			h.addr(alloc.Endpoints[e.key()+"/"+ep.owner])
+		}
+	}
+}
+
+// hasher is FNV-64a over length-prefixed fields, so that no two field sequences run
+// together into the same bytes.
+type hasher struct {
+	h   hash.Hash64
+	buf [8]byte
+}
+
+func newHasher() *hasher { return &hasher{h: fnv.New64a()} }
+
+func (h *hasher) sum() uint64 { return h.h.Sum64() }
+
+func (h *hasher) u64(v uint64) {
+	for i := range h.buf {
+		h.buf[i] = byte(v >> (8 * i))
+	}
+	_, _ = h.h.Write(h.buf[:])
+}
+
+func (h *hasher) str(s string) {
+	h.u64(uint64(len(s)))
+	_, _ = h.h.Write([]byte(s))
+}
+
+func (h *hasher) bool(b bool) {
+	if b {
+		h.u64(1)
+	} else {
+		h.u64(0)
+	}
+}
+
+func (h *hasher) addr(a netip.Addr) {
+	b, _ := a.MarshalBinary()
+	h.u64(uint64(len(b)))
+	_, _ = h.h.Write(b)
+}
+
+func (h *hasher) optStr(s *string) {
+	h.bool(s != nil)
+	if s != nil {
+		h.str(*s)
+	}
+}
+
+// json hashes an object's serialization: for the few objects per member that are
+// cheaper to hash whole than field by field.
+func (h *hasher) json(v any) {
+	data, _ := json.Marshal(v)
+	h.u64(uint64(len(data)))
+	_, _ = h.h.Write(data)
+}
+
+func (h *hasher) importPorts(ports []mcsv1.ServicePort) {
+	h.u64(uint64(len(ports)))
+	for _, sp := range ports {
+		h.str(sp.Name)
+		h.str(string(sp.Protocol))
+		h.optStr(sp.AppProtocol)
+		h.u64(uint64(sp.Port))
+	}
+}
+
+func (h *hasher) servicePorts(ports []corev1.ServicePort) {
+	h.u64(uint64(len(ports)))
+	for _, sp := range ports {
+		h.str(sp.Name)
+		h.str(string(sp.Protocol))
+		h.optStr(sp.AppProtocol)
+		h.u64(uint64(sp.Port))
+		h.str(sp.TargetPort.String())
+		h.u64(uint64(sp.NodePort))
+	}
+}
+
+func (h *hasher) endpointPorts(ports []discoveryv1.EndpointPort) {
+	h.u64(uint64(len(ports)))
+	for _, ep := range ports {
+		h.optStr(ep.Name)
+		h.bool(ep.Protocol != nil)
+		if ep.Protocol != nil {
+			h.str(string(*ep.Protocol))
+		}
+		h.bool(ep.Port != nil)
+		if ep.Port != nil {
+			h.u64(uint64(*ep.Port))
+		}
+		h.optStr(ep.AppProtocol)
+	}
+}
+
+// mix spreads a hash over all 64 bits (splitmix64's finalizer) before it is summed, so
+// that sums of similar hashes do not cancel.
+func mix(v uint64) uint64 {
+	v ^= v >> 30
+	v *= 0xbf58476d1ce4e5b9
+	v ^= v >> 27
+	v *= 0x94d049bb133111eb
+	v ^= v >> 31
+	return v
+}

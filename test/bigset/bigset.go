@@ -1,0 +1,60 @@
+package bigset
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	straitv1 "github.com/straitnet/strait/api/v1alpha1"
+	"github.com/straitnet/strait/plan"
+)
+
+// The size issue 17 sets the hub's targets at.
+const (
+	Clusters = 255
+	Exports  = 10000
+)
+
+// Name is the cluster name of member i: c000, c001, ...
+func Name(i int) string { return fmt.Sprintf("c%03d", i) }
+
+// New is a ClusterSet "big" in strait-system of clusters clusters on globalnet exporting
+// exports ClusterSetIP services, spread round-robin over the clusters (export i lives in
+// cluster i mod clusters, namespace ns<i mod 100>, name svc<i>), each service with two
+// ready endpoints; and the facts observed in every member: an active gateway, the
+// exported services and their slices.
+func New(clusters, exports int) (*straitv1.ClusterSet, plan.Observed) {
+	cs := &straitv1.ClusterSet{ObjectMeta: metav1.ObjectMeta{Name: "big", Namespace: straitv1.SystemNamespace},
+		Spec: straitv1.ClusterSetSpec{Globalnet: &straitv1.GlobalnetSpec{Enabled: true}}}
+	obs := plan.Observed{}
+	for i := range clusters {
+		name := Name(i)
+		cs.Spec.Clusters = append(cs.Spec.Clusters, straitv1.ClusterSpec{Name: name,
+			PodCIDRs: []string{"10.0.0.0/16"}, ServiceCIDRs: []string{"10.1.0.0/16"}})
+		obs[name] = &plan.MemberFacts{Gateways: []straitv1.Gateway{{Spec: straitv1.GatewaySpec{
+			NodeName: name + "-gw", HAState: straitv1.HAActive, IP: fmt.Sprintf("192.0.2.%d", i), Port: 51871, Driver: straitv1.CableWireGuard}}}}
+	}
+	for i := range exports {
+		c := cs.Spec.Clusters[i%clusters].Name
+		ns, name := fmt.Sprintf("ns%d", i%100), fmt.Sprintf("svc%d", i)
+		cs.Spec.Exports = append(cs.Spec.Exports, straitv1.ExportSpec{Namespace: ns, Name: name, Clusters: []string{c}})
+		f := obs[c]
+		f.Services = append(f.Services, corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+			Spec: corev1.ServiceSpec{ClusterIP: ServiceIP(i), Ports: []corev1.ServicePort{{Name: "http", Port: 80}}}})
+		f.EndpointSlices = append(f.EndpointSlices, discoveryv1.EndpointSlice{
+			ObjectMeta:  metav1.ObjectMeta{Name: name + "-abc", Namespace: ns, Labels: map[string]string{discoveryv1.LabelServiceName: name}},
+			AddressType: discoveryv1.AddressTypeIPv4,
+			Endpoints: []discoveryv1.Endpoint{
+				{Addresses: []string{fmt.Sprintf("10.0.%d.%d", i/250%250, i%250+1)}, Conditions: discoveryv1.EndpointConditions{Ready: ptr(true)}},
+				{Addresses: []string{fmt.Sprintf("10.0.%d.%d", i/250%250+100, i%250+1)}, Conditions: discoveryv1.EndpointConditions{Ready: ptr(true)}},
+			}})
+	}
+	return cs, obs
+}
+
+// ServiceIP is the cluster IP New gives export i's service.
+func ServiceIP(i int) string { return fmt.Sprintf("10.1.%d.%d", i/250%250, i%250+1) }
+
+func ptr[T any](v T) *T { return &v }
