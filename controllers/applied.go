@@ -1,9 +1,9 @@
 package controllers
 
 import (
-	"encoding/json"
 	"hash/fnv"
 	"sync"
+	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -22,9 +22,8 @@ func keyOf(kind string, o client.Object) objKey {
 // still wants the same content, the write is skipped: an unchanged clusterset costs no
 // writes, and anybody else's change (a new resourceVersion) is overwritten at once.
 type appliedEntry struct {
-	rv         string
-	specHash   uint64
-	statusHash uint64
+	rv   string
+	hash uint64 // of the object as the plan wants it, status included
 }
 
 // appliedTable is one member connection's record of the hub's writes.
@@ -32,6 +31,93 @@ type appliedTable struct {
 	mu         sync.Mutex
 	entries    map[objKey]appliedEntry
 	namespaces map[string]bool // namespaces known to exist in the member
+	pass       memberPass
+	// changes counts changes to the hub's objects in the member that were not the hub's
+	// own writes; a pass that started before the latest one does not count as current.
+	changes uint64
+}
+
+// memberPass is the last complete, successful pass over a member: every object applied
+// (or found in place) and the leftovers pruned.
+type memberPass struct {
+	done bool
+	// digest of the plan's inputs for the member (plan.MemberDigest and the PSK).
+	digest uint64
+	// member is the connection it went through, and since when that connection was
+	// healthy: a new connection or a reconnect means the member may have changed while
+	// the hub was not watching.
+	member *members.Member
+	since  time.Time
+	at     time.Time // when the pass started
+	// changes is appliedTable.changes when the pass started.
+	changes   uint64
+	inventory map[string]int32
+}
+
+// passState is what decides whether a member needs a pass.
+type passState struct {
+	digest  uint64
+	member  *members.Member
+	since   time.Time
+	now     time.Time
+	resync  time.Duration
+	changes uint64
+}
+
+// current says whether the last pass still holds: same inputs, same healthy
+// connection, no foreign change since, and younger than the resync interval. It
+// returns the inventory that pass found.
+func (t *appliedTable) current(s passState) (map[string]int32, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	p := t.pass
+	if !p.done || p.digest != s.digest || p.member != s.member || !p.since.Equal(s.since) ||
+		p.changes != t.changes || s.now.Sub(p.at) >= s.resync {
+		return nil, false
+	}
+	return p.inventory, true
+}
+
+// startPass returns the state a pass starting now records when it succeeds.
+func (t *appliedTable) startPass(s passState) passState {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s.changes = t.changes
+	return s
+}
+
+// passed records a successful pass; failed forgets the last one, so that the next
+// reconcile passes over the member again.
+func (t *appliedTable) passed(s passState, inventory map[string]int32) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.pass = memberPass{done: true, digest: s.digest, member: s.member, since: s.since, at: s.now,
+		changes: s.changes, inventory: inventory}
+}
+
+func (t *appliedTable) failed() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.pass = memberPass{}
+}
+
+// changedByOthers records that someone else changed or deleted one of the hub's
+// objects in the member: the next reconcile passes over it and puts it back.
+func (t *appliedTable) changedByOthers() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.changes++
+}
+
+// setRV records the resourceVersion of a write that changed only an object's status,
+// so that its echo is known as the hub's own.
+func (t *appliedTable) setRV(k objKey, rv string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if e, ok := t.entries[k]; ok && rv != "" {
+		e.rv = rv
+		t.entries[k] = e
+	}
 }
 
 func (r *ClusterSetReconciler) appliedFor(key members.Key) *appliedTable {
@@ -87,8 +173,7 @@ func (t *appliedTable) isOwnWrite(k objKey, rv string, deleted bool) bool {
 	return ok && e.rv == rv
 }
 
-func hashOf(v any) uint64 {
-	data, _ := json.Marshal(v) // maps marshal with sorted keys
+func hashOf(data []byte) uint64 {
 	h := fnv.New64a()
 	_, _ = h.Write(data)
 	return h.Sum64()

@@ -2,11 +2,14 @@ package controllers
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"sort"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -25,7 +28,10 @@ import (
 // memberResult is what writing one member did.
 type memberResult struct {
 	applied, pruned int
-	inventory       map[string]int32
+	// skipped: the member's inputs were those of the last successful pass, which still
+	// holds (see appliedTable.current); nothing was read or written there.
+	skipped   bool
+	inventory map[string]int32
 	// err: the member was unreachable (unreachable true) or refused writes.
 	err         error
 	unreachable bool
@@ -43,6 +49,7 @@ func (r *ClusterSetReconciler) writeMembers(ctx context.Context, obj *straitv1.C
 		psk.key, psk.err = r.ipsecPSK(ctx, p.IPsecPSKSource())
 	}
 	results := make(map[string]*memberResult, len(conns))
+	now, resync := time.Now(), r.resyncInterval(obj)
 	sem := make(chan struct{}, r.cfg.MaxConcurrentMembers)
 	var wg sync.WaitGroup
 	for name, c := range conns {
@@ -63,7 +70,18 @@ func (r *ClusterSetReconciler) writeMembers(ctx context.Context, obj *straitv1.C
 				res.pruned, err = w.prune(ctx, nil)
 				res.cleaned = err == nil
 			} else {
-				err = w.write(ctx, p, name, psk, res)
+				state := passState{digest: memberDigest(p, name, psk), member: c.member,
+					since: c.member.Health().Since, now: now, resync: resync}
+				if res.inventory, res.skipped = w.table.current(state); res.skipped {
+					return
+				}
+				state = w.table.startPass(state)
+				if err = w.write(ctx, p, name, psk, res); err == nil {
+					w.table.passed(state, res.inventory)
+				} else {
+					w.table.failed()
+				}
+				r.metrics.memberPasses.WithLabelValues(plan.ClusterSetLabel(cs), name).Inc()
 			}
 			res.err = err
 			// A member that went away between the probe and the writes is unreachable,
@@ -80,6 +98,20 @@ func (r *ClusterSetReconciler) writeMembers(ctx context.Context, obj *straitv1.C
 	}
 	wg.Wait()
 	return results
+}
+
+// memberDigest is the plan's digest for a member with the PSK the hub fills in: what
+// the hub wants there, whole.
+func memberDigest(p *plan.Plan, cluster string, psk pskData) uint64 {
+	h := fnv.New64a()
+	var buf [8]byte
+	binary.LittleEndian.PutUint64(buf[:], p.MemberDigest(cluster))
+	_, _ = h.Write(buf[:])
+	_, _ = h.Write(psk.key)
+	if psk.err != nil {
+		_, _ = h.Write([]byte(psk.err.Error()))
+	}
+	return h.Sum64()
 }
 
 // pskData is the IPsec pre-shared key read from the hub, or why it could not be read.
@@ -227,14 +259,19 @@ func (w *memberWriter) ensureNamespaces(ctx context.Context, objs []client.Objec
 
 // apply server-side applies one object (and the status of a ServiceImport), unless the
 // member still holds exactly what the hub last wrote. It returns how many writes it did.
+// The object is encoded once: its hash decides, and only a write decodes it again.
 func (w *memberWriter) apply(ctx context.Context, k objKey, o client.Object) (int, error) {
-	body, status, err := applyBody(o)
+	data, err := json.Marshal(o)
 	if err != nil {
 		return 0, err
 	}
-	specHash, statusHash := hashOf(body.Object), hashOf(status)
-	if e, ok := w.table.get(k); ok && e.specHash == specHash && e.statusHash == statusHash && w.currentRV(ctx, k, o) == e.rv {
+	hash := hashOf(data)
+	if e, ok := w.table.get(k); ok && e.hash == hash && w.currentRV(ctx, k, o) == e.rv {
 		return 0, nil
+	}
+	body, status, err := applyBody(data, o)
+	if err != nil {
+		return 0, err
 	}
 	writes := 0
 	opts := []client.ApplyOption{client.FieldOwner(straitv1.FieldManager), client.ForceOwnership}
@@ -258,7 +295,7 @@ func (w *memberWriter) apply(ctx context.Context, k objKey, o client.Object) (in
 		writes++
 		rv = st.GetResourceVersion()
 	}
-	w.table.set(k, appliedEntry{rv: rv, specHash: specHash, statusHash: statusHash})
+	w.table.set(k, appliedEntry{rv: rv, hash: hash})
 	return writes, nil
 }
 
@@ -278,13 +315,10 @@ func (w *memberWriter) currentRV(ctx context.Context, k objKey, o client.Object)
 	return cur.GetResourceVersion()
 }
 
-// applyBody turns a typed object into the body of an apply: no status, no null
-// creationTimestamp. The status of a ServiceImport, a subresource, is returned apart.
-func applyBody(o client.Object) (*unstructured.Unstructured, map[string]any, error) {
-	data, err := json.Marshal(o)
-	if err != nil {
-		return nil, nil, err
-	}
+// applyBody turns a typed object, encoded as data, into the body of an apply: no
+// status, no null creationTimestamp. The status of a ServiceImport, a subresource, is
+// returned apart.
+func applyBody(data []byte, o client.Object) (*unstructured.Unstructured, map[string]any, error) {
 	m := map[string]any{}
 	if err := json.Unmarshal(data, &m); err != nil {
 		return nil, nil, err
@@ -342,7 +376,9 @@ func (w *memberWriter) exportConditions(ctx context.Context, want map[types.Name
 		}}
 		if err := w.m.Client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(st), client.FieldOwner(straitv1.FieldManager), client.ForceOwnership); err != nil {
 			errs = append(errs, fmt.Errorf("writing the conditions of ServiceExport %s: %w", k, err))
+			continue
 		}
+		w.table.setRV(objKey{kind: "ServiceExport", namespace: k.Namespace, name: k.Name}, st.GetResourceVersion())
 	}
 	return errs
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/fluxcd/pkg/apis/meta"
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -40,7 +41,7 @@ func BenchmarkExportToImport(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = env.Stop() })
-	stop, done, err := startHub(env, 5*time.Second)
+	stop, done, err := startHub(env, 5*time.Second, prometheus.NewRegistry())
 	if err != nil {
 		b.Fatal(err)
 	}

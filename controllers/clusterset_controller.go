@@ -39,6 +39,11 @@ type Config struct {
 	RetryInterval time.Duration
 	// ProbeInterval is how often each member's API server is health-checked; default 5s.
 	ProbeInterval time.Duration
+	// ResyncInterval is how long a member whose inputs did not change is left alone
+	// before the hub checks every object there again and repairs what drifted; default
+	// the ClusterSet's spec.interval (10 minutes). Changes by others that the member
+	// watches report are repaired at once.
+	ResyncInterval time.Duration
 	// MaxConcurrentMembers bounds the members written in parallel; default 8.
 	MaxConcurrentMembers int
 	// Local is the connection for clusters without a kubeConfig: the hub's own cluster.
@@ -201,16 +206,31 @@ func (r *ClusterSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 // result decides when to look again: on the interval when all is well, after
 // RetryInterval when a member was unreachable or refused a write.
 func (r *ClusterSetReconciler) result(obj *straitv1.ClusterSet, results map[string]*memberResult) ctrl.Result {
-	interval := 10 * time.Minute
-	if obj.Spec.Interval != nil && obj.Spec.Interval.Duration > 0 {
-		interval = obj.Spec.Interval.Duration
-	}
+	interval := reconcileInterval(obj)
 	for _, res := range results {
 		if res.err != nil {
 			return ctrl.Result{RequeueAfter: min(interval, r.cfg.RetryInterval)}
 		}
 	}
 	return ctrl.Result{RequeueAfter: jitter(interval)}
+}
+
+// reconcileInterval is the ClusterSet's spec.interval, 10 minutes by default.
+func reconcileInterval(obj *straitv1.ClusterSet) time.Duration {
+	if obj.Spec.Interval != nil && obj.Spec.Interval.Duration > 0 {
+		return obj.Spec.Interval.Duration
+	}
+	return 10 * time.Minute
+}
+
+// resyncInterval is how often every member is checked in full. The periodic reconcile
+// comes at the interval plus jitter, so it finds every member's last full pass older
+// than the interval and checks them all.
+func (r *ClusterSetReconciler) resyncInterval(obj *straitv1.ClusterSet) time.Duration {
+	if r.cfg.ResyncInterval > 0 {
+		return r.cfg.ResyncInterval
+	}
+	return reconcileInterval(obj)
 }
 
 // jitter spreads periodic reconciles of many ClusterSets by up to 10%.

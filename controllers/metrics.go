@@ -13,6 +13,7 @@ type Metrics struct {
 	errors            *prometheus.CounterVec
 	applied           *prometheus.CounterVec
 	pruned            *prometheus.CounterVec
+	memberPasses      *prometheus.CounterVec
 }
 
 // NewMetrics registers the hub's metrics with reg (controller-runtime's
@@ -48,8 +49,12 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "strait_hub_objects_pruned_total",
 			Help: "Objects deleted from members because they are no longer desired.",
 		}, []string{"clusterset", "cluster"}),
+		memberPasses: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "strait_hub_member_applies_total",
+			Help: "Passes over a member: every object applied (those in place skipped) and leftovers pruned. A member whose inputs did not change is not passed over, except at the resync.",
+		}, []string{"clusterset", "cluster"}),
 	}
-	for _, c := range []prometheus.Collector{m.reconcileDuration, m.members, m.membersConnected, m.exports, m.errors, m.applied, m.pruned} {
+	for _, c := range []prometheus.Collector{m.reconcileDuration, m.members, m.membersConnected, m.exports, m.errors, m.applied, m.pruned, m.memberPasses} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -65,4 +70,5 @@ func (m *Metrics) forget(cs string) {
 	m.errors.DeletePartialMatch(prometheus.Labels{"clusterset": cs})
 	m.applied.DeletePartialMatch(prometheus.Labels{"clusterset": cs})
 	m.pruned.DeletePartialMatch(prometheus.Labels{"clusterset": cs})
+	m.memberPasses.DeletePartialMatch(prometheus.Labels{"clusterset": cs})
 }

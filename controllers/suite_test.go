@@ -45,6 +45,8 @@ type fixture struct {
 	done   chan error
 	hubNS  string
 	prefix int
+	// metrics is the hub's registry, read as a scrape would.
+	metrics prometheus.Gatherer
 }
 
 func TestMain(m *testing.M) {
@@ -73,13 +75,14 @@ func hub(t *testing.T) *fixture {
 			sharedErr = err
 			return
 		}
-		stop, done, err := startHub(env, 1*time.Second)
+		reg := prometheus.NewRegistry()
+		stop, done, err := startHub(env, 1*time.Second, reg)
 		if err != nil {
 			sharedErr = err
 			_ = env.Stop()
 			return
 		}
-		shared = &fixture{env: env, stop: stop, done: done, hubNS: env.HubNamespace}
+		shared = &fixture{env: env, stop: stop, done: done, hubNS: env.HubNamespace, metrics: reg}
 	})
 	if sharedErr != nil {
 		t.Fatalf("starting the control planes: %v", sharedErr)
@@ -87,8 +90,9 @@ func hub(t *testing.T) *fixture {
 	return shared
 }
 
-// startHub runs the hub controller against env's hub, as `straitd hub` does.
-func startHub(env *clusters.Env, probe time.Duration) (context.CancelFunc, chan error, error) {
+// startHub runs the hub controller against env's hub, as `straitd hub` does, its
+// metrics registered in reg.
+func startHub(env *clusters.Env, probe time.Duration, reg prometheus.Registerer) (context.CancelFunc, chan error, error) {
 	mgr, err := ctrl.NewManager(env.Hub.Config, manager.Options{
 		Scheme:                 env.Scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
@@ -98,7 +102,7 @@ func startHub(env *clusters.Env, probe time.Duration) (context.CancelFunc, chan 
 	if err != nil {
 		return nil, nil, err
 	}
-	metrics, err := controllers.NewMetrics(prometheus.NewRegistry())
+	metrics, err := controllers.NewMetrics(reg)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -65,7 +65,12 @@ func (r *ClusterSetReconciler) memberChanged(key members.Key, obj client.Object,
 
 func (r *ClusterSetReconciler) relevantChange(key members.Key, obj client.Object, deleted bool) bool {
 	if obj.GetLabels()[straitv1.LabelClusterSet] == plan.ClusterSetLabel(key.ClusterSet) {
-		return !r.appliedFor(key).isOwnWrite(keyOf(kindOf(obj), obj), obj.GetResourceVersion(), deleted)
+		t := r.appliedFor(key)
+		if t.isOwnWrite(keyOf(kindOf(obj), obj), obj.GetResourceVersion(), deleted) {
+			return false
+		}
+		t.changedByOthers()
+		return true
 	}
 	rel := r.relevanceFor(key.ClusterSet)
 	nn := types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()}
