@@ -68,3 +68,24 @@ func TestBigClusterSetFitsInEtcd(t *testing.T) {
 	}
 	t.Logf("ClusterSet with 10,000 exports and status: %d bytes", len(data))
 }
+
+// BenchmarkMemberDigests: the digest of every one of 255 members, what the hub computes
+// per reconcile to find the members it can skip (on a fresh plan, so the shared parts
+// are hashed each time too).
+func BenchmarkMemberDigests(b *testing.B) {
+	cs, obs := bigset.New(bigset.Clusters, bigset.Exports)
+	b.ReportAllocs()
+	for b.Loop() {
+		b.StopTimer()
+		p, errs := plan.Compute(cs, obs)
+		if len(errs) > 0 {
+			b.Fatal(errs.ToAggregate())
+		}
+		b.StartTimer()
+		for _, c := range p.Clusters() {
+			if p.MemberDigest(c) == 0 {
+				b.Fatalf("no digest for %s", c)
+			}
+		}
+	}
+}

@@ -2,8 +2,6 @@ package plan
 
 import (
 	"encoding/json"
-	"hash"
-	"hash/fnv"
 	"net/netip"
 
 	corev1 "k8s.io/api/core/v1"
@@ -130,26 +128,40 @@ func (p *Plan) hashSource(h *hasher, e *exportPlan, s *exportSource, own bool) {
 }
 
 // hasher is FNV-64a over length-prefixed fields, so that no two field sequences run
-// together into the same bytes.
-type hasher struct {
-	h   hash.Hash64
-	buf [8]byte
-}
+// together into the same bytes. It is written out rather than taken from hash/fnv so
+// that hashing a string costs no allocation: the hub hashes every export per reconcile.
+type hasher struct{ s uint64 }
 
-func newHasher() *hasher { return &hasher{h: fnv.New64a()} }
+const (
+	fnvOffset = 14695981039346656037
+	fnvPrime  = 1099511628211
+)
 
-func (h *hasher) sum() uint64 { return h.h.Sum64() }
+func newHasher() *hasher { return &hasher{s: fnvOffset} }
+
+func (h *hasher) sum() uint64 { return h.s }
 
 func (h *hasher) u64(v uint64) {
-	for i := range h.buf {
-		h.buf[i] = byte(v >> (8 * i))
+	for i := range 8 {
+		h.s ^= (v >> (8 * i)) & 0xff
+		h.s *= fnvPrime
 	}
-	_, _ = h.h.Write(h.buf[:])
+}
+
+func (h *hasher) bytes(b []byte) {
+	h.u64(uint64(len(b)))
+	for _, c := range b {
+		h.s ^= uint64(c)
+		h.s *= fnvPrime
+	}
 }
 
 func (h *hasher) str(s string) {
 	h.u64(uint64(len(s)))
-	_, _ = h.h.Write([]byte(s))
+	for i := 0; i < len(s); i++ {
+		h.s ^= uint64(s[i])
+		h.s *= fnvPrime
+	}
 }
 
 func (h *hasher) bool(b bool) {
@@ -162,8 +174,7 @@ func (h *hasher) bool(b bool) {
 
 func (h *hasher) addr(a netip.Addr) {
 	b, _ := a.MarshalBinary()
-	h.u64(uint64(len(b)))
-	_, _ = h.h.Write(b)
+	h.bytes(b)
 }
 
 func (h *hasher) optStr(s *string) {
@@ -177,8 +188,7 @@ func (h *hasher) optStr(s *string) {
 // cheaper to hash whole than field by field.
 func (h *hasher) json(v any) {
 	data, _ := json.Marshal(v)
-	h.u64(uint64(len(data)))
-	_, _ = h.h.Write(data)
+	h.bytes(data)
 }
 
 func (h *hasher) importPorts(ports []mcsv1.ServicePort) {

@@ -1,0 +1,70 @@
+package controllers
+
+import (
+	"context"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"k8s.io/apimachinery/pkg/types"
+
+	straitv1 "github.com/straitnet/strait/api/v1alpha1"
+	"github.com/straitnet/strait/controllers/members"
+	"github.com/straitnet/strait/plan"
+	"github.com/straitnet/strait/test/bigset"
+)
+
+// Which members the hub passes over, on in-memory members: a fast table beside the
+// envtest tests (skip_test.go) that show it through real API servers.
+func TestWhichMembersArePassedOver(t *testing.T) {
+	ctx := context.Background()
+	cs, obs := bigset.New(6, 60)
+	h := newScaleHub(t, cs)
+	label := plan.ClusterSetLabel(types.NamespacedName{Namespace: cs.Namespace, Name: cs.Name})
+	passes := func() map[string]float64 {
+		out := map[string]float64{}
+		for i := range 6 {
+			out[bigset.Name(i)] = testutil.ToFloat64(h.r.metrics.memberPasses.WithLabelValues(label, bigset.Name(i)))
+		}
+		return out
+	}
+	step := func(name string, change func(), wantWrites bool, want ...string) {
+		t.Helper()
+		before := passes()
+		change()
+		writes := h.reconcile(ctx, cs, obs)
+		after := passes()
+		passed := map[string]bool{}
+		for _, c := range want {
+			passed[c] = true
+		}
+		for c := range after {
+			if got := after[c] > before[c]; got != passed[c] {
+				t.Errorf("%s: %s passed over = %v, want %v", name, c, got, passed[c])
+			}
+		}
+		if (writes > 0) != wantWrites {
+			t.Errorf("%s: %d writes", name, writes)
+		}
+	}
+	all := []string{"c000", "c001", "c002", "c003", "c004", "c005"}
+	nothing := func() {}
+	step("first reconcile", nothing, true, all...)
+	step("nothing changed", nothing, false)
+	step("a new cluster IP in c001 (globalnet)", func() { obs["c001"].Services[0].Spec.ClusterIP = "10.1.255.1" }, true, "c001")
+	step("a gateway of c002 moved: every other member's Peer", func() { obs["c002"].Gateways[0].Spec.IP = "198.51.100.2" }, true,
+		"c000", "c001", "c003", "c004", "c005")
+	peer := objKey{kind: "Peer", namespace: straitv1.SystemNamespace, name: "c000"}
+	step("an object in c003 changed unseen", func() { h.members["c003"].touch(peer) }, false)
+	step("the watch saw someone change c003's objects", func() {
+		h.r.appliedFor(h.conns["c003"].member.Key).changedByOthers()
+	}, true, "c003")
+	step("c004 reconnected (a new connection)", func() {
+		old := h.conns["c004"].member
+		h.conns["c004"].member = &members.Member{Key: old.Key, Client: old.Client, Reader: old.Reader}
+	}, false, "c004")
+	h.members["c005"].touch(peer)
+	h.resyncAlways()
+	step("the resync", nothing, true, all...)
+	h.resyncAlways()
+	step("after the resync", nothing, false)
+}
