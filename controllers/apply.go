@@ -67,6 +67,9 @@ func (r *ClusterSetReconciler) writeMembers(ctx context.Context, obj *straitv1.C
 			w := &memberWriter{r: r, cs: cs, m: c.member, table: r.appliedFor(members.Key{ClusterSet: cs, Cluster: name})}
 			var err error
 			if c.removed {
+				// What the last pass left is going: a cluster added back must be
+				// passed over again, whatever its digest.
+				w.table.failed()
 				res.pruned, err = w.prune(ctx, nil)
 				res.cleaned = err == nil
 			} else {

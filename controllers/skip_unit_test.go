@@ -62,6 +62,11 @@ func TestWhichMembersArePassedOver(t *testing.T) {
 		old := h.conns["c004"].member
 		h.conns["c004"].member = &members.Member{Key: old.Key, Client: old.Client, Reader: old.Reader}
 	}, false, "c004")
+	step("c005 removed and added back", func() {
+		h.conns["c005"].removed = true
+		h.r.writeMembers(ctx, cs, nil, map[string]*conn{"c005": h.conns["c005"]})
+		h.conns["c005"].removed = false
+	}, true, "c005")
 	h.members["c005"].touch(peer)
 	h.resyncAlways()
 	step("the resync", nothing, true, all...)

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	mcsv1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
 )
@@ -205,5 +206,18 @@ func TestMemberDigestIsStable(t *testing.T) {
 		if a.MemberDigest("no-such-cluster") != 0 {
 			t.Errorf("%s: a cluster outside the plan has a digest", name)
 		}
+	}
+}
+
+// TestMemberDigestFollowsTheServiceExportGeneration: the hub stamps a ServiceExport's
+// conditions with its generation, so a new generation must reach the member.
+func TestMemberDigestFollowsTheServiceExportGeneration(t *testing.T) {
+	cs, obs := loadExample(t, "globalnet")
+	se := mcsv1.ServiceExport{ObjectMeta: metav1.ObjectMeta{Namespace: cs.Spec.Exports[0].Namespace, Name: cs.Spec.Exports[0].Name, Generation: 1}}
+	obs["g2"].ServiceExports = append(obs["g2"].ServiceExports, se)
+	before := mustCompute(t, cs, obs).MemberDigest("g2")
+	obs["g2"].ServiceExports[len(obs["g2"].ServiceExports)-1].Generation = 2
+	if mustCompute(t, cs, obs).MemberDigest("g2") == before {
+		t.Error("g2's digest did not change with its ServiceExport's generation")
 	}
 }
