@@ -12,6 +12,8 @@
 //     (ServiceExport, ServiceImport, EndpointSlice) and, with the ipsec cable, the
 //     pre-shared key's Secret (its data left to the hub) for each member; and the
 //     ClusterSet status they imply (all but what the hub observes while it writes).
+//   - MemberDigest: a hash of all a member is to hold, computed without building its
+//     objects, by which the hub skips members whose inputs did not change.
 //
 // It must not talk to an API server or a kernel; controllers/ and cmd/ do that.
 package plan
