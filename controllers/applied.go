@@ -52,6 +52,9 @@ type memberPass struct {
 	// changes is appliedTable.changes when the pass started.
 	changes   uint64
 	inventory map[string]int32
+	// groups are the plan's group digests the pass applied (plan.GroupDigests), so that
+	// the next pass over the same connection rebuilds only the groups that changed.
+	groups map[string]uint64
 }
 
 // passState is what decides whether a member needs a pass.
@@ -70,12 +73,39 @@ type passState struct {
 func (t *appliedTable) current(s passState) (map[string]int32, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	p := t.pass
-	if !p.done || p.digest != s.digest || p.member != s.member || !p.since.Equal(s.since) ||
-		p.changes != t.changes || s.now.Sub(p.at) >= s.resync {
+	if !t.holds(s) || t.pass.digest != s.digest {
 		return nil, false
 	}
-	return p.inventory, true
+	return t.pass.inventory, true
+}
+
+// lastGroups are the group digests of the last pass when the member holds what that
+// pass left (same healthy connection, no foreign change, no resync due): then only the
+// groups whose digest differs need a pass. ok is false when the member needs a full one.
+func (t *appliedTable) lastGroups(s passState) (map[string]uint64, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.holds(s) || t.pass.groups == nil {
+		return nil, false
+	}
+	return t.pass.groups, true
+}
+
+func (t *appliedTable) holds(s passState) bool {
+	p := t.pass
+	return p.done && p.member == s.member && p.since.Equal(s.since) && p.changes == t.changes && s.now.Sub(p.at) < s.resync
+}
+
+// inventory counts the objects the hub holds in the member by kind: after a
+// successful pass, exactly what the plan wants there.
+func (t *appliedTable) inventory() map[string]int32 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := map[string]int32{}
+	for k := range t.entries {
+		out[k.kind]++
+	}
+	return out
 }
 
 // startPass returns the state a pass starting now records when it succeeds.
@@ -88,11 +118,15 @@ func (t *appliedTable) startPass(s passState) passState {
 
 // passed records a successful pass; failed forgets the last one, so that the next
 // reconcile passes over the member again.
-func (t *appliedTable) passed(s passState, inventory map[string]int32) {
+func (t *appliedTable) passed(s passState, inventory map[string]int32, groups map[string]uint64, full bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.pass = memberPass{done: true, digest: s.digest, member: s.member, since: s.since, at: s.now,
-		changes: s.changes, inventory: inventory}
+	at := s.now
+	if !full {
+		at = t.pass.at // a partial pass checked only some objects: the resync stays due when it was
+	}
+	t.pass = memberPass{done: true, digest: s.digest, member: s.member, since: s.since, at: at,
+		changes: s.changes, inventory: inventory, groups: groups}
 }
 
 func (t *appliedTable) failed() {

@@ -2,7 +2,6 @@ package controllers
 
 import (
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -79,8 +78,15 @@ func (r *ClusterSetReconciler) writeMembers(ctx context.Context, obj *straitv1.C
 					return
 				}
 				state = w.table.startPass(state)
-				if err = w.write(ctx, p, name, psk, res); err == nil {
-					w.table.passed(state, res.inventory)
+				groups := groupDigests(p, name, psk)
+				last, partial := w.table.lastGroups(state)
+				if partial {
+					err = w.writeGroups(ctx, p, name, psk, changedGroups(last, groups), res)
+				} else {
+					err = w.write(ctx, p, name, psk, res)
+				}
+				if err == nil {
+					w.table.passed(state, res.inventory, groups, !partial)
 				} else {
 					w.table.failed()
 				}
@@ -106,12 +112,15 @@ func (r *ClusterSetReconciler) writeMembers(ctx context.Context, obj *straitv1.C
 // memberDigest is the plan's digest for a member with the PSK the hub fills in: what
 // the hub wants there, whole.
 func memberDigest(p *plan.Plan, cluster string, psk pskData) uint64 {
+	return p.MemberDigest(cluster) ^ pskDigest(psk)
+}
+
+// pskDigest is a hash of the PSK the hub fills in, or of why it could not.
+func pskDigest(psk pskData) uint64 {
 	h := fnv.New64a()
-	var buf [8]byte
-	binary.LittleEndian.PutUint64(buf[:], p.MemberDigest(cluster))
-	_, _ = h.Write(buf[:])
 	_, _ = h.Write(psk.key)
 	if psk.err != nil {
+		_, _ = h.Write([]byte{0})
 		_, _ = h.Write([]byte(psk.err.Error()))
 	}
 	return h.Sum64()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -13,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	mcsv1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
+
+	straitv1 "github.com/straitnet/strait/api/v1alpha1"
 )
 
 // memMember stands in for a member's API server and informers in the scale benchmark,
@@ -29,6 +32,9 @@ type memMember struct {
 	objs    map[string]map[objKey]int64 // kind -> object -> resourceVersion
 	exports map[objKey]map[string]any   // ServiceExport -> status
 	writes  int
+	// labels are those of the hub's objects (all of them carry the same), given back on
+	// reads so that prune by name recognizes them.
+	labels map[string]string
 }
 
 func newMemMember() *memMember {
@@ -52,6 +58,7 @@ func (m *memMember) Get(_ context.Context, k client.ObjectKey, obj client.Object
 	obj.SetName(k.Name)
 	obj.SetNamespace(k.Namespace)
 	obj.SetResourceVersion(strconv.FormatInt(rv, 10))
+	obj.SetLabels(m.labels)
 	if se, ok := obj.(*mcsv1.ServiceExport); ok && m.exports[key] != nil {
 		st := &mcsv1.ServiceExportStatus{}
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(m.exports[key], st); err != nil {
@@ -72,14 +79,23 @@ func (m *memMember) List(_ context.Context, list client.ObjectList, opts ...clie
 	kind := kindOf(item)
 	m.mu.Lock()
 	var items []runtime.Object
+	// An MCS slice is named after its service ("<service>-<cluster>", plan.SliceName):
+	// enough to select by the service-name label without keeping labels per object.
+	var service string
+	if lo.LabelSelector != nil {
+		if v, ok := lo.LabelSelector.RequiresExactMatch(mcsv1.LabelServiceName); ok {
+			service = v + "-"
+		}
+	}
 	for k, rv := range m.objs[kind] {
-		if lo.Namespace != "" && k.namespace != lo.Namespace {
+		if lo.Namespace != "" && k.namespace != lo.Namespace || !strings.HasPrefix(k.name, service) {
 			continue
 		}
 		o, _ := item.DeepCopyObject().(client.Object)
 		o.SetName(k.name)
 		o.SetNamespace(k.namespace)
 		o.SetResourceVersion(strconv.FormatInt(rv, 10))
+		o.SetLabels(m.labels)
 		items = append(items, o)
 	}
 	m.mu.Unlock()
@@ -148,6 +164,14 @@ func (m *memMember) store(obj runtime.ApplyConfiguration, status bool) error {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if md, ok := u.UnstructuredContent()["metadata"].(map[string]any); ok && m.labels == nil {
+		if l, ok := md["labels"].(map[string]any); ok {
+			m.labels = map[string]string{}
+			for _, k := range []string{straitv1.LabelManagedBy, straitv1.LabelClusterSet} {
+				m.labels[k], _ = l[k].(string)
+			}
+		}
+	}
 	kind := u.GetKind()
 	k := objKey{kind: kind, namespace: u.GetNamespace(), name: u.GetName()}
 	if m.objs[kind] == nil {

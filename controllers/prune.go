@@ -78,24 +78,29 @@ func (w *memberWriter) prune(ctx context.Context, desired map[objKey]bool) (int,
 			n++
 		}
 	}
-	// Secrets are not watched (the hub reads no Secret in members); the PSK is looked up
-	// by name.
+	m, err := w.prunePSKSecret(ctx, desired)
+	return n + m, errors.Join(append(errs, err)...)
+}
+
+// prunePSKSecret deletes the member's copy of the IPsec key unless desired. Secrets are
+// not watched (the hub reads no Secret in members): it is looked up by name.
+func (w *memberWriter) prunePSKSecret(ctx context.Context, desired map[objKey]bool) (int, error) {
 	psk := objKey{kind: "Secret", namespace: straitv1.SystemNamespace, name: plan.IPsecPSKSecretName}
-	if !desired[psk] {
-		s := &corev1.Secret{}
-		err := w.m.Client.Get(ctx, types.NamespacedName{Namespace: psk.namespace, Name: psk.name}, s)
-		switch {
-		case err == nil && s.Labels[straitv1.LabelClusterSet] == sel[straitv1.LabelClusterSet]:
-			if err := w.delete(ctx, psk, s); err != nil {
-				errs = append(errs, err)
-			} else {
-				n++
-			}
-		case err != nil && !apierrors.IsNotFound(err):
-			errs = append(errs, fmt.Errorf("reading Secret %s/%s: %w", psk.namespace, psk.name, err))
-		}
+	if desired[psk] {
+		return 0, nil
 	}
-	return n, errors.Join(errs...)
+	s := &corev1.Secret{}
+	err := w.m.Client.Get(ctx, types.NamespacedName{Namespace: psk.namespace, Name: psk.name}, s)
+	switch {
+	case err == nil && s.Labels[straitv1.LabelClusterSet] == plan.ClusterSetLabel(w.cs):
+		if err := w.delete(ctx, psk, s); err != nil {
+			return 0, err
+		}
+		return 1, nil
+	case err != nil && !apierrors.IsNotFound(err):
+		return 0, fmt.Errorf("reading Secret %s/%s: %w", psk.namespace, psk.name, err)
+	}
+	return 0, nil
 }
 
 // releaseLeftClusters drops the connection and the applied-object table of every

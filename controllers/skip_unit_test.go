@@ -53,6 +53,22 @@ func TestWhichMembersArePassedOver(t *testing.T) {
 	step("a new cluster IP in c001 (globalnet)", func() { obs["c001"].Services[0].Spec.ClusterIP = "10.1.255.1" }, true, "c001")
 	step("a gateway of c002 moved: every other member's Peer", func() { obs["c002"].Gateways[0].Spec.IP = "198.51.100.2" }, true,
 		"c000", "c001", "c003", "c004", "c005")
+	gone := cs.Spec.Exports[5]
+	goneImport := objKey{kind: "ServiceImport", namespace: gone.Namespace, name: gone.Name}
+	fullAt := h.r.appliedFor(h.conns["c000"].member.Key).pass.at
+	step("an export removed: every member drops its import", func() { cs.Spec.Exports = append(cs.Spec.Exports[:5:5], cs.Spec.Exports[6:]...) },
+		true, all...)
+	for c, m := range h.members {
+		if _, ok := m.objs["ServiceImport"][goneImport]; ok {
+			t.Errorf("%s still holds the import of the removed export", c)
+		}
+		if inv := h.r.appliedFor(h.conns[c].member.Key).pass.inventory["ServiceImport"]; inv != 59 {
+			t.Errorf("%s: inventory says %d ServiceImports, want 59", c, inv)
+		}
+	}
+	if at := h.r.appliedFor(h.conns["c000"].member.Key).pass.at; !at.Equal(fullAt) {
+		t.Error("the removal made a full pass over c000; only the export's objects needed one")
+	}
 	peer := objKey{kind: "Peer", namespace: straitv1.SystemNamespace, name: "c000"}
 	step("an object in c003 changed unseen", func() { h.members["c003"].touch(peer) }, false)
 	step("the watch saw someone change c003's objects", func() {

@@ -163,19 +163,38 @@ func (p *Plan) ingressOwners() (services, endpoints map[string][]string) {
 // cable, its copy of the pre-shared key (data left to the hub). Each carries the labels
 // the hub prunes by and the annotation naming its target cluster.
 func (p *Plan) Objects(cluster string) []client.Object {
+	return p.objects(cluster, nil)
+}
+
+// BaseGroup names, among a member's object groups (GroupDigests), its Membership, its
+// Peers and its copy of the IPsec key; every other group is one export, by
+// "namespace/name".
+const BaseGroup = ""
+
+// ObjectsOf returns the objects of the named groups only (see GroupDigests), as Objects
+// builds them: a hub that knows which groups changed builds only those.
+func (p *Plan) ObjectsOf(cluster string, groups map[string]bool) []client.Object {
+	return p.objects(cluster, groups)
+}
+
+// objects builds the objects of the given groups, of all when groups is nil.
+func (p *Plan) objects(cluster string, groups map[string]bool) []client.Object {
 	if p.byName[cluster] == nil {
 		return nil
 	}
+	want := func(e *exportPlan) bool { return groups == nil || groups[e.key()] }
 	var objs []client.Object
-	objs = append(objs, p.membership(cluster))
-	for _, r := range p.clusters {
-		if r != cluster {
-			objs = append(objs, p.peer(cluster, r))
+	if groups == nil || groups[BaseGroup] {
+		objs = append(objs, p.membership(cluster))
+		for _, r := range p.clusters {
+			if r != cluster {
+				objs = append(objs, p.peer(cluster, r))
+			}
 		}
 	}
-	objs = append(objs, p.globalIngresses(cluster)...)
-	objs = append(objs, p.mcsObjects(cluster)...)
-	if psk := p.ipsecPSK(); psk != nil {
+	objs = append(objs, p.globalIngresses(cluster, want)...)
+	objs = append(objs, p.mcsObjects(cluster, want)...)
+	if psk := p.ipsecPSK(); psk != nil && (groups == nil || groups[BaseGroup]) {
 		objs = append(objs, psk)
 	}
 	for _, o := range objs {
@@ -266,13 +285,16 @@ func (p *Plan) peer(cluster, remote string) *straitv1.Peer {
 }
 
 // globalIngresses are the NAT mappings the exporting cluster's gateway programs.
-func (p *Plan) globalIngresses(cluster string) []client.Object {
+func (p *Plan) globalIngresses(cluster string, want func(*exportPlan) bool) []client.Object {
 	a := p.alloc[cluster]
 	if a == nil {
 		return nil
 	}
 	var out []client.Object
 	for _, e := range p.exports {
+		if !want(e) {
+			continue
+		}
 		src := e.source(cluster)
 		if src == nil {
 			continue

@@ -39,6 +39,36 @@ func (p *Plan) MemberDigest(cluster string) uint64 {
 	return h.sum()
 }
 
+// GroupDigests splits what MemberDigest covers by group: BaseGroup (the Membership,
+// the Peers, the IPsec key's Secret) and each export ("namespace/name": its
+// ServiceExport and conditions, ServiceImport, EndpointSlices and GlobalIngress). A hub
+// that kept the groups of its last pass over a member rebuilds only those that differ.
+func (p *Plan) GroupDigests(cluster string) map[string]uint64 {
+	if p.byName[cluster] == nil {
+		return nil
+	}
+	p.digestOnce.Do(p.prepareDigests)
+	d := p.digests
+	out := make(map[string]uint64, len(p.exports)+1)
+	h := newHasher()
+	h.str(ClusterSetLabel(p.clusterSet))
+	h.str(cluster)
+	h.json(p.membership(cluster))
+	if psk := p.ipsecPSK(); psk != nil {
+		h.json(psk)
+	}
+	h.u64(d.peers - mix(d.peer[cluster]))
+	out[BaseGroup] = h.sum()
+	for i, e := range p.exports {
+		out[e.key()] = d.remote[i]
+	}
+	for _, i := range d.involved[cluster] {
+		e := p.exports[i]
+		out[e.key()] = p.exportDigest(e, cluster)
+	}
+	return out
+}
+
 // digests are the per-plan parts of MemberDigest.
 type digests struct {
 	peer  map[string]uint64 // remote cluster -> its Peer object, as every other member holds it

@@ -148,6 +148,33 @@ func memberView(t *testing.T, p *Plan, cluster string) string {
 	return string(data)
 }
 
+func objectsJSON(t *testing.T, objs any) string {
+	t.Helper()
+	data, err := json.Marshal(objs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
+}
+
+// TestObjectsOfEveryGroupAreTheObjects: building a member's objects group by group
+// gives what Objects gives.
+func TestObjectsOfEveryGroupAreTheObjects(t *testing.T) {
+	for _, name := range examples(t) {
+		cs, obs := loadExample(t, name)
+		p := mustCompute(t, cs, obs)
+		for _, c := range p.Clusters() {
+			all := map[string]bool{}
+			for g := range p.GroupDigests(c) {
+				all[g] = true
+			}
+			if objectsJSON(t, p.ObjectsOf(c, all)) != objectsJSON(t, p.Objects(c)) {
+				t.Errorf("%s: %s's objects by group differ from its objects", name, c)
+			}
+		}
+	}
+}
+
 // TestMemberDigestChangesWhenTheMemberWouldChange: after any change to a clusterset or
 // to what its members hold, every member whose objects or export conditions change
 // gets a new digest. The hub skips members by this digest, so a change it missed would
@@ -167,6 +194,17 @@ func TestMemberDigestChangesWhenTheMemberWouldChange(t *testing.T) {
 				changed := memberView(t, p0, c) != memberView(t, p1, c)
 				if changed && p0.MemberDigest(c) == p1.MemberDigest(c) {
 					t.Errorf("%s, %s: %s's objects changed but its digest did not", name, m.name, c)
+				}
+				// The groups whose digest stayed hold the same objects.
+				same := map[string]bool{}
+				g0 := p0.GroupDigests(c)
+				for g, d := range p1.GroupDigests(c) {
+					if v, ok := g0[g]; ok && v == d {
+						same[g] = true
+					}
+				}
+				if objectsJSON(t, p0.ObjectsOf(c, same)) != objectsJSON(t, p1.ObjectsOf(c, same)) {
+					t.Errorf("%s, %s: %s: objects of groups with unchanged digests changed", name, m.name, c)
 				}
 			}
 		}

@@ -19,9 +19,12 @@ const EndpointSliceManagedBy = "strait-hub.strait.io"
 // mcsObjects are the Multi-Cluster Services objects of one member: the ServiceExports
 // declared for it in git, and a ServiceImport and one EndpointSlice per source cluster
 // for every export that has at least one source.
-func (p *Plan) mcsObjects(cluster string) []client.Object {
+func (p *Plan) mcsObjects(cluster string, want func(*exportPlan) bool) []client.Object {
 	var out []client.Object
 	for _, e := range p.exports {
+		if !want(e) {
+			continue
+		}
 		if e.declared[cluster] {
 			out = append(out, &mcsv1.ServiceExport{
 				TypeMeta:   metav1.TypeMeta{APIVersion: mcsv1.GroupVersion.String(), Kind: "ServiceExport"},

@@ -1,0 +1,183 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	mcsv1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
+
+	straitv1 "github.com/straitnet/strait/api/v1alpha1"
+	"github.com/straitnet/strait/plan"
+)
+
+// groupDigests are the plan's group digests for a member, with the PSK the hub fills
+// in counted in the base group.
+func groupDigests(p *plan.Plan, cluster string, psk pskData) map[string]uint64 {
+	groups := p.GroupDigests(cluster)
+	groups[plan.BaseGroup] ^= pskDigest(psk)
+	return groups
+}
+
+// changedGroups are the groups whose digest differs between two passes, or that only
+// one of them has.
+func changedGroups(last, cur map[string]uint64) map[string]bool {
+	out := map[string]bool{}
+	for g, d := range cur {
+		if last[g] != d {
+			out[g] = true
+		}
+	}
+	for g := range last {
+		if _, ok := cur[g]; !ok {
+			out[g] = true
+		}
+	}
+	return out
+}
+
+// writeGroups is a pass over the changed groups of a member that holds what the last
+// pass left: only their objects are built, applied and pruned. The resync and any
+// doubt about the member (see appliedTable.lastGroups) make a full pass instead.
+func (w *memberWriter) writeGroups(ctx context.Context, p *plan.Plan, cluster string, psk pskData, changed map[string]bool, res *memberResult) error {
+	if err := w.checkOwner(ctx); err != nil {
+		return err
+	}
+	objs := withPSK(p.ObjectsOf(cluster, changed), psk)
+	var errs []error
+	if psk.err != nil {
+		errs = append(errs, psk.err)
+	}
+	if err := w.ensureNamespaces(ctx, objs); err != nil {
+		return errors.Join(append(errs, err)...)
+	}
+	desired := map[objKey]bool{}
+	for _, o := range objs {
+		k := keyOf(o.GetObjectKind().GroupVersionKind().Kind, o)
+		desired[k] = true
+		n, err := w.apply(ctx, k, o)
+		res.applied += n
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	conds := map[types.NamespacedName][]metav1.Condition{}
+	for k, c := range p.ServiceExportConditions(cluster) {
+		if changed[k.String()] {
+			conds[k] = c
+		}
+	}
+	errs = append(errs, w.exportConditions(ctx, conds)...)
+	if len(errs) == 0 {
+		for g := range changed {
+			n, err := w.pruneGroup(ctx, g, desired)
+			res.pruned += n
+			if err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	res.inventory = w.table.inventory()
+	return summarize(errs)
+}
+
+// pruneGroup deletes the objects of one group the member holds but the plan no longer
+// wants, found by their names (the base group's by listing).
+func (w *memberWriter) pruneGroup(ctx context.Context, group string, desired map[objKey]bool) (int, error) {
+	sel := client.MatchingLabels{straitv1.LabelManagedBy: straitv1.ManagedByHub, straitv1.LabelClusterSet: plan.ClusterSetLabel(w.cs)}
+	var held []client.Object
+	if group == plan.BaseGroup {
+		for _, l := range []client.ObjectList{&straitv1.MembershipList{}, &straitv1.PeerList{}} {
+			items, err := w.list(ctx, l, sel, client.InNamespace(straitv1.SystemNamespace))
+			if err != nil {
+				return 0, err
+			}
+			held = append(held, items...)
+		}
+		// The PSK Secret is not watched; prune by name as a full pass does.
+		return w.prunePSK(ctx, desired, held)
+	}
+	ns, name, ok := strings.Cut(group, "/")
+	if !ok {
+		return 0, fmt.Errorf("group %q names no export", group)
+	}
+	for _, o := range []client.Object{&mcsv1.ServiceExport{}, &mcsv1.ServiceImport{}} {
+		if err := w.m.Reader.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, o); err == nil {
+			held = append(held, o)
+		} else if client.IgnoreNotFound(err) != nil {
+			return 0, err
+		}
+	}
+	gi := &straitv1.GlobalIngress{}
+	if err := w.m.Reader.Get(ctx, types.NamespacedName{Namespace: straitv1.SystemNamespace, Name: name + "." + ns}, gi); err == nil {
+		held = append(held, gi)
+	} else if client.IgnoreNotFound(err) != nil {
+		return 0, err
+	}
+	slices, err := w.list(ctx, &discoveryv1.EndpointSliceList{}, sel, client.InNamespace(ns),
+		client.MatchingLabels{mcsv1.LabelServiceName: name})
+	if err != nil {
+		return 0, err
+	}
+	return w.pruneHeld(ctx, desired, append(held, slices...))
+}
+
+// prunePSK prunes the held objects and, unless desired, the PSK Secret.
+func (w *memberWriter) prunePSK(ctx context.Context, desired map[objKey]bool, held []client.Object) (int, error) {
+	n, err := w.pruneHeld(ctx, desired, held)
+	m, perr := w.prunePSKSecret(ctx, desired)
+	return n + m, errors.Join(err, perr)
+}
+
+// pruneHeld deletes the held objects that carry the ClusterSet's labels and are not
+// desired.
+func (w *memberWriter) pruneHeld(ctx context.Context, desired map[objKey]bool, held []client.Object) (int, error) {
+	var errs []error
+	n := 0
+	for _, o := range held {
+		if o.GetLabels()[straitv1.LabelManagedBy] != straitv1.ManagedByHub ||
+			o.GetLabels()[straitv1.LabelClusterSet] != plan.ClusterSetLabel(w.cs) {
+			continue
+		}
+		k := keyOf(kindOf(o), o)
+		if desired[k] {
+			continue
+		}
+		if err := w.delete(ctx, k, o); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		n++
+	}
+	return n, errors.Join(errs...)
+}
+
+// list lists from the informers, the items as objects.
+func (w *memberWriter) list(ctx context.Context, l client.ObjectList, opts ...client.ListOption) ([]client.Object, error) {
+	if err := w.m.Reader.List(ctx, l, opts...); err != nil {
+		return nil, fmt.Errorf("listing %T: %w", l, err)
+	}
+	var out []client.Object
+	switch l := l.(type) {
+	case *straitv1.MembershipList:
+		for i := range l.Items {
+			out = append(out, &l.Items[i])
+		}
+	case *straitv1.PeerList:
+		for i := range l.Items {
+			out = append(out, &l.Items[i])
+		}
+	case *discoveryv1.EndpointSliceList:
+		for i := range l.Items {
+			out = append(out, &l.Items[i])
+		}
+	default:
+		return nil, fmt.Errorf("listing %T: not a kind the hub prunes by group", l)
+	}
+	return out, nil
+}
