@@ -17,6 +17,8 @@ import (
 // contributes to its import, and what conflicts were resolved how.
 type exportPlan struct {
 	namespace, name string
+	// nsName is "namespace/name", made once: it keys maps per member and per reconcile.
+	nsName string
 	// exportedFrom: clusters with a ServiceExport that counts (declared in git, or made
 	// in the member under the MemberExports policy).
 	exportedFrom map[string]bool
@@ -50,7 +52,7 @@ type sourceEndpoint struct {
 	ready                    bool
 }
 
-func (e *exportPlan) key() string { return e.namespace + "/" + e.name }
+func (e *exportPlan) key() string { return e.nsName }
 
 func (e *exportPlan) source(cluster string) *exportSource {
 	for _, s := range e.sources {
@@ -71,7 +73,7 @@ func (p *Plan) planExports() []*exportPlan {
 		if e := byKey[k]; e != nil {
 			return e
 		}
-		e := &exportPlan{namespace: ns, name: name, exportedFrom: map[string]bool{}, declared: map[string]bool{},
+		e := &exportPlan{namespace: ns, name: name, nsName: k, exportedFrom: map[string]bool{}, declared: map[string]bool{},
 			noService: map[string]bool{}, conflicts: map[string][2]string{}}
 		byKey[k] = e
 		return e
