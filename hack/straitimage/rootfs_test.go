@@ -2,6 +2,7 @@ package main
 
 import (
 	"archive/tar"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -194,7 +195,7 @@ func testCharonSidecar(t *testing.T, img built) {
 	if err != nil {
 		t.Fatalf("VICI session: %v", err)
 	}
-	m, err := s.CommandRequest("version", nil)
+	m, err := s.Call(context.Background(), "version", nil)
 	_ = s.Close()
 	if err != nil {
 		t.Fatalf("VICI version: %v", err)
