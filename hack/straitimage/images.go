@@ -68,6 +68,9 @@ func Specs(ctx context.Context, b Build) ([]image.Spec, error) {
 	if err != nil {
 		return nil, fmt.Errorf("charon's packages: %w", err)
 	}
+	if err := addPackageRecords(ctx, charon, b.Debian, charonPackages()); err != nil {
+		return nil, fmt.Errorf("charon's packages: %w", err)
+	}
 	base := baseFiles()
 	entry := []string{"/straitd"}
 	return []image.Spec{{
@@ -137,6 +140,35 @@ func (b Build) straitd(ctx context.Context) (image.Files, error) {
 	}
 	f := image.Files{}
 	return f, f.Add(image.File("straitd", 0o755, data))
+}
+
+// addPackageRecords adds a dpkg status record for each package of pkgs' closure under
+// var/lib/dpkg/status.d/, one file a package as distroless images keep them, so that
+// image scanners see which Debian packages and versions the image holds.
+func addPackageRecords(ctx context.Context, f image.Files, deb image.Debian, pkgs []string) error {
+	closure, err := deb.Closure(ctx, pkgs)
+	if err != nil {
+		return err
+	}
+	debs, err := deb.Download(ctx, closure)
+	if err != nil {
+		return err
+	}
+	for i, path := range debs {
+		control, err := exec.CommandContext(ctx, "dpkg-deb", "--field", path).Output()
+		if err != nil {
+			return fmt.Errorf("dpkg-deb --field %s: %w", filepath.Base(path), err)
+		}
+		pkgLine, rest, ok := strings.Cut(string(control), "\n")
+		if !ok || !strings.HasPrefix(pkgLine, "Package: ") {
+			return fmt.Errorf("dpkg-deb --field %s: no Package line first", filepath.Base(path))
+		}
+		record := pkgLine + "\nStatus: install ok installed\n" + rest
+		if err := f.Add(image.File("var/lib/dpkg/status.d/"+closure[i], 0o644, []byte(record))); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // baseFiles is what both images have under their programs: root and the nonroot user

@@ -121,6 +121,21 @@ func TestImages(t *testing.T) {
 		}
 	})
 
+	t.Run("the charon image lists its Debian packages for scanners", func(t *testing.T) {
+		root := unpack(t, images[CharonRepo].path, images[CharonRepo].spec.Ref)
+		for _, pkg := range charonPackages() {
+			record, err := os.ReadFile(filepath.Join(root, "var/lib/dpkg/status.d", pkg))
+			if err != nil {
+				t.Errorf("no dpkg record of %s: %v", pkg, err)
+				continue
+			}
+			if !strings.HasPrefix(string(record), "Package: "+pkg+"\nStatus: install ok installed\n") ||
+				!strings.Contains(string(record), "\nVersion: ") {
+				t.Errorf("dpkg record of %s:\n%s", pkg, record)
+			}
+		}
+	})
+
 	t.Run("straitd version runs in both images", func(t *testing.T) {
 		require.Root(t, "unshare", "chroot", "mount")
 		want := "straitd " + b.Version + " (revision " + b.Revision + ", " + runtime.Version() + ")"
