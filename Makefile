@@ -44,10 +44,18 @@ CONTAINERD_PKG := github.com/containerd/containerd/v2
 CNI_PKG := github.com/containernetworking/plugins/plugins
 IMAGES_STAMP := $(BIN)/images/.built
 
+# Strait's own images (make image): strait/straitd and strait/charon, tagged VERSION (dev
+# when unset), into bin/images/straitd.tar and charon.tar. Rebuilt when a Go source
+# changes, and when the version or the commit does (IMAGE_ID is rewritten only then).
+IMAGE_VERSION := $(or $(VERSION),dev)
+IMAGE_STAMP := $(BIN)/images/.strait-built
+IMAGE_ID := $(BIN)/images/.strait-id
+GO_SOURCES := $(wildcard $(shell git ls-files --cached --others --exclude-standard -- '*.go' go.mod go.sum 2>/dev/null))
+
 # CoreDNS, the lab's cluster DNS, built from the Go module proxy outside the repository.
 COREDNS := $(BIN)/coredns
 
-.PHONY: all demo build host-deps lab lab-globalnet lab-down generate manifests fmt vet lint test test-unit verify bench bench-lab bench-dns coredns k8s-binaries node-binaries images tools clean help
+.PHONY: all demo build host-deps lab lab-globalnet lab-down generate manifests fmt vet lint test test-unit verify bench bench-lab bench-dns coredns k8s-binaries node-binaries images image tools clean help FORCE
 
 all: build
 
@@ -135,6 +143,18 @@ images: $(IMAGES_STAMP) ## Build the real nodes' images (pause, whereami, iperf3
 $(IMAGES_STAMP): $(wildcard lab/image/*.go lab/image/*/*.go lab/workload/*.go lab/workload/cmd/*/*.go hack/labimages/*.go)
 	$(GO) run ./hack/labimages -out $(BIN)/images -cache $(BIN)/cache/debs
 	touch $@
+
+image: $(IMAGE_STAMP) ## Build Strait's images strait/straitd and strait/charon (VERSION, default dev) into bin/images, reproducibly, no Docker.
+
+$(IMAGE_STAMP): $(GO_SOURCES) $(IMAGE_ID)
+	$(GO) run ./hack/straitimage -out $(BIN)/images -cache $(BIN)/cache/debs -version $(IMAGE_VERSION) -revision "$(REVISION)"
+	touch $@
+
+$(IMAGE_ID): FORCE
+	@mkdir -p $(@D)
+	@echo "$(IMAGE_VERSION) $(REVISION)" | cmp -s - $@ || echo "$(IMAGE_VERSION) $(REVISION)" >$@
+
+FORCE:
 
 # kubectl for the e2e tests that act as a person would (kubectl exec, kubectl logs): the
 # machine's own may be missing or of another version.
