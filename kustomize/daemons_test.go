@@ -3,6 +3,7 @@ package kustomize
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/netip"
@@ -12,16 +13,23 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fluxcd/pkg/apis/meta"
 	"github.com/prometheus/client_golang/prometheus"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
+	"github.com/straitnet/strait/controllers/hubcmd"
 	"github.com/straitnet/strait/dns/dnscmd"
 	"github.com/straitnet/strait/nodeagent/agent"
 	"github.com/straitnet/strait/nodeagent/cable"
@@ -307,4 +315,100 @@ func freeAddr(t *testing.T) string {
 	}
 	defer l.Close()
 	return l.Addr().String()
+}
+
+// `straitd hub`, installed from kustomize/hub and authenticating as strait-hub in the
+// hub (and as strait-hub-access in the member), does its whole job: leader election,
+// the webhook certificate Secret and the CA injected into its webhook configuration,
+// a ClusterSet turned Ready, and its events — the ClusterSet's (events.k8s.io) and the
+// leader election's (core/v1).
+func TestHubRunsUnderItsRole(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs kube-apiservers (run without -short)")
+	}
+	ctx := context.Background()
+	env, err := clusters.Start(ctx, clusters.Options{Members: []string{"c1"},
+		MemberUser: &envtest.User{Name: "system:serviceaccount:strait-system:strait-hub-access",
+			Groups: []string{"system:serviceaccounts", "system:serviceaccounts:strait-system", "system:authenticated"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Stop() })
+	hubObjs := build(t, "hub")
+	for _, o := range hubObjs {
+		if o.GetKind() == "ValidatingWebhookConfiguration" {
+			// Nothing serves it here: the API server's call fails, and must not block.
+			whs, _, _ := unstructured.NestedSlice(o.Object, "webhooks")
+			for _, w := range whs {
+				w.(map[string]any)["failurePolicy"] = "Ignore"
+			}
+			_ = unstructured.SetNestedSlice(o.Object, whs, "webhooks")
+		}
+	}
+	applyAll(t, env.Hub.Client, hubObjs)
+	applyAll(t, env.Member("c1").Client, build(t, "member"))
+
+	kc := actAsKubeConfig(t, env.Hub.KubeConfig, "strait-hub")
+	metrics, probes := freeAddr(t), freeAddr(t)
+	_, port, _ := net.SplitHostPort(freeAddr(t))
+	cmd := hubcmd.NewCommand()
+	cmd.SetArgs([]string{"--kubeconfig", kc, "--namespace", straitv1.SystemNamespace, "--webhook-certs", "self",
+		"--webhook-port", port, "--webhook-cert-dir", t.TempDir(), "--metrics-bind-address", metrics,
+		"--health-probe-bind-address", probes, "--member-probe-interval", "1s", "--log-level", "error"})
+	cmd.SetOut(io.Discard)
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- cmd.ExecuteContext(runCtx) }()
+	t.Cleanup(func() { cancel(); <-done })
+
+	hub := env.Hub.Client
+	cs := &straitv1.ClusterSet{ObjectMeta: metav1.ObjectMeta{Name: "prod", Namespace: env.HubNamespace},
+		Spec: straitv1.ClusterSetSpec{Clusters: []straitv1.ClusterSpec{{Name: "c1",
+			KubeConfig: &meta.KubeConfigReference{SecretRef: &meta.SecretKeyReference{Name: env.Member("c1").KubeConfigSecret}},
+			PodCIDRs:   []string{"10.1.0.0/16"}, ServiceCIDRs: []string{"10.101.0.0/16"}}}}}
+	mustCreate(t, hub, cs)
+	require.Eventually(t, 60*time.Second, "the ClusterSet is Ready", func() error {
+		cur := &straitv1.ClusterSet{}
+		if err := hub.Get(ctx, client.ObjectKeyFromObject(cs), cur); err != nil {
+			return err
+		}
+		if !apimeta.IsStatusConditionTrue(cur.Status.Conditions, meta.ReadyCondition) {
+			return fmt.Errorf("conditions %+v", cur.Status.Conditions)
+		}
+		return nil
+	})
+	require.Eventually(t, 10*time.Second, "the leader's Lease", func() error {
+		l := &coordinationv1.Lease{}
+		if err := hub.Get(ctx, types.NamespacedName{Namespace: straitv1.SystemNamespace, Name: "strait-hub.strait.io"}, l); err != nil {
+			return err
+		}
+		if l.Spec.HolderIdentity == nil {
+			return fmt.Errorf("no holder")
+		}
+		return nil
+	})
+	require.Eventually(t, 10*time.Second, "the CA in the webhook configuration", func() error {
+		vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+		if err := hub.Get(ctx, types.NamespacedName{Name: "strait-hub"}, vwc); err != nil {
+			return err
+		}
+		if len(vwc.Webhooks[0].ClientConfig.CABundle) == 0 {
+			return fmt.Errorf("no caBundle")
+		}
+		return hub.Get(ctx, types.NamespacedName{Namespace: straitv1.SystemNamespace, Name: "strait-hub-webhook-cert"}, &corev1.Secret{})
+	})
+	require.Eventually(t, 10*time.Second, "the hub's events", func() error {
+		evs := &eventsv1.EventList{}
+		if err := hub.List(ctx, evs); err != nil {
+			return err
+		}
+		kinds := map[string]bool{}
+		for _, e := range evs.Items {
+			kinds[e.Regarding.Kind] = true
+		}
+		if !kinds["ClusterSet"] || !kinds["Lease"] {
+			return fmt.Errorf("events regarding %v, want a ClusterSet and the Lease", kinds)
+		}
+		return nil
+	})
 }
