@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
@@ -130,6 +131,12 @@ func New(restCfg *rest.Config, cfg Config) (*Agent, error) {
 				// Services; the informers start on their first read.
 				&discoveryv1.EndpointSlice{}: {Namespaces: map[string]cache.Config{cache.AllNamespaces: {}}},
 				&corev1.Service{}:            {Namespaces: map[string]cache.Config{cache.AllNamespaces: {}}},
+				// Secrets and Leases by name only: the agent's Role grants list and watch
+				// on these names alone, which the API server allows only for a request
+				// that carries the field selector metadata.name=<name>. A namespace-wide
+				// informer would be Forbidden (and would hold the hub-access token).
+				&corev1.Secret{}:        {Field: fields.OneTermEqualSelector("metadata.name", straitv1.IPsecPSKSecretName)},
+				&coordinationv1.Lease{}: {Field: fields.OneTermEqualSelector("metadata.name", gateway.LeaseName)},
 			},
 		},
 	})
@@ -295,6 +302,10 @@ func (a *Agent) readPSK(ctx context.Context, m *straitv1.Membership) ([]byte, er
 	name := m.Spec.Cable.PSKSecretName
 	if name == "" {
 		return nil, nil
+	}
+	if name != straitv1.IPsecPSKSecretName {
+		return nil, fmt.Errorf("membership spec.cable.pskSecretName %q: the agent reads the PSK only from the Secret %q (its Role names no other)",
+			name, straitv1.IPsecPSKSecretName)
 	}
 	s := &corev1.Secret{}
 	if err := a.client.Get(ctx, types.NamespacedName{Namespace: a.cfg.Namespace, Name: name}, s); err != nil {
