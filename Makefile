@@ -44,10 +44,22 @@ CONTAINERD_PKG := github.com/containerd/containerd/v2
 CNI_PKG := github.com/containernetworking/plugins/plugins
 IMAGES_STAMP := $(BIN)/images/.built
 
+# Flux's source-controller and kustomize-controller, which sync the lab's ClusterSet from git
+# (issue 15), built from source by the wrapper module test/fluxbin; the version is the one its
+# go.mod requires (lab/flux reads their config/ manifests from the same modules).
+FLUX_VERSION := $(shell sed -n 's/^\tgithub.com\/fluxcd\/source-controller \(v[0-9.]*\).*$$/\1/p' test/fluxbin/go.mod)
+ifeq ($(FLUX_VERSION),)
+$(error no github.com/fluxcd/source-controller version in test/fluxbin/go.mod)
+endif
+FLUX_BIN := $(BIN)/flux/$(FLUX_VERSION)
+FLUX_BINARIES := source-controller kustomize-controller
+FLUXBIN_MOD := test/fluxbin/go.mod test/fluxbin/go.sum
+FLUX_IMAGES_STAMP := $(BIN)/images/.flux-$(FLUX_VERSION)
+
 # CoreDNS, the lab's cluster DNS, built from the Go module proxy outside the repository.
 COREDNS := $(BIN)/coredns
 
-.PHONY: all demo build host-deps lab lab-globalnet lab-down generate manifests fmt vet lint test test-unit verify bench bench-lab bench-dns coredns k8s-binaries node-binaries images tools clean help
+.PHONY: all demo build host-deps lab lab-globalnet lab-down generate manifests fmt vet lint test test-unit verify bench bench-lab bench-dns coredns k8s-binaries node-binaries images flux-binaries flux-images tools clean help
 
 all: build
 
@@ -134,6 +146,19 @@ images: $(IMAGES_STAMP) ## Build the real nodes' images (pause, whereami, iperf3
 # Rebuilt when their programs change; the Debian packages are cached in bin/cache/debs.
 $(IMAGES_STAMP): $(wildcard lab/image/*.go lab/image/*/*.go lab/workload/*.go lab/workload/cmd/*/*.go hack/labimages/*.go)
 	$(GO) run ./hack/labimages -out $(BIN)/images -cache $(BIN)/cache/debs
+	touch $@
+
+flux-binaries: $(addprefix $(FLUX_BIN)/,$(FLUX_BINARIES)) ## Build Flux's source-controller and kustomize-controller from source into bin/flux/<version>.
+
+# Static, as Flux's own images build them: their images have no libc.
+$(addprefix $(FLUX_BIN)/,$(FLUX_BINARIES)): $(FLUXBIN_MOD)
+	mkdir -p $(FLUX_BIN)
+	cd test/fluxbin && CGO_ENABLED=0 $(GO) build -trimpath -o $@ github.com/fluxcd/$(notdir $@)
+
+flux-images: $(FLUX_IMAGES_STAMP) ## Build the Flux controllers' images (strait-lab/<controller>:<version>) into bin/images.
+
+$(FLUX_IMAGES_STAMP): $(addprefix $(FLUX_BIN)/,$(FLUX_BINARIES)) $(wildcard lab/image/*.go lab/flux/*.go hack/fluximages/*.go)
+	$(GO) run ./hack/fluximages -bin $(FLUX_BIN) -fluxbin test/fluxbin -out $(BIN)/images
 	touch $@
 
 # kubectl for the e2e tests that act as a person would (kubectl exec, kubectl logs): the

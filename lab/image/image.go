@@ -24,6 +24,11 @@ type Spec struct {
 	Entrypoint []string
 	Cmd        []string
 	Env        []string
+	// User is who the entrypoint runs as, "uid:gid", numeric: a pod with runAsNonRoot and
+	// no runAsUser starts only from an image whose user is a number other than 0.
+	User string
+	// Labels are the image's labels (org.opencontainers.image.*).
+	Labels map[string]string
 }
 
 // File is the tarball's file name: the last path element of the name, without the tag.
@@ -59,6 +64,7 @@ func (s Spec) Image() (v1.Image, error) {
 	cfg.OS, cfg.Architecture = "linux", "amd64"
 	cfg.Config.Entrypoint, cfg.Config.Cmd = s.Entrypoint, s.Cmd
 	cfg.Config.Env = append([]string{DefaultPath}, s.Env...)
+	cfg.Config.User, cfg.Config.Labels = s.User, s.Labels
 	return mutate.ConfigFile(img, cfg)
 }
 
