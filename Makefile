@@ -150,10 +150,12 @@ $(IMAGES_STAMP): $(wildcard lab/image/*.go lab/image/*/*.go lab/workload/*.go la
 
 flux-binaries: $(addprefix $(FLUX_BIN)/,$(FLUX_BINARIES)) ## Build Flux's source-controller and kustomize-controller from source into bin/flux/<version>.
 
-# Static, as Flux's own images build them: their images have no libc.
+# Static, as Flux's own images build them: their images have no libc. Without symbols and
+# build ID: a third smaller (each is copied into an image every node imports) and the same
+# bytes on every build, so the images are reproducible.
 $(addprefix $(FLUX_BIN)/,$(FLUX_BINARIES)): $(FLUXBIN_MOD)
 	mkdir -p $(FLUX_BIN)
-	cd test/fluxbin && CGO_ENABLED=0 $(GO) build -trimpath -o $@ github.com/fluxcd/$(notdir $@)
+	cd test/fluxbin && CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w -buildid=" -o $@ github.com/fluxcd/$(notdir $@)
 
 flux-images: $(FLUX_IMAGES_STAMP) ## Build the Flux controllers' images (strait-lab/<controller>:<version>) into bin/images.
 

@@ -16,11 +16,6 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// configDirs are the parts of a controller's config/ that `flux install` takes: its
-// config/default also names a namespace of its own and, for kustomize-controller,
-// source-controller's release assets by URL.
-var configDirs = []string{"crd", "rbac", "manager"}
-
 // Objects are the objects that install the release into Namespace, in kustomize's apply
 // order (Namespace, CRDs, ServiceAccounts, RBAC, Service, Deployments): each controller's
 // CRDs, RBAC and Deployment from its config/ manifests, its ServiceAccount, and
@@ -52,7 +47,7 @@ func (r Release) Objects() ([]*unstructured.Unstructured, error) {
 		}
 		top.Resources = append(top.Resources, c)
 		// Flux's manifests name the image fluxcd/<controller>.
-		top.Images = append(top.Images, types.Image{Name: "fluxcd/" + c, NewName: "strait-lab/" + c, NewTag: r.Version})
+		top.Images = append(top.Images, types.Image{Name: "fluxcd/" + c, NewName: imageName(c), NewTag: r.Version})
 	}
 	if err := writeYAML(fsys, "kustomization.yaml", top); err != nil {
 		return nil, err
@@ -90,7 +85,10 @@ func (r Release) controllerOverlay(fsys filesys.FileSystem, controller, src stri
 		Resources: []string{"serviceaccount.yaml"},
 		Labels:    []types.Label{{Pairs: map[string]string{"app.kubernetes.io/component": controller}}},
 	}
-	for _, d := range configDirs {
+	// The parts of config/ that `flux install` takes: config/default also names a
+	// namespace of its own and, for kustomize-controller, source-controller's release
+	// assets by URL.
+	for _, d := range []string{"crd", "rbac", "manager"} {
 		from := filepath.Join(src, "config", d)
 		if err := copyTree(fsys, from, path.Join("/", controller, "config", d)); err != nil {
 			return fmt.Errorf("flux %s %s: %w", r.Version, controller, err)

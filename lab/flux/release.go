@@ -42,9 +42,9 @@ type Release struct {
 
 // Image is the ref of the locally built image of controller, which the install's
 // Deployment runs: the lab's nodes import it, nothing is pulled.
-func (r Release) Image(controller string) string {
-	return "strait-lab/" + controller + ":" + r.Version
-}
+func (r Release) Image(controller string) string { return imageName(controller) + ":" + r.Version }
+
+func imageName(controller string) string { return "strait-lab/" + controller }
 
 // Locate finds the release the wrapper module in dir (test/fluxbin) requires, downloading
 // its two modules into the module cache when they are not there yet.
