@@ -91,8 +91,10 @@ func (r Repo) CommitDir(ctx context.Context, dir, message string, by Author) (st
 	if err != nil {
 		return "", fmt.Errorf("commit %s: %w", dir, err)
 	}
-	if fi, err := os.Stat(abs); err != nil || !fi.IsDir() {
-		return "", fmt.Errorf("commit %s: not a directory (%v)", dir, err)
+	if fi, err := os.Stat(abs); err != nil {
+		return "", fmt.Errorf("commit %s: %w", dir, err)
+	} else if !fi.IsDir() {
+		return "", fmt.Errorf("commit %s: not a directory", dir)
 	}
 	return r.commit(ctx, message, by, func(env []string, _ string) error {
 		// -C: the pathspec "." is the work tree's root only from inside it.
