@@ -108,7 +108,7 @@ verify: generate manifests ## Fail on stale generated files, gofmt, go mod tidy,
 host-deps: ## Install the host tools the lab and the root tests run (root on Debian), or name the missing ones.
 	@hack/host-deps.sh
 
-test: host-deps k8s-binaries node-binaries images $(COREDNS) ## Run every test (root-only tests need root; under CI=true they fail instead of skipping).
+test: host-deps k8s-binaries node-binaries images flux-binaries $(COREDNS) ## Run every test (root-only tests need root; under CI=true they fail instead of skipping).
 	$(GO) test -count=1 -timeout 40m $$($(GO) list ./... | grep -v '^github.com/straitnet/strait/test/e2e')
 	@# The lab runs three control planes, CoreDNS, kube-proxy and every strait daemon:
 	@# it gets the machine to itself rather than racing the other packages' API servers.
