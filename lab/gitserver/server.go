@@ -46,7 +46,6 @@ func Serve(ctx context.Context, l net.Listener, root string) error {
 	// must still send its request headers promptly.
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	stopped := make(chan struct{})
 	go func() {
 		defer close(stopped)
@@ -56,9 +55,11 @@ func Serve(ctx context.Context, l net.Listener, root string) error {
 		_ = srv.Shutdown(shut)
 	}()
 	err = srv.Serve(l)
+	// After ctx ended, Shutdown is still draining the clones in flight; after a failure
+	// the watcher must end too.
+	cancel()
+	<-stopped
 	if errors.Is(err, http.ErrServerClosed) {
-		// Shutdown is still draining the clones in flight.
-		<-stopped
 		return nil
 	}
 	return fmt.Errorf("git server on %s: %w", l.Addr(), err)
