@@ -52,10 +52,22 @@ IMAGE_STAMP := $(BIN)/images/.strait-built
 IMAGE_ID := $(BIN)/images/.strait-id
 GO_SOURCES := $(wildcard $(shell git ls-files --cached --others --exclude-standard -- '*.go' go.mod go.sum 2>/dev/null))
 
+# Flux's source-controller and kustomize-controller, which sync the lab's ClusterSet from git
+# (issue 15), built from source by the wrapper module test/fluxbin; the version is the one its
+# go.mod requires (lab/flux reads their config/ manifests from the same modules).
+FLUX_VERSION := $(shell sed -n 's/^\tgithub.com\/fluxcd\/source-controller \(v[0-9.]*\).*$$/\1/p' test/fluxbin/go.mod)
+ifeq ($(FLUX_VERSION),)
+$(error no github.com/fluxcd/source-controller version in test/fluxbin/go.mod)
+endif
+FLUX_BIN := $(BIN)/flux/$(FLUX_VERSION)
+FLUX_BINARIES := source-controller kustomize-controller
+FLUXBIN_MOD := test/fluxbin/go.mod test/fluxbin/go.sum
+FLUX_IMAGES_STAMP := $(BIN)/images/.flux-$(FLUX_VERSION)
+
 # CoreDNS, the lab's cluster DNS, built from the Go module proxy outside the repository.
 COREDNS := $(BIN)/coredns
 
-.PHONY: all demo build host-deps lab lab-globalnet lab-down generate manifests fmt vet lint test test-unit verify bench bench-lab bench-dns coredns k8s-binaries node-binaries images image tools clean help FORCE
+.PHONY: all demo build host-deps lab lab-globalnet lab-down generate manifests fmt vet lint test test-unit verify bench bench-lab bench-dns coredns k8s-binaries node-binaries images image flux-binaries flux-images tools clean help FORCE
 
 all: build
 
@@ -104,7 +116,7 @@ verify: generate manifests ## Fail on stale generated files, gofmt, go mod tidy,
 host-deps: ## Install the host tools the lab and the root tests run (root on Debian), or name the missing ones.
 	@hack/host-deps.sh
 
-test: host-deps k8s-binaries node-binaries images $(COREDNS) ## Run every test (root-only tests need root; under CI=true they fail instead of skipping).
+test: host-deps k8s-binaries node-binaries images flux-binaries $(COREDNS) ## Run every test (root-only tests need root; under CI=true they fail instead of skipping).
 	$(GO) test -count=1 -timeout 40m $$($(GO) list ./... | grep -v '^github.com/straitnet/strait/test/e2e')
 	@# The lab runs three control planes, CoreDNS, kube-proxy and every strait daemon:
 	@# it gets the machine to itself rather than racing the other packages' API servers.
@@ -155,6 +167,22 @@ $(IMAGE_ID): FORCE
 	@echo "$(IMAGE_VERSION) $(REVISION)" | cmp -s - $@ || echo "$(IMAGE_VERSION) $(REVISION)" >$@
 
 FORCE:
+
+
+flux-binaries: $(addprefix $(FLUX_BIN)/,$(FLUX_BINARIES)) ## Build Flux's source-controller and kustomize-controller from source into bin/flux/<version>.
+
+# Static, as Flux's own images build them: their images have no libc. Without symbols and
+# build ID: a third smaller (each is copied into an image every node imports) and the same
+# bytes on every build, so the images are reproducible.
+$(addprefix $(FLUX_BIN)/,$(FLUX_BINARIES)): $(FLUXBIN_MOD)
+	mkdir -p $(FLUX_BIN)
+	cd test/fluxbin && CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w -buildid=" -o $@ github.com/fluxcd/$(notdir $@)
+
+flux-images: $(FLUX_IMAGES_STAMP) ## Build the Flux controllers' images (strait-lab/<controller>:<version>) into bin/images.
+
+$(FLUX_IMAGES_STAMP): $(addprefix $(FLUX_BIN)/,$(FLUX_BINARIES)) $(wildcard lab/image/*.go lab/flux/*.go hack/fluximages/*.go)
+	$(GO) run ./hack/fluximages -bin $(FLUX_BIN) -fluxbin test/fluxbin -out $(BIN)/images
+	touch $@
 
 # kubectl for the e2e tests that act as a person would (kubectl exec, kubectl logs): the
 # machine's own may be missing or of another version.

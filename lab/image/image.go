@@ -24,6 +24,9 @@ type Spec struct {
 	Entrypoint []string
 	Cmd        []string
 	Env        []string
+	// User is who the entrypoint runs as, "uid:gid", numeric: a pod with runAsNonRoot and
+	// no runAsUser starts only from an image whose user is a number other than 0.
+	User string
 	// Labels go into the image config (OCI annotations such as
 	// org.opencontainers.image.version); they are part of the digest.
 	Labels map[string]string
@@ -68,7 +71,7 @@ func (s Spec) Image() (v1.Image, error) {
 	cfg.OS, cfg.Architecture = "linux", "amd64"
 	cfg.Config.Entrypoint, cfg.Config.Cmd = s.Entrypoint, s.Cmd
 	cfg.Config.Env = append([]string{DefaultPath}, s.Env...)
-	cfg.Config.Labels = s.Labels
+	cfg.Config.User, cfg.Config.Labels = s.User, s.Labels
 	return mutate.ConfigFile(img, cfg)
 }
 
