@@ -78,7 +78,9 @@ func Specs(ctx context.Context, b Build) ([]image.Spec, error) {
 		Labels:    b.labels("straitd", "Strait's daemons: hub, agent and dns (straitd hub|agent|dns)"),
 		CreatedBy: "strait straitimage",
 	}, {
-		Ref: b.ref(CharonRepo), Layers: []image.Files{base, charon, straitd}, Entrypoint: entry,
+		// straitd before charon's packages: the straitd image is then a prefix of this one,
+		// and a node unpacks the shared layers once.
+		Ref: b.ref(CharonRepo), Layers: []image.Files{base, straitd, charon}, Entrypoint: entry,
 		Labels:    b.labels("strait charon", "strongSwan's charon for Strait's ipsec cable, run by straitd charon"),
 		CreatedBy: "strait straitimage",
 	}}, nil

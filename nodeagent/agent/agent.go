@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"net/netip"
 	"sync"
 	"time"
@@ -27,6 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -143,6 +145,9 @@ func New(restCfg *rest.Config, cfg Config) (*Agent, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := addProbes(mgr); err != nil {
+		return nil, err
+	}
 	met, err := newMetrics(cfg.Metrics)
 	if err != nil {
 		return nil, err
@@ -173,6 +178,22 @@ func New(restCfg *rest.Config, cfg Config) (*Agent, error) {
 		return nil, err
 	}
 	return a, nil
+}
+
+// addProbes serves the DaemonSet's probes: /healthz while the manager runs, /readyz once
+// its caches have synced (from then on the agent converges the node).
+func addProbes(mgr ctrl.Manager) error {
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return err
+	}
+	return mgr.AddReadyzCheck("caches", func(r *http.Request) error {
+		ctx, cancel := context.WithTimeout(r.Context(), 100*time.Millisecond)
+		defer cancel()
+		if !mgr.GetCache().WaitForCacheSync(ctx) {
+			return errors.New("informer caches not synced yet")
+		}
+		return nil
+	})
 }
 
 // Trigger asks for a reconcile soon; it never blocks.

@@ -40,6 +40,7 @@ type agentOptions struct {
 	cleanup        bool
 	dump           bool
 	netnsPath      string
+	procSys        string
 	viciSocket     string
 	masqueradeBit  int
 }
@@ -87,6 +88,7 @@ leaves the kernel as it is.
 	f.BoolVar(&o.dump, "dump", false, "print everything of Strait's on this node and exit")
 	f.StringVar(&o.viciSocket, "vici-socket", ipsec.Charon{Dir: ipsec.DefaultCharonDir}.VICISocket(), "VICI socket of the charon sidecar (in straitd charon --dir), for the ipsec cable")
 	f.IntVar(&o.masqueradeBit, "kube-proxy-masquerade-bit", route.DefaultKubeProxyMasqueradeBit, "kube-proxy's --masquerade-bit: cleared on remote clusters' packets so that a ClusterIP's server sees the remote pod's address, not the gateway's (-1: leave kube-proxy's marks alone)")
+	f.StringVar(&o.procSys, "proc-sys", "/proc/sys", "where the node's /proc/sys/net is writable (the net sysctls it sets: rp_filter of vx-strait and of the underlay); a container that is not privileged mounts the host's /proc/sys/net there, as the DaemonSet does at /host/proc/sys/net")
 	f.StringVar(&o.netnsPath, "netns", "", "program the data plane in this network namespace (a path like /var/run/netns/NAME) while talking to the API server from the agent's own; for labs that run nodes as namespaces")
 	return cmd
 }
@@ -113,6 +115,7 @@ func runAgent(ctx context.Context, o *agentOptions, stdout, stderr io.Writer) er
 		return err
 	}
 	defer k.Close()
+	k.UseProcSys(o.procSys)
 	var nl *netlink.Handle // cable drivers program the same namespace
 	if ns.IsOpen() {
 		if nl, err = netlink.NewHandleAt(ns); err != nil {
