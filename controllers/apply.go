@@ -228,7 +228,7 @@ func (w *memberWriter) ensureNamespaces(ctx context.Context, objs []client.Objec
 // apply server-side applies one object (and the status of a ServiceImport), unless the
 // member still holds exactly what the hub last wrote. It returns how many writes it did.
 func (w *memberWriter) apply(ctx context.Context, k objKey, o client.Object) (int, error) {
-	body, status, err := applyBody(o)
+	body, status, err := ApplyBody(o)
 	if err != nil {
 		return 0, err
 	}
@@ -278,9 +278,9 @@ func (w *memberWriter) currentRV(ctx context.Context, k objKey, o client.Object)
 	return cur.GetResourceVersion()
 }
 
-// applyBody turns a typed object into the body of an apply: no status, no null
+// ApplyBody turns a typed object into the body of the hub's apply: no status, no null
 // creationTimestamp. The status of a ServiceImport, a subresource, is returned apart.
-func applyBody(o client.Object) (*unstructured.Unstructured, map[string]any, error) {
+func ApplyBody(o client.Object) (*unstructured.Unstructured, map[string]any, error) {
 	data, err := json.Marshal(o)
 	if err != nil {
 		return nil, nil, err
