@@ -20,6 +20,7 @@ import (
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
 	"github.com/straitnet/strait/controllers"
+	"github.com/straitnet/strait/internal/cli"
 	"github.com/straitnet/strait/plan"
 )
 
@@ -49,7 +50,15 @@ func (e *exitStatus) Error() string {
 	return e.err.Error()
 }
 func (e *exitStatus) ExitStatus() int { return e.code }
-func (e *exitStatus) Unwrap() error   { return e.err }
+
+// Unwrap makes an exitStatus without an error cli.ErrReported: cli.Main then prints
+// nothing more.
+func (e *exitStatus) Unwrap() error {
+	if e.err == nil {
+		return cli.ErrReported
+	}
+	return e.err
+}
 
 type options struct {
 	file              string

@@ -8,7 +8,6 @@ import (
 	"github.com/fluxcd/pkg/apis/meta"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -82,15 +81,9 @@ func memberDiffs(ctx context.Context, mc client.Client, cluster string, cs types
 		return nil, err
 	}
 	for _, ns := range missingNS.list {
-		nsObj := &corev1.Namespace{
-			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
-			ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{straitv1.LabelManagedBy: straitv1.ManagedByHub}},
-		}
-		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(nsObj)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, objectDiff{cluster: cluster, id: objectID(&unstructured.Unstructured{Object: m}), merged: view(m)})
+		nsObj := map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{
+			"name": ns, "labels": map[string]any{straitv1.LabelManagedBy: straitv1.ManagedByHub}}}
+		out = append(out, objectDiff{cluster: cluster, id: objectID(&unstructured.Unstructured{Object: nsObj}), merged: nsObj})
 	}
 	for _, o := range objs {
 		d, err := objectChange(ctx, mc, o, missingNS.set[o.GetNamespace()])
