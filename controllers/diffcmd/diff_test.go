@@ -348,3 +348,27 @@ func TestBadInputExitsTwoNamingTheValue(t *testing.T) {
 		}
 	}
 }
+
+// A member that does not answer is an error naming it (exit 2), and the diffs of the
+// clusters that answer are still printed.
+func TestUnreachableMemberExitsTwoAndShowsTheOthers(t *testing.T) {
+	needEnv(t)
+	syncClusterSet(t, clusterSetYAML("partial", []string{"c1", "c2"}))
+	c2 := env.Member("c2")
+	if err := c2.StopAPIServer(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := c2.StartAPIServer(); err != nil {
+			t.Error(err)
+		}
+	})
+	changed := strings.Replace(clusterSetYAML("partial", []string{"c1", "c2"}), "podCIDRs: [10.2.0.0/16]", "podCIDRs: [10.2.0.0/17]", 1)
+	code, out, errOut := strait(t, "-f", writeFile(t, changed))
+	if code != 2 || !strings.Contains(errOut, "cluster c2: ") {
+		t.Fatalf("exit %d, %q; want 2 and an error about c2", code, errOut)
+	}
+	if !strings.Contains(out, "--- c1/strait.io/v1alpha1/Peer/strait-system/c2 (live)\n") || !strings.Contains(out, "+  - 10.2.0.0/17\n") {
+		t.Errorf("c1's Peer for c2 does not show the new CIDR")
+	}
+}
