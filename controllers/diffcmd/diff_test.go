@@ -32,9 +32,9 @@ import (
 // env is a hub with the webhook and the hub controller running, and members c1, c2, c3,
 // started once for the package. Tests run one at a time: a member holds one Membership.
 var (
-	env        *clusters.Env
-	hubKubeconfig  string // the hub's kubeconfig file
-	startError error
+	env           *clusters.Env
+	hubKubeconfig string // the hub's kubeconfig file
+	startError    error
 )
 
 func TestMain(m *testing.M) {
@@ -162,10 +162,13 @@ func deleteClusterSet(t *testing.T, name string) {
 	}
 	require.Eventually(t, 30*time.Second, "the hub releases ClusterSet "+name, func() error {
 		err := env.Hub.Client.Get(ctx, client.ObjectKeyFromObject(cs), &straitv1.ClusterSet{})
-		if apierrors.IsNotFound(err) {
+		switch {
+		case apierrors.IsNotFound(err):
 			return nil
+		case err != nil:
+			return err
 		}
-		return fmt.Errorf("still there (%v)", err)
+		return fmt.Errorf("still there")
 	})
 }
 

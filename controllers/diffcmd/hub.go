@@ -125,7 +125,7 @@ func specApplyManager(u *unstructured.Unstructured) string {
 		if mf.Operation != "Apply" || mf.Subresource != "" || mf.FieldsV1 == nil {
 			continue
 		}
-		if strings.Contains(string(mf.FieldsV1.Raw), `"f:spec"`) {
+		if strings.Contains(mf.FieldsV1.GetRawString(), `"f:spec"`) {
 			return mf.Manager
 		}
 	}

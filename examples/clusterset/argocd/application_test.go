@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 
@@ -30,9 +29,10 @@ const argoCDModule = "github.com/argoproj/argo-cd/v3@v3.5.0"
 // downloading the pinned module when it is not there.
 func applicationCRD(t *testing.T) string {
 	t.Helper()
+	// The go command that runs the tests sets GOROOT for them; PATH may lack go.
 	goBin, err := exec.LookPath("go")
 	if err != nil {
-		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
+		goBin = filepath.Join(os.Getenv("GOROOT"), "bin", "go")
 	}
 	cmd := exec.Command(goBin, "mod", "download", "-json", argoCDModule)
 	cmd.Dir = t.TempDir()

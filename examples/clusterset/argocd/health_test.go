@@ -115,7 +115,7 @@ func TestClusterSetHealthOfRealStatuses(t *testing.T) {
 	script := healthScript(t)
 	for _, c := range []struct {
 		state, want string
-		message    []string
+		message     []string
 	}{
 		{"ready", "Healthy", []string{"2 clusters and 0 exports in place"}},
 		{"member-unreachable", "Degraded", []string{"MembersUnreachable", "unreachable: c2"}},
