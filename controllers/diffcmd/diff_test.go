@@ -20,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	mcsv1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 	"sigs.k8s.io/yaml"
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
@@ -229,12 +230,18 @@ func headers(out string) []string {
 	return h
 }
 
-// The file the hub already holds, with members the hub already converged: nothing to
-// show, exit 0.
+// The file the hub already holds, with members the hub already converged (imports
+// included): nothing to show, exit 0.
 func TestNoChangeExitsZeroAndPrintsNothing(t *testing.T) {
 	needEnv(t)
-	text := clusterSetYAML("same", []string{"c1", "c2"})
+	serveService(t, env.Member("c2"), "shop", "cart", "10.0.0.30", "10.2.0.30")
+	text := clusterSetYAML("same", []string{"c1", "c2"}, "shop/cart")
 	syncClusterSet(t, text)
+	for _, m := range []string{"c1", "c2"} {
+		require.Eventually(t, 30*time.Second, m+" imports shop/cart", func() error {
+			return env.Member(m).Client.Get(context.Background(), client.ObjectKey{Namespace: "shop", Name: "cart"}, &mcsv1.ServiceImport{})
+		})
+	}
 	code, out, errOut := strait(t, "-f", writeFile(t, text))
 	if code != 0 || out != "" || errOut != "" {
 		t.Fatalf("exit %d, output %q, errors %q; want 0 and nothing printed", code, out, errOut)
@@ -373,5 +380,35 @@ func TestUnreachableMemberExitsTwoAndShowsTheOthers(t *testing.T) {
 	}
 	if !strings.Contains(out, "--- c1/strait.io/v1alpha1/Peer/strait-system/c2 (live)\n") || !strings.Contains(out, "+  - 10.2.0.0/17\n") {
 		t.Errorf("c1's Peer for c2 does not show the new CIDR")
+	}
+}
+
+// Under globalnet, with global CIDRs the hub allocated (none pinned) and a global IP per
+// exported service: the allocations are read back from the members as the hub reads
+// them, so the same file shows nothing; a new export shows only the new global IP.
+func TestGlobalnetAllocationsAreReadBackNotRenumbered(t *testing.T) {
+	needEnv(t)
+	serveService(t, env.Member("c2"), "shop", "cart", "10.0.0.40", "10.2.0.40")
+	serveService(t, env.Member("c2"), "shop", "db", "10.0.0.41", "10.2.0.41")
+	text := clusterSetYAML("global", []string{"c1", "c2"}, "shop/cart")
+	// Both clusters with c1's CIDRs: only globalnet lets them talk.
+	text = strings.Replace(text, "podCIDRs: [10.2.0.0/16]\n    serviceCIDRs: [10.102.0.0/16]", "podCIDRs: [10.1.0.0/16]\n    serviceCIDRs: [10.101.0.0/16]", 1)
+	text = strings.Replace(text, "  exports:", "  globalnet:\n    enabled: true\n  exports:", 1)
+	syncClusterSet(t, text)
+	require.Eventually(t, 30*time.Second, "c1 imports shop/cart", func() error {
+		return env.Member("c1").Client.Get(context.Background(), client.ObjectKey{Namespace: "shop", Name: "cart"}, &mcsv1.ServiceImport{})
+	})
+	if code, out, errOut := strait(t, "-f", writeFile(t, text)); code != 0 || out != "" || errOut != "" {
+		t.Fatalf("the synced file: exit %d, %q %q; want 0 and nothing", code, out, errOut)
+	}
+	more := text + "  - namespace: shop\n    name: db\n"
+	code, out, _ := strait(t, "-f", writeFile(t, more))
+	if code != 1 || !strings.Contains(out, "--- c2/strait.io/v1alpha1/GlobalIngress/strait-system/db.shop (live)\n") {
+		t.Fatalf("a new export: exit %d; want 1 and c2's new GlobalIngress", code)
+	}
+	for _, h := range headers(out) {
+		if strings.Contains(h, "/Membership/") || strings.Contains(h, "/Peer/") || strings.Contains(h, "cart") {
+			t.Errorf("a new export renumbers %s", h)
+		}
 	}
 }
