@@ -412,3 +412,46 @@ func TestGlobalnetAllocationsAreReadBackNotRenumbered(t *testing.T) {
 		}
 	}
 }
+
+// With the ipsec cable every member holds a copy of the hub's pre-shared key. A rotated
+// key shows as a change of each member's Secret without showing either key, as kubectl
+// diff masks Secrets.
+func TestRotatedIPsecKeyShowsMaskedSecrets(t *testing.T) {
+	needEnv(t)
+	ctx := context.Background()
+	psk := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "diff-psk", Namespace: straitv1.SystemNamespace},
+		Data: map[string][]byte{"psk": []byte("first-key-0123456789abcdef0123456789")}}
+	if err := env.Hub.Client.Create(ctx, psk); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Hub.Client.Delete(ctx, psk) })
+	text := strings.Replace(clusterSetYAML("ipsec", []string{"c1", "c2"}), "spec:\n", "spec:\n  cable:\n    driver: ipsec\n    pskSecretRef:\n      name: diff-psk\n", 1)
+	syncClusterSet(t, text)
+	file := writeFile(t, text)
+	if code, out, _ := strait(t, "-f", file); code != 0 || out != "" {
+		t.Fatalf("the synced file: exit %d, %q; want 0 and nothing", code, out)
+	}
+
+	psk.Data["psk"] = []byte("second-key-0123456789abcdef012345678")
+	if err := env.Hub.Client.Update(ctx, psk); err != nil {
+		t.Fatal(err)
+	}
+	code, out, _ := strait(t, "-f", file)
+	if code != 1 {
+		t.Fatalf("exit %d, want 1", code)
+	}
+	for _, m := range []string{"c1", "c2"} {
+		want := "--- " + m + "/v1/Secret/strait-system/strait-ipsec-psk (live)\n"
+		if !strings.Contains(out, want) {
+			t.Errorf("the diff lacks %q", want)
+		}
+	}
+	if !strings.Contains(out, "-  psk: '*** (before)'\n+  psk: '*** (after)'\n") {
+		t.Errorf("the key's change is not shown masked")
+	}
+	for _, secret := range []string{"first-key", "second-key", "Zmlyc3Qta2V5", "c2Vjb25kLWtleQ"} {
+		if strings.Contains(out, secret) {
+			t.Errorf("the diff shows the key (%s)", secret)
+		}
+	}
+}
