@@ -455,3 +455,17 @@ func TestRotatedIPsecKeyShowsMaskedSecrets(t *testing.T) {
 		}
 	}
 }
+
+// A member that already belongs to another ClusterSet gets nothing from the hub, and the
+// diff says so instead of showing its Membership taken over.
+func TestMemberOfAnotherClusterSetIsAnError(t *testing.T) {
+	needEnv(t)
+	syncClusterSet(t, clusterSetYAML("owner", []string{"c1", "c3"}))
+	code, out, errOut := strait(t, "-f", writeFile(t, clusterSetYAML("intruder", []string{"c2", "c3"})))
+	if code != 2 || !strings.Contains(errOut, "cluster c3: the hub would write nothing there: the cluster is a member of ClusterSet strait-system/owner") {
+		t.Fatalf("exit %d, %q; want 2 and c3's owner named", code, errOut)
+	}
+	if !strings.Contains(out, "--- c2/strait.io/v1alpha1/Membership/strait-system/membership (live)\n") || strings.Contains(out, "--- c3/") {
+		t.Errorf("want c2's new Membership and nothing of c3")
+	}
+}

@@ -76,6 +76,11 @@ func (c *connector) client(ctx context.Context, t memberTarget) (client.Client, 
 func memberDiffs(ctx context.Context, mc client.Client, cluster string, cs types.NamespacedName, objs []client.Object) ([]objectDiff, error) {
 	var out []objectDiff
 	desired := map[string]bool{}
+	if len(objs) > 0 {
+		if err := controllers.CheckMembershipOwner(ctx, mc, cs); err != nil {
+			return nil, fmt.Errorf("the hub would write nothing there: %w", err)
+		}
+	}
 	missingNS, err := missingNamespaces(ctx, mc, objs)
 	if err != nil {
 		return nil, err
