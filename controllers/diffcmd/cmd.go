@@ -126,7 +126,6 @@ that could be read are printed in any case.`,
 	f.StringVarP(&o.namespace, "namespace", "n", "", "the ClusterSet's namespace when the file names none (default strait-system)")
 	f.StringVar(&o.fieldManager, "field-manager", "", "apply the ClusterSet as this field manager (default: the manager that applied the live spec)")
 	f.StringArrayVar(&o.memberKubeconfigs, "member-kubeconfig", nil, "NAME=FILE: reach member NAME with this kubeconfig instead of its Secret in the hub (repeatable)")
-	_ = cmd.MarkFlagRequired("file")
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &exitStatus{code: exitError, err: err} })
 	return cmd
 }
@@ -134,6 +133,9 @@ that could be read are printed in any case.`,
 func run(ctx context.Context, o *options, stdin io.Reader, stdout, stderr io.Writer) error {
 	if ctx == nil {
 		ctx = context.Background()
+	}
+	if o.file == "" {
+		return &exitStatus{code: exitError, err: errors.New("-f/--file is required: the ClusterSet file, or - for standard input")}
 	}
 	d, file, err := prepare(o, stdin)
 	if err != nil {

@@ -351,6 +351,7 @@ func TestBadInputExitsTwoNamingTheValue(t *testing.T) {
 		{[]string{"-f", file, "--member-kubeconfig", "c9=/dev/null"}, "--member-kubeconfig c9=/dev/null: no cluster c9 in the ClusterSet"},
 		{[]string{"-f", writeFile(t, "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n")}, `apiVersion "v1", kind "ConfigMap"`},
 		{[]string{"--no-such-flag"}, "unknown flag: --no-such-flag"},
+		{nil, "-f/--file is required"},
 	} {
 		code, _, errOut := strait(t, c.args...)
 		if code != 2 || !strings.Contains(errOut, c.want) {
