@@ -95,8 +95,10 @@ create, and objects the hub would prune (labelled as the ClusterSet's but no lon
 planned, and everything in a cluster that leaves).
 
 Members are reached with the kubeconfig Secrets the ClusterSet names in the hub — the
-same credentials the hub uses, so reading them needs get on those Secrets — or, for a
-cluster named in --member-kubeconfig NAME=FILE, with that file. A cluster without a
+same credentials the hub uses, so the dry runs are allowed where the hub's writes are;
+reading them needs get on those Secrets — or, for a cluster named in
+--member-kubeconfig NAME=FILE, with that file (its user needs what the hub's member role
+grants, dry runs being checked as writes). A cluster without a
 kubeConfig is the hub's own.
 
 Output: one unified diff per object, headers naming cluster/apiVersion/Kind/namespace/name
