@@ -21,6 +21,7 @@ import (
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
 	"github.com/straitnet/strait/test/clusters"
+	"github.com/straitnet/strait/test/hubtest"
 	"github.com/straitnet/strait/test/require"
 )
 
@@ -40,11 +41,11 @@ func BenchmarkExportToImport(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = env.Stop() })
-	stop, done, err := startHub(env, 5*time.Second)
+	stop, err := hubtest.RunController(env, 5*time.Second)
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.Cleanup(func() { stop(); <-done })
+	b.Cleanup(stop)
 
 	// Watch every member's ServiceImports; record when each first appears.
 	seen := newImportWatch()

@@ -57,6 +57,13 @@ func (r *ClusterSetReconciler) observe(ctx context.Context, obj *straitv1.Cluste
 	return out
 }
 
+// ReadMemberFacts reads what the plan depends on from one member of obj, as the hub
+// does each reconcile: `strait diff` calls it with a direct client, so that its preview
+// is computed from the same facts.
+func ReadMemberFacts(ctx context.Context, rd client.Reader, obj *straitv1.ClusterSet) (*plan.MemberFacts, error) {
+	return readFacts(ctx, rd, declaredExports(obj), obj.Spec.ExportPolicy == straitv1.ExportPolicyMemberExports)
+}
+
 // declaredExports are the namespace/name of every export in the spec.
 func declaredExports(obj *straitv1.ClusterSet) map[types.NamespacedName]bool {
 	out := map[types.NamespacedName]bool{}

@@ -10,7 +10,6 @@ import (
 
 	"github.com/fluxcd/pkg/apis/meta"
 	. "github.com/onsi/gomega"
-	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap/zapcore"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -20,15 +19,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	mcsv1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
-	"github.com/straitnet/strait/controllers"
 	"github.com/straitnet/strait/test/clusters"
+	"github.com/straitnet/strait/test/hubtest"
 )
 
 // The shared fixture: one hub and three members, and the hub controller running against
@@ -41,8 +37,7 @@ var (
 
 type fixture struct {
 	env    *clusters.Env
-	stop   context.CancelFunc
-	done   chan error
+	stop   func()
 	hubNS  string
 	prefix int
 }
@@ -52,7 +47,6 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	if shared != nil {
 		shared.stop()
-		<-shared.done
 		if err := shared.env.Stop(); err != nil {
 			fmt.Fprintln(os.Stderr, "stopping control planes:", err)
 		}
@@ -73,43 +67,18 @@ func hub(t *testing.T) *fixture {
 			sharedErr = err
 			return
 		}
-		stop, done, err := startHub(env, 1*time.Second)
+		stop, err := hubtest.RunController(env, 1*time.Second)
 		if err != nil {
 			sharedErr = err
 			_ = env.Stop()
 			return
 		}
-		shared = &fixture{env: env, stop: stop, done: done, hubNS: env.HubNamespace}
+		shared = &fixture{env: env, stop: stop, hubNS: env.HubNamespace}
 	})
 	if sharedErr != nil {
 		t.Fatalf("starting the control planes: %v", sharedErr)
 	}
 	return shared
-}
-
-// startHub runs the hub controller against env's hub, as `straitd hub` does.
-func startHub(env *clusters.Env, probe time.Duration) (context.CancelFunc, chan error, error) {
-	mgr, err := ctrl.NewManager(env.Hub.Config, manager.Options{
-		Scheme:                 env.Scheme,
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Controller:             config.Controller{SkipNameValidation: ptr(true)},
-	})
-	if err != nil {
-		return nil, nil, err
-	}
-	metrics, err := controllers.NewMetrics(prometheus.NewRegistry())
-	if err != nil {
-		return nil, nil, err
-	}
-	r := controllers.NewClusterSetReconciler(mgr, metrics, controllers.Config{ProbeInterval: probe, RetryInterval: 5 * time.Second})
-	if err := r.SetupWithManager(mgr); err != nil {
-		return nil, nil, err
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	return cancel, done, nil
 }
 
 func zapLevel() zapcore.Level {
