@@ -47,6 +47,7 @@ var (
 		"list secrets strait-ipsec-psk", "watch secrets strait-ipsec-psk",
 		"get secrets strait-wireguard-key",
 		"create secrets",
+		"get daemonsets.apps strait-agent",
 	}
 	dnsCluster = []string{
 		"list serviceimports.multicluster.x-k8s.io", "watch serviceimports.multicluster.x-k8s.io",

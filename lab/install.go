@@ -76,7 +76,7 @@ func (l *Lab) installStrait(ctx context.Context, cluster string, member bool) er
 	if member {
 		base = "member"
 	}
-	dir := filepath.Join(l.state.ClusterDir(cluster), "install")
+	dir := l.InstallDir(cluster)
 	// kustomize takes a base only by a path relative to the overlay.
 	rel, err := filepath.Rel(dir, filepath.Join(l.opts.Kustomize, base))
 	if err != nil {
@@ -92,20 +92,29 @@ func (l *Lab) installStrait(ctx context.Context, cluster string, member bool) er
 	if err := os.WriteFile(filepath.Join(dir, "kustomization.yaml"), overlay, 0o644); err != nil {
 		return err
 	}
-	return l.kubectl(ctx, cluster, "apply", "--server-side", "-k", dir)
-}
-
-// kubectl runs kubectl against a cluster through its loopback forwarder, as a person at
-// this machine would; the error carries kubectl's output.
-func (l *Lab) kubectl(ctx context.Context, cluster string, args ...string) error {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
+	_, err = l.Kubectl(ctx, cluster, "apply", "--server-side", "-k", dir)
+	return err
+}
+
+// InstallDir is the overlay the lab installs Strait into a cluster from (kubectl
+// apply -k): what a user's `kubectl delete -k` would name to uninstall it.
+func (l *Lab) InstallDir(cluster string) string {
+	return filepath.Join(l.state.ClusterDir(cluster), "install")
+}
+
+// Kubectl runs kubectl against a cluster through its loopback forwarder, as a person at
+// this machine would, and returns its standard output; the error carries its output.
+func (l *Lab) Kubectl(ctx context.Context, cluster string, args ...string) ([]byte, error) {
 	cmd := exec.CommandContext(ctx, l.opts.bin("kubectl"), append([]string{"--kubeconfig", l.state.KubeconfigPath(cluster)}, args...)...)
-	out, err := cmd.CombinedOutput()
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
 	if err != nil {
-		return fmt.Errorf("kubectl %s on %s: %w\n%s", strings.Join(args, " "), cluster, err, out)
+		return out, fmt.Errorf("kubectl %s on %s: %w\n%s%s", strings.Join(args, " "), cluster, err, out, stderr.String())
 	}
-	return nil
+	return out, nil
 }
 
 // memberKubeconfig is the kubeconfig the hub uses for a member, made as docs/hub.md
@@ -135,7 +144,10 @@ func (l *Lab) memberKubeconfig(ctx context.Context, m topology.Cluster, timeout 
 			break
 		}
 		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("%s: no token in Secret %s/%s after %s (last error: %v)", cluster, straitv1.SystemNamespace, hubAccessTokenSecret, timeout, err)
+			if err == nil {
+				err = errors.New("the member's token controller has not filled it")
+			}
+			return nil, fmt.Errorf("%s: no token in Secret %s/%s after %s: %w", cluster, straitv1.SystemNamespace, hubAccessTokenSecret, timeout, err)
 		}
 		select {
 		case <-ctx.Done():
@@ -187,7 +199,7 @@ func (l *Lab) hubSecrets(ctx context.Context, t *topology.Lab, hub kubernetes.In
 		if key == "" {
 			key = kubeconfigKey
 		}
-		errs = append(errs, createSecret(ctx, hub, ns, c.KubeConfig.SecretRef.Name, map[string][]byte{key: kc}))
+		errs = append(errs, createSecret(ctx, hub, ns, c.KubeConfig.SecretRef.Name, map[string][]byte{key: kc}, true))
 	}
 	if cs.Spec.Cable.Driver == straitv1.CableIPsec && cs.Spec.Cable.PSKSecretRef != nil {
 		psk := make([]byte, 32)
@@ -195,19 +207,22 @@ func (l *Lab) hubSecrets(ctx context.Context, t *topology.Lab, hub kubernetes.In
 			return err
 		}
 		errs = append(errs, createSecret(ctx, hub, ns, cs.Spec.Cable.PSKSecretRef.Name,
-			map[string][]byte{plan.IPsecPSKKey: []byte(base64.StdEncoding.EncodeToString(psk))}))
+			map[string][]byte{plan.IPsecPSKKey: []byte(base64.StdEncoding.EncodeToString(psk))}, false))
 	}
 	return errors.Join(errs...)
 }
 
-// createSecret creates an Opaque Secret, leaving one that exists alone (lab up again).
-func createSecret(ctx context.Context, c kubernetes.Interface, ns, name string, data map[string][]byte) error {
-	_, err := c.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Type:       corev1.SecretTypeOpaque, Data: data,
-	}, metav1.CreateOptions{})
+// createSecret creates an Opaque Secret. One that exists is left alone (the PSK: lab up
+// again must not rotate it), or with replace given its data (a member's kubeconfig: a
+// reinstalled member has a new token).
+func createSecret(ctx context.Context, c kubernetes.Interface, ns, name string, data map[string][]byte, replace bool) error {
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Type: corev1.SecretTypeOpaque, Data: data}
+	_, err := c.CoreV1().Secrets(ns).Create(ctx, s, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) && replace {
+		_, err = c.CoreV1().Secrets(ns).Update(ctx, s, metav1.UpdateOptions{})
+	}
 	if err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("Secret %s/%s: %w", ns, name, err)
+		return fmt.Errorf("writing secret %s/%s: %w", ns, name, err)
 	}
 	return nil
 }

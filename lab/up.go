@@ -165,7 +165,7 @@ func (l *Lab) bootstrap(ctx context.Context, t *topology.Lab, rec *Record, cp to
 	if err := l.installStrait(ctx, cp.Cluster, member); err != nil {
 		return err
 	}
-	l.progress("%s: strait installed (kubectl apply --server-side -k %s)", cp.Cluster, filepath.Join(l.state.ClusterDir(cp.Cluster), "install"))
+	l.progress("%s: strait installed (kubectl apply --server-side -k %s)", cp.Cluster, l.InstallDir(cp.Cluster))
 	if !member {
 		if err := l.ensureHubNode(ctx, t, client); err != nil {
 			return fmt.Errorf("hub node: %w", err)
