@@ -44,10 +44,30 @@ CONTAINERD_PKG := github.com/containerd/containerd/v2
 CNI_PKG := github.com/containernetworking/plugins/plugins
 IMAGES_STAMP := $(BIN)/images/.built
 
+# Strait's own images (make image): strait/straitd and strait/charon, tagged VERSION (dev
+# when unset), into bin/images/straitd.tar and charon.tar. Rebuilt when a Go source
+# changes, and when the version or the commit does (IMAGE_ID is rewritten only then).
+IMAGE_VERSION := $(or $(VERSION),dev)
+IMAGE_STAMP := $(BIN)/images/.strait-built
+IMAGE_ID := $(BIN)/images/.strait-id
+GO_SOURCES := $(wildcard $(shell git ls-files --cached --others --exclude-standard -- '*.go' go.mod go.sum 2>/dev/null))
+
+# Flux's source-controller and kustomize-controller, which sync the lab's ClusterSet from git
+# (issue 15), built from source by the wrapper module test/fluxbin; the version is the one its
+# go.mod requires (lab/flux reads their config/ manifests from the same modules).
+FLUX_VERSION := $(shell sed -n 's/^\tgithub.com\/fluxcd\/source-controller \(v[0-9.]*\).*$$/\1/p' test/fluxbin/go.mod)
+ifeq ($(FLUX_VERSION),)
+$(error no github.com/fluxcd/source-controller version in test/fluxbin/go.mod)
+endif
+FLUX_BIN := $(BIN)/flux/$(FLUX_VERSION)
+FLUX_BINARIES := source-controller kustomize-controller
+FLUXBIN_MOD := test/fluxbin/go.mod test/fluxbin/go.sum
+FLUX_IMAGES_STAMP := $(BIN)/images/.flux-$(FLUX_VERSION)
+
 # CoreDNS, the lab's cluster DNS, built from the Go module proxy outside the repository.
 COREDNS := $(BIN)/coredns
 
-.PHONY: all demo build host-deps lab lab-globalnet lab-down generate manifests fmt vet lint test test-unit verify bench bench-lab bench-dns coredns k8s-binaries node-binaries images tools clean help
+.PHONY: all demo build host-deps lab lab-globalnet lab-down generate manifests fmt vet lint test test-unit verify bench bench-lab bench-dns coredns k8s-binaries node-binaries images image flux-binaries flux-images tools clean help FORCE
 
 all: build
 
@@ -96,7 +116,7 @@ verify: generate manifests ## Fail on stale generated files, gofmt, go mod tidy,
 host-deps: ## Install the host tools the lab and the root tests run (root on Debian), or name the missing ones.
 	@hack/host-deps.sh
 
-test: host-deps k8s-binaries node-binaries images $(COREDNS) ## Run every test (root-only tests need root; under CI=true they fail instead of skipping).
+test: host-deps k8s-binaries node-binaries images image flux-binaries $(COREDNS) ## Run every test (root-only tests need root; under CI=true they fail instead of skipping).
 	$(GO) test -count=1 -timeout 40m $$($(GO) list ./... | grep -v '^github.com/straitnet/strait/test/e2e')
 	@# The lab runs three control planes, CoreDNS, kube-proxy and every strait daemon:
 	@# it gets the machine to itself rather than racing the other packages' API servers.
@@ -135,6 +155,34 @@ images: $(IMAGES_STAMP) ## Build the real nodes' images (pause, whereami, iperf3
 # Rebuilt when their programs change; the Debian packages are cached in bin/cache/debs.
 $(IMAGES_STAMP): $(wildcard lab/image/*.go lab/image/*/*.go lab/workload/*.go lab/workload/cmd/*/*.go hack/labimages/*.go)
 	$(GO) run ./hack/labimages -out $(BIN)/images -cache $(BIN)/cache/debs
+	touch $@
+
+image: $(IMAGE_STAMP) ## Build Strait's images strait/straitd and strait/charon (VERSION, default dev) into bin/images, reproducibly, no Docker.
+
+$(IMAGE_STAMP): $(GO_SOURCES) $(IMAGE_ID)
+	$(GO) run ./hack/straitimage -out $(BIN)/images -cache $(BIN)/cache/debs -version $(IMAGE_VERSION) -revision "$(REVISION)"
+	touch $@
+
+$(IMAGE_ID): FORCE
+	@mkdir -p $(@D)
+	@echo "$(IMAGE_VERSION) $(REVISION)" | cmp -s - $@ || echo "$(IMAGE_VERSION) $(REVISION)" >$@
+
+FORCE:
+
+
+flux-binaries: $(addprefix $(FLUX_BIN)/,$(FLUX_BINARIES)) ## Build Flux's source-controller and kustomize-controller from source into bin/flux/<version>.
+
+# Static, as Flux's own images build them: their images have no libc. Without symbols and
+# build ID: a third smaller (each is copied into an image every node imports) and the same
+# bytes on every build, so the images are reproducible.
+$(addprefix $(FLUX_BIN)/,$(FLUX_BINARIES)): $(FLUXBIN_MOD)
+	mkdir -p $(FLUX_BIN)
+	cd test/fluxbin && CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w -buildid=" -o $@ github.com/fluxcd/$(notdir $@)
+
+flux-images: $(FLUX_IMAGES_STAMP) ## Build the Flux controllers' images (strait-lab/<controller>:<version>) into bin/images.
+
+$(FLUX_IMAGES_STAMP): $(addprefix $(FLUX_BIN)/,$(FLUX_BINARIES)) $(wildcard lab/image/*.go lab/flux/*.go hack/fluximages/*.go)
+	$(GO) run ./hack/fluximages -bin $(FLUX_BIN) -fluxbin test/fluxbin -out $(BIN)/images
 	touch $@
 
 # kubectl for the e2e tests that act as a person would (kubectl exec, kubectl logs): the
@@ -199,7 +247,7 @@ $(KUSTOMIZE):
 $(COREDNS):
 	hack/build-coredns.sh $(COREDNS)
 
-lab: host-deps build k8s-binaries node-binaries images $(COREDNS) ## Bring up the default lab (root): clusters c1, c2 and a hub, real nodes in network namespaces.
+lab: host-deps build k8s-binaries node-binaries images image $(COREDNS) ## Bring up the default lab (root): clusters c1, c2 and a hub, real nodes in network namespaces.
 	$(BIN)/strait lab up --example basic
 	$(BIN)/strait lab status
 	@echo "== from c1's client pod (kubectl exec): c2's exported whereami through CoreDNS and strait dns"
@@ -208,7 +256,7 @@ lab: host-deps build k8s-binaries node-binaries images $(COREDNS) ## Bring up th
 	-$(BIN)/strait lab exec c1 client -- dig +short whereami-0.c2.whereami-ss.sample.svc.clusterset.local
 	-$(BIN)/strait lab exec c1 client -- curl -s http://whereami-cs.sample.svc.clusterset.local
 
-lab-globalnet: host-deps build k8s-binaries node-binaries images $(COREDNS) ## The globalnet lab (root): g1 and g2 with identical CIDRs, through global IPs.
+lab-globalnet: host-deps build k8s-binaries node-binaries images image $(COREDNS) ## The globalnet lab (root): g1 and g2 with identical CIDRs, through global IPs.
 	$(BIN)/strait lab up --example globalnet
 	$(BIN)/strait lab status
 	@echo "== from g1's client pod: g2's exports answer with global IPs (both clusters use pods 10.7.0.0/16)"

@@ -15,6 +15,7 @@ require (
 	github.com/strongswan/govici v0.8.1
 	github.com/vishvananda/netlink v1.3.1
 	github.com/vishvananda/netns v0.0.5
+	github.com/yuin/gopher-lua v1.1.2
 	go.uber.org/zap v1.27.1
 	golang.org/x/net v0.59.0
 	golang.org/x/sys v0.48.0

@@ -223,18 +223,24 @@ func summarize(errs []error) error {
 	return errors.Join(errs...)
 }
 
-// checkOwner refuses to write into a member that belongs to another ClusterSet: a
-// cluster has one Membership, and two ClusterSets would overwrite each other's forever.
+// checkOwner refuses to write into a member that belongs to another ClusterSet.
 func (w *memberWriter) checkOwner(ctx context.Context) error {
+	return CheckMembershipOwner(ctx, w.m.Reader, w.cs)
+}
+
+// CheckMembershipOwner refuses a member whose Membership belongs to another ClusterSet
+// than cs: a cluster has one Membership, and two ClusterSets would overwrite each
+// other's forever. The hub writes nothing there, and `strait diff` says so.
+func CheckMembershipOwner(ctx context.Context, rd client.Reader, cs types.NamespacedName) error {
 	m := &straitv1.Membership{}
-	err := w.m.Reader.Get(ctx, types.NamespacedName{Namespace: straitv1.SystemNamespace, Name: straitv1.MembershipName}, m)
+	err := rd.Get(ctx, types.NamespacedName{Namespace: straitv1.SystemNamespace, Name: straitv1.MembershipName}, m)
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
 	if err != nil {
 		return fmt.Errorf("reading the membership: %w", err)
 	}
-	if owner := m.Labels[straitv1.LabelClusterSet]; owner != "" && owner != plan.ClusterSetLabel(w.cs) {
+	if owner := m.Labels[straitv1.LabelClusterSet]; owner != "" && owner != plan.ClusterSetLabel(cs) {
 		return fmt.Errorf("the cluster is a member of ClusterSet %s (its Membership says so); remove it there first", m.Spec.ClusterSet)
 	}
 	return nil
@@ -327,9 +333,19 @@ func (w *memberWriter) currentRV(ctx context.Context, k objKey, o client.Object)
 	return cur.GetResourceVersion()
 }
 
-// applyBody turns a typed object, encoded as data, into the body of an apply: no
-// status, no null creationTimestamp. The status of a ServiceImport, a subresource, is
-// returned apart.
+// ApplyBody turns a typed object into the body of the hub's apply: no status, no null
+// creationTimestamp. The status of a ServiceImport, a subresource, is returned apart.
+// strait diff builds its dry runs with it, so they are what the hub writes.
+func ApplyBody(o client.Object) (*unstructured.Unstructured, map[string]any, error) {
+	data, err := json.Marshal(o)
+	if err != nil {
+		return nil, nil, err
+	}
+	return applyBody(data, o)
+}
+
+// applyBody is ApplyBody of an object already encoded as data: the hub encodes each
+// object once, for its hash, and decodes it only when it writes.
 func applyBody(data []byte, o client.Object) (*unstructured.Unstructured, map[string]any, error) {
 	m := map[string]any{}
 	if err := json.Unmarshal(data, &m); err != nil {

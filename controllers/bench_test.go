@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/fluxcd/pkg/apis/meta"
-	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -22,6 +21,7 @@ import (
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
 	"github.com/straitnet/strait/test/clusters"
+	"github.com/straitnet/strait/test/hubtest"
 	"github.com/straitnet/strait/test/require"
 )
 
@@ -41,11 +41,11 @@ func BenchmarkExportToImport(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = env.Stop() })
-	stop, done, err := startHub(env, 5*time.Second, prometheus.NewRegistry())
+	stop, err := hubtest.RunController(env, 5*time.Second, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.Cleanup(func() { stop(); <-done })
+	b.Cleanup(stop)
 
 	// Watch every member's ServiceImports; record when each first appears.
 	seen := newImportWatch()

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
 	"github.com/straitnet/strait/controllers/members"
@@ -97,13 +98,20 @@ func (r *ClusterSetReconciler) restConfig(ctx context.Context, ns string, ref *m
 		}
 		return r.cfg.Local, "local", nil
 	}
+	return KubeConfigFromSecret(ctx, r.secrets, ns, ref.SecretRef)
+}
+
+// KubeConfigFromSecret reads a member's connection from the hub's Secret that a
+// cluster's kubeConfig.secretRef names (key "value", else "value.yaml", as Flux reads
+// it), and a version of it: the Secret's UID and resourceVersion.
+func KubeConfigFromSecret(ctx context.Context, secrets client.Reader, ns string, ref *meta.SecretKeyReference) (*rest.Config, string, error) {
 	sec := &corev1.Secret{}
-	if err := r.secrets.Get(ctx, types.NamespacedName{Namespace: ns, Name: ref.SecretRef.Name}, sec); err != nil {
-		return nil, "", fmt.Errorf("reading kubeconfig Secret %s/%s: %w", ns, ref.SecretRef.Name, err)
+	if err := secrets.Get(ctx, types.NamespacedName{Namespace: ns, Name: ref.Name}, sec); err != nil {
+		return nil, "", fmt.Errorf("reading kubeconfig Secret %s/%s: %w", ns, ref.Name, err)
 	}
 	var data []byte
-	if ref.SecretRef.Key != "" {
-		data = sec.Data[ref.SecretRef.Key]
+	if ref.Key != "" {
+		data = sec.Data[ref.Key]
 	} else if data = sec.Data["value"]; len(data) == 0 {
 		data = sec.Data["value.yaml"]
 	}
@@ -113,11 +121,11 @@ func (r *ClusterSetReconciler) restConfig(ctx context.Context, ns string, ref *m
 			keys = append(keys, k)
 		}
 		sort.Strings(keys)
-		return nil, "", fmt.Errorf("kubeconfig Secret %s/%s has no key %q (keys: %v)", ns, ref.SecretRef.Name, keyOrDefault(ref.SecretRef.Key), keys)
+		return nil, "", fmt.Errorf("kubeconfig Secret %s/%s has no key %q (keys: %v)", ns, ref.Name, keyOrDefault(ref.Key), keys)
 	}
 	cfg, err := members.RESTConfigFromKubeConfig(data)
 	if err != nil {
-		return nil, "", fmt.Errorf("kubeconfig Secret %s/%s: %w", ns, ref.SecretRef.Name, err)
+		return nil, "", fmt.Errorf("kubeconfig Secret %s/%s: %w", ns, ref.Name, err)
 	}
 	return cfg, string(sec.UID) + "/" + sec.ResourceVersion, nil
 }

@@ -84,6 +84,14 @@ func exportsByCluster(obj *straitv1.ClusterSet) map[string]map[types.NamespacedN
 	return out
 }
 
+// ReadMemberFacts reads what the plan depends on from the member cluster of obj, as
+// the hub does each reconcile (the same exports, those declared for that cluster):
+// `strait diff` calls it with a direct client, so that its preview is computed from the
+// same facts.
+func ReadMemberFacts(ctx context.Context, rd client.Reader, obj *straitv1.ClusterSet, cluster string) (*plan.MemberFacts, error) {
+	return readFacts(ctx, rd, exportsByCluster(obj)[cluster], obj.Spec.ExportPolicy == straitv1.ExportPolicyMemberExports)
+}
+
 // declaredExports are the namespace/name of every export in the spec.
 func declaredExports(obj *straitv1.ClusterSet) map[types.NamespacedName]bool {
 	out := map[types.NamespacedName]bool{}

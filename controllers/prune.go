@@ -39,19 +39,21 @@ func prunable() []struct {
 	}
 }
 
-// prune deletes what carries the ClusterSet's labels in the member but is not desired
-// (everything, when desired is nil). The inventory is the labels themselves, read from
-// the member, so objects written before a hub restart are found too. A routine prune
-// reads the informers; a final one (desired nil: the cluster left, or the ClusterSet is
-// deleted) reads the API server, so that nothing the informers have not seen yet stays.
-func (w *memberWriter) prune(ctx context.Context, desired map[objKey]bool) (int, error) {
-	rd := w.m.Reader
-	if desired == nil {
-		rd = w.m.Client
-	}
-	sel := client.MatchingLabels{straitv1.LabelManagedBy: straitv1.ManagedByHub, straitv1.LabelClusterSet: plan.ClusterSetLabel(w.cs)}
+// OwnedObject is an object the hub wrote into a member for a ClusterSet.
+type OwnedObject struct {
+	Kind   string
+	Object client.Object
+}
+
+// ListOwned lists what carries the ClusterSet's labels in a member: every kind the hub
+// writes, read through rd, and the IPsec PSK Secret, looked up by name through direct
+// (Secrets are not watched). The hub prunes from this list and `strait diff` shows what
+// the hub would prune. A kind that cannot be listed is an error; the others are still
+// returned.
+func ListOwned(ctx context.Context, rd, direct client.Reader, cs types.NamespacedName) ([]OwnedObject, error) {
+	sel := client.MatchingLabels{straitv1.LabelManagedBy: straitv1.ManagedByHub, straitv1.LabelClusterSet: plan.ClusterSetLabel(cs)}
 	var errs []error
-	n := 0
+	var out []OwnedObject
 	for _, pk := range prunable() {
 		if err := rd.List(ctx, pk.list, sel, client.InNamespace(pk.namespace)); err != nil {
 			errs = append(errs, fmt.Errorf("listing %s: %w", pk.kind, err))
@@ -63,44 +65,80 @@ func (w *memberWriter) prune(ctx context.Context, desired map[objKey]bool) (int,
 			continue
 		}
 		for _, it := range items {
-			o, ok := it.(client.Object)
-			if !ok {
-				continue
+			if o, ok := it.(client.Object); ok {
+				out = append(out, OwnedObject{Kind: pk.kind, Object: o})
 			}
-			k := keyOf(pk.kind, o)
-			if desired[k] {
-				continue
-			}
-			if err := w.delete(ctx, k, o); err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			n++
 		}
 	}
-	m, err := w.prunePSKSecret(ctx, desired)
-	return n + m, errors.Join(append(errs, err)...)
+	switch s, err := ownedPSKSecret(ctx, direct, cs); {
+	case err != nil:
+		errs = append(errs, err)
+	case s != nil:
+		out = append(out, OwnedObject{Kind: "Secret", Object: s})
+	}
+	return out, errors.Join(errs...)
 }
 
-// prunePSKSecret deletes the member's copy of the IPsec key unless desired. Secrets are
-// not watched (the hub reads no Secret in members): it is looked up by name.
+// ownedPSKSecret is the member's copy of the IPsec key when it carries the ClusterSet's
+// label, nil when there is none. Secrets are not watched (the hub reads no Secret in
+// members): it is looked up by name through direct.
+func ownedPSKSecret(ctx context.Context, direct client.Reader, cs types.NamespacedName) (*corev1.Secret, error) {
+	s := &corev1.Secret{}
+	err := direct.Get(ctx, types.NamespacedName{Namespace: straitv1.SystemNamespace, Name: plan.IPsecPSKSecretName}, s)
+	switch {
+	case err == nil && s.Labels[straitv1.LabelClusterSet] == plan.ClusterSetLabel(cs):
+		return s, nil
+	case err != nil && !apierrors.IsNotFound(err):
+		return nil, fmt.Errorf("reading Secret %s/%s: %w", straitv1.SystemNamespace, plan.IPsecPSKSecretName, err)
+	}
+	return nil, nil
+}
+
+// prune deletes what carries the ClusterSet's labels in the member but is not desired
+// (everything, when desired is nil). The inventory is the labels themselves, read from
+// the member, so objects written before a hub restart are found too. A routine prune
+// reads the informers; a final one (desired nil: the cluster left, or the ClusterSet is
+// deleted) reads the API server, so that nothing the informers have not seen yet stays.
+func (w *memberWriter) prune(ctx context.Context, desired map[objKey]bool) (int, error) {
+	rd := w.m.Reader
+	if desired == nil {
+		rd = w.m.Client
+	}
+	owned, err := ListOwned(ctx, rd, w.m.Client, w.cs)
+	var errs []error
+	if err != nil {
+		errs = append(errs, err)
+	}
+	n := 0
+	for _, o := range owned {
+		k := keyOf(o.Kind, o.Object)
+		if desired[k] {
+			continue
+		}
+		if err := w.delete(ctx, k, o.Object); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		n++
+	}
+	return n, errors.Join(errs...)
+}
+
+// prunePSKSecret deletes the member's copy of the IPsec key unless desired (a pass over
+// the base group prunes it so; a full pass through ListOwned).
 func (w *memberWriter) prunePSKSecret(ctx context.Context, desired map[objKey]bool) (int, error) {
 	psk := objKey{kind: "Secret", namespace: straitv1.SystemNamespace, name: plan.IPsecPSKSecretName}
 	if desired[psk] {
 		return 0, nil
 	}
-	s := &corev1.Secret{}
-	err := w.m.Client.Get(ctx, types.NamespacedName{Namespace: psk.namespace, Name: psk.name}, s)
-	switch {
-	case err == nil && s.Labels[straitv1.LabelClusterSet] == plan.ClusterSetLabel(w.cs):
-		if err := w.delete(ctx, psk, s); err != nil {
-			return 0, err
-		}
-		return 1, nil
-	case err != nil && !apierrors.IsNotFound(err):
-		return 0, fmt.Errorf("reading Secret %s/%s: %w", psk.namespace, psk.name, err)
+	s, err := ownedPSKSecret(ctx, w.m.Client, w.cs)
+	if err != nil || s == nil {
+		return 0, err
 	}
-	return 0, nil
+	if err := w.delete(ctx, psk, s); err != nil {
+		return 0, err
+	}
+	return 1, nil
 }
 
 // releaseLeftClusters drops the connection and the applied-object table of every

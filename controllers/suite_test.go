@@ -20,15 +20,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	mcsv1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
-	"github.com/straitnet/strait/controllers"
 	"github.com/straitnet/strait/test/clusters"
+	"github.com/straitnet/strait/test/hubtest"
 )
 
 // The shared fixture: one hub and three members, and the hub controller running against
@@ -41,8 +38,7 @@ var (
 
 type fixture struct {
 	env    *clusters.Env
-	stop   context.CancelFunc
-	done   chan error
+	stop   func()
 	hubNS  string
 	prefix int
 	// metrics is the hub's registry, read as a scrape would.
@@ -54,7 +50,6 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	if shared != nil {
 		shared.stop()
-		<-shared.done
 		if err := shared.env.Stop(); err != nil {
 			fmt.Fprintln(os.Stderr, "stopping control planes:", err)
 		}
@@ -76,44 +71,18 @@ func hub(t *testing.T) *fixture {
 			return
 		}
 		reg := prometheus.NewRegistry()
-		stop, done, err := startHub(env, 1*time.Second, reg)
+		stop, err := hubtest.RunController(env, 1*time.Second, reg)
 		if err != nil {
 			sharedErr = err
 			_ = env.Stop()
 			return
 		}
-		shared = &fixture{env: env, stop: stop, done: done, hubNS: env.HubNamespace, metrics: reg}
+		shared = &fixture{env: env, stop: stop, hubNS: env.HubNamespace, metrics: reg}
 	})
 	if sharedErr != nil {
 		t.Fatalf("starting the control planes: %v", sharedErr)
 	}
 	return shared
-}
-
-// startHub runs the hub controller against env's hub, as `straitd hub` does, its
-// metrics registered in reg.
-func startHub(env *clusters.Env, probe time.Duration, reg prometheus.Registerer) (context.CancelFunc, chan error, error) {
-	mgr, err := ctrl.NewManager(env.Hub.Config, manager.Options{
-		Scheme:                 env.Scheme,
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Controller:             config.Controller{SkipNameValidation: ptr(true)},
-	})
-	if err != nil {
-		return nil, nil, err
-	}
-	metrics, err := controllers.NewMetrics(reg)
-	if err != nil {
-		return nil, nil, err
-	}
-	r := controllers.NewClusterSetReconciler(mgr, metrics, controllers.Config{ProbeInterval: probe, RetryInterval: 5 * time.Second})
-	if err := r.SetupWithManager(mgr); err != nil {
-		return nil, nil, err
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	return cancel, done, nil
 }
 
 func zapLevel() zapcore.Level {

@@ -7,9 +7,11 @@ set -euo pipefail
 
 # tool-or-path:debian-package. A tool is looked up on PATH, a path must exist. gcc,
 # pkg-config and libc6-dev link runc statically against libseccomp (make node-binaries);
-# nsenter starts a real node's daemons in its namespaces.
+# nsenter starts a real node's daemons in its namespaces; git (http-backend) is the lab's git
+# server (lab/gitserver).
 needs=(
   ip:iproute2
+  git:git
   nft:nftables
   ping:iputils-ping
   iperf3:iperf3

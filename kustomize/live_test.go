@@ -130,10 +130,12 @@ func TestHubWorksWithTheMemberRole(t *testing.T) {
 	g.Expect(apierrors.IsNotFound(c1.Client.Get(ctx, types.NamespacedName{Namespace: "shop", Name: "cart"}, &mcsv1.ServiceImport{}))).To(BeTrue())
 }
 
-func mustCreate(t *testing.T, c client.Client, o client.Object) {
+func mustCreate(t *testing.T, c client.Client, objs ...client.Object) {
 	t.Helper()
-	if err := c.Create(context.Background(), o); err != nil {
-		t.Fatalf("creating %T %s: %v", o, o.GetName(), err)
+	for _, o := range objs {
+		if err := c.Create(context.Background(), o); err != nil {
+			t.Fatalf("creating %T %s: %v", o, o.GetName(), err)
+		}
 	}
 }
 

@@ -61,9 +61,6 @@ func (l *Lab) ensureControlPlane(ctx context.Context, c controlPlane) error {
 		return err
 	}
 	svcRange := c.serviceCIDR
-	if !svcRange.IsValid() {
-		svcRange = netip.MustParsePrefix("10.0.0.0/24") // the hub: no Services are routed.
-	}
 	advertise := "127.0.0.1"
 	if c.cp.LANAddr.IsValid() {
 		advertise = c.cp.LANAddr.Addr().String()

@@ -8,6 +8,7 @@ import (
 
 	"github.com/miekg/dns"
 
+	straitv1 "github.com/straitnet/strait/api/v1alpha1"
 	"github.com/straitnet/strait/lab/topology"
 	"github.com/straitnet/strait/test/netns"
 )
@@ -34,8 +35,8 @@ func (l *Lab) waitClustersetDNS(ctx context.Context, c topology.Cluster, timeout
 			err = fmt.Errorf("rcode %s", dns.RcodeToString[rcode])
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("%s: the cluster DNS %s does not answer %s: %w (strait dns log: %s)", c.Name, server, readyName, err,
-				l.state.LogPath(c.Name, "strait-dns"))
+			return fmt.Errorf("%s: the cluster DNS %s does not answer %s: %w (kubectl -n %s logs deploy/strait-dns; CoreDNS log: %s)",
+				c.Name, server, readyName, err, straitv1.SystemNamespace, l.state.LogPath(c.Name, "coredns"))
 		}
 		select {
 		case <-ctx.Done():

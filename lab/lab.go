@@ -26,13 +26,14 @@ type Options struct {
 	// Strait is the people's strait binary: the lab daemon (strait lab serve) and the
 	// the lab daemon (strait lab serve).
 	Strait string
-	// Straitd is the daemons' binary, the one of the image: hub, agent, dns and charon.
-	Straitd string
 	// NodeBin holds containerd, its shim, ctr, runc and the CNI plugins (make
 	// node-binaries); the kubelet is in K8sBin.
 	NodeBin string
-	// ImageDir holds the image tarballs real nodes import (make images).
+	// ImageDir holds the image tarballs real nodes import (make images, make image).
 	ImageDir string
+	// Kustomize is Strait's kustomize directory (hub, member, crd): the lab installs
+	// from it as users do.
+	Kustomize string
 	// PortBase is the host loopback port of the first control plane's forwarder.
 	PortBase int
 	// Out receives progress lines.

@@ -4,9 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"os"
-	"path/filepath"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -94,35 +93,18 @@ func (l *Lab) ensureClusterDNS(ctx context.Context, c topology.Cluster, client k
 func (l *Lab) ensureKubeProxy(c topology.Cluster) error {
 	var errs []error
 	for _, n := range c.Nodes {
-		errs = append(errs, l.ensureProcess(c.Name, "kube-proxy-"+n.Name, n.Namespace, l.opts.bin("kube-proxy"),
-			"--kubeconfig", l.state.LANKubeconfig(c.Name), "--hostname-override", n.Name,
-			"--proxy-mode", "nftables", "--cluster-cidr", c.PodCIDR.String(),
-			"--conntrack-max-per-core", "0", "--conntrack-tcp-timeout-established", "0", "--conntrack-tcp-timeout-close-wait", "0",
-			"--metrics-bind-address", "127.0.0.1:10249", "--healthz-bind-address", "127.0.0.1:10256",
-			"--nodeport-addresses", n.LANAddr.Masked().String()))
+		errs = append(errs, l.ensureKubeProxyOn(c.Name, n, l.state.LANKubeconfig(c.Name), c.PodCIDR))
 	}
 	return errors.Join(errs...)
 }
 
-// applyManifests creates every object in the YAML files of dirs (CRDs first as given),
-// leaving objects that exist alone.
-func applyManifests(ctx context.Context, a *applier, dirs ...string) error {
-	var errs []error
-	for _, dir := range dirs {
-		files, _ := filepath.Glob(filepath.Join(dir, "*.yaml"))
-		for _, f := range files {
-			if strings.HasSuffix(f, "kustomization.yaml") {
-				continue
-			}
-			data, err := os.ReadFile(f)
-			if err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			if err := a.createYAML(ctx, data); err != nil {
-				errs = append(errs, fmt.Errorf("%s: %w", f, err))
-			}
-		}
-	}
-	return errors.Join(errs...)
+// ensureKubeProxyOn starts kube-proxy in nftables mode on one node of cluster: on the
+// hub's node too, whose pods (strait hub) reach their API server at its ClusterIP.
+func (l *Lab) ensureKubeProxyOn(cluster string, n topology.Node, kubeconfig string, clusterCIDR netip.Prefix) error {
+	return l.ensureProcess(cluster, "kube-proxy-"+n.Name, n.Namespace, l.opts.bin("kube-proxy"),
+		"--kubeconfig", kubeconfig, "--hostname-override", n.Name,
+		"--proxy-mode", "nftables", "--cluster-cidr", clusterCIDR.String(),
+		"--conntrack-max-per-core", "0", "--conntrack-tcp-timeout-established", "0", "--conntrack-tcp-timeout-close-wait", "0",
+		"--metrics-bind-address", "127.0.0.1:10249", "--healthz-bind-address", "127.0.0.1:10256",
+		"--nodeport-addresses", n.LANAddr.Masked().String())
 }

@@ -41,6 +41,15 @@ func sampleImages(withSamples bool) []string {
 	return imgs
 }
 
+// memberImages are what a member's node imports: the sandbox, Strait's agent, charon
+// and dns, and the samples' images.
+func memberImages(withSamples bool) []string {
+	return append(sampleImages(withSamples), StraitdImage, CharonImage)
+}
+
+// hubImages are what the hub's node imports: the sandbox and strait hub.
+func hubImages() []string { return []string{image.Pause, StraitdImage} }
+
 // imageTarball is where "make images" writes an image's tarball.
 func (o Options) imageTarball(ref string) (string, error) {
 	name, err := image.Spec{Ref: ref}.File()
@@ -56,7 +65,7 @@ func (o Options) checkNodeArtifacts(withSamples bool) error {
 	for _, b := range []string{"containerd", "containerd-shim-runc-v2", "ctr", "runc", "bridge", "host-local", "loopback"} {
 		need = append(need, filepath.Join(o.NodeBin, b))
 	}
-	for _, ref := range sampleImages(withSamples) {
+	for _, ref := range memberImages(withSamples) {
 		p, err := o.imageTarball(ref)
 		if err != nil {
 			return err
@@ -65,7 +74,7 @@ func (o Options) checkNodeArtifacts(withSamples bool) error {
 	}
 	for _, p := range need {
 		if _, err := os.Stat(p); err != nil {
-			return fmt.Errorf("real nodes: missing %s (make node-binaries images): %w", p, err)
+			return fmt.Errorf("real nodes: missing %s (make node-binaries images image): %w", p, err)
 		}
 	}
 	return nil
@@ -94,7 +103,7 @@ func (l *Lab) ensureRealNodes(ctx context.Context, c topology.Cluster, client ku
 		go func() {
 			defer wg.Done()
 			errs[i] = l.ensureRealNode(ctx, client, realNode{cluster: c.Name, node: n, kubeconfig: l.state.LANKubeconfig(c.Name),
-				dns: []netip.Addr{c.DNSServiceIP}, images: sampleImages(withSamples)})
+				dns: []netip.Addr{c.DNSServiceIP}, images: memberImages(withSamples)})
 		}()
 	}
 	wg.Wait()
@@ -102,10 +111,10 @@ func (l *Lab) ensureRealNodes(ctx context.Context, c topology.Cluster, client ku
 }
 
 // ensureHubNode starts the hub's node in the hub's namespace, reaching the API server on
-// loopback; it imports only the sandbox image (nothing runs there yet).
+// loopback, where strait hub runs.
 func (l *Lab) ensureHubNode(ctx context.Context, t *topology.Lab, client kubernetes.Interface) error {
 	return l.ensureRealNode(ctx, client, realNode{cluster: topology.HubName, node: *t.HubNode, kubeconfig: l.state.InNamespaceKubeconfig(topology.HubName),
-		images: sampleImages(false)})
+		images: hubImages()})
 }
 
 func (l *Lab) ensureRealNode(ctx context.Context, client kubernetes.Interface, rn realNode) error {
@@ -171,6 +180,41 @@ func (l *Lab) ensureRealNode(ctx context.Context, client kubernetes.Interface, r
 	tm := nd.Timings()
 	l.progress("%s: real node up in %.1fs (containerd %.1fs, images %.1fs, kubelet %.1fs)", n.Name,
 		time.Since(start).Seconds(), tm.Containerd.Seconds(), tm.Images.Seconds(), tm.Kubelet.Seconds())
+	return nil
+}
+
+// LoadImages imports image tarballs into every real node of the lab, all nodes at once.
+func (l *Lab) LoadImages(ctx context.Context, tarballs ...string) error {
+	_, t, err := l.Load()
+	if err != nil {
+		return err
+	}
+	var nodes []string
+	if t.HubNode != nil {
+		nodes = append(nodes, t.HubNode.Name)
+	}
+	for _, c := range t.Clusters {
+		for _, n := range c.Nodes {
+			nodes = append(nodes, n.Name)
+		}
+	}
+	start := time.Now()
+	errs := make([]error, len(nodes))
+	var wg sync.WaitGroup
+	for i, name := range nodes {
+		wg.Go(func() {
+			for _, tb := range tarballs {
+				if err := node.ImportImage(ctx, l.state.nodeDir(name), l.opts.NodeBin, tb); err != nil {
+					errs[i] = errors.Join(errs[i], fmt.Errorf("node %s: %w", name, err))
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	l.progress("loaded %d images into %d nodes in %.1fs", len(tarballs), len(nodes), time.Since(start).Seconds())
 	return nil
 }
 

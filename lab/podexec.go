@@ -33,18 +33,31 @@ func (l *Lab) ExecIn(ctx context.Context, cluster, pod string, argv []string, st
 	return nil
 }
 
+// ContainerPid is the host pid of a container's first process in a running pod, asked
+// from the runc of the pod's node: tests signal Strait's daemons through it as a crash
+// or the kubelet would.
+func (l *Lab) ContainerPid(ctx context.Context, p *corev1.Pod, container string) (int, error) {
+	for _, st := range p.Status.ContainerStatuses {
+		if st.Name != container {
+			continue
+		}
+		_, id, ok := strings.Cut(st.ContainerID, "://")
+		if !ok || st.State.Running == nil {
+			return 0, fmt.Errorf("pod %s/%s: container %s is not running (%q)", p.Namespace, p.Name, container, st.ContainerID)
+		}
+		return node.ContainerPid(ctx, l.state.nodeDir(p.Spec.NodeName), l.opts.NodeBin, id)
+	}
+	return 0, fmt.Errorf("pod %s/%s has no container %s", p.Namespace, p.Name, container)
+}
+
 // PodNetNS is what enters a pod's network namespace from the host: /proc/<pid>/ns/net
 // of its first container (the container's files, such as its resolv.conf, are under
 // /proc/<pid>/root).
 func (l *Lab) PodNetNS(ctx context.Context, cluster string, p *corev1.Pod) (string, error) {
-	if len(p.Status.ContainerStatuses) == 0 || p.Status.ContainerStatuses[0].ContainerID == "" {
+	if len(p.Status.ContainerStatuses) == 0 {
 		return "", fmt.Errorf("pod %s/%s in %s has no running container yet", p.Namespace, p.Name, cluster)
 	}
-	_, id, ok := strings.Cut(p.Status.ContainerStatuses[0].ContainerID, "://")
-	if !ok {
-		return "", fmt.Errorf("pod %s/%s: container ID %q is not runtime://id", p.Namespace, p.Name, p.Status.ContainerStatuses[0].ContainerID)
-	}
-	pid, err := node.ContainerPid(ctx, l.state.nodeDir(p.Spec.NodeName), l.opts.NodeBin, id)
+	pid, err := l.ContainerPid(ctx, p, p.Status.ContainerStatuses[0].Name)
 	if err != nil {
 		return "", err
 	}

@@ -43,11 +43,6 @@ func (l *Lab) Status(ctx context.Context, w io.Writer) error {
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s (pid %d)\n", cluster, proc, state, pids[k])
 	}
-	for _, sub := range []string{"hub", "agent", "dns"} {
-		if !l.StraitdSupports(sub) {
-			fmt.Fprintf(tw, "-\tstraitd %s\tnot running: the straitd binary (%s) has no %q subcommand\n", sub, l.opts.Straitd, sub)
-		}
-	}
 	_ = tw.Flush()
 	for _, cp := range t.ControlPlanes() {
 		fmt.Fprintf(w, "\n== %s  (kubeconfig: %s)\n", cp.Cluster, l.state.KubeconfigPath(cp.Cluster))
@@ -64,6 +59,15 @@ func (l *Lab) Status(ctx context.Context, w io.Writer) error {
 			continue
 		}
 		tw := tabwriter.NewWriter(w, 0, 2, 2, ' ', 0)
+		if ws, err := straitWorkloads(cctx, client); err == nil {
+			for _, r := range ws {
+				state := "rolling out"
+				if r.done() {
+					state = "Ready"
+				}
+				fmt.Fprintf(tw, "  %s/%s\t%s\t%d/%d ready\t%d up to date\n", strings.ToLower(r.Kind), r.Name, state, r.Ready, r.Desired, r.Update)
+			}
+		}
 		for _, n := range nodes.Items {
 			fmt.Fprintf(tw, "  node/%s\t%s\t%s\t%s\n", n.Name, NodeReady(&n), n.Spec.PodCIDR, n.Labels[topology.GatewayLabel])
 		}

@@ -8,20 +8,17 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 
-	straitv1 "github.com/straitnet/strait/api/v1alpha1"
 	"github.com/straitnet/strait/lab/topology"
-	"github.com/straitnet/strait/nodeagent/cable/ipsec"
 	"github.com/straitnet/strait/test/netns"
 )
 
@@ -30,11 +27,6 @@ type UpOptions struct {
 	Spec topology.Spec
 	// ClusterSet is the manifest's content.
 	ClusterSet []byte
-	// CRDDirs hold CRD manifests applied to every control plane (the hub's and members').
-	CRDDirs []string
-	// WebhookManifest is the file of the hub's ValidatingWebhookConfiguration (applied
-	// when strait hub runs); empty for none.
-	WebhookManifest string
 	// Timeout bounds the wait for every sample pod to be ready.
 	Timeout time.Duration
 }
@@ -85,6 +77,9 @@ func (l *Lab) up(ctx context.Context, o UpOptions) error {
 		c := controlPlane{cp: cp, hostPort: rec.hostPort(t, cp.Cluster)}
 		if m, ok := t.Cluster(cp.Cluster); ok {
 			c.serviceCIDR, c.apiService = m.ServiceCIDR, m.APIServiceIP
+		} else {
+			c.serviceCIDR = topology.HubServiceCIDR()
+			c.apiService = c.serviceCIDR.Addr().Next()
 		}
 		if err := l.ensureControlPlane(ctx, c); err != nil {
 			return err
@@ -103,12 +98,17 @@ func (l *Lab) up(ctx context.Context, o UpOptions) error {
 	}); err != nil {
 		return err
 	}
-	l.startStrait(ctx, t, o.WebhookManifest)
-	if o.Spec.SampleWorkloads {
-		timeout := o.Timeout
-		if timeout == 0 {
-			timeout = 3 * time.Minute
+	if err := l.eachControlPlane(t, func(cp topology.ControlPlane) error {
+		client, err := l.clientset(cp)
+		if err != nil {
+			return err
 		}
+		return l.waitStrait(ctx, cp.Cluster, client, o.timeout())
+	}); err != nil {
+		return err
+	}
+	if o.Spec.SampleWorkloads {
+		timeout := o.timeout()
 		if err := l.eachControlPlane(t, func(cp topology.ControlPlane) error {
 			if cp.Cluster == topology.HubName {
 				return nil
@@ -119,9 +119,6 @@ func (l *Lab) up(ctx context.Context, o UpOptions) error {
 			c, _ := t.Cluster(cp.Cluster)
 			if err := l.waitServices(ctx, *c, timeout); err != nil {
 				return err
-			}
-			if !l.StraitdSupports("dns") {
-				return nil
 			}
 			return l.waitClustersetDNS(ctx, *c, timeout)
 		}); err != nil {
@@ -164,14 +161,19 @@ func (l *Lab) bootstrap(ctx context.Context, t *topology.Lab, rec *Record, cp to
 	if err != nil {
 		return err
 	}
-	if err := applyManifests(ctx, a, o.CRDDirs...); err != nil {
-		return fmt.Errorf("%s CRDs: %w", cp.Cluster, err)
+	member := cp.Cluster != topology.HubName
+	if err := l.installStrait(ctx, cp.Cluster, member); err != nil {
+		return err
 	}
-	if cp.Cluster == topology.HubName {
+	l.progress("%s: strait installed (kubectl apply --server-side -k %s)", cp.Cluster, l.InstallDir(cp.Cluster))
+	if !member {
 		if err := l.ensureHubNode(ctx, t, client); err != nil {
 			return fmt.Errorf("hub node: %w", err)
 		}
-		return l.bootstrapHub(ctx, t, rec, a)
+		if err := l.ensureKubeProxyOn(topology.HubName, *t.HubNode, l.state.InNamespaceKubeconfig(topology.HubName), t.HubNode.PodCIDR); err != nil {
+			return fmt.Errorf("hub kube-proxy: %w", err)
+		}
+		return l.bootstrapHub(ctx, t, rec, a, client, o.timeout())
 	}
 	c, _ := t.Cluster(cp.Cluster)
 	if err := l.ensureClusterDNS(ctx, *c, client); err != nil {
@@ -196,29 +198,36 @@ func (l *Lab) bootstrap(ctx context.Context, t *topology.Lab, rec *Record, cp to
 	return nil
 }
 
-// bootstrapHub applies the ClusterSet and a kubeconfig Secret per member (reaching the
-// member's API server at its LAN address, where strait hub runs: in the hub's namespace).
-func (l *Lab) bootstrapHub(ctx context.Context, t *topology.Lab, rec *Record, a *applier) error {
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "strait-system"}}
-	errs := []error{a.create(ctx, ns)}
-	for _, c := range t.Clusters {
-		// strait hub runs in the hub's namespace, on every member's LAN.
-		kc, err := os.ReadFile(l.state.LANKubeconfig(c.Name))
-		if err != nil {
-			// Members write theirs concurrently; wait briefly.
-			time.Sleep(time.Second)
-			if kc, err = os.ReadFile(l.state.LANKubeconfig(c.Name)); err != nil {
-				errs = append(errs, err)
-				continue
-			}
-		}
-		errs = append(errs, a.create(ctx, &corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Name: c.Name + "-kubeconfig", Namespace: "strait-system"},
-			Data:       map[string][]byte{"value": kc, "value.yaml": kc},
-		}))
+// bootstrapHub creates in the hub what a user creates before the ClusterSet syncs (the
+// members' kubeconfig Secrets, the PSK), waits for strait hub to answer its webhook and
+// applies the ClusterSet.
+func (l *Lab) bootstrapHub(ctx context.Context, t *topology.Lab, rec *Record, a *applier, client kubernetes.Interface, timeout time.Duration) error {
+	if err := l.hubSecrets(ctx, t, client, rec.ClusterSet, timeout); err != nil {
+		return fmt.Errorf("hub secrets: %w", err)
 	}
-	errs = append(errs, a.createYAML(ctx, rec.ClusterSet))
-	return errors.Join(errs...)
+	if err := l.waitStrait(ctx, topology.HubName, client, timeout); err != nil {
+		return err
+	}
+	// Ready replicas serve the webhook, but the API server may not have the Service's
+	// endpoints yet: a refusal for want of the webhook is retried, any other is not.
+	deadline := time.Now().Add(timeout)
+	for {
+		err := a.createYAML(ctx, rec.ClusterSet)
+		if err == nil || !isWebhookUnavailable(err) || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+// isWebhookUnavailable says whether the API server failed to call a webhook (as opposed
+// to the webhook refusing the object).
+func isWebhookUnavailable(err error) bool {
+	return strings.Contains(err.Error(), "failed calling webhook")
 }
 
 // waitPodsReady waits until every sample pod of a member is Ready.
@@ -265,108 +274,21 @@ func (l *Lab) waitPodsReady(ctx context.Context, cp topology.ControlPlane, timeo
 	}
 }
 
-// StraitdSupports says whether the straitd binary has a subcommand (a lab can run with
-// only the control planes while a daemon is being written).
-func (l *Lab) StraitdSupports(sub string) bool {
-	return l.opts.Straitd != "" && exec.Command(l.opts.Straitd, sub, "--help").Run() == nil
+func (o UpOptions) timeout() time.Duration {
+	if o.Timeout == 0 {
+		return 3 * time.Minute
+	}
+	return o.Timeout
 }
 
-// startStrait starts straitd hub in the hub's namespace (it reaches the members over
-// their LANs and serves its webhook to the hub's API server), straitd agent in every
-// node's namespace and straitd dns next to CoreDNS in every member's control-plane
-// namespace, where the binary has those subcommands.
-func (l *Lab) startStrait(ctx context.Context, t *topology.Lab, webhookManifest string) {
-	hub := t.Hub != nil && l.StraitdSupports("hub")
-	if hub {
-		// The webhook configuration first: strait hub injects its CA bundle into it at
-		// start and exits when it is missing.
-		if err := l.ensureHubWebhook(ctx, t, webhookManifest); err != nil {
-			l.progress("hub: webhook: %v", err)
-		} else if err := l.ensureProcess(topology.HubName, "strait-hub", t.Hub.Namespace, l.opts.Straitd, "hub",
-			"--kubeconfig", l.state.InNamespaceKubeconfig(topology.HubName), "--leader-elect=false", "--log-json=false",
-			"--health-probe-bind-address", "127.0.0.1:8081", "--metrics-bind-address", "127.0.0.1:8080",
-			"--webhook-certs", "self", "--webhook-cert-dir", filepath.Join(l.state.ClusterDir(topology.HubName), "webhook")); err != nil {
-			l.progress("hub: straitd hub: %v", err)
-		}
-	}
-	agent, dns := l.StraitdSupports("agent"), l.StraitdSupports("dns")
-	// The ipsec cable's charon, where strongSwan is installed.
-	_, noCharon := os.Stat(ipsec.CharonPath)
-	charon := l.StraitdSupports("charon") && noCharon == nil
-	for _, c := range t.Clusters {
-		if agent {
-			for _, n := range c.Nodes {
-				args := []string{l.opts.Straitd, "agent", "--node-name", n.Name, "--kubeconfig", l.state.LANKubeconfig(c.Name)}
-				if n.Gateway && charon {
-					// strongSwan's charon for the ipsec cable, beside the agent as the
-					// member DaemonSet's sidecar; it idles under the other drivers.
-					// Userspace ESP: these kernels have no ESP.
-					dir := l.state.CharonDir(c.Name, n.Name)
-					if err := l.ensureProcess(c.Name, "strait-charon-"+n.Name, n.Namespace, l.opts.Straitd, "charon",
-						"--dir", dir, "--port", strconv.Itoa(int(straitv1.DefaultIPsecPort)), "--libipsec"); err != nil {
-						l.progress("%s: straitd charon: %v", n.Name, err)
-					}
-					args = append(args, "--vici-socket", filepath.Join(dir, "charon.vici"))
-				}
-				// wireguard-go's UAPI sockets live in /run/wireguard, shared by every
-				// namespace: each agent gets a private one (ip netns exec has already
-				// given it its own mount namespace, slave to the host's).
-				if err := l.ensureProcess(c.Name, "strait-agent-"+n.Name, n.Namespace, append([]string{"sh", "-c",
-					`mkdir -p /run/wireguard && mount -t tmpfs -o size=1m,mode=0700 strait-lab /run/wireguard && exec "$0" "$@"`},
-					args...)...); err != nil {
-					l.progress("%s: straitd agent: %v", n.Name, err)
-				}
-			}
-		}
-		if dns {
-			// CoreDNS runs in the same namespace, so it forwards clusterset.local over loopback.
-			if err := l.ensureProcess(c.Name, "strait-dns", c.ControlPlane.Namespace, l.opts.Straitd, "dns",
-				"--kubeconfig", l.state.InNamespaceKubeconfig(c.Name), "--listen", "127.0.0.1:5353",
-				"--upstream", "127.0.0.1:5353", "--metrics-addr", "127.0.0.1:9253"); err != nil {
-				l.progress("%s: straitd dns: %v", c.Name, err)
-			}
-		}
-	}
-	l.progress("strait: hub %s, agent %s, dns %s, charon %s", onOff(hub), onOff(agent), onOff(dns), onOff(charon))
-}
-
-// ensureHubWebhook points the hub's ClusterSet webhook at strait hub in the hub's
-// namespace: a selectorless Service with Endpoints at the hub's loopback address (the
-// hub's API server resolves webhooks to endpoints: --enable-aggregator-routing).
-func (l *Lab) ensureHubWebhook(ctx context.Context, t *topology.Lab, webhookManifest string) error {
-	cfg, err := l.inNamespaceConfig(topology.HubName, t.Hub.Namespace)()
+// clientset is a client of a cluster's API server from inside its control plane's
+// namespace.
+func (l *Lab) clientset(cp topology.ControlPlane) (kubernetes.Interface, error) {
+	cfg, err := l.inNamespaceConfig(cp.Cluster, cp.Namespace)()
 	if err != nil {
-		return err
+		return nil, err
 	}
-	a, err := newApplier(cfg)
-	if err != nil {
-		return err
-	}
-	const name, ns = "strait-hub-webhook", "strait-system"
-	errs := []error{
-		a.create(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-			Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "webhook", Port: 443, TargetPort: intstr.FromInt32(9443)}}}}),
-		a.create(ctx, &corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, //nolint:staticcheck // read by the API server's webhook resolver
-			Subsets: []corev1.EndpointSubset{{ //nolint:staticcheck // as above
-				Addresses: []corev1.EndpointAddress{{IP: t.Hub.LANAddr.Addr().String()}},
-				Ports:     []corev1.EndpointPort{{Name: "webhook", Port: 9443}},
-			}}}),
-	}
-	if webhookManifest != "" {
-		data, err := os.ReadFile(webhookManifest)
-		if err == nil {
-			err = a.createYAML(ctx, data)
-		}
-		errs = append(errs, err)
-	}
-	return errors.Join(errs...)
-}
-
-func onOff(b bool) string {
-	if b {
-		return "started"
-	}
-	return "not available in this strait binary"
+	return kubernetes.NewForConfig(cfg)
 }
 
 // waitServices waits until every node reaches every sample Service and the cluster DNS

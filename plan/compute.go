@@ -17,7 +17,7 @@ import (
 
 // IPsecPSKSecretName is the Secret in each member's strait-system namespace that holds
 // the IPsec pre-shared key the hub copies from the ClusterSet's pskSecretRef.
-const IPsecPSKSecretName = "strait-ipsec-psk"
+const IPsecPSKSecretName = straitv1.IPsecPSKSecretName
 
 // IPsecPSKKey is the key of the pre-shared key, in the hub's Secret and in the members'.
 const IPsecPSKKey = "psk"

@@ -28,6 +28,11 @@ const (
 
 	// MembershipName is the name of the one Membership in each member.
 	MembershipName = "membership"
+
+	// IPsecPSKSecretName is the Secret in each member's SystemNamespace that holds the
+	// IPsec pre-shared key the hub copies there. It is the only name the hub may write
+	// and the agent may read among the PSK Secrets: both roles name it.
+	IPsecPSKSecretName = "strait-ipsec-psk"
 )
 
 // Condition types used on Strait's objects beyond Flux's Ready/Reconciling/Stalled.

@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/straitnet/strait/controllers/diffcmd"
 	"github.com/straitnet/strait/internal/cli"
 	"github.com/straitnet/strait/lab/labcmd"
 	"github.com/straitnet/strait/plan/rendercmd"
@@ -22,10 +23,11 @@ func newRootCmd() *cobra.Command {
 gateway tunnels, serves <svc>.<ns>.svc.clusterset.local, and lets clusters with
 overlapping CIDRs talk through globalnet NAT — all from one ClusterSet kept in git.
 
-strait is what people run: render shows what a ClusterSet means for every member, lab
-runs whole clustersets on one machine. The daemons (hub, agent, dns, charon) are the
+strait is what people run: render shows what a ClusterSet means for every member, diff
+what a change to it would do in the hub and the members before it lands, lab runs
+whole clustersets on one machine. The daemons (hub, agent, dns, charon) are the
 other binary, straitd.`,
 	}
-	root.AddCommand(rendercmd.NewCommand(), labcmd.NewCommand(), cli.NewVersionCommand("strait"))
+	root.AddCommand(rendercmd.NewCommand(), diffcmd.NewCommand(), labcmd.NewCommand(), cli.NewVersionCommand("strait"))
 	return root
 }

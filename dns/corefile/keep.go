@@ -29,50 +29,88 @@ type Keeper struct {
 	Resync time.Duration
 	// Zones are the zones strait dns serves; ok is false until it serves any.
 	Zones func() (zones []string, ok bool)
-	Log   *slog.Logger
+	// Left says whether the cluster has left its clusterset (its Membership, once there,
+	// is gone: the ClusterSet dropped it or was deleted). The block is removed then, so
+	// an uninstall leaves CoreDNS's Corefile as it was; it comes back if the cluster
+	// rejoins. Nil never leaves.
+	Left func() bool
+	Log  *slog.Logger
 }
 
-// Run keeps the block until ctx ends. Failures are logged and retried at the next tick:
-// DNS keeps being served while the Corefile cannot be written.
+// Run keeps the block until ctx ends: it looks every second and writes when the zones
+// change or the cluster leaves or rejoins its clusterset, and every Resync regardless.
+// Failures are logged and retried the next second: DNS keeps being served while the
+// Corefile cannot be written.
 func (k Keeper) Run(ctx context.Context) error {
 	if k.Resync <= 0 {
 		return fmt.Errorf("corefile: resync %s: must be positive", k.Resync)
 	}
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
-	synced := false
+	var (
+		done string // what was last written: the zones, or leftState
+		at   time.Time
+	)
+	const leftState = "\x00left"
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-tick.C:
 		}
-		zones, ok := k.Zones()
-		if !ok {
+		want, zones := leftState, []string(nil)
+		if k.Left == nil || !k.Left() {
+			var ok bool
+			if zones, ok = k.Zones(); !ok {
+				continue
+			}
+			want = strings.Join(zones, ",")
+		}
+		if want == done && time.Since(at) < k.Resync {
 			continue
 		}
-		if !synced {
-			synced = true
-			tick.Reset(k.Resync)
+		var ok bool
+		if want == leftState {
+			ok = k.remove(ctx)
+		} else {
+			ok = k.keep(ctx, zones)
 		}
-		k.keep(ctx, zones)
+		if ok {
+			done, at = want, time.Now()
+		}
 	}
 }
 
-// keep writes the block for zones once, logging what happened.
-func (k Keeper) keep(ctx context.Context, zones []string) {
+// keep writes the block for zones once, logging what happened; false when it failed.
+func (k Keeper) keep(ctx context.Context, zones []string) bool {
 	upstream, err := k.upstream(ctx)
 	if err != nil {
 		k.Log.Error("finding strait dns's address", "service", k.Service.String(), "err", err)
-		return
+		return false
 	}
 	changed, err := Apply(ctx, k.Client, k.ConfigMap, Block(zones, upstream), zones)
 	switch {
 	case err != nil:
 		k.Log.Error("keeping the Corefile block", "configmap", k.ConfigMap.String(), "err", err)
+		return false
 	case changed:
 		k.Log.Info("Corefile block written", "configmap", k.ConfigMap.String(), "zones", strings.Join(zones, ","), "upstream", upstream)
 	}
+	return true
+}
+
+// remove takes the block out of the Corefile, logging what happened; false when it
+// failed.
+func (k Keeper) remove(ctx context.Context) bool {
+	removed, err := Cleanup(ctx, k.Client, k.ConfigMap)
+	switch {
+	case err != nil:
+		k.Log.Error("removing the Corefile block", "configmap", k.ConfigMap.String(), "err", err)
+		return false
+	case removed:
+		k.Log.Info("the cluster left its clusterset: Corefile block removed", "configmap", k.ConfigMap.String())
+	}
+	return true
 }
 
 // upstream is Upstream, else the cluster IP of the strait dns Service, port 53.

@@ -189,7 +189,7 @@ func runDNS(ctx context.Context, o *dnsOptions) error {
 		n++
 		svc, _ := namespacedName(o.service) // checked above
 		keeper := corefile.Keeper{Client: k8s, ConfigMap: cm, Service: svc, Upstream: o.upstream,
-			Resync: o.corednsResync, Zones: servedZones(srv), Log: log}
+			Resync: o.corednsResync, Zones: servedZones(srv), Left: leftClusterset(srv), Log: log}
 		run("coredns", func() error { return keeper.Run(ctx) })
 	}
 	var errs []error
@@ -202,6 +202,22 @@ func runDNS(ctx context.Context, o *dnsOptions) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// leftClusterset says whether the snapshots srv serves had a Membership and no longer do.
+func leftClusterset(srv *server.Server) func() bool {
+	var member bool
+	return func() bool {
+		snap := srv.Snapshot()
+		if snap == nil {
+			return false
+		}
+		if snap.Config().Member {
+			member = true
+			return false
+		}
+		return member
+	}
 }
 
 // servedZones are the zones of the snapshot srv serves, once it serves one.

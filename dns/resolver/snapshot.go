@@ -28,6 +28,8 @@ type Config struct {
 	ClusterNames bool
 	// LocalCluster is this member's cluster ID: its ready export is preferred.
 	LocalCluster string
+	// Member says whether the cluster belongs to a clusterset: its Membership exists.
+	Member bool
 	// Serial of the zone's SOA; the source bumps it on every new snapshot.
 	Serial uint32
 }

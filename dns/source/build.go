@@ -41,6 +41,7 @@ func Config(st *State, o Overrides, serial uint32) resolver.Config {
 	cfg := resolver.Config{Zones: []string{resolver.DefaultZone}, TTL: resolver.DefaultTTL, ClusterNames: true,
 		LocalCluster: o.ClusterID, Serial: serial}
 	if m := st.Membership; m != nil {
+		cfg.Member = true
 		if cfg.LocalCluster == "" {
 			cfg.LocalCluster = m.Spec.ClusterID
 		}

@@ -24,6 +24,14 @@ type Spec struct {
 	Entrypoint []string
 	Cmd        []string
 	Env        []string
+	// User is who the entrypoint runs as, "uid:gid", numeric: a pod with runAsNonRoot and
+	// no runAsUser starts only from an image whose user is a number other than 0.
+	User string
+	// Labels go into the image config (OCI annotations such as
+	// org.opencontainers.image.version); they are part of the digest.
+	Labels map[string]string
+	// CreatedBy is each layer's history entry; empty means "strait lab image".
+	CreatedBy string
 }
 
 // File is the tarball's file name: the last path element of the name, without the tag.
@@ -38,13 +46,17 @@ func (s Spec) File() (string, error) {
 // Image assembles the image for linux/amd64 with every timestamp at Epoch.
 func (s Spec) Image() (v1.Image, error) {
 	img := empty.Image
+	createdBy := s.CreatedBy
+	if createdBy == "" {
+		createdBy = "strait lab image"
+	}
 	for i, files := range s.Layers {
 		l, err := files.Layer()
 		if err != nil {
 			return nil, fmt.Errorf("image %s layer %d: %w", s.Ref, i, err)
 		}
 		img, err = mutate.Append(img, mutate.Addendum{Layer: l, History: v1.History{
-			Created: v1.Time{Time: Epoch()}, CreatedBy: "strait lab image",
+			Created: v1.Time{Time: Epoch()}, CreatedBy: createdBy,
 		}})
 		if err != nil {
 			return nil, fmt.Errorf("image %s layer %d: %w", s.Ref, i, err)
@@ -59,6 +71,7 @@ func (s Spec) Image() (v1.Image, error) {
 	cfg.OS, cfg.Architecture = "linux", "amd64"
 	cfg.Config.Entrypoint, cfg.Config.Cmd = s.Entrypoint, s.Cmd
 	cfg.Config.Env = append([]string{DefaultPath}, s.Env...)
+	cfg.Config.User, cfg.Config.Labels = s.User, s.Labels
 	return mutate.ConfigFile(img, cfg)
 }
 

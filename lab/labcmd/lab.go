@@ -21,7 +21,6 @@ type labOptions struct {
 	state    string
 	k8sBin   string
 	coredns  string
-	straitd  string
 	nodeBin  string
 	images   string
 	portBase int
@@ -53,12 +52,11 @@ directory; "lab down" removes all of it, also after a crash of "lab up".`,
 	f.StringVar(&o.state, "state", defaultStateDir(), "state directory (pids, certificates, kubeconfigs, logs); env STRAIT_LAB_STATE")
 	f.StringVar(&o.k8sBin, "k8s-bin", "", "directory with etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kube-proxy (default $KUBEBUILDER_ASSETS, else bin/k8s/"+k8sversion.Version+" next to this binary or in the repo)")
 	f.StringVar(&o.coredns, "coredns", "", "coredns binary (default bin/coredns next to this binary or in the repo; make coredns)")
-	f.StringVar(&o.straitd, "straitd", "", "the daemons' binary the lab runs as hub, agent, dns and charon (default straitd next to this binary or in the repo's bin/; make build)")
 	f.StringVar(&o.nodeBin, "node-bin", "", "real nodes: directory with containerd, runc and the CNI plugins (default bin/node next to this binary or in the repo; make node-binaries)")
 	f.StringVar(&o.images, "images", "", "real nodes: directory with the image tarballs (default bin/images next to this binary or in the repo; make images)")
 	f.IntVar(&o.portBase, "port-base", 16443, "host loopback port of the hub's API server forwarder; members follow")
 	cmd.AddCommand(newLabUpCmd(o), newLabDownCmd(o), newLabStatusCmd(o), newLabExecCmd(o),
-		newLabKubeconfigCmd(o), newLabServeCmd(o))
+		newLabKubeconfigCmd(o), newLabLoadImageCmd(o), newLabServeCmd(o))
 	return cmd
 }
 
@@ -117,10 +115,10 @@ func (o *labOptions) lab(out *os.File) *lab.Lab {
 	if k8s == "" {
 		k8s = firstExisting(os.Getenv("KUBEBUILDER_ASSETS"), find("", "k8s", k8sversion.Version))
 	}
-	coredns, straitd := find(o.coredns, "coredns"), find(o.straitd, "straitd")
+	coredns := find(o.coredns, "coredns")
 	nodeBin, images := find(o.nodeBin, "node"), find(o.images, "images")
-	return lab.New(lab.Options{StateDir: o.state, K8sBin: k8s, CoreDNS: coredns, Strait: exe, Straitd: straitd,
-		NodeBin: nodeBin, ImageDir: images, PortBase: o.portBase, Out: out})
+	return lab.New(lab.Options{StateDir: o.state, K8sBin: k8s, CoreDNS: coredns, Strait: exe,
+		NodeBin: nodeBin, ImageDir: images, Kustomize: filepath.Join(root, "kustomize"), PortBase: o.portBase, Out: out})
 }
 
 func signalContext() (context.Context, context.CancelFunc) {
@@ -173,13 +171,10 @@ kubectl logs, exec and port-forward work as on any cluster.`,
 			if err != nil {
 				return err
 			}
-			root := repoRoot()
 			ctx, cancel := signalContext()
 			defer cancel()
 			fmt.Fprintf(os.Stdout, "lab up: %s\n", csPath)
-			return o.lab(os.Stdout).Up(ctx, lab.UpOptions{Spec: spec, ClusterSet: data, Timeout: timeout,
-				WebhookManifest: filepath.Join(root, "kustomize", "hub", "workloads", "webhook.yaml"),
-				CRDDirs:         []string{filepath.Join(root, "kustomize", "crd", "bases"), filepath.Join(root, "kustomize", "crd", "mcs")}})
+			return o.lab(os.Stdout).Up(ctx, lab.UpOptions{Spec: spec, ClusterSet: data, Timeout: timeout})
 		},
 	}
 	cmd.Flags().StringVarP(&file, "file", "f", "", "lab file (YAML)")
@@ -271,6 +266,26 @@ one pod) through the API server, as kubectl exec does, stdin, stdout and stderr 
 				return err
 			}
 			return o.lab(os.Stderr).ExecIn(cmd.Context(), args[0], args[1], args[2:], os.Stdin, os.Stdout, os.Stderr)
+		},
+	}
+}
+
+func newLabLoadImageCmd(o *labOptions) *cobra.Command {
+	return &cobra.Command{
+		Use:   "load-image TARBALL...",
+		Short: "Load image tarballs into every node of the lab (as kind load image-archive)",
+		Long: `load-image imports each image tarball into the containerd of every real node of the
+lab, so pods run it without a registry. After changing Strait's code:
+
+  make image && strait lab load-image bin/images/straitd.tar bin/images/charon.tar
+  kubectl --kubeconfig "$(strait lab kubeconfig c1 > c1.kubeconfig; echo c1.kubeconfig)" \
+    -n strait-system rollout restart daemonset/strait-agent`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := requireRootCmd(); err != nil {
+				return err
+			}
+			return o.lab(os.Stdout).LoadImages(cmd.Context(), args...)
 		},
 	}
 }

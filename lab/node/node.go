@@ -314,6 +314,14 @@ func TeardownAll(dir string) error {
 	return errors.Join(errs...)
 }
 
+// ImportImage loads an image tarball into the containerd of the node whose state is
+// stateDir (binDir holds ctr), as `kind load image-archive` does for a kind node: the
+// node's kubelet runs it from then on without pulling.
+func ImportImage(ctx context.Context, stateDir, binDir, tarball string) error {
+	n := &Node{cfg: Config{BinDir: binDir}, layout: layout{dir: filepath.Clean(stateDir)}}
+	return n.ctr(ctx, "images", "import", "--local", "--snapshotter", "overlayfs", tarball)
+}
+
 // ContainerPid is the host pid of a container's first process on the node whose state
 // is stateDir (id as in a Pod's containerID, without "containerd://"), asked from the
 // node's runc: tests enter a pod's namespaces through /proc/<pid>.

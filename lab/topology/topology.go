@@ -33,7 +33,14 @@ var (
 	lanRange  = netip.MustParsePrefix("10.250.0.0/16")
 	// hubPodCIDR is inside the lab's own range, past every member LAN (10.250.1-250.0/24).
 	hubPodCIDR = netip.MustParsePrefix("10.250.254.0/24")
+	// hubServiceCIDR holds the hub's ClusterIPs: kubernetes.default (which strait hub's
+	// pods reach through the hub node's kube-proxy) and the webhook's Service. Only the
+	// hub's own namespace uses it.
+	hubServiceCIDR = netip.MustParsePrefix("10.0.0.0/24")
 )
+
+// HubServiceCIDR is the hub's service CIDR.
+func HubServiceCIDR() netip.Prefix { return hubServiceCIDR }
 
 // Spec is what a lab file says beyond the ClusterSet.
 type Spec struct {
@@ -76,7 +83,8 @@ type ControlPlane struct {
 	// namespace has only loopback, a /32 on lo).
 	LANAddr netip.Prefix
 	// Routes are the pod CIDR routes via nodes, so the control plane (and the cluster DNS
-	// running there) can answer pods.
+	// running there) can answer pods; the service CIDR via the first node; the hub's pod
+	// CIDR via the hub.
 	Routes []Route
 }
 
@@ -190,6 +198,9 @@ func Compute(cs *straitv1.ClusterSet, spec Spec) (*Lab, field.ErrorList) {
 			c := &l.Clusters[i]
 			addr := netip.PrefixFrom(nthAddr(c.LANSubnet.Addr(), 3), 24)
 			c.HubAddr = addr
+			// strait hub runs in a pod on the hub's node: the member's API server answers
+			// the hub's pod addresses through the hub's address on its LAN.
+			c.ControlPlane.Routes = append(c.ControlPlane.Routes, Route{Dst: hubPodCIDR, Via: addr.Addr()})
 			c.Links = append(c.Links, Link{
 				Namespace: l.Hub.Namespace, Name: fmt.Sprintf("%sm%d", Prefix, c.Index), Addr: addr,
 				PeerNamespace: c.LANNamespace, Peer: Prefix + "hub", PeerBridge: true,
@@ -277,6 +288,12 @@ func computeCluster(c straitv1.ClusterSpec, index int, spec Spec, wanNext *int, 
 	}
 	for _, node := range cl.Nodes {
 		cl.ControlPlane.Routes = append(cl.ControlPlane.Routes, Route{Dst: node.PodCIDR, Via: node.LANAddr.Addr()})
+	}
+	// CoreDNS runs in the control plane's namespace, where no kube-proxy runs: it reaches
+	// ClusterIPs (strait dns's Service) through the first node's kube-proxy, which
+	// masquerades sources outside the cluster CIDR, so the answers come back the same way.
+	if len(cl.Nodes) > 0 {
+		cl.ControlPlane.Routes = append(cl.ControlPlane.Routes, Route{Dst: svc, Via: cl.Nodes[0].LANAddr.Addr()})
 	}
 	return cl, nil
 }

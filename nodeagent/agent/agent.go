@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"net/netip"
 	"sync"
 	"time"
@@ -14,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
@@ -26,6 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -130,10 +133,19 @@ func New(restCfg *rest.Config, cfg Config) (*Agent, error) {
 				// Services; the informers start on their first read.
 				&discoveryv1.EndpointSlice{}: {Namespaces: map[string]cache.Config{cache.AllNamespaces: {}}},
 				&corev1.Service{}:            {Namespaces: map[string]cache.Config{cache.AllNamespaces: {}}},
+				// Secrets and Leases by name only: the agent's Role grants list and watch
+				// on these names alone, which the API server allows only for a request
+				// that carries the field selector metadata.name=<name>. A namespace-wide
+				// informer would be Forbidden (and would hold the hub-access token).
+				&corev1.Secret{}:        {Field: fields.OneTermEqualSelector("metadata.name", straitv1.IPsecPSKSecretName)},
+				&coordinationv1.Lease{}: {Field: fields.OneTermEqualSelector("metadata.name", gateway.LeaseName)},
 			},
 		},
 	})
 	if err != nil {
+		return nil, err
+	}
+	if err := addProbes(mgr); err != nil {
 		return nil, err
 	}
 	met, err := newMetrics(cfg.Metrics)
@@ -166,6 +178,22 @@ func New(restCfg *rest.Config, cfg Config) (*Agent, error) {
 		return nil, err
 	}
 	return a, nil
+}
+
+// addProbes serves the DaemonSet's probes: /healthz while the manager runs, /readyz once
+// its caches have synced (from then on the agent converges the node).
+func addProbes(mgr ctrl.Manager) error {
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return err
+	}
+	return mgr.AddReadyzCheck("caches", func(r *http.Request) error {
+		ctx, cancel := context.WithTimeout(r.Context(), 100*time.Millisecond)
+		defer cancel()
+		if !mgr.GetCache().WaitForCacheSync(ctx) {
+			return errors.New("informer caches not synced yet")
+		}
+		return nil
+	})
 }
 
 // Trigger asks for a reconcile soon; it never blocks.
@@ -295,6 +323,10 @@ func (a *Agent) readPSK(ctx context.Context, m *straitv1.Membership) ([]byte, er
 	name := m.Spec.Cable.PSKSecretName
 	if name == "" {
 		return nil, nil
+	}
+	if name != straitv1.IPsecPSKSecretName {
+		return nil, fmt.Errorf("membership spec.cable.pskSecretName %q: the agent reads the PSK only from the Secret %q (its Role names no other)",
+			name, straitv1.IPsecPSKSecretName)
 	}
 	s := &corev1.Secret{}
 	if err := a.client.Get(ctx, types.NamespacedName{Namespace: a.cfg.Namespace, Name: name}, s); err != nil {

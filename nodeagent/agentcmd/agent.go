@@ -14,6 +14,10 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
@@ -40,6 +44,8 @@ type agentOptions struct {
 	cleanup        bool
 	dump           bool
 	netnsPath      string
+	procSys        string
+	daemonSet      string
 	viciSocket     string
 	masqueradeBit  int
 }
@@ -87,6 +93,8 @@ leaves the kernel as it is.
 	f.BoolVar(&o.dump, "dump", false, "print everything of Strait's on this node and exit")
 	f.StringVar(&o.viciSocket, "vici-socket", ipsec.Charon{Dir: ipsec.DefaultCharonDir}.VICISocket(), "VICI socket of the charon sidecar (in straitd charon --dir), for the ipsec cable")
 	f.IntVar(&o.masqueradeBit, "kube-proxy-masquerade-bit", route.DefaultKubeProxyMasqueradeBit, "kube-proxy's --masquerade-bit: cleared on remote clusters' packets so that a ClusterIP's server sees the remote pod's address, not the gateway's (-1: leave kube-proxy's marks alone)")
+	f.StringVar(&o.daemonSet, "daemonset", "strait-agent", "the agent's DaemonSet in --namespace: when it is gone or being deleted at shutdown (kubectl delete -k), the agent removes everything of Strait's from the node before it exits; empty never cleans")
+	f.StringVar(&o.procSys, "proc-sys", "/proc/sys", "where the node's /proc/sys/net is writable (the net sysctls it sets: rp_filter of vx-strait and of the underlay); a container that is not privileged mounts the host's /proc/sys/net there, as the DaemonSet does at /host/proc/sys/net")
 	f.StringVar(&o.netnsPath, "netns", "", "program the data plane in this network namespace (a path like /var/run/netns/NAME) while talking to the API server from the agent's own; for labs that run nodes as namespaces")
 	return cmd
 }
@@ -113,6 +121,7 @@ func runAgent(ctx context.Context, o *agentOptions, stdout, stderr io.Writer) er
 		return err
 	}
 	defer k.Close()
+	k.UseProcSys(o.procSys)
 	var nl *netlink.Handle // cable drivers program the same namespace
 	if ns.IsOpen() {
 		if nl, err = netlink.NewHandleAt(ns); err != nil {
@@ -151,7 +160,34 @@ func runAgent(ctx context.Context, o *agentOptions, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	return a.Run(ctx)
+	runErr := a.Run(ctx)
+	// Shut down: a rolling update keeps the node's data path for the next agent; an
+	// uninstall (kubectl delete -k) takes it away with the DaemonSet.
+	cctx, cancel := context.WithTimeout(context.Background(), 8*time.Second)
+	defer cancel()
+	if o.daemonSet != "" && uninstalling(cctx, cfg, o.namespace, o.daemonSet) {
+		log.Info("Strait is being removed from this cluster (its DaemonSet or ServiceAccount is gone): cleaning the node")
+		return errors.Join(runErr, agent.Cleanup(cctx, k, nil), drivers.Cleanup(cctx, cableOptions(o.namespace, o.viciSocket, nl, nil)))
+	}
+	return runErr
+}
+
+// uninstalling says whether the agent's DaemonSet is gone or being deleted, or the
+// agent may no longer ask (its ServiceAccount or role went with the install). An API
+// server that cannot be reached says nothing: the data path stays.
+func uninstalling(ctx context.Context, cfg *rest.Config, namespace, daemonSet string) bool {
+	c, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return false
+	}
+	ds, err := c.AppsV1().DaemonSets(namespace).Get(ctx, daemonSet, metav1.GetOptions{})
+	switch {
+	case err == nil:
+		return ds.DeletionTimestamp != nil
+	case apierrors.IsNotFound(err), apierrors.IsUnauthorized(err), apierrors.IsForbidden(err):
+		return true
+	}
+	return false
 }
 
 // markOfBit is the packet mark of --kube-proxy-masquerade-bit; -1 is none (0).

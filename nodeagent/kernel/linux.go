@@ -21,6 +21,9 @@ import (
 type Linux struct {
 	ns netns.NsHandle
 	nl *netlink.Handle
+	// procSys is where /proc/sys is writable: a container that is not privileged sees
+	// /proc/sys read-only and gets the host's /proc/sys/net mounted elsewhere.
+	procSys string
 }
 
 // NewLinux binds to the namespace ns; netns.None() means the caller's own.
@@ -37,7 +40,17 @@ func NewLinux(ns netns.NsHandle) (*Linux, error) {
 	if err != nil {
 		return nil, fmt.Errorf("netlink handle: %w", err)
 	}
-	return &Linux{ns: ns, nl: nl}, nil
+	return &Linux{ns: ns, nl: nl, procSys: "/proc/sys"}, nil
+}
+
+// UseProcSys makes the kernel read and write sysctls under dir instead of /proc/sys
+// (a mount of /proc/sys/net at dir/net). Sysctls under /proc/sys/net are those of the
+// network namespace of the thread that opens them, whatever the mount. Empty keeps
+// /proc/sys.
+func (l *Linux) UseProcSys(dir string) {
+	if dir != "" {
+		l.procSys = dir
+	}
 }
 
 // Close releases the netlink handle (not the namespace).
@@ -316,8 +329,8 @@ func (l *Linux) DeleteRule(_ context.Context, r Rule) error {
 	return ignore(l.nl.RuleDel(nlRule(r)), unix.ENOENT)
 }
 
-func sysctlPath(key string) (string, error) {
-	p := filepath.Join("/proc/sys", filepath.Clean("/"+key))
+func (l *Linux) sysctlPath(key string) (string, error) {
+	p := filepath.Join(l.procSys, filepath.Clean("/"+key))
 	if !strings.HasPrefix(key, "net/") {
 		return "", fmt.Errorf("sysctl %s: only net/ keys", key)
 	}
@@ -325,7 +338,7 @@ func sysctlPath(key string) (string, error) {
 }
 
 func (l *Linux) Sysctl(_ context.Context, key string) (string, error) {
-	p, err := sysctlPath(key)
+	p, err := l.sysctlPath(key)
 	if err != nil {
 		return "", err
 	}
@@ -339,7 +352,7 @@ func (l *Linux) Sysctl(_ context.Context, key string) (string, error) {
 }
 
 func (l *Linux) SetSysctl(_ context.Context, key, value string) error {
-	p, err := sysctlPath(key)
+	p, err := l.sysctlPath(key)
 	if err != nil {
 		return err
 	}

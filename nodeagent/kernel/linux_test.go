@@ -3,8 +3,12 @@ package kernel
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
+
+	vnetns "github.com/vishvananda/netns"
 
 	"github.com/straitnet/strait/test/netns"
 	"github.com/straitnet/strait/test/require"
@@ -123,5 +127,35 @@ func TestLinuxWatchReportsChangesBehindOurBack(t *testing.T) {
 		if after, _ := Dump(ctx, k, testOwn); after != before {
 			t.Fatalf("not restored:\n%s\nwant:\n%s", after, before)
 		}
+	}
+}
+
+// TestSysctlsUnderAnotherProcSys: in a container that is not privileged /proc/sys is
+// read-only and the node's /proc/sys/net is mounted elsewhere (the DaemonSet's
+// /host/proc/sys/net): the kernel reads and writes sysctls there once told so.
+func TestSysctlsUnderAnotherProcSys(t *testing.T) {
+	dir := t.TempDir()
+	key := "net/ipv4/conf/vx-strait/rp_filter"
+	if err := os.MkdirAll(filepath.Join(dir, filepath.Dir(key)), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, key), []byte("1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	k, err := NewLinux(vnetns.None())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer k.Close()
+	k.UseProcSys(dir)
+	ctx := context.Background()
+	if v, err := k.Sysctl(ctx, key); err != nil || v != "1" {
+		t.Fatalf("Sysctl(%s) = %q, %v; want 1 from %s", key, v, err, dir)
+	}
+	if err := k.SetSysctl(ctx, key, "2"); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, key)); string(b) != "2" {
+		t.Fatalf("%s holds %q after SetSysctl 2", filepath.Join(dir, key), b)
 	}
 }

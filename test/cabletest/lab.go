@@ -107,12 +107,18 @@ func (l *Lab) destroy(t testing.TB) {
 	}
 }
 
-// MustRun runs a command and fails t when it fails.
+// MustRun runs a command and fails t when it fails; it returns the standard output.
 func MustRun(t testing.TB, name string, args ...string) string {
 	t.Helper()
-	out, err := exec.Command(name, args...).CombinedOutput()
+	// Standard output only: ip prints "Peer netns reference is invalid" on stderr when
+	// another test's namespace goes away while it names link-netns peers, and a state
+	// snapshot must not depend on that.
+	var stderr strings.Builder
+	cmd := exec.Command(name, args...)
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("%s %s: %v: %s", name, strings.Join(args, " "), err, out)
+		t.Fatalf("%s %s: %v: %s%s", name, strings.Join(args, " "), err, out, stderr.String())
 	}
 	return string(out)
 }

@@ -71,15 +71,15 @@ func (p *prober) gap() time.Duration {
 	return p.maxGap
 }
 
-// failOver stops the agent of the cluster's active gateway with sig while c1's client
-// GETs c2's whereami pod, waits until another gateway is active and the GETs are
-// answered again, restarts the stopped agent ("lab up" again) and returns the longest
-// time without an answer.
+// failOver stops the agent container on the cluster's active gateway with sig while
+// c1's client GETs c2's whereami pod and that node's kubelet is paused, waits until
+// another gateway is active and the GETs are answered again, resumes the kubelet, waits
+// for it to restart the stopped agent and returns the longest time without an answer.
 func failOver(t testing.TB, cluster string, sig syscall.Signal) time.Duration {
 	t.Helper()
 	// Both ends on plain nodes: a pod on the node whose agent is stopped stays cut off
 	// until its agent is back (nothing re-points that node), as in a real cluster until
-	// the DaemonSet restarts it.
+	// the kubelet restarts it.
 	src := sourcePods(t, "c1")[0]
 	target := net.JoinHostPort(env.PodOn(t, "c2", nodeOfKind(t, "c2", false), whereamiImage).Status.PodIP, "8080")
 	require.Eventually(t, converge, "c1 → c2 "+target, func() error {
@@ -87,16 +87,15 @@ func failOver(t testing.TB, cluster string, sig syscall.Signal) time.Duration {
 		return err
 	})
 	old := env.ActiveGateway(t, cluster).Name
-	pid, ok := env.Lab.State().Pid(cluster, "strait-agent-"+old)
-	if !ok {
-		t.Fatalf("%s: no running agent on %s", cluster, old)
-	}
+	agent := env.AgentPod(t, cluster, old)
+	restarts := labtest.Restarts(agent, "agent")
+	// Without its kubelet, the node does not restart the agent at once: a restarted agent
+	// takes its own node's Lease back, and the other gateway would never be needed.
+	resume := env.PauseKubelet(t, cluster, old)
 	p := startProber(src.ns, target)
 	time.Sleep(300 * time.Millisecond)
 	stopped := time.Now()
-	if err := syscall.Kill(pid, sig); err != nil {
-		t.Fatal(err)
-	}
+	env.SignalContainer(t, agent, "agent", sig)
 	require.Eventually(t, converge, fmt.Sprintf("%s: traffic after %s of %s's agent", cluster, sig, old), func() error {
 		if now := env.ActiveGateway(t, cluster).Name; now == old {
 			return fmt.Errorf("%s still active", old)
@@ -108,10 +107,8 @@ func failOver(t testing.TB, cluster string, sig syscall.Signal) time.Duration {
 	})
 	time.Sleep(500 * time.Millisecond)
 	gap := p.gap()
-	env.UpAgain(t)
-	if _, ok := env.Lab.State().Pid(cluster, "strait-agent-"+old); !ok {
-		t.Fatalf("%s: lab up did not restart the agent on %s", cluster, old)
-	}
+	resume()
+	env.WaitRestarted(t, cluster, agent, "agent", restarts, 2*time.Minute)
 	return gap
 }
 

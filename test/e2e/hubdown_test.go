@@ -25,27 +25,29 @@ func TestFailoverWithTheHubDown(t *testing.T) {
 		_, err := labtest.TryWhereami(src.ns, target)
 		return err
 	})
-	// Whatever happens below, the lab is whole again for the next test.
+	// Whatever happens below, the lab is whole again for the next test: lab up restarts
+	// the hub's API server and waits for strait hub to be ready again.
 	t.Cleanup(func() { env.UpAgain(t) })
-	for _, name := range []string{"strait-hub", "kube-apiserver"} {
-		pid, ok := env.Lab.State().Pid(topology.HubName, name)
-		if !ok {
-			t.Fatalf("the hub's %s is not running", name)
-		}
-		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
-			t.Fatal(err)
-		}
-	}
-	old := env.ActiveGateway(t, "c2").Name
-	pid, ok := env.Lab.State().Pid("c2", "strait-agent-"+old)
+	hubs := env.StraitPods(t, topology.HubName, labtest.HubApp, "")
+	pid, ok := env.Lab.State().Pid(topology.HubName, "kube-apiserver")
 	if !ok {
-		t.Fatalf("c2: no running agent on %s", old)
+		t.Fatal("the hub's kube-apiserver is not running")
 	}
-	p := startProber(src.ns, target)
-	killed := time.Now()
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
+	// strait hub's pods keep running without their API server; stop them too (the
+	// kubelet restarts them, and without an API server they cannot start).
+	for _, h := range hubs {
+		env.SignalContainer(t, h, "hub", syscall.SIGKILL)
+	}
+	old := env.ActiveGateway(t, "c2").Name
+	agent := env.AgentPod(t, "c2", old)
+	// The node's kubelet must not restart the agent: the other gateway is to take over.
+	env.PauseKubelet(t, "c2", old)
+	p := startProber(src.ns, target)
+	killed := time.Now()
+	env.SignalContainer(t, agent, "agent", syscall.SIGKILL)
 	require.Eventually(t, converge, "c1 → c2 again after c2's gateway crashed, the hub down", func() error {
 		if !p.answeredSince(killed.Add(200 * time.Millisecond)) {
 			return fmt.Errorf("no answer from %s since the crash of %s's agent", target, old)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"net"
 	"net/netip"
-	"os"
 	"slices"
 	"sort"
 	"strings"
@@ -183,8 +182,7 @@ func TestUpAgainChangesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := env.Lab.Up(context.Background(), lab.UpOptions{Spec: rec.Spec, ClusterSet: rec.ClusterSet,
-		CRDDirs: labtest.CRDDirs(env.Root)}); err != nil {
+	if err := env.Lab.Up(context.Background(), lab.UpOptions{Spec: rec.Spec, ClusterSet: rec.ClusterSet}); err != nil {
 		t.Fatalf("second up: %v", err)
 	}
 	after := env.Lab.State().AllPids()
@@ -216,10 +214,7 @@ func TestStraitInTheLab(t *testing.T) {
 				break
 			}
 			if time.Now().After(deadline) {
-				if log, rerr := os.ReadFile(env.Lab.State().LogPath(topology.HubName, "strait-hub")); rerr == nil {
-					lines := strings.Split(strings.TrimSpace(string(log)), "\n")
-					t.Logf("strait hub's log, last lines:\n%s", strings.Join(lines[max(0, len(lines)-40):], "\n"))
-				}
+				t.Logf("strait hub's logs, last lines:\n%s", env.StraitLogs(t, topology.HubName, labtest.HubApp, "hub", 40))
 				t.Fatalf("%s: no Membership written by strait hub: %v %s", cluster, err, raw)
 			}
 			time.Sleep(time.Second)

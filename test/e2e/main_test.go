@@ -37,7 +37,7 @@ func TestMain(m *testing.M) {
 func crashUpThenDown(e *labtest.Env) error {
 	l := e.Lab
 	up := exec.Command(e.Strait, "lab", "up", "--example", "basic", "--state", l.State().Dir, "--port-base", "26443",
-		"--k8s-bin", e.K8sBin, "--coredns", e.CoreDNS, "--straitd", e.Straitd)
+		"--k8s-bin", e.K8sBin, "--coredns", e.CoreDNS)
 	up.Dir = e.Root
 	up.Stdout, up.Stderr = os.Stderr, os.Stderr
 	if err := up.Start(); err != nil {

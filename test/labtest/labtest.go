@@ -41,9 +41,10 @@ type Config struct {
 type Env struct {
 	Lab  *lab.Lab
 	Topo *topology.Lab
-	// Root is the repository's root; Strait and Straitd the people's and the daemons'
-	// binaries built for this run; K8sBin and CoreDNS the binaries the lab runs.
-	Root, Strait, Straitd, K8sBin, CoreDNS string
+	// Root is the repository's root; Strait the people's binary built for this run;
+	// K8sBin and CoreDNS the binaries the lab runs. Strait's daemons run from the images
+	// in bin/images (make image: make test builds them from the same sources).
+	Root, Strait, K8sBin, CoreDNS string
 	// UpTime is how long "lab up" took.
 	UpTime time.Duration
 
@@ -79,18 +80,18 @@ func Main(m *testing.M, cfg Config, env *Env) int {
 		return 1
 	}
 	defer os.RemoveAll(tmp)
-	env.Strait, env.Straitd = filepath.Join(tmp, "strait"), filepath.Join(tmp, "straitd")
-	// One go build for both: the second would link most of the first again.
-	build := exec.Command("go", "build", "-o", tmp, "github.com/straitnet/strait/cmd/strait", "github.com/straitnet/strait/cmd/straitd")
+	env.Strait = filepath.Join(tmp, "strait")
+	build := exec.Command("go", "build", "-o", tmp, "github.com/straitnet/strait/cmd/strait")
 	build.Dir = root
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "building strait and straitd:", err)
+		fmt.Fprintln(os.Stderr, "building strait:", err)
 		return 1
 	}
 	l := lab.New(lab.Options{StateDir: filepath.Join(tmp, "state"), K8sBin: env.K8sBin,
-		CoreDNS: env.CoreDNS, Strait: env.Strait, Straitd: env.Straitd, PortBase: cfg.PortBase, Out: os.Stderr,
-		NodeBin: filepath.Join(root, "bin", "node"), ImageDir: filepath.Join(root, "bin", "images")})
+		CoreDNS: env.CoreDNS, Strait: env.Strait, PortBase: cfg.PortBase, Out: os.Stderr,
+		NodeBin: filepath.Join(root, "bin", "node"), ImageDir: filepath.Join(root, "bin", "images"),
+		Kustomize: filepath.Join(root, "kustomize")})
 	env.Lab = l
 	// The host as the lab must leave it: the kubelets' sysctls, the top of /var/lib,
 	// /var/log and /run, the paths containerd and kubelets write to, no node cgroup.
@@ -117,9 +118,7 @@ func Main(m *testing.M, cfg Config, env *Env) int {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	start := time.Now()
-	env.upOpts = lab.UpOptions{Spec: cfg.Spec, ClusterSet: cs, Timeout: timeout * 3 / 5,
-		WebhookManifest: filepath.Join(root, "kustomize", "hub", "workloads", "webhook.yaml"),
-		CRDDirs:         CRDDirs(root)}
+	env.upOpts = lab.UpOptions{Spec: cfg.Spec, ClusterSet: cs, Timeout: timeout * 3 / 5}
 	env.upErr = l.Up(ctx, env.upOpts)
 	env.UpTime = time.Since(start)
 	fmt.Fprintf(os.Stderr, "lab up: %.1fs, err=%v\n", env.UpTime.Seconds(), env.upErr)
@@ -160,11 +159,6 @@ func (e *Env) UpAgain(t testing.TB) {
 	if err := e.Lab.Up(ctx, e.upOpts); err != nil {
 		t.Fatalf("lab up again: %v", err)
 	}
-}
-
-// CRDDirs are the CRD manifests the lab applies to every control plane.
-func CRDDirs(root string) []string {
-	return []string{filepath.Join(root, "kustomize", "crd", "bases"), filepath.Join(root, "kustomize", "crd", "mcs")}
 }
 
 // Require skips (or fails, when the lab did not come up) a test that needs the lab.

@@ -1,0 +1,48 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/straitnet/strait/lab/flux"
+)
+
+func main() {
+	bin := flag.String("bin", "", "directory of the controllers' binaries (bin/flux/<version>)")
+	fluxbin := flag.String("fluxbin", "test/fluxbin", "the wrapper module that pins the Flux release")
+	out := flag.String("out", "bin/images", "directory for the image tarballs")
+	flag.Parse()
+	if err := build(context.Background(), *bin, *fluxbin, *out); err != nil {
+		fmt.Fprintln(os.Stderr, "fluximages:", err)
+		os.Exit(1)
+	}
+}
+
+func build(ctx context.Context, bin, fluxbin, out string) error {
+	r, err := flux.Locate(ctx, fluxbin)
+	if err != nil {
+		return err
+	}
+	if bin == "" {
+		bin = filepath.Join("bin", "flux", r.Version)
+	}
+	for _, c := range flux.Controllers() {
+		binary, err := os.ReadFile(filepath.Join(bin, c))
+		if err != nil {
+			return fmt.Errorf("%w (make flux-binaries builds it)", err)
+		}
+		spec, err := r.ImageSpec(c, binary)
+		if err != nil {
+			return err
+		}
+		path, digest, err := spec.Write(out)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("%-40s %s %s\n", spec.Ref, digest, path)
+	}
+	return nil
+}

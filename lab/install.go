@@ -1,0 +1,304 @@
+package lab
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/yaml"
+
+	straitv1 "github.com/straitnet/strait/api/v1alpha1"
+	"github.com/straitnet/strait/lab/topology"
+	"github.com/straitnet/strait/plan"
+)
+
+// The images of Strait the lab's nodes run: what `make image` writes into the image
+// directory, and the tag the lab's install overrides the manifests' images to.
+const (
+	StraitdImage = "strait/straitd:dev"
+	CharonImage  = "strait/charon:dev"
+)
+
+// The names the install documentation gives (docs/hub.md).
+const (
+	hubAccessTokenSecret = "strait-hub-access-token"
+	kubeconfigKey        = "value"
+)
+
+// installOverlay is the kustomization the lab applies to a cluster, as a user keeps one
+// beside Strait's: the base (kustomize/hub or kustomize/member) with the images set to
+// the locally built tag, and on members charon's --libipsec, since the lab's kernels have
+// no ESP (docs/cable-drivers.md tells users of such kernels to add it the same way).
+func installOverlay(base string, member bool) ([]byte, error) {
+	k := map[string]any{
+		"apiVersion": "kustomize.config.k8s.io/v1beta1",
+		"kind":       "Kustomization",
+		"resources":  []string{base},
+		"images": []map[string]string{
+			{"name": imageName(StraitdImage), "newTag": imageTag(StraitdImage)},
+			{"name": imageName(CharonImage), "newTag": imageTag(CharonImage)},
+		},
+	}
+	if member {
+		k["patches"] = []map[string]any{{
+			"target": map[string]string{"kind": "DaemonSet", "name": "strait-agent"},
+			"patch": `- op: test
+  path: /spec/template/spec/containers/1/name
+  value: charon
+- op: add
+  path: /spec/template/spec/containers/1/args/-
+  value: --libipsec`,
+		}}
+	}
+	return yaml.Marshal(k)
+}
+
+func imageName(ref string) string { n, _, _ := strings.Cut(ref, ":"); return n }
+func imageTag(ref string) string  { _, t, _ := strings.Cut(ref, ":"); return t }
+
+// installStrait installs Strait into a cluster the way a user does: `kubectl apply
+// --server-side -k` of the lab's overlay over kustomize/hub or kustomize/member.
+func (l *Lab) installStrait(ctx context.Context, cluster string, member bool) error {
+	base := "hub"
+	if member {
+		base = "member"
+	}
+	dir := l.InstallDir(cluster)
+	// kustomize takes a base only by a path relative to the overlay.
+	rel, err := filepath.Rel(dir, filepath.Join(l.opts.Kustomize, base))
+	if err != nil {
+		return err
+	}
+	overlay, err := installOverlay(rel, member)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "kustomization.yaml"), overlay, 0o644); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	_, err = l.Kubectl(ctx, cluster, "apply", "--server-side", "-k", dir)
+	return err
+}
+
+// InstallDir is the overlay the lab installs Strait into a cluster from (kubectl
+// apply -k): what a user's `kubectl delete -k` would name to uninstall it.
+func (l *Lab) InstallDir(cluster string) string {
+	return filepath.Join(l.state.ClusterDir(cluster), "install")
+}
+
+// Kubectl runs kubectl against a cluster through its loopback forwarder, as a person at
+// this machine would, and returns its standard output; the error carries its output.
+func (l *Lab) Kubectl(ctx context.Context, cluster string, args ...string) ([]byte, error) {
+	cmd := exec.CommandContext(ctx, l.opts.bin("kubectl"), append([]string{"--kubeconfig", l.state.KubeconfigPath(cluster)}, args...)...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return out, fmt.Errorf("kubectl %s on %s: %w\n%s%s", strings.Join(args, " "), cluster, err, out, stderr.String())
+	}
+	return out, nil
+}
+
+// memberKubeconfig is the kubeconfig the hub uses for a member, made as docs/hub.md
+// tells users: the member's strait-hub-access token (its long-lived token Secret, which
+// the member's token controller fills), the member's CA, and the member's API server
+// at its LAN address, where the hub's pods reach it.
+func (l *Lab) memberKubeconfig(ctx context.Context, m topology.Cluster, timeout time.Duration) ([]byte, error) {
+	cluster := m.Name
+	lan, err := clientcmd.LoadFromFile(l.state.LANKubeconfig(cluster))
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := l.inNamespaceConfig(cluster, m.ControlPlane.Namespace)()
+	if err != nil {
+		return nil, err
+	}
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	var token []byte
+	deadline := time.Now().Add(timeout)
+	for {
+		s, err := client.CoreV1().Secrets(straitv1.SystemNamespace).Get(ctx, hubAccessTokenSecret, metav1.GetOptions{})
+		if err == nil && len(s.Data[corev1.ServiceAccountTokenKey]) > 0 {
+			token = s.Data[corev1.ServiceAccountTokenKey]
+			break
+		}
+		if time.Now().After(deadline) {
+			if err == nil {
+				err = errors.New("the member's token controller has not filled it")
+			}
+			return nil, fmt.Errorf("%s: no token in Secret %s/%s after %s: %w", cluster, straitv1.SystemNamespace, hubAccessTokenSecret, timeout, err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(300 * time.Millisecond):
+		}
+	}
+	kc := clientcmdapi.NewConfig()
+	for name, c := range lan.Clusters {
+		kc.Clusters[name] = c
+		kc.AuthInfos["strait-hub-access"] = &clientcmdapi.AuthInfo{Token: string(token)}
+		kc.Contexts[cluster] = &clientcmdapi.Context{Cluster: name, AuthInfo: "strait-hub-access", Namespace: straitv1.SystemNamespace}
+		kc.CurrentContext = cluster
+		break
+	}
+	if kc.CurrentContext == "" {
+		return nil, fmt.Errorf("%s: no cluster in %s", cluster, l.state.LANKubeconfig(cluster))
+	}
+	return clientcmd.Write(*kc)
+}
+
+// hubSecrets creates in the hub what a user creates out of band before the ClusterSet
+// syncs: a kubeconfig Secret per member the ClusterSet names, and, for the ipsec cable,
+// the pre-shared key (random, like `openssl rand -base64 32`).
+func (l *Lab) hubSecrets(ctx context.Context, t *topology.Lab, hub kubernetes.Interface, clusterSet []byte, timeout time.Duration) error {
+	var cs straitv1.ClusterSet
+	if err := yaml.Unmarshal(clusterSet, &cs); err != nil {
+		return fmt.Errorf("the lab's ClusterSet: %w", err)
+	}
+	ns := cs.Namespace
+	if ns == "" {
+		ns = straitv1.SystemNamespace
+	}
+	var errs []error
+	for _, c := range cs.Spec.Clusters {
+		if c.KubeConfig == nil {
+			continue
+		}
+		m, ok := t.Cluster(c.Name)
+		if !ok {
+			continue
+		}
+		kc, err := l.memberKubeconfig(ctx, *m, timeout)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		key := c.KubeConfig.SecretRef.Key
+		if key == "" {
+			key = kubeconfigKey
+		}
+		errs = append(errs, createSecret(ctx, hub, ns, c.KubeConfig.SecretRef.Name, map[string][]byte{key: kc}, true))
+	}
+	if cs.Spec.Cable.Driver == straitv1.CableIPsec && cs.Spec.Cable.PSKSecretRef != nil {
+		psk := make([]byte, 32)
+		if _, err := rand.Read(psk); err != nil {
+			return err
+		}
+		errs = append(errs, createSecret(ctx, hub, ns, cs.Spec.Cable.PSKSecretRef.Name,
+			map[string][]byte{plan.IPsecPSKKey: []byte(base64.StdEncoding.EncodeToString(psk))}, false))
+	}
+	return errors.Join(errs...)
+}
+
+// createSecret creates an Opaque Secret. One that exists is left alone (the PSK: lab up
+// again must not rotate it), or with replace given its data (a member's kubeconfig: a
+// reinstalled member has a new token).
+func createSecret(ctx context.Context, c kubernetes.Interface, ns, name string, data map[string][]byte, replace bool) error {
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Type: corev1.SecretTypeOpaque, Data: data}
+	_, err := c.CoreV1().Secrets(ns).Create(ctx, s, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) && replace {
+		_, err = c.CoreV1().Secrets(ns).Update(ctx, s, metav1.UpdateOptions{})
+	}
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("writing secret %s/%s: %w", ns, name, err)
+	}
+	return nil
+}
+
+// rollout is one Deployment or DaemonSet of Strait's and how far its rollout is.
+type rollout struct {
+	Kind, Name             string
+	Desired, Ready, Update int32
+}
+
+func (w rollout) done() bool { return w.Desired > 0 && w.Ready == w.Desired && w.Update == w.Desired }
+
+func (w rollout) String() string {
+	return fmt.Sprintf("%s/%s %d/%d ready, %d up to date", w.Kind, w.Name, w.Ready, w.Desired, w.Update)
+}
+
+// straitWorkloads lists Strait's Deployments and DaemonSets in a cluster.
+func straitWorkloads(ctx context.Context, c kubernetes.Interface) ([]rollout, error) {
+	var out []rollout
+	deps, err := c.AppsV1().Deployments(straitv1.SystemNamespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range deps.Items {
+		want := int32(1)
+		if d.Spec.Replicas != nil {
+			want = *d.Spec.Replicas
+		}
+		ready := d.Status.ReadyReplicas
+		if d.Status.ObservedGeneration < d.Generation {
+			ready = 0
+		}
+		out = append(out, rollout{Kind: "Deployment", Name: d.Name, Desired: want, Ready: ready, Update: d.Status.UpdatedReplicas})
+	}
+	dss, err := c.AppsV1().DaemonSets(straitv1.SystemNamespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range dss.Items {
+		ready := d.Status.NumberReady
+		if d.Status.ObservedGeneration < d.Generation {
+			ready = 0
+		}
+		out = append(out, rollout{Kind: "DaemonSet", Name: d.Name, Desired: d.Status.DesiredNumberScheduled, Ready: ready, Update: d.Status.UpdatedNumberScheduled})
+	}
+	return out, nil
+}
+
+// waitStrait waits until every Deployment and DaemonSet of Strait's in a cluster is
+// rolled out and ready; on timeout it names the ones that are not.
+func (l *Lab) waitStrait(ctx context.Context, cluster string, c kubernetes.Interface, timeout time.Duration) error {
+	start := time.Now()
+	deadline := start.Add(timeout)
+	for {
+		ws, err := straitWorkloads(ctx, c)
+		var pending []string
+		for _, w := range ws {
+			if !w.done() {
+				pending = append(pending, w.String())
+			}
+		}
+		if err == nil && len(ws) > 0 && len(pending) == 0 {
+			l.progress("%s: strait rolled out in %.1fs (%d workloads)", cluster, time.Since(start).Seconds(), len(ws))
+			return nil
+		}
+		if time.Now().After(deadline) {
+			if err != nil {
+				pending = append(pending, err.Error())
+			}
+			return fmt.Errorf("%s: strait not ready after %s: %s (kubectl -n %s get pods; logs under %s)", cluster, timeout,
+				strings.Join(pending, "; "), straitv1.SystemNamespace, filepath.Join(l.state.ClusterDir(cluster), "logs"))
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}

@@ -1,0 +1,256 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	vnetns "github.com/vishvananda/netns"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
+
+	straitv1 "github.com/straitnet/strait/api/v1alpha1"
+	"github.com/straitnet/strait/dns/corefile"
+	"github.com/straitnet/strait/lab"
+	"github.com/straitnet/strait/lab/topology"
+	"github.com/straitnet/strait/nodeagent/kernel"
+	"github.com/straitnet/strait/nodeagent/route"
+	"github.com/straitnet/strait/test/labtest"
+	"github.com/straitnet/strait/test/netns"
+	"github.com/straitnet/strait/test/require"
+)
+
+// kubectl runs kubectl against a cluster of the lab and fails the test on an error.
+func kubectl(t testing.TB, cluster string, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	out, err := env.Lab.Kubectl(ctx, cluster, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(out)
+}
+
+// TestServiceAccountsCanDoOnlyTheirJob asks the lab's API servers, as a person would
+// with kubectl auth can-i, what the installed ServiceAccounts may do: in particular the
+// agent cannot read the hub-access token (the hub's write role in the member) or any
+// Secret but its own two.
+func TestServiceAccountsCanDoOnlyTheirJob(t *testing.T) {
+	env.Require(t)
+	sa := func(name string) string { return "--as=system:serviceaccount:" + straitv1.SystemNamespace + ":" + name }
+	for _, tc := range []struct {
+		cluster, as string
+		args        []string
+		want        bool
+	}{
+		{"c1", "strait-agent", []string{"get", "secret/strait-hub-access-token"}, false},
+		{"c1", "strait-agent", []string{"list", "secrets"}, false},
+		{"c1", "strait-agent", []string{"get", "secret/strait-wireguard-key"}, true},
+		{"c1", "strait-agent", []string{"update", "secret/strait-ipsec-psk"}, false},
+		{"c1", "strait-agent", []string{"update", "lease/strait-gateway"}, true},
+		{"c1", "strait-agent", []string{"update", "lease/kube-scheduler", "-n", "kube-system"}, false},
+		{"c1", "strait-agent", []string{"get", "daemonset/strait-agent"}, true},
+		{"c1", "strait-dns", []string{"get", "secrets"}, false},
+		{"c1", "strait-dns", []string{"update", "configmap/coredns", "-n", "kube-system"}, true},
+		{"c1", "strait-dns", []string{"update", "configmap/kube-proxy", "-n", "kube-system"}, false},
+		{"c1", "strait-hub-access", []string{"get", "secret/strait-hub-access-token"}, false},
+		{"c1", "strait-hub-access", []string{"patch", "memberships.strait.io/membership"}, true},
+		{"c1", "strait-hub-access", []string{"delete", "nodes"}, false},
+		{topology.HubName, "strait-hub", []string{"list", "clustersets.strait.io", "-A"}, true},
+		{topology.HubName, "strait-hub", []string{"get", "secret/c1-kubeconfig"}, true},
+		{topology.HubName, "strait-hub", []string{"get", "secrets", "-n", "kube-system"}, false},
+		{topology.HubName, "strait-hub", []string{"create", "clustersets.strait.io"}, false},
+	} {
+		args := append([]string{"auth", "can-i", sa(tc.as), "-n", straitv1.SystemNamespace}, tc.args...)
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		out, err := env.Lab.Kubectl(ctx, tc.cluster, args...)
+		cancel()
+		// can-i exits 1 with "no" on stdout for a refusal.
+		got := strings.TrimSpace(string(out)) == "yes"
+		if err != nil && strings.TrimSpace(string(out)) != "no" {
+			t.Errorf("%s: kubectl %s: %v", tc.cluster, strings.Join(args, " "), err)
+			continue
+		}
+		if got != tc.want {
+			t.Errorf("%s: %s may %s: %v, want %v", tc.cluster, tc.as, strings.Join(tc.args, " "), got, tc.want)
+		}
+	}
+}
+
+// TestRollingUpgradeKeepsTrafficFlowing rolls a new agent image over c2's DaemonSet the
+// way a user upgrades (a new tag in the overlay, kubectl apply --server-side -k) while
+// c1's client GETs c2's whereami: the longest gap must stay within a failover's.
+func TestRollingUpgradeKeepsTrafficFlowing(t *testing.T) {
+	env.Require(t)
+	const tag = "e2e-upgrade"
+	img := retag(t, filepath.Join(env.Root, "bin", "images", "straitd.tar"), imageName(lab.StraitdImage)+":"+tag)
+	ctx := context.Background()
+	if err := env.Lab.LoadImages(ctx, img); err != nil {
+		t.Fatal(err)
+	}
+	upgrade := t.TempDir()
+	rel, err := filepath.Rel(upgrade, env.Lab.InstallDir("c2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeOverlay(t, upgrade, rel, tag)
+	src := sourcePods(t, "c1")[0]
+	target := net.JoinHostPort(env.PodOn(t, "c2", nodeOfKind(t, "c2", false), whereamiImage).Status.PodIP, "8080")
+	require.Eventually(t, converge, "c1 → c2 "+target, func() error {
+		_, err := labtest.TryWhereami(src.ns, target)
+		return err
+	})
+	// Back to the lab's own install whatever happens.
+	t.Cleanup(func() {
+		kubectl(t, "c2", "apply", "--server-side", "-k", env.Lab.InstallDir("c2"))
+		kubectl(t, "c2", "-n", straitv1.SystemNamespace, "rollout", "status", "daemonset/strait-agent", "--timeout=3m")
+	})
+	p := startProber(src.ns, target)
+	start := time.Now()
+	kubectl(t, "c2", "apply", "--server-side", "-k", upgrade)
+	kubectl(t, "c2", "-n", straitv1.SystemNamespace, "rollout", "status", "daemonset/strait-agent", "--timeout=3m")
+	rolled := time.Since(start)
+	time.Sleep(time.Second)
+	gap := p.gap()
+	for _, pod := range env.StraitPods(t, "c2", labtest.AgentApp, "") {
+		if got := pod.Spec.Containers[0].Image; !strings.HasSuffix(got, ":"+tag) {
+			t.Errorf("agent pod %s runs %s after the upgrade", pod.Name, got)
+		}
+	}
+	t.Logf("rolling upgrade of c2's agents (%d nodes, maxUnavailable 1) took %s; longest time without an answer c1 → c2: %s",
+		len(env.StraitPods(t, "c2", labtest.AgentApp, "")), rolled.Round(time.Millisecond), gap.Round(time.Millisecond))
+	if gap > 2*time.Second {
+		t.Errorf("c1 → c2 went %s without an answer during the rollout (a crash failover takes < 2 s)", gap.Round(time.Millisecond))
+	}
+}
+
+// retag writes the image of a tarball under another tag, as a new release would be.
+func retag(t testing.TB, tarballPath, ref string) string {
+	t.Helper()
+	img, err := tarball.ImageFromPath(tarballPath, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tag, err := name.NewTag(ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "upgrade.tar")
+	if err := tarball.WriteToFile(out, tag, img); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func imageName(ref string) string { n, _, _ := strings.Cut(ref, ":"); return n }
+
+// writeOverlay is a user's next release: their overlay with a new tag for straitd.
+func writeOverlay(t testing.TB, dir, base, tag string) {
+	t.Helper()
+	k, err := yaml.Marshal(map[string]any{
+		"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization",
+		"resources": []string{base},
+		"images":    []map[string]string{{"name": imageName(lab.StraitdImage), "newTag": tag}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "kustomization.yaml"), k, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestUninstallLeavesNothing removes Strait as docs/install.md tells users (the
+// ClusterSet first, so the hub prunes the members, then kubectl delete -k in every
+// cluster) and lists what is left: no object of the install, no CRD, no Corefile block,
+// no kernel state on any node. Then lab up installs it again for the tests after.
+func TestUninstallLeavesNothing(t *testing.T) {
+	env.Require(t)
+	t.Cleanup(func() { env.UpAgain(t) })
+	kubectl(t, topology.HubName, "-n", straitv1.SystemNamespace, "delete", "clustersets.strait.io", "--all", "--wait", "--timeout=3m")
+	// The members have left: strait dns takes its block out of the Corefile within
+	// seconds, while the install (and its role on kube-system/coredns) is still there.
+	for _, c := range members() {
+		require.Eventually(t, 30*time.Second, c+": strait dns's block out of the Corefile", func() error {
+			if strings.Contains(corefileOf(t, c), corefile.BeginMarker) {
+				return fmt.Errorf("block still there")
+			}
+			return nil
+		})
+	}
+	for _, c := range members() {
+		kubectl(t, c, "delete", "-k", env.Lab.InstallDir(c), "--ignore-not-found", "--wait", "--timeout=3m")
+	}
+	kubectl(t, topology.HubName, "delete", "-k", env.Lab.InstallDir(topology.HubName), "--ignore-not-found", "--wait", "--timeout=3m")
+
+	for _, cluster := range append(members(), topology.HubName) {
+		if left := strings.TrimSpace(kubectl(t, cluster, "get", "-k", env.Lab.InstallDir(cluster), "--ignore-not-found", "-o", "name")); left != "" {
+			t.Errorf("%s: objects of the install left: %s", cluster, left)
+		}
+		for _, crd := range strings.Fields(kubectl(t, cluster, "get", "crd", "-o", "name")) {
+			if strings.HasSuffix(crd, "strait.io") || strings.HasSuffix(crd, "multicluster.x-k8s.io") {
+				t.Errorf("%s: %s left", cluster, crd)
+			}
+		}
+	}
+	for _, cluster := range members() {
+		if cf := corefileOf(t, cluster); strings.Contains(cf, corefile.BeginMarker) {
+			t.Errorf("%s: strait dns's block is still in CoreDNS's Corefile:\n%s", cluster, cf)
+		}
+		c, _ := env.Topo.Cluster(cluster)
+		for _, n := range c.Nodes {
+			if left := straitKernelState(t, n.Namespace); left != "" {
+				t.Errorf("%s: Strait's kernel state left on %s:\n%s", cluster, n.Name, left)
+			}
+		}
+	}
+}
+
+// corefileOf is a member's CoreDNS Corefile.
+func corefileOf(t testing.TB, cluster string) string {
+	t.Helper()
+	cm, err := env.HostClient(t, cluster).CoreV1().ConfigMaps("kube-system").Get(context.Background(), "coredns", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cm.Data[corefile.Key]
+}
+
+// straitKernelState is everything of Strait's in a node's network namespace: what
+// `straitd agent --dump` prints, and the cables' devices.
+func straitKernelState(t testing.TB, ns string) string {
+	t.Helper()
+	h, err := vnetns.GetFromPath(netns.Path(ns))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	k, err := kernel.NewLinux(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer k.Close()
+	ctx := context.Background()
+	dump, err := kernel.Dump(ctx, k, route.Ownership())
+	if err != nil {
+		t.Fatal(err)
+	}
+	links, err := k.Links(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range links {
+		if strings.HasPrefix(l.Name, "strait") || l.Name == "ipsec0" {
+			dump += fmt.Sprintf("link %s %s\n", l.Name, l.Kind)
+		}
+	}
+	return dump
+}

@@ -1,0 +1,132 @@
+package labtest
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	straitv1 "github.com/straitnet/strait/api/v1alpha1"
+	"github.com/straitnet/strait/lab"
+	"github.com/straitnet/strait/test/require"
+)
+
+// Strait's workloads, by their app.kubernetes.io/name label (kustomize/).
+const (
+	AgentApp = "strait-agent"
+	HubApp   = "strait-hub"
+	DNSApp   = "strait-dns"
+)
+
+// StraitPods are the pods of one of Strait's workloads in a cluster (or the hub), on
+// node when node is not empty.
+func (e *Env) StraitPods(t testing.TB, cluster, app, node string) []corev1.Pod {
+	t.Helper()
+	opts := metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=" + app}
+	if node != "" {
+		opts.FieldSelector = "spec.nodeName=" + node
+	}
+	pods, err := e.HostClient(t, cluster).CoreV1().Pods(straitv1.SystemNamespace).List(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pods.Items
+}
+
+// AgentPod is the ready agent pod on a node.
+func (e *Env) AgentPod(t testing.TB, cluster, node string) corev1.Pod {
+	t.Helper()
+	var pod corev1.Pod
+	require.Eventually(t, time.Minute, cluster+": a ready agent on "+node, func() error {
+		pods := e.StraitPods(t, cluster, AgentApp, node)
+		for _, p := range pods {
+			if lab.PodReady(&p) == "Ready" && p.DeletionTimestamp == nil {
+				pod = p
+				return nil
+			}
+		}
+		return fmt.Errorf("%d agent pods, none ready", len(pods))
+	})
+	return pod
+}
+
+// Restarts is how often a container of a pod has restarted (-1 when it has no status).
+func Restarts(p corev1.Pod, container string) int32 {
+	for _, st := range p.Status.ContainerStatuses {
+		if st.Name == container {
+			return st.RestartCount
+		}
+	}
+	return -1
+}
+
+// SignalContainer sends sig to a container's first process, as a crash (SIGKILL) or the
+// kubelet stopping it (SIGTERM) would; the kubelet restarts it (restartPolicy Always).
+func (e *Env) SignalContainer(t testing.TB, p corev1.Pod, container string, sig syscall.Signal) {
+	t.Helper()
+	pid, err := e.Lab.ContainerPid(context.Background(), &p, container)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(pid, sig); err != nil {
+		t.Fatalf("%s of pod %s/%s (pid %d): %v", sig, p.Namespace, p.Name, pid, err)
+	}
+}
+
+// WaitRestarted waits until a container of a pod has restarted since it counted before
+// and the pod is ready again.
+func (e *Env) WaitRestarted(t testing.TB, cluster string, p corev1.Pod, container string, before int32, timeout time.Duration) {
+	t.Helper()
+	pods := e.HostClient(t, cluster).CoreV1().Pods(p.Namespace)
+	require.Eventually(t, timeout, fmt.Sprintf("%s: %s of %s restarted and ready", cluster, container, p.Name), func() error {
+		got, err := pods.Get(context.Background(), p.Name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if n := Restarts(*got, container); n <= before {
+			return fmt.Errorf("restarts %d, want > %d", n, before)
+		}
+		if lab.PodReady(got) != "Ready" {
+			return fmt.Errorf("pod %s", lab.PodReady(got))
+		}
+		return nil
+	})
+}
+
+// StraitLogs are the last lines of a container's log in every pod of one of Strait's
+// workloads, for a failing test to show (kubectl logs).
+func (e *Env) StraitLogs(t testing.TB, cluster, app, container string, lines int64) string {
+	t.Helper()
+	var b strings.Builder
+	for _, p := range e.StraitPods(t, cluster, app, "") {
+		raw, err := e.HostClient(t, cluster).CoreV1().Pods(p.Namespace).GetLogs(p.Name,
+			&corev1.PodLogOptions{Container: container, TailLines: &lines}).DoRaw(context.Background())
+		fmt.Fprintf(&b, "== %s/%s %s (%v)\n%s\n", p.Namespace, p.Name, container, err, raw)
+	}
+	return b.String()
+}
+
+// PauseKubelet stops a node's kubelet (SIGSTOP) until the returned function resumes it
+// (also at the end of the test): the node's containers keep running, but one that exits
+// stays down, as on a node whose kubelet is wedged. A failover test uses it so that the
+// kubelet does not restart the stopped agent before the other gateway has taken over.
+func (e *Env) PauseKubelet(t testing.TB, cluster, node string) (resume func()) {
+	t.Helper()
+	pid, ok := e.Lab.State().Pid(cluster, "kubelet-"+node)
+	if !ok {
+		t.Fatalf("%s: no kubelet running on %s", cluster, node)
+	}
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	resume = func() { once.Do(func() { _ = syscall.Kill(pid, syscall.SIGCONT) }) }
+	t.Cleanup(resume)
+	return resume
+}
