@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/vishvananda/netlink"
 	vnetns "github.com/vishvananda/netns"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
@@ -175,6 +176,16 @@ func writeOverlay(t testing.TB, dir, base, tag string) {
 func TestUninstallLeavesNothing(t *testing.T) {
 	env.Require(t)
 	t.Cleanup(func() { env.UpAgain(t) })
+	// The agents clean their nodes on the way out when their DaemonSet goes, even while
+	// the cluster is still a member (nothing else would).
+	kubectl(t, "c2", "-n", straitv1.SystemNamespace, "delete", "daemonset/strait-agent", "--wait", "--timeout=2m")
+	kubectl(t, "c2", "-n", straitv1.SystemNamespace, "wait", "--for=delete", "pod", "-l", "app.kubernetes.io/name="+labtest.AgentApp, "--timeout=2m")
+	c2, _ := env.Topo.Cluster("c2")
+	for _, n := range c2.Nodes {
+		if left := straitKernelState(t, n.Namespace); left != "" {
+			t.Errorf("c2: the agent's DaemonSet is gone but Strait's kernel state is left on %s:\n%s", n.Name, left)
+		}
+	}
 	kubectl(t, topology.HubName, "-n", straitv1.SystemNamespace, "delete", "clustersets.strait.io", "--all", "--wait", "--timeout=3m")
 	// The members have left: strait dns takes its block out of the Corefile within
 	// seconds, while the install (and its role on kube-system/coredns) is still there.
@@ -225,7 +236,7 @@ func corefileOf(t testing.TB, cluster string) string {
 }
 
 // straitKernelState is everything of Strait's in a node's network namespace: what
-// `straitd agent --dump` prints, and the cables' devices.
+// `straitd agent --dump` prints, the cables' devices and any IPsec SA or policy.
 func straitKernelState(t testing.TB, ns string) string {
 	t.Helper()
 	h, err := vnetns.GetFromPath(netns.Path(ns))
@@ -251,6 +262,23 @@ func straitKernelState(t testing.TB, ns string) string {
 		if strings.HasPrefix(l.Name, "strait") || l.Name == "ipsec0" {
 			dump += fmt.Sprintf("link %s %s\n", l.Name, l.Kind)
 		}
+	}
+	// charon's SAs and policies, where the kernel does ESP.
+	nl, err := netlink.NewHandleAt(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nl.Close()
+	states, err := nl.XfrmStateList(netlink.FAMILY_ALL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	policies, err := nl.XfrmPolicyList(netlink.FAMILY_ALL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(states)+len(policies) > 0 {
+		dump += fmt.Sprintf("xfrm: %d states, %d policies\n", len(states), len(policies))
 	}
 	return dump
 }

@@ -32,6 +32,10 @@ const (
 	keepalive = 10 * time.Second
 	// rejectAfter is WireGuard's REJECT_AFTER_TIME: a session older than that is dead.
 	rejectAfter = 180 * time.Second
+	// leftGrace is how long after the hub moved a peer away from an endpoint a handshake
+	// from there still counts as the old gateway's last one (it stops within its renew
+	// deadline, under a second).
+	leftGrace = 5 * time.Second
 )
 
 // Config is how the driver is built.
@@ -72,7 +76,8 @@ type configuredEndpoint struct {
 	at   time.Time
 	// left are endpoints the Peer named before and then moved away from: a gateway that
 	// has handed over may still send a last authenticated packet (same cluster key), and
-	// WireGuard roams back to it; that is never a roam to keep.
+	// WireGuard roams back to it; that is not a roam to keep, unless it comes later than
+	// leftGrace (the remote cluster failed back to that gateway).
 	left []string
 }
 
@@ -292,11 +297,18 @@ func (d *Driver) roamed(p wgtypes.Peer, pc wgtypes.PeerConfig, now time.Time) bo
 	if !known {
 		last = configuredEndpoint{addr: pc.Endpoint.String()}
 	}
-	if last.addr != pc.Endpoint.String() || slices.Contains(last.left, p.Endpoint.String()) {
-		return false // the hub has moved the peer since, or away from there: follow it
+	if last.addr != pc.Endpoint.String() {
+		return false // the hub has moved the peer since: follow it
+	}
+	since := last.at
+	if slices.Contains(last.left, p.Endpoint.String()) {
+		// A gateway the hub moved the peer away from: a last packet it sent while handing
+		// over must not pull the cable back, but a handshake well after that is that
+		// gateway active again (the remote failed back to it while the hub is down).
+		since = since.Add(leftGrace)
 	}
 	hs := p.LastHandshakeTime
-	return !hs.IsZero() && hs.After(last.at) && now.Sub(hs) < rejectAfter
+	return !hs.IsZero() && hs.After(since) && now.Sub(hs) < rejectAfter
 }
 
 func samePeer(p wgtypes.Peer, pc wgtypes.PeerConfig) bool {
