@@ -12,12 +12,11 @@ import (
 	"github.com/straitnet/strait/test/require"
 )
 
-// prober GETs a whereami from a pod every 50 ms (each try gives up after 300 ms) and
-// keeps the longest time without an answer.
+// prober tries something (a GET, a lookup) at a fixed interval, counts the tries and
+// the answers, and keeps the longest time without an answer.
 type prober struct {
-	ns, hostPort string
-	stop         chan struct{}
-	done         sync.WaitGroup
+	stop chan struct{}
+	done sync.WaitGroup
 
 	mu      sync.Mutex
 	last    time.Time // last answer
@@ -26,8 +25,16 @@ type prober struct {
 	tries   int
 }
 
+// startProber GETs a whereami from a pod every 50 ms (each try gives up after 300 ms).
 func startProber(ns, hostPort string) *prober {
-	p := &prober{ns: ns, hostPort: hostPort, stop: make(chan struct{}), last: time.Now()}
+	return startProbing(50*time.Millisecond, func() error {
+		_, err := labtest.TryWhereamiWithin(ns, hostPort, 300*time.Millisecond)
+		return err
+	})
+}
+
+func startProbing(every time.Duration, try func() error) *prober {
+	p := &prober{stop: make(chan struct{}), last: time.Now()}
 	p.done.Add(1)
 	go func() {
 		defer p.done.Done()
@@ -35,9 +42,9 @@ func startProber(ns, hostPort string) *prober {
 			select {
 			case <-p.stop:
 				return
-			case <-time.After(50 * time.Millisecond):
+			case <-time.After(every):
 			}
-			_, err := labtest.TryWhereamiWithin(p.ns, p.hostPort, 300*time.Millisecond)
+			err := try()
 			p.mu.Lock()
 			p.tries++
 			if err == nil {
@@ -58,7 +65,7 @@ func (p *prober) answeredSince(t time.Time) bool {
 	return p.last.After(t)
 }
 
-// counts are the GETs tried and answered so far.
+// counts are the tries and the answers so far.
 func (p *prober) counts() (tries, answers int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -90,12 +97,7 @@ func failOver(t testing.TB, cluster string, sig syscall.Signal) time.Duration {
 	// Both ends on plain nodes: a pod on the node whose agent is stopped stays cut off
 	// until its agent is back (nothing re-points that node), as in a real cluster until
 	// the kubelet restarts it.
-	src := sourcePods(t, "c1")[0]
-	target := net.JoinHostPort(env.PodOn(t, "c2", nodeOfKind(t, "c2", false), whereamiImage).Status.PodIP, "8080")
-	require.Eventually(t, converge, "c1 → c2 "+target, func() error {
-		_, err := labtest.TryWhereami(src.ns, target)
-		return err
-	})
+	src, target := crossTraffic(t)
 	old := env.ActiveGateway(t, cluster).Name
 	agent := env.AgentPod(t, cluster, old)
 	restarts := labtest.Restarts(agent, "agent")

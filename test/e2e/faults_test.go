@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -14,52 +13,23 @@ import (
 	"github.com/straitnet/strait/test/require"
 )
 
-// resolver asks a clusterset name from a pod every 100 ms and counts the answers.
-type resolver struct {
-	stop chan struct{}
-	done sync.WaitGroup
-
-	mu             sync.Mutex
-	tries, answers int
-}
-
-func startResolver(ns, name string) *resolver {
-	r := &resolver{stop: make(chan struct{})}
-	r.done.Add(1)
-	go func() {
-		defer r.done.Done()
-		for {
-			select {
-			case <-r.stop:
-				return
-			case <-time.After(100 * time.Millisecond):
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-			ips, err := labtest.LookupInPod(ctx, ns, name)
-			cancel()
-			r.mu.Lock()
-			r.tries++
-			if err == nil && len(ips) > 0 {
-				r.answers++
-			}
-			r.mu.Unlock()
+// startResolver asks a clusterset name from a pod every 100 ms; an answer is one with
+// an address.
+func startResolver(ns, name string) *prober {
+	return startProbing(100*time.Millisecond, func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		ips, err := labtest.LookupInPod(ctx, ns, name)
+		if err == nil && len(ips) == 0 {
+			err = fmt.Errorf("%s: no address", name)
 		}
-	}()
-	return r
-}
-
-// counts stops the resolver and returns what it asked and what was answered.
-func (r *resolver) counts() (tries, answers int) {
-	close(r.stop)
-	r.done.Wait()
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.tries, r.answers
+		return err
+	})
 }
 
 // crossTraffic is c1's first client pod and c2's whereami pod on a plain node, once
 // c1 reaches it.
-func crossTraffic(t *testing.T) (src source, target string) {
+func crossTraffic(t testing.TB) (src source, target string) {
 	t.Helper()
 	src = sourcePods(t, "c1")[0]
 	target = net.JoinHostPort(env.PodOn(t, "c2", nodeOfKind(t, "c2", false), whereamiImage).Status.PodIP, "8080")
@@ -124,6 +94,7 @@ func TestStraitDNSRestart(t *testing.T) {
 	env.WaitRestarted(t, "c1", victim, "dns", restarts, 2*time.Minute)
 	time.Sleep(2 * time.Second)
 	asked, resolved := r.counts()
+	r.gap() // stops it
 	t.Logf("one of c1's strait dns pods killed and restarted: %d/%d lookups answered", resolved, asked)
 	if asked < 20 {
 		t.Fatalf("only %d lookups were made", asked)

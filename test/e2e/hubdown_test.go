@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"fmt"
-	"net"
 	"syscall"
 	"testing"
 	"time"
@@ -19,12 +18,7 @@ import (
 // (every 30 s) used to set the endpoint back, cutting c1 → c2 for ~10 s of every 30.
 func TestFailoverWithTheHubDown(t *testing.T) {
 	env.Require(t)
-	src := sourcePods(t, "c1")[0]
-	target := net.JoinHostPort(env.PodOn(t, "c2", nodeOfKind(t, "c2", false), whereamiImage).Status.PodIP, "8080")
-	require.Eventually(t, converge, "c1 → c2 "+target, func() error {
-		_, err := labtest.TryWhereami(src.ns, target)
-		return err
-	})
+	src, target := crossTraffic(t)
 	// Whatever happens below, the lab is whole again for the next test: lab up restarts
 	// the hub's API server and waits for strait hub to be ready again.
 	t.Cleanup(func() { env.UpAgain(t) })

@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -103,12 +102,7 @@ func TestRollingUpgradeKeepsTrafficFlowing(t *testing.T) {
 		t.Fatal(err)
 	}
 	writeOverlay(t, upgrade, rel, tag)
-	src := sourcePods(t, "c1")[0]
-	target := net.JoinHostPort(env.PodOn(t, "c2", nodeOfKind(t, "c2", false), whereamiImage).Status.PodIP, "8080")
-	require.Eventually(t, converge, "c1 → c2 "+target, func() error {
-		_, err := labtest.TryWhereami(src.ns, target)
-		return err
-	})
+	src, target := crossTraffic(t)
 	// Back to the lab's own install whatever happens.
 	t.Cleanup(func() {
 		kubectl(t, "c2", "apply", "--server-side", "-k", env.Lab.InstallDir("c2"))
