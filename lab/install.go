@@ -48,8 +48,8 @@ func installOverlay(base string, member bool) ([]byte, error) {
 		"kind":       "Kustomization",
 		"resources":  []string{base},
 		"images": []map[string]string{
-			{"name": imageName(StraitdImage), "newTag": imageTag(StraitdImage)},
-			{"name": imageName(CharonImage), "newTag": imageTag(CharonImage)},
+			{"name": ImageName(StraitdImage), "newTag": imageTag(StraitdImage)},
+			{"name": ImageName(CharonImage), "newTag": imageTag(CharonImage)},
 		},
 	}
 	if member {
@@ -66,7 +66,9 @@ func installOverlay(base string, member bool) ([]byte, error) {
 	return yaml.Marshal(k)
 }
 
-func imageName(ref string) string { n, _, _ := strings.Cut(ref, ":"); return n }
+// ImageName is an image reference without its tag ("strait/straitd" of StraitdImage),
+// as kustomize's images: entries name it.
+func ImageName(ref string) string { n, _, _ := strings.Cut(ref, ":"); return n }
 func imageTag(ref string) string  { _, t, _ := strings.Cut(ref, ":"); return t }
 
 // installStrait installs Strait into a cluster the way a user does: `kubectl apply

@@ -23,19 +23,27 @@ func (p *Plan) MemberDigest(cluster string) uint64 {
 	p.digestOnce.Do(p.prepareDigests)
 	d := p.digests
 	h := newHasher()
-	h.str(ClusterSetLabel(p.clusterSet))
-	h.str(cluster)
-	h.json(p.membership(cluster))
-	if psk := p.ipsecPSK(); psk != nil {
-		h.json(psk)
-	}
-	h.u64(d.peers - mix(d.peer[cluster]))
+	h.u64(p.baseDigest(cluster))
 	exports := d.exports
 	for _, i := range d.involved[cluster] {
 		e := p.exports[i]
 		exports += mix(p.exportDigest(e, cluster)) - mix(d.remote[i])
 	}
 	h.u64(exports)
+	return h.sum()
+}
+
+// baseDigest hashes a member's BaseGroup: the ClusterSet, the member, its Membership,
+// the IPsec key's Secret and every peer but itself. Digests must be prepared.
+func (p *Plan) baseDigest(cluster string) uint64 {
+	h := newHasher()
+	h.str(ClusterSetLabel(p.clusterSet))
+	h.str(cluster)
+	h.json(p.membership(cluster))
+	if psk := p.ipsecPSK(); psk != nil {
+		h.json(psk)
+	}
+	h.u64(p.digests.peers - mix(p.digests.peer[cluster]))
 	return h.sum()
 }
 
@@ -50,15 +58,7 @@ func (p *Plan) GroupDigests(cluster string) map[string]uint64 {
 	p.digestOnce.Do(p.prepareDigests)
 	d := p.digests
 	out := make(map[string]uint64, len(p.exports)+1)
-	h := newHasher()
-	h.str(ClusterSetLabel(p.clusterSet))
-	h.str(cluster)
-	h.json(p.membership(cluster))
-	if psk := p.ipsecPSK(); psk != nil {
-		h.json(psk)
-	}
-	h.u64(d.peers - mix(d.peer[cluster]))
-	out[BaseGroup] = h.sum()
+	out[BaseGroup] = p.baseDigest(cluster)
 	for i, e := range p.exports {
 		out[e.key()] = d.remote[i]
 	}

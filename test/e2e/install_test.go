@@ -91,7 +91,7 @@ func TestServiceAccountsCanDoOnlyTheirJob(t *testing.T) {
 func TestRollingUpgradeKeepsTrafficFlowing(t *testing.T) {
 	env.Require(t)
 	const tag = "e2e-upgrade"
-	img := retag(t, filepath.Join(env.Root, "bin", "images", "straitd.tar"), imageName(lab.StraitdImage)+":"+tag)
+	img := retag(t, filepath.Join(env.Root, "bin", "images", "straitd.tar"), lab.ImageName(lab.StraitdImage)+":"+tag)
 	ctx := context.Background()
 	if err := env.Lab.LoadImages(ctx, img); err != nil {
 		t.Fatal(err)
@@ -145,15 +145,13 @@ func retag(t testing.TB, tarballPath, ref string) string {
 	return out
 }
 
-func imageName(ref string) string { n, _, _ := strings.Cut(ref, ":"); return n }
-
 // writeOverlay is a user's next release: their overlay with a new tag for straitd.
 func writeOverlay(t testing.TB, dir, base, tag string) {
 	t.Helper()
 	k, err := yaml.Marshal(map[string]any{
 		"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization",
 		"resources": []string{base},
-		"images":    []map[string]string{{"name": imageName(lab.StraitdImage), "newTag": tag}},
+		"images":    []map[string]string{{"name": lab.ImageName(lab.StraitdImage), "newTag": tag}},
 	})
 	if err != nil {
 		t.Fatal(err)
