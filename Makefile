@@ -116,7 +116,7 @@ verify: generate manifests ## Fail on stale generated files, gofmt, go mod tidy,
 host-deps: ## Install the host tools the lab and the root tests run (root on Debian), or name the missing ones.
 	@hack/host-deps.sh
 
-test: host-deps k8s-binaries node-binaries images image flux-binaries $(COREDNS) ## Run every test (root-only tests need root; under CI=true they fail instead of skipping).
+test: host-deps k8s-binaries node-binaries images image flux-images $(COREDNS) ## Run every test (root-only tests need root; under CI=true they fail instead of skipping).
 	$(GO) test -count=1 -timeout 40m $$($(GO) list ./... | grep -v '^github.com/straitnet/strait/test/e2e')
 	@# The lab runs three control planes, CoreDNS, kube-proxy and every strait daemon:
 	@# it gets the machine to itself rather than racing the other packages' API servers.
@@ -179,7 +179,7 @@ $(addprefix $(FLUX_BIN)/,$(FLUX_BINARIES)): $(FLUXBIN_MOD)
 	mkdir -p $(FLUX_BIN)
 	cd test/fluxbin && CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w -buildid=" -o $@ github.com/fluxcd/$(notdir $@)
 
-flux-images: $(FLUX_IMAGES_STAMP) ## Build the Flux controllers' images (strait-lab/<controller>:<version>) into bin/images.
+flux-images: $(FLUX_IMAGES_STAMP) ## Build the Flux controllers' images (strait-lab/<controller>:<version>) and their install manifest (flux-install.yaml) into bin/images.
 
 $(FLUX_IMAGES_STAMP): $(addprefix $(FLUX_BIN)/,$(FLUX_BINARIES)) $(wildcard lab/image/*.go lab/flux/*.go hack/fluximages/*.go)
 	$(GO) run ./hack/fluximages -bin $(FLUX_BIN) -fluxbin test/fluxbin -out $(BIN)/images
@@ -247,7 +247,7 @@ $(KUSTOMIZE):
 $(COREDNS):
 	hack/build-coredns.sh $(COREDNS)
 
-lab: host-deps build k8s-binaries node-binaries images image $(COREDNS) ## Bring up the default lab (root): clusters c1, c2 and a hub, real nodes in network namespaces.
+lab: host-deps build k8s-binaries node-binaries images image flux-images $(COREDNS) ## Bring up the default lab (root): clusters c1, c2 and a hub, real nodes in network namespaces.
 	$(BIN)/strait lab up --example basic
 	$(BIN)/strait lab status
 	@echo "== from c1's client pod (kubectl exec): c2's exported whereami through CoreDNS and strait dns"
@@ -256,7 +256,7 @@ lab: host-deps build k8s-binaries node-binaries images image $(COREDNS) ## Bring
 	-$(BIN)/strait lab exec c1 client -- dig +short whereami-0.c2.whereami-ss.sample.svc.clusterset.local
 	-$(BIN)/strait lab exec c1 client -- curl -s http://whereami-cs.sample.svc.clusterset.local
 
-lab-globalnet: host-deps build k8s-binaries node-binaries images image $(COREDNS) ## The globalnet lab (root): g1 and g2 with identical CIDRs, through global IPs.
+lab-globalnet: host-deps build k8s-binaries node-binaries images image flux-images $(COREDNS) ## The globalnet lab (root): g1 and g2 with identical CIDRs, through global IPs.
 	$(BIN)/strait lab up --example globalnet
 	$(BIN)/strait lab status
 	@echo "== from g1's client pod: g2's exports answer with global IPs (both clusters use pods 10.7.0.0/16)"

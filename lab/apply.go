@@ -2,18 +2,13 @@ package lab
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
-
-	"github.com/straitnet/strait/plan"
 )
 
 // applier creates objects that do not exist yet; objects that exist are left as they are,
@@ -54,21 +49,4 @@ func (a *applier) create(ctx context.Context, obj client.Object) error {
 			return fmt.Errorf("creating %s %s/%s: %w", obj.GetObjectKind().GroupVersionKind().Kind, obj.GetNamespace(), obj.GetName(), err)
 		}
 	}
-}
-
-// createYAML creates every document of a YAML stream.
-func (a *applier) createYAML(ctx context.Context, data []byte) error {
-	var errs []error
-	for _, doc := range plan.SplitYAML(data) {
-		u := &unstructured.Unstructured{}
-		if err := yaml.Unmarshal(doc, &u.Object); err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		if len(u.Object) == 0 {
-			continue
-		}
-		errs = append(errs, a.create(ctx, u))
-	}
-	return errors.Join(errs...)
 }

@@ -241,10 +241,10 @@ func (w rollout) String() string {
 	return fmt.Sprintf("%s/%s %d/%d ready, %d up to date", w.Kind, w.Name, w.Ready, w.Desired, w.Update)
 }
 
-// straitWorkloads lists Strait's Deployments and DaemonSets in a cluster.
-func straitWorkloads(ctx context.Context, c kubernetes.Interface) ([]rollout, error) {
+// workloads lists the Deployments and DaemonSets of a namespace.
+func workloads(ctx context.Context, c kubernetes.Interface, ns string) ([]rollout, error) {
 	var out []rollout
-	deps, err := c.AppsV1().Deployments(straitv1.SystemNamespace).List(ctx, metav1.ListOptions{})
+	deps, err := c.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, err
 	}
@@ -259,7 +259,7 @@ func straitWorkloads(ctx context.Context, c kubernetes.Interface) ([]rollout, er
 		}
 		out = append(out, rollout{Kind: "Deployment", Name: d.Name, Desired: want, Ready: ready, Update: d.Status.UpdatedReplicas})
 	}
-	dss, err := c.AppsV1().DaemonSets(straitv1.SystemNamespace).List(ctx, metav1.ListOptions{})
+	dss, err := c.AppsV1().DaemonSets(ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, err
 	}
@@ -276,10 +276,16 @@ func straitWorkloads(ctx context.Context, c kubernetes.Interface) ([]rollout, er
 // waitStrait waits until every Deployment and DaemonSet of Strait's in a cluster is
 // rolled out and ready; on timeout it names the ones that are not.
 func (l *Lab) waitStrait(ctx context.Context, cluster string, c kubernetes.Interface, timeout time.Duration) error {
+	return l.waitWorkloads(ctx, cluster, straitv1.SystemNamespace, c, timeout)
+}
+
+// waitWorkloads waits until every Deployment and DaemonSet of a namespace is rolled out
+// and ready.
+func (l *Lab) waitWorkloads(ctx context.Context, cluster, ns string, c kubernetes.Interface, timeout time.Duration) error {
 	start := time.Now()
 	deadline := start.Add(timeout)
 	for {
-		ws, err := straitWorkloads(ctx, c)
+		ws, err := workloads(ctx, c, ns)
 		var pending []string
 		for _, w := range ws {
 			if !w.done() {
@@ -287,15 +293,15 @@ func (l *Lab) waitStrait(ctx context.Context, cluster string, c kubernetes.Inter
 			}
 		}
 		if err == nil && len(ws) > 0 && len(pending) == 0 {
-			l.progress("%s: strait rolled out in %.1fs (%d workloads)", cluster, time.Since(start).Seconds(), len(ws))
+			l.progress("%s: %s rolled out in %.1fs (%d workloads)", cluster, ns, time.Since(start).Seconds(), len(ws))
 			return nil
 		}
 		if time.Now().After(deadline) {
 			if err != nil {
 				pending = append(pending, err.Error())
 			}
-			return fmt.Errorf("%s: strait not ready after %s: %s (kubectl -n %s get pods; logs under %s)", cluster, timeout,
-				strings.Join(pending, "; "), straitv1.SystemNamespace, filepath.Join(l.state.ClusterDir(cluster), "logs"))
+			return fmt.Errorf("%s: %s not ready after %s: %s (kubectl -n %s get pods; logs under %s)", cluster, ns, timeout,
+				strings.Join(pending, "; "), ns, filepath.Join(l.state.ClusterDir(cluster), "logs"))
 		}
 		select {
 		case <-ctx.Done():

@@ -42,23 +42,24 @@ func corefile(kubeconfig, context string) string {
 
 // ensureClusterDNS creates the coredns ConfigMap, the kube-dns Service with the cluster
 // DNS IP and an EndpointSlice pointing at CoreDNS in the control-plane namespace, writes
-// the Corefile and starts CoreDNS there.
-func (l *Lab) ensureClusterDNS(ctx context.Context, c topology.Cluster, client kubernetes.Interface) error {
-	cfg := corefile(l.state.InNamespaceKubeconfig(c.Name), "strait-lab-"+c.Name)
+// the Corefile and starts CoreDNS there: in every member, and in the hub, where Flux's
+// controllers find each other by Service name.
+func (l *Lab) ensureClusterDNS(ctx context.Context, cp topology.ControlPlane, dnsIP netip.Addr, client kubernetes.Interface) error {
+	cfg := corefile(l.state.InNamespaceKubeconfig(cp.Cluster), "strait-lab-"+cp.Cluster)
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "coredns", Namespace: "kube-system"},
 		Data: map[string]string{"Corefile": cfg}}
 	if _, err := client.CoreV1().ConfigMaps("kube-system").Create(ctx, cm, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return err
 	}
-	if _, err := os.Stat(l.corefilePath(c.Name)); err != nil {
-		if err := writeAtomic(l.corefilePath(c.Name), []byte(cfg)); err != nil {
+	if _, err := os.Stat(l.corefilePath(cp.Cluster)); err != nil {
+		if err := writeAtomic(l.corefilePath(cp.Cluster), []byte(cfg)); err != nil {
 			return err
 		}
 	}
 	svc := &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Name: DNSServiceName, Namespace: "kube-system",
 			Labels: map[string]string{"k8s-app": "kube-dns", "kubernetes.io/name": "CoreDNS"}},
-		Spec: corev1.ServiceSpec{ClusterIP: c.DNSServiceIP.String(), Ports: []corev1.ServicePort{
+		Spec: corev1.ServiceSpec{ClusterIP: dnsIP.String(), Ports: []corev1.ServicePort{
 			{Name: "dns", Port: 53, Protocol: corev1.ProtocolUDP, TargetPort: intstr.FromInt32(53)},
 			{Name: "dns-tcp", Port: 53, Protocol: corev1.ProtocolTCP, TargetPort: intstr.FromInt32(53)},
 		}},
@@ -71,7 +72,7 @@ func (l *Lab) ensureClusterDNS(ctx context.Context, c topology.Cluster, client k
 	} else if err != nil {
 		return err
 	}
-	addr := c.ControlPlane.LANAddr.Addr().String()
+	addr := cp.LANAddr.Addr().String()
 	slice := &discoveryv1.EndpointSlice{
 		ObjectMeta: metav1.ObjectMeta{Name: "kube-dns-lab", Namespace: "kube-system", Labels: map[string]string{
 			discoveryv1.LabelServiceName: DNSServiceName, discoveryv1.LabelManagedBy: "strait-lab"}},
@@ -86,7 +87,7 @@ func (l *Lab) ensureClusterDNS(ctx context.Context, c topology.Cluster, client k
 	if _, err := client.DiscoveryV1().EndpointSlices("kube-system").Create(ctx, slice, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return err
 	}
-	return l.ensureProcess(c.Name, "coredns", c.ControlPlane.Namespace, l.opts.CoreDNS, "-conf", l.corefilePath(c.Name))
+	return l.ensureProcess(cp.Cluster, "coredns", cp.Namespace, l.opts.CoreDNS, "-conf", l.corefilePath(cp.Cluster))
 }
 
 // ensureKubeProxy starts kube-proxy in nftables mode on every node.

@@ -47,8 +47,12 @@ func memberImages(withSamples bool) []string {
 	return append(sampleImages(withSamples), StraitdImage, CharonImage)
 }
 
-// hubImages are what the hub's node imports: the sandbox and strait hub.
-func hubImages() []string { return []string{image.Pause, StraitdImage} }
+// hubImages are what the hub's node imports: the sandbox, strait hub and Flux's
+// controllers.
+func (o Options) hubImages() ([]string, error) {
+	fluxImages, err := o.fluxImages()
+	return append([]string{image.Pause, StraitdImage}, fluxImages...), err
+}
 
 // imageTarball is where "make images" writes an image's tarball.
 func (o Options) imageTarball(ref string) (string, error) {
@@ -60,12 +64,20 @@ func (o Options) imageTarball(ref string) (string, error) {
 }
 
 // checkNodeArtifacts says which binary or image a real-node lab lacks.
-func (o Options) checkNodeArtifacts(withSamples bool) error {
+func (o Options) checkNodeArtifacts(withSamples, hub bool) error {
 	need := []string{o.bin("kubelet")}
 	for _, b := range []string{"containerd", "containerd-shim-runc-v2", "ctr", "runc", "bridge", "host-local", "loopback"} {
 		need = append(need, filepath.Join(o.NodeBin, b))
 	}
-	for _, ref := range memberImages(withSamples) {
+	refs := memberImages(withSamples)
+	if hub {
+		imgs, err := o.hubImages()
+		if err != nil {
+			return err
+		}
+		refs = append(refs, imgs...)
+	}
+	for _, ref := range refs {
 		p, err := o.imageTarball(ref)
 		if err != nil {
 			return err
@@ -74,7 +86,7 @@ func (o Options) checkNodeArtifacts(withSamples bool) error {
 	}
 	for _, p := range need {
 		if _, err := os.Stat(p); err != nil {
-			return fmt.Errorf("real nodes: missing %s (make node-binaries images image): %w", p, err)
+			return fmt.Errorf("real nodes: missing %s (make node-binaries images image flux-images): %w", p, err)
 		}
 	}
 	return nil
@@ -113,8 +125,12 @@ func (l *Lab) ensureRealNodes(ctx context.Context, c topology.Cluster, client ku
 // ensureHubNode starts the hub's node in the hub's namespace, reaching the API server on
 // loopback, where strait hub runs.
 func (l *Lab) ensureHubNode(ctx context.Context, t *topology.Lab, client kubernetes.Interface) error {
+	images, err := l.opts.hubImages()
+	if err != nil {
+		return err
+	}
 	return l.ensureRealNode(ctx, client, realNode{cluster: topology.HubName, node: *t.HubNode, kubeconfig: l.state.InNamespaceKubeconfig(topology.HubName),
-		images: hubImages()})
+		dns: []netip.Addr{topology.HubDNSServiceIP()}, images: images})
 }
 
 func (l *Lab) ensureRealNode(ctx context.Context, client kubernetes.Interface, rn realNode) error {

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"sync"
@@ -13,7 +15,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/straitnet/strait/lab/forward"
+	"github.com/straitnet/strait/lab/gitserver"
 	"github.com/straitnet/strait/lab/topology"
+	"github.com/straitnet/strait/test/netns"
 )
 
 // GatewayIPAnnotation is where strait agent reads the address other gateways send tunnel
@@ -27,8 +31,10 @@ const daemonKey = "_lab"
 // its pid file exists.
 func (s State) DaemonPid() (int, bool) { return s.Pid(daemonKey, "daemon") }
 
-// Serve is the lab daemon: the loopback forwarder of every control plane and the
-// Corefile sync of every member, until ctx ends.
+// Serve is the lab daemon until ctx ends: the loopback forwarder of every control
+// plane, the Corefile sync of every cluster, and the git server of the clusterset repo on
+// the hub's LAN address (for Flux) and on the host's loopback (for people), which asks
+// Flux to sync after every push.
 func (l *Lab) Serve(ctx context.Context) error {
 	r, t, err := l.Load()
 	if err != nil {
@@ -58,8 +64,8 @@ func (l *Lab) Serve(ctx context.Context) error {
 		}
 		run("forwarder "+cp.Cluster, f.Run)
 	}
-	for _, c := range t.Clusters {
-		cfg, err := l.inNamespaceConfig(c.Name, c.ControlPlane.Namespace)()
+	for _, cp := range t.ControlPlanes() {
+		cfg, err := l.inNamespaceConfig(cp.Cluster, cp.Namespace)()
 		if err != nil {
 			return err
 		}
@@ -67,7 +73,41 @@ func (l *Lab) Serve(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		run("corefile "+c.Name, func(ctx context.Context) error { return l.syncCorefile(ctx, c.Name, client) })
+		run("corefile "+cp.Cluster, func(ctx context.Context) error { return l.syncCorefile(ctx, cp.Cluster, client) })
+	}
+	if t.Hub != nil {
+		git := gitserver.Server{Root: l.state.GitRoot(), OnPush: func(repo string) {
+			if repo != RepoName {
+				return
+			}
+			rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			defer cancel()
+			if err := l.RequestSync(rctx); err != nil {
+				fmt.Fprintf(os.Stderr, "git push to %s: asking flux to sync: %v\n", repo, err)
+			}
+		}}
+		listeners := map[string]func() (net.Listener, error){
+			"git server (hub)": func() (net.Listener, error) {
+				var ln net.Listener
+				err := netns.Do(t.Hub.Namespace, func() (err error) {
+					ln, err = net.Listen("tcp", netip.AddrPortFrom(t.Hub.LANAddr.Addr(), topology.GitPort).String())
+					return err
+				})
+				return ln, err
+			},
+			"git server (host)": func() (net.Listener, error) {
+				return net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", r.gitHostPort()))
+			},
+		}
+		for what, listen := range listeners {
+			run(what, func(ctx context.Context) error {
+				ln, err := listen()
+				if err != nil {
+					return err
+				}
+				return git.Serve(ctx, ln)
+			})
+		}
 	}
 	<-ctx.Done()
 	return nil

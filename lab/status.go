@@ -16,6 +16,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	straitv1 "github.com/straitnet/strait/api/v1alpha1"
+	"github.com/straitnet/strait/lab/flux"
 	"github.com/straitnet/strait/lab/topology"
 	"github.com/straitnet/strait/test/netns"
 )
@@ -46,6 +48,9 @@ func (l *Lab) Status(ctx context.Context, w io.Writer) error {
 	_ = tw.Flush()
 	for _, cp := range t.ControlPlanes() {
 		fmt.Fprintf(w, "\n== %s  (kubeconfig: %s)\n", cp.Cluster, l.state.KubeconfigPath(cp.Cluster))
+		if cp.Cluster == topology.HubName {
+			fmt.Fprint(w, l.gitStatus(ctx))
+		}
 		client, err := l.HostClient(cp.Cluster)
 		if err != nil {
 			fmt.Fprintf(w, "  %v\n", err)
@@ -59,7 +64,12 @@ func (l *Lab) Status(ctx context.Context, w io.Writer) error {
 			continue
 		}
 		tw := tabwriter.NewWriter(w, 0, 2, 2, ' ', 0)
-		if ws, err := straitWorkloads(cctx, client); err == nil {
+		var ws []rollout
+		for _, ns := range []string{straitv1.SystemNamespace, flux.Namespace} {
+			w, _ := workloads(cctx, client, ns)
+			ws = append(ws, w...)
+		}
+		{
 			for _, r := range ws {
 				state := "rolling out"
 				if r.done() {

@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -62,7 +61,7 @@ func (l *Lab) up(ctx context.Context, o UpOptions) error {
 			return fmt.Errorf("missing binary %s (make k8s-binaries coredns): %w", bin, err)
 		}
 	}
-	if err := l.opts.checkNodeArtifacts(o.Spec.SampleWorkloads); err != nil {
+	if err := l.opts.checkNodeArtifacts(o.Spec.SampleWorkloads, t.Hub != nil); err != nil {
 		return err
 	}
 	if err := l.state.WriteRecord(rec); err != nil {
@@ -89,10 +88,16 @@ func (l *Lab) up(ctx context.Context, o UpOptions) error {
 	}); err != nil {
 		return err
 	}
+	var head string
+	if t.Hub != nil {
+		if head, err = l.ensureRepo(ctx, t, rec); err != nil {
+			return fmt.Errorf("clusterset repo: %w", err)
+		}
+	}
 	if err := l.ensureProcess(daemonKey, "daemon", "", l.opts.Strait, "lab", "serve", "--state", l.state.Dir); err != nil {
 		return err
 	}
-	l.progress("lab daemon: forwarders on 127.0.0.1:%d-%d", rec.PortBase, rec.PortBase+len(t.Clusters))
+	l.progress("lab daemon: forwarders on 127.0.0.1:%d-%d, git server on 127.0.0.1:%d", rec.PortBase, rec.PortBase+len(t.Clusters), rec.gitHostPort())
 	if err := l.eachControlPlane(t, func(cp topology.ControlPlane) error {
 		return l.bootstrap(ctx, t, rec, cp, o)
 	}); err != nil {
@@ -106,6 +111,14 @@ func (l *Lab) up(ctx context.Context, o UpOptions) error {
 		return l.waitStrait(ctx, cp.Cluster, client, o.timeout())
 	}); err != nil {
 		return err
+	}
+	if t.Hub != nil {
+		synced := time.Now()
+		s, err := l.WaitSynced(ctx, head, o.timeout())
+		if err != nil {
+			return err
+		}
+		l.progress("hub: flux applied %s, ClusterSet Ready (%.1fs after the sync was set up)", s.Applied, time.Since(synced).Seconds())
 	}
 	if o.Spec.SampleWorkloads {
 		timeout := o.timeout()
@@ -173,10 +186,13 @@ func (l *Lab) bootstrap(ctx context.Context, t *topology.Lab, rec *Record, cp to
 		if err := l.ensureKubeProxyOn(topology.HubName, *t.HubNode, l.state.InNamespaceKubeconfig(topology.HubName), t.HubNode.PodCIDR); err != nil {
 			return fmt.Errorf("hub kube-proxy: %w", err)
 		}
-		return l.bootstrapHub(ctx, t, rec, a, client, o.timeout())
+		if err := l.ensureClusterDNS(ctx, *t.Hub, topology.HubDNSServiceIP(), client); err != nil {
+			return fmt.Errorf("hub DNS: %w", err)
+		}
+		return l.bootstrapHub(ctx, t, rec, client, o.timeout())
 	}
 	c, _ := t.Cluster(cp.Cluster)
-	if err := l.ensureClusterDNS(ctx, *c, client); err != nil {
+	if err := l.ensureClusterDNS(ctx, c.ControlPlane, c.DNSServiceIP, client); err != nil {
 		return fmt.Errorf("%s DNS: %w", c.Name, err)
 	}
 	if err := l.ensureKubeProxy(*c); err != nil {
@@ -198,36 +214,17 @@ func (l *Lab) bootstrap(ctx context.Context, t *topology.Lab, rec *Record, cp to
 	return nil
 }
 
-// bootstrapHub creates in the hub what a user creates before the ClusterSet syncs (the
-// members' kubeconfig Secrets, the PSK), waits for strait hub to answer its webhook and
-// applies the ClusterSet.
-func (l *Lab) bootstrapHub(ctx context.Context, t *topology.Lab, rec *Record, a *applier, client kubernetes.Interface, timeout time.Duration) error {
+// bootstrapHub creates in the hub what a user creates out of band, before the ClusterSet
+// syncs (the members' kubeconfig Secrets, the PSK), waits for strait hub, installs Flux
+// and points it at the lab's repo: the ClusterSet comes from git.
+func (l *Lab) bootstrapHub(ctx context.Context, t *topology.Lab, rec *Record, client kubernetes.Interface, timeout time.Duration) error {
 	if err := l.hubSecrets(ctx, t, client, rec.ClusterSet, timeout); err != nil {
 		return fmt.Errorf("hub secrets: %w", err)
 	}
 	if err := l.waitStrait(ctx, topology.HubName, client, timeout); err != nil {
 		return err
 	}
-	// Ready replicas serve the webhook, but the API server may not have the Service's
-	// endpoints yet: a refusal for want of the webhook is retried, any other is not.
-	deadline := time.Now().Add(timeout)
-	for {
-		err := a.createYAML(ctx, rec.ClusterSet)
-		if err == nil || !isWebhookUnavailable(err) || time.Now().After(deadline) {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(500 * time.Millisecond):
-		}
-	}
-}
-
-// isWebhookUnavailable says whether the API server failed to call a webhook (as opposed
-// to the webhook refusing the object).
-func isWebhookUnavailable(err error) bool {
-	return strings.Contains(err.Error(), "failed calling webhook")
+	return l.installFlux(ctx, t, client, timeout)
 }
 
 // waitPodsReady waits until every sample pod of a member is Ready.

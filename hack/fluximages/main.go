@@ -44,5 +44,18 @@ func build(ctx context.Context, bin, fluxbin, out string) error {
 		}
 		fmt.Printf("%-40s %s %s\n", spec.Ref, digest, path)
 	}
+	objs, err := r.Objects()
+	if err != nil {
+		return err
+	}
+	manifest, err := flux.Manifest(objs)
+	if err != nil {
+		return err
+	}
+	path := filepath.Join(out, flux.InstallFile)
+	if err := os.WriteFile(path, manifest, 0o644); err != nil {
+		return err
+	}
+	fmt.Printf("%-40s %d objects %s\n", "install", len(objs), path)
 	return nil
 }

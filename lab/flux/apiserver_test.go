@@ -39,7 +39,7 @@ func TestAPIServerTakesTheInstallAndTheExampleWiring(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, file := range []string{"gitrepository.yaml", "kustomization.yaml"} {
+	for _, file := range []string{"gitrepository.yaml", "sync.yaml"} {
 		obj := readObject(t, filepath.Join(root, "examples", "clusterset", "flux", file))
 		// A new CRD is served a moment after it is created.
 		require.Eventually(t, 30*time.Second, "dry-run create of "+file, func() error {
@@ -47,7 +47,7 @@ func TestAPIServerTakesTheInstallAndTheExampleWiring(t *testing.T) {
 		})
 	}
 
-	bad := readObject(t, filepath.Join(root, "examples", "clusterset", "flux", "kustomization.yaml"))
+	bad := readObject(t, filepath.Join(root, "examples", "clusterset", "flux", "sync.yaml"))
 	if err := unstructured.SetNestedField(bad.Object, "every ten minutes", "spec", "interval"); err != nil {
 		t.Fatal(err)
 	}

@@ -46,13 +46,18 @@ func clusterSetDir(t *testing.T) string {
 // repositories' base URL.
 func serve(t *testing.T, root string) string {
 	t.Helper()
+	return serveWith(t, Server{Root: root})
+}
+
+func serveWith(t *testing.T, srv Server) string {
+	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- Serve(ctx, l, root) }()
+	go func() { done <- srv.Serve(ctx, l) }()
 	t.Cleanup(func() {
 		cancel()
 		select {
@@ -100,7 +105,8 @@ func TestCloneAndPushOverHTTP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	url := serve(t, root) + "/clusterset.git"
+	pushes := make(chan string, 10)
+	url := serveWith(t, Server{Root: root, OnPush: func(repo string) { pushes <- repo }}) + "/clusterset.git"
 
 	clone := filepath.Join(t.TempDir(), "clusterset")
 	gitCLI(t, "", "clone", "--quiet", url, clone)
@@ -120,6 +126,21 @@ func TestCloneAndPushOverHTTP(t *testing.T) {
 	gitCLI(t, clone, "push", "--quiet", "origin", Branch)
 	if got := remoteHead(t, url); got != pushed {
 		t.Errorf("after the push ls-remote says %s, want %s", got, pushed)
+	}
+	// The hook ran once, for the push: not for the clone or ls-remote.
+	close(pushes)
+	var hooked []string
+	for r := range pushes {
+		hooked = append(hooked, r)
+	}
+	if len(hooked) != 1 || hooked[0] != "clusterset" {
+		t.Errorf("OnPush ran for %q, want once for clusterset", hooked)
+	}
+	if b, err := repo.File(ctx, pushed, "clusterset.yaml"); err != nil || !strings.Contains(string(b), "spec: {}") {
+		t.Errorf("File(%s, clusterset.yaml) = %q, %v; want the pushed content", pushed, b, err)
+	}
+	if _, err := repo.File(ctx, "--output=/tmp/x", "clusterset.yaml"); err == nil {
+		t.Error("File with an option as the revision: no error")
 	}
 
 	// The lab's own commit on top of the pushed one, then fetched by the person.

@@ -83,6 +83,19 @@ func (r Repo) Head(ctx context.Context) (string, error) {
 	return strings.TrimSpace(out), nil
 }
 
+// File is the content of path (slash-separated, from the repository's root) at the
+// commit rev.
+func (r Repo) File(ctx context.Context, rev, path string) ([]byte, error) {
+	if rev == "" || strings.ContainsAny(rev, ": \t\n") || strings.HasPrefix(rev, "-") {
+		return nil, fmt.Errorf("repository %s: revision %q: not a commit name", r.Dir, rev)
+	}
+	out, err := r.git(ctx, nil, nil, "cat-file", "blob", rev+":"+path)
+	if err != nil {
+		return nil, err
+	}
+	return []byte(out), nil
+}
+
 // CommitDir commits the files of dir as the whole next tree of Branch: files the head
 // has and dir has not are removed, and files dir's .gitignore names are left out. It
 // returns the new head (the old one when nothing changed).

@@ -9,6 +9,7 @@ import (
 	"net/http/cgi"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"time"
 )
 
@@ -34,13 +35,30 @@ func Handler(root string) (http.Handler, error) {
 	return &cgi.Handler{Path: git, Args: []string{"http-backend"}, Env: env}, nil
 }
 
+// Server serves the bare repositories under Root. OnPush, when set, runs after every
+// push git answered, with the repository's name (clusterset for /clusterset.git), as a
+// forge's push webhook would call Flux's receiver.
+type Server struct {
+	Root   string
+	OnPush func(repo string)
+}
+
 // Serve answers git clients on l with the repositories under root until ctx ends, then
 // closes l. It returns nil after ctx ended and the error that stopped it otherwise.
 func Serve(ctx context.Context, l net.Listener, root string) error {
-	h, err := Handler(root)
+	return Server{Root: root}.Serve(ctx, l)
+}
+
+// Serve is the package's Serve with the server's push hook.
+func (s Server) Serve(ctx context.Context, l net.Listener) error {
+	backend, err := Handler(s.Root)
 	if err != nil {
 		_ = l.Close()
 		return err
+	}
+	h := http.Handler(backend)
+	if s.OnPush != nil {
+		h = pushHook{next: backend, onPush: s.OnPush}
 	}
 	// A clone of a big repository streams for a while: no write timeout; a slow client
 	// must still send its request headers promptly.
@@ -63,4 +81,34 @@ func Serve(ctx context.Context, l net.Listener, root string) error {
 		return nil
 	}
 	return fmt.Errorf("git server on %s: %w", l.Addr(), err)
+}
+
+// pushHook calls onPush after a push (POST /<name>.git/git-receive-pack) that the backend
+// answered with 200.
+type pushHook struct {
+	next   http.Handler
+	onPush func(repo string)
+}
+
+func (p pushHook) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	repo, isPush := strings.CutSuffix(r.URL.Path, ".git/git-receive-pack")
+	if !isPush || r.Method != http.MethodPost {
+		p.next.ServeHTTP(w, r)
+		return
+	}
+	sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
+	p.next.ServeHTTP(sw, r)
+	if sw.status == http.StatusOK {
+		p.onPush(strings.TrimPrefix(repo, "/"))
+	}
+}
+
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (s *statusWriter) WriteHeader(code int) {
+	s.status = code
+	s.ResponseWriter.WriteHeader(code)
 }

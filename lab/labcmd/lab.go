@@ -56,7 +56,7 @@ directory; "lab down" removes all of it, also after a crash of "lab up".`,
 	f.StringVar(&o.images, "images", "", "real nodes: directory with the image tarballs (default bin/images next to this binary or in the repo; make images)")
 	f.IntVar(&o.portBase, "port-base", 16443, "host loopback port of the hub's API server forwarder; members follow")
 	cmd.AddCommand(newLabUpCmd(o), newLabDownCmd(o), newLabStatusCmd(o), newLabExecCmd(o),
-		newLabKubeconfigCmd(o), newLabLoadImageCmd(o), newLabServeCmd(o))
+		newLabKubeconfigCmd(o), newLabLoadImageCmd(o), newLabGitCmd(o), newLabServeCmd(o))
 	return cmd
 }
 
@@ -139,10 +139,14 @@ func newLabUpCmd(o *labOptions) *cobra.Command {
 		Use:   "up [-f LAB.yaml | --example NAME]",
 		Short: "Bring a lab up (idempotent: run again to complete or check it)",
 		Long: `up builds the lab's network, starts every control plane, the lab daemon (loopback
-forwarders), the real nodes, CoreDNS and kube-proxy, creates the CRDs, the sample workloads
-(namespace sample: whereami-cs, the StatefulSet whereami behind headless whereami-ss, an
-idle client, iperf3) and, on the hub, the ClusterSet with one kubeconfig Secret per member.
-It waits until every sample pod is ready.
+forwarders, the git server), the real nodes, CoreDNS and kube-proxy, installs Strait in
+every cluster from kustomize/ (kubectl apply --server-side -k), creates the sample
+workloads (namespace sample: whereami-cs, the StatefulSet whereami behind headless
+whereami-ss, an idle client, iperf3) and, on the hub, one kubeconfig Secret per member.
+The ClusterSet comes from git: up creates the clusterset repo from the example, installs
+Flux's source-controller and kustomize-controller in the hub and points them at it, and
+waits until Flux has applied it and the ClusterSet is Ready, then until every sample pod
+is ready. "strait lab git --help" shows how to commit to the repo.
 
 A lab file is YAML:
 

@@ -26,6 +26,9 @@ const (
 	GatewayLabel = "strait.io/gateway"
 	// HubName is the name of the hub's control plane.
 	HubName = "hub"
+	// GitPort is the lab's git server's port on the hub's LAN address, where Flux's
+	// source-controller clones the clusterset repository.
+	GitPort = 8080
 )
 
 var (
@@ -41,6 +44,10 @@ var (
 
 // HubServiceCIDR is the hub's service CIDR.
 func HubServiceCIDR() netip.Prefix { return hubServiceCIDR }
+
+// HubDNSServiceIP is the hub's cluster DNS (kube-dns) ClusterIP, the tenth address as
+// in every member: Flux's controllers in the hub find each other by Service name.
+func HubDNSServiceIP() netip.Addr { return nthAddr(hubServiceCIDR.Addr(), 10) }
 
 // Spec is what a lab file says beyond the ClusterSet.
 type Spec struct {

@@ -2,9 +2,12 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -136,22 +139,6 @@ func setExport(t testing.TB, name string, on bool) {
 	}
 }
 
-// TestNewExportReachesTheOtherCluster: a service exported by a commit resolves and
-// answers in c1; unexported, its name goes.
-func TestNewExportReachesTheOtherCluster(t *testing.T) {
-	env.Require(t)
-	env.RestoreClusterSetSpec(t)
-	const svc = "whereami-new"
-	exportNew(t, svc)
-	name := svc + ".sample.svc.clusterset.local"
-	setExport(t, svc, true)
-	took := resolvesTo(t, "c1", name, []string{clusterIP(t, "c2", svc)})
-	t.Logf("export → c1 resolves %s: %s", name, took.Round(time.Millisecond))
-	answeredBy(t, "c1", name+":80", "c2")
-	setExport(t, svc, false)
-	t.Logf("unexport → NXDOMAIN in c1: %s", gone(t, "c1", name).Round(time.Millisecond))
-}
-
 // BenchmarkClusterSetChangeToDNS: from a ClusterSet update on the hub (a synced commit)
 // until the other cluster's pods resolve the new export through CoreDNS.
 func BenchmarkClusterSetChangeToDNS(b *testing.B) {
@@ -231,11 +218,15 @@ func TestRemovedClusterIsPruned(t *testing.T) {
 	t.Logf("c2 back → c1 reaches it: %s", time.Since(start).Round(time.Millisecond))
 }
 
-// TestBadClusterSetIsRefused: a ClusterSet whose clusters overlap is refused by the
-// webhook with the field and the value named, and the members keep what they had.
-func TestBadClusterSetIsRefused(t *testing.T) {
+// TestBadCommitIsRefusedAndRevertHeals: a commit whose clusters overlap is refused by the
+// webhook when Flux applies it: the Kustomization is Ready=False with the webhook's
+// message (the field and the value named), the ClusterSet and the members keep what they
+// had, and reverting the commit makes the Kustomization Ready again.
+func TestBadCommitIsRefusedAndRevertHeals(t *testing.T) {
 	env.Require(t)
+	env.RestoreClusterSetSpec(t)
 	before := env.ClusterSet(t)
+	good := env.RepoClusterSet(t)
 	// c1's Peer c2 as it settles after the tests before: pointing at c2's active gateway.
 	peer := &straitv1.Peer{}
 	require.Eventually(t, converge, "c1's Peer c2 points at c2's active gateway", func() error {
@@ -247,20 +238,32 @@ func TestBadClusterSetIsRefused(t *testing.T) {
 		}
 		return nil
 	})
-	err := env.UpdateClusterSet(t, func(cs *straitv1.ClusterSet) {
-		cs.Spec.Clusters[1].PodCIDRs = slices.Clone(cs.Spec.Clusters[0].PodCIDRs)
-	})
-	if err == nil {
-		env.RestoreClusterSetSpec(t)
-		t.Fatal("a ClusterSet with overlapping pod CIDRs was accepted")
+	overlap := func(cs *straitv1.ClusterSet) { cs.Spec.Clusters[1].PodCIDRs = slices.Clone(cs.Spec.Clusters[0].PodCIDRs) }
+	// Before the commit, both previews show the webhook's refusal and exit above 1.
+	bad := filepath.Join(t.TempDir(), "clusterset.yaml")
+	if err := os.WriteFile(bad, labtest.ChangeClusterSet(t, good, overlap), 0o644); err != nil {
+		t.Fatal(err)
 	}
-	for _, want := range []string{"spec.clusters[1].podCIDRs[0]", before.Spec.Clusters[0].PodCIDRs[0], "overlap"} {
-		if !strings.Contains(err.Error(), want) {
-			t.Errorf("refusal %q does not name %q", err, want)
+	for what, diff := range map[string]func(testing.TB, string) (string, string, int){"strait diff": straitDiff, "kubectl diff": kubectlDiff} {
+		out, errOut, code := diff(t, bad)
+		if code < 2 || !strings.Contains(errOut, "spec.clusters[1].podCIDRs[0]") {
+			t.Errorf("%s of overlapping CIDRs: exit %d, want >1 with the webhook's field error:\n%s%s", what, code, out, errOut)
+		}
+	}
+	start := time.Now()
+	err := env.UpdateClusterSet(t, overlap)
+	var refused *lab.SyncError
+	if !errors.As(err, &refused) {
+		t.Fatalf("a commit with overlapping pod CIDRs: %v, want Flux to report it refused", err)
+	}
+	t.Logf("bad commit → Kustomization Ready=%s in %s: %s", refused.Status.Ready, time.Since(start).Round(time.Millisecond), refused.Status.Message)
+	for _, want := range []string{"spec.clusters[1].podCIDRs[0]", before.Spec.Clusters[0].PodCIDRs[0], "overlap", "denied the request"} {
+		if !strings.Contains(refused.Status.Message, want) {
+			t.Errorf("the Kustomization's message %q does not name %q", refused.Status.Message, want)
 		}
 	}
 	if after := env.ClusterSet(t); after.Generation != before.Generation {
-		t.Errorf("ClusterSet generation %d → %d after a refused update", before.Generation, after.Generation)
+		t.Errorf("ClusterSet generation %d → %d after a refused commit", before.Generation, after.Generation)
 	}
 	again := &straitv1.Peer{}
 	if err := env.Client(t, "c1").Get(context.Background(), client.ObjectKeyFromObject(peer), again); err != nil ||
@@ -268,6 +271,16 @@ func TestBadClusterSetIsRefused(t *testing.T) {
 		t.Errorf("c1's Peer c2 changed: generation %d → %d, spec %+v → %+v (%v)", peer.Generation, again.Generation, specOf(peer), specOf(again), err)
 	}
 	answeredBy(t, "c1", "whereami-cs.sample.svc.clusterset.local:80", "c2")
+
+	start = time.Now()
+	revert, err := env.CommitClusterSet(t, good, "revert the overlapping pod CIDRs")
+	if err != nil {
+		t.Fatalf("reverting the bad commit: %v", err)
+	}
+	t.Logf("revert %.12s → Kustomization Ready in %s", revert, time.Since(start).Round(time.Millisecond))
+	if after := env.ClusterSet(t); after.Generation != before.Generation {
+		t.Errorf("ClusterSet generation %d → %d after the revert", before.Generation, after.Generation)
+	}
 }
 
 // specOf prints a Peer's spec with its endpoint.

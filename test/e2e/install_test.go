@@ -161,9 +161,9 @@ func writeOverlay(t testing.TB, dir, base, tag string) {
 	}
 }
 
-// TestUninstallLeavesNothing removes Strait as docs/install.md tells users (the
-// ClusterSet first, so the hub prunes the members, then kubectl delete -k in every
-// cluster) and lists what is left: no object of the install, no CRD, no Corefile block,
+// TestUninstallLeavesNothing removes Strait as docs/install.md tells users (the Flux
+// sync first: Flux prunes the ClusterSet and the hub the members; then kubectl delete -k
+// in every cluster) and lists what is left: no object of the install, no CRD, no Corefile block,
 // no kernel state on any node. Then lab up installs it again for the tests after.
 func TestUninstallLeavesNothing(t *testing.T) {
 	env.Require(t)
@@ -178,7 +178,20 @@ func TestUninstallLeavesNothing(t *testing.T) {
 			t.Errorf("c2: the agent's DaemonSet is gone but Strait's kernel state is left on %s:\n%s", n.Name, left)
 		}
 	}
-	kubectl(t, topology.HubName, "-n", straitv1.SystemNamespace, "delete", "clustersets.strait.io", "--all", "--wait", "--timeout=3m")
+	// The GitRepository and the Kustomization go; with prune on, Flux deletes what the
+	// Kustomization applied, and the ClusterSet's finalizer holds until the hub has
+	// removed what it wrote in the members.
+	kubectl(t, topology.HubName, "delete", "-k", env.Lab.FluxSyncDir(), "--wait", "--timeout=3m")
+	require.Eventually(t, 3*time.Minute, "hub: Flux prunes the ClusterSet", func() error {
+		list := &straitv1.ClusterSetList{}
+		if err := env.Client(t, topology.HubName).List(context.Background(), list); err != nil {
+			return err
+		}
+		if len(list.Items) > 0 {
+			return fmt.Errorf("%d ClusterSets left", len(list.Items))
+		}
+		return nil
+	})
 	// The members have left: strait dns takes its block out of the Corefile within
 	// seconds, while the install (and its role on kube-system/coredns) is still there.
 	for _, c := range members() {

@@ -2,16 +2,21 @@ package labtest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/clientcmd"
-	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
 	"github.com/straitnet/strait/controllers"
+	"github.com/straitnet/strait/lab"
+	"github.com/straitnet/strait/lab/gitserver"
 	"github.com/straitnet/strait/lab/topology"
 	"github.com/straitnet/strait/test/require"
 )
@@ -44,25 +49,81 @@ func (e *Env) ClusterSet(t testing.TB) *straitv1.ClusterSet {
 	return &list.Items[0]
 }
 
-// UpdateClusterSet changes the hub's ClusterSet as a commit synced by Flux would; the
-// error is the API server's (a refusal of the webhook, say).
+// UpdateClusterSet changes the ClusterSet in the lab's repo with one commit, as a person
+// would, asks Flux to sync it and waits until Flux applied it and the ClusterSet is
+// Ready. The error is Flux's when it did not (a *lab.SyncError, whose message carries the
+// webhook's refusal); the commit stays, for the test to revert.
 func (e *Env) UpdateClusterSet(t testing.TB, change func(*straitv1.ClusterSet)) error {
 	t.Helper()
-	c := e.Client(t, topology.HubName)
-	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		cs := e.ClusterSet(t)
-		change(cs)
-		return c.Update(context.Background(), cs)
-	})
+	_, err := e.CommitClusterSet(t, ChangeClusterSet(t, e.RepoClusterSet(t), change), "e2e: change the ClusterSet in "+t.Name())
+	return err
 }
 
-// RestoreClusterSetSpec puts the ClusterSet's spec back to what it is now when the test
-// ends, so tests sharing the lab each start from the lab's own ClusterSet.
+// ChangeClusterSet is the ClusterSet file data with change made to it, as YAML (its
+// comments are lost).
+func ChangeClusterSet(t testing.TB, data []byte, change func(*straitv1.ClusterSet)) []byte {
+	t.Helper()
+	cs := &straitv1.ClusterSet{}
+	if err := yaml.UnmarshalStrict(data, cs); err != nil {
+		t.Fatalf("%s in the lab's repo: %v", lab.RepoClusterSet, err)
+	}
+	change(cs)
+	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(cs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	delete(obj, "status")
+	unstructured.RemoveNestedField(obj, "metadata", "creationTimestamp")
+	out, err := yaml.Marshal(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// RepoClusterSet is the ClusterSet file at the head of the lab's repo.
+func (e *Env) RepoClusterSet(t testing.TB) []byte {
+	t.Helper()
+	ctx := context.Background()
+	head, err := e.Lab.Repo().Head(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := e.Lab.Repo().File(ctx, head, lab.RepoClusterSet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+// CommitClusterSet commits data as the repo's ClusterSet, asks Flux to sync (as a push
+// does) and waits until Flux applied it with the ClusterSet Ready, or gave up on it with
+// a *lab.SyncError; it returns the commit.
+func (e *Env) CommitClusterSet(t testing.TB, data []byte, message string) (string, error) {
+	t.Helper()
+	ctx := context.Background()
+	by := gitserver.Author{Name: "e2e", Email: "e2e@strait.invalid", When: time.Now()}
+	commit, err := e.Lab.Repo().Change(ctx, map[string][]byte{lab.RepoClusterSet: data}, message, by)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Lab.RequestSync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	_, err = e.Lab.WaitSynced(ctx, commit, 2*time.Minute)
+	if se := (*lab.SyncError)(nil); err != nil && !errors.As(err, &se) {
+		t.Fatal(err)
+	}
+	return commit, err
+}
+
+// RestoreClusterSetSpec commits the repo's ClusterSet as it is now back when the test
+// ends (a revert), so tests sharing the lab each start from the lab's own ClusterSet.
 func (e *Env) RestoreClusterSetSpec(t testing.TB) {
 	t.Helper()
-	spec := *e.ClusterSet(t).Spec.DeepCopy()
+	data := e.RepoClusterSet(t)
 	t.Cleanup(func() {
-		if err := e.UpdateClusterSet(t, func(cs *straitv1.ClusterSet) { cs.Spec = spec }); err != nil {
+		if _, err := e.CommitClusterSet(t, data, "e2e: revert "+t.Name()); err != nil {
 			t.Errorf("restoring the ClusterSet: %v", err)
 		}
 	})

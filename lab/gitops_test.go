@@ -1,0 +1,84 @@
+package lab
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/straitnet/strait/lab/topology"
+	"github.com/straitnet/strait/test/clusters"
+)
+
+func exampleLab(t *testing.T, example string) (*topology.Lab, []byte) {
+	t.Helper()
+	root, err := clusters.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(root, "examples", "clusterset", example, "clusterset.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lab, err := computeTopology(&Record{Spec: topology.DefaultSpec(example), ClusterSet: data})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return lab, data
+}
+
+// TestRepoIsLaidOutAsAUserKeepsOne: the lab's first commit holds the example's ClusterSet
+// as it is, its kustomization, and the Flux wiring pointing at the lab's git server and
+// at clusterset/.
+func TestRepoIsLaidOutAsAUserKeepsOne(t *testing.T) {
+	lab, data := exampleLab(t, "basic")
+	files, err := repoFiles(data, labSync(lab))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for n := range files {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	want := []string{"README.md", "clusterset/clusterset.yaml", "clusterset/kustomization.yaml",
+		"flux/gitrepository.yaml", "flux/kustomization.yaml", "flux/sync.yaml"}
+	if !slices.Equal(names, want) {
+		t.Errorf("repo files %v, want %v", names, want)
+	}
+	if string(files[RepoClusterSet]) != string(data) {
+		t.Errorf("%s is not the example's file byte for byte", RepoClusterSet)
+	}
+	var repo struct {
+		Spec struct{ URL string } `json:"spec"`
+	}
+	if err := yaml.Unmarshal(files["flux/gitrepository.yaml"], &repo); err != nil {
+		t.Fatal(err)
+	}
+	if want := "http://" + lab.Hub.LANAddr.Addr().String() + ":8080/clusterset.git"; repo.Spec.URL != want {
+		t.Errorf("GitRepository url %q, want the git server on the hub's LAN address %q", repo.Spec.URL, want)
+	}
+	var sync struct {
+		Spec struct {
+			Path string `json:"path"`
+			Wait bool   `json:"wait"`
+		} `json:"spec"`
+	}
+	if err := yaml.Unmarshal(files["flux/sync.yaml"], &sync); err != nil {
+		t.Fatal(err)
+	}
+	if sync.Spec.Path != "./clusterset" || !sync.Spec.Wait {
+		t.Errorf("Kustomization path %q wait %v, want ./clusterset and a wait for the ClusterSet's health", sync.Spec.Path, sync.Spec.Wait)
+	}
+}
+
+func TestRepoOfABadClusterSetIsRefused(t *testing.T) {
+	lab, _ := exampleLab(t, "basic")
+	_, err := repoFiles([]byte("apiVersion: strait.io/v1alpha1\nkind: ClusterSet\nspec: [\n"), labSync(lab))
+	if err == nil || !strings.Contains(err.Error(), "yaml") {
+		t.Errorf("a repo of a ClusterSet that is no YAML: error %v", err)
+	}
+}

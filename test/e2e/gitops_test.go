@@ -1,0 +1,261 @@
+package e2e
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	mcsv1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
+
+	straitv1 "github.com/straitnet/strait/api/v1alpha1"
+	"github.com/straitnet/strait/lab"
+	"github.com/straitnet/strait/lab/topology"
+	"github.com/straitnet/strait/test/labtest"
+	"github.com/straitnet/strait/test/netns"
+	"github.com/straitnet/strait/test/require"
+)
+
+// gitCLI runs git in dir as a person at this machine would, with an identity of its own
+// and the host's git configuration shut out.
+func gitCLI(t testing.TB, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", "GIT_TERMINAL_PROMPT=0",
+		"GIT_AUTHOR_NAME=Person", "GIT_AUTHOR_EMAIL=person@strait.invalid",
+		"GIT_COMMITTER_NAME=Person", "GIT_COMMITTER_EMAIL=person@strait.invalid")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// exitCode runs a command as a person at this machine would and returns its standard
+// output, standard error and exit status.
+func exitCode(t testing.TB, bin string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	var out, errOut strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	var exit *exec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &exit):
+		code = exit.ExitCode()
+	default:
+		t.Fatalf("%s %v: %v", bin, args, err)
+	}
+	return out.String(), errOut.String(), code
+}
+
+// straitDiff runs `strait diff -f file` against the lab's hub, reaching the members
+// through their loopback forwarders (the kubeconfigs in the hub name LAN addresses this
+// machine has no route to).
+func straitDiff(t testing.TB, file string) (stdout, stderr string, code int) {
+	t.Helper()
+	st := env.Lab.State()
+	args := []string{"diff", "-f", file, "--kubeconfig", st.KubeconfigPath(topology.HubName)}
+	for _, c := range members() {
+		args = append(args, "--member-kubeconfig", c+"="+st.KubeconfigPath(c))
+	}
+	return exitCode(t, env.Strait, args...)
+}
+
+// kubectlDiff runs kubectl diff of file against the hub as Flux's field manager.
+func kubectlDiff(t testing.TB, file string) (stdout, stderr string, code int) {
+	t.Helper()
+	return exitCode(t, filepath.Join(env.K8sBin, "kubectl"), "--kubeconfig", env.Lab.State().KubeconfigPath(topology.HubName),
+		"diff", "--server-side", "--field-manager", "kustomize-controller", "-f", file)
+}
+
+// TestPushedExportAnswersInDNS: a person clones the lab's repo, commits an export and
+// pushes; Flux applies it (the push asks it to sync, as a forge's webhook would), c1 gets
+// the ServiceImport, its pods resolve the name and reach c2. Unexported, the name goes.
+func TestPushedExportAnswersInDNS(t *testing.T) {
+	env.Require(t)
+	env.RestoreClusterSetSpec(t)
+	const svc = "whereami-new"
+	exportNew(t, svc)
+	name := svc + ".sample.svc.clusterset.local"
+
+	url, err := env.Lab.GitURL()
+	if err != nil {
+		t.Fatal(err)
+	}
+	clone := filepath.Join(t.TempDir(), "clusterset")
+	gitCLI(t, "", "clone", "--quiet", url, clone)
+	file := filepath.Join(clone, filepath.FromSlash(lab.RepoClusterSet))
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	changed := labtest.ChangeClusterSet(t, data, func(cs *straitv1.ClusterSet) {
+		cs.Spec.Exports = append(cs.Spec.Exports, straitv1.ExportSpec{Namespace: "sample", Name: svc, Clusters: []string{"c2"}})
+	})
+	if err := os.WriteFile(file, changed, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// Before the commit: what it will do, in the hub and in every member.
+	out, errOut, code := straitDiff(t, file)
+	if code != 1 || !strings.Contains(out, "+++ c1/multicluster.x-k8s.io/v1beta1/ServiceImport/sample/"+svc+" (merged)") ||
+		!strings.Contains(out, "+++ hub/strait.io/v1alpha1/ClusterSet/") {
+		t.Errorf("strait diff of the new export: exit %d, want 1 with the hub's ClusterSet and c1's new ServiceImport:\n%s%s", code, out, errOut)
+	}
+	if out, errOut, code := kubectlDiff(t, file); code != 1 || !strings.Contains(out, "+    name: "+svc) {
+		t.Errorf("kubectl diff of the new export: exit %d, want 1 with the export added:\n%s%s", code, out, errOut)
+	}
+	gitCLI(t, clone, "commit", "--quiet", "-am", "export sample/"+svc+" from c2")
+	commit := gitCLI(t, clone, "rev-parse", "HEAD")
+	pushed := time.Now()
+	gitCLI(t, clone, "push", "--quiet", "origin", "HEAD")
+
+	c1 := env.Client(t, "c1")
+	require.Eventually(t, converge, "c1: ServiceImport "+svc, func() error {
+		return c1.Get(context.Background(), client.ObjectKey{Namespace: "sample", Name: svc}, &mcsv1.ServiceImport{})
+	})
+	resolvesTo(t, "c1", name, []string{clusterIP(t, "c2", svc)})
+	t.Logf("push → c1 resolves %s: %s (the push asks Flux to sync; GitRepository interval 1m, Kustomization interval 10m)",
+		name, time.Since(pushed).Round(time.Millisecond))
+	answeredBy(t, "c1", name+":80", "c2")
+	s, err := env.Lab.WaitSynced(context.Background(), commit, converge)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("Kustomization: %s", s)
+	if out, errOut, code := straitDiff(t, file); code != 0 || out != "" {
+		t.Errorf("strait diff once Flux applied the commit: exit %d, want 0 and nothing:\n%s%s", code, out, errOut)
+	}
+
+	setExport(t, svc, false)
+	t.Logf("unexport → NXDOMAIN in c1: %s", gone(t, "c1", name).Round(time.Millisecond))
+}
+
+// TestFluxWaitsForTheClusterSet: the Kustomization waits on the ClusterSet's health
+// (wait: true, through kstatus). A commit while the hub cannot reach c2 is applied, but
+// the Kustomization does not become Ready: the ClusterSet is not Ready, and after the
+// health check's timeout the Kustomization is Ready=False naming it. Once c2 is reachable
+// again the same commit becomes Ready.
+func TestFluxWaitsForTheClusterSet(t *testing.T) {
+	env.Require(t)
+	env.RestoreClusterSetSpec(t)
+	c2, _ := env.Topo.Cluster("c2")
+	hubLink := ""
+	for _, k := range c2.Links {
+		if k.Namespace == env.Topo.Hub.Namespace {
+			hubLink = k.Name
+		}
+	}
+	if hubLink == "" {
+		t.Fatalf("no link from the hub to c2 in the topology")
+	}
+	ctx := context.Background()
+	setLink := func(state string) {
+		t.Helper()
+		if err := netns.IP(ctx, "-n", env.Topo.Hub.Namespace, "link", "set", hubLink, state); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setLink("down")
+	healed := false
+	t.Cleanup(func() {
+		if !healed {
+			setLink("up")
+		}
+	})
+
+	start := time.Now()
+	err := env.UpdateClusterSet(t, func(cs *straitv1.ClusterSet) {
+		cs.Spec.Exports = append(cs.Spec.Exports, straitv1.ExportSpec{Namespace: "sample", Name: "iperf3", Clusters: []string{"c2"}})
+	})
+	var unhealthy *lab.SyncError
+	if !errors.As(err, &unhealthy) {
+		t.Fatalf("a commit while c2 is unreachable: %v, want the Kustomization not Ready", err)
+	}
+	t.Logf("c2 unreachable: Kustomization Ready=%s after %s: %s", unhealthy.Status.Ready, time.Since(start).Round(time.Millisecond), unhealthy.Status.Message)
+	// Flux's message is its poller's last error ("health check failed after 30s: ..."),
+	// which may not name the object: the ClusterSet's own Ready condition does.
+	if unhealthy.Status.Reason != "HealthCheckFailed" || !strings.Contains(unhealthy.Status.Message, "health check failed") {
+		t.Errorf("Kustomization reason %s message %q, want HealthCheckFailed", unhealthy.Status.Reason, unhealthy.Status.Message)
+	}
+	cs := env.ClusterSet(t)
+	ready := meta.FindStatusCondition(cs.Status.Conditions, "Ready")
+	if ready == nil || ready.Status != "False" || !strings.Contains(ready.Message, "c2") {
+		t.Errorf("ClusterSet Ready condition %+v, want False naming c2", ready)
+	}
+	if !slices.ContainsFunc(cs.Spec.Exports, func(e straitv1.ExportSpec) bool { return e.Name == "iperf3" }) {
+		t.Errorf("the commit was not applied to the hub: exports %v", cs.Spec.Exports)
+	}
+
+	setLink("up")
+	healed = true
+	start = time.Now()
+	// Flux tries again after the Kustomization's retryInterval; a try before the hub has
+	// reached c2 again fails once more.
+	s, err := waitReadyAgain(ctx, strings.TrimPrefix(unhealthy.Revision, "main@sha1:"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("c2 reachable again → Kustomization Ready in %s: %s", time.Since(start).Round(time.Millisecond), s)
+}
+
+// waitReadyAgain waits for the Kustomization to be Ready at commit after a failure.
+func waitReadyAgain(ctx context.Context, commit string) (lab.SyncStatus, error) {
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		s, err := env.Lab.WaitSynced(ctx, commit, time.Until(deadline))
+		var se *lab.SyncError
+		if err == nil || !errors.As(err, &se) || time.Now().After(deadline) {
+			return s, err
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+// TestClusterSetComesFromGit: the hub's ClusterSet is the repo's, applied by Flux's
+// kustomize-controller and no one else, at the revision lab status shows.
+func TestClusterSetComesFromGit(t *testing.T) {
+	env.Require(t)
+	ctx := context.Background()
+	cs := env.ClusterSet(t)
+	if got := cs.Labels["kustomize.toolkit.fluxcd.io/name"]; got != "clusterset" {
+		t.Errorf("ClusterSet labels %v, want kustomize.toolkit.fluxcd.io/name=clusterset (Flux's)", cs.Labels)
+	}
+	var managers []string
+	for _, m := range cs.ManagedFields {
+		if m.Subresource == "" && m.FieldsV1 != nil && strings.Contains(string(m.FieldsV1.Raw), `"f:spec"`) {
+			managers = append(managers, m.Manager)
+		}
+	}
+	if !slices.Equal(managers, []string{"kustomize-controller"}) {
+		t.Errorf("the ClusterSet's spec was written by %v, want only kustomize-controller", managers)
+	}
+	head, err := env.Lab.Repo().Head(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := env.Lab.WaitSynced(ctx, head, converge)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var status strings.Builder
+	if err := env.Lab.Status(ctx, &status); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"head " + s.Applied, "applied " + s.Applied, "deployment/source-controller", "deployment/kustomize-controller"} {
+		if !strings.Contains(status.String(), want) {
+			t.Errorf("lab status does not show %q:\n%s", want, status.String())
+		}
+	}
+}
