@@ -238,7 +238,9 @@ func TestBadCommitIsRefusedAndRevertHeals(t *testing.T) {
 		}
 		return nil
 	})
-	overlap := func(cs *straitv1.ClusterSet) { cs.Spec.Clusters[1].PodCIDRs = slices.Clone(cs.Spec.Clusters[0].PodCIDRs) }
+	overlap := func(cs *straitv1.ClusterSet) {
+		cs.Spec.Clusters[1].PodCIDRs = slices.Clone(cs.Spec.Clusters[0].PodCIDRs)
+	}
 	// Before the commit, both previews show the webhook's refusal and exit above 1.
 	bad := filepath.Join(t.TempDir(), "clusterset.yaml")
 	if err := os.WriteFile(bad, labtest.ChangeClusterSet(t, good, overlap), 0o644); err != nil {
