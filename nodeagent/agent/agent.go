@@ -88,6 +88,8 @@ type Agent struct {
 	running    context.Context
 	driver     cable.Driver
 	driverKind straitv1.CableDriver
+	// stopWatch ends the watch of driver, if it is a cable.Watcher.
+	stopWatch  context.CancelFunc
 	elector    *gateway.Elector
 	stopElect  context.CancelFunc
 	electDone  chan struct{}
@@ -407,12 +409,23 @@ func (a *Agent) ensureDriver(ctx context.Context, m *straitv1.Membership, capabl
 			_ = c.Close()
 		}
 	}
+	if a.stopWatch != nil {
+		a.stopWatch()
+		a.stopWatch = nil
+	}
 	d, err := a.cfg.Cables(ctx, m, a.cfg.NodeName)
 	if err != nil {
 		a.driver = nil
 		return nil, fmt.Errorf("cable %s: %w", m.Spec.Cable.Driver, err)
 	}
 	a.driver, a.driverKind = d, m.Spec.Cable.Driver
+	// A driver that can lose its state behind the agent's back (charon restarting) is
+	// watched for as long as it is the agent's, so that the agent converges at once.
+	if w, ok := d.(cable.Watcher); ok && a.running != nil {
+		wctx, cancel := context.WithCancel(a.running)
+		a.stopWatch = cancel
+		go w.Watch(wctx, a.Trigger)
+	}
 	return d, nil
 }
 

@@ -76,3 +76,11 @@ type Driver interface {
 	// Cleanup removes everything the driver ever created on this node.
 	Cleanup(ctx context.Context) error
 }
+
+// Watcher is a Driver whose state can change behind the agent's back: charon restarting
+// forgets every connection the agent loaded. Watch calls changed whenever that may have
+// happened, so the agent converges at once instead of at its next resync; it returns when
+// ctx ends.
+type Watcher interface {
+	Watch(ctx context.Context, changed func())
+}

@@ -23,6 +23,8 @@ type prober struct {
 	maxGap  time.Duration
 	answers int
 	tries   int
+	// since and first: the first answer after since (recoveredAfter).
+	since, first time.Time
 }
 
 // startProber GETs a whereami from a pod every 50 ms (each try gives up after 300 ms).
@@ -51,6 +53,9 @@ func startProbing(every time.Duration, try func() error) *prober {
 				now := time.Now()
 				p.maxGap = max(p.maxGap, now.Sub(p.last))
 				p.last, p.answers = now, p.answers+1
+				if !p.since.IsZero() && p.first.IsZero() {
+					p.first = now
+				}
 			}
 			p.mu.Unlock()
 		}
@@ -63,6 +68,31 @@ func (p *prober) answeredSince(t time.Time) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.last.After(t)
+}
+
+// markOutage notes the start of an outage: recoveredAfter measures from now.
+func (p *prober) markOutage() time.Time {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.since, p.first = time.Now(), time.Time{}
+	return p.since
+}
+
+// recoveredAfter waits up to two minutes for the first answer after markOutage and
+// returns how long after the mark it came.
+func (p *prober) recoveredAfter(t testing.TB, what string) time.Duration {
+	t.Helper()
+	var took time.Duration
+	require.Eventually(t, 2*time.Minute, what, func() error {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if p.first.IsZero() {
+			return fmt.Errorf("no answer since %s", p.since.Format(time.TimeOnly))
+		}
+		took = p.first.Sub(p.since)
+		return nil
+	})
+	return took
 }
 
 // counts are the tries and the answers so far.

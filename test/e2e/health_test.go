@@ -103,18 +103,22 @@ func peerMetric(t *testing.T, cluster, name, remote string) (float64, error) {
 }
 
 // dropOnWAN makes the WAN bridge drop percent of the UDP packets between gateways (every
-// cable driver's outer packets) with a table of this test's own; heal removes it, and so
+// cable driver's outer packets; 100 is a partition) with a table of this test's own; heal removes it, and so
 // does the end of the test.
-func dropOnWAN(t *testing.T, percent int) (heal func()) {
+func dropOnWAN(t testing.TB, percent int) (heal func()) {
 	t.Helper()
 	const table = "strait-e2e-loss"
+	match := fmt.Sprintf("numgen random mod 100 < %d ", percent)
+	if percent >= 100 {
+		match = "" // a partition
+	}
 	rules := fmt.Sprintf(`table bridge %s {
 	chain forward {
 		type filter hook forward priority 0; policy accept;
-		meta l4proto udp numgen random mod 100 < %d drop
+		meta l4proto udp %sdrop
 	}
 }
-`, table, percent)
+`, table, match)
 	nft := func(stdin string, args ...string) error {
 		cmd := exec.Command("ip", append([]string{"netns", "exec", topology.WANNamespace, "nft"}, args...)...)
 		cmd.Stdin = strings.NewReader(stdin)

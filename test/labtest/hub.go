@@ -4,6 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -18,6 +22,7 @@ import (
 	"github.com/straitnet/strait/lab"
 	"github.com/straitnet/strait/lab/gitserver"
 	"github.com/straitnet/strait/lab/topology"
+	"github.com/straitnet/strait/test/netns"
 	"github.com/straitnet/strait/test/require"
 )
 
@@ -159,4 +164,39 @@ func (e *Env) ActiveGateway(t testing.TB, cluster string) topology.Node {
 		return fmt.Errorf("gateways: %v", seen)
 	})
 	return node
+}
+
+// RebuildHub loses the hub cluster, as when it is replaced: every process of it (etcd,
+// the control plane, its node's kubelet and containerd, kube-proxy, CoreDNS) is killed
+// and etcd's data removed; then "lab up" builds it again from nothing but the manifests
+// and the same git repo (the node starts afresh, the Secrets are made again out of
+// band). It returns how long lab up took.
+func (e *Env) RebuildHub(t testing.TB) time.Duration {
+	t.Helper()
+	st := e.Lab.State()
+	var pids []int
+	for key, pid := range st.AllPids() {
+		cluster, name, _ := strings.Cut(key, "/")
+		if cluster != topology.HubName || !netns.Alive(pid) {
+			continue
+		}
+		pids = append(pids, pid)
+		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+			t.Fatalf("killing the hub's %s (pid %d): %v", name, pid, err)
+		}
+	}
+	require.Eventually(t, 30*time.Second, "the hub's control plane gone", func() error {
+		for _, pid := range pids {
+			if netns.Alive(pid) {
+				return fmt.Errorf("pid %d still runs", pid)
+			}
+		}
+		return nil
+	})
+	if err := os.RemoveAll(filepath.Join(st.ClusterDir(topology.HubName), "etcd")); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	e.UpAgain(t)
+	return time.Since(start)
 }

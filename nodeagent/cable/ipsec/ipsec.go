@@ -51,6 +51,12 @@ type Config struct {
 type Driver struct {
 	cfg Config
 	mu  sync.Mutex
+	// restarted: Watch saw charon go away and come back. The peer's charon still holds
+	// SAs with the one that crashed and would notice only by dead-peer detection, half a
+	// minute later; so the next Converge initiates every missing SA from this end, even
+	// where the other end is the initiator (its charon replaces the stale IKE SA with the
+	// new one, as both use the same identities).
+	restarted bool
 }
 
 var _ cable.Driver = (*Driver)(nil)
@@ -176,8 +182,10 @@ func (d *Driver) Converge(ctx context.Context, local cable.Local, remotes []cabl
 			}
 		}
 	}
+	restarted := d.restarted
+	d.restarted = false
 	for name, r := range wanted {
-		if !initiates(local, r) || hasLiveSA(sas[name], local, r) {
+		if !(initiates(local, r) || restarted) || hasLiveSA(sas[name], local, r) {
 			continue
 		}
 		// timeout -1: charon initiates in the background; Connections reports the outcome.
@@ -379,4 +387,57 @@ func (d *Driver) Cleanup(ctx context.Context) error {
 // isNotFound tells charon's "not found" answer to unload-shared, for an idempotent Cleanup.
 func isNotFound(err error) bool {
 	return err != nil && strings.Contains(strings.ToLower(err.Error()), "not found")
+}
+
+// Watch implements cable.Watcher. It keeps a VICI session subscribed to IKE and CHILD
+// SA up/down events and calls changed on each, and whenever it connects to a charon
+// (the first one, or one restarted after a crash, which has forgotten every connection
+// and key Converge loaded). While charon is away it tries again every 200 ms.
+func (d *Driver) Watch(ctx context.Context, changed func()) {
+	lost := false
+	for ctx.Err() == nil {
+		if lost {
+			// The next charon to answer is a restarted one.
+			d.mu.Lock()
+			d.restarted = true
+			d.mu.Unlock()
+		}
+		err := d.watchOnce(ctx, changed)
+		lost = lost || errors.Is(err, errCharonGone)
+		if err != nil {
+			select {
+			case <-ctx.Done():
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+	}
+}
+
+// errCharonGone: the charon Watch followed stopped.
+var errCharonGone = errors.New("charon went away")
+
+// watchOnce follows one charon until it goes away (or ctx ends).
+func (d *Driver) watchOnce(ctx context.Context, changed func()) error {
+	s, err := d.session(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = s.Close() }()
+	events := make(chan vici.Event, 16)
+	s.NotifyEvents(events)
+	if err := s.Subscribe("ike-updown", "child-updown"); err != nil {
+		return fmt.Errorf("charon: subscribing to SA events: %w", err)
+	}
+	changed()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case _, ok := <-events:
+			if !ok {
+				return errCharonGone
+			}
+			changed()
+		}
+	}
 }
