@@ -42,13 +42,8 @@ func clusterSetDir(t *testing.T) string {
 	return dir
 }
 
-// serve starts the server on a loopback port for the test's lifetime and returns the
+// serveWith starts srv on a loopback port for the test's lifetime and returns the
 // repositories' base URL.
-func serve(t *testing.T, root string) string {
-	t.Helper()
-	return serveWith(t, Server{Root: root})
-}
-
 func serveWith(t *testing.T, srv Server) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")

@@ -56,7 +56,7 @@ func (s Server) Serve(ctx context.Context, l net.Listener) error {
 		_ = l.Close()
 		return err
 	}
-	h := http.Handler(backend)
+	h := backend
 	if s.OnPush != nil {
 		h = pushHook{next: backend, onPush: s.OnPush}
 	}

@@ -234,7 +234,7 @@ func TestClusterSetComesFromGit(t *testing.T) {
 	}
 	var managers []string
 	for _, m := range cs.ManagedFields {
-		if m.Subresource == "" && m.FieldsV1 != nil && strings.Contains(string(m.FieldsV1.Raw), `"f:spec"`) {
+		if m.Subresource == "" && m.FieldsV1 != nil && strings.Contains(m.FieldsV1.GetRawString(), `"f:spec"`) {
 			managers = append(managers, m.Manager)
 		}
 	}
