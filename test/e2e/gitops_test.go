@@ -259,3 +259,39 @@ func TestClusterSetComesFromGit(t *testing.T) {
 		}
 	}
 }
+
+// TestLabGitCommands: what docs/lab.md tells a person to run against the lab's repo.
+func TestLabGitCommands(t *testing.T) {
+	env.Require(t)
+	env.RestoreClusterSetSpec(t)
+	state := "--state=" + env.Lab.State().Dir
+	want, err := env.Lab.GitURL()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, errOut, code := exitCode(t, env.Strait, "lab", "git", "url", state); code != 0 || strings.TrimSpace(out) != want {
+		t.Errorf("strait lab git url: exit %d, %q %s; want %s", code, out, errOut, want)
+	}
+
+	good := append(env.RepoClusterSet(t), "# touched by TestLabGitCommands\n"...)
+	file := filepath.Join(t.TempDir(), "clusterset.yaml")
+	if err := os.WriteFile(file, good, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := exitCode(t, env.Strait, "lab", "git", "commit", state, "-m", "a comment", file)
+	head, herr := env.Lab.Repo().Head(context.Background())
+	if code != 0 || herr != nil || !strings.Contains(out, "flux applied main@sha1:"+head) {
+		t.Errorf("strait lab git commit: exit %d, head %s (%v):\n%s%s", code, head, herr, out, errOut)
+	}
+
+	bad := labtest.ChangeClusterSet(t, good, func(cs *straitv1.ClusterSet) {
+		cs.Spec.Clusters[1].PodCIDRs = slices.Clone(cs.Spec.Clusters[0].PodCIDRs)
+	})
+	if err := os.WriteFile(file, bad, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code = exitCode(t, env.Strait, "lab", "git", "commit", state, "-m", "overlap", file)
+	if code != 1 || !strings.Contains(errOut, "spec.clusters[1].podCIDRs[0]") {
+		t.Errorf("strait lab git commit of overlapping CIDRs: exit %d, want 1 with the webhook's field error:\n%s%s", code, out, errOut)
+	}
+}
