@@ -210,9 +210,16 @@ func dialIn(path, addr string) (net.Conn, error) {
 	}
 	ch := make(chan result, 1)
 	go func() {
-		// The thread dies with the goroutine rather than going back to the pool in the
-		// node's namespace.
+		// Back to the host's namespace before the thread is unlocked; if that fails the
+		// thread stays locked and leaves with the goroutine (the main thread would be
+		// parked in the node's namespace instead, so switching back is the rule).
 		runtime.LockOSThread()
+		orig, err := netns.Get()
+		if err != nil {
+			ch <- result{err: err}
+			return
+		}
+		defer orig.Close()
 		h, err := netns.GetFromPath(path)
 		if err != nil {
 			ch <- result{err: err}
@@ -224,6 +231,9 @@ func dialIn(path, addr string) (net.Conn, error) {
 			return
 		}
 		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if netns.Set(orig) == nil {
+			runtime.UnlockOSThread()
+		}
 		ch <- result{c, err}
 	}()
 	r := <-ch

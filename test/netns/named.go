@@ -161,7 +161,11 @@ func Pids(ns string) []int {
 	var out []int
 	for _, p := range procs {
 		pid, err := strconv.Atoi(p.Name())
-		if err != nil {
+		// Never the calling process: /proc/<pid>/ns/net is its main thread's, and the Go
+		// runtime parks (rather than ends) a locked main thread whose goroutine exited
+		// inside a namespace, so a lab driven from this process may look as if it ran
+		// in one of the lab's namespaces.
+		if err != nil || pid == os.Getpid() {
 			continue
 		}
 		var ps syscall.Stat_t
