@@ -255,8 +255,12 @@ type DNSSpec struct {
 type ClusterSetStatus struct {
 	meta.ReconcileRequestStatus `json:",inline"`
 
-	// ObservedGeneration is the generation the status was computed for.
+	// ObservedGeneration is the generation the status was computed for; 0 until the hub
+	// has seen the ClusterSet (the API server defaults it), so that kstatus (Flux's
+	// health checks, kubectl wait) counts a ClusterSet that no hub has looked at yet as
+	// in progress rather than current.
 	// +optional
+	// +kubebuilder:default=0
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
 	// Conditions: Ready, Reconciling, Stalled.
@@ -385,6 +389,7 @@ type ClusterSet struct {
 	// +required
 	Spec ClusterSetSpec `json:"spec"`
 	// +optional
+	// +kubebuilder:default={}
 	Status ClusterSetStatus `json:"status,omitempty"`
 }
 

@@ -63,6 +63,10 @@ type Config struct {
 	Prober health.Prober
 	// MetricsAddr and HealthAddr: "0" disables.
 	MetricsAddr, HealthAddr string
+	// PeerPort is the other agents' metrics port, where they answer APIServerProbePath;
+	// New sets it from MetricsAddr (0 when metrics are off: the active gateway then never
+	// holds through an API server that does not answer it).
+	PeerPort int
 	// Metrics is where the agent's Prometheus metrics are registered
 	// (controller-runtime's metrics.Registry in the binary); nil: nowhere.
 	Metrics prometheus.Registerer
@@ -124,9 +128,15 @@ func New(restCfg *rest.Config, cfg Config) (*Agent, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The other gateways ask this agent whether the API server answers it, on the
+	// metrics port (APIServerProbePath); the handler needs the agent made below.
+	var a *Agent
+	probe := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { a.serveAPIServerProbe(w, r) })
+	cfg.PeerPort = peerPort(cfg.MetricsAddr)
 	mgr, err := ctrl.NewManager(restCfg, ctrl.Options{
-		Scheme:                 Scheme(),
-		Metrics:                metricsserver.Options{BindAddress: cfg.MetricsAddr},
+		Scheme: Scheme(),
+		Metrics: metricsserver.Options{BindAddress: cfg.MetricsAddr,
+			ExtraHandlers: map[string]http.Handler{APIServerProbePath: probe}},
 		HealthProbeBindAddress: cfg.HealthAddr,
 		Cache: cache.Options{
 			DefaultNamespaces: map[string]cache.Config{cfg.Namespace: {}},
@@ -154,7 +164,7 @@ func New(restCfg *rest.Config, cfg Config) (*Agent, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &Agent{cfg: cfg, dp: NewDataplane(cfg.Kernel), client: mgr.GetClient(), kube: kube, mgr: mgr,
+	a = &Agent{cfg: cfg, dp: NewDataplane(cfg.Kernel), client: mgr.GetClient(), kube: kube, mgr: mgr,
 		trigger: make(chan event.GenericEvent, 1), metrics: met}
 	all := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
 		return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: "node"}}}
@@ -264,8 +274,8 @@ func (a *Agent) sync(ctx context.Context) (time.Duration, error) {
 	if err := a.client.Get(ctx, types.NamespacedName{Namespace: ns, Name: gateway.LeaseName}, lease); err == nil && lease.Spec.HolderIdentity != nil {
 		holder = *lease.Spec.HolderIdentity
 	}
-	activeSelf, settled := a.isActive()
-	a.metrics.setActive(activeSelf)
+	activeSelf, settled, holding := a.isActive()
+	a.metrics.setActive(activeSelf, holding)
 	if holder == a.cfg.NodeName && !activeSelf && capable && !settled {
 		// Our previous process held the Lease: the elector takes it over at once; until
 		// it has, leave the data plane as the previous process left it. Only until the
@@ -344,15 +354,16 @@ func (a *Agent) readPSK(ctx context.Context, m *straitv1.Membership) ([]byte, er
 // pskKey is the data key of the PSK in its Secret.
 const pskKey = "psk"
 
-// isActive says whether this node is the active gateway and whether its elector has
-// made its first decision.
-func (a *Agent) isActive() (active, settled bool) {
+// isActive says whether this node is the active gateway, whether its elector has made
+// its first decision, and whether it holds the gateway through an API server that does
+// not answer.
+func (a *Agent) isActive() (active, settled, holding bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.elector == nil {
-		return false, true
+		return false, true, false
 	}
-	return a.elector.Active(), a.elector.Settled()
+	return a.elector.Active(), a.elector.Settled(), a.elector.Holding()
 }
 
 // ensureElection starts campaigning on a capable node and stops (releasing the Lease)
@@ -368,6 +379,9 @@ func (a *Agent) ensureElection(capable bool) {
 		}
 		ectx, cancel := context.WithCancel(log.IntoContext(parent, a.mgr.GetLogger().WithName("gateway-election")))
 		el := gateway.NewElector(a.kube, a.cfg.Namespace, a.cfg.NodeName, a.cfg.Election, func(bool) { a.Trigger() })
+		if a.cfg.PeerPort > 0 {
+			el.WithConfirm(a.noOtherGatewayReachesTheAPIServer)
+		}
 		done := make(chan struct{})
 		a.mu.Lock()
 		a.elector, a.stopElect, a.electDone = el, cancel, done

@@ -12,6 +12,7 @@ import (
 // connections' state, latency and bytes) plus the agent's own convergence.
 type metrics struct {
 	active        prometheus.Gauge
+	holding       prometheus.Gauge
 	syncDuration  prometheus.Histogram
 	syncErrors    prometheus.Counter
 	lastSyncOK    prometheus.Gauge
@@ -33,6 +34,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		active: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "strait_agent_gateway_active",
 			Help: "1 while this node is the cluster's active gateway.",
+		}),
+		holding: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "strait_agent_gateway_holding",
+			Help: "1 while this node stays the active gateway without renewing its Lease, because the API server does not answer.",
 		}),
 		syncDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "strait_agent_sync_duration_seconds",
@@ -61,7 +66,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.active, m.syncDuration, m.syncErrors, m.lastSyncOK, m.peerConnected,
+	for _, c := range []prometheus.Collector{m.active, m.holding, m.syncDuration, m.syncErrors, m.lastSyncOK, m.peerConnected,
 		m.peerLatency, m.peerLoss, m.cableRx, m.cableTx} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
@@ -90,8 +95,9 @@ func (m *metrics) synced(took time.Duration, err error) {
 	}
 }
 
-func (m *metrics) setActive(active bool) {
+func (m *metrics) setActive(active, holding bool) {
 	m.active.Set(boolValue(active))
+	m.holding.Set(boolValue(active && holding))
 }
 
 func boolValue(b bool) float64 {

@@ -20,7 +20,12 @@
 // succeeded. A standby cannot take over before LeaseDuration after the write that
 // renewal made, which it saw after it was sent, and RenewDeadline < LeaseDuration
 // (Timing.Validate), so the old holder has stepped down LeaseDuration − RenewDeadline
-// before the new one can win. Active() turns false by itself at that deadline, even if
-// the election goroutine is stalled. A Lease that disappears is waited out a whole term
+// before the new one can win, unless the API server gave it no answer and the other
+// gateways confirm it answers none of them (WithConfirm): then it holds (stays active,
+// renewing every RetryPeriod and asking again) until its renewal gets through, a peer
+// reaches the API server, or its renewal shows another holder, as nobody can take the
+// Lease through an API server that answers no one.
+// Active() turns false by itself RenewDeadline after the last attempt, even if the
+// election goroutine is stalled. A Lease that disappears is waited out a whole term
 // too, since its holder recreates it while its term lasts.
 package gateway

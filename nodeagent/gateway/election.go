@@ -33,6 +33,9 @@ type Elector struct {
 	identity string
 	timing   Timing
 	onChange func(active bool)
+	// confirm, when set, asks the other gateway-capable nodes whether the API server
+	// answers them: see WithConfirm.
+	confirm func(ctx context.Context) bool
 
 	mu sync.Mutex
 	// active and until: this node holds the Lease, and its last renewal lets it act as
@@ -41,6 +44,8 @@ type Elector struct {
 	until  time.Time
 	// settled: the first campaign step is done (or took longer than RenewDeadline).
 	settled bool
+	// held: past RenewDeadline without an answer from the API server, still active.
+	held bool
 	// watched is the Lease as the watch saw it last (nil: none); seen counts changes.
 	watched *coordinationv1.Lease
 	seen    uint64
@@ -54,12 +59,46 @@ func NewElector(kube kubernetes.Interface, namespace, identity string, timing Ti
 		onChange: onChange, wake: make(chan struct{}, 1)}
 }
 
+// WithConfirm lets the holder hold through an API server that does not answer it, for
+// as long as confirm says that it does not answer anyone who could take the Lease over
+// (every other gateway-capable node, asked over the cluster's network). confirm must
+// return within the time it is given; without it, or when it says no, the holder steps
+// down at RenewDeadline as always. It returns e.
+func (e *Elector) WithConfirm(confirm func(ctx context.Context) bool) *Elector {
+	e.confirm = confirm
+	return e
+}
+
+// Probe asks the API server for the Lease, as a peer's confirm does: nil when it
+// answered (whatever the answer).
+func (e *Elector) Probe(ctx context.Context) error {
+	_, err := e.leases.Get(ctx, LeaseName, metav1.GetOptions{})
+	if err != nil && unanswered(err) {
+		return err
+	}
+	return nil
+}
+
 // Active says whether this node holds the Lease right now. It turns false by itself
 // RenewDeadline after the last renewal, even if the election goroutine is stalled.
 func (e *Elector) Active() bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.active && time.Now().Before(e.until)
+}
+
+// Holding says whether this node is the active gateway without having renewed the Lease
+// within RenewDeadline, because the API server does not answer.
+func (e *Elector) Holding() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.held && e.active && time.Now().Before(e.until)
+}
+
+func (e *Elector) holding(h bool) {
+	e.mu.Lock()
+	e.held = h
+	e.mu.Unlock()
 }
 
 // Settled says whether the elector has made its first decision: it took the Lease, or
@@ -97,6 +136,9 @@ func (e *Elector) campaign(ctx context.Context) (*coordinationv1.Lease, time.Tim
 	log := logr.FromContextOrDiscard(ctx)
 	var obs observation
 	known, seen := false, uint64(0)
+	// recount: the API server did not answer a write; the holder may be holding through
+	// that (see lead), so its term counts afresh from the first answered read.
+	recount := false
 	for ctx.Err() == nil {
 		if w, n := e.fromWatch(); n != seen {
 			obs, known, seen = obs.next(w, time.Now()), true, n
@@ -109,6 +151,9 @@ func (e *Elector) campaign(ctx context.Context) (*coordinationv1.Lease, time.Tim
 				continue
 			}
 			obs, known = obs.next(l, time.Now()), true
+			if recount {
+				obs, recount = observation{lease: l, at: time.Now()}, false
+			}
 		}
 		wait := obs.remaining(e.identity, e.timing.LeaseDuration, time.Now())
 		if wait > 0 {
@@ -127,6 +172,13 @@ func (e *Elector) campaign(ctx context.Context) (*coordinationv1.Lease, time.Tim
 			return l, sent
 		case apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err):
 			known = false // someone else wrote first: read who
+		case unanswered(err):
+			// The API server does not answer, and a holder holds through that: once it
+			// answers again, the holder's next renewal (every RetryPeriod) must come
+			// before this standby's next try, so read first and count a whole term.
+			log.V(1).Info("taking the gateway Lease", "error", err.Error())
+			known, recount = false, true
+			e.sleep(ctx, e.timing.RetryPeriod)
 		default:
 			log.V(1).Info("taking the gateway Lease", "error", err.Error())
 			e.sleep(ctx, e.timing.RetryPeriod)
@@ -135,44 +187,135 @@ func (e *Elector) campaign(ctx context.Context) (*coordinationv1.Lease, time.Tim
 	return nil, time.Time{}
 }
 
-// lead renews the Lease every RetryPeriod. It returns nil after stepping down (no
-// renewal within RenewDeadline, or someone else holds the Lease) and the Lease as last
+// lead renews the Lease every RetryPeriod. It returns nil after stepping down (someone
+// else holds the Lease, or the API server refused the renewal) and the Lease as last
 // written when ctx ends.
+//
+// An API server that does not answer (down, unreachable, its storage failing) is no
+// reason to step down if it answers no other gateway either (WithConfirm): nobody can
+// take the Lease over through it. Past RenewDeadline the holder then holds, staying
+// active and trying to renew every RetryPeriod, so a cluster whose API server is down
+// keeps its data plane; it steps down as soon as another gateway reaches the API server
+// (which could take the Lease), cannot be asked, or its own renewal shows another holder.
 func (e *Elector) lead(ctx context.Context, held *coordinationv1.Lease, renewed time.Time) *coordinationv1.Lease {
 	log := logr.FromContextOrDiscard(ctx)
 	e.set(true, renewed.Add(e.timing.RenewDeadline))
 	next := renewed.Add(e.timing.RetryPeriod)
+	// holding: past RenewDeadline, confirmed; refused: the last renewal got an answer
+	// that was no (nothing to hold through).
+	holding, refused := false, false
 	for {
 		deadline := renewed.Add(e.timing.RenewDeadline)
-		if until := time.Until(next); !e.sleep(ctx, min(until, time.Until(deadline))) {
+		wait := time.Until(next)
+		if !holding {
+			wait = min(wait, time.Until(deadline))
+		}
+		if !e.sleep(ctx, wait) {
 			return held
 		}
-		if !time.Now().Before(deadline) {
-			e.set(false, time.Time{})
-			log.Info("stepped down: the gateway Lease was not renewed in time", "renewDeadline", e.timing.RenewDeadline)
-			return nil
+		if !holding && !time.Now().Before(deadline) {
+			// Active while the other gateways are asked, for at most what is left of
+			// the term before a standby may take over.
+			if !refused && e.confirm != nil {
+				e.set(true, deadline.Add(e.confirmBudget()))
+			}
+			if refused || !e.mayHold(ctx) {
+				e.set(false, time.Time{})
+				log.Info("stepped down: the gateway Lease was not renewed in time", "renewDeadline", e.timing.RenewDeadline)
+				return nil
+			}
+			holding = true
+			e.holding(true)
+			e.set(true, e.holdUntil())
+			log.Info("the API server answers neither this node nor any other gateway: holding the gateway until it answers",
+				"renewDeadline", e.timing.RenewDeadline)
 		}
 		if time.Now().Before(next) {
 			continue
 		}
 		sent := time.Now()
-		rctx, cancel := context.WithDeadline(ctx, deadline)
+		rctx, cancel := context.WithTimeout(ctx, e.timing.RenewDeadline)
 		l, err := e.renew(rctx, held)
 		cancel()
 		switch {
 		case err == nil:
+			refused = false
+			if holding {
+				holding = false
+				e.holding(false)
+				log.Info("the API server answers again: renewed the gateway Lease", "heldFor", time.Since(deadline).Round(time.Millisecond))
+			}
 			held, renewed, next = l, sent, sent.Add(e.timing.RetryPeriod)
 			e.set(true, renewed.Add(e.timing.RenewDeadline))
 		case errors.Is(err, errLost):
+			e.holding(false)
 			e.set(false, time.Time{})
 			log.Info("stepped down: the gateway Lease has another holder")
 			return nil
+		case holding && !unanswered(err):
+			e.holding(false)
+			e.set(false, time.Time{})
+			log.Info("stepped down: the API server refused to renew the gateway Lease", "error", err.Error())
+			return nil
+		case holding:
+			// Still the holder as far as anyone can tell, while the other gateways
+			// confirm it; Active stays true only while this goroutine keeps trying (a
+			// stalled one stops being active).
+			if !e.mayHold(ctx) {
+				e.holding(false)
+				e.set(false, time.Time{})
+				log.Info("stepped down: another gateway reaches the API server, or could not be asked")
+				return nil
+			}
+			next = time.Now().Add(e.timing.RetryPeriod)
+			e.set(true, e.holdUntil())
+			log.V(1).Info("renewing the gateway Lease while holding", "error", err.Error())
 		default:
 			// Try again soon: more than one attempt fits into RenewDeadline.
+			refused = !unanswered(err)
 			next = time.Now().Add(e.timing.RetryPeriod / 4)
 			log.V(1).Info("renewing the gateway Lease", "error", err.Error())
 		}
 	}
+}
+
+// mayHold asks confirm, within what is left of the term after the renew deadline, so
+// that a holder told no has stepped down before any standby may take over.
+func (e *Elector) mayHold(ctx context.Context) bool {
+	if e.confirm == nil {
+		return false
+	}
+	cctx, cancel := context.WithTimeout(ctx, e.confirmBudget())
+	defer cancel()
+	return e.confirm(cctx) && cctx.Err() == nil
+}
+
+// confirmBudget is the time confirm gets: the term's rest after RenewDeadline, less a
+// margin.
+func (e *Elector) confirmBudget() time.Duration {
+	return max(e.timing.LeaseDuration-e.timing.RenewDeadline-50*time.Millisecond, 50*time.Millisecond)
+}
+
+// holdUntil is how long a holding elector stays active without another attempt: one
+// retry period, one renewal that times out and one confirm, so that Active does not
+// flicker between attempts, while a stalled elector still stops being active.
+func (e *Elector) holdUntil() time.Time {
+	return time.Now().Add(e.timing.RetryPeriod + e.timing.RenewDeadline + e.confirmBudget())
+}
+
+// Unanswered is unanswered for the agent's probe handler.
+func Unanswered(err error) bool { return unanswered(err) }
+
+// unanswered says whether err means the API server gave no answer to act on: no
+// response (down, unreachable, timed out), or one saying it cannot serve now (5xx, 429).
+// Any other answer (forbidden, not found after recreation failed, invalid) is a refusal.
+func unanswered(err error) bool {
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) {
+		return true
+	}
+	code := status.Status().Code
+	return code == 0 || code >= 500 || code == 429
 }
 
 // release steps down and clears the holder, so a standby's watch sees the Lease free

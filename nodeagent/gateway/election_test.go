@@ -30,6 +30,8 @@ func TestElectionOnARealAPIServer(t *testing.T) {
 		{"a released Lease is taken at once", releasedLeaseIsTakenAtOnce},
 		{"a cut-off holder steps down and is replaced in time", cutOffHolderStepsDownAndIsReplaced},
 		{"a deleted Lease stays with its holder", deletedLeaseStaysWithItsHolder},
+		{"an API server down for all keeps the holder", apiServerDownKeepsTheHolder},
+		{"a holder cut off alone steps down although it may hold", cutOffHolderThatMayHoldStepsDown},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.test(t, api) })
 	}
@@ -99,12 +101,30 @@ type candidate struct {
 
 func campaign(t *testing.T, api *rest.Config, ns, name string, rec *terms) *candidate {
 	t.Helper()
+	return campaignAsking(t, api, ns, name, rec, nil)
+}
+
+// campaignAsking is campaign with a holder that may hold through an API server that
+// does not answer, as long as none of peers() reaches it (each asked as the agent asks
+// the other gateways: its Probe).
+func campaignAsking(t *testing.T, api *rest.Config, ns, name string, rec *terms, peers func() []*candidate) *candidate {
+	t.Helper()
 	c := &candidate{name: name, cut: &clusters.Cut{}, done: make(chan struct{})}
 	kube, err := kubernetes.NewForConfig(c.cut.Config(api))
 	if err != nil {
 		t.Fatal(err)
 	}
 	c.el = NewElector(kube, ns, name, FastTiming(), func(active bool) { rec.add(name, active) })
+	if peers != nil {
+		c.el.WithConfirm(func(ctx context.Context) bool {
+			for _, p := range peers() {
+				if p.name != name && p.el.Probe(ctx) == nil {
+					return false
+				}
+			}
+			return true
+		})
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	c.cancel = cancel
 	go func() { defer close(c.done); c.el.Run(ctx) }()
@@ -308,6 +328,71 @@ func deletedLeaseStaysWithItsHolder(t *testing.T, api *rest.Config) {
 		if now := activeOne(t, time.Second, cs...); now != holder {
 			t.Fatalf("the gateway moved from %s to %s after the Lease was deleted", holder.name, now.name)
 		}
+	}
+	if o := rec.overlaps(time.Now()); len(o) > 0 {
+		t.Fatalf("two candidates active at once:\n%s", strings.Join(o, "\n"))
+	}
+}
+
+// The API server is down for every candidate: the holder, whose peers confirm that
+// they cannot reach it either, holds (stays active); the standby cannot take over; when
+// the API server is back the holder renews and keeps the Lease.
+func apiServerDownKeepsTheHolder(t *testing.T, api *rest.Config) {
+	ns := electionNamespace(t, api)
+	rec := &terms{}
+	timing := FastTiming()
+	var cs []*candidate
+	peers := func() []*candidate { return cs }
+	cs = []*candidate{campaignAsking(t, api, ns, "gw1", rec, peers), campaignAsking(t, api, ns, "gw2", rec, peers)}
+	for round := range 3 {
+		holder := activeOne(t, 5*time.Second, cs...)
+		for _, c := range cs {
+			c.cut.Set(true)
+		}
+		until(t, 2*time.Second, holder.name+" holds", holder.el.Holding)
+		time.Sleep(3 * timing.LeaseDuration)
+		if now := activeOne(t, time.Second, cs...); now != holder || !holder.el.Holding() {
+			t.Fatalf("round %d: with the API server down, %s is active (holding %v), want %s to hold", round, now.name, now.el.Holding(), holder.name)
+		}
+		for _, c := range cs {
+			c.cut.Set(false)
+		}
+		until(t, 2*time.Second, holder.name+" renews again", func() bool { return !holder.el.Holding() })
+		time.Sleep(2 * timing.LeaseDuration)
+		if now := activeOne(t, time.Second, cs...); now != holder {
+			t.Errorf("round %d: the gateway moved from %s to %s when the API server came back", round, holder.name, now.name)
+		}
+	}
+	if o := rec.overlaps(time.Now()); len(o) > 0 {
+		t.Fatalf("two candidates active at once:\n%s", strings.Join(o, "\n"))
+	}
+}
+
+// A holder that may hold, cut off the API server while the standby still reaches it:
+// the standby's probe answers, so the holder steps down within the term and the standby
+// takes over; never both active.
+func cutOffHolderThatMayHoldStepsDown(t *testing.T, api *rest.Config) {
+	ns := electionNamespace(t, api)
+	rec := &terms{}
+	timing := FastTiming()
+	var cs []*candidate
+	peers := func() []*candidate { return cs }
+	cs = []*candidate{campaignAsking(t, api, ns, "gw1", rec, peers), campaignAsking(t, api, ns, "gw2", rec, peers)}
+	var stepped []time.Duration
+	for range 3 {
+		holder := activeOne(t, 5*time.Second, cs...)
+		time.Sleep(time.Duration(rand.Int64N(int64(timing.RetryPeriod))))
+		holder.cut.Set(true)
+		stepped = append(stepped, until(t, 2*time.Second, holder.name+" steps down", func() bool { return !holder.el.Active() }))
+		if holder.el.Holding() {
+			t.Errorf("%s held although the other gateway reaches the API server", holder.name)
+		}
+		activeOne(t, 3*time.Second, cs...)
+		holder.cut.Set(false)
+	}
+	t.Logf("a holder cut off alone stepped down after %s", spread(stepped))
+	if m := slices.Max(stepped); m >= timing.LeaseDuration {
+		t.Errorf("a cut-off holder stayed active %v, not less than the lease %v a standby waits", m, timing.LeaseDuration)
 	}
 	if o := rec.overlaps(time.Now()); len(o) > 0 {
 		t.Fatalf("two candidates active at once:\n%s", strings.Join(o, "\n"))

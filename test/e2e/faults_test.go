@@ -4,12 +4,15 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
 	"github.com/straitnet/strait/test/labtest"
+	"github.com/straitnet/strait/test/netns"
 	"github.com/straitnet/strait/test/require"
 )
 
@@ -41,9 +44,7 @@ func crossTraffic(t testing.TB) (src source, target string) {
 }
 
 // TestDataPathOutlivesTheHub: with strait hub scaled to zero, c1 → c2 traffic goes on
-// without a failed request; the scale-up brings it back. (A member's API server down is
-// not here yet: the active gateway steps down when it cannot renew its Lease, which
-// takes the member's cross-cluster traffic down with the API server; see issue 16.)
+// without a failed request; the scale-up brings it back.
 func TestDataPathOutlivesTheHub(t *testing.T) {
 	env.Require(t)
 	src, target := crossTraffic(t)
@@ -103,5 +104,84 @@ func TestStraitDNSRestart(t *testing.T) {
 	// once it is not ready. A lookup may time out in between, not more than a few.
 	if failed := asked - resolved; failed > asked/10 {
 		t.Errorf("%d of %d lookups failed while one strait dns pod restarted", failed, asked)
+	}
+}
+
+// gatewayMetric scrapes one unlabelled series from a gateway node's agent.
+func gatewayMetric(t testing.TB, ns, name string) (float64, error) {
+	t.Helper()
+	body, err := labtest.GetWithin(ns, "http://127.0.0.1:9342/metrics", 5*time.Second)
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(body), "\n") {
+		if v, ok := strings.CutPrefix(line, name+" "); ok {
+			return strconv.ParseFloat(v, 64)
+		}
+	}
+	return 0, fmt.Errorf("no %s in the agent's metrics", name)
+}
+
+// TestMemberAPIServerDown: c2's kube-apiserver is killed for 15 s. c2's active gateway
+// holds the gateway (it cannot renew its Lease, and neither can anyone else), so c1 → c2
+// goes on, and c1 keeps resolving c2's exports; once the API server is back the same
+// gateway renews.
+func TestMemberAPIServerDown(t *testing.T) {
+	env.Require(t)
+	src, target := crossTraffic(t)
+	gw := env.ActiveGateway(t, "c2")
+	name := "whereami-cs.sample.svc.clusterset.local"
+	pid, ok := env.Lab.State().Pid("c2", "kube-apiserver")
+	if !ok {
+		t.Fatal("c2's kube-apiserver is not running")
+	}
+	p := startProber(src.ns, target)
+	r := startResolver(src.ns, name)
+	time.Sleep(time.Second)
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	restarted := false
+	t.Cleanup(func() {
+		if !restarted {
+			env.UpAgain(t)
+		}
+	})
+	const window = 15 * time.Second
+	time.Sleep(window)
+	holding, err := gatewayMetric(t, gw.Namespace, "strait_agent_gateway_holding")
+	if err != nil || holding != 1 {
+		t.Errorf("%s: strait_agent_gateway_holding %v (%v), want 1 while c2's API server is down", gw.Name, holding, err)
+	}
+	tries, answers := p.counts()
+	asked, resolved := r.counts()
+	gap := p.gap()
+	r.gap()
+	t.Logf("c2's API server down for %s: %d/%d GETs c1 → c2 answered (longest gap %s), %d/%d lookups in c1 answered",
+		window, answers, tries, gap.Round(time.Millisecond), resolved, asked)
+	if tries < 50 || answers < tries-2 {
+		t.Errorf("%d of %d GETs c1 → c2 failed while c2's API server was down", tries-answers, tries)
+	}
+	if asked < 50 || resolved < asked-2 {
+		t.Errorf("%d of %d lookups of %s failed in c1 while c2's API server was down", asked-resolved, asked, name)
+	}
+
+	require.Eventually(t, 10*time.Second, "c2's kube-apiserver gone", func() error {
+		if netns.Alive(pid) {
+			return fmt.Errorf("pid %d still runs", pid)
+		}
+		return nil
+	})
+	env.UpAgain(t)
+	restarted = true
+	require.Eventually(t, converge, gw.Name+" renews its Lease again", func() error {
+		v, err := gatewayMetric(t, gw.Namespace, "strait_agent_gateway_holding")
+		if err == nil && v != 0 {
+			err = fmt.Errorf("holding %v", v)
+		}
+		return err
+	})
+	if after := env.ActiveGateway(t, "c2"); after.Name != gw.Name {
+		t.Errorf("c2's active gateway moved from %s to %s over the API server's outage", gw.Name, after.Name)
 	}
 }
