@@ -160,7 +160,7 @@ func New(restCfg *rest.Config, cfg Config) (*Agent, error) {
 	if err := addProbes(mgr); err != nil {
 		return nil, err
 	}
-	met, err := newMetrics(cfg.Metrics)
+	met, err := newMetrics(cfg.Metrics, func() bool { return a.holding() })
 	if err != nil {
 		return nil, err
 	}
@@ -274,8 +274,8 @@ func (a *Agent) sync(ctx context.Context) (time.Duration, error) {
 	if err := a.client.Get(ctx, types.NamespacedName{Namespace: ns, Name: gateway.LeaseName}, lease); err == nil && lease.Spec.HolderIdentity != nil {
 		holder = *lease.Spec.HolderIdentity
 	}
-	activeSelf, settled, holding := a.isActive()
-	a.metrics.setActive(activeSelf, holding)
+	activeSelf, settled := a.isActive()
+	a.metrics.setActive(activeSelf)
 	if holder == a.cfg.NodeName && !activeSelf && capable && !settled {
 		// Our previous process held the Lease: the elector takes it over at once; until
 		// it has, leave the data plane as the previous process left it. Only until the
@@ -354,16 +354,26 @@ func (a *Agent) readPSK(ctx context.Context, m *straitv1.Membership) ([]byte, er
 // pskKey is the data key of the PSK in its Secret.
 const pskKey = "psk"
 
-// isActive says whether this node is the active gateway, whether its elector has made
-// its first decision, and whether it holds the gateway through an API server that does
-// not answer.
-func (a *Agent) isActive() (active, settled, holding bool) {
+// isActive says whether this node is the active gateway and whether its elector has
+// made its first decision.
+func (a *Agent) isActive() (active, settled bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.elector == nil {
-		return false, true, false
+		return false, true
 	}
-	return a.elector.Active(), a.elector.Settled(), a.elector.Holding()
+	return a.elector.Active(), a.elector.Settled()
+}
+
+// holding says whether this node holds the gateway through an API server that answers
+// no gateway.
+func (a *Agent) holding() bool {
+	if a == nil {
+		return false
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.elector != nil && a.elector.Holding()
 }
 
 // ensureElection starts campaigning on a capable node and stops (releasing the Lease)

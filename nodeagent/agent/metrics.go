@@ -12,7 +12,7 @@ import (
 // connections' state, latency and bytes) plus the agent's own convergence.
 type metrics struct {
 	active        prometheus.Gauge
-	holding       prometheus.Gauge
+	holding       prometheus.GaugeFunc
 	syncDuration  prometheus.Histogram
 	syncErrors    prometheus.Counter
 	lastSyncOK    prometheus.Gauge
@@ -25,8 +25,8 @@ type metrics struct {
 
 // newMetrics registers the agent's metrics with reg (controller-runtime's
 // metrics.Registry in the binary); a nil reg keeps them unregistered (tests run several
-// agents in one process).
-func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+// agents in one process). holding is read at every scrape.
+func newMetrics(reg prometheus.Registerer, holding func() bool) (*metrics, error) {
 	perPeer := func(name, help string) *prometheus.GaugeVec {
 		return prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: "On the active gateway: " + help}, []string{"cluster"})
 	}
@@ -35,10 +35,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "strait_agent_gateway_active",
 			Help: "1 while this node is the cluster's active gateway.",
 		}),
-		holding: prometheus.NewGauge(prometheus.GaugeOpts{
+		holding: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "strait_agent_gateway_holding",
-			Help: "1 while this node stays the active gateway without renewing its Lease, because the API server does not answer.",
-		}),
+			Help: "1 while this node stays the active gateway without renewing its Lease, because the API server answers no gateway.",
+		}, func() float64 { return boolValue(holding()) }),
 		syncDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "strait_agent_sync_duration_seconds",
 			Help:    "Time of one pass: reading the cluster's objects and the kernel, converging both, publishing the Gateway.",
@@ -95,9 +95,8 @@ func (m *metrics) synced(took time.Duration, err error) {
 	}
 }
 
-func (m *metrics) setActive(active, holding bool) {
+func (m *metrics) setActive(active bool) {
 	m.active.Set(boolValue(active))
-	m.holding.Set(boolValue(active && holding))
 }
 
 func boolValue(b bool) float64 {

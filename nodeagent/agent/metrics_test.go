@@ -48,7 +48,7 @@ func gathered(t testing.TB, reg *prometheus.Registry) map[string]float64 {
 // a removed peer disappears and a node that is no longer active reports none.
 func TestPeerMetricsFollowTheRound(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	m, err := newMetrics(reg)
+	m, err := newMetrics(reg, func() bool { return false })
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -109,13 +109,14 @@ func (p *prober) restart() {
 	p.last, p.maxGap = time.Now(), 0
 }
 
-// gap stops the prober and returns the longest time without an answer.
+// gap stops the prober and returns the longest time without an answer, counting the
+// time since the last answer too (an outage that lasts until the end).
 func (p *prober) gap() time.Duration {
 	close(p.stop)
 	p.done.Wait()
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.maxGap
+	return max(p.maxGap, time.Since(p.last))
 }
 
 // failOver stops the agent container on the cluster's active gateway with sig while
