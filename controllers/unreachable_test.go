@@ -69,4 +69,17 @@ func TestUnreachableMemberDoesNotStopTheOthers(t *testing.T) {
 		return c2.Client.Get(ctx, types.NamespacedName{Namespace: "web", Name: "front"}, &mcsv1.ServiceImport{})
 	}, 20*time.Second, 100*time.Millisecond).Should(Succeed())
 	f.waitReady(t, cs)
+
+	// What c2 gets after its outage is seen at once: the hub's informers of c2 were
+	// built afresh when it answered again, instead of waiting out client-go's relist
+	// backoff (which had grown to tens of seconds during the outage).
+	serveService(t, c2, "web", "back", "10.0.0.22", "10.1.0.22")
+	f.update(t, cs, func(c *straitv1.ClusterSet) {
+		c.Spec.Exports = append(c.Spec.Exports, straitv1.ExportSpec{Namespace: "web", Name: "back", Clusters: []string{"c2"}})
+	})
+	start := time.Now()
+	g.Eventually(func() error {
+		return f.env.Member("c1").Client.Get(ctx, types.NamespacedName{Namespace: "web", Name: "back"}, &mcsv1.ServiceImport{})
+	}, 2*time.Second, 100*time.Millisecond).Should(Succeed(), "c1's import of a service c2 got after its outage")
+	t.Logf("c2's new export imported in c1 %s after the change", time.Since(start).Round(time.Millisecond))
 }

@@ -83,15 +83,16 @@ func RESTConfigFromKubeConfig(data []byte) (*rest.Config, error) {
 	return cfg, nil
 }
 
-// Connect returns the connection for key, building it when there is none or when it was
+// Connect returns the connection for key, building it when there is none, when it was
 // built from another version of the kubeconfig (version is the Secret's
-// resourceVersion). A new connection starts its informers and its probe in the
+// resourceVersion), or when the member has answered again after an outage (its
+// informers would catch up only after client-go's relist backoff). A new connection starts its informers and its probe in the
 // background; it is usable once Connected says so.
 func (c *Cache) Connect(key Key, cfg *rest.Config, version string) (*Member, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if m := c.conns[key]; m != nil {
-		if m.version == version {
+		if m.version == version && !m.stale.Load() {
 			return m, nil
 		}
 		m.stop()

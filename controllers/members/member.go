@@ -33,9 +33,13 @@ type Member struct {
 
 	synced   atomic.Bool
 	syncedCh chan struct{}
-	disco    *discovery.DiscoveryClient
-	mu       sync.Mutex
-	health   Health
+	// stale: the member answered again after it had not; its informers may be waiting
+	// out client-go's relist backoff (up to 30 s after a long outage), so Cache.Connect
+	// builds the connection afresh, whose informers list at once.
+	stale  atomic.Bool
+	disco  *discovery.DiscoveryClient
+	mu     sync.Mutex
+	health Health
 }
 
 // Health is what the last probe found.
@@ -124,6 +128,9 @@ func (m *Member) setHealth(err error) {
 			m.log.Info("member unreachable", "error", err.Error())
 		} else {
 			m.log.Info("member connected")
+			if !prev.Since.IsZero() {
+				m.stale.Store(true)
+			}
 		}
 		m.opts.OnChange(m.Key, nil, false)
 	}

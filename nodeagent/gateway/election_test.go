@@ -234,9 +234,7 @@ func twoCandidatesAreNeverBothActive(t *testing.T, api *rest.Config) {
 	for _, c := range all() {
 		c.stop()
 	}
-	if o := rec.overlaps(time.Now()); len(o) > 0 {
-		t.Fatalf("two candidates active at once:\n%s", strings.Join(o, "\n"))
-	}
+	requireNoOverlap(t, rec)
 	rec.mu.Lock()
 	defer rec.mu.Unlock()
 	if n := len(rec.events); n < 32 {
@@ -264,9 +262,7 @@ func releasedLeaseIsTakenAtOnce(t *testing.T, api *rest.Config) {
 	if slices.Max(took) > 300*time.Millisecond {
 		t.Errorf("a released Lease was taken over after %v, want < 300ms", slices.Max(took))
 	}
-	if o := rec.overlaps(time.Now()); len(o) > 0 {
-		t.Fatalf("two candidates active at once:\n%s", strings.Join(o, "\n"))
-	}
+	requireNoOverlap(t, rec)
 }
 
 // A holder cut off the API server steps down within its renew deadline, and the
@@ -298,9 +294,7 @@ func cutOffHolderStepsDownAndIsReplaced(t *testing.T, api *rest.Config) {
 	if m := slices.Max(took); m > timing.LeaseDuration+500*time.Millisecond {
 		t.Errorf("a cut-off holder was replaced after %v, want < lease %v + 500ms", m, timing.LeaseDuration)
 	}
-	if o := rec.overlaps(time.Now()); len(o) > 0 {
-		t.Fatalf("two candidates active at once:\n%s", strings.Join(o, "\n"))
-	}
+	requireNoOverlap(t, rec)
 }
 
 // Someone deletes the Lease (kubectl delete lease): the holder recreates it at its next
@@ -329,21 +323,15 @@ func deletedLeaseStaysWithItsHolder(t *testing.T, api *rest.Config) {
 			t.Fatalf("the gateway moved from %s to %s after the Lease was deleted", holder.name, now.name)
 		}
 	}
-	if o := rec.overlaps(time.Now()); len(o) > 0 {
-		t.Fatalf("two candidates active at once:\n%s", strings.Join(o, "\n"))
-	}
+	requireNoOverlap(t, rec)
 }
 
 // The API server is down for every candidate: the holder, whose peers confirm that
 // they cannot reach it either, holds (stays active); the standby cannot take over; when
 // the API server is back the holder renews and keeps the Lease.
 func apiServerDownKeepsTheHolder(t *testing.T, api *rest.Config) {
-	ns := electionNamespace(t, api)
-	rec := &terms{}
+	rec, cs := askingPair(t, api)
 	timing := FastTiming()
-	var cs []*candidate
-	peers := func() []*candidate { return cs }
-	cs = []*candidate{campaignAsking(t, api, ns, "gw1", rec, peers), campaignAsking(t, api, ns, "gw2", rec, peers)}
 	for round := range 3 {
 		holder := activeOne(t, 5*time.Second, cs...)
 		for _, c := range cs {
@@ -363,21 +351,15 @@ func apiServerDownKeepsTheHolder(t *testing.T, api *rest.Config) {
 			t.Errorf("round %d: the gateway moved from %s to %s when the API server came back", round, holder.name, now.name)
 		}
 	}
-	if o := rec.overlaps(time.Now()); len(o) > 0 {
-		t.Fatalf("two candidates active at once:\n%s", strings.Join(o, "\n"))
-	}
+	requireNoOverlap(t, rec)
 }
 
 // A holder that may hold, cut off the API server while the standby still reaches it:
 // the standby's probe answers, so the holder steps down within the term and the standby
 // takes over; never both active.
 func cutOffHolderThatMayHoldStepsDown(t *testing.T, api *rest.Config) {
-	ns := electionNamespace(t, api)
-	rec := &terms{}
+	rec, cs := askingPair(t, api)
 	timing := FastTiming()
-	var cs []*candidate
-	peers := func() []*candidate { return cs }
-	cs = []*candidate{campaignAsking(t, api, ns, "gw1", rec, peers), campaignAsking(t, api, ns, "gw2", rec, peers)}
 	var stepped []time.Duration
 	for range 3 {
 		holder := activeOne(t, 5*time.Second, cs...)
@@ -394,6 +376,24 @@ func cutOffHolderThatMayHoldStepsDown(t *testing.T, api *rest.Config) {
 	if m := slices.Max(stepped); m >= timing.LeaseDuration {
 		t.Errorf("a cut-off holder stayed active %v, not less than the lease %v a standby waits", m, timing.LeaseDuration)
 	}
+	requireNoOverlap(t, rec)
+}
+
+// askingPair starts two candidates that may hold through an API server that answers
+// neither (campaignAsking), each asking the other.
+func askingPair(t *testing.T, api *rest.Config) (*terms, []*candidate) {
+	t.Helper()
+	ns := electionNamespace(t, api)
+	rec := &terms{}
+	var cs []*candidate
+	peers := func() []*candidate { return cs }
+	cs = []*candidate{campaignAsking(t, api, ns, "gw1", rec, peers), campaignAsking(t, api, ns, "gw2", rec, peers)}
+	return rec, cs
+}
+
+// requireNoOverlap fails the test when two candidates were ever active at once.
+func requireNoOverlap(t *testing.T, rec *terms) {
+	t.Helper()
 	if o := rec.overlaps(time.Now()); len(o) > 0 {
 		t.Fatalf("two candidates active at once:\n%s", strings.Join(o, "\n"))
 	}

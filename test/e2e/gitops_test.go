@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
@@ -12,10 +13,13 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	mcsv1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
+	"github.com/straitnet/strait/examples/clusterset/argocd"
 	"github.com/straitnet/strait/lab"
 	"github.com/straitnet/strait/lab/topology"
 	"github.com/straitnet/strait/test/labtest"
@@ -125,9 +129,10 @@ func TestPushedExportAnswersInDNS(t *testing.T) {
 	require.Eventually(t, converge, "c1: ServiceImport "+svc, func() error {
 		return c1.Get(context.Background(), client.ObjectKey{Namespace: "sample", Name: svc}, &mcsv1.ServiceImport{})
 	})
+	imported := time.Since(pushed)
 	resolvesTo(t, "c1", name, []string{clusterIP(t, "c2", svc)})
-	t.Logf("push → c1 resolves %s: %s (the push asks Flux to sync; GitRepository interval 1m, Kustomization interval 10m)",
-		name, time.Since(pushed).Round(time.Millisecond))
+	t.Logf("push → c1's ServiceImport %s, c1 resolves %s: %s (the push asks Flux to sync; GitRepository interval 1m, Kustomization interval 10m)",
+		imported.Round(time.Millisecond), name, time.Since(pushed).Round(time.Millisecond))
 	answeredBy(t, "c1", name+":80", "c2")
 	s, err := env.Lab.WaitSynced(context.Background(), commit, converge)
 	if err != nil {
@@ -161,6 +166,9 @@ func TestFluxWaitsForTheClusterSet(t *testing.T) {
 		t.Fatalf("no link from the hub to c2 in the topology")
 	}
 	ctx := context.Background()
+	if h, msg := argoHealth(t); h != "Healthy" {
+		t.Errorf("Argo CD's health check of the lab's ClusterSet: %s (%s), want Healthy before the cut", h, msg)
+	}
 	setLink := func(state string) {
 		t.Helper()
 		if err := netns.IP(ctx, "-n", env.Topo.Hub.Namespace, "link", "set", hubLink, state); err != nil {
@@ -197,6 +205,9 @@ func TestFluxWaitsForTheClusterSet(t *testing.T) {
 	if !slices.ContainsFunc(cs.Spec.Exports, func(e straitv1.ExportSpec) bool { return e.Name == "iperf3" }) {
 		t.Errorf("the commit was not applied to the hub: exports %v", cs.Spec.Exports)
 	}
+	if h, msg := argoHealth(t); h != "Degraded" || !strings.Contains(msg, "c2") {
+		t.Errorf("Argo CD's health check of the lab's ClusterSet with c2 unreachable: %s (%s), want Degraded naming c2", h, msg)
+	}
 
 	setLink("up")
 	healed = true
@@ -208,6 +219,37 @@ func TestFluxWaitsForTheClusterSet(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("c2 reachable again → Kustomization Ready in %s: %s", time.Since(start).Round(time.Millisecond), s)
+	if h, msg := argoHealth(t); h != "Healthy" {
+		t.Errorf("Argo CD's health check of the lab's ClusterSet once c2 is back: %s (%s), want Healthy", h, msg)
+	}
+}
+
+// argoHealth runs the example's Argo CD health check (examples/clusterset/argocd) on the
+// lab's live ClusterSet, as Argo CD would on its cached copy.
+func argoHealth(t testing.TB) (status, message string) {
+	t.Helper()
+	script, err := argocd.HealthScript(filepath.Join(env.Root, "examples", "clusterset", "argocd", "argocd-cm.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(env.ClusterSet(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// As Argo CD's cache holds it: decoded from JSON.
+	raw, err := json.Marshal(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := &unstructured.Unstructured{}
+	if err := u.UnmarshalJSON(raw); err != nil {
+		t.Fatal(err)
+	}
+	status, message, err = argocd.Health(script, u.Object)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return status, message
 }
 
 // waitReadyAgain waits for the Kustomization to be Ready at commit after a failure.

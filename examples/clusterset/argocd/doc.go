@@ -4,6 +4,7 @@
 // (testdata, made by `go test -run TestGenerateStatuses -update`); and application.yaml
 // checked against Argo CD's own Application CRD on a real API server.
 //
-// It has no code of its own beyond tests and touches nothing outside this directory
-// (the generator writes testdata/ only).
+// Its one piece of code is Health, the check run as Argo CD runs it, which the lab's
+// e2e tests also run against the live ClusterSet; the tests touch nothing outside this
+// directory (the generator writes testdata/ only).
 package argocd
