@@ -61,6 +61,10 @@ func (n *NS) Ping(dst netip.Addr, timeout time.Duration) (time.Duration, error) 
 type EchoServer struct {
 	ln net.Listener
 	wg sync.WaitGroup
+
+	mu    sync.Mutex
+	conns map[net.Conn]bool
+	done  bool
 }
 
 // ServeEcho starts an EchoServer on addr ("ip:port") in the namespace, stopped at the
@@ -77,8 +81,44 @@ func (n *NS) ServeEcho(t TB, addr string) *EchoServer {
 	}
 	s.wg.Add(1)
 	go s.serve()
-	t.Cleanup(func() { _ = s.ln.Close(); s.wg.Wait() })
+	t.Cleanup(s.stop)
 	return s
+}
+
+// stop closes the listener and every open connection, then waits for the handlers: a
+// client that never closes its end (its namespace went first, so no FIN ever comes)
+// must not keep the test waiting.
+func (s *EchoServer) stop() {
+	_ = s.ln.Close()
+	s.mu.Lock()
+	s.done = true
+	for c := range s.conns {
+		_ = c.Close()
+	}
+	s.mu.Unlock()
+	s.wg.Wait()
+}
+
+// track records an accepted connection, or closes it when the server is stopping.
+func (s *EchoServer) track(c net.Conn) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.done {
+		_ = c.Close()
+		return false
+	}
+	if s.conns == nil {
+		s.conns = map[net.Conn]bool{}
+	}
+	s.conns[c] = true
+	return true
+}
+
+func (s *EchoServer) untrack(c net.Conn) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.conns, c)
+	_ = c.Close()
 }
 
 func (s *EchoServer) serve() {
@@ -88,10 +128,13 @@ func (s *EchoServer) serve() {
 		if err != nil {
 			return
 		}
+		if !s.track(c) {
+			continue
+		}
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
-			defer c.Close()
+			defer s.untrack(c)
 			r := bufio.NewReader(c)
 			for {
 				if _, err := r.ReadString('\n'); err != nil {
