@@ -284,6 +284,17 @@ func readSync(ctx context.Context, c dynamic.Interface) (SyncStatus, error) {
 	return s, nil
 }
 
+// Push commits changes to the repo (paths as gitserver.Repo.Change takes them) and asks
+// Flux to sync, as a push to the lab's git server does; it returns the commit, to wait
+// for with WaitSynced.
+func (l *Lab) Push(ctx context.Context, changes map[string][]byte, message string, by gitserver.Author) (string, error) {
+	commit, err := l.Repo().Change(ctx, changes, message, by)
+	if err != nil {
+		return "", err
+	}
+	return commit, l.RequestSync(ctx)
+}
+
 // RequestSync asks Flux to fetch the repo now, as `flux reconcile source git clusterset`
 // does; the Kustomization follows a new revision by itself.
 func (l *Lab) RequestSync(ctx context.Context) error {

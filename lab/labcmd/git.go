@@ -87,12 +87,11 @@ and exits 1. Revert with another commit of the old file.`,
 			l := o.lab(os.Stderr)
 			ctx := cmd.Context()
 			by := gitserver.Author{Name: author, Email: author + "@strait.invalid", When: time.Now()}
-			commit, err := l.Repo().Change(ctx, map[string][]byte{path: data}, message, by)
-			if err != nil {
-				return err
+			commit, err := l.Push(ctx, map[string][]byte{path: data}, message, by)
+			if commit != "" {
+				fmt.Fprintf(cmd.OutOrStdout(), "committed %s\n", commit)
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "committed %s\n", commit)
-			if err := l.RequestSync(ctx); err != nil {
+			if err != nil {
 				return err
 			}
 			start := time.Now()

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
@@ -35,8 +34,8 @@ type apiServerProbe struct {
 func (a *Agent) serveAPIServerProbe(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), time.Second)
 	defer cancel()
-	_, err := a.kube.CoordinationV1().Leases(a.cfg.Namespace).Get(ctx, gateway.LeaseName, metav1.GetOptions{})
-	p := apiServerProbe{Node: a.cfg.NodeName, Answers: err == nil || !gateway.Unanswered(err)}
+	err := gateway.Probe(ctx, a.kube, a.cfg.Namespace)
+	p := apiServerProbe{Node: a.cfg.NodeName, Answers: err == nil}
 	if err != nil {
 		p.Error = err.Error()
 	}
@@ -73,7 +72,7 @@ func (a *Agent) noOtherGatewayReachesTheAPIServer(ctx context.Context) bool {
 	answers := make(chan bool, len(peers))
 	var wg sync.WaitGroup
 	for _, url := range peers {
-		wg.Go(func() { answers <- a.askPeer(ctx, url) })
+		wg.Go(func() { answers <- askPeer(ctx, url) })
 	}
 	wg.Wait()
 	close(answers)
@@ -86,7 +85,7 @@ func (a *Agent) noOtherGatewayReachesTheAPIServer(ctx context.Context) bool {
 }
 
 // askPeer is true when the peer at url answered that the API server does not answer it.
-func (a *Agent) askPeer(ctx context.Context, url string) bool {
+func askPeer(ctx context.Context, url string) bool {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return false

@@ -26,7 +26,6 @@ func TestAskPeerHoldsOnlyOnASilentAnswer(t *testing.T) {
 	closed := httptest.NewServer(http.NotFoundHandler())
 	closedURL := closed.URL + APIServerProbePath
 	closed.Close()
-	a := &Agent{}
 	for _, tc := range []struct {
 		name string
 		url  string
@@ -39,7 +38,7 @@ func TestAskPeerHoldsOnlyOnASilentAnswer(t *testing.T) {
 		{"not listening", closedURL, false},
 	} {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		if got := a.askPeer(ctx, tc.url); got != tc.want {
+		if got := askPeer(ctx, tc.url); got != tc.want {
 			t.Errorf("%s: askPeer = %v, want %v", tc.name, got, tc.want)
 		}
 		cancel()

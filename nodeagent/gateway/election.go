@@ -71,8 +71,16 @@ func (e *Elector) WithConfirm(confirm func(ctx context.Context) bool) *Elector {
 
 // Probe asks the API server for the Lease, as a peer's confirm does: nil when it
 // answered (whatever the answer).
-func (e *Elector) Probe(ctx context.Context) error {
-	_, err := e.leases.Get(ctx, LeaseName, metav1.GetOptions{})
+func (e *Elector) Probe(ctx context.Context) error { return probe(ctx, e.leases) }
+
+// Probe is Elector.Probe for a node that does not campaign: the agent answers its peers
+// with it whether or not it is gateway-capable.
+func Probe(ctx context.Context, kube kubernetes.Interface, namespace string) error {
+	return probe(ctx, kube.CoordinationV1().Leases(namespace))
+}
+
+func probe(ctx context.Context, leases coordinationclient.LeaseInterface) error {
+	_, err := leases.Get(ctx, LeaseName, metav1.GetOptions{})
 	if err != nil && unanswered(err) {
 		return err
 	}
@@ -302,9 +310,6 @@ func (e *Elector) confirmBudget() time.Duration {
 func (e *Elector) holdUntil() time.Time {
 	return time.Now().Add(e.timing.RetryPeriod + e.timing.RenewDeadline + e.confirmBudget())
 }
-
-// Unanswered is unanswered for the agent's probe handler.
-func Unanswered(err error) bool { return unanswered(err) }
 
 // unanswered says whether err means the API server gave no answer to act on: no
 // response (down, unreachable, timed out), or one saying it cannot serve now (5xx, 429).

@@ -108,11 +108,8 @@ func (e *Env) CommitClusterSet(t testing.TB, data []byte, message string) (strin
 	t.Helper()
 	ctx := context.Background()
 	by := gitserver.Author{Name: "e2e", Email: "e2e@strait.invalid", When: time.Now()}
-	commit, err := e.Lab.Repo().Change(ctx, map[string][]byte{lab.RepoClusterSet: data}, message, by)
+	commit, err := e.Lab.Push(ctx, map[string][]byte{lab.RepoClusterSet: data}, message, by)
 	if err != nil {
-		t.Fatal(err)
-	}
-	if err := e.Lab.RequestSync(ctx); err != nil {
 		t.Fatal(err)
 	}
 	_, err = e.Lab.WaitSynced(ctx, commit, 2*time.Minute)
