@@ -218,6 +218,9 @@ type SyncStatus struct {
 	Applied, Attempted string
 	// Ready is the Ready condition's status, with its reason and message.
 	Ready, Reason, Message string
+	// Handled is the last reconcile request (reconcile.fluxcd.io/requestedAt) Flux
+	// acted on.
+	Handled string
 }
 
 func (s SyncStatus) String() string {
@@ -272,6 +275,7 @@ func readSync(ctx context.Context, c dynamic.Interface) (SyncStatus, error) {
 	var s SyncStatus
 	s.Applied, _, _ = unstructured.NestedString(k.Object, "status", "lastAppliedRevision")
 	s.Attempted, _, _ = unstructured.NestedString(k.Object, "status", "lastAttemptedRevision")
+	s.Handled, _, _ = unstructured.NestedString(k.Object, "status", "lastHandledReconcileAt")
 	conds, _, _ := unstructured.NestedSlice(k.Object, "status", "conditions")
 	for _, c := range conds {
 		m, _ := c.(map[string]any)
@@ -302,14 +306,25 @@ func (l *Lab) RequestSync(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	patch := fmt.Sprintf(`{"metadata":{"annotations":{"reconcile.fluxcd.io/requestedAt":%q}}}`, time.Now().Format(time.RFC3339Nano))
-	_, err = c.Resource(gitRepositories()).Namespace(flux.Namespace).Patch(ctx, flux.SyncName, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+	_, err = requestReconcile(ctx, c, gitRepositories())
 	return err
+}
+
+// requestReconcile asks a Flux controller to reconcile the lab's object of a resource
+// now; Flux copies the token it returns to status.lastHandledReconcileAt when it has.
+func requestReconcile(ctx context.Context, c dynamic.Interface, r schema.GroupVersionResource) (string, error) {
+	token := time.Now().Format(time.RFC3339Nano)
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{"reconcile.fluxcd.io/requestedAt":%q}}}`, token)
+	_, err := c.Resource(r).Namespace(flux.Namespace).Patch(ctx, flux.SyncName, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+	return token, err
 }
 
 // WaitSynced waits until Flux applied commit and the ClusterSet is Ready (the
 // Kustomization waits for it), or until Flux gave up on it: then the error is a
-// *SyncError with the Kustomization's reason and message.
+// *SyncError with the Kustomization's reason and message. A failure Flux recorded on
+// commit before the wait began (lab up again, after the webhook was down) is not the
+// answer: WaitSynced asks for a new attempt, as `flux reconcile kustomization` does, and
+// judges that one.
 func (l *Lab) WaitSynced(ctx context.Context, commit string, timeout time.Duration) (SyncStatus, error) {
 	c, err := l.fluxClient()
 	if err != nil {
@@ -317,15 +332,23 @@ func (l *Lab) WaitSynced(ctx context.Context, commit string, timeout time.Durati
 	}
 	want := flux.Revision(gitserver.Branch, commit)
 	deadline := time.Now().Add(timeout)
+	read := false    // whether a status was read: a failure in the first may be stale
+	var retry string // the reconcile request made for a stale failure
 	for {
 		s, err := readSync(ctx, c)
+		failed := err == nil && s.Attempted == want && s.Ready == "False"
 		switch {
 		case err != nil:
 		case s.Applied == want && s.Ready == "True":
 			return s, nil
-		case s.Attempted == want && s.Ready == "False":
+		case failed && !read:
+			if retry, err = requestReconcile(ctx, c, kustomizations()); err != nil {
+				return s, err
+			}
+		case failed && (retry == "" || s.Handled == retry):
 			return s, &SyncError{Revision: want, Status: s}
 		}
+		read = read || err == nil
 		if time.Now().After(deadline) {
 			if err == nil {
 				err = errors.New(s.String())

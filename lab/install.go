@@ -13,6 +13,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -273,6 +274,36 @@ func workloads(ctx context.Context, c kubernetes.Interface, ns string) ([]rollou
 	return out, nil
 }
 
+// unservedServices names the Services of a namespace that select pods but have no ready
+// endpoint yet. A Deployment is ready a moment before its Service's EndpointSlice says
+// so, and the API server cannot call a webhook in that moment: Flux's first apply of the
+// ClusterSet would fail on "no endpoints available".
+func unservedServices(ctx context.Context, c kubernetes.Interface, ns string) ([]string, error) {
+	svcs, err := c.CoreV1().Services(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	slices, err := c.DiscoveryV1().EndpointSlices(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	served := map[string]bool{}
+	for _, s := range slices.Items {
+		for _, e := range s.Endpoints {
+			if e.Conditions.Ready == nil || *e.Conditions.Ready {
+				served[s.Labels[discoveryv1.LabelServiceName]] = true
+			}
+		}
+	}
+	var out []string
+	for _, s := range svcs.Items {
+		if len(s.Spec.Selector) > 0 && !served[s.Name] {
+			out = append(out, "Service/"+s.Name+" has no ready endpoint")
+		}
+	}
+	return out, nil
+}
+
 // waitStrait waits until every Deployment and DaemonSet of Strait's in a cluster is
 // rolled out and ready; on timeout it names the ones that are not.
 func (l *Lab) waitStrait(ctx context.Context, cluster string, c kubernetes.Interface, timeout time.Duration) error {
@@ -280,7 +311,7 @@ func (l *Lab) waitStrait(ctx context.Context, cluster string, c kubernetes.Inter
 }
 
 // waitWorkloads waits until every Deployment and DaemonSet of a namespace is rolled out
-// and ready.
+// and ready, and every Service of it has a ready endpoint.
 func (l *Lab) waitWorkloads(ctx context.Context, cluster, ns string, c kubernetes.Interface, timeout time.Duration) error {
 	start := time.Now()
 	deadline := start.Add(timeout)
@@ -291,6 +322,11 @@ func (l *Lab) waitWorkloads(ctx context.Context, cluster, ns string, c kubernete
 			if !w.done() {
 				pending = append(pending, w.String())
 			}
+		}
+		if err == nil && len(pending) == 0 {
+			var unserved []string
+			unserved, err = unservedServices(ctx, c, ns)
+			pending = append(pending, unserved...)
 		}
 		if err == nil && len(ws) > 0 && len(pending) == 0 {
 			l.progress("%s: %s rolled out in %.1fs (%d workloads)", cluster, ns, time.Since(start).Seconds(), len(ws))

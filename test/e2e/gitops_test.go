@@ -21,6 +21,7 @@ import (
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
 	"github.com/straitnet/strait/examples/clusterset/argocd"
 	"github.com/straitnet/strait/lab"
+	"github.com/straitnet/strait/lab/flux"
 	"github.com/straitnet/strait/lab/topology"
 	"github.com/straitnet/strait/test/labtest"
 	"github.com/straitnet/strait/test/netns"
@@ -300,6 +301,44 @@ func TestClusterSetComesFromGit(t *testing.T) {
 			t.Errorf("lab status does not show %q:\n%s", want, status.String())
 		}
 	}
+}
+
+// TestUpAgainRetriesAFailedSync: a sync Flux gave up on while the hub's webhook had no
+// endpoints (someone scaled strait hub to zero) does not stop lab up again: up applies
+// the install, which brings the hub back, and has Flux try the same commit once more,
+// as `flux reconcile kustomization` would.
+func TestUpAgainRetriesAFailedSync(t *testing.T) {
+	env.Require(t)
+	t.Cleanup(func() { env.UpAgain(t) })
+	ctx := context.Background()
+	head, err := env.Lab.Repo().Head(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kubectl(t, topology.HubName, "-n", straitv1.SystemNamespace, "scale", "deployment/"+labtest.HubApp, "--replicas=0")
+	kubectl(t, topology.HubName, "-n", straitv1.SystemNamespace, "wait", "--for=delete", "pod", "-l", "app.kubernetes.io/name="+labtest.HubApp, "--timeout=2m")
+	kubectl(t, topology.HubName, "-n", flux.Namespace, "annotate", "--overwrite", "kustomization/"+flux.SyncName,
+		"reconcile.fluxcd.io/requestedAt="+time.Now().Format(time.RFC3339Nano))
+	require.Eventually(t, time.Minute, "Flux fails to apply the ClusterSet without the webhook", func() error {
+		s, err := env.Lab.Sync(ctx)
+		if err != nil {
+			return err
+		}
+		if s.Ready != "False" || !strings.Contains(s.Message, "webhook") {
+			return errors.New(s.String())
+		}
+		return nil
+	})
+	start := time.Now()
+	env.UpAgain(t)
+	s, err := env.Lab.Sync(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "main@sha1:" + head; s.Applied != want || s.Ready != "True" {
+		t.Errorf("after lab up again: %s, want %s applied and Ready", s, want)
+	}
+	t.Logf("lab up again with the hub scaled to zero and the sync failed: %s", time.Since(start).Round(time.Millisecond))
 }
 
 // TestLabGitCommands: what docs/lab.md tells a person to run against the lab's repo.
