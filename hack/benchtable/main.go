@@ -1,0 +1,134 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+)
+
+// target is one row: the metric unit a benchmark reports, and the bound it must meet.
+type target struct {
+	What string
+	// Bench is the benchmark's name without "Benchmark" and the -N suffix ("HubScale/full-reconcile").
+	Bench, Unit string
+	// AtLeast: the figure must be >= Bound; otherwise <= Bound. Zero Bound: reported only.
+	AtLeast bool
+	Bound   float64
+}
+
+// targets are issue 17's (and the failover's of issue 16) in the benchmarks that
+// measure them.
+func targets() []target {
+	return []target{
+		{What: "WireGuard cable / raw pod → pod (lab)", Bench: "CableThroughput", Unit: "wireguard-cable/raw", AtLeast: true, Bound: 0.25},
+		{What: "VXLAN cable / raw pod → pod (lab)", Bench: "CableThroughput", Unit: "vxlan-cable/raw", AtLeast: true, Bound: 0.8},
+		{What: "IPsec cable / raw pod → pod (lab)", Bench: "CableThroughput", Unit: "ipsec-cable/raw"},
+		{What: "Hub, 255 members × 10,000 exports: one member's change, CPU-s", Bench: "HubScale/one-member-change", Unit: "cpu-s/op", Bound: 0.2},
+		{What: "Hub, 255 members × 10,000 exports: full reconcile, CPU-s", Bench: "HubScale/full-reconcile", Unit: "cpu-s/op", Bound: 5},
+		{What: "Hub, 255 members × 10,000 exports: peak RSS, MiB", Bench: "HubScale/full-reconcile", Unit: "max-RSS-MiB"},
+		{What: "Export → ServiceImport in all of 10 members, p99 ms (envtest)", Bench: "ExportToImport", Unit: "p99-ms", Bound: 1000},
+		{What: "ClusterSet change → DNS answer in the other cluster, ms (lab)", Bench: "ClusterSetChangeToDNS", Unit: "ms/change-to-dns", Bound: 1000},
+		{What: "Agent RSS, MiB (peers as the benchmark runs them)", Bench: "AgentFootprint", Unit: "MiB-RSS", Bound: 60},
+		{What: "Agent idle CPU, % of a core", Bench: "AgentFootprint", Unit: "%CPU-idle", Bound: 1},
+		{What: "Gateway failover gap after a crash, ms (lab)", Bench: "GatewayFailover", Unit: "ms-gap-crash", Bound: 2000},
+		{What: "Gateway failover gap, graceful, ms (lab)", Bench: "GatewayFailover", Unit: "ms-gap-graceful", Bound: 500},
+	}
+}
+
+// figures reads `go test -bench` output: benchmark name (without "Benchmark" and the
+// GOMAXPROCS suffix) → unit → value; a benchmark reported more than once (-count) keeps
+// every value.
+func figures(r io.Reader) (map[string]map[string][]float64, error) {
+	out := map[string]map[string][]float64{}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) < 4 || !strings.HasPrefix(f[0], "Benchmark") {
+			continue
+		}
+		if _, err := strconv.Atoi(f[1]); err != nil {
+			continue // a "--- FAIL: Benchmark…" line or a name printed alone
+		}
+		name := strings.TrimPrefix(f[0], "Benchmark")
+		if i := strings.LastIndex(name, "-"); i > 0 {
+			if _, err := strconv.Atoi(name[i+1:]); err == nil {
+				name = name[:i]
+			}
+		}
+		for i := 2; i+1 < len(f); i += 2 {
+			v, err := strconv.ParseFloat(f[i], 64)
+			if err != nil {
+				continue
+			}
+			if out[name] == nil {
+				out[name] = map[string][]float64{}
+			}
+			out[name][f[i+1]] = append(out[name][f[i+1]], v)
+		}
+	}
+	return out, sc.Err()
+}
+
+// table is the Markdown table of every target with the run's figures.
+func table(ts []target, got map[string]map[string][]float64) string {
+	var b strings.Builder
+	b.WriteString("| What | Figure | Target | Figure / target | Met |\n|---|---|---|---|---|\n")
+	for _, t := range ts {
+		vs := got[t.Bench][t.Unit]
+		bound := "—"
+		if t.Bound != 0 {
+			bound = map[bool]string{true: "≥ ", false: "≤ "}[t.AtLeast] + num(t.Bound)
+		}
+		if len(vs) == 0 {
+			fmt.Fprintf(&b, "| %s | not in this run | %s | | |\n", t.What, bound)
+			continue
+		}
+		var figs []string
+		worst := vs[0]
+		for _, v := range vs {
+			figs = append(figs, num(v))
+			if (t.AtLeast && v < worst) || (!t.AtLeast && v > worst) {
+				worst = v
+			}
+		}
+		if t.Bound == 0 {
+			fmt.Fprintf(&b, "| %s | %s | %s | | |\n", t.What, strings.Join(figs, ", "), bound)
+			continue
+		}
+		met := "no"
+		if (t.AtLeast && worst >= t.Bound) || (!t.AtLeast && worst <= t.Bound) {
+			met = "yes"
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %.2f | %s |\n", t.What, strings.Join(figs, ", "), bound, worst/t.Bound, met)
+	}
+	return b.String()
+}
+
+func num(v float64) string { return strconv.FormatFloat(v, 'g', 4, 64) }
+
+func main() {
+	var in io.Reader = os.Stdin
+	if len(os.Args) > 1 {
+		var rs []io.Reader
+		for _, p := range os.Args[1:] {
+			f, err := os.Open(p)
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "benchtable:", err)
+				os.Exit(1)
+			}
+			defer f.Close()
+			rs = append(rs, f)
+		}
+		in = io.MultiReader(rs...)
+	}
+	got, err := figures(in)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "benchtable:", err)
+		os.Exit(1)
+	}
+	fmt.Print(table(targets(), got))
+}
