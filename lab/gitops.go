@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fluxcd/pkg/apis/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -314,7 +315,7 @@ func (l *Lab) RequestSync(ctx context.Context) error {
 // now; Flux copies the token it returns to status.lastHandledReconcileAt when it has.
 func requestReconcile(ctx context.Context, c dynamic.Interface, r schema.GroupVersionResource) (string, error) {
 	token := time.Now().Format(time.RFC3339Nano)
-	patch := fmt.Sprintf(`{"metadata":{"annotations":{"reconcile.fluxcd.io/requestedAt":%q}}}`, token)
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, meta.ReconcileRequestAnnotation, token)
 	_, err := c.Resource(r).Namespace(flux.Namespace).Patch(ctx, flux.SyncName, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
 	return token, err
 }

@@ -12,7 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/meta"
+	"github.com/fluxcd/pkg/apis/meta"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -22,6 +23,7 @@ import (
 	"github.com/straitnet/strait/examples/clusterset/argocd"
 	"github.com/straitnet/strait/lab"
 	"github.com/straitnet/strait/lab/flux"
+	"github.com/straitnet/strait/lab/gitserver"
 	"github.com/straitnet/strait/lab/topology"
 	"github.com/straitnet/strait/test/labtest"
 	"github.com/straitnet/strait/test/netns"
@@ -199,7 +201,7 @@ func TestFluxWaitsForTheClusterSet(t *testing.T) {
 		t.Errorf("Kustomization reason %s message %q, want HealthCheckFailed", unhealthy.Status.Reason, unhealthy.Status.Message)
 	}
 	cs := env.ClusterSet(t)
-	ready := meta.FindStatusCondition(cs.Status.Conditions, "Ready")
+	ready := apimeta.FindStatusCondition(cs.Status.Conditions, "Ready")
 	if ready == nil || ready.Status != "False" || !strings.Contains(ready.Message, "c2") {
 		t.Errorf("ClusterSet Ready condition %+v, want False naming c2", ready)
 	}
@@ -318,7 +320,7 @@ func TestUpAgainRetriesAFailedSync(t *testing.T) {
 	kubectl(t, topology.HubName, "-n", straitv1.SystemNamespace, "scale", "deployment/"+labtest.HubApp, "--replicas=0")
 	kubectl(t, topology.HubName, "-n", straitv1.SystemNamespace, "wait", "--for=delete", "pod", "-l", "app.kubernetes.io/name="+labtest.HubApp, "--timeout=2m")
 	kubectl(t, topology.HubName, "-n", flux.Namespace, "annotate", "--overwrite", "kustomization/"+flux.SyncName,
-		"reconcile.fluxcd.io/requestedAt="+time.Now().Format(time.RFC3339Nano))
+		meta.ReconcileRequestAnnotation+"="+time.Now().Format(time.RFC3339Nano))
 	require.Eventually(t, time.Minute, "Flux fails to apply the ClusterSet without the webhook", func() error {
 		s, err := env.Lab.Sync(ctx)
 		if err != nil {
@@ -335,7 +337,7 @@ func TestUpAgainRetriesAFailedSync(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := "main@sha1:" + head; s.Applied != want || s.Ready != "True" {
+	if want := flux.Revision(gitserver.Branch, head); s.Applied != want || s.Ready != "True" {
 		t.Errorf("after lab up again: %s, want %s applied and Ready", s, want)
 	}
 	t.Logf("lab up again with the hub scaled to zero and the sync failed: %s", time.Since(start).Round(time.Millisecond))
