@@ -12,6 +12,8 @@ import (
 	"strings"
 
 	"github.com/vishvananda/netlink"
+
+	"github.com/straitnet/strait/nodeagent/nldump"
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 )
@@ -74,7 +76,7 @@ func (l *Linux) inNS(fn func() error) error {
 }
 
 func (l *Linux) Links(context.Context) ([]Link, error) {
-	links, err := l.nl.LinkList()
+	links, err := nldump.Retry(l.nl.LinkList)
 	if err != nil {
 		return nil, err
 	}
@@ -86,7 +88,7 @@ func (l *Linux) Links(context.Context) ([]Link, error) {
 	for _, nl := range links {
 		a := nl.Attrs()
 		lk := Link{Name: a.Name, Kind: nl.Type(), MTU: a.MTU, Up: a.Flags&net.FlagUp != 0}
-		addrs, err := l.nl.AddrList(nl, netlink.FAMILY_V4)
+		addrs, err := nldump.Retry(func() ([]netlink.Addr, error) { return l.nl.AddrList(nl, netlink.FAMILY_V4) })
 		if err != nil {
 			return nil, fmt.Errorf("addresses of %s: %w", a.Name, err)
 		}
@@ -98,7 +100,7 @@ func (l *Linux) Links(context.Context) ([]Link, error) {
 		if vx, ok := nl.(*netlink.Vxlan); ok {
 			local, _ := netip.AddrFromSlice(vx.SrcAddr.To4())
 			lk.VXLAN = &VXLAN{VNI: vx.VxlanId, Port: vx.Port, Local: local, Parent: names[vx.VtepDevIndex]}
-			neighs, err := l.nl.NeighList(a.Index, unix.AF_BRIDGE)
+			neighs, err := nldump.Retry(func() ([]netlink.Neigh, error) { return l.nl.NeighList(a.Index, unix.AF_BRIDGE) })
 			if err != nil {
 				return nil, fmt.Errorf("fdb of %s: %w", a.Name, err)
 			}
@@ -231,13 +233,15 @@ func (l *Linux) DelFDB(_ context.Context, link string, dst netip.Addr) error {
 }
 
 func (l *Linux) Routes(_ context.Context, protocol int) ([]Route, error) {
-	rs, err := l.nl.RouteListFiltered(netlink.FAMILY_V4,
-		&netlink.Route{Protocol: netlink.RouteProtocol(protocol), Table: unix.RT_TABLE_UNSPEC},
-		netlink.RT_FILTER_PROTOCOL|netlink.RT_FILTER_TABLE)
+	rs, err := nldump.Retry(func() ([]netlink.Route, error) {
+		return l.nl.RouteListFiltered(netlink.FAMILY_V4,
+			&netlink.Route{Protocol: netlink.RouteProtocol(protocol), Table: unix.RT_TABLE_UNSPEC},
+			netlink.RT_FILTER_PROTOCOL|netlink.RT_FILTER_TABLE)
+	})
 	if err != nil {
 		return nil, err
 	}
-	links, err := l.nl.LinkList()
+	links, err := nldump.Retry(l.nl.LinkList)
 	if err != nil {
 		return nil, err
 	}
@@ -302,7 +306,7 @@ func (l *Linux) DeleteRoute(_ context.Context, r Route) error {
 }
 
 func (l *Linux) Rules(context.Context) ([]Rule, error) {
-	rs, err := l.nl.RuleList(netlink.FAMILY_V4)
+	rs, err := nldump.Retry(func() ([]netlink.Rule, error) { return l.nl.RuleList(netlink.FAMILY_V4) })
 	if err != nil {
 		return nil, err
 	}

@@ -21,6 +21,7 @@ type prober struct {
 	mu      sync.Mutex
 	last    time.Time // last answer
 	maxGap  time.Duration
+	gapEnd  time.Time // the answer that ended the longest gap
 	answers int
 	tries   int
 	// since and first: the first answer after since (recoveredAfter).
@@ -51,7 +52,9 @@ func startProbing(every time.Duration, try func() error) *prober {
 			p.tries++
 			if err == nil {
 				now := time.Now()
-				p.maxGap = max(p.maxGap, now.Sub(p.last))
+				if gap := now.Sub(p.last); gap > p.maxGap {
+					p.maxGap, p.gapEnd = gap, now
+				}
 				p.last, p.answers = now, p.answers+1
 				if !p.since.IsZero() && p.first.IsZero() {
 					p.first = now
@@ -117,6 +120,17 @@ func (p *prober) gap() time.Duration {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return max(p.maxGap, time.Since(p.last))
+}
+
+// longest says when the longest time without an answer began and ended, for a failing
+// test to match with logs (a zero end: it lasted until the prober stopped).
+func (p *prober) longest() (from, to time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if since := time.Since(p.last); since > p.maxGap {
+		return p.last, time.Time{}
+	}
+	return p.gapEnd.Add(-p.maxGap), p.gapEnd
 }
 
 // failOver stops the agent container on the cluster's active gateway with sig while

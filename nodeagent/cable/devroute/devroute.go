@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/straitnet/strait/nodeagent/cable"
+	"github.com/straitnet/strait/nodeagent/nldump"
 )
 
 // Route is one route to a remote CIDR through a driver's device.
@@ -65,7 +66,9 @@ func List(h *netlink.Handle, link netlink.Link, r cable.Routing) ([]Route, error
 	}
 	var out []Route
 	for _, family := range []int{netlink.FAMILY_V4, netlink.FAMILY_V6} {
-		rs, err := h.RouteListFiltered(family, filter, netlink.RT_FILTER_OIF|netlink.RT_FILTER_TABLE|netlink.RT_FILTER_PROTOCOL)
+		rs, err := nldump.Retry(func() ([]netlink.Route, error) {
+			return h.RouteListFiltered(family, filter, netlink.RT_FILTER_OIF|netlink.RT_FILTER_TABLE|netlink.RT_FILTER_PROTOCOL)
+		})
 		if err != nil {
 			return nil, fmt.Errorf("list routes of %s in table %d: %w", link.Attrs().Name, r.Table, err)
 		}
@@ -123,7 +126,7 @@ func UnderlayMTU(h *netlink.Handle, ip netip.Addr) (int, error) {
 	if ip.Is6() {
 		family = netlink.FAMILY_V6
 	}
-	addrs, err := h.AddrList(nil, family)
+	addrs, err := nldump.Retry(func() ([]netlink.Addr, error) { return h.AddrList(nil, family) })
 	if err != nil {
 		return 0, fmt.Errorf("list addresses: %w", err)
 	}
@@ -159,7 +162,7 @@ func OwnedSource(h *netlink.Handle, ip netip.Addr) (netip.Addr, error) {
 	if !ip.IsValid() {
 		return netip.Addr{}, nil
 	}
-	addrs, err := h.AddrList(nil, netlink.FAMILY_ALL)
+	addrs, err := nldump.Retry(func() ([]netlink.Addr, error) { return h.AddrList(nil, netlink.FAMILY_ALL) })
 	if err != nil {
 		return netip.Addr{}, fmt.Errorf("list addresses: %w", err)
 	}

@@ -8,6 +8,8 @@ import (
 	"slices"
 
 	"github.com/vishvananda/netlink"
+
+	"github.com/straitnet/strait/nodeagent/nldump"
 )
 
 // selectorAddrs are the addresses the gateway must add so that it owns one inside every
@@ -56,7 +58,7 @@ func (d *Driver) syncSelectorAddrs(cidrs []netip.Prefix) error {
 	if err != nil {
 		return fmt.Errorf("look up %s: %w", LibipsecDevice, err)
 	}
-	all, err := h.AddrList(nil, netlink.FAMILY_ALL)
+	all, err := nldump.Retry(func() ([]netlink.Addr, error) { return h.AddrList(nil, netlink.FAMILY_ALL) })
 	if err != nil {
 		return fmt.Errorf("list addresses: %w", err)
 	}

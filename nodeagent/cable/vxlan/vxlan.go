@@ -16,6 +16,7 @@ import (
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
 	"github.com/straitnet/strait/nodeagent/cable"
 	"github.com/straitnet/strait/nodeagent/cable/devroute"
+	"github.com/straitnet/strait/nodeagent/nldump"
 )
 
 const (
@@ -173,7 +174,7 @@ func (d *Driver) ensureDevice(local cable.Local, mtu int) (netlink.Link, error) 
 }
 
 func (d *Driver) removeOtherAddrs(link netlink.Link, vtep netip.Addr) error {
-	addrs, err := d.cfg.Netlink.AddrList(link, netlink.FAMILY_V4)
+	addrs, err := nldump.Retry(func() ([]netlink.Addr, error) { return d.cfg.Netlink.AddrList(link, netlink.FAMILY_V4) })
 	if err != nil {
 		return fmt.Errorf("addresses of %s: %w", DeviceName, err)
 	}
@@ -190,7 +191,7 @@ func (d *Driver) removeOtherAddrs(link netlink.Link, vtep netip.Addr) error {
 }
 
 func (d *Driver) fdb(link netlink.Link) ([]netlink.Neigh, error) {
-	all, err := d.cfg.Netlink.NeighList(link.Attrs().Index, unix.AF_BRIDGE)
+	all, err := nldump.Retry(func() ([]netlink.Neigh, error) { return d.cfg.Netlink.NeighList(link.Attrs().Index, unix.AF_BRIDGE) })
 	if err != nil {
 		return nil, fmt.Errorf("FDB of %s: %w", DeviceName, err)
 	}

@@ -257,12 +257,18 @@ func (d *Driver) configure(local cable.Local, want map[wgtypes.Key]wgtypes.PeerC
 		p, ok := have[key]
 		if ok && d.roamed(p, pc, now) {
 			pc.Endpoint = p.Endpoint
-		} else if c, known := d.configured[key]; c.addr != pc.Endpoint.String() {
-			left := c.left
-			if known {
-				left = append([]string{c.addr}, left...)[:min(len(left)+1, 4)]
+		} else {
+			if ok && p.Endpoint != nil && p.Endpoint.String() != pc.Endpoint.String() {
+				d.cfg.Logf("peer %s: endpoint %s (last handshake %s ago) set to %s, as its Peer says",
+					d.remotes[key], p.Endpoint, now.Sub(p.LastHandshakeTime).Round(time.Millisecond), pc.Endpoint)
 			}
-			d.configured[key] = configuredEndpoint{addr: pc.Endpoint.String(), at: now, left: left}
+			if c, known := d.configured[key]; c.addr != pc.Endpoint.String() {
+				left := c.left
+				if known {
+					left = append([]string{c.addr}, left...)[:min(len(left)+1, 4)]
+				}
+				d.configured[key] = configuredEndpoint{addr: pc.Endpoint.String(), at: now, left: left}
+			}
 		}
 		if ok && samePeer(p, pc) {
 			continue
