@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -113,7 +114,12 @@ func TestRollingUpgradeKeepsTrafficFlowing(t *testing.T) {
 	kubectl(t, "c2", "apply", "--server-side", "-k", upgrade)
 	kubectl(t, "c2", "-n", straitv1.SystemNamespace, "rollout", "status", "daemonset/strait-agent", "--timeout=3m")
 	rolled := time.Since(start)
-	time.Sleep(time.Second)
+	// The longest gap, once traffic flows again: an outage that outlasts the rollout is
+	// measured to its end, not cut short by it.
+	settled := time.Now()
+	for deadline := settled.Add(30 * time.Second); !p.answeredSince(settled.Add(time.Second)) && time.Now().Before(deadline); {
+		time.Sleep(100 * time.Millisecond)
+	}
 	gap := p.gap()
 	for _, pod := range env.StraitPods(t, "c2", labtest.AgentApp, "") {
 		if got := pod.Spec.Containers[0].Image; !strings.HasSuffix(got, ":"+tag) {
@@ -128,6 +134,13 @@ func TestRollingUpgradeKeepsTrafficFlowing(t *testing.T) {
 			gap.Round(time.Millisecond), from.Format("15:04:05.000"), to.Format("15:04:05.000"))
 		for _, c := range members() {
 			t.Logf("%s's agents, last lines:\n%s", c, env.StraitLogs(t, c, labtest.AgentApp, "agent", 30))
+			gw := env.ActiveGateway(t, c)
+			t.Logf("%s: active gateway %s; its Peers:\n%s", c, gw.Name,
+				kubectl(t, c, "-n", straitv1.SystemNamespace, "get", "peers.strait.io", "-o", "yaml"))
+			for _, args := range [][]string{{"-d", "link", "show"}, {"route", "show", "table", "all"}} {
+				out, err := exec.Command("ip", append([]string{"-n", gw.Namespace}, args...)...).CombinedOutput()
+				t.Logf("%s: ip %s (%v):\n%s", gw.Name, strings.Join(args, " "), err, out)
+			}
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strings"
 
 	"golang.zx2c4.com/wireguard/conn"
@@ -27,7 +28,7 @@ func startUserspace(name string, mtu int, logf func(string, ...any)) (*userspace
 	if err != nil {
 		return nil, fmt.Errorf("create TUN %s: %w", name, err)
 	}
-	logger := &device.Logger{Verbosef: offloadWarnings(logf), Errorf: logf}
+	logger := &device.Logger{Verbosef: worthLogging(logf), Errorf: logf}
 	dev := device.NewDevice(tdev, conn.NewDefaultBind(), logger)
 	if n := dev.BatchSize(); n <= 1 {
 		// The TUN device took no virtio-net header (TUNSETOFFLOAD failed): every packet
@@ -71,13 +72,21 @@ func (u *userspaceDevice) close() error {
 	return nil
 }
 
-// offloadWarnings passes on the one kind of wireguard-go's verbose messages that
-// explains lost throughput (UDP GSO or GRO turned off, "disabled UDP GSO on ...") and
-// drops the rest (a line per handshake, keepalive and routine start).
-func offloadWarnings(logf func(string, ...any)) func(string, ...any) {
+// worthLogging passes on the kinds of wireguard-go's verbose messages that explain lost
+// throughput or a cable that does not come up, and drops the rest (a line per
+// handshake, keepalive and routine start):
+//   - UDP GSO or GRO turned off ("disabled UDP GSO on ..."), or another offload;
+//   - a handshake initiation refused as a replay or a flood: the cluster's gateways
+//     share one key, so a new active gateway whose first initiation is refused is
+//     unreachable until it retries (REKEY_TIMEOUT, 5 s later);
+//   - a handshake message that did not authenticate ("Received invalid ...").
+func worthLogging(logf func(string, ...any)) func(string, ...any) {
 	return func(format string, args ...any) {
 		msg := fmt.Sprintf(format, args...)
-		if strings.Contains(msg, "GSO") || strings.Contains(msg, "GRO") || strings.Contains(strings.ToLower(msg), "offload") {
+		lower := strings.ToLower(msg)
+		if strings.Contains(msg, "GSO") || strings.Contains(msg, "GRO") || slices.ContainsFunc(
+			[]string{"offload", "handshake replay", "handshake flood", "received invalid"},
+			func(s string) bool { return strings.Contains(lower, s) }) {
 			logf("wireguard-go: %s", msg)
 		}
 	}
