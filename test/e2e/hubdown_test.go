@@ -49,6 +49,13 @@ func TestFailoverWithTheHubDown(t *testing.T) {
 		return nil
 	})
 	resumed := time.Since(killed)
+	if resumed > 2*time.Second {
+		// A crash failover takes about a second: show what the agents did meanwhile.
+		for _, c := range members() {
+			t.Logf("resumed after %s; %s's agents, last lines:\n%s", resumed.Round(time.Millisecond), c,
+				env.StraitLogs(t, c, labtest.AgentApp, "agent", 25))
+		}
+	}
 	p.restart()
 	// c1's gateway agent resyncs every 30 s: at least one resync falls in the window
 	// (before the fix, each cut c1 → c2 for ~10 s).
