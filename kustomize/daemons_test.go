@@ -39,6 +39,7 @@ import (
 	"github.com/straitnet/strait/nodeagent/kernel"
 	"github.com/straitnet/strait/nodeagent/route"
 	"github.com/straitnet/strait/test/clusters"
+	"github.com/straitnet/strait/test/freeport"
 	"github.com/straitnet/strait/test/require"
 )
 
@@ -247,7 +248,7 @@ func TestDNSWorksUnderItsRole(t *testing.T) {
 		Data: map[string]string{"Corefile": ".:53 {\n    forward . /etc/resolv.conf\n}\n"}})
 
 	kc := actAsKubeConfig(t, c.KubeConfig, "strait-dns")
-	metrics := freeAddr(t)
+	metrics := freeport.Addr(t)
 	cmd := dnscmd.NewCommand()
 	cmd.SetArgs([]string{"--kubeconfig", kc, "--listen", "127.0.0.1:0", "--udp-sockets", "1",
 		"--metrics-addr", metrics, "--coredns-resync", "1s"})
@@ -307,16 +308,6 @@ func actAsKubeConfig(t *testing.T, admin []byte, sa string) string {
 	return path
 }
 
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
 // `straitd hub`, installed from kustomize/hub and authenticating as strait-hub in the
 // hub (and as strait-hub-access in the member), does its whole job: leader election,
 // the webhook certificate Secret and the CA injected into its webhook configuration,
@@ -349,8 +340,8 @@ func TestHubRunsUnderItsRole(t *testing.T) {
 	applyAll(t, env.Member("c1").Client, build(t, "member"))
 
 	kc := actAsKubeConfig(t, env.Hub.KubeConfig, "strait-hub")
-	metrics, probes := freeAddr(t), freeAddr(t)
-	_, port, _ := net.SplitHostPort(freeAddr(t))
+	metrics, probes := freeport.Addr(t), freeport.Addr(t)
+	_, port, _ := net.SplitHostPort(freeport.Addr(t))
 	cmd := hubcmd.NewCommand()
 	cmd.SetArgs([]string{"--kubeconfig", kc, "--namespace", straitv1.SystemNamespace, "--webhook-certs", "self",
 		"--webhook-port", port, "--webhook-cert-dir", t.TempDir(), "--metrics-bind-address", metrics,

@@ -8,7 +8,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"strconv"
 	"testing"
 	"time"
 
@@ -29,6 +28,7 @@ import (
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
 	"github.com/straitnet/strait/test/clusters"
+	"github.com/straitnet/strait/test/freeport"
 )
 
 // env is a hub API server with this package's webhook served to it, started once.
@@ -86,7 +86,7 @@ func start() (func(), error) {
 			stops[i]()
 		}
 	}
-	port, err := freePort()
+	port, err := freeport.Port()
 	if err != nil {
 		return stop, err
 	}
@@ -161,16 +161,6 @@ func clusterSetRule() admissionregistrationv1.RuleWithOperations {
 		Rule: admissionregistrationv1.Rule{APIGroups: []string{straitv1.GroupVersion.Group}, APIVersions: []string{straitv1.GroupVersion.Version},
 			Resources: []string{"clustersets"}, Scope: &scope},
 	}
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	_, p, _ := net.SplitHostPort(l.Addr().String())
-	return strconv.Atoi(p)
 }
 
 func ptr[T any](v T) *T { return &v }

@@ -2,9 +2,7 @@ package hubcmd
 
 import (
 	"context"
-	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -24,6 +22,7 @@ import (
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
 	"github.com/straitnet/strait/test/clusters"
+	"github.com/straitnet/strait/test/freeport"
 )
 
 // `straitd hub` as a person runs it: against a hub kubeconfig, with leader election and
@@ -41,7 +40,7 @@ func TestHubCommand(t *testing.T) {
 	t.Cleanup(func() { _ = env.Stop() })
 	kc := filepath.Join(t.TempDir(), "hub.kubeconfig")
 	g.Expect(os.WriteFile(kc, env.Hub.KubeConfig, 0o600)).To(Succeed())
-	metricsAddr, probeAddr := freeAddr(t), freeAddr(t)
+	metricsAddr, probeAddr := freeport.Addr(t), freeport.Addr(t)
 
 	cmd := NewCommand()
 	cmd.SetArgs([]string{"--kubeconfig", kc, "--webhook-certs", "none", "--metrics-bind-address", metricsAddr,
@@ -98,13 +97,4 @@ func get(g Gomega, url string) string {
 	b, err := io.ReadAll(resp.Body)
 	g.Expect(err).NotTo(HaveOccurred())
 	return strings.TrimSpace(string(b))
-}
-
-func freeAddr(t *testing.T) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return fmt.Sprint(l.Addr())
 }

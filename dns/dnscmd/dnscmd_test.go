@@ -19,6 +19,7 @@ import (
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
 	"github.com/straitnet/strait/dns/source"
 	"github.com/straitnet/strait/test/clusters"
+	"github.com/straitnet/strait/test/freeport"
 )
 
 // startAPIServer starts a kube-apiserver for one test (test/clusters) and returns a
@@ -69,12 +70,8 @@ func TestDNSCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	l, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.LocalAddr().String()
-	_ = l.Close()
+	// strait dns binds UDP and TCP with the same port number.
+	addr := freeport.Addr(t)
 	runCtx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() {
@@ -96,8 +93,15 @@ func TestDNSCommand(t *testing.T) {
 	t.Cleanup(stop)
 
 	var r *dns.Msg
+	var err error
 	deadline := time.Now().Add(20 * time.Second)
 	for {
+		select {
+		case err := <-done:
+			stopped = true
+			t.Fatalf("strait dns exited before answering: %v", err)
+		default:
+		}
 		r, _, err = (&dns.Client{Timeout: time.Second}).Exchange(new(dns.Msg).SetQuestion("web.shop.svc.example.org.", dns.TypeA), addr)
 		if err == nil && r.Rcode == dns.RcodeSuccess || time.Now().After(deadline) {
 			break

@@ -29,6 +29,7 @@ import (
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
 	"github.com/straitnet/strait/dns/source"
 	"github.com/straitnet/strait/test/clusters"
+	"github.com/straitnet/strait/test/freeport"
 )
 
 type options struct {
@@ -114,7 +115,7 @@ func run(o options) (err error) {
 	if err := writeQueries(queries, names); err != nil {
 		return err
 	}
-	mport, err := freePort()
+	mport, err := freeport.Port()
 	if err != nil {
 		return err
 	}
@@ -248,15 +249,6 @@ func writeQueries(path string, names []string) error {
 	return os.WriteFile(path, []byte(b.String()), 0o644)
 }
 
-func freePort() (int, error) {
-	l, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer func() { _ = l.Close() }()
-	return l.LocalAddr().(*net.UDPAddr).Port, nil
-}
-
 // startServers starts strait dns, CoreDNS with hosts and CoreDNS with file, and waits
 // until each answers the last service.
 func startServers(o options, kubeconfig, metricsAddr string, names []string) ([]*server, error) {
@@ -280,7 +272,7 @@ func startServers(o options, kubeconfig, metricsAddr string, names []string) ([]
 		servers = append(servers, &server{name: name, addr: addr, cmd: cmd})
 		return waitAnswer(addr, names[len(names)-1]+".svc.clusterset.local.", 3*time.Minute)
 	}
-	port, err := freePort()
+	port, err := freeport.Port()
 	if err != nil {
 		return servers, err
 	}
@@ -290,7 +282,7 @@ func startServers(o options, kubeconfig, metricsAddr string, names []string) ([]
 		return servers, err
 	}
 	for _, plugin := range []string{"hosts", "file"} {
-		port, err := freePort()
+		port, err := freeport.Port()
 		if err != nil {
 			return servers, err
 		}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/straitnet/strait/lab/gitserver"
 	"github.com/straitnet/strait/test/clusters"
+	"github.com/straitnet/strait/test/freeport"
 	"github.com/straitnet/strait/test/require"
 )
 
@@ -59,7 +60,7 @@ func TestControllersSyncCommitsFromTheGitServer(t *testing.T) {
 	if err := os.WriteFile(kubeconfig, cluster.KubeConfig, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	artifacts := freeAddr(t)
+	artifacts := freeport.Addr(t)
 	runController(t, bins[SourceController], kubeconfig, "--storage-path="+t.TempDir(),
 		"--storage-addr="+artifacts, "--storage-adv-addr="+artifacts)
 	runController(t, bins[KustomizeController], kubeconfig)
@@ -172,23 +173,12 @@ func serveGit(t *testing.T, root string) string {
 	return "http://" + l.Addr().String()
 }
 
-// freeAddr is a loopback address with a port nothing listens on right now.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
 // runController runs a Flux controller binary against the test's API server, in
 // flux-system, its HTTP endpoints on free loopback ports, until the test ends; its log is
 // printed when the test fails.
 func runController(t *testing.T, bin, kubeconfig string, args ...string) {
 	t.Helper()
-	args = append(args, "--log-encoding=console", "--metrics-addr="+freeAddr(t), "--health-addr="+freeAddr(t))
+	args = append(args, "--log-encoding=console", "--metrics-addr="+freeport.Addr(t), "--health-addr="+freeport.Addr(t))
 	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig, "RUNTIME_NAMESPACE="+Namespace)
 	logPath := filepath.Join(t.TempDir(), filepath.Base(bin)+".log")

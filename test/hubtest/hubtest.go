@@ -21,6 +21,7 @@ import (
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
 	"github.com/straitnet/strait/controllers"
 	"github.com/straitnet/strait/test/clusters"
+	"github.com/straitnet/strait/test/freeport"
 	"github.com/straitnet/strait/webhook"
 )
 
@@ -44,7 +45,7 @@ func ServeWebhook(ctx context.Context, env *clusters.Env) (stop func(), retErr e
 			stop()
 		}
 	}()
-	port, err := freePort()
+	port, err := freeport.Port()
 	if err != nil {
 		return stop, err
 	}
@@ -151,19 +152,6 @@ func waitServing(port int, timeout time.Duration) error {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	_, p, err := net.SplitHostPort(l.Addr().String())
-	if err != nil {
-		return 0, err
-	}
-	return strconv.Atoi(p)
 }
 
 func ptr[T any](v T) *T { return &v }
