@@ -65,7 +65,8 @@ func Take(dirs ...string) (View, error) {
 	return v, nil
 }
 
-// Diff says how after differs from v, or "".
+// Diff says how after differs from v, or "": a kubelet sysctl changed, an entry of the
+// dirs added or removed, a fixed path made or removed, a node's cgroup left.
 func (v View) Diff(after View) string {
 	var out []string
 	for _, s := range KubeletSysctls {
@@ -83,8 +84,10 @@ func (v View) Diff(after View) string {
 			out = append(out, fmt.Sprintf("%s exists: %v → %v", p, v.Exists[p], after.Exists[p]))
 		}
 	}
-	if !reflect.DeepEqual(v.Cgroups, after.Cgroups) {
-		out = append(out, fmt.Sprintf("cgroups: %v → %v", v.Cgroups, after.Cgroups))
+	// The nodes' cgroups are the lab's alone: any left is a leftover, and those a killed
+	// run left before (gone now, removed by this run's lab) are no change to report.
+	if len(after.Cgroups) > 0 {
+		out = append(out, fmt.Sprintf("node cgroups left: %v", after.Cgroups))
 	}
 	return strings.Join(out, "; ")
 }
