@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"hash/fnv"
+	"sort"
 	"sync"
 	"time"
 
@@ -24,6 +25,57 @@ func keyOf(kind string, o client.Object) objKey {
 type appliedEntry struct {
 	rv   string
 	hash uint64 // of the object as the plan wants it, status included
+	// gen and meta are the object's generation and a hash of its labels and annotations
+	// as the member answered the write: for kinds whose status others write
+	// (statusByOthers) they, not the resourceVersion, tell whether the hub's part is
+	// still in place.
+	gen  int64
+	meta uint64
+}
+
+// statusByOthers says whether others write the status subresource of a kind the hub
+// writes: the active gateway's agent writes every Peer's status at each health round
+// (latency, loss, counters). A status write bumps the resourceVersion but not the
+// generation, and it changes nothing the hub wrote.
+func statusByOthers(kind string) bool { return kind == "Peer" || kind == "Membership" }
+
+// entryOf records the member's answer to a write of an object of kind.
+func entryOf(kind string, o client.Object, rv string, hash uint64) appliedEntry {
+	e := appliedEntry{rv: rv, hash: hash}
+	if statusByOthers(kind) {
+		e.gen, e.meta = o.GetGeneration(), metaHash(o)
+	}
+	return e
+}
+
+// holds says whether the member's object o (of kind) still is what the hub wrote: the
+// same resourceVersion, or, where others write the status, the same generation (the
+// spec) and the same labels and annotations.
+func (e appliedEntry) holds(kind string, o client.Object) bool {
+	if o.GetResourceVersion() == e.rv {
+		return true
+	}
+	return statusByOthers(kind) && e.gen != 0 && o.GetGeneration() == e.gen && metaHash(o) == e.meta
+}
+
+// metaHash hashes an object's labels and annotations, in key order.
+func metaHash(o client.Object) uint64 {
+	h := fnv.New64a()
+	for _, m := range []map[string]string{o.GetLabels(), o.GetAnnotations()} {
+		keys := make([]string, 0, len(m))
+		for k := range m {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			_, _ = h.Write([]byte(k))
+			_, _ = h.Write([]byte{0})
+			_, _ = h.Write([]byte(m[k]))
+			_, _ = h.Write([]byte{0})
+		}
+		_, _ = h.Write([]byte{1})
+	}
+	return h.Sum64()
 }
 
 // appliedTable is one member connection's record of the hub's writes.
@@ -35,6 +87,9 @@ type appliedTable struct {
 	// changes counts changes to the hub's objects in the member that were not the hub's
 	// own writes; a pass that started before the latest one does not count as current.
 	changes uint64
+	// prints are, per kind, the count and the sum of the entries' fingerprints: the
+	// resync's check compares a member's whole list of a kind with them in one pass.
+	prints map[string]kindPrint
 }
 
 // memberPass is the last complete, successful pass over a member: every object applied
@@ -149,13 +204,16 @@ func (t *appliedTable) setRV(k objKey, rv string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if e, ok := t.entries[k]; ok && rv != "" {
+		t.unprint(k, e)
 		e.rv = rv
 		t.entries[k] = e
+		t.print(k, e)
 	}
 }
 
 func (r *ClusterSetReconciler) appliedFor(key members.Key) *appliedTable {
-	v, _ := r.applied.LoadOrStore(key, &appliedTable{entries: map[objKey]appliedEntry{}, namespaces: map[string]bool{}})
+	v, _ := r.applied.LoadOrStore(key, &appliedTable{entries: map[objKey]appliedEntry{}, namespaces: map[string]bool{},
+		prints: map[string]kindPrint{}})
 	return v.(*appliedTable)
 }
 
@@ -169,13 +227,20 @@ func (t *appliedTable) get(k objKey) (appliedEntry, bool) {
 func (t *appliedTable) set(k objKey, e appliedEntry) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if old, ok := t.entries[k]; ok {
+		t.unprint(k, old)
+	}
 	t.entries[k] = e
+	t.print(k, e)
 }
 
 func (t *appliedTable) drop(k objKey) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	delete(t.entries, k)
+	if old, ok := t.entries[k]; ok {
+		t.unprint(k, old)
+		delete(t.entries, k)
+	}
 }
 
 func (t *appliedTable) hasNamespace(ns string) bool {
@@ -194,17 +259,18 @@ func (t *appliedTable) setNamespace(ns string, ok bool) {
 	}
 }
 
-// isOwnWrite says whether an informer event is the echo of the hub's own write or
-// prune: an object recorded with the same resourceVersion, or a deleted object the table
-// no longer wants (prune drops the entry before deleting).
-func (t *appliedTable) isOwnWrite(k objKey, rv string, deleted bool) bool {
+// isOwnWrite says whether an informer event about the hub's object o changes nothing
+// the hub wrote: the echo of its own write (see appliedEntry.holds, which also lets a
+// Peer's status written by its agent pass), or of its own prune (a deleted object the
+// table no longer wants; prune drops the entry before deleting).
+func (t *appliedTable) isOwnWrite(k objKey, o client.Object, deleted bool) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	e, ok := t.entries[k]
 	if deleted {
 		return !ok
 	}
-	return ok && e.rv == rv
+	return ok && e.holds(k.kind, o)
 }
 
 func hashOf(data []byte) uint64 {

@@ -80,9 +80,15 @@ func (r *ClusterSetReconciler) writeMembers(ctx context.Context, obj *straitv1.C
 				state = w.table.startPass(state)
 				groups := groupDigests(p, name, psk)
 				last, partial := w.table.lastGroups(state)
-				if partial {
+				switch {
+				case partial:
 					err = w.writeGroups(ctx, p, name, psk, changedGroups(last, groups), res)
-				} else {
+				case w.table.resyncDue(state):
+					var checked bool
+					if checked, err = w.check(ctx, p, name, psk, res); err == nil && !checked {
+						err = w.write(ctx, p, name, psk, res)
+					}
+				default:
 					err = w.write(ctx, p, name, psk, res)
 				}
 				if err == nil {
@@ -284,8 +290,10 @@ func (w *memberWriter) apply(ctx context.Context, k objKey, o client.Object) (in
 		return 0, err
 	}
 	hash := hashOf(data)
-	if e, ok := w.table.get(k); ok && e.hash == hash && w.currentRV(ctx, k, o) == e.rv {
-		return 0, nil
+	if e, ok := w.table.get(k); ok && e.hash == hash {
+		if cur := w.current(ctx, k, o); cur != nil && e.holds(k.kind, cur) {
+			return 0, nil
+		}
 	}
 	body, status, err := applyBody(data, o)
 	if err != nil {
@@ -313,24 +321,24 @@ func (w *memberWriter) apply(ctx context.Context, k objKey, o client.Object) (in
 		writes++
 		rv = st.GetResourceVersion()
 	}
-	w.table.set(k, appliedEntry{rv: rv, hash: hash})
+	w.table.set(k, entryOf(k.kind, body, rv, hash))
 	return writes, nil
 }
 
-// currentRV is the resourceVersion the informers hold for an object ("" when unknown:
-// then the object is written).
-func (w *memberWriter) currentRV(ctx context.Context, k objKey, o client.Object) string {
+// current is the object as the informers hold it, nil when unknown (then the object
+// is written).
+func (w *memberWriter) current(ctx context.Context, k objKey, o client.Object) client.Object {
 	if k.kind == "Secret" {
-		return "" // Secrets are not watched: the PSK is written every time
+		return nil // Secrets are not watched: the PSK is written every time
 	}
 	cur, ok := o.DeepCopyObject().(client.Object)
 	if !ok {
-		return ""
+		return nil
 	}
 	if err := w.m.Reader.Get(ctx, types.NamespacedName{Namespace: k.namespace, Name: k.name}, cur); err != nil {
-		return ""
+		return nil
 	}
-	return cur.GetResourceVersion()
+	return cur
 }
 
 // ApplyBody turns a typed object into the body of the hub's apply: no status, no null

@@ -26,6 +26,7 @@ import (
 // deep copy, but smaller: metadata only. The correctness tests use real API servers.
 type memMember struct {
 	client.Client // nil: calls the write path does not make panic
+	scheme        *runtime.Scheme
 
 	mu      sync.Mutex
 	rv      int64
@@ -38,10 +39,10 @@ type memMember struct {
 }
 
 func newMemMember() *memMember {
-	return &memMember{objs: map[string]map[objKey]int64{}, exports: map[objKey]map[string]any{}}
+	return &memMember{scheme: NewScheme(), objs: map[string]map[objKey]int64{}, exports: map[objKey]map[string]any{}}
 }
 
-func (m *memMember) Scheme() *runtime.Scheme { return NewScheme() }
+func (m *memMember) Scheme() *runtime.Scheme { return m.scheme }
 
 func (m *memMember) Get(_ context.Context, k client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
 	if _, ok := obj.(*corev1.Namespace); ok {
@@ -72,7 +73,7 @@ func (m *memMember) Get(_ context.Context, k client.ObjectKey, obj client.Object
 func (m *memMember) List(_ context.Context, list client.ObjectList, opts ...client.ListOption) error {
 	lo := &client.ListOptions{}
 	lo.ApplyOptions(opts)
-	item, err := itemOf(list)
+	item, err := itemOf(m.scheme, list)
 	if err != nil {
 		return err
 	}
@@ -103,18 +104,18 @@ func (m *memMember) List(_ context.Context, list client.ObjectList, opts ...clie
 }
 
 // itemOf is an empty item of a typed list.
-func itemOf(list client.ObjectList) (client.Object, error) {
+func itemOf(scheme *runtime.Scheme, list client.ObjectList) (client.Object, error) {
 	switch list.(type) {
 	case *mcsv1.ServiceImportList:
 		return &mcsv1.ServiceImport{}, nil
 	case *mcsv1.ServiceExportList:
 		return &mcsv1.ServiceExport{}, nil
 	}
-	gvk, err := apiutilGVK(list)
+	gvk, err := apiutilGVK(scheme, list)
 	if err != nil {
 		return nil, err
 	}
-	o, err := NewScheme().New(gvk.GroupVersion().WithKind(gvk.Kind[:len(gvk.Kind)-len("List")]))
+	o, err := scheme.New(gvk.GroupVersion().WithKind(gvk.Kind[:len(gvk.Kind)-len("List")]))
 	if err != nil {
 		return nil, err
 	}
@@ -125,8 +126,8 @@ func itemOf(list client.ObjectList) (client.Object, error) {
 	return co, nil
 }
 
-func apiutilGVK(list client.ObjectList) (schema.GroupVersionKind, error) {
-	gvks, _, err := NewScheme().ObjectKinds(list)
+func apiutilGVK(scheme *runtime.Scheme, list client.ObjectList) (schema.GroupVersionKind, error) {
+	gvks, _, err := scheme.ObjectKinds(list)
 	if err != nil || len(gvks) == 0 {
 		return schema.GroupVersionKind{}, fmt.Errorf("kind of %T: %w", list, err)
 	}
@@ -196,6 +197,13 @@ func (m *memMember) touch(k objKey) {
 	defer m.mu.Unlock()
 	m.rv++
 	m.objs[k.kind][k] = m.rv
+}
+
+// remove deletes an object behind the hub's back, unseen by its watch.
+func (m *memMember) remove(k objKey) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.objs[k.kind], k)
 }
 
 func (m *memMember) writeCount() int {

@@ -127,3 +127,33 @@ func equalCounts(a, b map[string]float64) bool {
 	}
 	return true
 }
+
+// TestAPeerStatusWriteIsNoChangeToTheHub: the active gateway writes every Peer's status
+// at each health round (latency, loss, byte counters), which gives the Peer a new
+// resourceVersion each time. That is the agent's part of the object, not a change to
+// what the hub wrote: the hub must not pass over the member for it (at 255 members it
+// passed over every member every 5 s).
+func TestAPeerStatusWriteIsNoChangeToTheHub(t *testing.T) {
+	f := hub(t)
+	g := NewWithT(t)
+	ctx := context.Background()
+	cs := f.newClusterSet(t, "c1", "c2")
+	f.create(t, cs)
+	f.waitReady(t, cs)
+	before := f.settledApplies(t, cs, "c1", "c2")
+
+	c2 := f.env.Member("c2").Client
+	key := types.NamespacedName{Namespace: straitv1.SystemNamespace, Name: "c1"}
+	for i := range 5 {
+		peer := &straitv1.Peer{}
+		g.Expect(c2.Get(ctx, key, peer)).To(Succeed())
+		rv := peer.ResourceVersion
+		peer.Status.LatencyMicros = int64(100 + i)
+		g.Expect(c2.Status().Update(ctx, peer)).To(Succeed())
+		g.Expect(peer.ResourceVersion).NotTo(Equal(rv), "the status write gave the Peer no new resourceVersion")
+		time.Sleep(300 * time.Millisecond)
+	}
+
+	after := f.settledApplies(t, cs, "c1", "c2")
+	g.Expect(after).To(Equal(before), "the hub passed over a member because its agent wrote a Peer's status")
+}

@@ -88,4 +88,18 @@ func TestWhichMembersArePassedOver(t *testing.T) {
 	step("the resync", nothing, true, all...)
 	h.resyncAlways()
 	step("after the resync", nothing, false)
+	// The resync checks members whose inputs did not change against the hub's record
+	// rather than rebuilding their objects: it finds what changed unseen, and writes
+	// nothing where nothing did.
+	h.resyncAlways()
+	step("the resync, nothing changed", nothing, false, all...)
+	h.resyncAlways()
+	h.members["c002"].remove(peer)
+	step("an object in c002 deleted unseen", nothing, false)
+	h.resyncAlways()
+	step("the resync puts it back", nothing, true, all...)
+	h.resyncAlways()
+	if _, ok := h.members["c002"].objs["Peer"][peer]; !ok {
+		t.Error("the resync did not put c002's deleted Peer back")
+	}
 }

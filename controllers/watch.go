@@ -66,7 +66,7 @@ func (r *ClusterSetReconciler) memberChanged(key members.Key, obj client.Object,
 func (r *ClusterSetReconciler) relevantChange(key members.Key, obj client.Object, deleted bool) bool {
 	if obj.GetLabels()[straitv1.LabelClusterSet] == plan.ClusterSetLabel(key.ClusterSet) {
 		t := r.appliedFor(key)
-		if t.isOwnWrite(keyOf(kindOf(obj), obj), obj.GetResourceVersion(), deleted) {
+		if t.isOwnWrite(keyOf(kindOf(obj), obj), obj, deleted) {
 			return false
 		}
 		t.changedByOthers()

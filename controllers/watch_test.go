@@ -25,7 +25,14 @@ func TestRelevantChange(t *testing.T) {
 		Exports: []straitv1.ExportSpec{{Namespace: "shop", Name: "cart"}}}}, plan.Observed{})
 	ours := map[string]string{straitv1.LabelManagedBy: straitv1.ManagedByHub, straitv1.LabelClusterSet: plan.ClusterSetLabel(cs)}
 	peer := &straitv1.Peer{ObjectMeta: metav1.ObjectMeta{Namespace: "strait-system", Name: "c2", Labels: ours, ResourceVersion: "7"}}
-	r.appliedFor(key).set(keyOf("Peer", peer), appliedEntry{rv: "7"})
+	peer.Generation = 2
+	r.appliedFor(key).set(keyOf("Peer", peer), entryOf("Peer", peer, "7", 0))
+	statusWritten := peer.DeepCopy()
+	statusWritten.ResourceVersion = "8"
+	specChanged := statusWritten.DeepCopy()
+	specChanged.Generation = 3
+	relabelled := statusWritten.DeepCopy()
+	relabelled.Labels = map[string]string{straitv1.LabelManagedBy: straitv1.ManagedByHub, straitv1.LabelClusterSet: plan.ClusterSetLabel(cs), "x": "y"}
 
 	meta := func(ns, name string, labels map[string]string) metav1.ObjectMeta {
 		return metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels, ResourceVersion: "9"}
@@ -48,6 +55,9 @@ func TestRelevantChange(t *testing.T) {
 		{"a person's export under Declared", &mcsv1.ServiceExport{ObjectMeta: meta("ops", "grafana", nil)}, false, false},
 		{"the echo of the hub's own write", peer, false, false},
 		{"the hub's object changed by someone", &straitv1.Peer{ObjectMeta: meta("strait-system", "c2", ours)}, false, true},
+		{"a Peer's status written by its agent", statusWritten, false, false},
+		{"a Peer's spec changed by someone", specChanged, false, true},
+		{"a Peer's labels changed by someone", relabelled, false, true},
 		{"the hub's object deleted by someone", peer, true, true},
 		{"the echo of the hub's own prune", &straitv1.Peer{ObjectMeta: meta("strait-system", "c3", ours)}, true, false},
 	} {

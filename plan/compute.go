@@ -338,6 +338,17 @@ func (p *Plan) IPsecPSKSource() *types.NamespacedName {
 	return &types.NamespacedName{Namespace: p.clusterSet.Namespace, Name: p.spec.Cable.PSKSecretRef.Name}
 }
 
+// IPsecPSK is a member's copy of the IPsec pre-shared key as Objects holds it, without
+// its data; nil when the cable is not ipsec. The hub's resync check writes it alone.
+func (p *Plan) IPsecPSK(cluster string) *corev1.Secret {
+	s := p.ipsecPSK()
+	if s == nil || p.byName[cluster] == nil {
+		return nil
+	}
+	p.stamp(s, cluster)
+	return s
+}
+
 // ipsecPSK is a member's copy of the IPsec pre-shared key, without its data: only the
 // hub may read the Secret it comes from (IPsecPSKSource), so the hub fills the data in
 // when it writes, and `strait render` shows the object without the key.

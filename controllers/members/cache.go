@@ -171,7 +171,10 @@ func (c *Cache) newMember(key Key, cfg *rest.Config, version string) (*Member, e
 			byObject[w.Object] = cache.ByObject{Namespaces: map[string]cache.Config{w.Namespace: {}}}
 		}
 	}
-	informers, err := cache.New(cfg, cache.Options{Scheme: c.opts.Scheme, ByObject: byObject, ReaderFailOnMissingInformer: true})
+	// Managed fields are most of a small object and nothing the hub reads: the informers
+	// drop them.
+	informers, err := cache.New(cfg, cache.Options{Scheme: c.opts.Scheme, ByObject: byObject, ReaderFailOnMissingInformer: true,
+		DefaultTransform: cache.TransformStripManagedFields()})
 	if err != nil {
 		return nil, fmt.Errorf("informers for %s: %w", key, err)
 	}

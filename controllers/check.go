@@ -1,0 +1,157 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	straitv1 "github.com/straitnet/strait/api/v1alpha1"
+	"github.com/straitnet/strait/plan"
+)
+
+// check is the resync's pass over a member whose inputs are those of its last pass,
+// over the same healthy connection, with no foreign change seen since (see
+// appliedTable.resyncDue). The plan then wants exactly what the hub last wrote, so
+// instead of building every object again it compares what the member holds with the
+// hub's record: the objects carrying the ClusterSet's labels, listed from the informers
+// without copies, must be exactly those the hub wrote, each at the resourceVersion the
+// member answered the hub's write with (or, for a Peer whose status its agent writes,
+// the generation, labels and annotations). Anyone's change to an object gives it another
+// resourceVersion; stripping its labels takes it out of the list; an object someone
+// else labelled adds one. ok false means the member differs and needs a full pass.
+//
+// The IPsec key (Secrets are not watched) is written as a full pass writes it, and the
+// conditions of the member's ServiceExports are checked and written where they differ.
+func (w *memberWriter) check(ctx context.Context, p *plan.Plan, cluster string, psk pskData, res *memberResult) (ok bool, err error) {
+	if psk.err != nil {
+		return false, nil // the full pass reports it and keeps the member's key
+	}
+	if err := w.checkOwner(ctx); err != nil {
+		return false, err
+	}
+	sel := client.MatchingLabels{straitv1.LabelManagedBy: straitv1.ManagedByHub, straitv1.LabelClusterSet: plan.ClusterSetLabel(w.cs)}
+	for _, pk := range prunable() {
+		if err := w.m.Reader.List(ctx, pk.list, sel, client.InNamespace(pk.namespace), client.UnsafeDisableDeepCopy); err != nil {
+			return false, fmt.Errorf("listing %s: %w", pk.kind, err)
+		}
+		items, err := meta.ExtractList(pk.list)
+		if err != nil {
+			return false, err
+		}
+		// An object the hub wrote gone, stripped of its labels or changed, or one more
+		// labelled, changes the count or the sum.
+		if got, ok := listPrint(pk.kind, items); !ok || got != w.table.printOf(pk.kind) {
+			return false, nil
+		}
+	}
+	if s := p.IPsecPSK(cluster); s != nil {
+		objs := withPSK([]client.Object{s}, psk)
+		n, err := w.apply(ctx, keyOf("Secret", s), objs[0])
+		res.applied += n
+		if err != nil {
+			return false, err
+		}
+	}
+	if err := summarize(w.exportConditions(ctx, p.ServiceExportConditions(cluster))); err != nil {
+		return false, err
+	}
+	res.inventory = w.table.inventory()
+	return true, nil
+}
+
+// kindPrint is a kind's count of objects and the sum of their fingerprints.
+type kindPrint struct {
+	n   int
+	sum uint64
+}
+
+// print and unprint count an entry in or out of its kind's print; t.mu is held.
+func (t *appliedTable) print(k objKey, e appliedEntry) {
+	p := t.prints[k.kind]
+	p.n++
+	p.sum += fingerprint(k, e.gen, e.meta, e.rv)
+	t.prints[k.kind] = p
+}
+
+func (t *appliedTable) unprint(k objKey, e appliedEntry) {
+	p := t.prints[k.kind]
+	p.n--
+	p.sum -= fingerprint(k, e.gen, e.meta, e.rv)
+	t.prints[k.kind] = p
+}
+
+// printOf is the print of the recorded objects of a kind.
+func (t *appliedTable) printOf(kind string) kindPrint {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.prints[kind]
+}
+
+// listPrint is the print of the objects of a kind the member holds. It equals the
+// recorded one when the member holds exactly the recorded objects, each still what the
+// hub wrote (appliedEntry.holds; a 64-bit sum can only collide by chance).
+func listPrint(kind string, items []runtime.Object) (kindPrint, bool) {
+	p := kindPrint{n: len(items)}
+	for _, it := range items {
+		o, ok := it.(client.Object)
+		if !ok {
+			return p, false
+		}
+		var meta uint64
+		gen := o.GetGeneration()
+		if statusByOthers(kind) && gen != 0 {
+			meta = metaHash(o)
+		}
+		p.sum += fingerprint(objKey{kind: kind, namespace: o.GetNamespace(), name: o.GetName()}, gen, meta, o.GetResourceVersion())
+	}
+	return p, true
+}
+
+// fingerprint hashes an object's identity and version: its resourceVersion, or, for
+// kinds whose status others write, its generation with its labels and annotations.
+func fingerprint(k objKey, gen int64, meta uint64, rv string) uint64 {
+	h := fnvString(fnvString(fnvString(fnvOffset, k.kind), k.namespace), k.name)
+	if statusByOthers(k.kind) && gen != 0 {
+		h = mix64(h ^ mix64(uint64(gen)^meta))
+	} else {
+		h = fnvString(h, rv)
+	}
+	return mix64(h)
+}
+
+const (
+	fnvOffset = 14695981039346656037
+	fnvPrime  = 1099511628211
+)
+
+// fnvString is FNV-1a over s and a 0 separator, without allocating.
+func fnvString(h uint64, s string) uint64 {
+	for i := 0; i < len(s); i++ {
+		h ^= uint64(s[i])
+		h *= fnvPrime
+	}
+	return h * fnvPrime // the separator: h ^= 0, then the multiply
+}
+
+// mix64 is SplitMix64's finalizer: fingerprints are summed, so their bits must be
+// spread evenly.
+func mix64(x uint64) uint64 {
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	return x ^ x>>31
+}
+
+// resyncDue says whether the last pass would still hold but for its age: the same
+// inputs over the same healthy connection, and no foreign change seen since. Then the
+// resync checks the member (check) rather than passing over it in full.
+func (t *appliedTable) resyncDue(s passState) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	p := t.pass
+	return p.done && p.digest == s.digest && p.member == s.member && p.since.Equal(s.since) && p.changes == t.changes
+}
