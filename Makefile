@@ -130,8 +130,9 @@ bench: ## Benchmarks, written to bench.txt (the hub at 255 members x 10,000 expo
 	$(GO) test -run '^$$' -bench BenchmarkHubScale -benchtime 1x -count 3 -timeout 60m ./controllers/ | tee -a bench.txt
 	$(GO) run ./hack/benchtable bench.txt
 
-bench-lab: host-deps k8s-binaries $(COREDNS) ## Lab benchmarks (root, ~8 min): throughput per cable driver vs the raw path, failover gap, ClusterSet change to DNS; to bench-lab.txt.
+bench-lab: host-deps k8s-binaries $(COREDNS) ## Lab benchmarks (root, ~9 min): throughput per cable driver vs the raw path, failover gap, ClusterSet change to DNS, the agent with 254 peers; to bench-lab.txt.
 	$(GO) test -count=1 -run '^$$' -bench . -benchtime 3x -timeout 30m ./test/e2e/ | tee bench-lab.txt
+	$(GO) test -count=1 -run '^$$' -bench BenchmarkAgentFootprint -benchtime 3x -timeout 10m ./nodeagent/agent/ | tee -a bench-lab.txt
 	$(GO) run ./hack/benchtable bench-lab.txt
 
 bench-dns: k8s-binaries ## dnsperf: strait dns vs CoreDNS with 10,000 imported services (needs dnsperf), to bench-dns.md.

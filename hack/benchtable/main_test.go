@@ -28,7 +28,7 @@ BenchmarkGatewayFailover-2   	2	45050505052 ns/op	1106 ms-gap-crash	339.0 ms-gap
 		"| Hub, 255 members × 10,000 exports: full reconcile, CPU-s | 54.6, 56.3 | ≤ 5 | 11.26 | no |",
 		"| Hub, 255 members × 10,000 exports: peak RSS, MiB | 5300, 5100 | — | | |",
 		"| Gateway failover gap, graceful, ms (lab) | 339 | ≤ 500 | 0.68 | yes |",
-		"| Agent RSS, MiB (peers as the benchmark runs them) | not in this run | ≤ 60 | | |",
+		"| Agent with 254 peers: RSS, MiB | not in this run | ≤ 60 | | |",
 	} {
 		if !strings.Contains(tab, want) {
 			t.Errorf("table lacks %q:\n%s", want, tab)

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -18,13 +20,20 @@ import (
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
 	"github.com/straitnet/strait/nodeagent/gateway"
+	"github.com/straitnet/strait/nodeagent/route"
 	"github.com/straitnet/strait/test/netns"
 	"github.com/straitnet/strait/test/require"
 )
 
+// footprintPeers is the largest clusterset's peer count: 255 members, each with 254
+// peers.
+const footprintPeers = 254
+
 // BenchmarkAgentFootprint runs the real `straitd agent` binary on a plain node (a
-// namespace) of a member with 20 peers, waits until it converged, then measures its RSS
-// and CPU over 10 idle seconds (periodic resync included).
+// namespace) of a member with 254 peers, waits until it converged, then measures its
+// RSS and CPU over 10 idle seconds (periodic resync included), and how long one peer's
+// change takes from the API server's answer to the route in the node (a new CIDR for
+// one Peer, seen through a netlink route subscription in the node's namespace).
 func BenchmarkAgentFootprint(b *testing.B) {
 	require.Root(b)
 	cfg, kubeconfig := startAPIServer(b)
@@ -63,9 +72,9 @@ func BenchmarkAgentFootprint(b *testing.B) {
 			Spec: straitv1.MembershipSpec{ClusterSet: "strait-system/cs", ClusterID: "c1", PodCIDRs: []string{"10.10.0.0/16"},
 				ServiceCIDRs: []string{"10.11.0.0/16"}, Cable: straitv1.MemberCable{Driver: straitv1.CableWireGuard, Port: 4500},
 				GatewayNodeSelector: map[string]string{"strait.io/gateway": "true"}}})
-	for i := range 20 {
+	for i := range footprintPeers {
 		mustCreate(b, c, &straitv1.Peer{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("p%d", i), Namespace: straitv1.SystemNamespace},
-			Spec: straitv1.PeerSpec{ClusterID: fmt.Sprintf("p%d", i), CIDRs: []string{fmt.Sprintf("10.%d.0.0/16", 100+i)}}})
+			Spec: straitv1.PeerSpec{ClusterID: fmt.Sprintf("p%d", i), CIDRs: []string{peerCIDR(i)}}})
 	}
 
 	for range b.N {
@@ -93,10 +102,9 @@ func BenchmarkAgentFootprint(b *testing.B) {
 				b.Logf("agent output:\n%s", logs.String())
 			}
 		})
-		require.Eventually(b, 30*time.Second, "the agent's 20 routes in table 4242", func() error {
-			out, err := node.Command(ctx, "ip", "route", "show", "table", "4242").Output()
-			if err != nil || strings.Count(string(out), "\n") != 20 {
-				return fmt.Errorf("table 4242: %q: %w", out, err)
+		require.Eventually(b, 30*time.Second, fmt.Sprintf("the agent's %d routes in table %d", footprintPeers, route.Table), func() error {
+			if n := len(tableRoutes(b, node)); n != footprintPeers {
+				return fmt.Errorf("table %d holds %d routes", route.Table, n)
 			}
 			return nil
 		})
@@ -105,12 +113,63 @@ func BenchmarkAgentFootprint(b *testing.B) {
 		time.Sleep(idle)
 		cpu1 := cpuTicks(b, pid)
 		rss := rssKiB(b, pid)
+		change := peerChange(b, c, node)
 		stop()
 		b.ReportMetric(float64(rss)/1024, "MiB-RSS")
 		// Clock ticks are 1/100 s on Linux.
 		b.ReportMetric(float64(cpu1-cpu0)/100/idle.Seconds()*100, "%CPU-idle")
+		b.ReportMetric(float64(change.Microseconds())/1000, "ms-peer-change")
 	}
 	// The agent leaves its state in place on SIGTERM; the namespace goes with the test.
+}
+
+// peerCIDR is peer i's pod CIDR: a /24 in 172.16.0.0/12, away from the member's own.
+func peerCIDR(i int) string { return fmt.Sprintf("172.%d.%d.0/24", 16+i/256, i%256) }
+
+// tableRoutes lists the routes of the agent's table in the node.
+func tableRoutes(b *testing.B, node *netns.NS) []netlink.Route {
+	routes, err := node.NL.RouteListFiltered(netlink.FAMILY_V4, &netlink.Route{Table: route.Table}, netlink.RT_FILTER_TABLE)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return routes
+}
+
+// peerChange gives one Peer, p7, a new CIDR and returns the time from the API server's
+// answer to the route for it in the node, and then puts the old CIDR back.
+func peerChange(b *testing.B, c client.Client, node *netns.NS) time.Duration {
+	ctx := context.Background()
+	updates, done := make(chan netlink.RouteUpdate, 1024), make(chan struct{})
+	defer close(done)
+	if err := netlink.RouteSubscribeWithOptions(updates, done, netlink.RouteSubscribeOptions{Namespace: &node.Handle}); err != nil {
+		b.Fatal(err)
+	}
+	const moved = "172.31.255.0/24"
+	setCIDR := func(cidr string) time.Time {
+		p := &straitv1.Peer{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: straitv1.SystemNamespace, Name: "p7"}, p); err != nil {
+			b.Fatal(err)
+		}
+		p.Spec.CIDRs = []string{cidr}
+		if err := c.Update(ctx, p); err != nil {
+			b.Fatal(err)
+		}
+		return time.Now()
+	}
+	start := setCIDR(moved)
+	timeout := time.After(30 * time.Second)
+	for {
+		select {
+		case u := <-updates:
+			if u.Type == unix.RTM_NEWROUTE && u.Table == route.Table && u.Dst != nil && u.Dst.String() == moved {
+				took := time.Since(start)
+				setCIDR(peerCIDR(7))
+				return took
+			}
+		case <-timeout:
+			b.Fatalf("no route to %s in table %d 30 s after p7's change", moved, route.Table)
+		}
+	}
 }
 
 func cpuTicks(b *testing.B, pid int) int64 {
