@@ -199,7 +199,11 @@ func TestUninstallLeavesNothing(t *testing.T) {
 	// The GitRepository and the Kustomization go; with prune on, Flux deletes what the
 	// Kustomization applied, and the ClusterSet's finalizer holds until the hub has
 	// removed what it wrote in the members.
-	kubectl(t, topology.HubName, "delete", "-k", env.Lab.FluxSyncDir(), "--wait", "--timeout=3m")
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	if _, err := env.Lab.Kubectl(ctx, topology.HubName, "delete", "-k", env.Lab.FluxSyncDir(), "--wait", "--timeout=3m"); err != nil {
+		t.Fatalf("%v\nFlux in the hub:\n%s", err, fluxState())
+	}
 	require.Eventually(t, 3*time.Minute, "hub: Flux prunes the ClusterSet", func() error {
 		list := &straitv1.ClusterSetList{}
 		if err := env.Client(t, topology.HubName).List(context.Background(), list); err != nil {
@@ -246,6 +250,26 @@ func TestUninstallLeavesNothing(t *testing.T) {
 			}
 		}
 	}
+}
+
+// fluxState is what an operator looks at when a Flux object will not go: the
+// controllers' pods, the sources and Kustomizations with their finalizers and status,
+// and the controllers' last log lines (of the container before, too, after a restart).
+func fluxState() string {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var b strings.Builder
+	for _, args := range [][]string{
+		{"-n", "flux-system", "get", "pods", "-o", "wide"},
+		{"get", "gitrepositories,kustomizations", "-A", "-o", "yaml"},
+		{"-n", "flux-system", "logs", "deploy/source-controller", "--tail=40"},
+		{"-n", "flux-system", "logs", "deploy/source-controller", "--tail=20", "--previous"},
+		{"-n", "flux-system", "logs", "deploy/kustomize-controller", "--tail=20"},
+	} {
+		out, err := env.Lab.Kubectl(ctx, topology.HubName, args...)
+		fmt.Fprintf(&b, "$ kubectl %s (%v)\n%s\n", strings.Join(args, " "), err, out)
+	}
+	return b.String()
 }
 
 // corefileOf is a member's CoreDNS Corefile.
