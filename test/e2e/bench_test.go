@@ -6,10 +6,12 @@ import (
 	"os/exec"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
 	"github.com/straitnet/strait/lab/workload"
+	"github.com/straitnet/strait/test/netns"
 	"github.com/straitnet/strait/test/require"
 )
 
@@ -58,13 +60,20 @@ func BenchmarkCableThroughput(b *testing.B) {
 	}
 }
 
-// iperf runs one iperf3 client in namespace ns against server and returns the
-// received Gbit/s.
+// iperf runs one iperf3 client in network namespace ns (a real pod's /proc/<pid>/ns/net,
+// which ip-netns(8) refuses as a name, or a named namespace) against server and returns
+// the received Gbit/s.
 func iperf(ns, server string) (float64, error) {
-	out, err := exec.Command("ip", "netns", "exec", ns, "iperf3", "-c", server, "-p", strconv.Itoa(workload.IPerf3Port),
-		"-t", strconv.Itoa(iperfSeconds), "-J").Output()
+	if !strings.HasPrefix(ns, "/") {
+		ns = netns.Path(ns)
+	}
+	cmd := exec.Command("nsenter", "--net="+ns, "iperf3", "-c", server, "-p", strconv.Itoa(workload.IPerf3Port),
+		"-t", strconv.Itoa(iperfSeconds), "-J")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
 	if err != nil {
-		return 0, fmt.Errorf("iperf3 -c %s from %s: %w: %s", server, ns, err, out)
+		return 0, fmt.Errorf("iperf3 -c %s from %s: %w: %s%s", server, ns, err, out, stderr.String())
 	}
 	var r struct {
 		End struct {

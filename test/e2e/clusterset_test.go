@@ -128,31 +128,42 @@ func exportNew(t testing.TB, name string) {
 
 func setExport(t testing.TB, name string, on bool) {
 	t.Helper()
-	if err := env.UpdateClusterSet(t, func(cs *straitv1.ClusterSet) {
-		cs.Spec.Exports = slices.DeleteFunc(cs.Spec.Exports, func(e straitv1.ExportSpec) bool { return e.Name == name })
-		if on {
-			cs.Spec.Exports = append(cs.Spec.Exports, straitv1.ExportSpec{Namespace: lab.SampleNamespace, Name: name,
-				Clusters: []string{"c2"}})
-		}
-	}); err != nil {
+	if err := env.UpdateClusterSet(t, func(cs *straitv1.ClusterSet) { withExport(cs, name, on) }); err != nil {
 		t.Fatal(err)
 	}
 }
 
-// BenchmarkClusterSetChangeToDNS: from a ClusterSet update on the hub (a synced commit)
-// until the other cluster's pods resolve the new export through CoreDNS.
+// withExport adds the export of c2's sample service name to cs (on) or removes it.
+func withExport(cs *straitv1.ClusterSet, name string, on bool) {
+	cs.Spec.Exports = slices.DeleteFunc(cs.Spec.Exports, func(e straitv1.ExportSpec) bool { return e.Name == name })
+	if on {
+		cs.Spec.Exports = append(cs.Spec.Exports, straitv1.ExportSpec{Namespace: lab.SampleNamespace, Name: name,
+			Clusters: []string{"c2"}})
+	}
+}
+
+// BenchmarkClusterSetChangeToDNS: from the push of a commit that exports a service
+// (the push asks Flux to sync at once, as a forge's webhook would) until the other
+// cluster's pods resolve the new export through CoreDNS: Flux's fetch and apply, the
+// hub, the member's strait dns. Waiting for Flux to report the commit applied (its
+// health check of the ClusterSet) comes after the clock stops.
 func BenchmarkClusterSetChangeToDNS(b *testing.B) {
 	env.Require(b)
+	env.RestoreClusterSetSpec(b)
 	const svc = "whereami-bench"
 	exportNew(b, svc)
 	name := svc + ".sample.svc.clusterset.local"
 	want := []string{clusterIP(b, "c2", svc)}
 	var total time.Duration
 	for range b.N {
+		data := labtest.ChangeClusterSet(b, env.RepoClusterSet(b), func(cs *straitv1.ClusterSet) { withExport(cs, svc, true) })
 		start := time.Now()
-		setExport(b, svc, true)
+		commit := env.PushClusterSet(b, data, "bench: export "+svc)
 		resolvesTo(b, "c1", name, want)
 		total += time.Since(start)
+		if err := env.WaitSynced(b, commit); err != nil {
+			b.Fatal(err)
+		}
 		setExport(b, svc, false)
 		gone(b, "c1", name)
 	}

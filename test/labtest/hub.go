@@ -106,17 +106,31 @@ func (e *Env) RepoClusterSet(t testing.TB) []byte {
 // a *lab.SyncError; it returns the commit.
 func (e *Env) CommitClusterSet(t testing.TB, data []byte, message string) (string, error) {
 	t.Helper()
-	ctx := context.Background()
+	commit := e.PushClusterSet(t, data, message)
+	return commit, e.WaitSynced(t, commit)
+}
+
+// PushClusterSet commits the ClusterSet file and pushes, which asks Flux to sync at
+// once, and returns the commit without waiting for Flux.
+func (e *Env) PushClusterSet(t testing.TB, data []byte, message string) string {
+	t.Helper()
 	by := gitserver.Author{Name: "e2e", Email: "e2e@strait.invalid", When: time.Now()}
-	commit, err := e.Lab.Push(ctx, map[string][]byte{lab.RepoClusterSet: data}, message, by)
+	commit, err := e.Lab.Push(context.Background(), map[string][]byte{lab.RepoClusterSet: data}, message, by)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = e.Lab.WaitSynced(ctx, commit, 2*time.Minute)
+	return commit
+}
+
+// WaitSynced waits until Flux reports commit applied, or refused (then it returns the
+// lab.SyncError).
+func (e *Env) WaitSynced(t testing.TB, commit string) error {
+	t.Helper()
+	_, err := e.Lab.WaitSynced(context.Background(), commit, 2*time.Minute)
 	if se := (*lab.SyncError)(nil); err != nil && !errors.As(err, &se) {
 		t.Fatal(err)
 	}
-	return commit, err
+	return err
 }
 
 // RestoreClusterSetSpec commits the repo's ClusterSet as it is now back when the test
