@@ -19,9 +19,7 @@ func TestGatewayBecomesPeerEndpoint(t *testing.T) {
 	f := hub(t)
 	g := NewWithT(t)
 	ctx := context.Background()
-	cs := f.newClusterSet(t, "c1", "c2")
-	f.create(t, cs)
-	f.waitReady(t, cs)
+	cs := f.readyClusterSet(t, "c1", "c2")
 
 	peer := &straitv1.Peer{}
 	g.Expect(f.env.Member("c1").Client.Get(ctx, types.NamespacedName{Namespace: straitv1.SystemNamespace, Name: "c2"}, peer)).To(Succeed())

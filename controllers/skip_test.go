@@ -137,9 +137,7 @@ func TestAPeerStatusWriteIsNoChangeToTheHub(t *testing.T) {
 	f := hub(t)
 	g := NewWithT(t)
 	ctx := context.Background()
-	cs := f.newClusterSet(t, "c1", "c2")
-	f.create(t, cs)
-	f.waitReady(t, cs)
+	cs := f.readyClusterSet(t, "c1", "c2")
 	before := f.settledApplies(t, cs, "c1", "c2")
 
 	c2 := f.env.Member("c2").Client

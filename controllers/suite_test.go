@@ -174,6 +174,15 @@ func ready(cs *straitv1.ClusterSet) bool {
 	return c != nil && c.Status == metav1.ConditionTrue && cs.Status.ObservedGeneration == cs.Generation
 }
 
+// readyClusterSet creates a ClusterSet of the named clusters and waits until it is Ready.
+func (f *fixture) readyClusterSet(t *testing.T, clusters ...string) *straitv1.ClusterSet {
+	t.Helper()
+	cs := f.newClusterSet(t, clusters...)
+	f.create(t, cs)
+	f.waitReady(t, cs)
+	return cs
+}
+
 func (f *fixture) waitReady(t *testing.T, cs *straitv1.ClusterSet) *straitv1.ClusterSet {
 	t.Helper()
 	g := NewWithT(t)

@@ -19,9 +19,7 @@ func TestSuspendAndRequestedAt(t *testing.T) {
 	f := hub(t)
 	g := NewWithT(t)
 	ctx := context.Background()
-	cs := f.newClusterSet(t, "c1", "c2")
-	f.create(t, cs)
-	f.waitReady(t, cs)
+	cs := f.readyClusterSet(t, "c1", "c2")
 
 	f.update(t, cs, func(c *straitv1.ClusterSet) {
 		c.Spec.Suspend = true
