@@ -2,7 +2,8 @@ package controllers
 
 import (
 	"hash/fnv"
-	"sort"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -60,22 +61,14 @@ func (e appliedEntry) holds(kind string, o client.Object) bool {
 
 // metaHash hashes an object's labels and annotations, in key order.
 func metaHash(o client.Object) uint64 {
-	h := fnv.New64a()
+	h := uint64(fnvOffset)
 	for _, m := range []map[string]string{o.GetLabels(), o.GetAnnotations()} {
-		keys := make([]string, 0, len(m))
-		for k := range m {
-			keys = append(keys, k)
+		for _, k := range slices.Sorted(maps.Keys(m)) {
+			h = fnvString(fnvString(h, k), m[k])
 		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			_, _ = h.Write([]byte(k))
-			_, _ = h.Write([]byte{0})
-			_, _ = h.Write([]byte(m[k]))
-			_, _ = h.Write([]byte{0})
-		}
-		_, _ = h.Write([]byte{1})
+		h = fnvString(h, "") // ends the map
 	}
-	return h.Sum64()
+	return h
 }
 
 // appliedTable is one member connection's record of the hub's writes.
@@ -147,8 +140,15 @@ func (t *appliedTable) lastGroups(s passState) (map[string]uint64, bool) {
 }
 
 func (t *appliedTable) holds(s passState) bool {
+	return t.unchangedSince(s) && s.now.Sub(t.pass.at) < s.resync
+}
+
+// unchangedSince says whether the member is as the last pass left it, as far as the
+// watch can tell: that pass succeeded over the same, continuously healthy connection,
+// and no foreign change was seen since. t.mu is held.
+func (t *appliedTable) unchangedSince(s passState) bool {
 	p := t.pass
-	return p.done && p.member == s.member && p.since.Equal(s.since) && p.changes == t.changes && s.now.Sub(p.at) < s.resync
+	return p.done && p.member == s.member && p.since.Equal(s.since) && p.changes == t.changes
 }
 
 // inventory counts the objects the hub holds in the member by kind: after a

@@ -101,11 +101,10 @@ func listPrint(kind string, items []runtime.Object) (kindPrint, bool) {
 			return p, false
 		}
 		var meta uint64
-		gen := o.GetGeneration()
-		if statusByOthers(kind) && gen != 0 {
+		if statusByOthers(kind) {
 			meta = metaHash(o)
 		}
-		p.sum += fingerprint(objKey{kind: kind, namespace: o.GetNamespace(), name: o.GetName()}, gen, meta, o.GetResourceVersion())
+		p.sum += fingerprint(objKey{kind: kind, namespace: o.GetNamespace(), name: o.GetName()}, o.GetGeneration(), meta, o.GetResourceVersion())
 	}
 	return p, true
 }
@@ -152,6 +151,5 @@ func mix64(x uint64) uint64 {
 func (t *appliedTable) resyncDue(s passState) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	p := t.pass
-	return p.done && p.digest == s.digest && p.member == s.member && p.since.Equal(s.since) && p.changes == t.changes
+	return t.unchangedSince(s) && t.pass.digest == s.digest
 }

@@ -11,9 +11,14 @@ const attempts = 50
 
 // Port returns a loopback port free in both TCP and UDP right now.
 func Port() (int, error) {
+	return port(func() (net.Listener, error) { return net.Listen("tcp", "127.0.0.1:0") })
+}
+
+// port tries the TCP listeners listen hands out until one's port is also free in UDP.
+func port(listen func() (net.Listener, error)) (int, error) {
 	var lastErr error
 	for range attempts {
-		tl, err := net.Listen("tcp", "127.0.0.1:0")
+		tl, err := listen()
 		if err != nil {
 			return 0, fmt.Errorf("listen on a free loopback TCP port: %w", err)
 		}

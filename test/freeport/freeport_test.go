@@ -2,6 +2,7 @@ package freeport
 
 import (
 	"net"
+	"strconv"
 	"testing"
 )
 
@@ -19,27 +20,35 @@ func TestAddrBindsInBothProtocols(t *testing.T) {
 	defer ul.Close()
 }
 
+// TestPortSkipsAPortHeldInUDP: the first TCP port offered is one held in UDP (as by a
+// DNS client's socket); Port must pass it by and return one free in both.
 func TestPortSkipsAPortHeldInUDP(t *testing.T) {
-	// Hold many UDP ports; every port returned must still bind in UDP.
-	var held []net.PacketConn
-	defer func() {
-		for _, c := range held {
-			_ = c.Close()
-		}
-	}()
-	for range 200 {
-		c, err := net.ListenPacket("udp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		held = append(held, c)
+	held, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
 	}
-	for range 20 {
-		addr := Addr(t)
-		ul, err := net.ListenPacket("udp", addr)
-		if err != nil {
-			t.Fatalf("Addr returned %s, which is held in UDP: %v", addr, err)
+	defer held.Close()
+	heldAddr := held.LocalAddr().String()
+	offered := 0
+	got, err := port(func() (net.Listener, error) {
+		offered++
+		if offered == 1 {
+			return net.Listen("tcp", heldAddr) // free in TCP, taken in UDP
 		}
-		_ = ul.Close()
+		return net.Listen("tcp", "127.0.0.1:0")
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
+	if want := held.LocalAddr().(*net.UDPAddr).Port; got == want {
+		t.Fatalf("Port returned %d, which is held in UDP", got)
+	}
+	if offered < 2 {
+		t.Fatalf("Port took the first port offered, held in UDP")
+	}
+	ul, err := net.ListenPacket("udp", net.JoinHostPort("127.0.0.1", strconv.Itoa(got)))
+	if err != nil {
+		t.Fatalf("port %d is not free in UDP: %v", got, err)
+	}
+	_ = ul.Close()
 }
