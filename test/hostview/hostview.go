@@ -84,10 +84,26 @@ func (v View) Diff(after View) string {
 			out = append(out, fmt.Sprintf("%s exists: %v → %v", p, v.Exists[p], after.Exists[p]))
 		}
 	}
-	// The nodes' cgroups are the lab's alone: any left is a leftover, and those a killed
-	// run left before (gone now, removed by this run's lab) are no change to report.
-	if len(after.Cgroups) > 0 {
-		out = append(out, fmt.Sprintf("node cgroups left: %v", after.Cgroups))
+	// A node cgroup the run made and left is a leftover. Those there before it (a killed
+	// run's, or another lab's running beside it) are not this run's to report, whether
+	// its lab removed them or not.
+	if left := added(v.Cgroups, after.Cgroups); len(left) > 0 {
+		out = append(out, fmt.Sprintf("node cgroups left: %v", left))
 	}
 	return strings.Join(out, "; ")
+}
+
+// added lists what is in after and not in before.
+func added(before, after []string) []string {
+	had := make(map[string]bool, len(before))
+	for _, s := range before {
+		had[s] = true
+	}
+	var out []string
+	for _, s := range after {
+		if !had[s] {
+			out = append(out, s)
+		}
+	}
+	return out
 }
