@@ -23,9 +23,13 @@ type target struct {
 // measure them.
 func targets() []target {
 	return []target{
-		{What: "WireGuard cable / raw pod → pod (lab)", Bench: "CableThroughput", Unit: "wireguard-cable/raw", AtLeast: true, Bound: 0.25},
-		{What: "VXLAN cable / raw pod → pod (lab)", Bench: "CableThroughput", Unit: "vxlan-cable/raw", AtLeast: true, Bound: 0.8},
-		{What: "IPsec cable / raw pod → pod (lab)", Bench: "CableThroughput", Unit: "ipsec-cable/raw"},
+		{What: "WireGuard cable / raw pod → pod (lab)", Bench: "CableThroughput/wireguard", Unit: "cable/raw", AtLeast: true, Bound: 0.25},
+		{What: "VXLAN cable / raw pod → pod (lab)", Bench: "CableThroughput/vxlan", Unit: "cable/raw", AtLeast: true, Bound: 0.8},
+		{What: "IPsec cable / raw pod → pod (lab)", Bench: "CableThroughput/ipsec", Unit: "cable/raw"},
+		{What: "Raw pod → pod path, machine CPU-s per GB (lab)", Bench: "CableThroughput/vxlan", Unit: "raw-cpu-s/GB"},
+		{What: "WireGuard cable, machine CPU-s per GB (lab)", Bench: "CableThroughput/wireguard", Unit: "cable-cpu-s/GB"},
+		{What: "VXLAN cable, machine CPU-s per GB (lab)", Bench: "CableThroughput/vxlan", Unit: "cable-cpu-s/GB"},
+		{What: "IPsec cable, machine CPU-s per GB (lab)", Bench: "CableThroughput/ipsec", Unit: "cable-cpu-s/GB"},
 		{What: "Hub, 255 members × 10,000 exports: one member's change, CPU-s", Bench: "HubScale/one-member-change", Unit: "cpu-s/op", Bound: 0.2},
 		{What: "Hub, 255 members × 10,000 exports: full reconcile, CPU-s", Bench: "HubScale/full-reconcile", Unit: "cpu-s/op", Bound: 5},
 		{What: "Hub, 255 members × 10,000 exports: peak RSS, MiB", Bench: "HubScale/full-reconcile", Unit: "max-RSS-MiB"},

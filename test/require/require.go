@@ -63,15 +63,24 @@ func RootLacks(tools ...string) string {
 // timeout it fails t with what and check's last error.
 func Eventually(t testing.TB, timeout time.Duration, what string, check func() error) time.Duration {
 	t.Helper()
+	took, err := Within(timeout, check)
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	return took
+}
+
+// Within calls check until it returns nil and returns how long that took, or, after
+// timeout, an error carrying check's last: for a caller that has more to say first.
+func Within(timeout time.Duration, check func() error) (time.Duration, error) {
 	start := time.Now()
 	for {
 		err := check()
 		if err == nil {
-			return time.Since(start)
+			return time.Since(start), nil
 		}
 		if time.Since(start) > timeout {
-			t.Fatalf("%s: not within %v: %v", what, timeout, err)
-			return timeout
+			return timeout, fmt.Errorf("not within %v: %w", timeout, err)
 		}
 		time.Sleep(pollInterval)
 	}
