@@ -49,12 +49,15 @@ func TestFrozenGatewayIsFencedOff(t *testing.T) {
 	}
 	t.Cleanup(thaw)
 	var next string
-	require.Eventually(t, 30*time.Second, "c2: the standby takes over from the frozen agent", func() error {
+	if _, err := require.Within(30*time.Second, func() error {
 		if next = env.ActiveGateway(t, "c2").Name; next == frozen.Name {
 			return fmt.Errorf("%s still active", next)
 		}
 		return nil
-	})
+	}); err != nil {
+		t.Logf("c2's agents, last lines:\n%s", env.StraitLogs(t, "c2", labtest.AgentApp, "agent", 60))
+		t.Fatalf("c2: the standby takes over from the frozen agent: %v", err)
+	}
 	t.Logf("c2's active gateway %s frozen; %s took over within %s", frozen.Name, next, time.Since(stopped).Round(time.Millisecond))
 
 	// From c1's active gateway, over the WAN, to the frozen node's cable port.
@@ -81,10 +84,17 @@ func TestFrozenGatewayIsFencedOff(t *testing.T) {
 
 	// Through the new gateway while the old one is still frozen: what breaks after the
 	// thaw is then the thaw's doing.
-	require.Eventually(t, 10*time.Second, "c1 → c2 through "+next, func() error {
+	throughNext := time.Now()
+	if _, err := require.Within(10*time.Second, func() error {
 		_, err := labtest.TryWhereamiWithin(src.ns, target, 300*time.Millisecond)
 		return err
-	})
+	}); err != nil {
+		for _, c := range members() {
+			t.Logf("%s's agents, last lines:\n%s", c, env.StraitLogs(t, c, labtest.AgentApp, "agent", 40))
+		}
+		t.Fatalf("c1 → c2 through %s, %s frozen: %v", next, frozen.Name, err)
+	}
+	t.Logf("c1 → c2 answered through %s %s after the takeover was seen", next, time.Since(throughNext).Round(time.Millisecond))
 	frozenProbe := startProber(src.ns, target)
 	time.Sleep(2 * time.Second)
 	frozenProbe.gap()
