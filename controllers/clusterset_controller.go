@@ -87,7 +87,6 @@ func NewClusterSetReconciler(mgr ctrl.Manager, metrics *Metrics, cfg Config) *Cl
 		Watched:       watchedKinds(),
 		ProbeInterval: cfg.ProbeInterval,
 		OnChange:      r.memberChanged,
-		Prints:        memberPrints,
 		Log:           mgr.GetLogger().WithName("members"),
 	})
 	return r

@@ -100,10 +100,10 @@ func newScaleHub(b testing.TB, cs *straitv1.ClusterSet) *scaleHub {
 	}
 	key := types.NamespacedName{Namespace: cs.Namespace, Name: cs.Name}
 	for _, c := range cs.Spec.Clusters {
-		mk := members.Key{ClusterSet: key, Cluster: c.Name}
-		m := newMemMember(mk)
+		m := newMemMember()
 		h.members[c.Name] = m
-		h.conns[c.Name] = &conn{name: c.Name, member: &members.Member{Key: mk, Client: m, Reader: m, Prints: m.prints}}
+		h.conns[c.Name] = &conn{name: c.Name, member: &members.Member{
+			Key: members.Key{ClusterSet: key, Cluster: c.Name}, Client: m, Reader: m}}
 	}
 	return h
 }
