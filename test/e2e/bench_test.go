@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -36,7 +37,9 @@ const (
 // and the kernel: both iperf3 ends, both tunnel ends and the forwarding, all on this one
 // machine). One sub-benchmark per driver (-bench CableThroughput/wireguard). With
 // STRAIT_BENCH_PERF=<dir>, the first cable round of each driver runs under
-// `perf record -a -g` into <dir>/<driver>.perf.data.
+// `perf record -a -g` into <dir>/<driver>.perf.data (perf is the Debian package
+// linux-perf, which neither .ci/run nor make installs: only this opt-in needs it; that
+// round's CPU-s per GB then includes perf's own work).
 func BenchmarkCableThroughput(b *testing.B) {
 	env.Require(b)
 	env.RestoreClusterSetSpec(b)
@@ -129,7 +132,7 @@ func iperf(ns, server string, run iperfRun) (iperfResult, error) {
 	}
 	cmd := exec.Command("nsenter", "--net="+ns, "iperf3", "-c", server, "-p", strconv.Itoa(workload.IPerf3Port),
 		"-t", strconv.Itoa(run.seconds), "-O", strconv.Itoa(run.omit), "-J")
-	var stdout, stderr strings.Builder
+	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Start(); err != nil {
 		return iperfResult{}, err
@@ -164,7 +167,7 @@ func iperf(ns, server string, run iperfRun) (iperfResult, error) {
 			} `json:"sum_received"`
 		} `json:"end"`
 	}
-	if err := json.Unmarshal([]byte(stdout.String()), &r); err != nil {
+	if err := json.Unmarshal(stdout.Bytes(), &r); err != nil {
 		return iperfResult{}, fmt.Errorf("iperf3 output: %w", err)
 	}
 	got := r.End.SumReceived
