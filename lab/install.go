@@ -336,6 +336,7 @@ func (l *Lab) waitWorkloads(ctx context.Context, cluster, ns string, c kubernete
 			if err != nil {
 				pending = append(pending, err.Error())
 			}
+			pending = append(pending, unreadyPods(ctx, c, ns)...)
 			return fmt.Errorf("%s: %s not ready after %s: %s (kubectl -n %s get pods; logs under %s)", cluster, ns, timeout,
 				strings.Join(pending, "; "), ns, filepath.Join(l.state.ClusterDir(cluster), "logs"))
 		}
