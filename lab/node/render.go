@@ -95,7 +95,8 @@ func cniConfig(c Config, l layout) ([]byte, error) {
 // kubeletConfig is the KubeletConfiguration. The cgroupfs driver with the node's own
 // cgroupRoot (this machine has cgroup v1 hierarchies, so failCgroupV1 is off); the API
 // server reaches the kubelet anonymously (logs, exec) as nothing else can reach the node;
-// image garbage collection off, since the imported images cannot be pulled again.
+// image garbage collection off, since the imported images cannot be pulled again; hard
+// eviction only on a disk or memory nearly exhausted (see evictionHard).
 func kubeletConfig(c Config, l layout) ([]byte, error) {
 	dns := make([]string, 0, len(c.ClusterDNS))
 	for _, a := range c.ClusterDNS {
@@ -126,6 +127,7 @@ func kubeletConfig(c Config, l layout) ([]byte, error) {
 		"imageGCHighThresholdPercent": 100,
 		"imageGCLowThresholdPercent":  99,
 		"serializeImagePulls":         false,
+		"evictionHard":                evictionHard,
 		"registerNode":                true,
 		"enableServer":                true,
 	}
@@ -137,6 +139,20 @@ func kubeletConfig(c Config, l layout) ([]byte, error) {
 	}
 	// JSON is YAML, and the kubelet reads either.
 	return json.MarshalIndent(conf, "", "  ")
+}
+
+// evictionHard are the kubelet's hard eviction thresholds in absolute amounts. Every lab
+// node's kubelet measures the filesystem of the state directory, which all nodes share
+// with the rest of the machine: with the kubelet's defaults (imagefs.available < 15%,
+// nodefs.available < 10%), a developer's disk 85% full put every node under DiskPressure
+// and evicted every pod, Strait's and the samples' alike, a state of the machine and not
+// of the lab. Memory keeps the kubelet's default.
+var evictionHard = map[string]string{
+	"memory.available":   "100Mi",
+	"nodefs.available":   "1Gi",
+	"imagefs.available":  "1Gi",
+	"nodefs.inodesFree":  "1%",
+	"imagefs.inodesFree": "1%",
 }
 
 // HealthzPort is the kubelet's health endpoint on the node's loopback (127.0.0.1).

@@ -63,6 +63,11 @@ func TestConfigsPointAtTheNodesOwnPathsAndPinThePauseImage(t *testing.T) {
 	if kc["cgroupRoot"] != "/strait-node-c1-node1" || kc["podCIDR"] != "10.7.1.0/24" || kc["address"] != "10.250.1.2" {
 		t.Errorf("kubelet config: cgroupRoot %v podCIDR %v address %v", kc["cgroupRoot"], kc["podCIDR"], kc["address"])
 	}
+	// A disk 85% full (the kubelet's default imagefs.available < 15%) is no reason to
+	// evict a lab node's pods: only an absolute gigabyte left is.
+	if ev, _ := kc["evictionHard"].(map[string]any); ev["imagefs.available"] != "1Gi" || ev["nodefs.available"] != "1Gi" {
+		t.Errorf("kubelet config: evictionHard %v, want absolute disk thresholds", kc["evictionHard"])
+	}
 	var cni struct {
 		Plugins []struct {
 			Bridge string
