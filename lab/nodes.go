@@ -182,13 +182,6 @@ func (l *Lab) ensureRealNode(ctx context.Context, client kubernetes.Interface, r
 		return err
 	}
 	start := time.Now()
-	// A pod reaches its API server at the kubernetes Service's ClusterIP from its first
-	// second. Unless the node's kube-proxy has programmed that before the kubelet starts
-	// the first pod, strait hub's first start fails on "network is unreachable" and waits
-	// out a crash-loop back-off.
-	if err := l.waitAPIService(ctx, client, rn.cluster, n); err != nil {
-		return err
-	}
 	nd, err := node.Start(ctx, node.Config{
 		Name: n.Name, NetNS: netns.Path(n.Namespace), NodeIP: n.LANAddr.Addr(), PodCIDR: n.PodCIDR,
 		KubeConfig: kc, BinDir: l.opts.NodeBin, Kubelet: l.opts.bin("kubelet"), StateDir: dir,
@@ -286,16 +279,3 @@ func (l *Lab) recordNode(cluster, name string, nd *node.Node) error {
 	return nil
 }
 
-// waitAPIService waits until a node reaches the kubernetes Service's ClusterIP through its
-// kube-proxy.
-func (l *Lab) waitAPIService(ctx context.Context, client kubernetes.Interface, cluster string, n topology.Node) error {
-	svc, err := client.CoreV1().Services(metav1.NamespaceDefault).Get(ctx, "kubernetes", metav1.GetOptions{})
-	if err != nil {
-		return fmt.Errorf("the kubernetes Service: %w", err)
-	}
-	if len(svc.Spec.Ports) == 0 {
-		return fmt.Errorf("the kubernetes Service has no port")
-	}
-	target := net.JoinHostPort(svc.Spec.ClusterIP, strconv.Itoa(int(svc.Spec.Ports[0].Port)))
-	return l.dialFromNode(ctx, cluster, n, target, time.Now().Add(time.Minute))
-}

@@ -180,11 +180,11 @@ func (l *Lab) bootstrap(ctx context.Context, t *topology.Lab, rec *Record, cp to
 	}
 	l.progress("%s: strait installed (kubectl apply --server-side -k %s)", cp.Cluster, l.InstallDir(cp.Cluster))
 	if !member {
-		if err := l.ensureKubeProxyOn(topology.HubName, *t.HubNode, l.state.InNamespaceKubeconfig(topology.HubName), t.HubNode.PodCIDR); err != nil {
-			return fmt.Errorf("hub kube-proxy: %w", err)
-		}
 		if err := l.ensureHubNode(ctx, t, client); err != nil {
 			return fmt.Errorf("hub node: %w", err)
+		}
+		if err := l.ensureKubeProxyOn(topology.HubName, *t.HubNode, l.state.InNamespaceKubeconfig(topology.HubName), t.HubNode.PodCIDR); err != nil {
+			return fmt.Errorf("hub kube-proxy: %w", err)
 		}
 		if err := l.ensureClusterDNS(ctx, *t.Hub, topology.HubDNSServiceIP(), client); err != nil {
 			return fmt.Errorf("hub DNS: %w", err)
