@@ -278,4 +278,3 @@ func (l *Lab) recordNode(cluster, name string, nd *node.Node) error {
 	}
 	return nil
 }
-
