@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/workqueue"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/workqueue"
@@ -79,9 +80,11 @@ type Config struct {
 
 // Agent is `straitd agent` on one node.
 type Agent struct {
-	cfg     Config
-	dp      *Dataplane
-	client  client.Client
+	cfg    Config
+	dp     *Dataplane
+	client client.Client
+	// live reads from the API server itself, past the informers (see updateLive).
+	live    client.Reader
 	kube    kubernetes.Interface
 	mgr     ctrl.Manager
 	trigger chan event.GenericEvent
@@ -165,7 +168,7 @@ func New(restCfg *rest.Config, cfg Config) (*Agent, error) {
 	if err != nil {
 		return nil, err
 	}
-	a = &Agent{cfg: cfg, dp: NewDataplane(cfg.Kernel), client: mgr.GetClient(), kube: kube, mgr: mgr,
+	a = &Agent{cfg: cfg, dp: NewDataplane(cfg.Kernel), client: mgr.GetClient(), live: mgr.GetAPIReader(), kube: kube, mgr: mgr,
 		trigger: make(chan event.GenericEvent, 1), metrics: met}
 	all := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
 		return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: "node"}}}
@@ -173,7 +176,7 @@ func New(restCfg *rest.Config, cfg Config) (*Agent, error) {
 	generation := builder.WithPredicates(predicate.GenerationChangedPredicate{})
 	skip := true // one agent per manager; tests run several in one process
 	err = ctrl.NewControllerManagedBy(mgr).Named("strait-agent").
-		WithOptions(controller.Options{SkipNameValidation: &skip}).
+		WithOptions(controller.Options{SkipNameValidation: &skip, RateLimiter: syncBackoff()}).
 		Watches(&straitv1.Membership{}, all, generation).
 		Watches(&straitv1.Peer{}, all, generation).
 		Watches(&straitv1.GlobalIngress{}, all).
@@ -191,6 +194,13 @@ func New(restCfg *rest.Config, cfg Config) (*Agent, error) {
 		return nil, err
 	}
 	return a, nil
+}
+
+// syncBackoff spaces the retries of a failed pass: doubling from 100 ms up to 5 s. The
+// default (up to 1,000 s) left a node that had failed through a 15 s API server outage
+// without a pass for half a minute and more after it came back.
+func syncBackoff() workqueue.TypedRateLimiter[reconcile.Request] {
+	return workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](100*time.Millisecond, 5*time.Second)
 }
 
 // addProbes serves the DaemonSet's probes: /healthz while the manager runs, /readyz once
@@ -241,6 +251,9 @@ func (a *Agent) reconcile(ctx context.Context, _ reconcile.Request) (reconcile.R
 	start := time.Now()
 	wait, err := a.sync(ctx)
 	a.metrics.synced(time.Since(start), err)
+	if err != nil {
+		return reconcile.Result{}, err // retried after syncBackoff
+	}
 	if wait > 0 {
 		requeue.RequeueAfter = wait
 	}

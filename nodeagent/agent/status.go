@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -34,21 +35,29 @@ func (a *Agent) publishGateway(ctx context.Context, m *straitv1.Membership, self
 	if hc := want.Local.HealthCheckIP; hc.IsValid() {
 		spec.HealthCheckIP = hc.String()
 	}
-	if _, err := controllerutil.CreateOrUpdate(ctx, a.client, gw, func() error {
-		gw.Spec = spec
-		return nil
-	}); err != nil {
+	err := a.updateLive(ctx, gw, func() { gw.Spec = spec }, func() error {
+		_, err := controllerutil.CreateOrUpdate(ctx, a.client, gw, func() error {
+			gw.Spec = spec
+			return nil
+		})
+		return err
+	}, func() error { return a.client.Update(ctx, gw) })
+	if err != nil {
 		return fmt.Errorf("gateway %s: %w", a.cfg.NodeName, err)
 	}
-	now := metav1.Now()
-	gw.Status.LastHeartbeat = &now
-	cond := metav1.Condition{Type: "Ready", Status: metav1.ConditionTrue, Reason: straitv1.ReasonGatewayActive,
-		Message: "this node is the active gateway", ObservedGeneration: gw.Generation}
-	if !active {
-		cond.Reason, cond.Message = "Standby", "passive: takes over when the active gateway's Lease expires"
+	setStatus := func() {
+		now := metav1.Now()
+		gw.Status.LastHeartbeat = &now
+		cond := metav1.Condition{Type: "Ready", Status: metav1.ConditionTrue, Reason: straitv1.ReasonGatewayActive,
+			Message: "this node is the active gateway", ObservedGeneration: gw.Generation}
+		if !active {
+			cond.Reason, cond.Message = "Standby", "passive: takes over when the active gateway's Lease expires"
+		}
+		setCondition(&gw.Status.Conditions, cond)
 	}
-	setCondition(&gw.Status.Conditions, cond)
-	if err := a.client.Status().Update(ctx, gw); err != nil {
+	setStatus()
+	statusUpdate := func() error { return a.client.Status().Update(ctx, gw) }
+	if err := a.updateLive(ctx, gw, setStatus, statusUpdate, statusUpdate); err != nil {
 		return fmt.Errorf("gateway %s status: %w", a.cfg.NodeName, err)
 	}
 	if active {
@@ -77,15 +86,36 @@ func (a *Agent) demoteOthers(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("gateway %s: %w", g.Name, err))
 			continue
 		}
-		setCondition(&g.Status.Conditions, metav1.Condition{Type: "Ready", Status: metav1.ConditionFalse,
-			Reason: straitv1.ReasonGatewayLeaseLost, ObservedGeneration: g.Generation,
-			Message: fmt.Sprintf("%s holds the gateway Lease; this node's agent did not renew it", a.cfg.NodeName)})
-		if err := a.client.Status().Update(ctx, g); err != nil {
+		lost := func() {
+			setCondition(&g.Status.Conditions, metav1.Condition{Type: "Ready", Status: metav1.ConditionFalse,
+				Reason: straitv1.ReasonGatewayLeaseLost, ObservedGeneration: g.Generation,
+				Message: fmt.Sprintf("%s holds the gateway Lease; this node's agent did not renew it", a.cfg.NodeName)})
+		}
+		lost()
+		update := func() error { return a.client.Status().Update(ctx, g) }
+		if err := a.updateLive(ctx, g, lost, update, update); err != nil {
 			errs = append(errs, fmt.Errorf("gateway %s status: %w", g.Name, err))
 		}
 		log.FromContext(ctx).Info("marked a stale active gateway passive", "gateway", g.Name)
 	}
 	return errors.Join(errs...)
+}
+
+// updateLive runs write, a write of obj built on the informers' copy. When that copy
+// was behind the API server (a conflict: after an API server outage the informers may
+// take up to half a minute to reconnect, and meanwhile every write built on their copy
+// of an object this agent writes again and again would be refused), it reads obj from
+// the API server itself, applies mutate to it again and runs update once.
+func (a *Agent) updateLive(ctx context.Context, obj client.Object, mutate func(), write, update func() error) error {
+	err := write()
+	if !apierrors.IsConflict(err) {
+		return err
+	}
+	if err := a.live.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+		return fmt.Errorf("reading %s from the API server after a conflict: %w", obj.GetName(), err)
+	}
+	mutate()
+	return update()
 }
 
 // publishShutdown marks this node's Gateway passive after the Lease was released.
