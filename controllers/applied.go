@@ -82,7 +82,7 @@ type appliedTable struct {
 	changes uint64
 	// prints are, per kind, the count and the sum of the entries' fingerprints: the
 	// resync's check compares a member's whole list of a kind with them in one pass.
-	prints map[string]kindPrint
+	prints map[string]members.Print
 }
 
 // memberPass is the last complete, successful pass over a member: every object applied
@@ -213,7 +213,7 @@ func (t *appliedTable) setRV(k objKey, rv string) {
 
 func (r *ClusterSetReconciler) appliedFor(key members.Key) *appliedTable {
 	v, _ := r.applied.LoadOrStore(key, &appliedTable{entries: map[objKey]appliedEntry{}, namespaces: map[string]bool{},
-		prints: map[string]kindPrint{}})
+		prints: map[string]members.Print{}})
 	return v.(*appliedTable)
 }
 

@@ -2,13 +2,11 @@ package controllers
 
 import (
 	"context"
-	"fmt"
 
-	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
+	"github.com/straitnet/strait/controllers/members"
 	"github.com/straitnet/strait/plan"
 )
 
@@ -16,12 +14,19 @@ import (
 // over the same healthy connection, with no foreign change seen since (see
 // appliedTable.resyncDue). The plan then wants exactly what the hub last wrote, so
 // instead of building every object again it compares what the member holds with the
-// hub's record: the objects carrying the ClusterSet's labels, listed from the informers
-// without copies, must be exactly those the hub wrote, each at the resourceVersion the
-// member answered the hub's write with (or, for a Peer whose status its agent writes,
-// the generation, labels and annotations). Anyone's change to an object gives it another
-// resourceVersion; stripping its labels takes it out of the list; an object someone
-// else labelled adds one. ok false means the member differs and needs a full pass.
+// hub's record: the objects carrying the ClusterSet's labels must be exactly those the
+// hub wrote, each at the resourceVersion the member answered the hub's write with (or,
+// for a Peer whose status its agent writes, the generation, labels and annotations).
+// Anyone's change to an object gives it another resourceVersion; stripping its labels
+// takes it out; an object someone else labelled adds one. The member's side is the
+// print its informers keep from their events (memberPrints, members.Prints), so the
+// check lists nothing. ok false means the member differs, or its informers have not
+// caught up yet, and needs a full pass.
+//
+// The print runs behind the member: a change it has not been handed yet is on its way
+// to the informer, whose event also reaches memberChanged, and it is in the print the
+// next resync compares. It can only differ from the record in a way that makes a full
+// pass, never hide a change it has been handed (but for a 64-bit collision).
 //
 // The IPsec key (Secrets are not watched) is written as a full pass writes it, and the
 // conditions of the member's ServiceExports are checked and written where they differ.
@@ -32,18 +37,10 @@ func (w *memberWriter) check(ctx context.Context, p *plan.Plan, cluster string, 
 	if err := w.checkOwner(ctx); err != nil {
 		return false, err
 	}
-	sel := client.MatchingLabels{straitv1.LabelManagedBy: straitv1.ManagedByHub, straitv1.LabelClusterSet: plan.ClusterSetLabel(w.cs)}
 	for _, pk := range prunable() {
-		if err := w.m.Reader.List(ctx, pk.list, sel, client.InNamespace(pk.namespace), client.UnsafeDisableDeepCopy); err != nil {
-			return false, fmt.Errorf("listing %s: %w", pk.kind, err)
-		}
-		items, err := meta.ExtractList(pk.list)
-		if err != nil {
-			return false, err
-		}
 		// An object the hub wrote gone, stripped of its labels or changed, or one more
 		// labelled, changes the count or the sum.
-		if got, ok := listPrint(pk.kind, items); !ok || got != w.table.printOf(pk.kind) {
+		if got, ok := w.m.Print(pk.kind); !ok || got != w.table.printOf(pk.kind) {
 			return false, nil
 		}
 	}
@@ -62,51 +59,61 @@ func (w *memberWriter) check(ctx context.Context, p *plan.Plan, cluster string, 
 	return true, nil
 }
 
-// kindPrint is a kind's count of objects and the sum of their fingerprints.
-type kindPrint struct {
-	n   int
-	sum uint64
-}
-
 // print and unprint count an entry in or out of its kind's print; t.mu is held.
 func (t *appliedTable) print(k objKey, e appliedEntry) {
 	p := t.prints[k.kind]
-	p.n++
-	p.sum += fingerprint(k, e.gen, e.meta, e.rv)
+	p.N++
+	p.Sum += fingerprint(k, e.gen, e.meta, e.rv)
 	t.prints[k.kind] = p
 }
 
 func (t *appliedTable) unprint(k objKey, e appliedEntry) {
 	p := t.prints[k.kind]
-	p.n--
-	p.sum -= fingerprint(k, e.gen, e.meta, e.rv)
+	p.N--
+	p.Sum -= fingerprint(k, e.gen, e.meta, e.rv)
 	t.prints[k.kind] = p
 }
 
 // printOf is the print of the recorded objects of a kind.
-func (t *appliedTable) printOf(kind string) kindPrint {
+func (t *appliedTable) printOf(kind string) members.Print {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.prints[kind]
 }
 
-// listPrint is the print of the objects of a kind the member holds. It equals the
-// recorded one when the member holds exactly the recorded objects, each still what the
-// hub wrote (appliedEntry.holds; a 64-bit sum can only collide by chance).
-func listPrint(kind string, items []runtime.Object) (kindPrint, bool) {
-	p := kindPrint{n: len(items)}
-	for _, it := range items {
-		o, ok := it.(client.Object)
-		if !ok {
-			return p, false
-		}
-		var meta uint64
-		if statusByOthers(kind) {
-			meta = metaHash(o)
-		}
-		p.sum += fingerprint(objKey{kind: kind, namespace: o.GetNamespace(), name: o.GetName()}, o.GetGeneration(), meta, o.GetResourceVersion())
+// memberPrints is the fingerprint a member connection's informers keep their prints
+// with (members.Options.Prints): an object counts when it is of a kind the hub writes,
+// in the namespace the hub writes that kind in, and carries the ClusterSet's labels —
+// what prune lists as the hub's. The print of a kind then equals the record's
+// (appliedTable.prints) when the member holds exactly the recorded objects, each still
+// what the hub wrote (appliedEntry.holds; a 64-bit sum can only collide by chance).
+func memberPrints(key members.Key) members.PrintFunc {
+	label := plan.ClusterSetLabel(key.ClusterSet)
+	namespaces := map[string]string{}
+	for _, pk := range prunable() {
+		namespaces[pk.kind] = pk.namespace
 	}
-	return p, true
+	return func(kind string, o client.Object) (uint64, bool) {
+		ns, ok := namespaces[kind]
+		if !ok || ns != "" && o.GetNamespace() != ns {
+			return 0, false
+		}
+		l := o.GetLabels()
+		if l[straitv1.LabelManagedBy] != straitv1.ManagedByHub || l[straitv1.LabelClusterSet] != label {
+			return 0, false
+		}
+		return objectPrint(kind, o), true
+	}
+}
+
+// objectPrint is the fingerprint of an object of kind as a member holds it, the one the
+// hub's record keeps for its write when the object is still what the hub wrote.
+func objectPrint(kind string, o client.Object) uint64 {
+	var meta uint64
+	if statusByOthers(kind) {
+		meta = metaHash(o)
+	}
+	return fingerprint(objKey{kind: kind, namespace: o.GetNamespace(), name: o.GetName()}, o.GetGeneration(), meta, o.GetResourceVersion())
 }
 
 // fingerprint hashes an object's identity and version: its resourceVersion, or, for

@@ -87,6 +87,7 @@ func NewClusterSetReconciler(mgr ctrl.Manager, metrics *Metrics, cfg Config) *Cl
 		Watched:       watchedKinds(),
 		ProbeInterval: cfg.ProbeInterval,
 		OnChange:      r.memberChanged,
+		Prints:        memberPrints,
 		Log:           mgr.GetLogger().WithName("members"),
 	})
 	return r

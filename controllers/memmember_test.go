@@ -10,12 +10,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	mcsv1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
+	"github.com/straitnet/strait/controllers/members"
 )
 
 // memMember stands in for a member's API server and informers in the scale benchmark,
@@ -23,7 +25,11 @@ import (
 // per object the hub wrote, its resourceVersion (and a ServiceExport's status), and
 // counts writes. It answers the calls the hub's write path makes; any other call panics
 // through the nil embedded interfaces. Reads hand out fresh objects like an informer's
-// deep copy, but smaller: metadata only. The correctness tests use real API servers.
+// deep copy, but smaller: metadata only. Every change, the hub's writes and deletes and
+// those made behind its back (touch, remove), is handed to the member's print handlers
+// (members.Prints) as the informer fed by its API server would hand on the watch event,
+// with an object of the same metadata as reads give. The correctness tests use real
+// API servers.
 type memMember struct {
 	client.Client // nil: calls the write path does not make panic
 	scheme        *runtime.Scheme
@@ -36,10 +42,44 @@ type memMember struct {
 	// labels are those of the hub's objects (all of them carry the same), given back on
 	// reads so that prune by name recognizes them.
 	labels map[string]string
+	// prints are the member's prints, fed by informed.
+	prints *members.Prints
 }
 
-func newMemMember() *memMember {
-	return &memMember{scheme: NewScheme(), objs: map[string]map[objKey]int64{}, exports: map[objKey]map[string]any{}}
+// newMemMember is a member whose prints fingerprint with the hub's function for key.
+func newMemMember(key members.Key) *memMember {
+	var kinds []string
+	for _, pk := range prunable() {
+		kinds = append(kinds, pk.kind)
+	}
+	return &memMember{scheme: NewScheme(), objs: map[string]map[objKey]int64{}, exports: map[objKey]map[string]any{},
+		prints: members.NewPrints(memberPrints(key), kinds...)}
+}
+
+// informed hands a change of an object to its kind's print handler, as the informer
+// would: from the resourceVersion was (0: it did not exist) to is (0: deleted). m.mu is
+// held.
+func (m *memMember) informed(k objKey, was, is int64) {
+	h := m.prints.Handler(k.kind)
+	if h == nil {
+		return
+	}
+	obj := func(rv int64) client.Object {
+		o := &metav1.PartialObjectMetadata{}
+		o.SetName(k.name)
+		o.SetNamespace(k.namespace)
+		o.SetResourceVersion(strconv.FormatInt(rv, 10))
+		o.SetLabels(m.labels)
+		return o
+	}
+	switch {
+	case was == 0 && is != 0:
+		h.OnAdd(obj(is), false)
+	case is != 0:
+		h.OnUpdate(obj(was), obj(is))
+	case was != 0:
+		h.OnDelete(obj(was))
+	}
 }
 
 func (m *memMember) Scheme() *runtime.Scheme { return m.scheme }
@@ -140,7 +180,11 @@ func (m *memMember) Delete(_ context.Context, obj client.Object, _ ...client.Del
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	kind := kindOf(obj)
-	delete(m.objs[kind], objKey{kind: kind, namespace: obj.GetNamespace(), name: obj.GetName()})
+	k := objKey{kind: kind, namespace: obj.GetNamespace(), name: obj.GetName()}
+	if rv, ok := m.objs[kind][k]; ok {
+		delete(m.objs[kind], k)
+		m.informed(k, rv, 0)
+	}
 	m.writes++
 	return nil
 }
@@ -179,7 +223,9 @@ func (m *memMember) store(obj runtime.ApplyConfiguration, status bool) error {
 		m.objs[kind] = map[objKey]int64{}
 	}
 	m.rv++
+	was := m.objs[kind][k]
 	m.objs[kind][k] = m.rv
+	m.informed(k, was, m.rv)
 	if status && kind == "ServiceExport" {
 		st, _ := u.UnstructuredContent()["status"].(map[string]any)
 		m.exports[k] = runtime.DeepCopyJSON(st)
@@ -191,19 +237,27 @@ func (m *memMember) store(obj runtime.ApplyConfiguration, status bool) error {
 
 func (m *memMember) Status() client.SubResourceWriter { return memStatus{m: m} }
 
-// touch changes an object behind the hub's back, as someone editing it would.
+// touch changes an object behind the hub's back, as someone editing it would. The
+// informer sees it (the print changes); the hub's watch does not (no ChangeFunc is
+// called), as when the hub was down or the change stripped the hub's labels.
 func (m *memMember) touch(k objKey) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.rv++
+	was := m.objs[k.kind][k]
 	m.objs[k.kind][k] = m.rv
+	m.informed(k, was, m.rv)
 }
 
-// remove deletes an object behind the hub's back, unseen by its watch.
+// remove deletes an object behind the hub's back: the informer sees it, the hub's
+// watch does not (see touch).
 func (m *memMember) remove(k objKey) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	delete(m.objs[k.kind], k)
+	if rv, ok := m.objs[k.kind][k]; ok {
+		delete(m.objs[k.kind], k)
+		m.informed(k, rv, 0)
+	}
 }
 
 func (m *memMember) writeCount() int {

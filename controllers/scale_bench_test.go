@@ -100,10 +100,10 @@ func newScaleHub(b testing.TB, cs *straitv1.ClusterSet) *scaleHub {
 	}
 	key := types.NamespacedName{Namespace: cs.Namespace, Name: cs.Name}
 	for _, c := range cs.Spec.Clusters {
-		m := newMemMember()
+		mk := members.Key{ClusterSet: key, Cluster: c.Name}
+		m := newMemMember(mk)
 		h.members[c.Name] = m
-		h.conns[c.Name] = &conn{name: c.Name, member: &members.Member{
-			Key: members.Key{ClusterSet: key, Cluster: c.Name}, Client: m, Reader: m}}
+		h.conns[c.Name] = &conn{name: c.Name, member: &members.Member{Key: mk, Client: m, Reader: m, Prints: m.prints}}
 	}
 	return h
 }

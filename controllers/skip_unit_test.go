@@ -76,7 +76,7 @@ func TestWhichMembersArePassedOver(t *testing.T) {
 	}, true, "c003")
 	step("c004 reconnected (a new connection)", func() {
 		old := h.conns["c004"].member
-		h.conns["c004"].member = &members.Member{Key: old.Key, Client: old.Client, Reader: old.Reader}
+		h.conns["c004"].member = &members.Member{Key: old.Key, Client: old.Client, Reader: old.Reader, Prints: old.Prints}
 	}, false, "c004")
 	step("c005 removed and added back", func() {
 		h.conns["c005"].removed = true

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 )
 
 // Key names one member connection: a cluster of a ClusterSet. The same API server in two
@@ -44,7 +45,11 @@ type Options struct {
 	ProbeTimeout time.Duration
 	// OnChange receives every change; it must not block.
 	OnChange ChangeFunc
-	Log      logr.Logger
+	// Prints, when set, gives each connection the function its informers fingerprint
+	// the watched objects with: Member.Print then tells, per kind, the count and the
+	// fingerprint sum of those that count, kept from the events without a list.
+	Prints func(Key) PrintFunc
+	Log    logr.Logger
 }
 
 // Watch is one watched kind.
@@ -186,19 +191,48 @@ func (c *Cache) newMember(key Key, cfg *rest.Config, version string) (*Member, e
 	m := &Member{Key: key, Client: direct, Reader: informers, version: version, cancel: cancel, disco: disco,
 		cfg: cfg, log: c.opts.Log.WithValues("member", key.String()), opts: &c.opts, done: make(chan struct{}),
 		syncedCh: make(chan struct{})}
-	for _, w := range c.opts.Watched {
-		inf, err := informers.GetInformer(ctx, w.Object, cache.BlockUntilSynced(false))
+	kinds := make([]string, len(c.opts.Watched))
+	for i, w := range c.opts.Watched {
+		gvk, err := apiutil.GVKForObject(w.Object, c.opts.Scheme)
 		if err != nil {
 			cancel()
-			return nil, fmt.Errorf("informer for %T in %s: %w", w.Object, key, err)
+			return nil, fmt.Errorf("kind of %T: %w", w.Object, err)
 		}
-		if _, err := inf.AddEventHandler(m.handler()); err != nil {
+		kinds[i] = gvk.Kind
+	}
+	if c.opts.Prints != nil {
+		m.Prints = NewPrints(c.opts.Prints(key), kinds...)
+	}
+	for i, w := range c.opts.Watched {
+		if err := m.addHandlers(ctx, informers, w.Object, kinds[i]); err != nil {
 			cancel()
 			return nil, fmt.Errorf("event handler for %T in %s: %w", w.Object, key, err)
 		}
 	}
 	go m.run(ctx, informers)
 	return m, nil
+}
+
+// addHandlers registers the member's event handlers on the informer of obj's kind:
+// the one that reports changes and, with Options.Prints, the one that keeps the
+// kind's print from the informer's first list on.
+func (m *Member) addHandlers(ctx context.Context, informers cache.Cache, obj client.Object, kind string) error {
+	inf, err := informers.GetInformer(ctx, obj, cache.BlockUntilSynced(false))
+	if err != nil {
+		return err
+	}
+	if _, err := inf.AddEventHandler(m.handler()); err != nil {
+		return err
+	}
+	if m.Prints == nil {
+		return nil
+	}
+	reg, err := inf.AddEventHandler(m.Prints.Handler(kind))
+	if err != nil {
+		return err
+	}
+	m.Prints.setSynced(kind, reg.HasSynced)
+	return nil
 }
 
 func (m *Member) handler() toolscache.ResourceEventHandler {

@@ -23,6 +23,9 @@ type Member struct {
 	// Reader reads the watched kinds from the informers: what the member held when it
 	// was last reachable.
 	Reader client.Reader
+	// Prints are the prints of the watched kinds, kept by the informers' event handlers
+	// (Options.Prints); nil without.
+	Prints *Prints
 
 	version string
 	cfg     *rest.Config
@@ -157,6 +160,17 @@ func (m *Member) Probe(ctx context.Context) error {
 	}
 	m.setHealth(nil)
 	return nil
+}
+
+// Print is the print of the objects of kind that count (Options.Prints), as the
+// informer's event handler has been handed them; ok is false when there is none yet.
+// It runs behind the informer's store and behind the API server: a print that differs
+// from what the caller expects may only mean that a change is on its way.
+func (m *Member) Print(kind string) (Print, bool) {
+	if m.Prints == nil {
+		return Print{}, false
+	}
+	return m.Prints.Print(kind)
 }
 
 // Synced says whether the informers have listed the member at least once.
