@@ -1,7 +1,10 @@
 // Package resolver answers clusterset.local questions from an immutable Snapshot of the
 // member's imported services. It is pure: no client, no clock, no randomness, no I/O.
-// The only mutable state is the round-robin position of each ClusterSetIP service, an
-// atomic counter that a new Snapshot inherits from the one it replaces.
+// A Snapshot holds one immutable Entry per service, by pointer, so that successive
+// snapshots share the entries of the services that did not change; which clusters are
+// connected is a property of the Snapshot, applied while answering. The only mutable
+// state is the round-robin position of each ClusterSetIP service, an atomic counter in
+// its Entry that a new Entry for the same service inherits.
 //
 // Names served under each zone (clusterset.local and the configured extra zones):
 //

@@ -1,7 +1,6 @@
 package resolver
 
 import (
-	"net"
 	"net/netip"
 	"strings"
 
@@ -54,26 +53,33 @@ func (s *Snapshot) Resolve(qname string, qtype uint16) Answer {
 	case n < 3 || n > maxLabels || l[n-1] != "svc":
 		return q.nxDomain()
 	}
-	svc := s.services[serviceKey{l[n-3], l[n-2]}]
-	if svc == nil || len(svc.ordered) == 0 {
+	e := s.services[ServiceKey{l[n-3], l[n-2]}]
+	if e == nil {
+		return q.nxDomain()
+	}
+	// ord are the service's sources that answer, local first (Entry.ordered).
+	var buf [8]*ClusterSource
+	q.e = e
+	ord := e.ordered(s, buf[:0])
+	if len(ord) == 0 {
 		return q.nxDomain()
 	}
 	srv := n >= 5 && isUnderscored(l[0]) && isUnderscored(l[1])
 	switch {
 	case n == 3:
-		return q.service(svc)
+		return q.addresses(ord, nil, "")
 	case n == 4 && s.cfg.ClusterNames && !isUnderscored(l[0]):
-		return q.cluster(svc, svc.find(l[0]))
+		return q.cluster(ord, find(ord, l[0]), "")
 	case n == 5 && srv:
-		return q.srv(svc, nil, l[0][1:], l[1][1:])
-	case n == 5 && svc.headless && !isUnderscored(l[0]):
-		return q.endpoint(svc.find(l[1]), l[0])
+		return q.srv(ord, nil, l[0][1:], l[1][1:])
+	case n == 5 && e.svc.Headless && !isUnderscored(l[0]):
+		return q.cluster(ord, find(ord, l[1]), l[0])
 	case n == 6 && srv && s.cfg.ClusterNames:
-		c := svc.find(l[2])
+		c := find(ord, l[2])
 		if c == nil {
 			return q.nxDomain()
 		}
-		return q.srv(svc, c, l[0][1:], l[1][1:])
+		return q.srv(ord, c, l[0][1:], l[1][1:])
 	}
 	return q.nxDomain()
 }
@@ -116,6 +122,8 @@ type query struct {
 	qname string
 	qtype uint16
 	zone  string
+	// e is the service asked about.
+	e *Entry
 }
 
 func (q *query) hdr(t uint16) dns.RR_Header {
@@ -156,15 +164,18 @@ func families(qtype uint16) (fs []family, ok bool) {
 	return nil, false
 }
 
-// addresses answers with addrs of the asked families, NODATA when there are none.
-func (q *query) addresses(pick func(family) []netip.Addr) Answer {
+// addresses answers with the addresses of the asked families: of the service name when
+// c is nil, else of c, or of c's endpoints named label when label is not empty. It is
+// NODATA when there are none.
+func (q *query) addresses(ord []*ClusterSource, c *ClusterSource, label string) Answer {
 	fs, ok := families(q.qtype)
 	if !ok {
 		return q.noData()
 	}
 	var out []dns.RR
+	var buf [4]netip.Addr
 	for _, f := range fs {
-		out = q.appendAddrs(out, q.qname, pick(f))
+		out = q.appendAddrs(out, q.qname, q.addrsOf(ord, buf[:0], c, label, f))
 	}
 	if len(out) == 0 {
 		return q.noData()
@@ -172,82 +183,168 @@ func (q *query) addresses(pick func(family) []netip.Addr) Answer {
 	return Answer{Answer: out}
 }
 
+func (q *query) addrsOf(ord []*ClusterSource, dst []netip.Addr, c *ClusterSource, label string, f family) []netip.Addr {
+	switch {
+	case c == nil:
+		return q.pick(ord, f, dst)
+	case label != "":
+		return q.e.appendLabelled(dst, c, f, label)
+	}
+	return q.e.appendAddrs(dst, c, f)
+}
+
+// appendAddrs appends an A or AAAA record for each of addrs, named owner, to out. Each
+// record takes one allocation, its address included; so does the first record's slice.
 func (q *query) appendAddrs(out []dns.RR, owner string, addrs []netip.Addr) []dns.RR {
 	for _, a := range addrs {
 		h := dns.RR_Header{Name: owner, Class: dns.ClassINET, Ttl: q.s.cfg.TTL}
+		var rr dns.RR
+		var first *[1]dns.RR
 		if a.Is4() {
+			r := &aRecord{ip: a.As4()}
 			h.Rrtype = dns.TypeA
-			b := a.As4()
-			out = append(out, &dns.A{Hdr: h, A: net.IP(b[:])})
+			r.rr = dns.A{Hdr: h, A: r.ip[:]}
+			rr, first = &r.rr, &r.out
 		} else {
+			r := &aaaaRecord{ip: a.As16()}
 			h.Rrtype = dns.TypeAAAA
-			b := a.As16()
-			out = append(out, &dns.AAAA{Hdr: h, AAAA: net.IP(b[:])})
+			r.rr = dns.AAAA{Hdr: h, AAAA: r.ip[:]}
+			rr, first = &r.rr, &r.out
 		}
+		if out == nil {
+			first[0] = rr
+			out = first[:]
+			continue
+		}
+		out = append(out, rr)
 	}
 	return out
 }
 
-// service answers <svc>.<ns>.svc.<zone>.
-func (q *query) service(svc *service) Answer {
-	return q.addresses(func(f family) []netip.Addr { return svc.pick(f) })
+// aRecord is an A record with the bytes of its address, and room for a slice of one
+// record, allocated together.
+type aRecord struct {
+	rr  dns.A
+	ip  [4]byte
+	out [1]dns.RR
 }
 
-// pick is the answer for a service name: for ClusterSetIP the local cluster's address
-// when it is ready, else the next connected cluster's in turn; for headless every
-// published endpoint, local ones first.
-func (svc *service) pick(f family) []netip.Addr {
-	if svc.headless {
-		if len(svc.remote[f]) == 0 {
-			return svc.local[f]
+// aaaaRecord is aRecord for AAAA.
+type aaaaRecord struct {
+	rr  dns.AAAA
+	ip  [16]byte
+	out [1]dns.RR
+}
+
+// find is the source in ord of the cluster named name, nil when there is none.
+func find(ord []*ClusterSource, name string) *ClusterSource {
+	for _, c := range ord {
+		if c.Cluster == name {
+			return c
 		}
-		all := make([]netip.Addr, 0, len(svc.local[f])+len(svc.remote[f]))
-		return append(append(all, svc.local[f]...), svc.remote[f]...)
 	}
-	if len(svc.local[f]) > 0 {
-		return svc.local[f]
-	}
-	r := svc.remote[f]
-	if len(r) == 0 {
-		return nil
-	}
-	i := (svc.rr.next[f].Add(1) - 1) % uint64(len(r))
-	return r[i : i+1]
+	return nil
 }
 
-// cluster answers <cluster>.<svc>.<ns>.svc.<zone>.
-func (q *query) cluster(svc *service, c *cluster) Answer {
+// pick appends the answer for a service name to dst: for ClusterSetIP the local
+// cluster's addresses when it has any, else the next connected cluster's in turn; for
+// headless every published endpoint, local ones first.
+func (q *query) pick(ord []*ClusterSource, f family, dst []netip.Addr) []netip.Addr {
+	e := q.e
+	if e.svc.Headless {
+		for _, c := range ord {
+			dst = e.appendAddrs(dst, c, f)
+		}
+		return dst
+	}
+	if ord[0].Cluster == q.s.local {
+		if e.count(ord[0], f) > 0 {
+			return e.appendAddrs(dst, ord[0], f)
+		}
+		ord = ord[1:]
+	}
+	start := len(dst)
+	for _, c := range ord {
+		dst = e.appendAddrs(dst, c, f)
+	}
+	n := len(dst) - start
+	if n == 0 {
+		return dst
+	}
+	dst[start] = dst[start+int((e.rr[f].Add(1)-1)%uint64(n))]
+	return dst[:start+1]
+}
+
+// cluster answers <cluster>.<svc>.<ns>.svc.<zone> (label empty) or, of a headless
+// service, <label>.<cluster>.<svc>.<ns>.svc.<zone>; c is that cluster's answering source.
+func (q *query) cluster(ord []*ClusterSource, c *ClusterSource, label string) Answer {
 	if c == nil {
 		return q.nxDomain()
 	}
-	return q.addresses(func(f family) []netip.Addr { return c.addrs[f] })
-}
-
-// endpoint answers <hostname>.<cluster>.<svc>.<ns>.svc.<zone> of a headless service.
-func (q *query) endpoint(c *cluster, label string) Answer {
-	if c == nil {
-		return q.nxDomain()
-	}
-	var addrs [2][]netip.Addr
-	for _, ep := range c.endpoints {
-		if ep.label == label {
-			f := familyOf(ep.addr)
-			addrs[f] = append(addrs[f], ep.addr)
+	if label != "" {
+		var buf [4]netip.Addr
+		if len(q.e.appendLabelled(q.e.appendLabelled(buf[:0], c, v4, label), c, v6, label)) == 0 {
+			return q.nxDomain()
 		}
 	}
-	if len(addrs[v4])+len(addrs[v6]) == 0 {
-		return q.nxDomain()
+	return q.addresses(ord, c, label)
+}
+
+// appendLabelled appends the answerable addresses of family f of c's endpoints named
+// label to dst.
+func (e *Entry) appendLabelled(dst []netip.Addr, c *ClusterSource, f family, label string) []netip.Addr {
+	for i := range c.Endpoints {
+		ep := &c.Endpoints[i]
+		if e.answerable(c, ep) && familyOf(ep.Addr) == f && hasLabel(ep, label) {
+			dst = append(dst, ep.Addr.Unmap())
+		}
 	}
-	return q.addresses(func(f family) []netip.Addr { return addrs[f] })
+	return dst
+}
+
+// hasLabel says whether label (lower case) names ep: its hostname, or its dashed address
+// when it has none.
+func hasLabel(ep *Endpoint, label string) bool {
+	if ep.Hostname != "" {
+		return strings.EqualFold(ep.Hostname, label)
+	}
+	var buf [64]byte
+	return string(appendDashed(buf[:0], ep.Addr.Unmap())) == label
+}
+
+// labelOf is ep's DNS label: its hostname in lower case, or its dashed address.
+func labelOf(ep *Endpoint) string {
+	if ep.Hostname != "" {
+		return strings.ToLower(ep.Hostname)
+	}
+	return string(appendDashed(nil, ep.Addr.Unmap()))
+}
+
+// appendDashed appends the label of an endpoint without hostname: 10-1-2-3, or fd00--1
+// for IPv6.
+func appendDashed(dst []byte, a netip.Addr) []byte {
+	start := len(dst)
+	dst = a.AppendTo(dst)
+	sep := byte(':')
+	if a.Is4() {
+		sep = '.'
+	}
+	for i := start; i < len(dst); i++ {
+		if dst[i] == sep {
+			dst[i] = '-'
+		}
+	}
+	return dst
 }
 
 // srv answers _<port>._<proto>.[<cluster>.]<svc>.<ns>.svc.<zone>: for ClusterSetIP one
 // record targeting the service (or cluster) name, for headless one per endpoint
 // targeting its per-endpoint name, with the targets' addresses as additional records.
-func (q *query) srv(svc *service, only *cluster, portName, proto string) Answer {
+func (q *query) srv(ord []*ClusterSource, only *ClusterSource, portName, proto string) Answer {
+	e := q.e
 	var port *Port
-	for i := range svc.ports {
-		p := &svc.ports[i]
+	for i := range e.svc.Ports {
+		p := &e.svc.Ports[i]
 		if p.Name != "" && strings.EqualFold(p.Name, portName) && strings.EqualFold(p.Protocol, proto) {
 			port = p
 			break
@@ -259,35 +356,45 @@ func (q *query) srv(svc *service, only *cluster, portName, proto string) Answer 
 	if q.qtype != dns.TypeSRV && q.qtype != dns.TypeANY {
 		return q.noData()
 	}
-	base := svc.name + "." + svc.namespace + ".svc." + q.zone
+	key := e.Key()
+	base := key.Name + "." + key.Namespace + ".svc." + q.zone
 	var a Answer
-	add := func(target string, p uint16, addrs [2][]netip.Addr) {
+	add := func(target string, p uint16, v4s, v6s []netip.Addr) {
 		a.Answer = append(a.Answer, &dns.SRV{Hdr: q.hdr(dns.TypeSRV), Priority: 0, Weight: 100, Port: p, Target: target})
-		a.Extra = q.appendAddrs(a.Extra, target, addrs[v4])
-		a.Extra = q.appendAddrs(a.Extra, target, addrs[v6])
+		a.Extra = q.appendAddrs(a.Extra, target, v4s)
+		a.Extra = q.appendAddrs(a.Extra, target, v6s)
 	}
-	if !svc.headless {
+	if !e.svc.Headless {
+		var b4, b6 [4]netip.Addr
 		if only != nil {
-			add(only.name+"."+base, port.Port, only.addrs)
+			add(only.Cluster+"."+base, port.Port, e.appendAddrs(b4[:0], only, v4), e.appendAddrs(b6[:0], only, v6))
 		} else {
-			add(base, port.Port, [2][]netip.Addr{svc.pick(v4), svc.pick(v6)})
+			add(base, port.Port, q.pick(ord, v4, b4[:0]), q.pick(ord, v6, b6[:0]))
 		}
 		return a
 	}
-	for _, c := range svc.ordered {
+	for _, c := range ord {
 		if only != nil && c != only {
 			continue
 		}
 		p := port.Port
-		for _, cp := range c.ports {
+		for _, cp := range c.Ports {
 			if strings.EqualFold(cp.Name, port.Name) && strings.EqualFold(cp.Protocol, port.Protocol) {
 				p = cp.Port
 			}
 		}
-		for _, ep := range c.endpoints {
-			var addrs [2][]netip.Addr
-			addrs[familyOf(ep.addr)] = []netip.Addr{ep.addr}
-			add(ep.label+"."+c.name+"."+base, p, addrs)
+		for i := range c.Endpoints {
+			ep := &c.Endpoints[i]
+			if !e.answerable(c, ep) {
+				continue
+			}
+			addr := []netip.Addr{ep.Addr.Unmap()}
+			target := labelOf(ep) + "." + c.Cluster + "." + base
+			if familyOf(ep.Addr) == v4 {
+				add(target, p, addr, nil)
+			} else {
+				add(target, p, nil, addr)
+			}
 		}
 	}
 	if n := len(a.Answer); n > 1 {

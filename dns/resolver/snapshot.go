@@ -2,7 +2,6 @@ package resolver
 
 import (
 	"net/netip"
-	"slices"
 	"sort"
 	"strings"
 	"sync/atomic"
@@ -51,10 +50,14 @@ type Endpoint struct {
 	Ready    bool
 }
 
-// ClusterSource is what one cluster contributes to a service: the EndpointSlices labelled
-// with its source-cluster, merged.
+// ClusterSource is what one cluster contributes to a service: one EndpointSlice labelled
+// with its source-cluster, or several merged. Several sources of one cluster are merged
+// when the service's Entry is made: ports appended, endpoints ordered by address.
 type ClusterSource struct {
 	Cluster string
+	// Key tells apart the sources of one service for whoever builds them (package
+	// source: the EndpointSlice's name); answers do not depend on it.
+	Key string
 	// Ports as the slices list them; for a headless service these are the target ports
 	// SRV answers carry. Empty means the service's ports.
 	Ports     []Port
@@ -72,15 +75,21 @@ type Service struct {
 	Sources []ClusterSource
 }
 
+// ServiceKey names a service in a Snapshot: its lower-case name and namespace.
+type ServiceKey struct{ Name, Namespace string }
+
 // Snapshot is an immutable view of every imported service; safe for concurrent readers.
+// It holds each service's Entry by pointer, so successive snapshots share the entries of
+// the services that did not change; which clusters answer is applied when a question is
+// answered, not copied into the entries.
 type Snapshot struct {
 	cfg      Config
 	zones    []string // lower-case FQDNs, longest first
-	services map[serviceKey]*service
+	local    string   // lower-case LocalCluster
+	answers  map[string]bool
+	services map[ServiceKey]*Entry
 	records  int
 }
-
-type serviceKey struct{ name, namespace string }
 
 // family indexes address families: 0 is IPv4, 1 is IPv6.
 type family int
@@ -97,50 +106,24 @@ func familyOf(a netip.Addr) family {
 	return v6
 }
 
-type service struct {
-	name, namespace string
-	headless        bool
-	ports           []Port
-	// ordered are the clusters that answer (connected or local, with published
-	// addresses), local first, then by name. A service has a handful: a slice is
-	// smaller and faster to build than a map.
-	ordered []*cluster
-	// local and remote are the ClusterSetIP candidates by family.
-	local, remote [2][]netip.Addr
-	rr            *roundRobin
-}
-
-// find is the answering cluster named name, nil when there is none.
-func (svc *service) find(name string) *cluster {
-	for _, c := range svc.ordered {
-		if c.name == name {
-			return c
-		}
-	}
-	return nil
-}
-
-type roundRobin struct{ next [2]atomic.Uint64 }
-
-type cluster struct {
-	name  string
-	ports []Port
-	// addrs are the published addresses by family.
-	addrs [2][]netip.Addr
-	// endpoints of a headless service, with their DNS labels (hostname or dashed address).
-	endpoints []endpoint
-}
-
-type endpoint struct {
-	label string
-	addr  netip.Addr
-}
-
 // NewSnapshot builds the snapshot for services. connected tells which remote clusters
 // answer (the local cluster always does). prev, when not nil, hands its round-robin
 // positions on so that a change elsewhere does not restart every rotation.
 func NewSnapshot(cfg Config, services []Service, connected func(cluster string) bool, prev *Snapshot) *Snapshot {
-	s := &Snapshot{cfg: cfg, services: make(map[serviceKey]*service, len(services))}
+	entries := make(map[ServiceKey]*Entry, len(services))
+	for i := range services {
+		key := KeyOf(&services[i])
+		entries[key] = NewEntry(services[i], prev.Entry(key))
+	}
+	return Assemble(cfg, entries, connected)
+}
+
+// Assemble is the snapshot answering from entries, keyed by KeyOf their service.
+// connected tells which remote clusters answer (the local cluster always does); it is
+// asked once per cluster name here, never while answering. The snapshot keeps entries:
+// the caller must not change the map afterwards.
+func Assemble(cfg Config, entries map[ServiceKey]*Entry, connected func(cluster string) bool) *Snapshot {
+	s := &Snapshot{cfg: cfg, services: entries, local: strings.ToLower(cfg.LocalCluster), answers: map[string]bool{}}
 	for _, z := range cfg.Zones {
 		s.zones = append(s.zones, fqdnLower(z))
 	}
@@ -148,68 +131,25 @@ func NewSnapshot(cfg Config, services []Service, connected func(cluster string) 
 		s.zones = []string{DefaultZone}
 	}
 	sort.Slice(s.zones, func(i, j int) bool { return len(s.zones[i]) > len(s.zones[j]) })
-	localName := strings.ToLower(cfg.LocalCluster)
-	for i := range services {
-		in := &services[i]
-		key := serviceKey{strings.ToLower(in.Name), strings.ToLower(in.Namespace)}
-		svc := &service{name: key.name, namespace: key.namespace, headless: in.Headless, ports: in.Ports}
-		if p := prev.lookup(key); p != nil {
-			svc.rr = p.rr
-		} else {
-			svc.rr = &roundRobin{}
-		}
-		for j := range in.Sources {
-			src := &in.Sources[j]
-			name := strings.ToLower(src.Cluster)
-			if name != localName && (connected == nil || !connected(src.Cluster)) {
+	asked := map[string]bool{}
+	for _, e := range entries {
+		for i := range e.svc.Sources {
+			name := e.svc.Sources[i].Cluster
+			if _, ok := asked[name]; ok {
 				continue
 			}
-			c := svc.find(name)
-			isNew := c == nil
-			if isNew {
-				c = &cluster{name: name, ports: src.Ports}
-			}
-			for _, ep := range src.Endpoints {
-				if !ep.Addr.IsValid() || !ep.Ready && (!src.PublishNotReady || !in.Headless) {
-					continue
-				}
-				addr := ep.Addr.Unmap()
-				f := familyOf(addr)
-				c.addrs[f] = append(c.addrs[f], addr)
-				if in.Headless {
-					label := strings.ToLower(ep.Hostname)
-					if label == "" {
-						label = dashed(addr)
-					}
-					c.endpoints = append(c.endpoints, endpoint{label: label, addr: addr})
-				}
-				s.records++
-			}
-			if isNew && len(c.addrs[v4])+len(c.addrs[v6]) > 0 {
-				svc.ordered = append(svc.ordered, c)
+			asked[name] = connected != nil && connected(name)
+			if asked[name] {
+				s.answers[strings.ToLower(name)] = true
 			}
 		}
-		if len(svc.ordered) > 1 {
-			slices.SortFunc(svc.ordered, func(a, b *cluster) int {
-				if (a.name == localName) != (b.name == localName) {
-					if a.name == localName {
-						return -1
-					}
-					return 1
-				}
-				return strings.Compare(a.name, b.name)
-			})
-		}
-		for _, c := range svc.ordered {
-			for f := range c.addrs {
-				if c.name == localName {
-					svc.local[f] = append(svc.local[f], c.addrs[f]...)
-				} else {
-					svc.remote[f] = append(svc.remote[f], c.addrs[f]...)
-				}
+	}
+	for _, e := range entries {
+		for i := range e.clusters {
+			if c := &e.clusters[i]; s.answering(c) {
+				s.records += e.count(c, v4) + e.count(c, v6)
 			}
 		}
-		s.services[key] = svc
 	}
 	return s
 }
@@ -233,11 +173,18 @@ func (s *Snapshot) Records() int {
 // Config the snapshot answers with.
 func (s *Snapshot) Config() Config { return s.cfg }
 
-func (s *Snapshot) lookup(k serviceKey) *service {
+// Entry is the service named k, nil when there is none (or s is nil).
+func (s *Snapshot) Entry(k ServiceKey) *Entry {
 	if s == nil {
 		return nil
 	}
 	return s.services[k]
+}
+
+// answering says whether c's addresses are answered with: it is the local cluster or a
+// connected one.
+func (s *Snapshot) answering(c *ClusterSource) bool {
+	return c.Cluster == s.local || s.answers[c.Cluster]
 }
 
 // Current holds the snapshot in use; the source swaps it, the server loads it.
@@ -255,13 +202,4 @@ func fqdnLower(z string) string {
 		z += "."
 	}
 	return strings.TrimPrefix(z, ".")
-}
-
-// dashed is the label of an endpoint without hostname: 10-1-2-3, or fd00--1 for IPv6.
-func dashed(a netip.Addr) string {
-	s := a.String()
-	if a.Is4() {
-		return strings.ReplaceAll(s, ".", "-")
-	}
-	return strings.ReplaceAll(s, ":", "-")
 }
