@@ -5,8 +5,9 @@
 //     are connected, and the answers to DNS questions over it. No I/O, no clock.
 //   - server: the miekg/dns handler and UDP/TCP listeners, EDNS0 and truncation, and
 //     the Prometheus metrics. It reads the current Snapshot and never builds one.
-//   - source: informers on the member's ServiceImports, MCS EndpointSlices, Peers and
-//     Membership; it builds a new Snapshot on every change and swaps it in atomically.
+//   - source: watches on the member's ServiceImports, MCS EndpointSlices, Peers and
+//     Membership, kept as compact records in a store that holds the snapshot's entries;
+//     it builds a new Snapshot on every change and swaps it in atomically.
 //   - corefile: the marked stanza in kube-system/coredns that forwards the zones to
 //     strait dns (a pure text edit, the ConfigMap read-modify-write around it, and the
 //     Keeper loop that puts it back).

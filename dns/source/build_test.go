@@ -1,8 +1,10 @@
 package source
 
 import (
+	"net/netip"
 	"reflect"
 	"testing"
+	"unsafe"
 
 	"github.com/miekg/dns"
 	corev1 "k8s.io/api/core/v1"
@@ -11,6 +13,7 @@ import (
 	mcsv1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
+	"github.com/straitnet/strait/dns/resolver"
 )
 
 func peer(cluster, state string, cond *metav1.ConditionStatus) straitv1.Peer {
@@ -23,14 +26,17 @@ func peer(cluster, state string, cond *metav1.ConditionStatus) straitv1.Peer {
 
 func TestConnected(t *testing.T) {
 	f, tr, u := metav1.ConditionFalse, metav1.ConditionTrue, metav1.ConditionUnknown
-	got := Connected([]straitv1.Peer{
+	got := map[string]bool{}
+	for _, p := range []straitv1.Peer{
 		peer("no-status", "", nil),
 		peer("true", "Connected", &tr),
 		peer("false", "Connected", &f),
 		peer("unknown", "", &u),
 		peer("connecting", "Connecting", nil),
 		peer("error", "Error", nil),
-	})
+	} {
+		got[p.Spec.ClusterID] = peerConnected(&p)
+	}
 	want := map[string]bool{"no-status": true, "true": true, "false": false, "unknown": true, "connecting": false, "error": false}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("got %v, want %v", got, want)
@@ -73,7 +79,10 @@ func TestBuildFromObjects(t *testing.T) {
 			slice("shop", "orphan", "c2", ep("10.2.9.9", &yes, "")),
 		},
 	}
-	snap := Build(st, Overrides{}, 1, nil)
+	snap, err := Build(st, Overrides{}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
 	cfg := snap.Config()
 	if cfg.LocalCluster != "c1" || cfg.TTL != 9 || !cfg.ClusterNames || !reflect.DeepEqual(cfg.Zones, []string{"clusterset.local.", "example.org"}) {
 		t.Errorf("config %+v: want local c1, TTL 9, cluster names on, zones clusterset.local. and example.org", cfg)
@@ -100,35 +109,53 @@ func TestBuildFromObjects(t *testing.T) {
 	}
 
 	off, ttl := false, uint32(0)
-	cfg = Build(st, Overrides{ClusterNames: &off, TTL: &ttl, ExtraZones: []string{"x.test"}}, 2, nil).Config()
-	if cfg.ClusterNames || cfg.TTL != 0 || len(cfg.Zones) != 3 || cfg.Serial != 2 {
+	snap, err = Build(st, Overrides{ClusterNames: &off, TTL: &ttl, ExtraZones: []string{"x.test"}}, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg = snap.Config(); cfg.ClusterNames || cfg.TTL != 0 || len(cfg.Zones) != 3 || cfg.Serial != 2 {
 		t.Errorf("overrides: %+v", cfg)
 	}
 }
 
-func TestSlimKeepsWhatAnswersNeed(t *testing.T) {
-	yes := true
-	full := slice("shop", "web", "c2", ep("10.2.0.10", &yes, "web-0"))
+// TestRecordKeepsWhatAnswersNeed turns a slice with everything the hub or Kubernetes may
+// set into its record: only the answers' inputs are kept, endpoints by address, and
+// the values that repeat across slices are shared, not copied.
+func TestRecordKeepsWhatAnswersNeed(t *testing.T) {
+	yes, no := true, false
+	full := slice("shop", "web", "c2", ep("10.2.0.20", &no, "web-1"), ep("10.2.0.10", &yes, "web-0"), ep("not-an-ip", &yes, ""))
+	full.Endpoints = append(full.Endpoints, discoveryv1.Endpoint{Addresses: []string{"10.2.0.5"}})
 	full.Labels["extra"] = "x"
 	full.Annotations = map[string]string{"kubectl.kubernetes.io/last-applied-configuration": "{...}"}
+	full.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "hub"}}
 	full.ResourceVersion = "42"
 	node := "node-1"
 	full.Endpoints[0].NodeName = &node
 	full.Endpoints[0].TargetRef = &corev1.ObjectReference{Kind: "Pod", Name: "web-0"}
 	name, port, proto := "http", int32(80), corev1.ProtocolTCP
-	full.Ports = []discoveryv1.EndpointPort{{Name: &name, Port: &port, Protocol: &proto}}
-	before := Services([]mcsv1.ServiceImport{{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web"}}}, []discoveryv1.EndpointSlice{*full.DeepCopy()})
-
-	got, err := slim(&full)
-	if err != nil {
-		t.Fatal(err)
+	full.Ports = []discoveryv1.EndpointPort{{Name: &name, Port: &port, Protocol: &proto}, {Port: &port}}
+	in := newInterner()
+	got := in.record(&full).(*sliceRecord)
+	want := &sliceRecord{objectKey: objectKey{"shop", "web-c2"}, service: "web", src: resolver.ClusterSource{
+		Cluster: "c2", Key: "-c2",
+		Ports: []resolver.Port{{Name: "http", Protocol: "TCP", Port: 80}, {Protocol: "TCP", Port: 80}},
+		Endpoints: []resolver.Endpoint{
+			{Addr: netip.MustParseAddr("10.2.0.5"), Ready: true},
+			{Addr: netip.MustParseAddr("10.2.0.10"), Hostname: "web-0", Ready: true},
+			{Addr: netip.MustParseAddr("10.2.0.20"), Hostname: "web-1"},
+		},
+	}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("record:\n got %+v\nwant %+v", got, want)
 	}
-	s := got.(*discoveryv1.EndpointSlice)
-	if len(s.Labels) != 2 || s.Annotations != nil || s.ResourceVersion != "42" || s.Endpoints[0].NodeName != nil || s.Endpoints[0].TargetRef != nil {
-		t.Errorf("slim kept too much or too little: %+v", s)
+	other := slice("shop", "db", "c2", ep("10.2.1.1", &yes, ""))
+	other.Ports = full.Ports
+	o := in.record(&other).(*sliceRecord)
+	if &o.src.Ports[0] != &got.src.Ports[0] || unsafe.StringData(o.src.Cluster) != unsafe.StringData(got.src.Cluster) ||
+		unsafe.StringData(o.namespace) != unsafe.StringData(got.namespace) || unsafe.StringData(o.src.Key) != unsafe.StringData(got.src.Key) {
+		t.Error("two slices' port lists, cluster names, namespaces or keys are copies, not one interned value")
 	}
-	after := Services([]mcsv1.ServiceImport{{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web"}}}, []discoveryv1.EndpointSlice{*s})
-	if !reflect.DeepEqual(before, after) {
-		t.Errorf("slim changed the model:\n%+v\n%+v", before, after)
+	if odd := in.sliceKey("web", "webx-c2"); odd != "webx-c2" || sliceName("web", got.src.Key) != "web-c2" {
+		t.Errorf("slice keys: %q for webx-c2 of web, name %q for %q", odd, sliceName("web", got.src.Key), got.src.Key)
 	}
 }

@@ -4,19 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	discoveryv1 "k8s.io/api/discovery/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/labels"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/selection"
-	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	mcsv1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
@@ -33,25 +31,27 @@ type Options struct {
 	Namespace string
 	// Debounce gathers a burst of changes into one rebuild; 0 is DefaultDebounce.
 	Debounce time.Duration
-	// OnError is told about failures to read the cache; nil drops them. The previous
-	// snapshot keeps being served meanwhile.
+	// OnError is told about objects the source could not take in; nil drops them. The
+	// previous snapshot keeps being served meanwhile.
 	OnError func(error)
 }
 
 // Source watches the member's ServiceImports, MCS EndpointSlices, Peers and Membership
-// and publishes a new snapshot after every change.
+// and publishes a new snapshot after every change. Its reflectors hand every object to
+// a store (store.go) that keeps records, not the typed objects.
 type Source struct {
-	opts    Options
-	cache   cache.Cache
-	publish func(*resolver.Snapshot)
-	dirty   chan struct{}
-	serial  uint32
-	prev    *resolver.Snapshot
-	// lastBuild is how long the last read and rebuild took.
+	opts       Options
+	state      *state
+	reflectors []*toolscache.Reflector
+	publish    func(*resolver.Snapshot)
+	dirty      chan struct{}
+	serial     uint32
+	// lastBuild is how long the last rebuild took.
 	lastBuild time.Duration
 }
 
-// Scheme has every type the source reads.
+// Scheme has every type the source reads, and the Kubernetes built-in types, for the
+// clients of those who write them.
 func Scheme() (*runtime.Scheme, error) {
 	s := runtime.NewScheme()
 	err := errors.Join(clientgoscheme.AddToScheme(s), straitv1.AddToScheme(s), mcsv1.Install(s))
@@ -59,6 +59,27 @@ func Scheme() (*runtime.Scheme, error) {
 		return nil, fmt.Errorf("building scheme: %w", err)
 	}
 	return s, nil
+}
+
+// watched is one kind the source watches.
+type watched struct {
+	kind     kind
+	gv       schema.GroupVersion
+	resource string
+	example  runtime.Object
+	// system says that the objects live in the source's namespace only.
+	system bool
+	// selector, when not empty, is the label selector of the list and watch.
+	selector string
+}
+
+func watchedKinds() []watched {
+	return []watched{
+		{kindImport, mcsv1.SchemeGroupVersion, "serviceimports", &mcsv1.ServiceImport{}, false, ""},
+		{kindSlice, discoveryv1.SchemeGroupVersion, "endpointslices", &discoveryv1.EndpointSlice{}, false, mcsv1.LabelSourceCluster},
+		{kindPeer, straitv1.GroupVersion, "peers", &straitv1.Peer{}, true, ""},
+		{kindMembership, straitv1.GroupVersion, "memberships", &straitv1.Membership{}, true, ""},
+	}
 }
 
 // New creates a source reading through cfg; publish receives every new snapshot.
@@ -69,75 +90,71 @@ func New(cfg *rest.Config, opts Options, publish func(*resolver.Snapshot)) (*Sou
 	if opts.Debounce == 0 {
 		opts.Debounce = DefaultDebounce
 	}
-	scheme, err := Scheme()
-	if err != nil {
-		return nil, err
+	// Only the watched kinds: the decoder needs nothing else.
+	scheme := runtime.NewScheme()
+	if err := errors.Join(discoveryv1.AddToScheme(scheme), straitv1.AddToScheme(scheme), mcsv1.Install(scheme)); err != nil {
+		return nil, fmt.Errorf("building scheme: %w", err)
 	}
-	mcsSlice, err := labels.NewRequirement(mcsv1.LabelSourceCluster, selection.Exists, nil)
+	codecs := serializer.NewCodecFactory(scheme)
+	httpClient, err := rest.HTTPClientFor(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("building slice selector: %w", err)
+		return nil, fmt.Errorf("creating HTTP client: %w", err)
 	}
-	system := map[string]cache.Config{opts.Namespace: {}}
-	noCopy := true
-	c, err := cache.New(cfg, cache.Options{
-		Scheme:                       scheme,
-		DefaultTransform:             slim,
-		DefaultUnsafeDisableDeepCopy: &noCopy,
-		ByObject: map[client.Object]cache.ByObject{
-			&discoveryv1.EndpointSlice{}: {Label: labels.NewSelector().Add(*mcsSlice)},
-			&straitv1.Peer{}:             {Namespaces: system},
-			&straitv1.Membership{}:       {Namespaces: system},
-		},
-	})
-	if err != nil {
-		return nil, fmt.Errorf("creating cache: %w", err)
+	s := &Source{opts: opts, publish: publish, dirty: make(chan struct{}, 1)}
+	s.state = newState(newInterner(), s.markDirty)
+	for _, w := range watchedKinds() {
+		c := rest.CopyConfig(cfg)
+		c.GroupVersion = &w.gv
+		c.APIPath = "/apis"
+		c.NegotiatedSerializer = codecs.WithoutConversion()
+		if w.gv.Group == discoveryv1.GroupName {
+			// Built-in types decode faster, and with less garbage, from protobuf.
+			c.ContentType = runtime.ContentTypeProtobuf
+			c.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
+		}
+		rc, err := rest.RESTClientForConfigAndClient(c, httpClient)
+		if err != nil {
+			return nil, fmt.Errorf("creating client for %s: %w", w.resource, err)
+		}
+		ns := ""
+		if w.system {
+			ns = opts.Namespace
+		}
+		selector := w.selector
+		lw := toolscache.NewFilteredListWatchFromClient(rc, w.resource, ns, func(o *metav1.ListOptions) { o.LabelSelector = selector })
+		store := kindStore{s: s.state, kind: w.kind, onError: opts.OnError}
+		s.reflectors = append(s.reflectors, toolscache.NewReflectorWithOptions(lw, w.example, store,
+			toolscache.ReflectorOptions{Name: "strait-dns/" + w.resource}))
 	}
-	return &Source{opts: opts, cache: c, publish: publish, dirty: make(chan struct{}, 1)}, nil
+	return s, nil
 }
 
 // Run watches and publishes until ctx is done. The first snapshot is published once
-// every informer has synced.
+// every kind has been listed in full.
 func (s *Source) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	handler := toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    func(any) { s.markDirty() },
-		UpdateFunc: func(any, any) { s.markDirty() },
-		DeleteFunc: func(any) { s.markDirty() },
+	var wg sync.WaitGroup
+	defer func() {
+		cancel()
+		wg.Wait()
+	}()
+	for _, r := range s.reflectors {
+		wg.Go(func() { r.RunWithContext(ctx) })
 	}
-	for _, obj := range []client.Object{&mcsv1.ServiceImport{}, &discoveryv1.EndpointSlice{}, &straitv1.Peer{}, &straitv1.Membership{}} {
-		inf, err := s.cache.GetInformer(ctx, obj)
-		if err != nil {
-			return fmt.Errorf("watching %T: %w", obj, err)
-		}
-		if _, err := inf.AddEventHandler(handler); err != nil {
-			return fmt.Errorf("watching %T: %w", obj, err)
-		}
-	}
-	errc := make(chan error, 1)
-	go func() { errc <- s.cache.Start(ctx) }()
-	if !s.cache.WaitForCacheSync(ctx) {
-		if ctx.Err() != nil {
+	for !s.state.isSynced() {
+		select {
+		case <-ctx.Done():
 			return nil
+		case <-s.dirty:
 		}
-		return fmt.Errorf("informers did not sync: %w", <-errc)
 	}
-	s.rebuild(ctx)
+	s.rebuild()
 	timer := time.NewTimer(0)
 	<-timer.C
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
-		case err := <-errc:
-			// On cancellation the cache may return before ctx.Done is seen here.
-			if ctx.Err() != nil {
-				return nil
-			}
-			if err == nil {
-				return errors.New("cache stopped")
-			}
-			return fmt.Errorf("cache stopped: %w", err)
 		case <-s.dirty:
 			// A rebuild is not started sooner than the last one took, so that a
 			// churning clusterset cannot keep the server's CPU busy rebuilding.
@@ -152,7 +169,7 @@ func (s *Source) Run(ctx context.Context) error {
 			case <-s.dirty:
 			default:
 			}
-			s.rebuild(ctx)
+			s.rebuild()
 		}
 	}
 }
@@ -164,42 +181,9 @@ func (s *Source) markDirty() {
 	}
 }
 
-func (s *Source) rebuild(ctx context.Context) {
-	st, err := s.read(ctx)
-	if err != nil {
-		if s.opts.OnError != nil {
-			s.opts.OnError(err)
-		}
-		return
-	}
+func (s *Source) rebuild() {
 	start := time.Now()
 	s.serial++
-	s.prev = Build(st, s.opts.Overrides, s.serial, s.prev)
-	s.publish(s.prev)
+	s.publish(s.state.build(s.opts.Namespace, s.opts.Overrides, s.serial))
 	s.lastBuild = time.Since(start)
-}
-
-// read lists what the answers depend on from the cache.
-func (s *Source) read(ctx context.Context) (*State, error) {
-	st := &State{}
-	var m straitv1.Membership
-	switch err := s.cache.Get(ctx, types.NamespacedName{Namespace: s.opts.Namespace, Name: straitv1.MembershipName}, &m); {
-	case err == nil:
-		st.Membership = &m
-	case !apierrors.IsNotFound(err):
-		return nil, fmt.Errorf("reading membership: %w", err)
-	}
-	var peers straitv1.PeerList
-	var imports mcsv1.ServiceImportList
-	var slices discoveryv1.EndpointSliceList
-	err := errors.Join(
-		s.cache.List(ctx, &peers, client.InNamespace(s.opts.Namespace)),
-		s.cache.List(ctx, &imports),
-		s.cache.List(ctx, &slices),
-	)
-	if err != nil {
-		return nil, fmt.Errorf("listing from cache: %w", err)
-	}
-	st.Peers, st.Imports, st.Slices = peers.Items, imports.Items, slices.Items
-	return st, nil
 }
