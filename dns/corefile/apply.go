@@ -5,7 +5,9 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -15,6 +17,20 @@ var DefaultConfigMap = types.NamespacedName{Namespace: "kube-system", Name: "cor
 
 // Key is the ConfigMap data key of the Corefile.
 const Key = "Corefile"
+
+// NewClient is a client for what this package reads and writes (ConfigMaps and
+// Services), knowing no other types.
+func NewClient(cfg *rest.Config) (client.Client, error) {
+	scheme := runtime.NewScheme()
+	if err := corev1.AddToScheme(scheme); err != nil {
+		return nil, fmt.Errorf("building scheme: %w", err)
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, fmt.Errorf("creating client: %w", err)
+	}
+	return c, nil
+}
 
 // Apply keeps block in the Corefile of the ConfigMap cm. It reports whether it changed
 // the ConfigMap; with our block already as wanted it writes nothing.

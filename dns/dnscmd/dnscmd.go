@@ -126,13 +126,13 @@ func runDNS(ctx context.Context, o *dnsOptions) error {
 	if err != nil {
 		return err
 	}
-	scheme, err := source.Scheme()
-	if err != nil {
-		return err
-	}
-	k8s, err := client.New(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		return fmt.Errorf("creating client: %w", err)
+	// A client for the Corefile's ConfigMap and strait dns's Service, when they are
+	// looked after: the answers come from the source's own watches.
+	var k8s client.Client
+	if o.coredns || o.cleanup {
+		if k8s, err = corefile.NewClient(cfg); err != nil {
+			return err
+		}
 	}
 	if o.cleanup {
 		changed, err := corefile.Cleanup(ctx, k8s, cm)
