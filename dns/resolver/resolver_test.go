@@ -205,3 +205,12 @@ func BenchmarkResolve(b *testing.B) {
 		s.Resolve("api.default.svc.clusterset.local.", dns.TypeA)
 	}
 }
+
+// TestResolveAllocations: a ClusterSetIP answer is one allocation, the record with its
+// address and the answer's slice.
+func TestResolveAllocations(t *testing.T) {
+	s := fixture(nil)
+	if n := testing.AllocsPerRun(1000, func() { s.Resolve("api.default.svc.clusterset.local.", dns.TypeA) }); n != 1 {
+		t.Errorf("%.1f allocations per answer, want 1", n)
+	}
+}
