@@ -5,15 +5,11 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -130,16 +126,17 @@ func run(o options) (err error) {
 	if err != nil {
 		return err
 	}
-	modes := []mode{{"throughput", fmt.Sprintf("-q %d, no rate limit", o.outstanding), []string{"-q", strconv.Itoa(o.outstanding)}}}
+	modes := []mode{{name: "throughput", desc: fmt.Sprintf("-q %d, no rate limit", o.outstanding), args: []string{"-q", strconv.Itoa(o.outstanding)}}}
 	if o.rate > 0 {
-		modes = append(modes, mode{"latency", fmt.Sprintf("-q %d -Q %d (fixed offered load)", o.outstanding, o.rate),
-			[]string{"-q", strconv.Itoa(o.outstanding), "-Q", strconv.Itoa(o.rate)}})
+		modes = append(modes, mode{name: "latency", desc: fmt.Sprintf("-q %d -Q %d (fixed offered load)", o.outstanding, o.rate),
+			args: []string{"-q", strconv.Itoa(o.outstanding), "-Q", strconv.Itoa(o.rate)}, perQuery: true})
 	}
 	results := map[string]map[string][]result{}
 	for _, m := range modes {
 		results[m.name] = map[string][]result{}
 		for _, s := range servers {
-			if _, err := dnsperf(options{dnsperf: o.dnsperf, seconds: o.warmup, clients: o.clients}, s.addr, queries, m.args); err != nil {
+			warm := mode{args: m.args}
+			if _, err := dnsperf(options{dnsperf: o.dnsperf, seconds: o.warmup, clients: o.clients}, s.addr, queries, warm); err != nil {
 				return fmt.Errorf("%s %s warm-up: %w", m.name, s.name, err)
 			}
 		}
@@ -147,11 +144,11 @@ func run(o options) (err error) {
 			// Each round starts with another server, so that none always runs first.
 			for k := range servers {
 				s := servers[(r+k)%len(servers)]
-				res, err := dnsperf(o, s.addr, queries, m.args)
+				res, err := dnsperf(o, s.addr, queries, m)
 				if err != nil {
 					return fmt.Errorf("%s %s round %d: %w", m.name, s.name, r+1, err)
 				}
-				fmt.Fprintf(os.Stderr, "%s round %d %-14s %10.0f qps  avg %.3f ms  lost %d\n", m.name, r+1, s.name, res.qps, res.avgMs, res.lost)
+				fmt.Fprintf(os.Stderr, "%s round %d %-14s %10.0f qps  avg %.3f ms  p99 %.3f ms  lost %d\n", m.name, r+1, s.name, res.qps, res.avgMs, res.p99Ms, res.lost)
 				results[m.name][s.name] = append(results[m.name][s.name], res)
 			}
 		}
@@ -316,138 +313,4 @@ func waitAnswer(addr, name string, timeout time.Duration) error {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-}
-
-type mode struct {
-	name, desc string
-	args       []string
-}
-
-type result struct {
-	qps, avgMs, sdMs float64
-	lost             int
-}
-
-var (
-	reQPS     = regexp.MustCompile(`Queries per second:\s+([0-9.]+)`)
-	reLatency = regexp.MustCompile(`Average Latency \(s\):\s+([0-9.]+)`)
-	reSD      = regexp.MustCompile(`Latency StdDev \(s\):\s+([0-9.]+)`)
-	reCodes   = regexp.MustCompile(`Response codes:\s+(.*)`)
-	reLost    = regexp.MustCompile(`Queries lost:\s+(\d+)`)
-)
-
-func dnsperf(o options, addr, queries string, extra []string) (result, error) {
-	host, port, _ := net.SplitHostPort(addr)
-	args := append([]string{"-s", host, "-p", port, "-d", queries, "-l", strconv.Itoa(o.seconds),
-		"-c", strconv.Itoa(o.clients), "-T", "1", "-t", "2"}, extra...)
-	cmd := exec.Command(o.dnsperf, args...)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		return result{}, fmt.Errorf("dnsperf: %w\n%s", err, out)
-	}
-	s := string(out)
-	var r result
-	for _, m := range []struct {
-		re  *regexp.Regexp
-		dst *float64
-		mul float64
-	}{{reQPS, &r.qps, 1}, {reLatency, &r.avgMs, 1000}, {reSD, &r.sdMs, 1000}} {
-		sm := m.re.FindStringSubmatch(s)
-		if sm == nil {
-			return r, fmt.Errorf("no %s in dnsperf output:\n%s", m.re, s)
-		}
-		v, _ := strconv.ParseFloat(sm[1], 64)
-		*m.dst = v * m.mul
-	}
-	if sm := reCodes.FindStringSubmatch(s); sm == nil || !strings.HasPrefix(sm[1], "NOERROR") || strings.Contains(sm[1], ",") {
-		return r, fmt.Errorf("not every answer was NOERROR:\n%s", s)
-	}
-	if sm := reLost.FindStringSubmatch(s); sm != nil {
-		r.lost, _ = strconv.Atoi(sm[1])
-	}
-	return r, nil
-}
-
-func report(o options, m mode, servers []*server, results map[string][]result) {
-	var b strings.Builder
-	p := func(format string, a ...any) { _, _ = fmt.Fprintf(&b, format, a...) }
-	defer func() { _, _ = os.Stdout.WriteString(b.String()) }()
-	median := func(v []float64) float64 {
-		v = append([]float64(nil), v...)
-		sort.Float64s(v)
-		if len(v)%2 == 1 {
-			return v[len(v)/2]
-		}
-		return (v[len(v)/2-1] + v[len(v)/2]) / 2
-	}
-	col := func(rs []result, f func(result) float64) []float64 {
-		v := make([]float64, len(rs))
-		for i, r := range rs {
-			v[i] = f(r)
-		}
-		return v
-	}
-	qps := func(r result) float64 { return r.qps }
-	avg := func(r result) float64 { return r.avgMs }
-	base := results[servers[0].name]
-	p("\n### %s: %d services, dnsperf -c %d -T 1 %s, %d rounds of %d s, %d UDP sockets per server\n\n",
-		m.name, o.services, o.clients, m.desc, o.rounds, o.seconds, o.udpSockets)
-	p("Medians over the rounds; the ratios are the medians of the per-round ratios (the servers of a round run back to back, so they share the machine's load of that moment).\n\n")
-	p("| server | queries/s | avg latency (ms) | latency stddev (ms) | lost | strait dns QPS ÷ this | this avg latency ÷ strait dns | rounds strait dns had the higher QPS / lower latency |\n")
-	p("|---|---:|---:|---:|---:|---:|---:|---:|\n")
-	for _, s := range servers {
-		rs := results[s.name]
-		var rq, rl []float64
-		wonQ, wonL, lost := 0, 0, 0
-		for i, r := range rs {
-			rq = append(rq, base[i].qps/r.qps)
-			rl = append(rl, r.avgMs/base[i].avgMs)
-			if base[i].qps > r.qps {
-				wonQ++
-			}
-			if base[i].avgMs < r.avgMs {
-				wonL++
-			}
-			lost += r.lost
-		}
-		won := fmt.Sprintf("%d/%d, %d/%d", wonQ, len(rs), wonL, len(rs))
-		if s == servers[0] {
-			won = "–"
-		}
-		p("| %s | %.0f | %.3f | %.3f | %d | %.2f | %.2f | %s |\n", s.name, median(col(rs, qps)), median(col(rs, avg)),
-			median(col(rs, func(r result) float64 { return r.sdMs })), lost, median(rq), median(rl), won)
-	}
-}
-
-// memory prints each server's resident memory after the runs, and what strait dns's
-// metrics say it holds.
-func memory(servers []*server, metricsAddr string) {
-	var b strings.Builder
-	b.WriteString("\n### memory after the runs\n\n| server | resident memory (MiB) |\n|---|---:|\n")
-	for _, s := range servers {
-		status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", s.cmd.Process.Pid))
-		rss := "?"
-		if err == nil {
-			if m := regexp.MustCompile(`VmRSS:\s+(\d+) kB`).FindSubmatch(status); m != nil {
-				kb, _ := strconv.Atoi(string(m[1]))
-				rss = fmt.Sprintf("%.0f", float64(kb)/1024)
-			}
-		}
-		b.WriteString("| " + s.name + " | " + rss + " |\n")
-	}
-	resp, err := http.Get("http://" + metricsAddr + "/metrics")
-	if err == nil {
-		body, _ := io.ReadAll(resp.Body)
-		_ = resp.Body.Close()
-		b.WriteString("\nstrait dns metrics:\n\n```\n")
-		for _, line := range strings.Split(string(body), "\n") {
-			for _, name := range []string{"strait_dns_snapshot_services ", "strait_dns_snapshot_records ", "go_memstats_heap_inuse_bytes ", "go_gc_duration_seconds_count "} {
-				if strings.HasPrefix(line, name) {
-					b.WriteString(line + "\n")
-				}
-			}
-		}
-		b.WriteString("```\n")
-	}
-	_, _ = os.Stdout.WriteString(b.String())
 }
