@@ -12,11 +12,66 @@ import (
 // snapshot's Config, so successive snapshots share it until the service changes. It is
 // immutable but for its round-robin position.
 type Entry struct {
-	svc Service
-	// clusters are the sources, one per cluster, with lower-case names in ascending
-	// order: svc.Sources itself when they already are, else a merged copy.
-	clusters []ClusterSource
-	rr       [2]atomic.Uint64
+	name, namespace string
+	ports           []Port
+	headless        bool
+	// sources are the service's sources as given.
+	sources []source
+	// merged, when not nil, are the sources one per cluster, lower-case, in ascending
+	// order, when sources are not already so.
+	merged *[]source
+	rr     [2]atomic.Uint64
+}
+
+// source is a ClusterSource in an Entry: its endpoints, and the rest, which the sources
+// of many services have in common (hub-made slices of one cluster have the same cluster,
+// key and ports), held once by the Pool.
+type source struct {
+	*sourceMeta
+	eps []Endpoint
+}
+
+type sourceMeta struct {
+	cluster, key string
+	ports        []Port
+	pnr          bool
+}
+
+// metaKey identifies a sourceMeta: port lists by their backing array.
+type metaKey struct {
+	cluster, key string
+	ports        *Port
+	nports       int
+	pnr          bool
+}
+
+// maxMetas bounds a Pool: past it, it forgets what it holds and starts over, so that
+// sources that come and go cannot grow it without end.
+const maxMetas = 1 << 16
+
+// Pool makes entries whose sources share what they have in common: the cluster name, key,
+// port list (the same backing array) and publishNotReady. Sharing is what keeps an entry
+// small; a caller that makes many entries (package source) keeps one Pool for all. It is
+// not safe for concurrent use.
+type Pool struct{ metas map[metaKey]*sourceMeta }
+
+// NewPool is an empty Pool.
+func NewPool() *Pool { return &Pool{metas: map[metaKey]*sourceMeta{}} }
+
+func (p *Pool) meta(c *ClusterSource) *sourceMeta {
+	k := metaKey{cluster: c.Cluster, key: c.Key, nports: len(c.Ports), pnr: c.PublishNotReady}
+	if len(c.Ports) > 0 {
+		k.ports = &c.Ports[0]
+	}
+	if m := p.metas[k]; m != nil {
+		return m
+	}
+	if len(p.metas) >= maxMetas {
+		clear(p.metas)
+	}
+	m := &sourceMeta{cluster: c.Cluster, key: c.Key, ports: c.Ports, pnr: c.PublishNotReady}
+	p.metas[k] = m
+	return m
 }
 
 // KeyOf is the key svc is answered under.
@@ -24,16 +79,21 @@ func KeyOf(svc *Service) ServiceKey {
 	return ServiceKey{Name: strings.ToLower(svc.Name), Namespace: strings.ToLower(svc.Namespace)}
 }
 
-// NewEntry prepares svc for answering. The entry keeps svc and its slices: the caller must
-// not change them afterwards. Sources of one cluster are merged (ports appended, the
-// endpoints ordered by address, publishNotReady when any says so); when svc.Sources
-// already have distinct lower-case cluster names in ascending order they are used as
-// they are, without a copy. prev, the entry svc replaces, hands its round-robin position
-// on.
-func NewEntry(svc Service, prev *Entry) *Entry {
-	e := &Entry{svc: svc, clusters: svc.Sources}
+// NewEntry prepares svc for answering, sharing nothing with other entries (Pool.NewEntry
+// does).
+func NewEntry(svc Service, prev *Entry) *Entry { return NewPool().NewEntry(svc, prev) }
+
+// NewEntry prepares svc for answering. The entry keeps svc's port lists and endpoints:
+// the caller must not change them afterwards. Sources of one cluster are merged (ports
+// appended, the endpoints ordered by address, publishNotReady when any says so); when
+// svc.Sources already have distinct lower-case cluster names in ascending order they are
+// used as they are. prev, the entry svc replaces, hands its round-robin position on.
+func (p *Pool) NewEntry(svc Service, prev *Entry) *Entry {
+	e := &Entry{name: svc.Name, namespace: svc.Namespace, ports: svc.Ports, headless: svc.Headless}
+	e.sources = p.sourcesOf(svc.Sources)
 	if !normalized(svc.Sources) {
-		e.clusters = merge(svc.Sources)
+		merged := p.sourcesOf(merge(svc.Sources))
+		e.merged = &merged
 	}
 	if prev != nil {
 		for f := range e.rr {
@@ -43,12 +103,43 @@ func NewEntry(svc Service, prev *Entry) *Entry {
 	return e
 }
 
-// Key is the key the entry is answered under.
-func (e *Entry) Key() ServiceKey { return KeyOf(&e.svc) }
+func (p *Pool) sourcesOf(srcs []ClusterSource) []source {
+	if len(srcs) == 0 {
+		return nil
+	}
+	out := make([]source, len(srcs))
+	for i := range srcs {
+		out[i] = source{sourceMeta: p.meta(&srcs[i]), eps: srcs[i].Endpoints}
+	}
+	return out
+}
 
-// Service is the service the entry was made from; its slices are the entry's own and must
-// not be changed.
-func (e *Entry) Service() Service { return e.svc }
+// clusters are the entry's sources one per cluster, in ascending order of lower-case
+// names.
+func (e *Entry) clusters() []source {
+	if e.merged != nil {
+		return *e.merged
+	}
+	return e.sources
+}
+
+// Key is the key the entry is answered under.
+func (e *Entry) Key() ServiceKey {
+	return ServiceKey{Name: strings.ToLower(e.name), Namespace: strings.ToLower(e.namespace)}
+}
+
+// Service is the service the entry was made from, in a new slice of sources; the port
+// lists and endpoints are the entry's own and must not be changed.
+func (e *Entry) Service() Service {
+	svc := Service{Namespace: e.namespace, Name: e.name, Headless: e.headless, Ports: e.ports}
+	if len(e.sources) > 0 {
+		svc.Sources = make([]ClusterSource, len(e.sources))
+		for i, s := range e.sources {
+			svc.Sources[i] = ClusterSource{Cluster: s.cluster, Key: s.key, Ports: s.ports, Endpoints: s.eps, PublishNotReady: s.pnr}
+		}
+	}
+	return svc
+}
 
 func normalized(srcs []ClusterSource) bool {
 	for i := range srcs {
@@ -91,14 +182,14 @@ func merge(srcs []ClusterSource) []ClusterSource {
 
 // answerable says whether ep of c is answered with: a valid address that is ready, or any
 // endpoint of a headless service whose source publishes not-ready addresses.
-func (e *Entry) answerable(c *ClusterSource, ep *Endpoint) bool {
-	return ep.Addr.IsValid() && (ep.Ready || c.PublishNotReady && e.svc.Headless)
+func (e *Entry) answerable(c *source, ep *Endpoint) bool {
+	return ep.Addr.IsValid() && (ep.Ready || c.pnr && e.headless)
 }
 
 // hasAddr says whether c has any answerable address.
-func (e *Entry) hasAddr(c *ClusterSource) bool {
-	for i := range c.Endpoints {
-		if e.answerable(c, &c.Endpoints[i]) {
+func (e *Entry) hasAddr(c *source) bool {
+	for i := range c.eps {
+		if e.answerable(c, &c.eps[i]) {
 			return true
 		}
 	}
@@ -106,10 +197,10 @@ func (e *Entry) hasAddr(c *ClusterSource) bool {
 }
 
 // count is the number of answerable addresses of family f in c.
-func (e *Entry) count(c *ClusterSource, f family) int {
+func (e *Entry) count(c *source, f family) int {
 	n := 0
-	for i := range c.Endpoints {
-		if ep := &c.Endpoints[i]; e.answerable(c, ep) && familyOf(ep.Addr) == f {
+	for i := range c.eps {
+		if ep := &c.eps[i]; e.answerable(c, ep) && familyOf(ep.Addr) == f {
 			n++
 		}
 	}
@@ -117,9 +208,9 @@ func (e *Entry) count(c *ClusterSource, f family) int {
 }
 
 // appendAddrs appends the answerable addresses of family f in c to dst.
-func (e *Entry) appendAddrs(dst []netip.Addr, c *ClusterSource, f family) []netip.Addr {
-	for i := range c.Endpoints {
-		if ep := &c.Endpoints[i]; e.answerable(c, ep) && familyOf(ep.Addr) == f {
+func (e *Entry) appendAddrs(dst []netip.Addr, c *source, f family) []netip.Addr {
+	for i := range c.eps {
+		if ep := &c.eps[i]; e.answerable(c, ep) && familyOf(ep.Addr) == f {
 			dst = append(dst, ep.Addr.Unmap())
 		}
 	}
@@ -129,15 +220,16 @@ func (e *Entry) appendAddrs(dst []netip.Addr, c *ClusterSource, f family) []neti
 // ordered appends to dst the sources that answer in s, those of the local cluster or of
 // a connected one with any answerable address: the local cluster's first, then the
 // others by name.
-func (e *Entry) ordered(s *Snapshot, dst []*ClusterSource) []*ClusterSource {
+func (e *Entry) ordered(s *Snapshot, dst []*source) []*source {
 	start := len(dst)
-	for i := range e.clusters {
-		c := &e.clusters[i]
+	clusters := e.clusters()
+	for i := range clusters {
+		c := &clusters[i]
 		if !s.answering(c) || !e.hasAddr(c) {
 			continue
 		}
 		dst = append(dst, c)
-		if c.Cluster == s.local && len(dst)-1 > start {
+		if c.cluster == s.local && len(dst)-1 > start {
 			copy(dst[start+1:], dst[start:len(dst)-1])
 			dst[start] = c
 		}

@@ -8,15 +8,42 @@ import (
 	"github.com/miekg/dns"
 )
 
+// asSources are an entry's sources as the resolver's model.
+func asSources(srcs []source) []ClusterSource {
+	out := make([]ClusterSource, len(srcs))
+	for i, s := range srcs {
+		out[i] = ClusterSource{Cluster: s.cluster, Key: s.key, Ports: s.ports, Endpoints: s.eps, PublishNotReady: s.pnr}
+	}
+	return out
+}
+
 func TestEntryUsesNormalizedSourcesAsTheyAre(t *testing.T) {
 	svc := fixtureServices()[0] // web: c1..c4, one source each, in order
 	e := NewEntry(svc, nil)
-	if &e.clusters[0] != &svc.Sources[0] {
-		t.Error("sources with distinct, ordered, lower-case clusters were copied")
+	if e.merged != nil || &e.clusters()[0].eps[0] != &svc.Sources[0].Endpoints[0] {
+		t.Error("sources with distinct, ordered, lower-case clusters were merged or their endpoints copied")
 	}
 	svc.Sources[0], svc.Sources[1] = svc.Sources[1], svc.Sources[0]
-	if e := NewEntry(svc, nil); &e.clusters[0] == &svc.Sources[0] || e.clusters[0].Cluster != "c1" {
-		t.Errorf("unordered sources: got %q first, want a sorted copy starting with c1", e.clusters[0].Cluster)
+	if e := NewEntry(svc, nil); e.merged == nil || e.clusters()[0].cluster != "c1" {
+		t.Errorf("unordered sources: got %q first, want a sorted copy starting with c1", e.clusters()[0].cluster)
+	}
+}
+
+// TestPoolSharesWhatSourcesHaveInCommon: entries made by one Pool hold one copy of what
+// their sources have in common, so that an entry costs little more than its endpoints.
+func TestPoolSharesWhatSourcesHaveInCommon(t *testing.T) {
+	p := NewPool()
+	ports := []Port{{Name: "http", Protocol: "TCP", Port: 80}}
+	mk := func(name, ip string) *Entry {
+		return p.NewEntry(Service{Namespace: "ns", Name: name, Sources: []ClusterSource{{Cluster: "c2", Key: "-c2", Ports: ports,
+			Endpoints: []Endpoint{{Addr: netip.MustParseAddr(ip), Ready: true}}}}}, nil)
+	}
+	a, b := mk("a", "10.2.0.1"), mk("b", "10.2.0.2")
+	if a.sources[0].sourceMeta != b.sources[0].sourceMeta {
+		t.Error("two services' sources of one cluster, key and ports do not share them")
+	}
+	if got := b.Service(); got.Sources[0].Endpoints[0].Addr != netip.MustParseAddr("10.2.0.2") || got.Sources[0].Cluster != "c2" {
+		t.Errorf("b gives back %+v", got)
 	}
 }
 
@@ -33,8 +60,8 @@ func TestEntryMergesSourcesOfOneCluster(t *testing.T) {
 		{Cluster: "c2", Ports: []Port{{Name: "pg", Protocol: "TCP", Port: 2}}, PublishNotReady: true,
 			Endpoints: []Endpoint{ep("10.2.0.1", true), ep("10.2.0.5", false), ep("10.2.0.9", true)}},
 	}
-	if !reflect.DeepEqual(e.clusters, want) {
-		t.Errorf("merged:\n got %+v\nwant %+v", e.clusters, want)
+	if got := asSources(e.clusters()); !reflect.DeepEqual(got, want) {
+		t.Errorf("merged:\n got %+v\nwant %+v", got, want)
 	}
 	if !reflect.DeepEqual(e.Service(), svc) || e.Key() != (ServiceKey{"db", "data"}) {
 		t.Errorf("the entry does not give back the service it was made from: %+v %+v", e.Service(), e.Key())

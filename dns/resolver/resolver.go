@@ -58,7 +58,7 @@ func (s *Snapshot) Resolve(qname string, qtype uint16) Answer {
 		return q.nxDomain()
 	}
 	// ord are the service's sources that answer, local first (Entry.ordered).
-	var buf [8]*ClusterSource
+	var buf [8]*source
 	q.e = e
 	ord := e.ordered(s, buf[:0])
 	if len(ord) == 0 {
@@ -72,7 +72,7 @@ func (s *Snapshot) Resolve(qname string, qtype uint16) Answer {
 		return q.cluster(ord, find(ord, l[0]), "")
 	case n == 5 && srv:
 		return q.srv(ord, nil, l[0][1:], l[1][1:])
-	case n == 5 && e.svc.Headless && !isUnderscored(l[0]):
+	case n == 5 && e.headless && !isUnderscored(l[0]):
 		return q.cluster(ord, find(ord, l[1]), l[0])
 	case n == 6 && srv && s.cfg.ClusterNames:
 		c := find(ord, l[2])
@@ -167,7 +167,7 @@ func families(qtype uint16) (fs []family, ok bool) {
 // addresses answers with the addresses of the asked families: of the service name when
 // c is nil, else of c, or of c's endpoints named label when label is not empty. It is
 // NODATA when there are none.
-func (q *query) addresses(ord []*ClusterSource, c *ClusterSource, label string) Answer {
+func (q *query) addresses(ord []*source, c *source, label string) Answer {
 	fs, ok := families(q.qtype)
 	if !ok {
 		return q.noData()
@@ -183,7 +183,7 @@ func (q *query) addresses(ord []*ClusterSource, c *ClusterSource, label string) 
 	return Answer{Answer: out}
 }
 
-func (q *query) addrsOf(ord []*ClusterSource, dst []netip.Addr, c *ClusterSource, label string, f family) []netip.Addr {
+func (q *query) addrsOf(ord []*source, dst []netip.Addr, c *source, label string, f family) []netip.Addr {
 	switch {
 	case c == nil:
 		return q.pick(ord, f, dst)
@@ -237,9 +237,9 @@ type aaaaRecord struct {
 }
 
 // find is the source in ord of the cluster named name, nil when there is none.
-func find(ord []*ClusterSource, name string) *ClusterSource {
+func find(ord []*source, name string) *source {
 	for _, c := range ord {
-		if c.Cluster == name {
+		if c.cluster == name {
 			return c
 		}
 	}
@@ -249,15 +249,15 @@ func find(ord []*ClusterSource, name string) *ClusterSource {
 // pick appends the answer for a service name to dst: for ClusterSetIP the local
 // cluster's addresses when it has any, else the next connected cluster's in turn; for
 // headless every published endpoint, local ones first.
-func (q *query) pick(ord []*ClusterSource, f family, dst []netip.Addr) []netip.Addr {
+func (q *query) pick(ord []*source, f family, dst []netip.Addr) []netip.Addr {
 	e := q.e
-	if e.svc.Headless {
+	if e.headless {
 		for _, c := range ord {
 			dst = e.appendAddrs(dst, c, f)
 		}
 		return dst
 	}
-	if ord[0].Cluster == q.s.local {
+	if ord[0].cluster == q.s.local {
 		if e.count(ord[0], f) > 0 {
 			return e.appendAddrs(dst, ord[0], f)
 		}
@@ -277,7 +277,7 @@ func (q *query) pick(ord []*ClusterSource, f family, dst []netip.Addr) []netip.A
 
 // cluster answers <cluster>.<svc>.<ns>.svc.<zone> (label empty) or, of a headless
 // service, <label>.<cluster>.<svc>.<ns>.svc.<zone>; c is that cluster's answering source.
-func (q *query) cluster(ord []*ClusterSource, c *ClusterSource, label string) Answer {
+func (q *query) cluster(ord []*source, c *source, label string) Answer {
 	if c == nil {
 		return q.nxDomain()
 	}
@@ -292,9 +292,9 @@ func (q *query) cluster(ord []*ClusterSource, c *ClusterSource, label string) An
 
 // appendLabelled appends the answerable addresses of family f of c's endpoints named
 // label to dst.
-func (e *Entry) appendLabelled(dst []netip.Addr, c *ClusterSource, f family, label string) []netip.Addr {
-	for i := range c.Endpoints {
-		ep := &c.Endpoints[i]
+func (e *Entry) appendLabelled(dst []netip.Addr, c *source, f family, label string) []netip.Addr {
+	for i := range c.eps {
+		ep := &c.eps[i]
 		if e.answerable(c, ep) && familyOf(ep.Addr) == f && hasLabel(ep, label) {
 			dst = append(dst, ep.Addr.Unmap())
 		}
@@ -340,11 +340,11 @@ func appendDashed(dst []byte, a netip.Addr) []byte {
 // srv answers _<port>._<proto>.[<cluster>.]<svc>.<ns>.svc.<zone>: for ClusterSetIP one
 // record targeting the service (or cluster) name, for headless one per endpoint
 // targeting its per-endpoint name, with the targets' addresses as additional records.
-func (q *query) srv(ord []*ClusterSource, only *ClusterSource, portName, proto string) Answer {
+func (q *query) srv(ord []*source, only *source, portName, proto string) Answer {
 	e := q.e
 	var port *Port
-	for i := range e.svc.Ports {
-		p := &e.svc.Ports[i]
+	for i := range e.ports {
+		p := &e.ports[i]
 		if p.Name != "" && strings.EqualFold(p.Name, portName) && strings.EqualFold(p.Protocol, proto) {
 			port = p
 			break
@@ -364,10 +364,10 @@ func (q *query) srv(ord []*ClusterSource, only *ClusterSource, portName, proto s
 		a.Extra = q.appendAddrs(a.Extra, target, v4s)
 		a.Extra = q.appendAddrs(a.Extra, target, v6s)
 	}
-	if !e.svc.Headless {
+	if !e.headless {
 		var b4, b6 [4]netip.Addr
 		if only != nil {
-			add(only.Cluster+"."+base, port.Port, e.appendAddrs(b4[:0], only, v4), e.appendAddrs(b6[:0], only, v6))
+			add(only.cluster+"."+base, port.Port, e.appendAddrs(b4[:0], only, v4), e.appendAddrs(b6[:0], only, v6))
 		} else {
 			add(base, port.Port, q.pick(ord, v4, b4[:0]), q.pick(ord, v6, b6[:0]))
 		}
@@ -378,18 +378,18 @@ func (q *query) srv(ord []*ClusterSource, only *ClusterSource, portName, proto s
 			continue
 		}
 		p := port.Port
-		for _, cp := range c.Ports {
+		for _, cp := range c.ports {
 			if strings.EqualFold(cp.Name, port.Name) && strings.EqualFold(cp.Protocol, port.Protocol) {
 				p = cp.Port
 			}
 		}
-		for i := range c.Endpoints {
-			ep := &c.Endpoints[i]
+		for i := range c.eps {
+			ep := &c.eps[i]
 			if !e.answerable(c, ep) {
 				continue
 			}
 			addr := []netip.Addr{ep.Addr.Unmap()}
-			target := labelOf(ep) + "." + c.Cluster + "." + base
+			target := labelOf(ep) + "." + c.cluster + "." + base
 			if familyOf(ep.Addr) == v4 {
 				add(target, p, addr, nil)
 			} else {

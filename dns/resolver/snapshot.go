@@ -111,9 +111,10 @@ func familyOf(a netip.Addr) family {
 // positions on so that a change elsewhere does not restart every rotation.
 func NewSnapshot(cfg Config, services []Service, connected func(cluster string) bool, prev *Snapshot) *Snapshot {
 	entries := make(map[ServiceKey]*Entry, len(services))
+	pool := NewPool()
 	for i := range services {
 		key := KeyOf(&services[i])
-		entries[key] = NewEntry(services[i], prev.Entry(key))
+		entries[key] = pool.NewEntry(services[i], prev.Entry(key))
 	}
 	return Assemble(cfg, entries, connected)
 }
@@ -133,8 +134,8 @@ func Assemble(cfg Config, entries map[ServiceKey]*Entry, connected func(cluster 
 	sort.Slice(s.zones, func(i, j int) bool { return len(s.zones[i]) > len(s.zones[j]) })
 	asked := map[string]bool{}
 	for _, e := range entries {
-		for i := range e.svc.Sources {
-			name := e.svc.Sources[i].Cluster
+		for i := range e.sources {
+			name := e.sources[i].cluster
 			if _, ok := asked[name]; ok {
 				continue
 			}
@@ -145,8 +146,9 @@ func Assemble(cfg Config, entries map[ServiceKey]*Entry, connected func(cluster 
 		}
 	}
 	for _, e := range entries {
-		for i := range e.clusters {
-			if c := &e.clusters[i]; s.answering(c) {
+		clusters := e.clusters()
+		for i := range clusters {
+			if c := &clusters[i]; s.answering(c) {
 				s.records += e.count(c, v4) + e.count(c, v6)
 			}
 		}
@@ -183,8 +185,8 @@ func (s *Snapshot) Entry(k ServiceKey) *Entry {
 
 // answering says whether c's addresses are answered with: it is the local cluster or a
 // connected one.
-func (s *Snapshot) answering(c *ClusterSource) bool {
-	return c.Cluster == s.local || s.answers[c.Cluster]
+func (s *Snapshot) answering(c *source) bool {
+	return c.cluster == s.local || s.answers[c.cluster]
 }
 
 // Current holds the snapshot in use; the source swaps it, the server loads it.

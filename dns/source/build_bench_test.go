@@ -88,7 +88,7 @@ func BenchmarkRebuild(b *testing.B) {
 // informer cache of typed objects it replaced kept about 3.9 kB per such service
 // (docs/performance-dns.md).
 func TestMemoryPerService(t *testing.T) {
-	const n, limit = 10000, 800
+	const n, limit = 10000, 500
 	heap := func() uint64 {
 		runtime.GC()
 		var m runtime.MemStats

@@ -31,6 +31,8 @@ const (
 // shared). It is safe for concurrent use.
 type state struct {
 	in *interner
+	// pool makes the entries, sharing what their sources have in common.
+	pool *resolver.Pool
 	// onChange, when not nil, is called after every change that alters the answers.
 	onChange func()
 
@@ -50,7 +52,7 @@ type state struct {
 }
 
 func newState(in *interner, onChange func()) *state {
-	return &state{in: in, onChange: onChange, entries: map[resolver.ServiceKey]*resolver.Entry{},
+	return &state{in: in, pool: resolver.NewPool(), onChange: onChange, entries: map[resolver.ServiceKey]*resolver.Entry{},
 		orphans: map[resolver.ServiceKey][]resolver.ClusterSource{}, peers: map[objectKey]*peerRecord{},
 		memberships: map[objectKey]*membershipRecord{}}
 }
@@ -271,7 +273,7 @@ func (s *state) setSources(key resolver.ServiceKey, srcs []resolver.ClusterSourc
 	}
 	svc := e.Service()
 	svc.Sources = publishNotReady(srcs, svc.Headless)
-	s.putEntry(key, resolver.NewEntry(svc, e))
+	s.putEntry(key, s.pool.NewEntry(svc, e))
 }
 
 // putEntry sets (or, with e nil, deletes) the entry of key, copying the map first when
@@ -320,7 +322,7 @@ func (s *state) setImport(r *importRecord) bool {
 	}
 	svc := resolver.Service{Namespace: r.namespace, Name: r.name, Headless: r.headless, Ports: r.ports,
 		Sources: publishNotReady(srcs, r.headless)}
-	s.putEntry(key, resolver.NewEntry(svc, e))
+	s.putEntry(key, s.pool.NewEntry(svc, e))
 	return true
 }
 
