@@ -31,7 +31,8 @@ type Options struct {
 	UDPSize uint16
 }
 
-// Server answers DNS questions from the snapshot in Current.
+// Server answers DNS questions from the snapshot in Current: over TCP with miekg/dns's
+// server, over UDP with udpLoop.
 type Server struct {
 	opts    Options
 	current resolver.Current
@@ -68,10 +69,23 @@ func (s *Server) Publish(snap *resolver.Snapshot) {
 // Snapshot is the snapshot being served, nil before the first Publish.
 func (s *Server) Snapshot() *resolver.Snapshot { return s.current.Load() }
 
-// ServeDNS answers one message.
+// ServeDNS answers one message (TCP, and UDP in tests; the UDP sockets of Run are
+// served by udpLoop).
 func (s *Server) ServeDNS(w dns.ResponseWriter, r *dns.Msg) {
+	m := s.reply(r, isTCP(w))
+	// What WriteMsg does (no TSIG is configured), packing into a reused buffer.
+	bp := s.bufs.Get().(*[]byte)
+	if out, err := m.PackBuffer((*bp)[:cap(*bp)]); err == nil {
+		_, _ = w.Write(out)
+	}
+	s.bufs.Put(bp)
+	s.release(m)
+}
+
+// reply is the answer to r, counted in the metrics; release gives it back once sent.
+func (s *Server) reply(r *dns.Msg, tcp bool) *dns.Msg {
 	start := s.now()
-	m := s.answer(r, isTCP(w))
+	m := s.answer(r, tcp)
 	// Count before writing: a client that has its answer can read the metric.
 	if s.metrics != nil {
 		var qtype uint16
@@ -80,12 +94,11 @@ func (s *Server) ServeDNS(w dns.ResponseWriter, r *dns.Msg) {
 		}
 		s.metrics.observe(qtype, m.Rcode, s.now().Sub(start).Seconds())
 	}
-	// What WriteMsg does (no TSIG is configured), packing into a reused buffer.
-	bp := s.bufs.Get().(*[]byte)
-	if out, err := m.PackBuffer((*bp)[:cap(*bp)]); err == nil {
-		_, _ = w.Write(out)
-	}
-	s.bufs.Put(bp)
+	return m
+}
+
+// release takes back a message reply made, once it is packed.
+func (s *Server) release(m *dns.Msg) {
 	*m = dns.Msg{}
 	s.msgs.Put(m)
 }
@@ -138,59 +151,66 @@ func isTCP(w dns.ResponseWriter) bool {
 func (s *Server) Run(ctx context.Context, ready func(udp, tcp net.Addr)) error {
 	n := max(s.opts.UDPSockets, 1)
 	lc := net.ListenConfig{Control: reusePort}
-	var servers []*dns.Server
-	shutdown := func() {
-		for _, srv := range servers {
-			_ = srv.Shutdown()
-		}
-	}
 	tl, err := lc.Listen(ctx, "tcp", s.opts.Addr)
 	if err != nil {
 		return fmt.Errorf("listening on tcp %s: %w", s.opts.Addr, err)
 	}
-	servers = append(servers, &dns.Server{Listener: tl, Handler: s, ReadTimeout: 5 * time.Second})
+	var loops []*udpLoop
+	closeUDP := func() {
+		for _, l := range loops {
+			_ = l.conn.Close()
+		}
+	}
 	// With port 0, every UDP socket takes the port TCP got.
 	udpAddr := net.JoinHostPort(hostOf(s.opts.Addr), strconv.Itoa(tl.Addr().(*net.TCPAddr).Port))
-	var first net.Addr
 	for range n {
 		pc, err := lc.ListenPacket(ctx, "udp", udpAddr)
-		if err != nil {
-			_ = tl.Close()
-			for _, srv := range servers[1:] {
-				_ = srv.PacketConn.Close()
+		if err == nil {
+			var l *udpLoop
+			if l, err = newUDPLoop(s, pc.(*net.UDPConn)); err == nil {
+				loops = append(loops, l)
+				continue
 			}
-			return fmt.Errorf("listening on udp %s: %w", udpAddr, err)
+			_ = pc.Close()
 		}
-		if first == nil {
-			first = pc.LocalAddr()
-		}
-		servers = append(servers, &dns.Server{PacketConn: pc, Handler: s, UDPSize: int(s.opts.UDPSize)})
+		_ = tl.Close()
+		closeUDP()
+		return fmt.Errorf("listening on udp %s: %w", udpAddr, err)
 	}
-	errs := make(chan error, len(servers))
-	started := make(chan struct{}, len(servers))
-	for _, srv := range servers {
-		srv.NotifyStartedFunc = func() { started <- struct{}{} }
-		go func() { errs <- srv.ActivateAndServe() }()
+	tcp := &dns.Server{Listener: tl, Handler: s, ReadTimeout: 5 * time.Second}
+	errs := make(chan error, len(loops)+1)
+	started := make(chan struct{}, 1)
+	tcp.NotifyStartedFunc = func() { started <- struct{}{} }
+	go func() { errs <- tcp.ActivateAndServe() }()
+	select {
+	case <-started:
+	case err := <-errs:
+		closeUDP()
+		return fmt.Errorf("starting dns server: %w", err)
 	}
-	for range servers {
-		select {
-		case <-started:
-		case err := <-errs:
-			shutdown()
-			return fmt.Errorf("starting dns server: %w", err)
-		}
+	for _, l := range loops {
+		go func() { errs <- l.serve() }()
 	}
 	if ready != nil {
-		ready(first, tl.Addr())
+		ready(loops[0].conn.LocalAddr(), tl.Addr())
 	}
+	var stopErr error
+	running := len(loops) + 1
 	select {
 	case <-ctx.Done():
-		shutdown()
-		return nil
 	case err := <-errs:
-		shutdown()
-		return fmt.Errorf("dns server stopped: %w", err)
+		running--
+		stopErr = fmt.Errorf("dns server stopped: %w", err)
+		if err == nil {
+			stopErr = errors.New("dns server stopped")
+		}
 	}
+	_ = tcp.Shutdown()
+	closeUDP()
+	for range running {
+		<-errs
+	}
+	return stopErr
 }
 
 func hostOf(addr string) string {
