@@ -86,8 +86,9 @@ func (l *udpLoop) serve() error {
 			if errors.Is(err, net.ErrClosed) {
 				return nil
 			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
+			// As miekg/dns's server: go on after a temporary error (EINTR, EAGAIN...).
+			var t interface{ Temporary() bool }
+			if errors.As(err, &t) && t.Temporary() {
 				continue
 			}
 			return err
@@ -136,6 +137,7 @@ func (l *udpLoop) answer(b, dst []byte) []byte {
 		Qdcount: binary.BigEndian.Uint16(b[4:]), Ancount: binary.BigEndian.Uint16(b[6:]),
 		Nscount: binary.BigEndian.Uint16(b[8:]), Arcount: binary.BigEndian.Uint16(b[10:])}
 	req := &l.req
+	*req = dns.Msg{}
 	action := dns.DefaultMsgAcceptFunc(dh)
 	switch action {
 	case dns.MsgIgnore:
