@@ -246,12 +246,3 @@ func notReady(src *resolver.ClusterSource) bool {
 	}
 	return false
 }
-
-func (r *importRecord) equal(o *importRecord) bool {
-	return r.objectKey == o.objectKey && r.headless == o.headless && slices.Equal(r.ports, o.ports)
-}
-
-func (r *sliceRecord) equal(o *sliceRecord) bool {
-	return r.objectKey == o.objectKey && r.service == o.service && r.src.Cluster == o.src.Cluster &&
-		slices.Equal(r.src.Ports, o.src.Ports) && slices.Equal(r.src.Endpoints, o.src.Endpoints)
-}
