@@ -5,6 +5,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"testing"
 	"time"
@@ -110,6 +111,10 @@ func TestDNSCommand(t *testing.T) {
 	}
 	if err != nil || len(r.Answer) != 1 || r.Answer[0].(*dns.A).A.String() != "10.101.0.10" || r.Answer[0].Header().Ttl != 9 {
 		t.Fatalf("web.shop.svc.example.org. A: %v %v; want 10.101.0.10 with TTL 9", r, err)
+	}
+	// Without GOGC in the environment, strait dns runs with its own.
+	if gogc := debug.SetGCPercent(100); gogc != DefaultGCPercent && os.Getenv("GOGC") == "" {
+		t.Errorf("GOGC %d while serving, want %d", gogc, DefaultGCPercent)
 	}
 
 	want := "clusterset.local:53 example.org:53 {\n    errors\n    forward . " + net.JoinHostPort(svc.Spec.ClusterIP, "53") + "\n}\n"
