@@ -38,7 +38,7 @@ var (
 		"list peers.strait.io", "watch peers.strait.io",
 		"list globalingresses.strait.io", "watch globalingresses.strait.io",
 		"patch peers.strait.io/status",
-		"list gateways.strait.io", "watch gateways.strait.io", "create gateways.strait.io",
+		"get gateways.strait.io", "list gateways.strait.io", "watch gateways.strait.io", "create gateways.strait.io",
 		"update gateways.strait.io", "patch gateways.strait.io", "delete gateways.strait.io",
 		"update gateways.strait.io/status",
 		"get leases.coordination.k8s.io strait-gateway", "list leases.coordination.k8s.io strait-gateway",
@@ -385,6 +385,15 @@ func TestRequestsAsTheAgent(t *testing.T) {
 	w.Stop()
 	_, err = secrets.Watch(ctx, metav1.ListOptions{})
 	g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "watch secrets: %v", err)
+
+	// After a conflict on its informer's copy the agent reads its Gateway from the API
+	// server itself (updateLive): not found here, but not forbidden.
+	gw := &unstructured.Unstructured{}
+	gw.SetGroupVersionKind(straitv1.GroupVersion.WithKind("Gateway"))
+	agentClient, err := client.New(impersonate(c.Config, "strait-agent"), client.Options{})
+	g.Expect(err).NotTo(HaveOccurred())
+	err = agentClient.Get(ctx, client.ObjectKey{Namespace: straitv1.SystemNamespace, Name: "c1-gw-1"}, gw)
+	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "get a gateway from the API server: %v", err)
 
 	leases := agent.CoordinationV1().Leases(straitv1.SystemNamespace)
 	_, err = leases.List(ctx, byName("strait-gateway"))
