@@ -184,7 +184,8 @@ func startCertRotation(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, 
 		CertDir:              o.webhookCertDir,
 		Log:                  mgr.GetLogger().WithName("webhook-certs"),
 	})
-	if err := rot.Ensure(ctx); err != nil {
+	ensure := func() error { return rot.Ensure(ctx) }
+	if err := retryTransient(ctx, mgr.GetLogger(), "issuing the webhook certificate", time.Minute, ensure); err != nil {
 		return fmt.Errorf("issuing the webhook certificate: %w", err)
 	}
 	return mgr.Add(rot)
