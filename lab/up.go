@@ -319,34 +319,26 @@ func (l *Lab) waitServices(ctx context.Context, c topology.Cluster, timeout time
 	deadline := time.Now().Add(timeout)
 	for _, n := range c.Nodes {
 		for _, target := range targets {
-			if err := l.dialFromNode(ctx, c.Name, n, target, deadline); err != nil {
-				return err
+			for {
+				dctx, cancel := context.WithTimeout(ctx, time.Second)
+				conn, err := netns.Dial(dctx, n.Namespace, "tcp", target)
+				cancel()
+				if err == nil {
+					_ = conn.Close()
+					break
+				}
+				if time.Now().After(deadline) {
+					return fmt.Errorf("%s: node %s cannot reach Service %s: %w (kube-proxy log: %s)", c.Name, n.Name, target, err,
+						l.state.LogPath(c.Name, "kube-proxy-"+n.Name))
+				}
+				select {
+				case <-ctx.Done():
+					return ctx.Err()
+				case <-time.After(200 * time.Millisecond):
+				}
 			}
 		}
 	}
 	l.progress("%s: %d Service ports reachable through kube-proxy from every node", c.Name, len(targets))
 	return nil
-}
-
-// dialFromNode connects over TCP from a node's network namespace to target (a ClusterIP
-// and port) until it answers or deadline passes; the error names the node's kube-proxy
-// log, since kube-proxy is what makes a ClusterIP answer.
-func (l *Lab) dialFromNode(ctx context.Context, cluster string, n topology.Node, target string, deadline time.Time) error {
-	for {
-		dctx, cancel := context.WithTimeout(ctx, time.Second)
-		conn, err := netns.Dial(dctx, n.Namespace, "tcp", target)
-		cancel()
-		if err == nil {
-			return conn.Close()
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%s: node %s cannot reach Service %s: %w (kube-proxy log: %s)", cluster, n.Name, target, err,
-				l.state.LogPath(cluster, "kube-proxy-"+n.Name))
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
 }
