@@ -96,8 +96,13 @@ type Agent struct {
 	driver     cable.Driver
 	driverKind straitv1.CableDriver
 	// stopWatch ends the watch of driver, if it is a cable.Watcher.
-	stopWatch  context.CancelFunc
-	elector    *gateway.Elector
+	stopWatch context.CancelFunc
+	elector   *gateway.Elector
+	// cablePort is the Membership's cable port, which the fence guards; unfenced: no
+	// fence of this node's is left (checked once per process on a node that runs no
+	// cable).
+	cablePort  uint16
+	unfenced   bool
 	stopElect  context.CancelFunc
 	electDone  chan struct{}
 	watchingEP bool
@@ -333,6 +338,10 @@ func (a *Agent) sync(ctx context.Context) (time.Duration, error) {
 	snap.Links = links
 	want, err := a.dp.Converge(ctx, snap)
 	errs = append(errs, err)
+	if !capable && err == nil {
+		// Its cable is gone: so goes the fence a term of this node's left.
+		errs = append(errs, a.unfence(ctx))
+	}
 	a.mu.Lock()
 	a.last, a.lastPeers = want, snap.Peers
 	a.mu.Unlock()
@@ -405,9 +414,12 @@ func (a *Agent) ensureElection(capable bool) {
 		if a.cfg.PeerPort > 0 {
 			el.WithConfirm(a.noOtherGatewayReachesTheAPIServer)
 		}
+		if f, ok := a.cfg.Kernel.(kernel.Fencer); ok {
+			el.WithFence(func(until time.Time) { a.fence(ectx, f, until) })
+		}
 		done := make(chan struct{})
 		a.mu.Lock()
-		a.elector, a.stopElect, a.electDone = el, cancel, done
+		a.elector, a.stopElect, a.electDone, a.unfenced = el, cancel, done, false
 		a.mu.Unlock()
 		go func() {
 			defer close(done)
@@ -435,6 +447,7 @@ func (a *Agent) ensureDriver(ctx context.Context, m *straitv1.Membership, capabl
 	if !capable || m == nil {
 		return a.driver, nil // kept so a node that stops being capable cleans its cable up
 	}
+	a.cablePort = uint16(m.Spec.Cable.Port)
 	if a.driver != nil && a.driverKind == m.Spec.Cable.Driver {
 		return a.driver, nil
 	}

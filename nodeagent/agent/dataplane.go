@@ -74,6 +74,11 @@ func (d *Dataplane) Cleanup(ctx context.Context, driver cable.Driver) error {
 	if err := kernel.Cleanup(ctx, d.kernel, d.own); err != nil {
 		errs = append(errs, fmt.Errorf("kernel: %w", err))
 	}
+	if f, ok := d.kernel.(kernel.Fencer); ok {
+		if err := f.Unfence(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("fence: %w", err))
+		}
+	}
 	// Routes a cable driver left, also when the driver itself cannot be built here.
 	if err := kernel.Cleanup(ctx, d.kernel, kernel.Ownership{Protocol: route.CableProtocol}); err != nil {
 		errs = append(errs, fmt.Errorf("cable routes: %w", err))

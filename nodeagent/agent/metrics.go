@@ -15,6 +15,7 @@ type metrics struct {
 	holding       prometheus.GaugeFunc
 	syncDuration  prometheus.Histogram
 	syncErrors    prometheus.Counter
+	fenceErrors   prometheus.Counter
 	lastSyncOK    prometheus.Gauge
 	peerConnected *prometheus.GaugeVec
 	peerLatency   *prometheus.GaugeVec
@@ -48,6 +49,10 @@ func newMetrics(reg prometheus.Registerer, holding func() bool) (*metrics, error
 			Name: "strait_agent_sync_errors_total",
 			Help: "Passes that ended in an error (retried with backoff).",
 		}),
+		fenceErrors: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "strait_agent_fence_errors_total",
+			Help: "Failed writes of the gateway's term to the kernel's fence (table ip strait-fence); while they fail, the cable's traffic stops when the last written term ends.",
+		}),
 		lastSyncOK: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "strait_agent_last_sync_ok",
 			Help: "1 when the last pass converged without error; a node stuck at 0 is not converging.",
@@ -66,7 +71,7 @@ func newMetrics(reg prometheus.Registerer, holding func() bool) (*metrics, error
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.active, m.holding, m.syncDuration, m.syncErrors, m.lastSyncOK, m.peerConnected,
+	for _, c := range []prometheus.Collector{m.active, m.holding, m.syncDuration, m.syncErrors, m.fenceErrors, m.lastSyncOK, m.peerConnected,
 		m.peerLatency, m.peerLoss, m.cableRx, m.cableTx} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
@@ -94,6 +99,8 @@ func (m *metrics) synced(took time.Duration, err error) {
 		m.syncErrors.Inc()
 	}
 }
+
+func (m *metrics) fenceFailed() { m.fenceErrors.Inc() }
 
 func (m *metrics) setActive(active bool) {
 	m.active.Set(boolValue(active))

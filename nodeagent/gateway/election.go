@@ -36,6 +36,8 @@ type Elector struct {
 	// confirm, when set, asks the other gateway-capable nodes whether the API server
 	// answers them: see WithConfirm.
 	confirm func(ctx context.Context) bool
+	// fence, when set, is told the end of this node's term: see WithFence.
+	fence func(until time.Time)
 
 	mu sync.Mutex
 	// active and until: this node holds the Lease, and its last renewal lets it act as
@@ -46,6 +48,9 @@ type Elector struct {
 	settled bool
 	// held: past RenewDeadline without an answer from the API server, still active.
 	held bool
+	// termEnd: the last renewal's term ends then for every standby, less fenceMargin;
+	// fenced is what fence was last told.
+	termEnd, fenced time.Time
 	// watched is the Lease as the watch saw it last (nil: none); seen counts changes.
 	watched *coordinationv1.Lease
 	seen    uint64
@@ -66,6 +71,23 @@ func NewElector(kube kubernetes.Interface, namespace, identity string, timing Ti
 // down at RenewDeadline as always. It returns e.
 func (e *Elector) WithConfirm(confirm func(ctx context.Context) bool) *Elector {
 	e.confirm = confirm
+	return e
+}
+
+// fenceMargin is how much earlier than a standby's own count the fence ends a term.
+const fenceMargin = 50 * time.Millisecond
+
+// WithFence has the elector tell fence, from its goroutine, until when this node's data
+// path may carry traffic: a fence in the kernel (kernel.Fencer) enforces it also when
+// the agent is gone. While the node renews, that is the end of the last renewal's term
+// as any standby counts it (LeaseDuration after the renewal was sent), less a margin;
+// while it holds through an API server that answers no one, as long as it stays active;
+// once it has stepped down (someone else holds the Lease, or it could not renew),
+// nothing: zero. Releasing the Lease on shutdown leaves the term as it was, so that the
+// old data path carries traffic until the new gateway has converged, for at most the
+// rest of the term. It returns e.
+func (e *Elector) WithFence(fence func(until time.Time)) *Elector {
+	e.fence = fence
 	return e
 }
 
@@ -207,7 +229,7 @@ func (e *Elector) campaign(ctx context.Context) (*coordinationv1.Lease, time.Tim
 // (which could take the Lease), cannot be asked, or its own renewal shows another holder.
 func (e *Elector) lead(ctx context.Context, held *coordinationv1.Lease, renewed time.Time) *coordinationv1.Lease {
 	log := logr.FromContextOrDiscard(ctx)
-	e.set(true, renewed.Add(e.timing.RenewDeadline))
+	e.renewedAt(renewed)
 	next := renewed.Add(e.timing.RetryPeriod)
 	// holding: past RenewDeadline, confirmed; refused: the last renewal got an answer
 	// that was no (nothing to hold through).
@@ -254,7 +276,7 @@ func (e *Elector) lead(ctx context.Context, held *coordinationv1.Lease, renewed 
 				log.Info("the API server answers again: renewed the gateway Lease", "heldFor", time.Since(deadline).Round(time.Millisecond))
 			}
 			held, renewed, next = l, sent, sent.Add(e.timing.RetryPeriod)
-			e.set(true, renewed.Add(e.timing.RenewDeadline))
+			e.renewedAt(renewed)
 		case errors.Is(err, errLost):
 			e.holding(false)
 			e.set(false, time.Time{})
@@ -326,7 +348,10 @@ func unanswered(err error) bool {
 // release steps down and clears the holder, so a standby's watch sees the Lease free
 // at once instead of waiting for it to expire.
 func (e *Elector) release(ctx context.Context, held *coordinationv1.Lease) {
-	e.set(false, time.Time{})
+	e.mu.Lock()
+	keep := e.fenced
+	e.mu.Unlock()
+	e.setTerm(false, time.Time{}, keep)
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.timing.RenewDeadline)
 	defer cancel()
 	for range 2 {
@@ -437,11 +462,46 @@ func (e *Elector) get(ctx context.Context) (*coordinationv1.Lease, error) {
 	return l, err
 }
 
+// renewedAt makes this node active for RenewDeadline after a renewal sent then, and its
+// data path for the renewal's term.
+func (e *Elector) renewedAt(sent time.Time) {
+	e.mu.Lock()
+	e.termEnd = sent.Add(e.timing.LeaseDuration - fenceMargin)
+	e.mu.Unlock()
+	e.set(true, sent.Add(e.timing.RenewDeadline))
+}
+
+// set makes this node active until until, or not active; its data path may carry
+// traffic as long as it is active and until its last renewal's term ends.
 func (e *Elector) set(active bool, until time.Time) {
+	var fence time.Time
+	if active {
+		e.mu.Lock()
+		fence = until
+		if e.termEnd.After(fence) {
+			fence = e.termEnd
+		}
+		e.mu.Unlock()
+	}
+	e.setTerm(active, until, fence)
+}
+
+// setTerm sets the state and tells the fence, then onChange, of what changed: the
+// fence first, so that a node becoming active has its data path open before it
+// converges it.
+func (e *Elector) setTerm(active bool, until, fence time.Time) {
 	e.mu.Lock()
 	changed := e.active != active
 	e.active, e.until, e.settled = active, until, true
+	if !active && fence.IsZero() {
+		e.termEnd = time.Time{}
+	}
+	refence := !fence.Equal(e.fenced)
+	e.fenced = fence
 	e.mu.Unlock()
+	if refence && e.fence != nil {
+		e.fence(fence)
+	}
 	if changed && e.onChange != nil {
 		e.onChange(active)
 	}

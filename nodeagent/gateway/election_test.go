@@ -32,6 +32,7 @@ func TestElectionOnARealAPIServer(t *testing.T) {
 		{"a deleted Lease stays with its holder", deletedLeaseStaysWithItsHolder},
 		{"an API server down for all keeps the holder", apiServerDownKeepsTheHolder},
 		{"a holder cut off alone steps down although it may hold", cutOffHolderThatMayHoldStepsDown},
+		{"a dead holder's data path is fenced off before the standby takes over", deadHolderIsFencedOff},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.test(t, api) })
 	}
@@ -95,8 +96,39 @@ type candidate struct {
 	name   string
 	cut    *clusters.Cut
 	el     *Elector
+	fence  *fence
 	cancel context.CancelFunc
 	done   chan struct{}
+}
+
+// fence stands in for the kernel's: it keeps the last term the elector told it, and
+// once the candidate is dead (its process gone) it keeps that for good.
+type fence struct {
+	mu    sync.Mutex
+	until time.Time
+	dead  bool
+}
+
+func (f *fence) tell(until time.Time) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.dead {
+		f.until = until
+	}
+}
+
+// die freezes the fence as the kernel holds it when the agent is killed.
+func (f *fence) die() time.Time {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.dead = true
+	return f.until
+}
+
+func (f *fence) term() time.Time {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.until
 }
 
 func campaign(t *testing.T, api *rest.Config, ns, name string, rec *terms) *candidate {
@@ -109,12 +141,12 @@ func campaign(t *testing.T, api *rest.Config, ns, name string, rec *terms) *cand
 // the other gateways: its Probe).
 func campaignAsking(t *testing.T, api *rest.Config, ns, name string, rec *terms, peers func() []*candidate) *candidate {
 	t.Helper()
-	c := &candidate{name: name, cut: &clusters.Cut{}, done: make(chan struct{})}
+	c := &candidate{name: name, cut: &clusters.Cut{}, fence: &fence{}, done: make(chan struct{})}
 	kube, err := kubernetes.NewForConfig(c.cut.Config(api))
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.el = NewElector(kube, ns, name, FastTiming(), func(active bool) { rec.add(name, active) })
+	c.el = NewElector(kube, ns, name, FastTiming(), func(active bool) { rec.add(name, active) }).WithFence(c.fence.tell)
 	if peers != nil {
 		c.el.WithConfirm(func(ctx context.Context) bool {
 			for _, p := range peers() {
@@ -254,6 +286,11 @@ func releasedLeaseIsTakenAtOnce(t *testing.T, api *rest.Config) {
 		other := cs[map[string]string{"gw1": "gw2", "gw2": "gw1"}[holder.name]]
 		start := time.Now()
 		holder.stop()
+		// The old data path carries traffic while the new gateway converges, for no
+		// longer than the term its last renewal gave it.
+		if left := time.Until(holder.fence.term()); left <= 0 || left > FastTiming().LeaseDuration {
+			t.Errorf("%s released the Lease with %v of its fence's term left, want (0, %v]", holder.name, left, FastTiming().LeaseDuration)
+		}
 		until(t, 2*time.Second, other.name+" takes over", other.el.Active)
 		took = append(took, time.Since(start))
 		cs[holder.name] = campaign(t, api, ns, holder.name, rec)
@@ -281,6 +318,9 @@ func cutOffHolderStepsDownAndIsReplaced(t *testing.T, api *rest.Config) {
 		start := time.Now()
 		holder.cut.Set(true)
 		stepped = append(stepped, until(t, 2*time.Second, holder.name+" steps down", func() bool { return !holder.el.Active() }))
+		// Active turns false by itself at the deadline; the elector's goroutine, waking
+		// then, empties the fence.
+		until(t, 50*time.Millisecond, holder.name+" empties its fence on stepping down", func() bool { return holder.fence.term().IsZero() })
 		until(t, 3*time.Second, other.name+" takes over", other.el.Active)
 		took = append(took, time.Since(start))
 		holder.cut.Set(false)
@@ -377,6 +417,40 @@ func cutOffHolderThatMayHoldStepsDown(t *testing.T, api *rest.Config) {
 		t.Errorf("a cut-off holder stayed active %v, not less than the lease %v a standby waits", m, timing.LeaseDuration)
 	}
 	requireNoOverlap(t, rec)
+}
+
+// The holder dies (SIGKILL) at any point of its renewal cycle: nothing steps down or
+// releases, so what stops its data path is the term its fence was last given. That term
+// must have ended before the standby becomes active, by the fence's margin, for every
+// standby counts the term from when it saw the renewal, which is after it was sent.
+func deadHolderIsFencedOff(t *testing.T, api *rest.Config) {
+	ns := electionNamespace(t, api)
+	rec := &terms{}
+	timing := FastTiming()
+	cs := map[string]*candidate{"gw1": campaign(t, api, ns, "gw1", rec), "gw2": campaign(t, api, ns, "gw2", rec)}
+	var margins, open []time.Duration
+	for range 4 {
+		holder := activeOne(t, 5*time.Second, cs["gw1"], cs["gw2"])
+		other := cs[map[string]string{"gw1": "gw2", "gw2": "gw1"}[holder.name]]
+		time.Sleep(time.Duration(rand.Int64N(int64(timing.RetryPeriod))))
+		// Killed: no request of its reaches the API server any more, and the kernel
+		// keeps the fence as it was.
+		holder.cut.Set(true)
+		killed := time.Now()
+		fenced := holder.fence.die()
+		until(t, 3*time.Second, other.name+" takes over", other.el.Active)
+		took := time.Now()
+		open = append(open, fenced.Sub(killed))
+		margins = append(margins, took.Sub(fenced))
+		if !fenced.Before(took) {
+			t.Errorf("%s's data path was open until %v, after %s took over at %v", holder.name,
+				fenced.Format(time.StampMicro), other.name, took.Format(time.StampMicro))
+		}
+		holder.stop()
+		cs[holder.name] = campaign(t, api, ns, holder.name, rec)
+	}
+	t.Logf("a dead holder's data path stayed open %s after the kill; it had stopped %s before the standby took over",
+		spread(open), spread(margins))
 }
 
 // askingPair starts two candidates that may hold through an API server that answers

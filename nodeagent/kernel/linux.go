@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 
 	"github.com/vishvananda/netlink"
 
@@ -26,6 +27,10 @@ type Linux struct {
 	// procSys is where /proc/sys is writable: a container that is not privileged sees
 	// /proc/sys read-only and gets the host's /proc/sys/net mounted elsewhere.
 	procSys string
+
+	// fencedPort is the port the fence's table was built for (0: not built by us).
+	fenceMu    sync.Mutex
+	fencedPort uint16
 }
 
 // NewLinux binds to the namespace ns; netns.None() means the caller's own.

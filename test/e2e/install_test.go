@@ -301,6 +301,13 @@ func straitKernelState(t testing.TB, ns string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	fence, err := k.NFTable(ctx, kernel.FenceTable)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fence != nil {
+		dump += "nftables table ip " + kernel.FenceTable + "\n"
+	}
 	links, err := k.Links(ctx)
 	if err != nil {
 		t.Fatal(err)

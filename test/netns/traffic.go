@@ -197,3 +197,35 @@ func Ask(c net.Conn, timeout time.Duration) (string, error) {
 	}
 	return strings.TrimSpace(line), nil
 }
+
+// UDPReaches sends one datagram from inside the namespace to addr ("ip:port"), where
+// a socket in to listens, and says whether it arrived within timeout.
+func (n *NS) UDPReaches(t TB, to *NS, addr string, timeout time.Duration) bool {
+	t.Helper()
+	var l net.PacketConn
+	if err := to.Do(func() error {
+		var err error
+		l, err = net.ListenPacket("udp4", addr)
+		return err
+	}); err != nil {
+		t.Fatalf("listening on udp %s in %s: %v", addr, to.Name, err)
+	}
+	defer l.Close()
+	var c net.Conn
+	if err := n.Do(func() error {
+		var err error
+		c, err = net.Dial("udp4", addr)
+		return err
+	}); err != nil {
+		t.Fatalf("udp to %s from %s: %v", addr, n.Name, err)
+	}
+	defer c.Close()
+	// A drop in the sender's output hook fails the write (EPERM): it did not arrive.
+	if _, err := c.Write([]byte("strait")); err != nil {
+		return false
+	}
+	_ = l.SetReadDeadline(time.Now().Add(timeout))
+	buf := make([]byte, 16)
+	_, _, err := l.ReadFrom(buf)
+	return err == nil
+}

@@ -1,0 +1,136 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	straitv1 "github.com/straitnet/strait/api/v1alpha1"
+	"github.com/straitnet/strait/nodeagent/kernel"
+	"github.com/straitnet/strait/test/labtest"
+	"github.com/straitnet/strait/test/netns"
+	"github.com/straitnet/strait/test/require"
+)
+
+// TestFrozenGatewayIsFencedOff: the agent of c2's active gateway freezes (SIGSTOP: the
+// process, its Lease renewals and its cleanup stop, the kernel state it made stays). The
+// standby takes over, and the frozen node's cable port stops answering by itself: the
+// kernel's fence (table ip strait-fence) lets the term the agent last wrote run out and
+// drops what still comes to the port. Thawed, the agent finds another holder and stays a
+// standby; c1 → c2 goes on through the new gateway.
+func TestFrozenGatewayIsFencedOff(t *testing.T) {
+	env.Require(t)
+	src, target := crossTraffic(t)
+	frozen := env.ActiveGateway(t, "c2")
+	agent := env.AgentPod(t, "c2", frozen.Name)
+	m := &straitv1.Membership{}
+	if err := env.Client(t, "c2").Get(context.Background(), types.NamespacedName{Namespace: straitv1.SystemNamespace, Name: straitv1.MembershipName}, m); err != nil {
+		t.Fatal(err)
+	}
+	port := m.Spec.Cable.Port
+	before := fenceDrops(t, frozen.Namespace)
+
+	env.SignalContainer(t, agent, "agent", syscall.SIGSTOP)
+	stopped := time.Now()
+	thawed := false
+	thaw := func() {
+		if !thawed {
+			thawed = true
+			env.SignalContainer(t, agent, "agent", syscall.SIGCONT)
+		}
+	}
+	t.Cleanup(thaw)
+	var next string
+	if _, err := require.Within(30*time.Second, func() error {
+		if next = env.ActiveGateway(t, "c2").Name; next == frozen.Name {
+			return fmt.Errorf("%s still active", next)
+		}
+		return nil
+	}); err != nil {
+		t.Logf("c2's agents, last lines:\n%s", env.StraitLogs(t, "c2", labtest.AgentApp, "agent", 60))
+		t.Fatalf("c2: the standby takes over from the frozen agent: %v", err)
+	}
+	t.Logf("c2's active gateway %s frozen; %s took over within %s", frozen.Name, next, time.Since(stopped).Round(time.Millisecond))
+
+	// From c1's active gateway, over the WAN, to the frozen node's cable port.
+	addr := net.JoinHostPort(frozen.WANAddr.Addr().String(), strconv.Itoa(int(port)))
+	c1gw := env.ActiveGateway(t, "c1")
+	const sent = 20
+	conn, err := netns.Dial(context.Background(), c1gw.Namespace, "udp4", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range sent {
+		if _, err := conn.Write([]byte("still there?")); err != nil {
+			t.Fatalf("udp to %s from %s: %v", addr, c1gw.Name, err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	conn.Close()
+	require.Eventually(t, 5*time.Second, "the frozen node's fence drops what comes to its cable port", func() error {
+		if dropped := fenceDrops(t, frozen.Namespace) - before; dropped < sent {
+			return fmt.Errorf("%d of %d datagrams to %s dropped by the fence", dropped, sent, addr)
+		}
+		return nil
+	})
+
+	// Through the new gateway while the old one is still frozen: what breaks after the
+	// thaw is then the thaw's doing.
+	throughNext := time.Now()
+	if _, err := require.Within(10*time.Second, func() error {
+		_, err := labtest.TryWhereamiWithin(src.ns, target, 300*time.Millisecond)
+		return err
+	}); err != nil {
+		for _, c := range members() {
+			t.Logf("%s's agents, last lines:\n%s", c, env.StraitLogs(t, c, labtest.AgentApp, "agent", 40))
+		}
+		t.Fatalf("c1 → c2 through %s, %s frozen: %v", next, frozen.Name, err)
+	}
+	t.Logf("c1 → c2 answered through %s %s after the takeover was seen", next, time.Since(throughNext).Round(time.Millisecond))
+	frozenProbe := startProber(src.ns, target)
+	time.Sleep(2 * time.Second)
+	frozenProbe.gap()
+	if tries, answers := frozenProbe.counts(); answers != tries || tries < 10 {
+		t.Errorf("while %s is frozen, %d of %d GETs c1 → c2 answered through %s", frozen.Name, answers, tries, next)
+	}
+
+	thaw()
+	p := startProber(src.ns, target)
+	time.Sleep(3 * time.Second)
+	if now := env.ActiveGateway(t, "c2").Name; now != next {
+		t.Errorf("after the thaw c2's active gateway is %s, want %s to keep it", now, next)
+	}
+	gap := p.gap()
+	tries, answers := p.counts()
+	t.Logf("after the thaw: %d of %d GETs c1 → c2 answered, longest gap %s", answers, tries, gap.Round(time.Millisecond))
+	if answers != tries || tries < 20 {
+		t.Errorf("after the thaw %d of %d GETs c1 → c2 answered", answers, tries)
+		for _, c := range members() {
+			t.Logf("%s's agents, last lines:\n%s", c, env.StraitLogs(t, c, labtest.AgentApp, "agent", 30))
+		}
+	}
+}
+
+// fenceDrops is how many packets the fence of a node has dropped coming in (its input
+// chain's counter), as `nft list chain ip strait-fence input` shows it.
+func fenceDrops(t testing.TB, ns string) int {
+	t.Helper()
+	out, err := exec.Command("ip", "netns", "exec", ns, "nft", "list", "chain", "ip", kernel.FenceTable, "input").CombinedOutput()
+	if err != nil {
+		t.Fatalf("nft list chain ip %s input in %s: %v: %s", kernel.FenceTable, ns, err, out)
+	}
+	m := regexp.MustCompile(`counter packets (\d+)`).FindSubmatch(out)
+	if m == nil {
+		t.Fatalf("no counter in the fence's input chain in %s:\n%s", ns, out)
+	}
+	n, _ := strconv.Atoi(string(m[1]))
+	return n
+}
