@@ -25,6 +25,7 @@ import (
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
 	"github.com/straitnet/strait/controllers"
 	"github.com/straitnet/strait/internal/cli"
+	"github.com/straitnet/strait/internal/kubewatch"
 	"github.com/straitnet/strait/webhook"
 )
 
@@ -128,8 +129,10 @@ func runHub(ctx context.Context, o *hubOptions) error {
 		LeaderElectionNamespace:       o.namespace,
 		LeaderElectionReleaseOnCancel: true,
 	}
+	// The hub's API server that comes back is followed within seconds (kubewatch).
+	opts.Cache = cache.Options{NewInformer: kubewatch.NewSharedIndexInformer}
 	if o.watchNamespace != "" {
-		opts.Cache = cache.Options{DefaultNamespaces: map[string]cache.Config{o.watchNamespace: {}}}
+		opts.Cache.DefaultNamespaces = map[string]cache.Config{o.watchNamespace: {}}
 	}
 	if o.webhookCerts != "none" {
 		opts.WebhookServer = crwebhook.NewServer(crwebhook.Options{Port: o.webhookPort, CertDir: o.webhookCertDir})

@@ -17,6 +17,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+
+	"github.com/straitnet/strait/internal/kubewatch"
 )
 
 // Key names one member connection: a cluster of a ClusterSet. The same API server in two
@@ -177,9 +179,10 @@ func (c *Cache) newMember(key Key, cfg *rest.Config, version string) (*Member, e
 		}
 	}
 	// Managed fields are most of a small object and nothing the hub reads: the informers
-	// drop them.
+	// drop them. A member's API server that comes back is followed within seconds
+	// (kubewatch), not after client-go's back-off of up to a minute.
 	informers, err := cache.New(cfg, cache.Options{Scheme: c.opts.Scheme, ByObject: byObject, ReaderFailOnMissingInformer: true,
-		DefaultTransform: cache.TransformStripManagedFields()})
+		DefaultTransform: cache.TransformStripManagedFields(), NewInformer: kubewatch.NewSharedIndexInformer})
 	if err != nil {
 		return nil, fmt.Errorf("informers for %s: %w", key, err)
 	}

@@ -19,6 +19,7 @@ import (
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
 	"github.com/straitnet/strait/dns/resolver"
+	"github.com/straitnet/strait/internal/kubewatch"
 )
 
 // DefaultDebounce is how long the source gathers changes before it builds a snapshot.
@@ -123,7 +124,7 @@ func New(cfg *rest.Config, opts Options, publish func(*resolver.Snapshot)) (*Sou
 		selector := w.selector
 		lw := toolscache.NewFilteredListWatchFromClient(rc, w.resource, ns, func(o *metav1.ListOptions) { o.LabelSelector = selector })
 		store := kindStore{s: s.state, kind: w.kind, onError: opts.OnError}
-		s.reflectors = append(s.reflectors, toolscache.NewReflectorWithOptions(lw, w.example, store,
+		s.reflectors = append(s.reflectors, toolscache.NewReflectorWithOptions(kubewatch.Resuming(lw, kubewatch.DefaultBackoff()), w.example, store,
 			toolscache.ReflectorOptions{Name: "strait-dns/" + w.resource}))
 	}
 	return s, nil

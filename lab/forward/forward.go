@@ -10,7 +10,8 @@ import (
 	"github.com/straitnet/strait/test/netns"
 )
 
-// Forwarder accepts on a host address and dials Target inside Namespace.
+// Forwarder accepts on a host address and dials Target inside Namespace (empty: the
+// caller's own network namespace).
 type Forwarder struct {
 	Listen    string
 	Namespace string
@@ -45,7 +46,14 @@ func (f Forwarder) Run(ctx context.Context) error {
 
 func (f Forwarder) splice(ctx context.Context, in net.Conn) {
 	defer in.Close()
-	out, err := netns.Dial(ctx, f.Namespace, "tcp", f.Target)
+	var out net.Conn
+	var err error
+	if f.Namespace == "" {
+		var d net.Dialer
+		out, err = d.DialContext(ctx, "tcp", f.Target)
+	} else {
+		out, err = netns.Dial(ctx, f.Namespace, "tcp", f.Target)
+	}
 	if err != nil {
 		return
 	}

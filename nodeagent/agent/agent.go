@@ -37,6 +37,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
+	"github.com/straitnet/strait/internal/kubewatch"
 	"github.com/straitnet/strait/nodeagent/cable"
 	"github.com/straitnet/strait/nodeagent/gateway"
 	"github.com/straitnet/strait/nodeagent/globalnet"
@@ -147,6 +148,10 @@ func New(restCfg *rest.Config, cfg Config) (*Agent, error) {
 			ExtraHandlers: map[string]http.Handler{APIServerProbePath: probe}},
 		HealthProbeBindAddress: cfg.HealthAddr,
 		Cache: cache.Options{
+			// After an API server outage the informers are current again within
+			// seconds of its return, not after client-go's back-off of up to a
+			// minute: a plain node must follow a new gateway Lease holder at once.
+			NewInformer:       kubewatch.NewSharedIndexInformer,
 			DefaultNamespaces: map[string]cache.Config{cfg.Namespace: {}},
 			ByObject: map[client.Object]cache.ByObject{
 				// Only the active gateway under globalnet reads EndpointSlices and

@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/straitnet/strait/internal/kubewatch"
 )
 
 // observation is the Lease as a standby last saw it change, and when by its own clock:
@@ -63,7 +65,7 @@ func (e *Elector) watch(ctx context.Context) {
 			return e.leases.Watch(ctx, o)
 		},
 	}
-	_, informer := cache.NewInformerWithOptions(cache.InformerOptions{ListerWatcher: lw, ObjectType: &coordinationv1.Lease{},
+	_, informer := cache.NewInformerWithOptions(cache.InformerOptions{ListerWatcher: kubewatch.Resuming(lw, kubewatch.DefaultBackoff()), ObjectType: &coordinationv1.Lease{},
 		Handler: cache.ResourceEventHandlerFuncs{
 			AddFunc:    func(o any) { e.saw(o) },
 			UpdateFunc: func(_, o any) { e.saw(o) },

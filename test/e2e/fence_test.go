@@ -15,6 +15,7 @@ import (
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
 	"github.com/straitnet/strait/nodeagent/kernel"
+	"github.com/straitnet/strait/nodeagent/route"
 	"github.com/straitnet/strait/test/labtest"
 	"github.com/straitnet/strait/test/netns"
 	"github.com/straitnet/strait/test/require"
@@ -92,6 +93,7 @@ func TestFrozenGatewayIsFencedOff(t *testing.T) {
 		for _, c := range members() {
 			t.Logf("%s's agents, last lines:\n%s", c, env.StraitLogs(t, c, labtest.AgentApp, "agent", 40))
 		}
+		logCablePaths(t)
 		t.Fatalf("c1 → c2 through %s, %s frozen: %v", next, frozen.Name, err)
 	}
 	t.Logf("c1 → c2 answered through %s %s after the takeover was seen", next, time.Since(throughNext).Round(time.Millisecond))
@@ -133,4 +135,18 @@ func fenceDrops(t testing.TB, ns string) int {
 	}
 	n, _ := strconv.Atoi(string(m[1]))
 	return n
+}
+
+// logCablePaths logs what decides the path between the clusters: each member's Peers
+// (the remote gateway the hub names) and each node's routes in Strait's table.
+func logCablePaths(t *testing.T) {
+	t.Helper()
+	for _, c := range members() {
+		t.Logf("%s's Peers:\n%s", c, kubectl(t, c, "-n", straitv1.SystemNamespace, "get", "peers", "-o", "wide"))
+		cl, _ := env.Topo.Cluster(c)
+		for _, n := range cl.Nodes {
+			out, err := exec.Command("ip", "netns", "exec", n.Namespace, "ip", "route", "show", "table", strconv.Itoa(route.Table)).CombinedOutput()
+			t.Logf("%s: routes in table %d (%v):\n%s", n.Name, route.Table, err, out)
+		}
+	}
 }
