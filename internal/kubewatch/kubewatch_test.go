@@ -96,7 +96,7 @@ func TestResumingPassesAnswersOn(t *testing.T) {
 	busy := apierrors.NewTooManyRequests("slow down", 1)
 	for _, err := range []error{forbidden, busy} {
 		l := &lister{fails: []error{err}}
-		if _, got := Resuming(l, quick).List(metav1.ListOptions{}); !errors.Is(got, err) || l.calls != 1 {
+		if _, got := Resuming(l, quick).(cache.ListerWatcherWithContext).ListWithContext(context.Background(), metav1.ListOptions{}); !errors.Is(got, err) || l.calls != 1 {
 			t.Errorf("List answered %v: got %v after %d calls, want it at once", err, got, l.calls)
 		}
 	}
