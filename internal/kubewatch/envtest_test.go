@@ -54,10 +54,18 @@ type outage struct {
 	done chan error
 }
 
-func (o *outage) up() {
+// up starts the forwarder and returns once it accepts connections.
+func (o *outage) up(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	o.stop, o.done = cancel, make(chan error, 1)
 	go func() { o.done <- o.fwd.Run(ctx) }()
+	require.Eventually(t, 10*time.Second, "the forwarder listens on "+o.fwd.Listen, func() error {
+		c, err := net.Dial("tcp", o.fwd.Listen)
+		if err == nil {
+			c.Close()
+		}
+		return err
+	})
 }
 
 func (o *outage) down(t *testing.T) {
@@ -86,7 +94,7 @@ func TestInformerFollowsAnAPIServerThatCameBack(t *testing.T) {
 	front := ln.Addr().String()
 	ln.Close()
 	cut := &outage{fwd: forward.Forwarder{Listen: front, Target: server.Host}}
-	cut.up()
+	cut.up(t)
 	t.Cleanup(func() { cut.down(t) })
 	through := rest.CopyConfig(c.Config)
 	through.Host = "https://" + front
@@ -124,7 +132,7 @@ func TestInformerFollowsAnAPIServerThatCameBack(t *testing.T) {
 
 	cut.down(t)
 	time.Sleep(12 * time.Second)
-	cut.up()
+	cut.up(t)
 	var changed time.Time
 	require.Eventually(t, 30*time.Second, "the change after the restart is written", func() error {
 		got, err := cms.Get(ctx, cm.Name, metav1.GetOptions{})
