@@ -156,7 +156,12 @@ func run(o options) (err error) {
 	for _, m := range modes {
 		report(o, m, servers, results[m.name])
 	}
-	memory(servers, metricsAddr)
+	mem := memory(servers, metricsAddr)
+	serverNames := make([]string, len(servers))
+	for i, s := range servers {
+		serverNames[i] = s.name
+	}
+	_, _ = os.Stdout.WriteString("\n" + benchLine(serverNames, results, mem))
 	return nil
 }
 

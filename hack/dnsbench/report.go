@@ -127,7 +127,9 @@ func parseStatus(status string) (memInfo, error) {
 
 // memory prints each server's memory after the runs, and what strait dns's metrics say
 // it holds.
-func memory(servers []*server, metricsAddr string) {
+// memory prints the servers' memory table and returns what it read (nil where it could
+// not).
+func memory(servers []*server, metricsAddr string) []*memInfo {
 	names := make([]string, len(servers))
 	mem := make([]*memInfo, len(servers))
 	for i, s := range servers {
@@ -146,6 +148,7 @@ func memory(servers []*server, metricsAddr string) {
 		metrics = string(body)
 	}
 	_, _ = os.Stdout.WriteString(memoryTable(names, mem, metrics))
+	return mem
 }
 
 // memoryTable is the Markdown table of the servers' memory (mem[i] nil when it could

@@ -57,3 +57,26 @@ func TestMemoryTable(t *testing.T) {
 		t.Error("metrics beyond memory copied")
 	}
 }
+
+func TestBenchLineIsWhatBenchtableReads(t *testing.T) {
+	names := []string{"strait dns", "CoreDNS hosts", "CoreDNS file"}
+	results := map[string]map[string][]result{
+		"throughput": {
+			"strait dns":    {{qps: 150}, {qps: 140}, {qps: 160}},
+			"CoreDNS hosts": {{qps: 100}, {qps: 100}, {qps: 100}},
+		},
+		"latency": {
+			"strait dns":    {{avgMs: 0.1, p99Ms: 0.2}, {avgMs: 0.1, p99Ms: 0.3}, {avgMs: 0.1, p99Ms: 0.25}},
+			"CoreDNS hosts": {{avgMs: 0.2, p99Ms: 0.4}, {avgMs: 0.1, p99Ms: 0.3}, {avgMs: 0.2, p99Ms: 0.5}},
+		},
+	}
+	mem := []*memInfo{{rss: 50 * 1024}, {rss: 100 * 1024}, nil}
+	got := benchLine(names, results, mem)
+	want := "BenchmarkDNSAgainstCoreDNSHosts 1 1.5 qps-ratio 0.5 rss-ratio 0.5 avg-latency-ratio 0.5 p99-latency-ratio 0.25 p99-ms\n"
+	if got != want {
+		t.Errorf("benchLine:\n got %q\nwant %q", got, want)
+	}
+	if got := benchLine([]string{"strait dns"}, results, mem[:1]); got != "" {
+		t.Errorf("without CoreDNS hosts: %q, want nothing", got)
+	}
+}
