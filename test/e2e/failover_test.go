@@ -190,9 +190,21 @@ func TestGatewayFailover(t *testing.T) {
 func BenchmarkGatewayFailover(b *testing.B) {
 	env.Require(b)
 	var crash, graceful time.Duration
-	for range b.N {
-		crash += failOver(b, "c2", syscall.SIGKILL)
-		graceful += failOver(b, "c2", syscall.SIGTERM)
+	for i := range b.N {
+		for _, sig := range []syscall.Signal{syscall.SIGKILL, syscall.SIGTERM} {
+			gap := failOver(b, "c2", sig)
+			b.Logf("round %d, c2's active gateway agent got %s: longest time without an answer %s", i+1, sig, gap.Round(time.Millisecond))
+			if gap > 2*time.Second {
+				for _, c := range members() {
+					b.Logf("%s's agents, last lines:\n%s", c, env.StraitLogs(b, c, labtest.AgentApp, "agent", 30))
+				}
+			}
+			if sig == syscall.SIGKILL {
+				crash += gap
+			} else {
+				graceful += gap
+			}
+		}
 	}
 	b.ReportMetric(float64(crash.Milliseconds())/float64(b.N), "ms-gap-crash")
 	b.ReportMetric(float64(graceful.Milliseconds())/float64(b.N), "ms-gap-graceful")
