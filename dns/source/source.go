@@ -124,7 +124,7 @@ func New(cfg *rest.Config, opts Options, publish func(*resolver.Snapshot)) (*Sou
 		selector := w.selector
 		lw := toolscache.NewFilteredListWatchFromClient(rc, w.resource, ns, func(o *metav1.ListOptions) { o.LabelSelector = selector })
 		store := kindStore{s: s.state, kind: w.kind, onError: opts.OnError}
-		s.reflectors = append(s.reflectors, toolscache.NewReflectorWithOptions(kubewatch.Resuming(lw, kubewatch.DefaultBackoff()), w.example, store,
+		s.reflectors = append(s.reflectors, toolscache.NewReflectorWithOptions(kubewatch.Resuming(lw), w.example, store,
 			toolscache.ReflectorOptions{Name: "strait-dns/" + w.resource}))
 	}
 	return s, nil

@@ -17,28 +17,30 @@ import (
 	"k8s.io/client-go/tools/cache"
 )
 
-// Backoff is how Resuming waits between calls the API server did not answer: First,
-// doubling up to Max, each wait stretched by up to half of itself at random so that the
+// backoff is how Resuming waits between calls the API server did not answer: first,
+// doubling up to max, each wait stretched by up to half of itself at random so that the
 // nodes of a cluster do not all call back at once.
-type Backoff struct {
-	First, Max time.Duration
+type backoff struct {
+	first, max time.Duration
 }
 
-// DefaultBackoff is 100 ms doubling to 2 s: an informer is current again within 2–3 s of
+// defaultBackoff is 100 ms doubling to 2 s: an informer is current again within 2–3 s of
 // its API server's return, and a node's agent (eight informers) calls a server that is
 // gone about three times a second.
-func DefaultBackoff() Backoff { return Backoff{First: 100 * time.Millisecond, Max: 2 * time.Second} }
+func defaultBackoff() backoff { return backoff{first: 100 * time.Millisecond, max: 2 * time.Second} }
 
 // Resuming is lw with its List and Watch tried again, inside the call, while the API
-// server does not answer, until it does or ctx ends.
-// It implements cache.ListerWatcherWithContext as well.
-func Resuming(lw cache.ListerWatcher, b Backoff) cache.ListerWatcher {
+// server does not answer, until it does or ctx ends. It implements
+// cache.ListerWatcherWithContext as well.
+func Resuming(lw cache.ListerWatcher) cache.ListerWatcher { return resumingWith(lw, defaultBackoff()) }
+
+func resumingWith(lw cache.ListerWatcher, b backoff) cache.ListerWatcher {
 	return &resuming{inner: cache.ToListerWatcherWithContext(lw), backoff: b}
 }
 
 type resuming struct {
 	inner   cache.ListerWatcherWithContext
-	backoff Backoff
+	backoff backoff
 }
 
 func (r *resuming) ListWithContext(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
@@ -59,11 +61,11 @@ func (r *resuming) Watch(o metav1.ListOptions) (watch.Interface, error) {
 }
 
 // retry calls fn until it returns something other than "not answered", or ctx ends.
-func retry[T any](ctx context.Context, b Backoff, fn func() (T, error)) (T, error) {
-	wait := b.First
+func retry[T any](ctx context.Context, b backoff, fn func() (T, error)) (T, error) {
+	wait := b.first
 	for {
 		v, err := fn()
-		if err == nil || !Unanswered(err) || ctx.Err() != nil {
+		if err == nil || !unanswered(err) || ctx.Err() != nil {
 			return v, err
 		}
 		t := time.NewTimer(wait + rand.N(wait/2+1))
@@ -73,14 +75,14 @@ func retry[T any](ctx context.Context, b Backoff, fn func() (T, error)) (T, erro
 			return v, err
 		case <-t.C:
 		}
-		wait = min(2*wait, b.Max)
+		wait = min(2*wait, b.max)
 	}
 }
 
-// Unanswered says whether err means the API server did not answer at all: the
+// unanswered says whether err means the API server did not answer at all: the
 // connection was refused, reset, cut or timed out, or there was no route to it. An
 // error status (any apierrors.APIStatus) is an answer.
-func Unanswered(err error) bool {
+func unanswered(err error) bool {
 	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return false
 	}
@@ -95,8 +97,8 @@ func Unanswered(err error) bool {
 		(errors.As(err, &netErr) && netErr.Timeout())
 }
 
-// NewSharedIndexInformer is cache.NewSharedIndexInformer over Resuming(lw,
-// DefaultBackoff): controller-runtime's cache.Options.NewInformer.
+// NewSharedIndexInformer is cache.NewSharedIndexInformer over Resuming(lw):
+// controller-runtime's cache.Options.NewInformer.
 func NewSharedIndexInformer(lw cache.ListerWatcher, obj runtime.Object, resync time.Duration, indexers cache.Indexers) cache.SharedIndexInformer {
-	return cache.NewSharedIndexInformer(Resuming(lw, DefaultBackoff()), obj, resync, indexers)
+	return cache.NewSharedIndexInformer(Resuming(lw), obj, resync, indexers)
 }

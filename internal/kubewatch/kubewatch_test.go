@@ -40,8 +40,8 @@ func TestUnanswered(t *testing.T) {
 		{errors.New("x509: certificate signed by unknown authority"), false},
 		{nil, false},
 	} {
-		if got := Unanswered(c.err); got != c.want {
-			t.Errorf("Unanswered(%v) = %v, want %v", c.err, got, c.want)
+		if got := unanswered(c.err); got != c.want {
+			t.Errorf("unanswered(%v) = %v, want %v", c.err, got, c.want)
 		}
 	}
 }
@@ -76,16 +76,16 @@ func (l *lister) Watch(metav1.ListOptions) (watch.Interface, error) {
 	return watch.NewEmptyWatch(), nil
 }
 
-var quick = Backoff{First: time.Millisecond, Max: 4 * time.Millisecond}
+var quick = backoff{first: time.Millisecond, max: 4 * time.Millisecond}
 
 func TestResumingRetriesWhatWasNotAnswered(t *testing.T) {
 	l := &lister{fails: []error{refused(), refused(), refused()}}
-	lw := Resuming(l, quick).(cache.ListerWatcherWithContext)
+	lw := resumingWith(l, quick).(cache.ListerWatcherWithContext)
 	if _, err := lw.ListWithContext(context.Background(), metav1.ListOptions{}); err != nil || l.calls != 4 {
 		t.Errorf("List: %v after %d calls, want an answer on the 4th", err, l.calls)
 	}
 	l = &lister{fails: []error{refused(), &net.OpError{Op: "read", Err: syscall.ECONNRESET}}}
-	lw = Resuming(l, quick).(cache.ListerWatcherWithContext)
+	lw = resumingWith(l, quick).(cache.ListerWatcherWithContext)
 	if _, err := lw.WatchWithContext(context.Background(), metav1.ListOptions{}); err != nil || l.calls != 3 {
 		t.Errorf("Watch: %v after %d calls, want an answer on the 3rd", err, l.calls)
 	}
@@ -96,7 +96,7 @@ func TestResumingPassesAnswersOn(t *testing.T) {
 	busy := apierrors.NewTooManyRequests("slow down", 1)
 	for _, err := range []error{forbidden, busy} {
 		l := &lister{fails: []error{err}}
-		if _, got := Resuming(l, quick).(cache.ListerWatcherWithContext).ListWithContext(context.Background(), metav1.ListOptions{}); !errors.Is(got, err) || l.calls != 1 {
+		if _, got := resumingWith(l, quick).(cache.ListerWatcherWithContext).ListWithContext(context.Background(), metav1.ListOptions{}); !errors.Is(got, err) || l.calls != 1 {
 			t.Errorf("List answered %v: got %v after %d calls, want it at once", err, got, l.calls)
 		}
 	}
@@ -109,8 +109,8 @@ func TestResumingEndsWithItsContext(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
-	lw := Resuming(l, quick).(cache.ListerWatcherWithContext)
-	if _, err := lw.WatchWithContext(ctx, metav1.ListOptions{}); !Unanswered(err) || ctx.Err() == nil {
+	lw := resumingWith(l, quick).(cache.ListerWatcherWithContext)
+	if _, err := lw.WatchWithContext(ctx, metav1.ListOptions{}); !unanswered(err) || ctx.Err() == nil {
 		t.Errorf("Watch returned %v before its context ended (%v)", err, ctx.Err())
 	}
 }

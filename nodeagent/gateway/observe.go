@@ -65,7 +65,7 @@ func (e *Elector) watch(ctx context.Context) {
 			return e.leases.Watch(ctx, o)
 		},
 	}
-	_, informer := cache.NewInformerWithOptions(cache.InformerOptions{ListerWatcher: kubewatch.Resuming(lw, kubewatch.DefaultBackoff()), ObjectType: &coordinationv1.Lease{},
+	_, informer := cache.NewInformerWithOptions(cache.InformerOptions{ListerWatcher: kubewatch.Resuming(lw), ObjectType: &coordinationv1.Lease{},
 		Handler: cache.ResourceEventHandlerFuncs{
 			AddFunc:    func(o any) { e.saw(o) },
 			UpdateFunc: func(_, o any) { e.saw(o) },
