@@ -292,24 +292,16 @@ func (a *Agent) sync(ctx context.Context) (time.Duration, error) {
 	capable = capable && driver != nil && derr == nil
 	a.ensureElection(capable)
 
-	holder := ""
-	lease := &coordinationv1.Lease{}
-	if err := a.client.Get(ctx, types.NamespacedName{Namespace: ns, Name: gateway.LeaseName}, lease); err == nil && lease.Spec.HolderIdentity != nil {
-		holder = *lease.Spec.HolderIdentity
+	var lease *coordinationv1.Lease
+	if l := (&coordinationv1.Lease{}); a.client.Get(ctx, types.NamespacedName{Namespace: ns, Name: gateway.LeaseName}, l) == nil {
+		lease = l
 	}
 	activeSelf, settled := a.isActive()
 	a.metrics.setActive(activeSelf)
-	if holder == a.cfg.NodeName && !activeSelf && capable && !settled {
-		// Our previous process held the Lease: the elector takes it over at once; until
-		// it has, leave the data plane as the previous process left it. Only until the
-		// elector has settled: a holder cut off from the API server reads its own name
-		// from a stale cache, and its data path must stop once it has stepped down.
-		return a.cfg.Election.RetryPeriod, nil
-	}
-	if activeSelf {
-		holder = a.cfg.NodeName
-	} else if holder == a.cfg.NodeName {
-		holder = ""
+	holder, wait := activeHolder(a.cfg.NodeName, lease, holderState{active: activeSelf, settled: settled, capable: capable},
+		a.cfg.Election.RenewDeadline, time.Now())
+	if wait {
+		return min(a.cfg.Election.RetryPeriod, takeoverRecheck), nil
 	}
 
 	snap := Snapshot{NodeName: a.cfg.NodeName, Membership: m, ActiveGateway: holder, Driver: driver,
@@ -390,6 +382,73 @@ func (a *Agent) isActive() (active, settled bool) {
 		return false, true
 	}
 	return a.elector.Active(), a.elector.Settled()
+}
+
+// stillActive says whether this node's elector says active now, at the moment of a write
+// that says so. A pass reads the elector once, at its start, and may stall after that
+// (SIGSTOP, a paused VM, a slow kernel call): thawed after its term has run out and
+// another gateway took over, it must neither publish this node active nor mark the new
+// holder's Gateway passive, or the hub would route every cluster to the fenced node.
+func (a *Agent) stillActive() bool {
+	active, _ := a.isActive()
+	return active
+}
+
+// takeoverRecheck is how soon sync looks again while the cache says this node holds the
+// Lease and the elector does not say so yet.
+const takeoverRecheck = 50 * time.Millisecond
+
+// holderState is what this node's elector says.
+type holderState struct{ active, settled, capable bool }
+
+// activeHolder is the node the data plane routes to as the active gateway, from the
+// Lease as the cache has it (nil: none) and this node's elector; "" is none. wait: leave
+// the data plane as it is and look again soon, because a new holder is about to be
+// known. Tearing the data plane down for that moment (no gateway: no vx-strait, no
+// routes, the cable cleaned up) remade vx-strait on every node at a graceful handover,
+// and on the new gateway at about one takeover in three. It waits
+//   - while a holder's release is younger than the term it left (one second): a standby
+//     takes over within it, and the released path carries traffic until then;
+//   - when the cache says this node holds the Lease and its elector does not say so yet
+//     but is about to: the previous process held it (the elector has not settled), or
+//     the elector has just taken it and the cache saw the write before the elector could
+//     say so. Only for a renewal younger than renewDeadline: a holder cut off from the
+//     API server reads its own name from a stale cache, and its data path must stop
+//     once it has stepped down, renewDeadline after its last renewal. Only this node
+//     writes its name, so that renewal time is on this node's clock.
+func activeHolder(self string, l *coordinationv1.Lease, st holderState, renewDeadline time.Duration, now time.Time) (holder string, wait bool) {
+	if st.active {
+		// Also before the cache has the Lease this node's elector has just created.
+		return self, false
+	}
+	if l == nil {
+		return "", false
+	}
+	if l.Spec.HolderIdentity != nil {
+		holder = *l.Spec.HolderIdentity
+	}
+	switch {
+	case holder == "":
+		return "", released(l, now)
+	case holder != self:
+		return holder, false
+	case !st.capable:
+		return "", false
+	case !st.settled:
+		return "", true
+	case l.Spec.RenewTime != nil && now.Sub(l.Spec.RenewTime.Time) < renewDeadline:
+		return "", true
+	}
+	return "", false
+}
+
+// released says whether l, which has no holder, was released less than its (released)
+// term ago.
+func released(l *coordinationv1.Lease, now time.Time) bool {
+	if l.Spec.RenewTime == nil || l.Spec.LeaseDurationSeconds == nil {
+		return false
+	}
+	return now.Sub(l.Spec.RenewTime.Time) < time.Duration(*l.Spec.LeaseDurationSeconds)*time.Second
 }
 
 // holding says whether this node holds the gateway through an API server that answers

@@ -88,7 +88,7 @@ func TestCompute(t *testing.T) {
 			snap: func() Snapshot { s := snapshot("plain", false); s.Links = s.Links[1:]; return s }},
 		{name: "plain node routes peer CIDRs to the active gateway, MTU from a 9000 underlay minus wireguard",
 			snap: func() Snapshot { return snapshot("plain", false) }, placed: true,
-			want: []string{"fdb 10.0.0.1", "10.8.0.0/16 via 241.0.0.1 dev vx-strait onlink mtu=8920", "mtu=8950 up"}},
+			want: []string{"fdb 10.0.0.1", "10.8.0.0/16 via 241.0.0.1 dev vx-strait onlink mtu=8920", "mtu=8950 mac=0a:73:0a:00:00:03 up", "neighbor 241.0.0.1 lladdr 0a:73:0a:00:00:01"}},
 		{name: "passive gateway is a plain node", snap: func() Snapshot { return snapshot("gw2", false) }, placed: true,
 			want: []string{"10.9.0.0/16 via 241.0.0.1 dev vx-strait"}, notWant: []string{"addr 10.7.255.255"}},
 		{name: "active gateway routes into the cable (the driver's Router), health-check IP on vx-strait",

@@ -113,7 +113,10 @@ func TestDataplaneRoutedClusters(t *testing.T) {
 	t.Run("node state", func(t *testing.T) {
 		d := l.dumps()
 		for _, want := range []string{
-			"link vx-strait vxlan vni=4242 port=4804 local=10.0.1.3 parent=eth0 mtu=1450 up\n  addr 241.0.1.3/8\n  fdb 10.0.1.1\n  rp_filter=2\n",
+			// The MACs are derived from the nodes' addresses: the gateway's is known
+			// without ARP (a permanent neighbor entry).
+			"link vx-strait vxlan vni=4242 port=4804 local=10.0.1.3 parent=eth0 mtu=1450 mac=0a:73:0a:00:01:03 up\n  addr 241.0.1.3/8\n" +
+				"  fdb 10.0.1.1\n  neighbor 241.0.1.1 lladdr 0a:73:0a:00:01:01\n  rp_filter=2\n",
 			"route table=4242 proto=242 10.20.0.0/16 via 241.0.1.1 dev vx-strait onlink mtu=1450\n",
 			"route table=4242 proto=242 10.21.0.0/16 via 241.0.1.1 dev vx-strait onlink mtu=1450\n",
 			"rule pref=4242 table=4242\n",

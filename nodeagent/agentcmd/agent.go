@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
 	"github.com/spf13/cobra"
 	"github.com/vishvananda/netlink"
@@ -48,6 +49,7 @@ type agentOptions struct {
 	daemonSet      string
 	viciSocket     string
 	masqueradeBit  int
+	verbosity      int
 }
 
 // NewCommand is `straitd agent`.
@@ -95,6 +97,7 @@ leaves the kernel as it is.
 	f.IntVar(&o.masqueradeBit, "kube-proxy-masquerade-bit", route.DefaultKubeProxyMasqueradeBit, "kube-proxy's --masquerade-bit: cleared on remote clusters' packets so that a ClusterIP's server sees the remote pod's address, not the gateway's (-1: leave kube-proxy's marks alone)")
 	f.StringVar(&o.daemonSet, "daemonset", "strait-agent", "the agent's DaemonSet in --namespace: when it is gone or being deleted at shutdown (kubectl delete -k), the agent removes everything of Strait's from the node before it exits; empty never cleans")
 	f.StringVar(&o.procSys, "proc-sys", "/proc/sys", "where the node's /proc/sys/net is writable (the net sysctls it sets: rp_filter of vx-strait and of the underlay); a container that is not privileged mounts the host's /proc/sys/net there, as the DaemonSet does at /host/proc/sys/net")
+	f.IntVar(&o.verbosity, "v", 0, "log verbosity: 1 adds timestamps, 2 adds wireguard-go's every handshake and keepalive")
 	f.StringVar(&o.netnsPath, "netns", "", "program the data plane in this network namespace (a path like /var/run/netns/NAME) while talking to the API server from the agent's own; for labs that run nodes as namespaces")
 	return cmd
 }
@@ -136,7 +139,7 @@ func runAgent(ctx context.Context, o *agentOptions, stdout, stderr io.Writer) er
 		return err
 	case o.cleanup:
 		// Without the API server: a cleanup must not create the wireguard key Secret.
-		return errors.Join(agent.Cleanup(ctx, k, nil), drivers.Cleanup(ctx, cableOptions(o.namespace, o.viciSocket, nl, nil)))
+		return errors.Join(agent.Cleanup(ctx, k, nil), drivers.Cleanup(ctx, cableOptions(o.namespace, o.viciSocket, nl, logr.Discard())))
 	}
 	if o.nodeName == "" {
 		return errors.New("--node-name (or $NODE_NAME) is required")
@@ -145,14 +148,15 @@ func runAgent(ctx context.Context, o *agentOptions, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	log := funcr.New(func(prefix, args string) { fmt.Fprintln(stderr, prefix, args) }, funcr.Options{})
+	log := funcr.New(func(prefix, args string) { fmt.Fprintln(stderr, prefix, args) },
+		funcr.Options{Verbosity: o.verbosity, LogTimestamp: o.verbosity > 0})
 	ctrl.SetLogger(log)
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	a, err := agent.New(cfg, agent.Config{
 		NodeName: o.nodeName, Namespace: o.namespace, Resync: o.resync, HealthInterval: o.healthInterval,
 		Election: o.election, Kernel: k,
-		Cables:      cableFactory(cfg, o.namespace, o.viciSocket, nl, func(f string, a ...any) { log.Info(fmt.Sprintf(f, a...)) }),
+		Cables:      cableFactory(cfg, o.namespace, o.viciSocket, nl, log),
 		Prober:      health.NewICMP(ns, 5, 100*time.Millisecond, time.Second),
 		MetricsAddr: o.metricsAddr, HealthAddr: o.healthAddr, Metrics: ctrlmetrics.Registry,
 		KubeProxyMasqueradeMark: masqueradeMark,
@@ -167,7 +171,7 @@ func runAgent(ctx context.Context, o *agentOptions, stdout, stderr io.Writer) er
 	defer cancel()
 	if o.daemonSet != "" && uninstalling(cctx, cfg, o.namespace, o.daemonSet) {
 		log.Info("Strait is being removed from this cluster (its DaemonSet or ServiceAccount is gone): cleaning the node")
-		return errors.Join(runErr, agent.Cleanup(cctx, k, nil), drivers.Cleanup(cctx, cableOptions(o.namespace, o.viciSocket, nl, nil)))
+		return errors.Join(runErr, agent.Cleanup(cctx, k, nil), drivers.Cleanup(cctx, cableOptions(o.namespace, o.viciSocket, nl, logr.Discard())))
 	}
 	return runErr
 }

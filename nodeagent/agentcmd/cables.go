@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/go-logr/logr"
 	"github.com/vishvananda/netlink"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -20,8 +21,9 @@ import (
 // own protocol, so neither removes the other's routes). cfg may be nil (--cleanup without
 // an API server): drivers that need the cluster then refuse to build. namespace holds
 // Strait's objects in the member (the wireguard key Secret). nl is the handle
-// of the namespace to program; nil for the agent's own.
-func cableFactory(cfg *rest.Config, namespace, viciSocket string, nl *netlink.Handle, logf func(string, ...any)) agent.CableFactory {
+// of the namespace to program; nil for the agent's own. A driver's background messages go
+// to log (its routine ones at V(2)).
+func cableFactory(cfg *rest.Config, namespace, viciSocket string, nl *netlink.Handle, log logr.Logger) agent.CableFactory {
 	return func(ctx context.Context, m *straitv1.Membership, _ string) (cable.Driver, error) {
 		var c client.Client
 		if cfg != nil {
@@ -30,19 +32,24 @@ func cableFactory(cfg *rest.Config, namespace, viciSocket string, nl *netlink.Ha
 				return nil, fmt.Errorf("client for the cable driver: %w", err)
 			}
 		}
-		o := cableOptions(namespace, viciSocket, nl, logf)
+		o := cableOptions(namespace, viciSocket, nl, log)
 		o.Client = c
 		return drivers.New(ctx, m.Spec.Cable.Driver, o)
 	}
 }
 
 // cableOptions are the drivers' options on this node, without a client.
-func cableOptions(namespace, viciSocket string, nl *netlink.Handle, logf func(string, ...any)) drivers.Options {
+func cableOptions(namespace, viciSocket string, nl *netlink.Handle, log logr.Logger) drivers.Options {
 	return drivers.Options{
 		Routing:    cable.Routing{Table: route.Table, Protocol: route.CableProtocol},
 		Namespace:  namespace,
 		VICISocket: viciSocket,
 		Netlink:    nl,
-		Logf:       logf,
+		Logf:       func(f string, a ...any) { log.Info(fmt.Sprintf(f, a...)) },
+		Debugf: func(f string, a ...any) {
+			if v := log.V(2); v.Enabled() {
+				v.Info(fmt.Sprintf(f, a...))
+			}
+		},
 	}
 }

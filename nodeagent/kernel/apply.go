@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 )
 
 // Apply converges k to want. It adds and changes before it deletes, so traffic that
@@ -114,6 +115,25 @@ func applyLink(ctx context.Context, k Kernel, have map[string]Link, wl Link) err
 		if !slices.Contains(wl.Addrs, p) && !p.Addr().IsLinkLocalUnicast() {
 			if err := k.DelAddr(ctx, wl.Name, p); err != nil {
 				errs = append(errs, fmt.Errorf("delete %s from %s: %w", p, wl.Name, err))
+			}
+		}
+	}
+	if wl.MAC != "" && !strings.EqualFold(cur.MAC, wl.MAC) {
+		if err := k.SetMAC(ctx, wl.Name, wl.MAC); err != nil {
+			errs = append(errs, fmt.Errorf("set MAC of %s: %w", wl.Name, err))
+		}
+	}
+	for _, n := range wl.Neighbors {
+		if !slices.Contains(cur.Neighbors, n) {
+			if err := k.SetNeighbor(ctx, wl.Name, n); err != nil {
+				errs = append(errs, fmt.Errorf("set neighbor %s on %s: %w", n.IP, wl.Name, err))
+			}
+		}
+	}
+	for _, n := range cur.Neighbors {
+		if !slices.ContainsFunc(wl.Neighbors, func(w Neighbor) bool { return w.IP == n.IP }) {
+			if err := k.DelNeighbor(ctx, wl.Name, n); err != nil {
+				errs = append(errs, fmt.Errorf("delete neighbor %s from %s: %w", n.IP, wl.Name, err))
 			}
 		}
 	}

@@ -26,6 +26,9 @@ func Dump(ctx context.Context, k Kernel, own Ownership) (string, error) {
 			fmt.Fprintf(&b, " vni=%d port=%d local=%s parent=%s", v.VNI, v.Port, v.Local, v.Parent)
 		}
 		fmt.Fprintf(&b, " mtu=%d", l.MTU)
+		if l.MAC != "" {
+			fmt.Fprintf(&b, " mac=%s", l.MAC)
+		}
 		if l.Up {
 			b.WriteString(" up")
 		}
@@ -36,6 +39,10 @@ func Dump(ctx context.Context, k Kernel, own Ownership) (string, error) {
 		}
 		for _, a := range sortedStrings(l.FDB) {
 			fmt.Fprintf(&b, "  fdb %s\n", a)
+		}
+		neighbors := slices.SortedFunc(slices.Values(l.Neighbors), func(a, b Neighbor) int { return a.IP.Compare(b.IP) })
+		for _, n := range neighbors {
+			fmt.Fprintf(&b, "  neighbor %s lladdr %s\n", n.IP, n.MAC)
 		}
 		rp, err := k.Sysctl(ctx, "net/ipv4/conf/"+l.Name+"/rp_filter")
 		errs = append(errs, err)

@@ -50,6 +50,7 @@ func cloneLink(l Link) *Link {
 	}
 	c.Addrs = slices.Clone(l.Addrs)
 	c.FDB = slices.Clone(l.FDB)
+	c.Neighbors = slices.Clone(l.Neighbors)
 	return &c
 }
 
@@ -78,7 +79,10 @@ func (f *Fake) AddLink(_ context.Context, l Link) error {
 	}
 	f.mutate()
 	n := cloneLink(l)
-	n.Addrs, n.FDB = nil, nil
+	n.Addrs, n.FDB, n.Neighbors = nil, nil, nil
+	if n.MAC == "" {
+		n.MAC = "02:00:00:00:00:01" // the kernel's random one
+	}
 	f.links[l.Name] = n
 	f.sysctls["net/ipv4/conf/"+l.Name+"/rp_filter"] = "1"
 	return nil
@@ -93,6 +97,18 @@ func (f *Fake) SetLink(_ context.Context, name string, mtu int, up bool) error {
 	}
 	f.mutate()
 	l.MTU, l.Up = mtu, up
+	return nil
+}
+
+func (f *Fake) SetMAC(_ context.Context, name, mac string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	l, ok := f.links[name]
+	if !ok {
+		return fmt.Errorf("set MAC of %s: no such device", name)
+	}
+	f.mutate()
+	l.MAC = mac
 	return nil
 }
 
@@ -164,6 +180,30 @@ func (f *Fake) DelFDB(_ context.Context, link string, dst netip.Addr) error {
 	}
 	f.mutate()
 	l.FDB = slices.DeleteFunc(l.FDB, func(a netip.Addr) bool { return a == dst })
+	return nil
+}
+
+func (f *Fake) SetNeighbor(_ context.Context, link string, n Neighbor) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	l, ok := f.links[link]
+	if !ok {
+		return fmt.Errorf("set neighbor %s: %s: no such device", n.IP, link)
+	}
+	f.mutate()
+	l.Neighbors = append(slices.DeleteFunc(l.Neighbors, func(o Neighbor) bool { return o.IP == n.IP }), n)
+	return nil
+}
+
+func (f *Fake) DelNeighbor(_ context.Context, link string, n Neighbor) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	l, ok := f.links[link]
+	if !ok || !slices.Contains(l.Neighbors, n) {
+		return nil
+	}
+	f.mutate()
+	l.Neighbors = slices.DeleteFunc(l.Neighbors, func(o Neighbor) bool { return o == n })
 	return nil
 }
 

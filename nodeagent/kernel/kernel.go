@@ -9,13 +9,16 @@ import (
 // exactly the one thing each method names; diffing and ordering live in Apply. Deleting
 // something that does not exist returns nil.
 type Kernel interface {
-	// Links lists every link with its addresses; FDB is filled for VXLAN links.
+	// Links lists every link with its addresses and MAC; FDB and the permanent
+	// Neighbors are filled for VXLAN links.
 	Links(ctx context.Context) ([]Link, error)
-	// AddLink creates a link (only VXLAN is supported) with its MTU and up state; it
-	// does not add addresses or FDB entries.
+	// AddLink creates a link (only VXLAN is supported) with its MTU, MAC and up state;
+	// it does not add addresses, FDB or neighbor entries.
 	AddLink(ctx context.Context, l Link) error
 	// SetLink sets an existing link's MTU and up state.
 	SetLink(ctx context.Context, name string, mtu int, up bool) error
+	// SetMAC sets an existing link's hardware address (also while it is up).
+	SetMAC(ctx context.Context, name, mac string) error
 	// DeleteLink removes a link.
 	DeleteLink(ctx context.Context, name string) error
 
@@ -23,6 +26,10 @@ type Kernel interface {
 	DelAddr(ctx context.Context, link string, p netip.Prefix) error
 	AddFDB(ctx context.Context, link string, dst netip.Addr) error
 	DelFDB(ctx context.Context, link string, dst netip.Addr) error
+	// SetNeighbor adds n as a permanent entry or replaces the entry for its IP (also one
+	// the kernel learned).
+	SetNeighbor(ctx context.Context, link string, n Neighbor) error
+	DelNeighbor(ctx context.Context, link string, n Neighbor) error
 
 	// Routes lists the IPv4 routes with the given protocol in every table.
 	Routes(ctx context.Context, protocol int) ([]Route, error)

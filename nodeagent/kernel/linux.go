@@ -92,7 +92,7 @@ func (l *Linux) Links(context.Context) ([]Link, error) {
 	out := make([]Link, 0, len(links))
 	for _, nl := range links {
 		a := nl.Attrs()
-		lk := Link{Name: a.Name, Kind: nl.Type(), MTU: a.MTU, Up: a.Flags&net.FlagUp != 0}
+		lk := Link{Name: a.Name, Kind: nl.Type(), MTU: a.MTU, Up: a.Flags&net.FlagUp != 0, MAC: a.HardwareAddr.String()}
 		addrs, err := nldump.Retry(func() ([]netlink.Addr, error) { return l.nl.AddrList(nl, netlink.FAMILY_V4) })
 		if err != nil {
 			return nil, fmt.Errorf("addresses of %s: %w", a.Name, err)
@@ -116,8 +116,28 @@ func (l *Linux) Links(context.Context) ([]Link, error) {
 					}
 				}
 			}
+			if lk.Neighbors, err = l.permanentNeighbors(a.Index); err != nil {
+				return nil, fmt.Errorf("neighbors of %s: %w", a.Name, err)
+			}
 		}
 		out = append(out, lk)
+	}
+	return out, nil
+}
+
+// permanentNeighbors are the link's permanent IPv4 neighbor entries; the ones the
+// kernel resolved itself are not ours.
+func (l *Linux) permanentNeighbors(index int) ([]Neighbor, error) {
+	neighs, err := nldump.Retry(func() ([]netlink.Neigh, error) { return l.nl.NeighList(index, unix.AF_INET) })
+	if err != nil {
+		return nil, err
+	}
+	var out []Neighbor
+	for _, n := range neighs {
+		ip, ok := netip.AddrFromSlice(n.IP.To4())
+		if ok && n.State&netlink.NUD_PERMANENT != 0 && len(n.HardwareAddr) == 6 {
+			out = append(out, Neighbor{IP: ip, MAC: n.HardwareAddr.String()})
+		}
 	}
 	return out, nil
 }
@@ -153,6 +173,13 @@ func (l *Linux) AddLink(_ context.Context, lk Link) error {
 	}
 	vx := &netlink.Vxlan{LinkAttrs: netlink.LinkAttrs{Name: lk.Name, MTU: lk.MTU},
 		VxlanId: lk.VXLAN.VNI, Port: lk.VXLAN.Port, Learning: true}
+	if lk.MAC != "" {
+		mac, err := net.ParseMAC(lk.MAC)
+		if err != nil {
+			return fmt.Errorf("link %s: MAC: %w", lk.Name, err)
+		}
+		vx.HardwareAddr = mac
+	}
 	if lk.VXLAN.Local.IsValid() {
 		vx.SrcAddr = lk.VXLAN.Local.AsSlice()
 	}
@@ -186,6 +213,18 @@ func (l *Linux) SetLink(_ context.Context, name string, mtu int, up bool) error 
 		return l.nl.LinkSetUp(lk)
 	}
 	return l.nl.LinkSetDown(lk)
+}
+
+func (l *Linux) SetMAC(_ context.Context, name, mac string) error {
+	hw, err := net.ParseMAC(mac)
+	if err != nil {
+		return fmt.Errorf("link %s: MAC: %w", name, err)
+	}
+	lk, err := l.nl.LinkByName(name)
+	if err != nil {
+		return err
+	}
+	return l.nl.LinkSetHardwareAddr(lk, hw)
 }
 
 func (l *Linux) DeleteLink(_ context.Context, name string) error {
@@ -235,6 +274,40 @@ func (l *Linux) DelFDB(_ context.Context, link string, dst netip.Addr) error {
 		return nil
 	}
 	return ignore(l.nl.NeighDel(fdbEntry(lk.Attrs().Index, dst)), unix.ENOENT)
+}
+
+// neighborOn is n as a permanent entry on link.
+func (l *Linux) neighborOn(link string, n Neighbor) (*netlink.Neigh, error) {
+	mac, err := net.ParseMAC(n.MAC)
+	if err != nil {
+		return nil, fmt.Errorf("neighbor %s: MAC: %w", n.IP, err)
+	}
+	lk, err := l.nl.LinkByName(link)
+	if err != nil {
+		return nil, err
+	}
+	return &netlink.Neigh{LinkIndex: lk.Attrs().Index, Family: unix.AF_INET, State: netlink.NUD_PERMANENT,
+		IP: n.IP.AsSlice(), HardwareAddr: mac}, nil
+}
+
+func (l *Linux) SetNeighbor(_ context.Context, link string, n Neighbor) error {
+	e, err := l.neighborOn(link, n)
+	if err != nil {
+		return err
+	}
+	return l.nl.NeighSet(e)
+}
+
+func (l *Linux) DelNeighbor(_ context.Context, link string, n Neighbor) error {
+	e, err := l.neighborOn(link, n)
+	var notFound netlink.LinkNotFoundError
+	switch {
+	case errors.As(err, &notFound):
+		return nil
+	case err != nil:
+		return err
+	}
+	return ignore(l.nl.NeighDel(e), unix.ENOENT)
 }
 
 func (l *Linux) Routes(_ context.Context, protocol int) ([]Route, error) {

@@ -3,12 +3,16 @@ package kernel
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
+	"github.com/vishvananda/netlink"
 	vnetns "github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
 
 	"github.com/straitnet/strait/test/netns"
 	"github.com/straitnet/strait/test/require"
@@ -157,5 +161,60 @@ func TestSysctlsUnderAnotherProcSys(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(filepath.Join(dir, key)); string(b) != "2" {
 		t.Fatalf("%s holds %q after SetSysctl 2", filepath.Join(dir, key), b)
+	}
+}
+
+// TestLinuxMACAndNeighborSetInPlace: a vx-strait made by an agent without derived MACs
+// (the kernel's random one, a neighbor the kernel resolved to a gateway's old MAC) gets
+// the derived MAC and a permanent neighbor entry in place: the device is not made
+// again, and the resolved entry is replaced, not left beside ours.
+func TestLinuxMACAndNeighborSetInPlace(t *testing.T) {
+	ctx := context.Background()
+	k := newLinuxInNetns(t).(*Linux)
+	want := steps()[1].want
+	old := want
+	old.Links = []Link{want.Links[0]}
+	old.Links[0].MAC, old.Links[0].Neighbors = "", nil
+	if err := Apply(ctx, k, testOwn, old); err != nil {
+		t.Fatal(err)
+	}
+	lk, err := k.nl.LinkByName("vx-test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := lk.Attrs().HardwareAddr.String(); got == want.Links[0].MAC {
+		t.Fatalf("the kernel picked the derived MAC %s itself", got)
+	}
+	resolved := &netlink.Neigh{LinkIndex: lk.Attrs().Index, Family: unix.AF_INET, State: netlink.NUD_REACHABLE,
+		IP: net.ParseIP("241.0.0.2"), HardwareAddr: net.HardwareAddr{0x02, 0x11, 0x22, 0x33, 0x44, 0x55}}
+	if err := k.nl.NeighSet(resolved); err != nil {
+		t.Fatal(err)
+	}
+	if err := Apply(ctx, k, testOwn, want); err != nil {
+		t.Fatal(err)
+	}
+	after, err := k.nl.LinkByName("vx-test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.Attrs().Index != lk.Attrs().Index {
+		t.Errorf("vx-test was made again (index %d, was %d)", after.Attrs().Index, lk.Attrs().Index)
+	}
+	if got := after.Attrs().HardwareAddr.String(); got != want.Links[0].MAC {
+		t.Errorf("MAC %s, want %s", got, want.Links[0].MAC)
+	}
+	neighs, err := k.nl.NeighList(after.Attrs().Index, unix.AF_INET)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, n := range neighs {
+		got = append(got, fmt.Sprintf("%s %s permanent=%v", n.IP, n.HardwareAddr, n.State&netlink.NUD_PERMANENT != 0))
+	}
+	if w := []string{"241.0.0.2 0a:73:0a:00:00:02 permanent=true"}; !slices.Equal(got, w) {
+		t.Errorf("neighbors %q, want %q", got, w)
+	}
+	if err := Apply(ctx, k, testOwn, want); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -25,6 +25,14 @@ func Merge(parts ...State) State {
 					o.FDB = append(o.FDB, a)
 				}
 			}
+			for _, n := range l.Neighbors {
+				if !slices.Contains(o.Neighbors, n) {
+					o.Neighbors = append(o.Neighbors, n)
+				}
+			}
+			if o.MAC == "" {
+				o.MAC = l.MAC
+			}
 		}
 		out.Routes = append(out.Routes, p.Routes...)
 		for _, r := range p.Rules {

@@ -2,6 +2,7 @@ package kernel
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"net/netip"
 	"strings"
@@ -18,9 +19,12 @@ func ip(s string) netip.Addr    { return netip.MustParseAddr(s) }
 func vx(mtu int, fdb ...string) Link {
 	l := Link{Name: "vx-test", Kind: "vxlan", MTU: mtu, Up: true,
 		VXLAN: &VXLAN{VNI: 4242, Port: 4804, Local: ip("10.0.0.1"), Parent: "eth0"},
-		Addrs: []netip.Prefix{pfx("241.0.0.1/8")}}
+		Addrs: []netip.Prefix{pfx("241.0.0.1/8")}, MAC: "0a:73:0a:00:00:01"}
 	for _, f := range fdb {
+		b := ip(f).As4()
 		l.FDB = append(l.FDB, ip(f))
+		l.Neighbors = append(l.Neighbors, Neighbor{IP: netip.AddrFrom4([4]byte{241, b[1], b[2], b[3]}),
+			MAC: fmt.Sprintf("0a:73:%02x:%02x:%02x:%02x", b[0], b[1], b[2], b[3])})
 	}
 	return l
 }
@@ -66,9 +70,10 @@ func steps() []step {
 			Links: []Link{vx(1450, "10.0.0.2")}, Sysctls: rpf, Rules: rule,
 			Routes: []Route{route("10.8.0.0/16", "241.0.0.2", 1370)},
 			NFT:    table([]string{"10.8.0.0/16"}, nil, lookupRule("remote")),
-		}, dump: `link vx-test vxlan vni=4242 port=4804 local=10.0.0.1 parent=eth0 mtu=1450 up
+		}, dump: `link vx-test vxlan vni=4242 port=4804 local=10.0.0.1 parent=eth0 mtu=1450 mac=0a:73:0a:00:00:01 up
   addr 241.0.0.1/8
   fdb 10.0.0.2
+  neighbor 241.0.0.2 lladdr 0a:73:0a:00:00:02
   rp_filter=2
 route table=4242 proto=242 10.8.0.0/16 via 241.0.0.2 dev vx-test onlink mtu=1370
 rule pref=4242 table=4242
@@ -84,9 +89,10 @@ nft table ip strait-test
 			Routes: []Route{route("10.8.0.0/16", "241.0.0.3", 1320), route("10.9.0.0/16", "241.0.0.3", 1320)},
 			NFT: table([]string{"10.8.0.0/16", "10.9.0.0/16", "10.20.0.0/16"},
 				map[string]string{"242.0.0.5": "10.7.0.5", "242.0.0.6": "10.7.0.6"}, lookupRule("remote")),
-		}, dump: `link vx-test vxlan vni=4242 port=4804 local=10.0.0.1 parent=eth0 mtu=1400 up
+		}, dump: `link vx-test vxlan vni=4242 port=4804 local=10.0.0.1 parent=eth0 mtu=1400 mac=0a:73:0a:00:00:01 up
   addr 241.0.0.1/8
   fdb 10.0.0.3
+  neighbor 241.0.0.3 lladdr 0a:73:0a:00:00:03
   rp_filter=2
 route table=4242 proto=242 10.8.0.0/16 via 241.0.0.3 dev vx-test onlink mtu=1320
 route table=4242 proto=242 10.9.0.0/16 via 241.0.0.3 dev vx-test onlink mtu=1320
@@ -106,9 +112,10 @@ nft table ip strait-test
 			Routes: []Route{route("10.9.0.0/16", "241.0.0.3", 1320)},
 			NFT: table([]string{"10.9.0.0/16"}, map[string]string{"242.0.0.5": "10.7.0.9"},
 				lookupRule("remote"), NFTRule{Text: "counter", Exprs: []expr.Any{&expr.Counter{}}}),
-		}, dump: `link vx-test vxlan vni=4242 port=4804 local=10.0.0.1 parent=eth0 mtu=1400 up
+		}, dump: `link vx-test vxlan vni=4242 port=4804 local=10.0.0.1 parent=eth0 mtu=1400 mac=0a:73:0a:00:00:01 up
   addr 241.0.0.1/8
   fdb 10.0.0.3
+  neighbor 241.0.0.3 lladdr 0a:73:0a:00:00:03
   rp_filter=2
 route table=4242 proto=242 10.9.0.0/16 via 241.0.0.3 dev vx-test onlink mtu=1320
 rule pref=4242 table=4242
@@ -125,9 +132,10 @@ nft table ip strait-test
 			Links:   []Link{func() Link { l := vx(1400, "10.0.0.3"); l.VXLAN.VNI = 4343; return l }()},
 			Sysctls: rpf, Rules: rule,
 			Routes: []Route{route("10.9.0.0/16", "241.0.0.3", 1320)},
-		}, dump: `link vx-test vxlan vni=4343 port=4804 local=10.0.0.1 parent=eth0 mtu=1400 up
+		}, dump: `link vx-test vxlan vni=4343 port=4804 local=10.0.0.1 parent=eth0 mtu=1400 mac=0a:73:0a:00:00:01 up
   addr 241.0.0.1/8
   fdb 10.0.0.3
+  neighbor 241.0.0.3 lladdr 0a:73:0a:00:00:03
   rp_filter=2
 route table=4242 proto=242 10.9.0.0/16 via 241.0.0.3 dev vx-test onlink mtu=1320
 rule pref=4242 table=4242

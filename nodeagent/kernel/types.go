@@ -63,6 +63,19 @@ type Link struct {
 	// FDB holds the remote VTEPs of a VXLAN device (all-zero MAC entries: every
 	// unknown destination is sent to each of them).
 	FDB []netip.Addr
+	// MAC is the link's hardware address in net.HardwareAddr's form; "" leaves the
+	// kernel's (random) one.
+	MAC string
+	// Neighbors are permanent IPv4 neighbor entries on the link (a VXLAN device's peers:
+	// no ARP, so a peer's next packet finds the right MAC at once).
+	Neighbors []Neighbor
+}
+
+// Neighbor is a permanent IPv4 neighbor entry.
+type Neighbor struct {
+	IP netip.Addr
+	// MAC in net.HardwareAddr's form (lower case).
+	MAC string
 }
 
 // VXLAN are a VXLAN device's parameters.

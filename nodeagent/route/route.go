@@ -2,6 +2,7 @@ package route
 
 import (
 	"fmt"
+	"net"
 	"net/netip"
 	"slices"
 
@@ -81,6 +82,19 @@ func VTEP(node netip.Addr) netip.Addr {
 	return netip.AddrFrom4([4]byte{241, b[1], b[2], b[3]})
 }
 
+// VTEPMAC is a node's hardware address on vx-strait: 0a:73 (locally administered,
+// unicast) and its four underlay IPv4 bytes. Derived rather than random, it stays the
+// same when the device is made again (an agent upgrade that changes the device, a
+// reboot), and every node can write a permanent neighbor entry for the active
+// gateway's VTEP without asking. With the kernel's random MAC, a gateway whose device
+// had been remade since a node last resolved it got that node's packets for the old MAC
+// after a failover, and dropped them until the node's neighbor entry went through
+// DELAY and PROBE (5 s + 3 s, or longer: 9.5-25 s measured in the lab).
+func VTEPMAC(node netip.Addr) string {
+	b := node.As4()
+	return net.HardwareAddr{0x0a, 0x73, b[0], b[1], b[2], b[3]}.String()
+}
+
 // RouteMTU is the MTU of a route to a remote CIDR: the underlay minus the larger of the
 // VXLAN leg to the gateway and the cable.
 func RouteMTU(underlayMTU, cableOverhead int, onGateway bool) int {
@@ -102,7 +116,7 @@ func Compute(in Input) kernel.State {
 	onGateway := in.Self.Name == in.Gateway.Name
 	vx := kernel.Link{Name: VXLANDevice, Kind: "vxlan", MTU: in.UnderlayMTU - VXLANOverhead, Up: true,
 		VXLAN: &kernel.VXLAN{VNI: VNI, Port: Port, Local: in.Self.IP, Parent: in.Underlay},
-		Addrs: []netip.Prefix{netip.PrefixFrom(VTEP(in.Self.IP), 8)}}
+		Addrs: []netip.Prefix{netip.PrefixFrom(VTEP(in.Self.IP), 8)}, MAC: VTEPMAC(in.Self.IP)}
 	st := kernel.State{
 		Rules:   []kernel.Rule{{Priority: RulePriority, Table: Table}},
 		Sysctls: map[string]string{"net/ipv4/conf/" + VXLANDevice + "/rp_filter": "2"},
@@ -118,6 +132,8 @@ func Compute(in Input) kernel.State {
 		slices.SortFunc(vx.FDB, func(a, b netip.Addr) int { return a.Compare(b) })
 	} else {
 		vx.FDB = []netip.Addr{in.Gateway.IP}
+		// The gateway's MAC is known: no ARP before the first packet after a failover.
+		vx.Neighbors = []kernel.Neighbor{{IP: VTEP(in.Gateway.IP), MAC: VTEPMAC(in.Gateway.IP)}}
 		// Replies from remote clusters come back from the gateway through the cluster
 		// network while the route back to their source is vx-strait: loose on the
 		// underlay too (the one setting on a device that is not ours; never reverted,

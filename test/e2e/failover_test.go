@@ -3,12 +3,18 @@ package e2e
 import (
 	"fmt"
 	"net"
+	"os/exec"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/vishvananda/netlink"
+
+	"github.com/straitnet/strait/lab/topology"
+	"github.com/straitnet/strait/nodeagent/route"
 	"github.com/straitnet/strait/test/labtest"
+	"github.com/straitnet/strait/test/netns"
 	"github.com/straitnet/strait/test/require"
 )
 
@@ -149,12 +155,14 @@ func failOver(t testing.TB, cluster string, sig syscall.Signal) time.Duration {
 	// Without its kubelet, the node does not restart the agent at once: a restarted agent
 	// takes its own node's Lease back, and the other gateway would never be needed.
 	resume := env.PauseKubelet(t, cluster, old)
+	devices := vxlanIndexes(t, cluster)
 	p := startProber(src.ns, target)
 	time.Sleep(300 * time.Millisecond)
 	stopped := time.Now()
 	env.SignalContainer(t, agent, "agent", sig)
+	var taken topology.Node
 	require.Eventually(t, converge, fmt.Sprintf("%s: traffic after %s of %s's agent", cluster, sig, old), func() error {
-		if now := env.ActiveGateway(t, cluster).Name; now == old {
+		if taken = env.ActiveGateway(t, cluster); taken.Name == old {
 			return fmt.Errorf("%s still active", old)
 		}
 		if !p.answeredSince(stopped.Add(200 * time.Millisecond)) {
@@ -164,6 +172,11 @@ func failOver(t testing.TB, cluster string, sig syscall.Signal) time.Duration {
 	})
 	time.Sleep(500 * time.Millisecond)
 	gap := p.gap()
+	// Taking over converges the standby's vx-strait; it must not make it again (a pass
+	// that saw the node's own Lease before its elector said so used to tear it down).
+	if was, now := devices[taken.Name], vxlanIndexes(t, cluster)[taken.Name]; was != now {
+		t.Errorf("%s's %s was made again while it took over (index %d, was %d)", taken.Name, route.VXLANDevice, now, was)
+	}
 	resume()
 	env.WaitRestarted(t, cluster, agent, "agent", restarts, 2*time.Minute)
 	return gap
@@ -182,6 +195,87 @@ func TestGatewayFailover(t *testing.T) {
 			gap := failOver(t, tc.cluster, tc.sig)
 			t.Logf("%s's active gateway's agent got %s: longest time without an answer %s", tc.cluster, tc.sig, gap.Round(time.Millisecond))
 		})
+	}
+}
+
+// vxlanDevice is the vx-strait link in network namespace ns.
+func vxlanDevice(ns string) (lk netlink.Link, err error) {
+	err = netns.Do(ns, func() error {
+		lk, err = netlink.LinkByName(route.VXLANDevice)
+		return err
+	})
+	return lk, err
+}
+
+// vxlanIndexes are the interface indexes of vx-strait on the cluster's gateway nodes (0:
+// none), to tell a device that was made again from one that was kept.
+func vxlanIndexes(t testing.TB, cluster string) map[string]int {
+	t.Helper()
+	cl, ok := env.Topo.Cluster(cluster)
+	if !ok {
+		t.Fatalf("no cluster %s in the lab", cluster)
+	}
+	out := map[string]int{}
+	for _, n := range cl.Nodes {
+		if !n.Gateway {
+			continue
+		}
+		if lk, err := vxlanDevice(n.Namespace); err == nil {
+			out[n.Name] = lk.Attrs().Index
+		}
+	}
+	return out
+}
+
+// TestFailoverToARemadeGateway: the standby's vx-strait is made again (an agent that
+// changed the device, a reboot) before it takes over. Plain nodes must reach it at
+// once: with the kernel's random MAC, c2's plain node kept sending c1's replies to the
+// device's old MAC and the new gateway dropped them for 9.5-25 s (its neighbor entry
+// had to go through DELAY and PROBE). The device comes back with the same MAC, and
+// plain nodes hold a permanent neighbor entry for the active gateway.
+func TestFailoverToARemadeGateway(t *testing.T) {
+	env.Require(t)
+	crossTraffic(t)
+	active := env.ActiveGateway(t, "c2")
+	cl, _ := env.Topo.Cluster("c2")
+	var standby topology.Node
+	for _, n := range cl.Nodes {
+		if n.Gateway && n.Name != active.Name {
+			standby = n
+		}
+	}
+	if standby.Name == "" {
+		t.Fatal("c2 has no standby gateway")
+	}
+	mac := func() (string, error) {
+		lk, err := vxlanDevice(standby.Namespace)
+		if err != nil {
+			return "", err
+		}
+		return lk.Attrs().HardwareAddr.String(), nil
+	}
+	before, err := mac()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("ip", "-n", standby.Namespace, "link", "del", route.VXLANDevice).CombinedOutput(); err != nil {
+		t.Fatalf("delete %s on %s: %v: %s", route.VXLANDevice, standby.Name, err, out)
+	}
+	var after string
+	require.Eventually(t, converge, standby.Name+": "+route.VXLANDevice+" made again", func() (err error) {
+		after, err = mac()
+		return err
+	})
+	if after != before {
+		t.Errorf("%s's %s came back with MAC %s, was %s", standby.Name, route.VXLANDevice, after, before)
+	}
+	gap := failOver(t, "c2", syscall.SIGKILL)
+	t.Logf("c2's gateway %s took over with its %s made again: longest time without an answer %s",
+		standby.Name, route.VXLANDevice, gap.Round(time.Millisecond))
+	if gap > 2*time.Second {
+		logCablePaths(t)
+		t.Errorf("c1 → c2 went %s without an answer after a failover to %s, whose %s had been made again",
+			gap.Round(time.Millisecond), standby.Name, route.VXLANDevice)
 	}
 }
 

@@ -29,6 +29,9 @@ type Options struct {
 	Netlink *netlink.Handle
 	// Logf receives a driver's background errors (wireguard-go's); nil drops them.
 	Logf func(format string, args ...any)
+	// Debugf receives a driver's routine background messages (wireguard-go's handshakes
+	// and keepalives); nil drops them.
+	Debugf func(format string, args ...any)
 }
 
 // New returns the driver called name. Drivers that hold resources beyond the kernel
@@ -40,7 +43,7 @@ func New(ctx context.Context, name straitv1.CableDriver, o Options) (cable.Drive
 	case straitv1.CableVXLAN:
 		return vxlan.New(vxlan.Config{Routing: o.Routing, Netlink: o.Netlink})
 	case straitv1.CableWireGuard:
-		cfg := wireguard.Config{Routing: o.Routing, Netlink: o.Netlink, Logf: o.Logf}
+		cfg := wireguard.Config{Routing: o.Routing, Netlink: o.Netlink, Logf: o.Logf, Debugf: o.Debugf}
 		if o.Client != nil {
 			key, err := wireguard.LoadOrCreateKey(ctx, o.Client, o.Namespace)
 			if err != nil {

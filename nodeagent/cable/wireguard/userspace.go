@@ -23,12 +23,12 @@ type userspaceDevice struct {
 	done chan struct{}
 }
 
-func startUserspace(name string, mtu int, logf func(string, ...any)) (*userspaceDevice, error) {
+func startUserspace(name string, mtu int, logf, debugf func(string, ...any)) (*userspaceDevice, error) {
 	tdev, err := tun.CreateTUN(name, mtu)
 	if err != nil {
 		return nil, fmt.Errorf("create TUN %s: %w", name, err)
 	}
-	logger := &device.Logger{Verbosef: worthLogging(logf), Errorf: logf}
+	logger := &device.Logger{Verbosef: worthLogging(logf, debugf), Errorf: logf}
 	dev := device.NewDevice(tdev, conn.NewDefaultBind(), logger)
 	if n := dev.BatchSize(); n <= 1 {
 		// The TUN device took no virtio-net header (TUNSETOFFLOAD failed): every packet
@@ -72,15 +72,15 @@ func (u *userspaceDevice) close() error {
 	return nil
 }
 
-// worthLogging passes on the kinds of wireguard-go's verbose messages that explain lost
-// throughput or a cable that does not come up, and drops the rest (a line per
-// handshake, keepalive and routine start):
+// worthLogging passes to logf the kinds of wireguard-go's verbose messages that explain
+// lost throughput or a cable that does not come up, and the rest (a line per handshake,
+// keepalive and routine start) to debugf:
 //   - UDP GSO or GRO turned off ("disabled UDP GSO on ..."), or another offload;
 //   - a handshake initiation refused as a replay or a flood: the cluster's gateways
 //     share one key, so a new active gateway whose first initiation is refused is
 //     unreachable until it retries (REKEY_TIMEOUT, 5 s later);
 //   - a handshake message that did not authenticate ("Received invalid ...").
-func worthLogging(logf func(string, ...any)) func(string, ...any) {
+func worthLogging(logf, debugf func(string, ...any)) func(string, ...any) {
 	return func(format string, args ...any) {
 		msg := fmt.Sprintf(format, args...)
 		lower := strings.ToLower(msg)
@@ -88,6 +88,8 @@ func worthLogging(logf func(string, ...any)) func(string, ...any) {
 			[]string{"offload", "handshake replay", "handshake flood", "received invalid"},
 			func(s string) bool { return strings.Contains(lower, s) }) {
 			logf("wireguard-go: %s", msg)
+			return
 		}
+		debugf("wireguard-go: %s", msg)
 	}
 }

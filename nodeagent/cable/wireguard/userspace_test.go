@@ -8,11 +8,13 @@ import (
 	"golang.zx2c4.com/wireguard/conn"
 )
 
-// TestOffloadWarningsReachTheLog: wireguard-go reports a disabled UDP GSO only as a
-// verbose message; the agent's log gets that one and none of the per-handshake noise.
+// TestWorthLogging: wireguard-go reports a disabled UDP GSO or a refused handshake only
+// as a verbose message; the agent's log gets those, and the per-handshake noise goes to
+// its debug level.
 func TestWorthLogging(t *testing.T) {
-	var got []string
-	verbosef := worthLogging(func(format string, args ...any) { got = append(got, fmt.Sprintf(format, args...)) })
+	var got, debug []string
+	verbosef := worthLogging(func(format string, args ...any) { got = append(got, fmt.Sprintf(format, args...)) },
+		func(format string, args ...any) { debug = append(debug, fmt.Sprintf(format, args...)) })
 	verbosef("%v - Sending keepalive packet", "peer(abc)")
 	verbosef("Routine: TUN reader - started")
 	verbosef("%v - Received handshake initiation", "peer(abc)")
@@ -29,5 +31,13 @@ func TestWorthLogging(t *testing.T) {
 	}
 	if !slices.Equal(got, want) {
 		t.Fatalf("logged %q, want %q", got, want)
+	}
+	wantDebug := []string{
+		"wireguard-go: peer(abc) - Sending keepalive packet",
+		"wireguard-go: Routine: TUN reader - started",
+		"wireguard-go: peer(abc) - Received handshake initiation",
+	}
+	if !slices.Equal(debug, wantDebug) {
+		t.Fatalf("debug got %q, want %q", debug, wantDebug)
 	}
 }

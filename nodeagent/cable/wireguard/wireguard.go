@@ -51,8 +51,12 @@ type Config struct {
 	// Userspace makes the driver use embedded wireguard-go even where the kernel has
 	// WireGuard.
 	Userspace bool
-	// Logf receives wireguard-go's errors; nil drops them.
+	// Logf receives wireguard-go's errors and the messages that explain a cable that does
+	// not come up; nil drops them.
 	Logf func(format string, args ...any)
+	// Debugf receives wireguard-go's other messages (a line per handshake and keepalive);
+	// nil drops them.
+	Debugf func(format string, args ...any)
 	// Now is the clock for handshake ages; nil means time.Now.
 	Now func() time.Time
 }
@@ -92,6 +96,9 @@ func New(cfg Config) (*Driver, error) {
 	cfg.Netlink = h
 	if cfg.Logf == nil {
 		cfg.Logf = func(string, ...any) {}
+	}
+	if cfg.Debugf == nil {
+		cfg.Debugf = func(string, ...any) {}
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -214,7 +221,7 @@ func (d *Driver) createDevice(mtu int) error {
 			return fmt.Errorf("create kernel WireGuard device %s: %w", DeviceName, err)
 		}
 	}
-	u, err := startUserspace(DeviceName, mtu, d.cfg.Logf)
+	u, err := startUserspace(DeviceName, mtu, d.cfg.Logf, d.cfg.Debugf)
 	if err != nil {
 		return err
 	}
