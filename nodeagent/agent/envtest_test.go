@@ -56,18 +56,20 @@ type runningAgent struct {
 	driver *routedDriver
 	// metrics holds this agent's Prometheus metrics.
 	metrics *prometheus.Registry
+	// stall, armed, holds the agent's next pass in the middle (see stallGate).
+	stall *stallGate
 }
 
 func startAgent(t testing.TB, cfg *rest.Config, name, ip string) *runningAgent {
 	t.Helper()
-	ra := &runningAgent{name: name, done: make(chan error, 1), driver: &routedDriver{}, metrics: prometheus.NewRegistry(),
+	ra := &runningAgent{name: name, done: make(chan error, 1), driver: &routedDriver{}, metrics: prometheus.NewRegistry(), stall: newStallGate(),
 		// wan: the routed cable's device on gateways.
 		fake: kernel.NewFake(kernel.Link{Name: "eth0", Kind: "veth", MTU: 1500, Up: true,
 			Addrs: []netip.Prefix{netip.MustParsePrefix(ip + "/24")}}, kernel.Link{Name: "wan", Kind: "veth", MTU: 1500, Up: true})}
 	ra.kill = &clusters.Cut{}
 	c := ra.kill.Config(cfg)
 	a, err := New(c, Config{NodeName: name, Namespace: straitv1.SystemNamespace, Resync: 10 * time.Second,
-		HealthInterval: 200 * time.Millisecond, Election: gateway.FastTiming(), Kernel: ra.fake,
+		HealthInterval: 200 * time.Millisecond, Election: gateway.FastTiming(), Kernel: stallingKernel{Kernel: ra.fake, gate: ra.stall},
 		Cables: func(context.Context, *straitv1.Membership, string) (cable.Driver, error) { return ra.driver, nil },
 		Prober: constProber{}, MetricsAddr: "0", HealthAddr: "0", Metrics: ra.metrics})
 	if err != nil {
@@ -132,7 +134,15 @@ func BenchmarkFailover(b *testing.B) {
 // failoverScenario sets up a member with two gateway-capable nodes and a plain one,
 // checks election, Gateway objects and Peer status, then stops the active agent
 // gracefully and later crashes the next one; it returns both re-pointing times.
-func failoverScenario(t testing.TB, cfg *rest.Config) (graceful, crash time.Duration) {
+// memberPSK is the PSK Secret as the hub copies it into the member; the agent hands the
+// cable the key the Membership names.
+const memberPSK = "the member's copy of the ClusterSet's PSK"
+
+// seedMember writes what the hub and the nodes write into member c1 before any agent
+// runs: two gateway-capable nodes (gw1, gw2) and a plain one with their addresses, the
+// PSK Secret, the Membership and a Peer c2. It returns a client of the API server.
+func seedMember(t testing.TB, cfg *rest.Config) client.Client {
+	t.Helper()
 	ctx := context.Background()
 	c, err := client.New(cfg, client.Options{Scheme: Scheme()})
 	if err != nil {
@@ -151,12 +161,9 @@ func failoverScenario(t testing.TB, cfg *rest.Config) (graceful, crash time.Dura
 			t.Fatal(err)
 		}
 	}
-	// The PSK Secret as the hub copies it into the member; the agent hands the cable the
-	// key the Membership names.
-	const psk = "the member's copy of the ClusterSet's PSK"
 	mustCreate(t, c,
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "strait-ipsec-psk", Namespace: straitv1.SystemNamespace},
-			Data: map[string][]byte{"psk": []byte(psk)}},
+			Data: map[string][]byte{"psk": []byte(memberPSK)}},
 		&straitv1.Membership{ObjectMeta: metav1.ObjectMeta{Name: straitv1.MembershipName, Namespace: straitv1.SystemNamespace},
 			Spec: straitv1.MembershipSpec{ClusterSet: "strait-system/cs", ClusterID: "c1", PodCIDRs: []string{"10.10.0.0/16"},
 				ServiceCIDRs: []string{"10.11.0.0/16"}, Cable: straitv1.MemberCable{Driver: straitv1.CableVXLAN, Port: 4500,
@@ -166,18 +173,41 @@ func failoverScenario(t testing.TB, cfg *rest.Config) (graceful, crash time.Dura
 			Spec: straitv1.PeerSpec{ClusterID: "c2", CIDRs: []string{"10.20.0.0/16"},
 				Endpoint: &straitv1.PeerEndpoint{Gateway: "c2-gw1", IP: "198.51.100.9", Port: 4500, Driver: straitv1.CableVXLAN,
 					HealthCheckIP: "10.20.0.1"}}})
+	return c
+}
 
+// leaseHolder is the gateway Lease's holder as the API server has it ("": none).
+func leaseHolder(t testing.TB, c client.Client) string {
+	t.Helper()
+	l := &coordinationv1.Lease{}
+	if err := c.Get(context.Background(), types.NamespacedName{Namespace: straitv1.SystemNamespace, Name: gateway.LeaseName}, l); err != nil || l.Spec.HolderIdentity == nil {
+		return ""
+	}
+	return *l.Spec.HolderIdentity
+}
+
+// gatewayIs checks that node name's Gateway says want and has a heartbeat.
+func gatewayIs(c client.Client, name string, want straitv1.HAState) func() error {
+	return func() error {
+		g := &straitv1.Gateway{}
+		if err := c.Get(context.Background(), types.NamespacedName{Namespace: straitv1.SystemNamespace, Name: name}, g); err != nil {
+			return err
+		}
+		if g.Spec.HAState != want || g.Status.LastHeartbeat == nil {
+			return fmt.Errorf("gateway %s: %s, heartbeat %v", name, g.Spec.HAState, g.Status.LastHeartbeat)
+		}
+		return nil
+	}
+}
+
+func failoverScenario(t testing.TB, cfg *rest.Config) (graceful, crash time.Duration) {
+	ctx := context.Background()
+	c := seedMember(t, cfg)
 	agents := map[string]*runningAgent{}
 	for i, name := range []string{"gw1", "gw2", "plain"} {
 		agents[name] = startAgent(t, cfg, name, fmt.Sprintf("10.0.1.%d", i+1))
 	}
-	holder := func() string {
-		l := &coordinationv1.Lease{}
-		if err := c.Get(ctx, types.NamespacedName{Namespace: straitv1.SystemNamespace, Name: gateway.LeaseName}, l); err != nil || l.Spec.HolderIdentity == nil {
-			return ""
-		}
-		return *l.Spec.HolderIdentity
-	}
+	holder := func() string { return leaseHolder(t, c) }
 	plainPointsAt := func(gw string) func() error {
 		ip := map[string]string{"gw1": "10.0.1.1", "gw2": "10.0.1.2"}[gw]
 		return func() error {
@@ -188,18 +218,7 @@ func failoverScenario(t testing.TB, cfg *rest.Config) (graceful, crash time.Dura
 			return nil
 		}
 	}
-	gatewayState := func(name string, want straitv1.HAState) func() error {
-		return func() error {
-			g := &straitv1.Gateway{}
-			if err := c.Get(ctx, types.NamespacedName{Namespace: straitv1.SystemNamespace, Name: name}, g); err != nil {
-				return err
-			}
-			if g.Spec.HAState != want || g.Status.LastHeartbeat == nil {
-				return fmt.Errorf("gateway %s: %s, heartbeat %v", name, g.Spec.HAState, g.Status.LastHeartbeat)
-			}
-			return nil
-		}
-	}
+	gatewayState := func(name string, want straitv1.HAState) func() error { return gatewayIs(c, name, want) }
 
 	var first string
 	require.Eventually(t, 10*time.Second, "a gateway is elected", func() error {
@@ -219,8 +238,8 @@ func failoverScenario(t testing.TB, cfg *rest.Config) (graceful, crash time.Dura
 		if rs := agents[first].driver.remotes(); len(rs) != 1 || rs[0].ClusterID != "c2" {
 			return fmt.Errorf("cable remotes %v", rs)
 		}
-		if got := agents[first].driver.psk(); got != psk {
-			return fmt.Errorf("cable PSK %q, want the Secret's %q", got, psk)
+		if got := agents[first].driver.psk(); got != memberPSK {
+			return fmt.Errorf("cable PSK %q, want the Secret's %q", got, memberPSK)
 		}
 		return nil
 	})

@@ -26,6 +26,8 @@ func (a *Agent) publishGateway(ctx context.Context, m *straitv1.Membership, self
 	if !capable || d == nil {
 		return client.IgnoreNotFound(a.client.Delete(ctx, gw))
 	}
+	// active is what the pass read at its start: only while it is still so.
+	active = active && a.stillActive()
 	state := straitv1.HAPassive
 	if active {
 		state = straitv1.HAActive
@@ -79,6 +81,10 @@ func (a *Agent) demoteOthers(ctx context.Context) error {
 		g := &gws.Items[i]
 		if g.Name == a.cfg.NodeName || g.Spec.HAState != straitv1.HAActive {
 			continue
+		}
+		if !a.stillActive() {
+			// The term ran out while this pass stalled: g may be the new holder.
+			break
 		}
 		orig := g.DeepCopy()
 		g.Spec.HAState = straitv1.HAPassive
@@ -163,7 +169,7 @@ func (a *Agent) checkPeers(ctx context.Context) error {
 	a.mu.Lock()
 	want, peers, driver := a.last, a.lastPeers, a.driver
 	a.mu.Unlock()
-	if !want.Active || driver == nil {
+	if !want.Active || driver == nil || !a.stillActive() {
 		a.metrics.setPeers(nil)
 		return nil
 	}

@@ -1,0 +1,148 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	straitv1 "github.com/straitnet/strait/api/v1alpha1"
+	"github.com/straitnet/strait/nodeagent/gateway"
+	"github.com/straitnet/strait/nodeagent/kernel"
+	"github.com/straitnet/strait/test/require"
+)
+
+// stallGate holds one pass of an agent in the middle, after it has read its elector
+// and before it converges and writes its Gateway, as SIGSTOP or a paused VM would.
+type stallGate struct {
+	arm     chan struct{} // a token in it: the next pass stalls
+	entered chan struct{} // closed when a pass stalls
+	release chan struct{} // closed to let it go on
+}
+
+func newStallGate() *stallGate {
+	return &stallGate{arm: make(chan struct{}, 1), entered: make(chan struct{}), release: make(chan struct{})}
+}
+
+// hold stalls the caller if the gate is armed, until released.
+func (g *stallGate) hold() {
+	select {
+	case <-g.arm:
+		close(g.entered)
+		<-g.release
+	default:
+	}
+}
+
+// stallingKernel is a kernel whose Links, which a pass reads after the elector, holds
+// at the gate.
+type stallingKernel struct {
+	kernel.Kernel
+	gate *stallGate
+}
+
+func (k stallingKernel) Links(ctx context.Context) ([]kernel.Link, error) {
+	k.gate.hold()
+	return k.Kernel.Links(ctx)
+}
+
+// TestStalledPassClaimsNothingAfterItsTerm: the active gateway's agent stalls in the
+// middle of a pass that read "active" at its start, is cut off the API server long
+// enough for the standby to take over, and then goes on. That pass must not publish its
+// node active again nor mark the new holder's Gateway passive: the hub routes every
+// cluster to the gateway whose Gateway says active, and the stalled node's data path is
+// fenced off. (In the lab, SIGSTOP of an active gateway's agent did that in about one
+// freeze in five: TestFrozenGatewayIsFencedOff.)
+func TestStalledPassClaimsNothingAfterItsTerm(t *testing.T) {
+	cfg, _ := startAPIServer(t)
+	c := seedMember(t, cfg)
+	agents := map[string]*runningAgent{}
+	for i, name := range []string{"gw1", "gw2"} {
+		agents[name] = startAgent(t, cfg, name, fmt.Sprintf("10.0.1.%d", i+1))
+	}
+	var first string
+	require.Eventually(t, 10*time.Second, "a gateway is elected", func() error {
+		if first = leaseHolder(t, c); first == "" {
+			return fmt.Errorf("no holder")
+		}
+		return gatewayIs(c, first, straitv1.HAActive)()
+	})
+	second := map[string]string{"gw1": "gw2", "gw2": "gw1"}[first]
+	require.Eventually(t, 5*time.Second, "the standby's Gateway", gatewayIs(c, second, straitv1.HAPassive))
+
+	stalled := agents[first]
+	stalled.stall.arm <- struct{}{}
+	select {
+	case <-stalled.stall.entered: // every Lease renewal starts a pass
+	case <-time.After(5 * time.Second):
+		t.Fatalf("%s started no pass in 5s", first)
+	}
+	defer func() {
+		select {
+		case <-stalled.stall.release:
+		default:
+			close(stalled.stall.release)
+		}
+	}()
+	stalled.kill.Set(true)
+	require.Eventually(t, 10*time.Second, "the standby takes over", func() error {
+		if h := leaseHolder(t, c); h != second {
+			return fmt.Errorf("holder %q", h)
+		}
+		if err := gatewayIs(c, second, straitv1.HAActive)(); err != nil {
+			return err
+		}
+		return gatewayIs(c, first, straitv1.HAPassive)()
+	})
+
+	wc, err := client.NewWithWatch(cfg, client.Options{Scheme: Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gws := &straitv1.GatewayList{}
+	if err := wc.List(context.Background(), gws, client.InNamespace(straitv1.SystemNamespace)); err != nil {
+		t.Fatal(err)
+	}
+	w, err := wc.Watch(context.Background(), &straitv1.GatewayList{}, client.InNamespace(straitv1.SystemNamespace),
+		&client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: gws.ResourceVersion}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+
+	// The stalled agent goes on: its elector steps down, and the pass it was in writes.
+	passes := gathered(t, stalled.metrics)["strait_agent_sync_duration_seconds_count"]
+	stalled.kill.Set(false)
+	close(stalled.stall.release)
+	end := time.After(4 * gateway.FastTiming().LeaseDuration)
+	for {
+		select {
+		case ev := <-w.ResultChan():
+			if ev.Type == watch.Error {
+				t.Fatalf("watching Gateways: %v", ev.Object)
+			}
+			g, ok := ev.Object.(*straitv1.Gateway)
+			if !ok {
+				continue
+			}
+			if g.Name == first && g.Spec.HAState == straitv1.HAActive {
+				t.Errorf("%s, stalled past its term, published itself active again", first)
+			}
+			if g.Name == second && g.Spec.HAState != straitv1.HAActive {
+				t.Errorf("%s, the Lease's holder, was marked %s", second, g.Spec.HAState)
+			}
+		case <-end:
+			if h := leaseHolder(t, c); h != second {
+				t.Errorf("the Lease's holder is %q, want %s", h, second)
+			}
+			if n := gathered(t, stalled.metrics)["strait_agent_sync_duration_seconds_count"]; n <= passes {
+				t.Errorf("%s finished no pass after the stall (%v before, %v after): the test proves nothing", first, passes, n)
+			}
+			return
+		}
+	}
+}
