@@ -58,6 +58,7 @@ type runningAgent struct {
 	metrics *prometheus.Registry
 	// stall, armed, holds the agent's next pass in the middle (see stallGate).
 	stall *stallGate
+	agent *Agent
 }
 
 func startAgent(t testing.TB, cfg *rest.Config, name, ip string) *runningAgent {
@@ -75,6 +76,7 @@ func startAgent(t testing.TB, cfg *rest.Config, name, ip string) *runningAgent {
 	if err != nil {
 		t.Fatal(err)
 	}
+	ra.agent = a
 	ctx, cancel := context.WithCancel(context.Background())
 	ra.cancel = cancel
 	go func() { ra.done <- a.Run(ctx) }()
