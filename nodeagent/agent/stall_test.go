@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
 	"github.com/straitnet/strait/nodeagent/gateway"
 	"github.com/straitnet/strait/nodeagent/kernel"
+	"github.com/straitnet/strait/nodeagent/route"
 	"github.com/straitnet/strait/test/require"
 )
 
@@ -75,6 +77,14 @@ func TestStalledPassClaimsNothingAfterItsTerm(t *testing.T) {
 	require.Eventually(t, 5*time.Second, "the standby's Gateway", gatewayIs(c, second, straitv1.HAPassive))
 
 	stalled := agents[first]
+	// The active gateway holds the health-check address (the pod CIDR's last address).
+	const healthCheck = "10.10.255.255/32"
+	require.Eventually(t, 5*time.Second, "the active gateway holds the health-check address", func() error {
+		if d, _ := kernel.Dump(context.Background(), stalled.fake, route.Ownership()); !strings.Contains(d, healthCheck) {
+			return fmt.Errorf("no %s on %s:\n%s", healthCheck, first, d)
+		}
+		return nil
+	})
 	stalled.stall.arm <- struct{}{}
 	stalled.agent.Trigger()
 	select {
@@ -142,6 +152,13 @@ func TestStalledPassClaimsNothingAfterItsTerm(t *testing.T) {
 			}
 			if n := gathered(t, stalled.metrics)["strait_agent_sync_duration_seconds_count"]; n <= passes {
 				t.Errorf("%s finished no pass after the stall (%v before, %v after): the test proves nothing", first, passes, n)
+			}
+			// The stalled pass converged as the active gateway; a later one undoes that.
+			if rs := stalled.driver.remotes(); len(rs) != 0 {
+				t.Errorf("%s still runs the cable to %v after it stepped down", first, rs)
+			}
+			if d, _ := kernel.Dump(context.Background(), stalled.fake, route.Ownership()); strings.Contains(d, healthCheck) {
+				t.Errorf("%s still holds the health-check address %s after it stepped down:\n%s", first, healthCheck, d)
 			}
 			return
 		}
