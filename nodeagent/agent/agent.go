@@ -194,6 +194,11 @@ func New(restCfg *rest.Config, cfg Config) (*Agent, error) {
 		Watches(&corev1.Secret{}, all, builder.WithPredicates(secretDataChanged())).
 		Watches(&corev1.Node{}, all, builder.WithPredicates(nodeChanged())).
 		Watches(&coordinationv1.Lease{}, all, builder.WithPredicates(leaseHolderChanged())).
+		// A claim on the gateways that is not the Lease's (a pass that stalled past its
+		// term and wrote anyway, a person's edit) is undone at once by the holder, not
+		// at its next resync: the hub routes every cluster to the Gateway that says
+		// active.
+		Watches(&straitv1.Gateway{}, all, builder.WithPredicates(gatewayClaimChanged(cfg.NodeName))).
 		WatchesRawSource(source.Channel(a.trigger, handler.EnqueueRequestsFromMapFunc(
 			func(context.Context, client.Object) []reconcile.Request {
 				return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: "node"}}}

@@ -61,7 +61,9 @@ type runningAgent struct {
 	agent *Agent
 }
 
-func startAgent(t testing.TB, cfg *rest.Config, name, ip string) *runningAgent {
+// startAgent runs the agent of node name (address ip) on a fake kernel against the API
+// server at cfg; opts change its Config.
+func startAgent(t testing.TB, cfg *rest.Config, name, ip string, opts ...func(*Config)) *runningAgent {
 	t.Helper()
 	ra := &runningAgent{name: name, done: make(chan error, 1), driver: &routedDriver{}, metrics: prometheus.NewRegistry(), stall: newStallGate(),
 		// wan: the routed cable's device on gateways.
@@ -69,10 +71,14 @@ func startAgent(t testing.TB, cfg *rest.Config, name, ip string) *runningAgent {
 			Addrs: []netip.Prefix{netip.MustParsePrefix(ip + "/24")}}, kernel.Link{Name: "wan", Kind: "veth", MTU: 1500, Up: true})}
 	ra.kill = &clusters.Cut{}
 	c := ra.kill.Config(cfg)
-	a, err := New(c, Config{NodeName: name, Namespace: straitv1.SystemNamespace, Resync: 10 * time.Second,
+	agentCfg := Config{NodeName: name, Namespace: straitv1.SystemNamespace, Resync: 10 * time.Second,
 		HealthInterval: 200 * time.Millisecond, Election: gateway.FastTiming(), Kernel: stallingKernel{Kernel: ra.fake, gate: ra.stall},
 		Cables: func(context.Context, *straitv1.Membership, string) (cable.Driver, error) { return ra.driver, nil },
-		Prober: constProber{}, MetricsAddr: "0", HealthAddr: "0", Metrics: ra.metrics})
+		Prober: constProber{}, MetricsAddr: "0", HealthAddr: "0", Metrics: ra.metrics}
+	for _, o := range opts {
+		o(&agentCfg)
+	}
+	a, err := New(c, agentCfg)
 	if err != nil {
 		t.Fatal(err)
 	}

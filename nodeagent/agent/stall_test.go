@@ -164,3 +164,50 @@ func TestStalledPassClaimsNothingAfterItsTerm(t *testing.T) {
 		}
 	}
 }
+
+// TestAClaimTheLeaseDoesNotBackIsUndone: a write that names the wrong gateway active (a
+// pass that stalled past its term and wrote anyway, between its last look at the
+// elector and the API server; a person's kubectl edit) is undone by the agents at once,
+// not at their next resync: the hub routes every cluster to the Gateway that says
+// active. The resync is an hour here, so only the Gateway watch can undo it.
+func TestAClaimTheLeaseDoesNotBackIsUndone(t *testing.T) {
+	cfg, _ := startAPIServer(t)
+	c := seedMember(t, cfg)
+	for i, name := range []string{"gw1", "gw2"} {
+		startAgent(t, cfg, name, fmt.Sprintf("10.0.1.%d", i+1), func(c *Config) { c.Resync = time.Hour })
+	}
+	var holder string
+	require.Eventually(t, 10*time.Second, "a gateway is elected", func() error {
+		if holder = leaseHolder(t, c); holder == "" {
+			return fmt.Errorf("no holder")
+		}
+		return gatewayIs(c, holder, straitv1.HAActive)()
+	})
+	standby := map[string]string{"gw1": "gw2", "gw2": "gw1"}[holder]
+	require.Eventually(t, 5*time.Second, "the standby's Gateway", gatewayIs(c, standby, straitv1.HAPassive))
+
+	// What the stalled pass of a former holder writes: itself active, the holder passive.
+	setState := func(name string, state straitv1.HAState) {
+		t.Helper()
+		g := &straitv1.Gateway{}
+		if err := c.Get(context.Background(), client.ObjectKey{Namespace: straitv1.SystemNamespace, Name: name}, g); err != nil {
+			t.Fatal(err)
+		}
+		orig := g.DeepCopy()
+		g.Spec.HAState = state
+		if err := c.Patch(context.Background(), g, client.MergeFrom(orig)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setState(standby, straitv1.HAActive)
+	setState(holder, straitv1.HAPassive)
+	require.Eventually(t, 5*time.Second, "the Gateways follow the Lease again", func() error {
+		if h := leaseHolder(t, c); h != holder {
+			return fmt.Errorf("the Lease moved to %q", h)
+		}
+		if err := gatewayIs(c, holder, straitv1.HAActive)(); err != nil {
+			return err
+		}
+		return gatewayIs(c, standby, straitv1.HAPassive)()
+	})
+}
