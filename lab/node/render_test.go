@@ -68,6 +68,10 @@ func TestConfigsPointAtTheNodesOwnPathsAndPinThePauseImage(t *testing.T) {
 	if ev, _ := kc["evictionHard"].(map[string]any); ev["imagefs.available"] != "1Gi" || ev["nodefs.available"] != "1Gi" {
 		t.Errorf("kubelet config: evictionHard %v, want absolute disk thresholds", kc["evictionHard"])
 	}
+	// Repeated fault tests in one lab must not wait out minutes of crash-loop back-off.
+	if bo, _ := kc["crashLoopBackOff"].(map[string]any); bo["maxContainerRestartPeriod"] != "10s" {
+		t.Errorf("kubelet config: crashLoopBackOff %v, want maxContainerRestartPeriod 10s", kc["crashLoopBackOff"])
+	}
 	var cni struct {
 		Plugins []struct {
 			Bridge string
