@@ -9,6 +9,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
@@ -52,6 +53,26 @@ func (k stallingKernel) Links(ctx context.Context) ([]kernel.Link, error) {
 	return k.Kernel.Links(ctx)
 }
 
+// startGatewayPair starts the agents of the seeded member's two gateway-capable nodes
+// (gw1, gw2) and waits until one holds the Lease and says so in its Gateway, and the
+// other's Gateway says passive.
+func startGatewayPair(t *testing.T, cfg *rest.Config, c client.Client, opts ...func(*Config)) (agents map[string]*runningAgent, holder, standby string) {
+	t.Helper()
+	agents = map[string]*runningAgent{}
+	for i, name := range []string{"gw1", "gw2"} {
+		agents[name] = startAgent(t, cfg, name, fmt.Sprintf("10.0.1.%d", i+1), opts...)
+	}
+	require.Eventually(t, 10*time.Second, "a gateway is elected", func() error {
+		if holder = leaseHolder(t, c); holder == "" {
+			return fmt.Errorf("no holder")
+		}
+		return gatewayIs(c, holder, straitv1.HAActive)()
+	})
+	standby = map[string]string{"gw1": "gw2", "gw2": "gw1"}[holder]
+	require.Eventually(t, 5*time.Second, "the standby's Gateway", gatewayIs(c, standby, straitv1.HAPassive))
+	return agents, holder, standby
+}
+
 // TestStalledPassClaimsNothingAfterItsTerm: the active gateway's agent stalls in the
 // middle of a pass that read "active" at its start, is cut off the API server long
 // enough for the standby to take over, and then goes on. That pass must not publish its
@@ -62,19 +83,7 @@ func (k stallingKernel) Links(ctx context.Context) ([]kernel.Link, error) {
 func TestStalledPassClaimsNothingAfterItsTerm(t *testing.T) {
 	cfg, _ := startAPIServer(t)
 	c := seedMember(t, cfg)
-	agents := map[string]*runningAgent{}
-	for i, name := range []string{"gw1", "gw2"} {
-		agents[name] = startAgent(t, cfg, name, fmt.Sprintf("10.0.1.%d", i+1))
-	}
-	var first string
-	require.Eventually(t, 10*time.Second, "a gateway is elected", func() error {
-		if first = leaseHolder(t, c); first == "" {
-			return fmt.Errorf("no holder")
-		}
-		return gatewayIs(c, first, straitv1.HAActive)()
-	})
-	second := map[string]string{"gw1": "gw2", "gw2": "gw1"}[first]
-	require.Eventually(t, 5*time.Second, "the standby's Gateway", gatewayIs(c, second, straitv1.HAPassive))
+	agents, first, second := startGatewayPair(t, cfg, c)
 
 	stalled := agents[first]
 	// The active gateway holds the health-check address (the pod CIDR's last address).
@@ -100,15 +109,7 @@ func TestStalledPassClaimsNothingAfterItsTerm(t *testing.T) {
 		}
 	}()
 	stalled.kill.Set(true)
-	require.Eventually(t, 10*time.Second, "the standby takes over", func() error {
-		if h := leaseHolder(t, c); h != second {
-			return fmt.Errorf("holder %q", h)
-		}
-		if err := gatewayIs(c, second, straitv1.HAActive)(); err != nil {
-			return err
-		}
-		return gatewayIs(c, first, straitv1.HAPassive)()
-	})
+	require.Eventually(t, 10*time.Second, "the standby takes over", holdsAndSays(t, c, second, first))
 
 	wc, err := client.NewWithWatch(cfg, client.Options{Scheme: Scheme()})
 	if err != nil {
@@ -173,18 +174,7 @@ func TestStalledPassClaimsNothingAfterItsTerm(t *testing.T) {
 func TestAClaimTheLeaseDoesNotBackIsUndone(t *testing.T) {
 	cfg, _ := startAPIServer(t)
 	c := seedMember(t, cfg)
-	for i, name := range []string{"gw1", "gw2"} {
-		startAgent(t, cfg, name, fmt.Sprintf("10.0.1.%d", i+1), func(c *Config) { c.Resync = time.Hour })
-	}
-	var holder string
-	require.Eventually(t, 10*time.Second, "a gateway is elected", func() error {
-		if holder = leaseHolder(t, c); holder == "" {
-			return fmt.Errorf("no holder")
-		}
-		return gatewayIs(c, holder, straitv1.HAActive)()
-	})
-	standby := map[string]string{"gw1": "gw2", "gw2": "gw1"}[holder]
-	require.Eventually(t, 5*time.Second, "the standby's Gateway", gatewayIs(c, standby, straitv1.HAPassive))
+	_, holder, standby := startGatewayPair(t, cfg, c, func(c *Config) { c.Resync = time.Hour })
 
 	// What the stalled pass of a former holder writes: itself active, the holder passive.
 	setState := func(name string, state straitv1.HAState) {
@@ -201,13 +191,19 @@ func TestAClaimTheLeaseDoesNotBackIsUndone(t *testing.T) {
 	}
 	setState(standby, straitv1.HAActive)
 	setState(holder, straitv1.HAPassive)
-	require.Eventually(t, 5*time.Second, "the Gateways follow the Lease again", func() error {
+	require.Eventually(t, 5*time.Second, "the Gateways follow the Lease again", holdsAndSays(t, c, holder, standby))
+}
+
+// holdsAndSays checks that holder holds the Lease, its Gateway says active and the
+// standby's says passive.
+func holdsAndSays(t *testing.T, c client.Client, holder, standby string) func() error {
+	return func() error {
 		if h := leaseHolder(t, c); h != holder {
-			return fmt.Errorf("the Lease moved to %q", h)
+			return fmt.Errorf("the Lease's holder is %q, want %s", h, holder)
 		}
 		if err := gatewayIs(c, holder, straitv1.HAActive)(); err != nil {
 			return err
 		}
 		return gatewayIs(c, standby, straitv1.HAPassive)()
-	})
+	}
 }
