@@ -38,8 +38,8 @@ const pskSecret = "e2e-ipsec-psk"
 // TestCables switches the clusterset's cable driver through every driver and checks, for
 // each, what a user of each cluster sees from a pod on a plain node and from a pod on a
 // gateway node: pod → remote pod and pod → remote ClusterIP (the callee sees the
-// caller's pod IP both times), and the seed documents' clusterset names resolved
-// through CoreDNS, then fetched.
+// caller's pod IP both times), the seed documents' clusterset names resolved
+// through CoreDNS, then fetched, and each Peer's latency measured through the cable.
 func TestCables(t *testing.T) {
 	env.Require(t)
 	env.RestoreClusterSetSpec(t)
@@ -60,6 +60,10 @@ func TestCables(t *testing.T) {
 				return err
 			})
 			t.Logf("%s: ClusterSet updated → first GET across: %s", driver, time.Since(start).Round(time.Millisecond))
+			// The active gateways' health checks measure through this driver's cable.
+			for _, pair := range [][2]string{{"c1", "c2"}, {"c2", "c1"}} {
+				latencyMeasured(t, pair[0], pair[1], driver)
+			}
 			// The cable carries it: the driver's device on c1's active gateway counts the
 			// packets, and the other drivers' devices are gone.
 			gw := env.ActiveGateway(t, "c1").Namespace

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
@@ -25,24 +27,7 @@ import (
 func TestPeerHealthIsMeasured(t *testing.T) {
 	env.Require(t)
 	for _, pair := range [][2]string{{"c1", "c2"}, {"c2", "c1"}} {
-		cluster, remote := pair[0], pair[1]
-		require.Eventually(t, converge, cluster+"'s Peer "+remote+" has a measured latency", func() error {
-			st, err := peerStatus(t, cluster, remote)
-			if err != nil {
-				return err
-			}
-			if st.LatencyMicros <= 0 || st.LossPercent != 0 {
-				return fmt.Errorf("latency %dµs, loss %d%%: %s", st.LatencyMicros, st.LossPercent, connectedMessage(st))
-			}
-			return nil
-		})
-		require.Eventually(t, converge, cluster+"'s active gateway's latency metric", func() error {
-			v, err := peerMetric(t, cluster, "strait_agent_peer_latency_seconds", remote)
-			if err == nil && v <= 0 {
-				err = fmt.Errorf("latency %g s", v)
-			}
-			return err
-		})
+		latencyMeasured(t, pair[0], pair[1], "")
 	}
 
 	heal := dropOnWAN(t, 50)
@@ -71,6 +56,41 @@ func TestPeerHealthIsMeasured(t *testing.T) {
 	})
 }
 
+// latencyMeasured waits until cluster's Peer remote shows what the active gateway
+// measured over driver ("": whichever runs): Connected for the Peer's current
+// generation (a driver switch changes the Peer, so a figure from before it does not
+// count), a latency above zero and no loss, as `kubectl get peers` shows them, and a
+// latency above zero in the gateway's strait_agent_peer_latency_seconds.
+func latencyMeasured(t *testing.T, cluster, remote string, driver straitv1.CableDriver) {
+	t.Helper()
+	require.Eventually(t, converge, cluster+"'s Peer "+remote+" has a measured latency", func() error {
+		p := &straitv1.Peer{}
+		if err := env.Client(t, cluster).Get(context.Background(), client.ObjectKey{Namespace: straitv1.SystemNamespace, Name: remote}, p); err != nil {
+			return err
+		}
+		if ep := p.Spec.Endpoint; driver != "" && (ep == nil || ep.Driver != driver) {
+			return fmt.Errorf("the Peer's endpoint is %+v, not over %s yet", ep, driver)
+		}
+		st := p.Status
+		c := apimeta.FindStatusCondition(st.Conditions, straitv1.ConditionConnected)
+		if c == nil || c.Status != metav1.ConditionTrue || c.ObservedGeneration != p.Generation {
+			return fmt.Errorf("generation %d: %s", p.Generation, connectedMessage(st))
+		}
+		if st.LatencyMicros <= 0 || st.LossPercent != 0 {
+			return fmt.Errorf("latency %dµs, loss %d%%: %s", st.LatencyMicros, st.LossPercent, connectedMessage(st))
+		}
+		v, err := peerMetric(t, cluster, "strait_agent_peer_latency_seconds", remote)
+		if err != nil {
+			return err
+		}
+		if v <= 0 {
+			return fmt.Errorf("strait_agent_peer_latency_seconds %g", v)
+		}
+		t.Logf("%s → %s over %s: latency %dµs in the Peer, %.0fµs in the metric", cluster, remote, p.Spec.Endpoint.Driver, st.LatencyMicros, v*1e6)
+		return nil
+	})
+}
+
 func peerStatus(t *testing.T, cluster, remote string) (straitv1.PeerStatus, error) {
 	p := &straitv1.Peer{}
 	err := env.Client(t, cluster).Get(context.Background(), client.ObjectKey{Namespace: straitv1.SystemNamespace, Name: remote}, p)
@@ -80,7 +100,7 @@ func peerStatus(t *testing.T, cluster, remote string) (straitv1.PeerStatus, erro
 func connectedMessage(st straitv1.PeerStatus) string {
 	for _, c := range st.Conditions {
 		if c.Type == straitv1.ConditionConnected {
-			return string(c.Status) + " " + c.Message
+			return fmt.Sprintf("%s (generation %d) %s", c.Status, c.ObservedGeneration, c.Message)
 		}
 	}
 	return "no Connected condition"
