@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -93,6 +95,9 @@ func Main(m *testing.M, cfg Config, env *Env) int {
 		NodeBin: filepath.Join(root, "bin", "node"), ImageDir: filepath.Join(root, "bin", "images"),
 		Kustomize: filepath.Join(root, "kustomize")})
 	env.Lab = l
+	// An interrupted run (Ctrl-C, a killed go test) takes its lab down too: nothing else
+	// would, and the next run's nodes would find their cgroups taken.
+	downing := stopOnSignal(l, tmp)
 	// The host as the lab must leave it: the kubelets' sysctls, the top of /var/lib,
 	// /var/log and /run, the paths containerd and kubelets write to, no node cgroup.
 	host, err := hostview.Take("/var/lib", "/var/log", "/run")
@@ -126,6 +131,9 @@ func Main(m *testing.M, cfg Config, env *Env) int {
 		_, env.Topo, env.upErr = l.Load()
 	}
 	code := m.Run()
+	// After a signal the handler takes the lab down and exits; two teardowns at once
+	// would trip over each other's deletions.
+	downing.Lock()
 	// A crash leaves the daemon and its kubelets behind: down must clean up after it.
 	if pid, ok := l.State().DaemonPid(); ok {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
@@ -214,4 +222,27 @@ func HostLinks() []string {
 		}
 	}
 	return links
+}
+
+// stopOnSignal takes the lab down and removes tmp when the test binary gets SIGINT or
+// SIGTERM, then exits 1. It holds the returned lock from the signal on: a teardown
+// that takes it too waits for the exit instead of racing the handler.
+func stopOnSignal(l *lab.Lab, tmp string) *sync.Mutex {
+	var downing sync.Mutex
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	go func() {
+		sig := <-sigs
+		downing.Lock()
+		fmt.Fprintf(os.Stderr, "%s: taking the lab down\n", sig)
+		if pid, ok := l.State().DaemonPid(); ok {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+		if err := l.Down(context.Background()); err != nil {
+			fmt.Fprintln(os.Stderr, "lab down:", err)
+		}
+		_ = os.RemoveAll(tmp)
+		os.Exit(1)
+	}()
+	return &downing
 }
