@@ -136,7 +136,7 @@ func kubeletConfig(c Config, l layout) ([]byte, error) {
 		"imageGCLowThresholdPercent":  99,
 		"serializeImagePulls":         false,
 		"evictionHard":                evictionHard,
-		"crashLoopBackOff":            map[string]any{"maxContainerRestartPeriod": MaxRestartBackOff.String()},
+		"crashLoopBackOff":            map[string]any{"maxContainerRestartPeriod": maxRestartBackOff.String()},
 		"registerNode":                true,
 		"enableServer":                true,
 	}
@@ -164,9 +164,9 @@ var evictionHard = map[string]string{
 	"imagefs.inodesFree": "1%",
 }
 
-// MaxRestartBackOff is the longest the lab's kubelets wait before they restart a
+// maxRestartBackOff is the longest the lab's kubelets wait before they restart a
 // container that keeps exiting (KubeletConfiguration crashLoopBackOff, beta since 1.35).
-const MaxRestartBackOff = 10 * time.Second
+const maxRestartBackOff = 10 * time.Second
 
 // HealthzPort is the kubelet's health endpoint on the node's loopback (127.0.0.1).
 const HealthzPort = 10248

@@ -64,11 +64,15 @@ func TestPeerHealthIsMeasured(t *testing.T) {
 func latencyMeasured(t *testing.T, cluster, remote string, driver straitv1.CableDriver) {
 	t.Helper()
 	require.Eventually(t, converge, cluster+"'s Peer "+remote+" has a measured latency", func() error {
-		p := &straitv1.Peer{}
-		if err := env.Client(t, cluster).Get(context.Background(), client.ObjectKey{Namespace: straitv1.SystemNamespace, Name: remote}, p); err != nil {
+		p, err := peer(t, cluster, remote)
+		if err != nil {
 			return err
 		}
-		if ep := p.Spec.Endpoint; driver != "" && (ep == nil || ep.Driver != driver) {
+		ep := p.Spec.Endpoint
+		if ep == nil {
+			return fmt.Errorf("the Peer has no endpoint yet")
+		}
+		if driver != "" && ep.Driver != driver {
 			return fmt.Errorf("the Peer's endpoint is %+v, not over %s yet", ep, driver)
 		}
 		st := p.Status
@@ -86,14 +90,20 @@ func latencyMeasured(t *testing.T, cluster, remote string, driver straitv1.Cable
 		if v <= 0 {
 			return fmt.Errorf("strait_agent_peer_latency_seconds %g", v)
 		}
-		t.Logf("%s → %s over %s: latency %dµs in the Peer, %.0fµs in the metric", cluster, remote, p.Spec.Endpoint.Driver, st.LatencyMicros, v*1e6)
+		t.Logf("%s → %s over %s: latency %dµs in the Peer, %.0fµs in the metric", cluster, remote, ep.Driver, st.LatencyMicros, v*1e6)
 		return nil
 	})
 }
 
-func peerStatus(t *testing.T, cluster, remote string) (straitv1.PeerStatus, error) {
+// peer is cluster's Peer for remote, read from its API server.
+func peer(t *testing.T, cluster, remote string) (*straitv1.Peer, error) {
 	p := &straitv1.Peer{}
 	err := env.Client(t, cluster).Get(context.Background(), client.ObjectKey{Namespace: straitv1.SystemNamespace, Name: remote}, p)
+	return p, err
+}
+
+func peerStatus(t *testing.T, cluster, remote string) (straitv1.PeerStatus, error) {
+	p, err := peer(t, cluster, remote)
 	return p.Status, err
 }
 

@@ -134,11 +134,7 @@ func Main(m *testing.M, cfg Config, env *Env) int {
 	// After a signal the handler takes the lab down and exits; two teardowns at once
 	// would trip over each other's deletions.
 	downing.Lock()
-	// A crash leaves the daemon and its kubelets behind: down must clean up after it.
-	if pid, ok := l.State().DaemonPid(); ok {
-		_ = syscall.Kill(pid, syscall.SIGKILL)
-	}
-	if err := l.Down(context.Background()); err != nil {
+	if err := takeDown(l); err != nil {
 		fmt.Fprintln(os.Stderr, "FAIL: lab down:", err)
 		code = 1
 	}
@@ -235,14 +231,21 @@ func stopOnSignal(l *lab.Lab, tmp string) *sync.Mutex {
 		sig := <-sigs
 		downing.Lock()
 		fmt.Fprintf(os.Stderr, "%s: taking the lab down\n", sig)
-		if pid, ok := l.State().DaemonPid(); ok {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-		}
-		if err := l.Down(context.Background()); err != nil {
+		if err := takeDown(l); err != nil {
 			fmt.Fprintln(os.Stderr, "lab down:", err)
 		}
 		_ = os.RemoveAll(tmp)
 		os.Exit(1)
 	}()
 	return &downing
+}
+
+// takeDown stops the lab's daemon, whether or not it still runs, and takes the lab
+// down: a crash leaves the daemon and its kubelets behind, and down must clean up after
+// it.
+func takeDown(l *lab.Lab) error {
+	if pid, ok := l.State().DaemonPid(); ok {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+	return l.Down(context.Background())
 }
