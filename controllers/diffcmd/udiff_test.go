@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/straitnet/strait/test/require"
 )
 
 // Our unified diff is the one GNU diff -u prints for the same two texts: the same hunks,
@@ -33,7 +35,7 @@ func TestUnifiedDiffMatchesDiffU(t *testing.T) {
 				t.Fatalf("no header and hunk:\n%s", got)
 			}
 			if err != nil {
-				t.Skip("no diff program to compare with")
+				require.Skip(t, "no diff program to compare with: %v", err)
 			}
 			dir := t.TempDir()
 			fa, fb := filepath.Join(dir, "a"), filepath.Join(dir, "b")
