@@ -148,6 +148,9 @@ func ensureNetwork(ctx context.Context, t *topology.Lab) error {
 		if err := errors.Join(errs...); err != nil {
 			return fmt.Errorf("cluster %s routes: %w", c.Name, err)
 		}
+		if err := ensureCNIMasquerade(ctx, c); err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -183,7 +183,7 @@ func (l *Lab) bootstrap(ctx context.Context, t *topology.Lab, rec *Record, cp to
 		if err := l.ensureHubNode(ctx, t, client); err != nil {
 			return fmt.Errorf("hub node: %w", err)
 		}
-		if err := l.ensureKubeProxyOn(topology.HubName, *t.HubNode, l.state.InNamespaceKubeconfig(topology.HubName), t.HubNode.PodCIDR); err != nil {
+		if err := l.ensureKubeProxyOn(topology.HubName, *t.HubNode, l.state.InNamespaceKubeconfig(topology.HubName), t.HubNode.PodCIDR, topology.KubeProxyNFTables); err != nil {
 			return fmt.Errorf("hub kube-proxy: %w", err)
 		}
 		if err := l.ensureClusterDNS(ctx, *t.Hub, topology.HubDNSServiceIP(), client); err != nil {
@@ -198,7 +198,7 @@ func (l *Lab) bootstrap(ctx context.Context, t *topology.Lab, rec *Record, cp to
 	if err := l.ensureKubeProxy(*c); err != nil {
 		return fmt.Errorf("%s kube-proxy: %w", c.Name, err)
 	}
-	l.progress("%s: CoreDNS at %s, kube-proxy (nftables) on %d nodes", c.Name, c.DNSServiceIP, len(c.Nodes))
+	l.progress("%s: CoreDNS at %s, kube-proxy (%s) on %d nodes; %s", c.Name, c.DNSServiceIP, c.Shape.KubeProxyMode, len(c.Nodes), c.Shape)
 	if err := l.ensureRealNodes(ctx, *c, client, o.Spec.SampleWorkloads); err != nil {
 		return fmt.Errorf("%s nodes: %w", c.Name, err)
 	}

@@ -61,6 +61,9 @@ type Spec struct {
 	Workers int `json:"workers"`
 	// SampleWorkloads deploys whereami (ClusterIP and headless) and an idle client.
 	SampleWorkloads bool `json:"sampleWorkloads"`
+	// Clusters shapes each cluster's own networking (CNI, where it masquerades,
+	// kube-proxy's mode), by cluster name; a cluster not listed has the default shape.
+	Clusters map[string]ClusterShape `json:"clusters,omitempty"`
 }
 
 // DefaultSpec is the lab for an example ClusterSet: a hub, two gateway nodes and one
@@ -99,6 +102,8 @@ type ControlPlane struct {
 type Cluster struct {
 	Name  string
 	Index int
+	// Shape is the cluster's own networking, defaults filled.
+	Shape ClusterShape
 	// PodCIDR and ServiceCIDR are the cluster's first pod and service CIDRs.
 	PodCIDR     netip.Prefix
 	ServiceCIDR netip.Prefix
@@ -170,6 +175,11 @@ func Compute(cs *straitv1.ClusterSet, spec Spec) (*Lab, field.ErrorList) {
 		errs = append(errs, field.TooMany(field.NewPath("spec", "clusters"), len(cs.Spec.Clusters), 250))
 	}
 	errs = append(errs, checkRanges(cs)...)
+	var names []string
+	for _, c := range cs.Spec.Clusters {
+		names = append(names, c.Name)
+	}
+	errs = append(errs, resolveShapes(spec.Clusters, names, sp.Child("clusters"))...)
 	if len(errs) > 0 {
 		return nil, errs
 	}
@@ -238,11 +248,13 @@ func computeCluster(c straitv1.ClusterSpec, index int, spec Spec, wanNext *int, 
 			errs = append(errs, field.Invalid(fp, p.String(), "overlaps the lab's own ranges "+lanRange.String()+" and "+wanSubnet.String()))
 		}
 	}
+	shape, serrs := spec.Clusters[c.Name].resolve(field.NewPath("lab", "clusters").Key(c.Name))
+	errs = append(errs, serrs...)
 	if len(errs) > 0 {
 		return nil, errs
 	}
 	cl := &Cluster{
-		Name: c.Name, Index: index,
+		Name: c.Name, Index: index, Shape: shape,
 		PodCIDR: pod, ServiceCIDR: svc,
 		APIServiceIP: nthAddr(svc.Addr(), 1), DNSServiceIP: nthAddr(svc.Addr(), 10),
 		LANNamespace: ClusterPrefix(c.Name) + "lan",

@@ -1,0 +1,99 @@
+package lab
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"os/exec"
+	"strings"
+
+	"github.com/straitnet/strait/lab/topology"
+)
+
+// kindnetChain is the chain kindnet's masquerade agent keeps in iptables' nat table.
+const kindnetChain = "KIND-MASQ-AGENT"
+
+// kindnetTable is the nftables table of the nftables variant of the same masquerade.
+const kindnetTable = "kindnet-masq"
+
+// kindnetMasquerade is what kindnet installs on every node, in iptables' nat table or as
+// an nftables table: traffic to anything that is neither the node itself nor inside the
+// cluster's pod CIDR leaves from the node's address; in-cluster traffic does not.
+// iptables holds the commands as iptables(8) arguments, nft one nft -f script; both are
+// idempotent (the nft script recreates its chain's rules, iptables is checked with -C
+// before -A).
+func kindnetMasquerade(pods netip.Prefix) (iptables [][]string, nft string) {
+	iptables = [][]string{
+		{"-t", "nat", "-A", "POSTROUTING", "-m", "addrtype", "!", "--dst-type", "LOCAL",
+			"-m", "comment", "--comment", "kind-masq-agent: ensure nat POSTROUTING directs all non-LOCAL destination traffic to our custom KIND-MASQ-AGENT chain",
+			"-j", kindnetChain},
+		{"-t", "nat", "-A", kindnetChain, "-d", pods.String(), "-j", "RETURN"},
+		{"-t", "nat", "-A", kindnetChain, "-j", "MASQUERADE"},
+	}
+	nft = fmt.Sprintf(`add table ip %[1]s
+add chain ip %[1]s postrouting { type nat hook postrouting priority srcnat; }
+flush chain ip %[1]s postrouting
+add rule ip %[1]s postrouting fib daddr type local return
+add rule ip %[1]s postrouting ip daddr %[2]s return
+add rule ip %[1]s postrouting masquerade
+`, kindnetTable, pods)
+	return iptables, nft
+}
+
+// ensureCNIMasquerade installs the kindnet-like masquerade on every node of a
+// kindnet-masq cluster (flannel's clusters get theirs from flanneld).
+func ensureCNIMasquerade(ctx context.Context, c topology.Cluster) error {
+	if c.Shape.CNI != topology.CNIKindnetMasq {
+		return nil
+	}
+	rules, script := kindnetMasquerade(c.PodCIDR)
+	var errs []error
+	for _, n := range c.Nodes {
+		switch c.Shape.Masquerade {
+		case topology.MasqueradeNFTables:
+			errs = append(errs, inNamespace(ctx, n.Namespace, script, "nft", "-f", "-"))
+		default:
+			errs = append(errs, ensureIPTables(ctx, n.Namespace, rules))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("%s: the %s masquerade (%s): %w", c.Name, c.Shape.CNI, c.Shape.Masquerade, err)
+	}
+	return nil
+}
+
+// ensureIPTables appends each rule that is not there yet, creating the chains it names.
+func ensureIPTables(ctx context.Context, ns string, rules [][]string) error {
+	if inNamespace(ctx, ns, "", "iptables", "-w", "-t", "nat", "-S", kindnetChain) != nil {
+		if err := inNamespace(ctx, ns, "", "iptables", "-w", "-t", "nat", "-N", kindnetChain); err != nil {
+			return err
+		}
+	}
+	for _, r := range rules {
+		check := append([]string{"iptables", "-w"}, r...)
+		for i, a := range check {
+			if a == "-A" {
+				check[i] = "-C"
+			}
+		}
+		if inNamespace(ctx, ns, "", check...) == nil {
+			continue
+		}
+		if err := inNamespace(ctx, ns, "", append([]string{"iptables", "-w"}, r...)...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// inNamespace runs argv in the named network namespace with stdin; the error carries
+// its output.
+func inNamespace(ctx context.Context, ns, stdin string, argv ...string) error {
+	cmd := exec.CommandContext(ctx, "ip", append([]string{"netns", "exec", ns}, argv...)...)
+	cmd.Stdin = strings.NewReader(stdin)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("%s in %s: %w: %s", strings.Join(argv, " "), ns, err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}

@@ -1,0 +1,63 @@
+package topology
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestClusterShapes(t *testing.T) {
+	cs := loadExample(t, "basic")
+	spec := DefaultSpec("")
+	spec.Clusters = map[string]ClusterShape{
+		"c1": {CNI: CNIKindnetMasq, KubeProxyMode: KubeProxyIPTables},
+		"c2": {CNI: CNIFlannel, Masquerade: MasqueradeNFTables},
+	}
+	l, errs := Compute(cs, spec)
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	want := map[string]ClusterShape{
+		"c1": {CNI: CNIKindnetMasq, Masquerade: MasqueradeIPTables, KubeProxyMode: KubeProxyIPTables},
+		"c2": {CNI: CNIFlannel, Masquerade: MasqueradeNFTables, KubeProxyMode: KubeProxyNFTables},
+	}
+	for _, c := range l.Clusters {
+		if c.Shape != want[c.Name] {
+			t.Errorf("%s: shape %+v, want %+v", c.Name, c.Shape, want[c.Name])
+		}
+	}
+	l, errs = Compute(cs, DefaultSpec(""))
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	if got := l.Clusters[0].Shape; got != (ClusterShape{CNI: CNIBridge, KubeProxyMode: KubeProxyNFTables}) || got.Masquerades() {
+		t.Errorf("default shape %+v, want bridge and kube-proxy nftables, no masquerade", got)
+	}
+}
+
+func TestClusterShapeErrorsNameTheField(t *testing.T) {
+	cs := loadExample(t, "basic")
+	for _, tc := range []struct {
+		shapes map[string]ClusterShape
+		want   []string
+	}{
+		{map[string]ClusterShape{"c1": {CNI: "calico"}}, []string{`lab.clusters[c1].cni: Unsupported value: "calico"`, `"kindnet-masq"`}},
+		{map[string]ClusterShape{"c1": {KubeProxyMode: "ipvs"}}, []string{`lab.clusters[c1].kubeProxyMode: Unsupported value: "ipvs"`}},
+		{map[string]ClusterShape{"c2": {CNI: CNIFlannel, Masquerade: "ebpf"}}, []string{`lab.clusters[c2].masquerade: Unsupported value: "ebpf"`}},
+		{map[string]ClusterShape{"c1": {Masquerade: MasqueradeNFTables}}, []string{`lab.clusters[c1].masquerade: Invalid value: "nftables": the bridge CNI never masquerades`}},
+		{map[string]ClusterShape{"c3": {CNI: CNIFlannel}}, []string{`lab.clusters[c3]: Invalid value: "c3": not a cluster of the ClusterSet (its clusters: c1, c2)`}},
+	} {
+		spec := DefaultSpec("")
+		spec.Clusters = tc.shapes
+		_, errs := Compute(cs, spec)
+		got := errs.ToAggregate()
+		if got == nil {
+			t.Errorf("%+v: accepted", tc.shapes)
+			continue
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(got.Error(), w) {
+				t.Errorf("%+v: error %q lacks %q", tc.shapes, got, w)
+			}
+		}
+	}
+}
