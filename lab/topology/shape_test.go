@@ -10,7 +10,7 @@ func TestClusterShapes(t *testing.T) {
 	spec := DefaultSpec("")
 	spec.Clusters = map[string]ClusterShape{
 		"c1": {CNI: CNIKindnetMasq, KubeProxyMode: KubeProxyIPTables},
-		"c2": {CNI: CNIFlannel, Masquerade: MasqueradeNFTables},
+		"c2": {CNI: CNIKindnetMasq, Masquerade: MasqueradeNFTables},
 	}
 	l, errs := Compute(cs, spec)
 	if len(errs) > 0 {
@@ -18,7 +18,7 @@ func TestClusterShapes(t *testing.T) {
 	}
 	want := map[string]ClusterShape{
 		"c1": {CNI: CNIKindnetMasq, Masquerade: MasqueradeIPTables, KubeProxyMode: KubeProxyIPTables},
-		"c2": {CNI: CNIFlannel, Masquerade: MasqueradeNFTables, KubeProxyMode: KubeProxyNFTables},
+		"c2": {CNI: CNIKindnetMasq, Masquerade: MasqueradeNFTables, KubeProxyMode: KubeProxyNFTables},
 	}
 	for _, c := range l.Clusters {
 		if c.Shape != want[c.Name] {
@@ -42,9 +42,9 @@ func TestClusterShapeErrorsNameTheField(t *testing.T) {
 	}{
 		{map[string]ClusterShape{"c1": {CNI: "calico"}}, []string{`lab.clusters[c1].cni: Unsupported value: "calico"`, `"kindnet-masq"`}},
 		{map[string]ClusterShape{"c1": {KubeProxyMode: "ipvs"}}, []string{`lab.clusters[c1].kubeProxyMode: Unsupported value: "ipvs"`}},
-		{map[string]ClusterShape{"c2": {CNI: CNIFlannel, Masquerade: "ebpf"}}, []string{`lab.clusters[c2].masquerade: Unsupported value: "ebpf"`}},
+		{map[string]ClusterShape{"c2": {CNI: CNIKindnetMasq, Masquerade: "ebpf"}}, []string{`lab.clusters[c2].masquerade: Unsupported value: "ebpf"`}},
 		{map[string]ClusterShape{"c1": {Masquerade: MasqueradeNFTables}}, []string{`lab.clusters[c1].masquerade: Invalid value: "nftables": the bridge CNI never masquerades`}},
-		{map[string]ClusterShape{"c3": {CNI: CNIFlannel}}, []string{`lab.clusters[c3]: Invalid value: "c3": not a cluster of the ClusterSet (its clusters: c1, c2)`}},
+		{map[string]ClusterShape{"c3": {CNI: CNIKindnetMasq}}, []string{`lab.clusters[c3]: Invalid value: "c3": not a cluster of the ClusterSet (its clusters: c1, c2)`}},
 	} {
 		spec := DefaultSpec("")
 		spec.Clusters = tc.shapes
