@@ -5,10 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
-	"os/exec"
-	"strings"
 
 	"github.com/straitnet/strait/lab/topology"
+	"github.com/straitnet/strait/test/netns"
 )
 
 // kindnetChain is the chain kindnet's masquerade agent keeps in iptables' nat table.
@@ -52,7 +51,7 @@ func ensureCNIMasquerade(ctx context.Context, c topology.Cluster) error {
 	for _, n := range c.Nodes {
 		switch c.Shape.Masquerade {
 		case topology.MasqueradeNFTables:
-			errs = append(errs, inNamespace(ctx, n.Namespace, script, "nft", "-f", "-"))
+			errs = append(errs, runIn(ctx, n.Namespace, script, "nft", "-f", "-"))
 		default:
 			errs = append(errs, ensureIPTables(ctx, n.Namespace, rules))
 		}
@@ -63,10 +62,16 @@ func ensureCNIMasquerade(ctx context.Context, c topology.Cluster) error {
 	return nil
 }
 
+// runIn runs argv in a node's namespace.
+func runIn(ctx context.Context, ns, stdin string, argv ...string) error {
+	_, err := netns.Exec(ctx, ns, stdin, argv...)
+	return err
+}
+
 // ensureIPTables appends each rule that is not there yet, creating the chains it names.
 func ensureIPTables(ctx context.Context, ns string, rules [][]string) error {
-	if inNamespace(ctx, ns, "", "iptables", "-w", "-t", "nat", "-S", kindnetChain) != nil {
-		if err := inNamespace(ctx, ns, "", "iptables", "-w", "-t", "nat", "-N", kindnetChain); err != nil {
+	if runIn(ctx, ns, "", "iptables", "-w", "-t", "nat", "-S", kindnetChain) != nil {
+		if err := runIn(ctx, ns, "", "iptables", "-w", "-t", "nat", "-N", kindnetChain); err != nil {
 			return err
 		}
 	}
@@ -77,23 +82,12 @@ func ensureIPTables(ctx context.Context, ns string, rules [][]string) error {
 				check[i] = "-C"
 			}
 		}
-		if inNamespace(ctx, ns, "", check...) == nil {
+		if runIn(ctx, ns, "", check...) == nil {
 			continue
 		}
-		if err := inNamespace(ctx, ns, "", append([]string{"iptables", "-w"}, r...)...); err != nil {
+		if err := runIn(ctx, ns, "", append([]string{"iptables", "-w"}, r...)...); err != nil {
 			return err
 		}
-	}
-	return nil
-}
-
-// inNamespace runs argv in the named network namespace with stdin; the error carries
-// its output.
-func inNamespace(ctx context.Context, ns, stdin string, argv ...string) error {
-	cmd := exec.CommandContext(ctx, "ip", append([]string{"netns", "exec", ns}, argv...)...)
-	cmd.Stdin = strings.NewReader(stdin)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("%s in %s: %w: %s", strings.Join(argv, " "), ns, err, strings.TrimSpace(string(out)))
 	}
 	return nil
 }
