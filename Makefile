@@ -44,6 +44,19 @@ CONTAINERD_PKG := github.com/containerd/containerd/v2
 CNI_PKG := github.com/containernetworking/plugins/plugins
 IMAGES_STAMP := $(BIN)/images/.built
 
+# flannel, the CNI of the lab's `cni: flannel` clusters (issue 25): flanneld at the release
+# lab/flannel pins, by go install under flannel's own go.mod (its client-go and netlink
+# pins are not nodebin's containerd's), with cgo since its udp backend needs it; its image
+# (flanneld over Debian's iptables and nftables, which it execs) and its manifest from the
+# same module beside the other images. The `flannel` CNI plugin is the lab's own
+# (lab/flannel/cmd/flannel): flannel's plugin module is not served.
+FLANNEL_VERSION := $(shell sed -n 's/^const Version = "\(v[0-9.]*\)"$$/\1/p' lab/flannel/version.go)
+ifeq ($(FLANNEL_VERSION),)
+$(error no flannel version in lab/flannel/version.go)
+endif
+FLANNEL_MOD := github.com/flannel-io/flannel
+FLANNEL_IMAGE_STAMP := $(BIN)/images/.flannel-$(FLANNEL_VERSION)
+
 # Strait's own images (make image): strait/straitd and strait/charon, tagged VERSION (dev
 # when unset), into bin/images/straitd.tar and charon.tar. Rebuilt when a Go source
 # changes, and when the version or the commit does (IMAGE_ID is rewritten only then).
@@ -153,13 +166,17 @@ $(K8S_BIN)/kube-%:
 	mkdir -p $(K8S_BIN)
 	cd test/k8sbin && $(GO) build -ldflags "-X k8s.io/component-base/version.gitVersion=$(K8S_VERSION) -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$(K8S_MINOR)" -o $@ k8s.io/kubernetes/cmd/kube-$*
 
-node-binaries: $(K8S_BIN)/kubelet $(addprefix $(NODE_BIN)/,$(NODE_BINARIES)) ## Build kubelet, containerd, runc, CNI plugins for real nodes.
+node-binaries: $(K8S_BIN)/kubelet $(addprefix $(NODE_BIN)/,$(NODE_BINARIES)) $(NODE_BIN)/flanneld $(NODE_BIN)/flannel ## Build kubelet, containerd, runc, CNI plugins, flanneld for real nodes.
 
-images: $(IMAGES_STAMP) ## Build the real nodes' images (pause, whereami, iperf3, busybox, tools) into bin/images from Go programs and Debian packages.
+images: $(IMAGES_STAMP) $(FLANNEL_IMAGE_STAMP) ## Build the real nodes' images (pause, whereami, iperf3, busybox, tools, flannel) into bin/images from Go programs and Debian packages.
 
 # Rebuilt when their programs change; the Debian packages are cached in bin/cache/debs.
 $(IMAGES_STAMP): $(wildcard lab/image/*.go lab/image/*/*.go lab/workload/*.go lab/workload/cmd/*/*.go hack/labimages/*.go)
 	$(GO) run ./hack/labimages -out $(BIN)/images -cache $(BIN)/cache/debs
+	touch $@
+
+$(FLANNEL_IMAGE_STAMP): $(NODE_BIN)/flanneld $(wildcard lab/image/*.go lab/flannel/*.go hack/flannelimage/*.go)
+	$(GO) run ./hack/flannelimage -flanneld $(NODE_BIN)/flanneld -out $(BIN)/images -cache $(BIN)/cache/debs
 	touch $@
 
 image: $(IMAGE_STAMP) ## Build Strait's images strait/straitd and strait/charon (VERSION, default dev) into bin/images, reproducibly, no Docker.
@@ -216,6 +233,17 @@ $(NODE_BIN)/bridge $(NODE_BIN)/loopback: $(NODEBIN_MOD)
 $(NODE_BIN)/host-local: $(NODEBIN_MOD)
 	mkdir -p $(NODE_BIN)
 	cd test/nodebin && CGO_ENABLED=0 $(GO) build -trimpath -o $@ $(CNI_PKG)/ipam/host-local
+
+# Without symbols and build ID, so the image that carries it is the same bytes every build.
+$(NODE_BIN)/flanneld: lab/flannel/version.go
+	mkdir -p $(NODE_BIN) $(BIN)/tmp-fl
+	GOBIN=$(BIN)/tmp-fl CGO_ENABLED=1 $(GO) install -trimpath \
+	  -ldflags "-s -w -buildid= -X $(FLANNEL_MOD)/pkg/version.Version=$(FLANNEL_VERSION)" $(FLANNEL_MOD)@$(FLANNEL_VERSION)
+	mv $(BIN)/tmp-fl/flannel $@ && rmdir $(BIN)/tmp-fl
+
+$(NODE_BIN)/flannel: go.mod go.sum $(wildcard lab/flannel/*.go lab/flannel/cmd/flannel/*.go)
+	mkdir -p $(NODE_BIN)
+	CGO_ENABLED=0 $(GO) build -trimpath -o $@ ./lab/flannel/cmd/flannel
 
 $(NODE_BIN)/runc: $(NODEBIN_MOD) $(SECCOMP_SYSROOT)/.done
 	mkdir -p $(NODE_BIN)
