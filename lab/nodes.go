@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/straitnet/strait/lab/flannel"
 	"github.com/straitnet/strait/lab/image"
 	"github.com/straitnet/strait/lab/node"
 	"github.com/straitnet/strait/lab/topology"
@@ -64,13 +65,20 @@ func (o Options) imageTarball(ref string) (string, error) {
 }
 
 // checkNodeArtifacts says which binary or image a real-node lab lacks.
-func (o Options) checkNodeArtifacts(withSamples, hub bool) error {
+func (o Options) checkNodeArtifacts(t *topology.Lab, withSamples bool) error {
 	need := []string{o.bin("kubelet")}
 	for _, b := range []string{"containerd", "containerd-shim-runc-v2", "ctr", "runc", "bridge", "host-local", "loopback"} {
 		need = append(need, filepath.Join(o.NodeBin, b))
 	}
 	refs := memberImages(withSamples)
-	if hub {
+	for _, c := range t.Clusters {
+		if on, _ := flannelOf(c); on {
+			need = append(need, filepath.Join(o.NodeBin, "flannel"), o.flannelManifest())
+			refs = append(refs, flannel.Image)
+			break
+		}
+	}
+	if t.Hub != nil {
 		imgs, err := o.hubImages()
 		if err != nil {
 			return err
@@ -100,6 +108,7 @@ type realNode struct {
 	kubeconfig string
 	dns        []netip.Addr
 	images     []string
+	cni        node.CNI
 }
 
 // ensureRealNodes registers every node of a member with its pod CIDR, labels and
@@ -108,6 +117,10 @@ type realNode struct {
 // then starts a real node (containerd, runc, CNI bridge, kubelet) in each node's network
 // namespace that is not already up, all at once.
 func (l *Lab) ensureRealNodes(ctx context.Context, c topology.Cluster, client kubernetes.Interface, withSamples bool) error {
+	images, cni := memberImages(withSamples), node.CNIBridge
+	if on, _ := flannelOf(c); on {
+		images, cni = append(images, flannel.Image), node.CNIFlannel
+	}
 	errs := make([]error, len(c.Nodes))
 	var wg sync.WaitGroup
 	for i, n := range c.Nodes {
@@ -115,7 +128,7 @@ func (l *Lab) ensureRealNodes(ctx context.Context, c topology.Cluster, client ku
 		go func() {
 			defer wg.Done()
 			errs[i] = l.ensureRealNode(ctx, client, realNode{cluster: c.Name, node: n, kubeconfig: l.state.LANKubeconfig(c.Name),
-				dns: []netip.Addr{c.DNSServiceIP}, images: memberImages(withSamples)})
+				dns: []netip.Addr{c.DNSServiceIP}, images: images, cni: cni})
 		}()
 	}
 	wg.Wait()
@@ -185,7 +198,7 @@ func (l *Lab) ensureRealNode(ctx context.Context, client kubernetes.Interface, r
 	nd, err := node.Start(ctx, node.Config{
 		Name: n.Name, NetNS: netns.Path(n.Namespace), NodeIP: n.LANAddr.Addr(), PodCIDR: n.PodCIDR,
 		KubeConfig: kc, BinDir: l.opts.NodeBin, Kubelet: l.opts.bin("kubelet"), StateDir: dir,
-		Images: images, SandboxImage: image.Pause, ClusterDNS: rn.dns, ClusterDomain: "cluster.local", Labels: labels,
+		Images: images, SandboxImage: image.Pause, ClusterDNS: rn.dns, ClusterDomain: "cluster.local", Labels: labels, CNI: rn.cni,
 	})
 	if err != nil {
 		return err

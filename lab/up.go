@@ -61,7 +61,7 @@ func (l *Lab) up(ctx context.Context, o UpOptions) error {
 			return fmt.Errorf("missing binary %s (make k8s-binaries coredns): %w", bin, err)
 		}
 	}
-	if err := l.opts.checkNodeArtifacts(o.Spec.SampleWorkloads, t.Hub != nil); err != nil {
+	if err := l.opts.checkNodeArtifacts(t, o.Spec.SampleWorkloads); err != nil {
 		return err
 	}
 	if err := l.state.WriteRecord(rec); err != nil {
@@ -199,6 +199,14 @@ func (l *Lab) bootstrap(ctx context.Context, t *topology.Lab, rec *Record, cp to
 		return fmt.Errorf("%s kube-proxy: %w", c.Name, err)
 	}
 	l.progress("%s: CoreDNS at %s, kube-proxy (%s) on %d nodes; %s", c.Name, c.DNSServiceIP, c.Shape.KubeProxyMode, len(c.Nodes), c.Shape)
+	flannelOn, nftables := flannelOf(*c)
+	if flannelOn {
+		// Before the nodes: each node's flanneld starts as soon as its kubelet does, and
+		// no pod of the pod network gets an address before flanneld wrote its subnet.
+		if err := l.ensureFlannel(ctx, a, *c, nftables); err != nil {
+			return fmt.Errorf("%s flannel: %w", c.Name, err)
+		}
+	}
 	if err := l.ensureRealNodes(ctx, *c, client, o.Spec.SampleWorkloads); err != nil {
 		return fmt.Errorf("%s nodes: %w", c.Name, err)
 	}
@@ -210,6 +218,9 @@ func (l *Lab) bootstrap(ctx context.Context, t *topology.Lab, rec *Record, cp to
 		if err := errors.Join(errs...); err != nil {
 			return fmt.Errorf("%s sample workloads: %w", c.Name, err)
 		}
+	}
+	if flannelOn {
+		return l.waitFlannel(ctx, c.Name, client, o.timeout())
 	}
 	return nil
 }

@@ -49,6 +49,10 @@ type ClusterShape struct {
 	KubeProxyMode string `json:"kubeProxyMode,omitempty"`
 }
 
+// RoutesPods says whether the CNI routes pods between nodes itself (flannel's VXLAN):
+// then the lab adds no host-gw routes between the nodes.
+func (s ClusterShape) RoutesPods() bool { return s.CNI == CNIFlannel }
+
 // Masquerades says whether the cluster's CNI masquerades pod traffic.
 func (s ClusterShape) Masquerades() bool { return s.CNI == CNIKindnetMasq || s.CNI == CNIFlannel }
 
@@ -72,10 +76,6 @@ func (s ClusterShape) resolve(fp *field.Path) (ClusterShape, field.ErrorList) {
 	}
 	if cnis := []string{CNIBridge, CNIKindnetMasq, CNIFlannel}; !slices.Contains(cnis, s.CNI) {
 		errs = append(errs, field.NotSupported(fp.Child("cni"), s.CNI, cnis))
-	} else if s.CNI == CNIFlannel {
-		// TODO(flannel): the lab does not run flanneld yet; refused rather than a bridge
-		// that pretends.
-		errs = append(errs, field.Invalid(fp.Child("cni"), s.CNI, "the lab cannot run flannel yet"))
 	}
 	if modes := []string{KubeProxyNFTables, KubeProxyIPTables}; !slices.Contains(modes, s.KubeProxyMode) {
 		errs = append(errs, field.NotSupported(fp.Child("kubeProxyMode"), s.KubeProxyMode, modes))

@@ -133,8 +133,9 @@ type Node struct {
 	// address) is the node's CNI bridge, every pod's gateway.
 	PodCIDR    netip.Prefix
 	PodGateway netip.Addr
-	// Routes are host-gw routes to the other nodes' pod CIDRs, and the service CIDR
-	// towards the control plane (so the node's own ClusterIP connections are routable).
+	// Routes are host-gw routes to the other nodes' pod CIDRs (not in a cluster whose CNI
+	// routes pods itself, flannel), and the service CIDR towards the control plane (so
+	// the node's own ClusterIP connections are routable).
 	Routes []Route
 }
 
@@ -297,7 +298,7 @@ func computeCluster(c straitv1.ClusterSpec, index int, spec Spec, wanNext *int, 
 	}
 	for i := range cl.Nodes {
 		for j, other := range cl.Nodes {
-			if i != j {
+			if i != j && !shape.RoutesPods() {
 				cl.Nodes[i].Routes = append(cl.Nodes[i].Routes, Route{Dst: other.PodCIDR, Via: other.LANAddr.Addr()})
 			}
 		}
