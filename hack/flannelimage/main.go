@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"net/netip"
@@ -74,8 +75,13 @@ func upstreamManifest(ctx context.Context) ([]byte, error) {
 	cmd.Stderr = &stderr
 	data, err := cmd.Output()
 	var mod struct{ Dir, Error string }
-	if jerr := json.Unmarshal(data, &mod); jerr != nil || err != nil || mod.Error != "" || mod.Dir == "" {
-		return nil, fmt.Errorf("go mod download %s@%s: %v %s %s", flannel.Module, flannel.Version, err, mod.Error, strings.TrimSpace(stderr.String()))
+	// A module's failure is in its Error field (and the exit code): parse first.
+	jerr := json.Unmarshal(data, &mod)
+	if err := errors.Join(err, jerr); err != nil {
+		return nil, fmt.Errorf("go mod download %s@%s: %w: %s %s", flannel.Module, flannel.Version, err, mod.Error, strings.TrimSpace(stderr.String()))
+	}
+	if mod.Dir == "" {
+		return nil, fmt.Errorf("go mod download %s@%s: no source directory", flannel.Module, flannel.Version)
 	}
 	return os.ReadFile(filepath.Join(mod.Dir, flannel.UpstreamManifest))
 }

@@ -122,8 +122,11 @@ func saved(n flannel.NetConf, containerID string) ([]byte, string, error) {
 	var head struct {
 		Type string `json:"type"`
 	}
-	if err := json.Unmarshal(conf, &head); err != nil || head.Type == "" {
-		return nil, "", fmt.Errorf("%s: not a delegate configuration (%v)", scratch(n, containerID), err)
+	if err := json.Unmarshal(conf, &head); err != nil {
+		return nil, "", fmt.Errorf("%s: not a delegate configuration: %w", scratch(n, containerID), err)
+	}
+	if head.Type == "" {
+		return nil, "", fmt.Errorf("%s: not a delegate configuration: no type", scratch(n, containerID))
 	}
 	return conf, head.Type, nil
 }
