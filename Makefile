@@ -80,7 +80,7 @@ FLUX_IMAGES_STAMP := $(BIN)/images/.flux-$(FLUX_VERSION)
 # CoreDNS, the lab's cluster DNS, built from the Go module proxy outside the repository.
 COREDNS := $(BIN)/coredns
 
-.PHONY: all demo build host-deps lab lab-globalnet lab-down generate manifests fmt vet lint test test-unit verify bench bench-lab bench-dns coredns k8s-binaries node-binaries images image flux-binaries flux-images tools clean help FORCE
+.PHONY: all demo build host-deps lab lab-globalnet lab-down generate manifests fmt vet lint test test-unit fuzz verify bench bench-lab bench-dns coredns k8s-binaries node-binaries images image flux-binaries flux-images tools clean help FORCE
 
 all: build
 
@@ -137,6 +137,12 @@ test: host-deps k8s-binaries node-binaries images image flux-images $(COREDNS) #
 
 test-unit: ## Pure tests only (no API servers, no root).
 	$(GO) test -count=1 -short ./...
+
+# Fuzzing time per target; `go test` alone replays only the seeds and testdata/fuzz.
+FUZZTIME ?= 30s
+
+fuzz: ## Run every fuzz target (func Fuzz*) for FUZZTIME each (default 30s); a failing input lands in its package's testdata/fuzz, to commit.
+	FUZZTIME=$(FUZZTIME) GO=$(GO) hack/fuzz.sh
 
 bench: k8s-binaries ## Benchmarks, written to bench.txt (the hub at 255 members x 10,000 exports takes ~2 min and ~6 GiB; an export into 10 members runs 11 API servers; strait dns against CoreDNS needs dnsperf, its tables go to bench-dns.md).
 	$(GO) test -run '^$$' -bench . -benchmem ./plan/ ./dns/resolver/ ./dns/server/ | tee bench.txt
