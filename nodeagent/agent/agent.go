@@ -479,7 +479,7 @@ func (a *Agent) ensureElection(capable bool) {
 			el.WithConfirm(a.noOtherGatewayReachesTheAPIServer)
 		}
 		if f, ok := a.cfg.Kernel.(kernel.Fencer); ok {
-			el.WithFence(func(until time.Time) { a.fence(ectx, f, until) })
+			el.WithFence(func(until time.Time) error { return a.fence(ectx, f, until) })
 		}
 		done := make(chan struct{})
 		a.mu.Lock()
