@@ -55,7 +55,7 @@ directory; "lab down" removes all of it, also after a crash of "lab up".`,
 	f.StringVar(&o.nodeBin, "node-bin", "", "real nodes: directory with containerd, runc and the CNI plugins (default bin/node next to this binary or in the repo; make node-binaries)")
 	f.StringVar(&o.images, "images", "", "real nodes: directory with the image tarballs (default bin/images next to this binary or in the repo; make images)")
 	f.IntVar(&o.portBase, "port-base", 16443, "host loopback port of the hub's API server forwarder; members follow")
-	cmd.AddCommand(newLabUpCmd(o), newLabDownCmd(o), newLabStatusCmd(o), newLabExecCmd(o),
+	cmd.AddCommand(newLabUpCmd(o), newLabDownCmd(o), newLabStatusCmd(o), newLabCheckCmd(o), newLabExecCmd(o),
 		newLabKubeconfigCmd(o), newLabLoadImageCmd(o), newLabGitCmd(o), newLabServeCmd(o))
 	return cmd
 }
@@ -237,6 +237,34 @@ func newLabStatusCmd(o *labOptions) *cobra.Command {
 			return o.lab(os.Stdout).Status(cmd.Context(), cmd.OutOrStdout())
 		},
 	}
+}
+
+func newLabCheckCmd(o *labOptions) *cobra.Command {
+	var timeout time.Duration
+	cmd := &cobra.Command{
+		Use:   "check",
+		Short: "Run the seed documents' checks from a client pod: clusterset.local lookups and a GET of whereami",
+		Long: `check runs, in the client pod of the first cluster that does not export them (kubectl
+exec), the seed documents' checks of the sample exports: dig of
+whereami-cs.sample.svc.clusterset.local, of each exporting cluster's
+<cluster>.whereami-cs..., of whereami-ss... and of whereami-0.<cluster>.whereami-ss...,
+then curl of http://whereami-cs.sample.svc.clusterset.local. A lookup passes when it
+answers at least one address and every address lies in the exporting clusters' service
+CIDRs (whereami-cs) or pod CIDRs (whereami-ss), under globalnet in their global CIDRs;
+the GET when whereami answers from an exporting cluster. Each check is tried again
+until --timeout; it exits 1 naming every check that failed and what it got.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := requireRootCmd(); err != nil {
+				return err
+			}
+			ctx, cancel := signalContext()
+			defer cancel()
+			return o.lab(os.Stdout).CheckSeed(ctx, os.Stdout, timeout)
+		},
+	}
+	cmd.Flags().DurationVar(&timeout, "timeout", 30*time.Second, "how long the checks may keep failing before they count as failed")
+	return cmd
 }
 
 func newLabKubeconfigCmd(o *labOptions) *cobra.Command {
