@@ -16,13 +16,20 @@ import (
 	"github.com/straitnet/strait/test/netns"
 )
 
+// downWait bounds how long Down waits for the lab's processes to be gone once it has
+// killed them.
+const downWait = 20 * time.Second
+
 // Down removes the lab: the daemon and every recorded process, every process inside an
 // "sl-" namespace, every "sl-" namespace (their links go with them), /etc/netns/sl-* and
 // the state directory. It needs no lab.json, so it also cleans up after a crash of "up".
+// It returns only once every process of the lab has exited (see labProcesses), the
+// containers' shims included, or downWait after it killed them, naming what still runs.
 func (l *Lab) Down(ctx context.Context) error {
 	var errs []error
-	// The daemon first, so no kubelet recreates pod namespaces while they go.
 	pids := l.state.AllPids()
+	procs := l.processes(pids)
+	// The daemon first, so no kubelet recreates pod namespaces while they go.
 	if pid, ok := pids[daemonKey+"/daemon"]; ok && netns.Alive(pid) && isOurs(pid) {
 		netns.KillAll([]int{pid}, 5*time.Second)
 	}
@@ -51,6 +58,14 @@ func (l *Lab) Down(ctx context.Context) error {
 		}
 	}
 	l.progress("deleted %d namespaces", len(names))
+	// A SIGKILL is not an exit: a process may take a while to die, and one that forked
+	// before the kill lives on in a namespace nobody names any more.
+	if left, waited := procs.waitGone(downWait); len(left) > 0 {
+		errs = append(errs, fmt.Errorf("%d processes of the lab still run %v after they were killed: %s",
+			len(left), downWait, strings.Join(left, "; ")))
+	} else if waited > time.Second {
+		l.progress("the last of the lab's processes exited %.1fs after the kills", waited.Seconds())
+	}
 	leftover, _ := filepath.Glob(filepath.Join(netns.EtcDir, topology.Prefix+"*"))
 	for _, d := range leftover {
 		errs = append(errs, os.RemoveAll(d))

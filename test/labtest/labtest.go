@@ -134,11 +134,16 @@ func Main(m *testing.M, cfg Config, env *Env) int {
 	// After a signal the handler takes the lab down and exits; two teardowns at once
 	// would trip over each other's deletions.
 	downing.Lock()
+	marks := markLab(env.Topo, l.State().Dir)
 	if err := takeDown(l); err != nil {
 		fmt.Fprintln(os.Stderr, "FAIL: lab down:", err)
 		code = 1
 	}
-	time.Sleep(200 * time.Millisecond)
+	// "lab down" returns only once the lab's processes have exited: looked at at once.
+	if left := marks.running(); len(left) > 0 {
+		fmt.Fprintf(os.Stderr, "FAIL: lab down returned while %d processes of the lab still ran: %s\n", len(left), strings.Join(left, "; "))
+		code = 1
+	}
 	if left := l.Leftovers(); len(left) > 0 {
 		fmt.Fprintln(os.Stderr, "FAIL: lab down left:", strings.Join(left, "; "))
 		code = 1
