@@ -155,11 +155,21 @@ func (l *Lab) ensureRealNode(ctx context.Context, client kubernetes.Interface, r
 		// Gateways reach each other over the WAN, not their cluster's LAN.
 		annotations[GatewayIPAnnotation] = n.WANAddr.Addr().String()
 	}
-	_, err := client.CoreV1().Nodes().Create(ctx, &corev1.Node{
+	created, err := client.CoreV1().Nodes().Create(ctx, &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: n.Name, Labels: labels, Annotations: annotations},
 		Spec:       corev1.NodeSpec{PodCIDR: n.PodCIDR.String(), PodCIDRs: []string{n.PodCIDR.String()}},
 	}, metav1.CreateOptions{})
-	if err != nil && !apierrors.IsAlreadyExists(err) {
+	switch {
+	case err == nil:
+		// The address the kubelet will report, at once: kube-proxy, started before the
+		// nodes, waits 30 s for its Node's addresses, goes on without, and exits when
+		// they change later ("NodeIPs changed"), which a slow node start (a flannel
+		// cluster waits for flanneld) made it do.
+		created.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: n.LANAddr.Addr().String()}}
+		if _, err := client.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+			return fmt.Errorf("node %s's address: %w", n.Name, err)
+		}
+	case !apierrors.IsAlreadyExists(err):
 		return fmt.Errorf("registering node %s: %w", n.Name, err)
 	}
 	dir := l.state.nodeDir(n.Name)
