@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/straitnet/strait/lab/hostnet"
 	"github.com/straitnet/strait/lab/node"
 	"github.com/straitnet/strait/lab/topology"
 	"github.com/straitnet/strait/test/netns"
@@ -21,10 +22,11 @@ import (
 const downWait = 20 * time.Second
 
 // Down removes the lab: the daemon and every recorded process, every process inside an
-// "sl-" namespace, every "sl-" namespace (their links go with them), /etc/netns/sl-* and
-// the state directory. It needs no lab.json, so it also cleans up after a crash of "up".
-// It returns only once every process of the lab has exited (see labProcesses), the
-// containers' shims included, or downWait after it killed them, naming what still runs.
+// "sl-" namespace, the host's link into the lab (its routes go with it), every "sl-"
+// namespace (their links go with them), /etc/netns/sl-* and the state directory. It
+// needs no lab.json, so it also cleans up after a crash of "up". It returns only once
+// every process of the lab has exited (see labProcesses), the containers' shims
+// included, or downWait after it killed them, naming what still runs.
 func (l *Lab) Down(ctx context.Context) error {
 	var errs []error
 	pids := l.state.AllPids()
@@ -44,6 +46,10 @@ func (l *Lab) Down(ctx context.Context) error {
 	// Real nodes before their namespaces: containers, shims and mounts go by the nodes'
 	// cgroups and records, which need no lab.json.
 	if err := node.TeardownAll(l.state.nodesDir()); err != nil {
+		errs = append(errs, err)
+	}
+	// By its fixed name: down needs no lab.json.
+	if err := hostnet.Remove(topology.HostLinkName); err != nil {
 		errs = append(errs, err)
 	}
 	names, err := netns.List(topology.Prefix)
@@ -91,10 +97,14 @@ func isOurs(pid int) bool {
 	return false
 }
 
-// Leftovers lists what the lab would own that still exists: "sl-" namespaces,
-// /etc/netns/sl-* directories, the state directory, and processes inside "sl-" namespaces.
+// Leftovers lists what the lab would own that still exists: the host's link into the
+// lab, "sl-" namespaces, /etc/netns/sl-* directories, the state directory, and processes
+// inside "sl-" namespaces.
 func (l *Lab) Leftovers() []string {
 	var out []string
+	if hostnet.Exists(topology.HostLinkName) {
+		out = append(out, "host link "+topology.HostLinkName)
+	}
 	names, _ := netns.List(topology.Prefix)
 	for _, ns := range names {
 		out = append(out, "namespace "+ns)

@@ -143,7 +143,7 @@ func (l *Lab) ensureHubNode(ctx context.Context, t *topology.Lab, client kuberne
 		return err
 	}
 	return l.ensureRealNode(ctx, client, realNode{cluster: topology.HubName, node: *t.HubNode, kubeconfig: l.state.InNamespaceKubeconfig(topology.HubName),
-		dns: []netip.Addr{topology.HubDNSServiceIP()}, images: images})
+		dns: []netip.Addr{t.HubDNSServiceIP()}, images: images})
 }
 
 func (l *Lab) ensureRealNode(ctx context.Context, client kubernetes.Interface, rn realNode) error {

@@ -51,7 +51,13 @@ func (l *Lab) up(ctx context.Context, o UpOptions) error {
 			return fmt.Errorf("a different lab is up (state %s): run 'strait lab down' first", l.state.Dir)
 		}
 		rec.PortBase = old.PortBase
+		rec.Networks = old.Networks
 	}
+	nets, err := chooseNetworks(rec)
+	if err != nil {
+		return err
+	}
+	rec.Networks = nets
 	t, err := computeTopology(rec)
 	if err != nil {
 		return err
@@ -67,9 +73,12 @@ func (l *Lab) up(ctx context.Context, o UpOptions) error {
 	if err := l.state.WriteRecord(rec); err != nil {
 		return err
 	}
-	l.progress("network: %d namespaces", len(t.Namespaces()))
+	l.progress("network: %d namespaces; LANs in %s, WAN %s, internet %s", len(t.Namespaces()), nets.LAN, nets.WAN, nets.Internet)
 	if err := ensureNetwork(ctx, t); err != nil {
 		return fmt.Errorf("network: %w", err)
+	}
+	if t.HostLink != nil {
+		l.progress("host: %s routes %s into the lab", t.HostLink.Name, prefixList(t.HostLink.Routes))
 	}
 	l.progress("control planes: %d (etcd, kube-apiserver, kube-controller-manager, kube-scheduler)", len(t.ControlPlanes()))
 	if err := l.eachControlPlane(t, func(cp topology.ControlPlane) error {
@@ -77,7 +86,7 @@ func (l *Lab) up(ctx context.Context, o UpOptions) error {
 		if m, ok := t.Cluster(cp.Cluster); ok {
 			c.serviceCIDR, c.apiService = m.ServiceCIDR, m.APIServiceIP
 		} else {
-			c.serviceCIDR = topology.HubServiceCIDR()
+			c.serviceCIDR = t.HubServiceCIDR
 			c.apiService = c.serviceCIDR.Addr().Next()
 		}
 		if err := l.ensureControlPlane(ctx, c); err != nil {
@@ -186,7 +195,7 @@ func (l *Lab) bootstrap(ctx context.Context, t *topology.Lab, rec *Record, cp to
 		if err := l.ensureKubeProxyOn(topology.HubName, *t.HubNode, l.state.InNamespaceKubeconfig(topology.HubName), t.HubNode.PodCIDR, topology.KubeProxyNFTables); err != nil {
 			return fmt.Errorf("hub kube-proxy: %w", err)
 		}
-		if err := l.ensureClusterDNS(ctx, *t.Hub, topology.HubDNSServiceIP(), client); err != nil {
+		if err := l.ensureClusterDNS(ctx, *t.Hub, t.HubDNSServiceIP(), client); err != nil {
 			return fmt.Errorf("hub DNS: %w", err)
 		}
 		return l.bootstrapHub(ctx, t, rec, client, o.timeout())

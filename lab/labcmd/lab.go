@@ -36,17 +36,20 @@ func NewCommand() *cobra.Command {
 control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler) in its own
 network namespace, real nodes (kubelet, containerd, runc, a CNI bridge) each in a network
 namespace on a per-cluster LAN (gateway nodes also on a shared WAN) with host-gw routes
-between their pod CIDRs, kube-proxy in nftables mode on every node, CoreDNS as the
-cluster DNS, and the sample workloads from locally built images (whereami, iperf3, an
-idle client with curl and dig). kubectl works from the host:
+between their pod CIDRs and a router to the WAN, where a namespace stands for the
+internet, kube-proxy in nftables mode on every node, CoreDNS as the cluster DNS, and the
+sample workloads from locally built images (whereami, iperf3, an idle client with curl
+and dig). The host routes exactly the lab's ranges into the lab (link sl-lab), chosen
+clear of its own routes, addresses and resolver, so kubectl and any lab address work
+from the host and nothing of the lab leaves the machine:
 
   strait lab up --example basic
   kubectl --kubeconfig <(strait lab kubeconfig c1) get pods -A
   strait lab exec c1 sample/client -- curl -s whereami-cs
   strait lab down
 
-Everything the lab creates is named sl-* (namespaces, links) or lives in the state
-directory; "lab down" removes all of it, also after a crash of "lab up".`,
+Everything the lab creates is named sl-* (namespaces, links, the host's sl-lab) or lives
+in the state directory; "lab down" removes all of it, also after a crash of "lab up".`,
 	}
 	f := cmd.PersistentFlags()
 	f.StringVar(&o.state, "state", defaultStateDir(), "state directory (pids, certificates, kubeconfigs, logs); env STRAIT_LAB_STATE")
@@ -155,6 +158,10 @@ A lab file is YAML:
   gateways: 2        # gateway-capable nodes per cluster (labelled strait.io/gateway=true)
   workers: 1         # plain nodes per cluster
   sampleWorkloads: true
+  networks:          # optional; each one left out is the first default clear of the host
+    lan: 10.250.0.0/16
+    wan: 198.18.0.0/24
+    internet: 198.18.1.0/24
 
 --example NAME uses examples/clusterset/NAME with a hub, 2 gateways, 1 worker and the
 sample workloads.

@@ -51,6 +51,7 @@ func TestFlannelClusterHasNoHostGWRoutes(t *testing.T) {
 			var toPods, toServices int
 			for _, r := range n.Routes {
 				switch {
+				case r.Dst.Bits() == 0: // the default route, via the router
 				case c.PodCIDR.Overlaps(r.Dst):
 					toPods++
 				case r.Dst == c.ServiceCIDR:
@@ -63,7 +64,7 @@ func TestFlannelClusterHasNoHostGWRoutes(t *testing.T) {
 		}
 		var cpToPods int
 		for _, r := range c.ControlPlane.Routes {
-			if c.PodCIDR.Overlaps(r.Dst) {
+			if r.Dst.Bits() > 0 && c.PodCIDR.Overlaps(r.Dst) {
 				cpToPods++
 			}
 		}

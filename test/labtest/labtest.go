@@ -17,8 +17,10 @@ import (
 	"github.com/go-logr/logr"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
+	straitv1 "github.com/straitnet/strait/api/v1alpha1"
 	"github.com/straitnet/strait/lab"
 	"github.com/straitnet/strait/lab/topology"
+	"github.com/straitnet/strait/plan"
 	"github.com/straitnet/strait/test/clusters"
 	"github.com/straitnet/strait/test/hostview"
 	"github.com/straitnet/strait/test/netns"
@@ -50,9 +52,10 @@ type Env struct {
 	// UpTime is how long "lab up" took.
 	UpTime time.Duration
 
-	skipped string
-	upErr   error
-	upOpts  lab.UpOptions
+	skipped    string
+	upErr      error
+	upOpts     lab.UpOptions
+	clusterSet *straitv1.ClusterSet
 }
 
 // Main brings the lab up, runs the tests, takes the lab down and checks that nothing
@@ -130,6 +133,9 @@ func Main(m *testing.M, cfg Config, env *Env) int {
 	if env.upErr == nil {
 		_, env.Topo, env.upErr = l.Load()
 	}
+	if env.upErr == nil {
+		env.clusterSet, env.upErr = plan.Parse(cs)
+	}
 	code := m.Run()
 	// After a signal the handler takes the lab down and exits; two teardowns at once
 	// would trip over each other's deletions.
@@ -155,6 +161,12 @@ func Main(m *testing.M, cfg Config, env *Env) int {
 	if links := HostLinks(); len(links) > 0 {
 		fmt.Fprintln(os.Stderr, "FAIL: sl- links in the host namespace:", links)
 		code = 1
+	}
+	if env.Topo != nil && env.clusterSet != nil {
+		if left := HostRoutesIntoTheLab(env.LabAddresses()); len(left) > 0 {
+			fmt.Fprintln(os.Stderr, "FAIL: after lab down the host still routes into the lab:", strings.Join(left, "; "))
+			code = 1
+		}
 	}
 	return code
 }
