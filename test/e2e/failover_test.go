@@ -106,8 +106,8 @@ func (h handover) waitBack(t testing.TB) {
 func failOver(t testing.TB, cluster string, sig syscall.Signal) handover {
 	t.Helper()
 	h := stopActiveAgent(t, cluster, sig)
-	t.Logf("%s: %s of %s's agent, %s took over: %s", cluster, sig, h.from, h.to, h.outage)
-	if !boundOutage(t, fmt.Sprintf("%s: c1 → c2 after %s of %s's agent", cluster, sig, h.from), h.outage, failoverBound(sig)) {
+	t.Logf("%s: %s's agent %s, %s took over: %s", cluster, h.from, sig, h.to, h.outage)
+	if !boundOutage(t, fmt.Sprintf("%s: c1 → c2 after %s's agent was %s", cluster, h.from, sig), h.outage, failoverBound(sig)) {
 		logAgents(t)
 	}
 	h.waitBack(t)

@@ -68,7 +68,8 @@ func crossTraffic(t testing.TB) (src source, target string) {
 }
 
 // TestDataPathOutlivesTheHub: with strait hub scaled to zero, c1 → c2 traffic goes on
-// without a failed request; the scale-up brings it back.
+// without a lost request (boundLost: a GET retried at once is counted, not lost); the
+// scale-up brings it back.
 func TestDataPathOutlivesTheHub(t *testing.T) {
 	env.Require(t)
 	src, target := crossTraffic(t)
@@ -116,14 +117,16 @@ func TestStraitDNSRestart(t *testing.T) {
 	env.SignalContainer(t, victim, "dns", syscall.SIGKILL)
 	env.WaitRestarted(t, "c1", victim, "dns", restarts, 2*time.Minute)
 	time.Sleep(2 * time.Second)
+	gap := r.gap()
 	asked, resolved := r.counts()
-	r.gap() // stops it
-	t.Logf("one of c1's strait dns pods killed and restarted: %d/%d lookups answered", resolved, asked)
+	t.Logf("one of c1's strait dns pods killed and restarted: %d/%d lookups answered, longest gap %s", resolved, asked, gap.Round(time.Millisecond))
 	if asked < 20 {
 		t.Fatalf("only %d lookups were made", asked)
 	}
-	// CoreDNS retries another endpoint of the Service; kube-proxy drops the dead pod
-	// once it is not ready. A lookup may time out in between, not more than a few.
+	// Not 0 lost, by design: CoreDNS forwards to strait dns's Service, and until the
+	// kubelet reports the killed pod not ready and kube-proxy drops its endpoint (about a
+	// second), a query kube-proxy sends to it times out. That costs a few of the lookups
+	// made every 100 ms, never one in ten (docs/performance-lab.md says so too).
 	if failed := asked - resolved; failed > asked/10 {
 		t.Errorf("%d of %d lookups failed while one strait dns pod restarted", failed, asked)
 	}
@@ -145,10 +148,10 @@ func gatewayMetric(t testing.TB, ns, name string) (float64, error) {
 }
 
 // TestMemberAPIServerDown: c2's control plane (kube-apiserver, controller manager,
-// scheduler) is killed for 15 s. c2's active gateway
-// holds the gateway (it cannot renew its Lease, and neither can anyone else), so c1 → c2
-// goes on, and c1 keeps resolving c2's exports; once the API server is back the same
-// gateway renews.
+// scheduler) is killed for 15 s. c2's active gateway holds the gateway (it cannot renew
+// its Lease, and neither can anyone else), so c1 → c2 goes on and c1 keeps resolving
+// c2's exports without a lost GET or lookup (boundLost); once the API server is back the
+// same gateway renews.
 func TestMemberAPIServerDown(t *testing.T) {
 	env.Require(t)
 	src, target := crossTraffic(t)
