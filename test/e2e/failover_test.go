@@ -66,12 +66,12 @@ func stopActiveAgent(t testing.TB, cluster string, sig syscall.Signal) handover 
 	resume := env.PauseKubelet(t, cluster, h.from)
 	defer resume()
 	devices := vxlanIndexes(t, cluster)
-	p := startProber(src.ns, target)
+	p := startProber(src.NS, target)
 	time.Sleep(300 * time.Millisecond)
 	env.SignalContainer(t, h.agent, "agent", sig)
 	fault := time.Now()
 	var taken topology.Node
-	if _, err := require.Within(converge, func() error {
+	if _, err := require.Within(labtest.Converge, func() error {
 		if taken = env.ActiveGateway(t, cluster); taken.Name == h.from {
 			return fmt.Errorf("%s still active", h.from)
 		}
@@ -201,7 +201,7 @@ func TestFailoverToARemadeGateway(t *testing.T) {
 		t.Fatalf("delete %s on %s: %v: %s", route.VXLANDevice, standby.Name, err, out)
 	}
 	var after string
-	require.Eventually(t, converge, standby.Name+": "+route.VXLANDevice+" made again", func() (err error) {
+	require.Eventually(t, labtest.Converge, standby.Name+": "+route.VXLANDevice+" made again", func() (err error) {
 		after, err = mac()
 		return err
 	})
@@ -249,21 +249,21 @@ func BenchmarkGatewayFailover(b *testing.B) {
 // once) or the standby (when the Lease ran out first).
 func TestAgentRestartKeepsTheDataPath(t *testing.T) {
 	env.Require(t)
-	src := sourcePods(t, "c1")[0]
-	target := net.JoinHostPort(env.PodOn(t, "c2", nodeOfKind(t, "c2", false), whereamiImage).Status.PodIP, "8080")
+	src := env.SourcePods(t, "c1")[0]
+	target := net.JoinHostPort(env.PodOn(t, "c2", env.NodeOfKind(t, "c2", false), labtest.WhereamiImage).Status.PodIP, "8080")
 	for _, gateway := range []bool{false, true} {
-		node := nodeOfKind(t, "c2", false)
+		node := env.NodeOfKind(t, "c2", false)
 		if gateway {
 			node = env.ActiveGateway(t, "c2").Name
 		}
 		t.Run(map[bool]string{false: "plain node", true: "active gateway"}[gateway], func(t *testing.T) {
-			require.Eventually(t, converge, "c1 → c2 "+target, func() error {
-				_, err := labtest.TryWhereami(src.ns, target)
+			require.Eventually(t, labtest.Converge, "c1 → c2 "+target, func() error {
+				_, err := labtest.TryWhereami(src.NS, target)
 				return err
 			})
 			agent := env.AgentPod(t, "c2", node)
 			restarts := labtest.Restarts(agent, "agent")
-			p := startProber(src.ns, target)
+			p := startProber(src.NS, target)
 			time.Sleep(time.Second)
 			env.SignalContainer(t, agent, "agent", syscall.SIGKILL)
 			env.WaitRestarted(t, "c2", agent, "agent", restarts, 2*time.Minute)

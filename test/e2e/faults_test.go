@@ -56,12 +56,12 @@ func boundLost(t testing.TB, what string, p *prober, least int) {
 
 // crossTraffic is c1's first client pod and c2's whereami pod on a plain node, once
 // c1 reaches it.
-func crossTraffic(t testing.TB) (src source, target string) {
+func crossTraffic(t testing.TB) (src labtest.Source, target string) {
 	t.Helper()
-	src = sourcePods(t, "c1")[0]
-	target = net.JoinHostPort(env.PodOn(t, "c2", nodeOfKind(t, "c2", false), whereamiImage).Status.PodIP, "8080")
-	require.Eventually(t, converge, "c1 → c2 "+target, func() error {
-		_, err := labtest.TryWhereami(src.ns, target)
+	src = env.SourcePods(t, "c1")[0]
+	target = net.JoinHostPort(env.PodOn(t, "c2", env.NodeOfKind(t, "c2", false), labtest.WhereamiImage).Status.PodIP, "8080")
+	require.Eventually(t, labtest.Converge, "c1 → c2 "+target, func() error {
+		_, err := labtest.TryWhereami(src.NS, target)
 		return err
 	})
 	return src, target
@@ -83,7 +83,7 @@ func TestDataPathOutlivesTheHub(t *testing.T) {
 			scale(2)
 			kubectl(t, "hub", "-n", straitv1.SystemNamespace, "rollout", "status", "deployment/strait-hub", "--timeout=3m")
 		})
-		p := startRetrying(50*time.Millisecond, retryOnce(getWhereami(src.ns, target)))
+		p := startRetrying(50*time.Millisecond, retryOnce(getWhereami(src.NS, target)))
 		scale(0)
 		kubectl(t, "hub", "-n", straitv1.SystemNamespace, "wait", "--for=delete", "pod", "-l", "app.kubernetes.io/name="+labtest.HubApp, "--timeout=2m")
 		time.Sleep(window)
@@ -98,12 +98,12 @@ func TestDataPathOutlivesTheHub(t *testing.T) {
 // resolving through the other, and the crashed one comes back.
 func TestStraitDNSRestart(t *testing.T) {
 	env.Require(t)
-	src := sourcePods(t, "c1")[0]
+	src := env.SourcePods(t, "c1")[0]
 	name := "whereami-cs.sample.svc.clusterset.local"
-	require.Eventually(t, converge, "c1 resolves "+name, func() error {
+	require.Eventually(t, labtest.Converge, "c1 resolves "+name, func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
-		_, err := labtest.LookupInPod(ctx, src.ns, name)
+		_, err := labtest.LookupInPod(ctx, src.NS, name)
 		return err
 	})
 	pods := env.StraitPods(t, "c1", labtest.DNSApp, "")
@@ -112,7 +112,7 @@ func TestStraitDNSRestart(t *testing.T) {
 	}
 	victim := pods[0]
 	restarts := labtest.Restarts(victim, "dns")
-	r := startResolver(src.ns, name)
+	r := startResolver(src.NS, name)
 	time.Sleep(time.Second)
 	env.SignalContainer(t, victim, "dns", syscall.SIGKILL)
 	env.WaitRestarted(t, "c1", victim, "dns", restarts, 2*time.Minute)
@@ -168,8 +168,8 @@ func TestMemberAPIServerDown(t *testing.T) {
 		}
 		pids = append(pids, pid)
 	}
-	p := startRetrying(50*time.Millisecond, retryOnce(getWhereami(src.ns, target)))
-	r := startRetrying(100*time.Millisecond, retryOnce(lookupAddress(src.ns, name, time.Second)))
+	p := startRetrying(50*time.Millisecond, retryOnce(getWhereami(src.NS, target)))
+	r := startRetrying(100*time.Millisecond, retryOnce(lookupAddress(src.NS, name, time.Second)))
 	time.Sleep(time.Second)
 	for _, pid := range pids {
 		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
@@ -207,7 +207,7 @@ func TestMemberAPIServerDown(t *testing.T) {
 	})
 	env.UpAgain(t)
 	restarted = true
-	require.Eventually(t, converge, gw.Name+" renews its Lease again", func() error {
+	require.Eventually(t, labtest.Converge, gw.Name+" renews its Lease again", func() error {
 		v, err := gatewayMetric(t, gw.Namespace, "strait_agent_gateway_holding")
 		if err == nil && v != 0 {
 			err = fmt.Errorf("holding %v", v)

@@ -43,7 +43,7 @@ func TestFrozenGatewayIsFencedOff(t *testing.T) {
 	// c1's GETs from before the freeze: the standby must carry them within the crash
 	// failover's bound of the freeze. The frozen agent's process holds the node's
 	// WireGuard device, so no answer comes through the frozen node.
-	p := startProber(src.ns, target)
+	p := startProber(src.NS, target)
 	time.Sleep(300 * time.Millisecond)
 	env.SignalContainer(t, agent, "agent", syscall.SIGSTOP)
 	stopped := time.Now()
@@ -103,7 +103,7 @@ func TestFrozenGatewayIsFencedOff(t *testing.T) {
 		return nil
 	})
 
-	frozenProbe := startProber(src.ns, target)
+	frozenProbe := startProber(src.NS, target)
 	time.Sleep(2 * time.Second)
 	frozenProbe.gap()
 	if tries, answers := frozenProbe.counts(); answers != tries || tries < 10 {
@@ -111,7 +111,7 @@ func TestFrozenGatewayIsFencedOff(t *testing.T) {
 	}
 
 	thaw()
-	after := startProber(src.ns, target)
+	after := startProber(src.NS, target)
 	time.Sleep(3 * time.Second)
 	if now := env.ActiveGateway(t, "c2").Name; now != next {
 		t.Errorf("after the thaw c2's active gateway is %s, want %s to keep it", now, next)

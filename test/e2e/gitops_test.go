@@ -124,7 +124,7 @@ func TestPushedExportAnswersInDNS(t *testing.T) {
 	gitCLI(t, clone, "push", "--quiet", "origin", "HEAD")
 
 	c1 := env.Client(t, "c1")
-	require.Eventually(t, converge, "c1: ServiceImport "+svc, func() error {
+	require.Eventually(t, labtest.Converge, "c1: ServiceImport "+svc, func() error {
 		return c1.Get(context.Background(), client.ObjectKey{Namespace: "sample", Name: svc}, &mcsv1.ServiceImport{})
 	})
 	imported := time.Since(pushed)
@@ -132,7 +132,7 @@ func TestPushedExportAnswersInDNS(t *testing.T) {
 	t.Logf("push → c1's ServiceImport %s, c1 resolves %s: %s (the push asks Flux to sync; GitRepository interval 1m, Kustomization interval 10m)",
 		imported.Round(time.Millisecond), name, time.Since(pushed).Round(time.Millisecond))
 	answeredBy(t, "c1", name+":80", "c2")
-	s, err := env.Lab.WaitSynced(context.Background(), commit, converge)
+	s, err := env.Lab.WaitSynced(context.Background(), commit, labtest.Converge)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -285,7 +285,7 @@ func TestClusterSetComesFromGit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := env.Lab.WaitSynced(ctx, head, converge)
+	s, err := env.Lab.WaitSynced(ctx, head, labtest.Converge)
 	if err != nil {
 		t.Fatal(err)
 	}

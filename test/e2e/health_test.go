@@ -85,7 +85,7 @@ func TestPeerHealthIsMeasured(t *testing.T) {
 		return nil
 	})
 	heal()
-	require.Eventually(t, converge, "c1's loss to c2 back to zero once the WAN heals", func() error {
+	require.Eventually(t, labtest.Converge, "c1's loss to c2 back to zero once the WAN heals", func() error {
 		st, err := peerStatus(t, "c1", "c2")
 		if err == nil && (st.LossPercent != 0 || st.LatencyMicros <= 0) {
 			err = fmt.Errorf("loss %d%%, latency %dµs", st.LossPercent, st.LatencyMicros)
@@ -154,7 +154,7 @@ func healthRounds(t *testing.T, cluster, remote string, n int) []healthRound {
 // latency above zero in the gateway's strait_agent_peer_latency_seconds.
 func latencyMeasured(t *testing.T, cluster, remote string, driver straitv1.CableDriver) {
 	t.Helper()
-	require.Eventually(t, converge, cluster+"'s Peer "+remote+" has a measured latency", func() error {
+	require.Eventually(t, labtest.Converge, cluster+"'s Peer "+remote+" has a measured latency", func() error {
 		p, err := peer(t, cluster, remote)
 		if err != nil {
 			return err

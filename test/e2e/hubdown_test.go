@@ -37,11 +37,11 @@ func TestFailoverWithTheHubDown(t *testing.T) {
 	agent := env.AgentPod(t, "c2", old)
 	// The node's kubelet must not restart the agent: the other gateway is to take over.
 	env.PauseKubelet(t, "c2", old)
-	p := startProber(src.ns, target)
+	p := startProber(src.NS, target)
 	time.Sleep(300 * time.Millisecond)
 	env.SignalContainer(t, agent, "agent", syscall.SIGKILL)
 	killed := time.Now()
-	if !p.waitAnswered(killed, converge) {
+	if !p.waitAnswered(killed, labtest.Converge) {
 		logAgents(t)
 		t.Fatalf("c1 → c2 not answered again after c2's gateway %s crashed, the hub down: %s", old, p.since(killed))
 	}

@@ -109,7 +109,7 @@ func TestRollingUpgradeKeepsTrafficFlowing(t *testing.T) {
 		kubectl(t, "c2", "apply", "--server-side", "-k", env.Lab.InstallDir("c2"))
 		kubectl(t, "c2", "-n", straitv1.SystemNamespace, "rollout", "status", "daemonset/strait-agent", "--timeout=3m")
 	})
-	p := startProber(src.ns, target)
+	p := startProber(src.NS, target)
 	start := time.Now()
 	kubectl(t, "c2", "apply", "--server-side", "-k", upgrade)
 	kubectl(t, "c2", "-n", straitv1.SystemNamespace, "rollout", "status", "daemonset/strait-agent", "--timeout=3m")

@@ -27,7 +27,7 @@ func TestWANPartitionHeals(t *testing.T) {
 	env.Require(t)
 	src, target := crossTraffic(t)
 	before := env.ActiveGateway(t, "c2").Name
-	p := startProber(src.ns, target)
+	p := startProber(src.NS, target)
 	time.Sleep(time.Second)
 	heal := dropOnWAN(t, 100)
 	const partition = 10 * time.Second
@@ -49,7 +49,7 @@ func TestWANPartitionHeals(t *testing.T) {
 	if after := env.ActiveGateway(t, "c2").Name; after != before {
 		t.Errorf("c2's active gateway moved from %s to %s over a WAN partition (its API server was reachable all along)", before, after)
 	}
-	require.Eventually(t, converge, "c1's Peer c2 Connected again", func() error {
+	require.Eventually(t, labtest.Converge, "c1's Peer c2 Connected again", func() error {
 		st, err := peerStatus(t, "c1", "c2")
 		if err == nil && !strings.HasPrefix(connectedMessage(st), "True") {
 			err = fmt.Errorf("Connected %s", connectedMessage(st))
@@ -80,7 +80,7 @@ func TestCharonCrashUnderIPsec(t *testing.T) {
 	gw := env.ActiveGateway(t, "c2")
 	pod := env.AgentPod(t, "c2", gw.Name)
 	restarts := labtest.Restarts(pod, "charon")
-	p := startProber(src.ns, target)
+	p := startProber(src.NS, target)
 	time.Sleep(time.Second)
 	env.SignalContainer(t, pod, "charon", syscall.SIGKILL)
 	killed := time.Now()
@@ -111,15 +111,15 @@ const coreDNSBound = 2 * time.Second
 // in the Corefile.
 func TestCoreDNSRestart(t *testing.T) {
 	env.Require(t)
-	src := sourcePods(t, "c1")[0]
+	src := env.SourcePods(t, "c1")[0]
 	// Fully qualified, so that each lookup is one query (no search list) and the probes
 	// see the moment CoreDNS answers to within their interval.
 	const (
 		local      = "kubernetes.default.svc.cluster.local."
 		clusterset = "whereami-cs.sample.svc.clusterset.local."
 	)
-	pl := startLookups(src.ns, local, 50*time.Millisecond, 300*time.Millisecond)
-	pcs := startLookups(src.ns, clusterset, 50*time.Millisecond, 300*time.Millisecond)
+	pl := startLookups(src.NS, local, 50*time.Millisecond, 300*time.Millisecond)
+	pcs := startLookups(src.NS, clusterset, 50*time.Millisecond, 300*time.Millisecond)
 	time.Sleep(time.Second)
 	pid, ok := env.Lab.State().Pid("c1", "coredns")
 	if !ok {
@@ -158,7 +158,7 @@ func TestCoreDNSRestart(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if _, err := labtest.LookupInPod(ctx, src.ns, "whereami-cs.sample.svc.clusterset.local"); err != nil {
+	if _, err := labtest.LookupInPod(ctx, src.NS, "whereami-cs.sample.svc.clusterset.local"); err != nil {
 		t.Errorf("after CoreDNS's restart: %v", err)
 	}
 }
