@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/straitnet/strait/lab/flannel"
@@ -155,7 +156,7 @@ func (l *Lab) ensureRealNode(ctx context.Context, client kubernetes.Interface, r
 		// Gateways reach each other over the WAN, not their cluster's LAN.
 		annotations[GatewayIPAnnotation] = n.WANAddr.Addr().String()
 	}
-	created, err := client.CoreV1().Nodes().Create(ctx, &corev1.Node{
+	_, err := client.CoreV1().Nodes().Create(ctx, &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: n.Name, Labels: labels, Annotations: annotations},
 		Spec:       corev1.NodeSpec{PodCIDR: n.PodCIDR.String(), PodCIDRs: []string{n.PodCIDR.String()}},
 	}, metav1.CreateOptions{})
@@ -165,8 +166,10 @@ func (l *Lab) ensureRealNode(ctx context.Context, client kubernetes.Interface, r
 		// nodes, waits 30 s for its Node's addresses, goes on without, and exits when
 		// they change later ("NodeIPs changed"), which a slow node start (a flannel
 		// cluster waits for flanneld) made it do.
-		created.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: n.LANAddr.Addr().String()}}
-		if _, err := client.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+		// A merge patch of the status alone: the node lifecycle controller writes the new
+		// Node too (its taints), and an update would conflict with it.
+		patch := fmt.Sprintf(`{"status":{"addresses":[{"type":%q,"address":%q}]}}`, corev1.NodeInternalIP, n.LANAddr.Addr())
+		if _, err := client.CoreV1().Nodes().Patch(ctx, n.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}, "status"); err != nil {
 			return fmt.Errorf("node %s's address: %w", n.Name, err)
 		}
 	case !apierrors.IsAlreadyExists(err):
