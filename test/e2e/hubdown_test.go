@@ -11,8 +11,9 @@ import (
 
 // TestFailoverWithTheHubDown: the data plane outlives the hub. With the hub's API server
 // and strait hub stopped, c2's active gateway agent crashes; c2's other gateway takes
-// over and the cable roams to it (WireGuard, one key per cluster), and traffic must then
-// stay up although c1's Peer c2 still names the dead gateway: c1's periodic resyncs
+// over and the cable roams to it (WireGuard, one key per cluster): c1 → c2 resumes
+// within the crash failover's bound of the crash, and must then stay up (no gap over a
+// second) although c1's Peer c2 still names the dead gateway: c1's periodic resyncs
 // (every 30 s) used to set the endpoint back, cutting c1 → c2 for ~10 s of every 30.
 func TestFailoverWithTheHubDown(t *testing.T) {
 	env.Require(t)
