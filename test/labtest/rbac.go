@@ -1,0 +1,92 @@
+package labtest
+
+import (
+	"bytes"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	straitv1 "github.com/straitnet/strait/api/v1alpha1"
+	"github.com/straitnet/strait/lab"
+	"github.com/straitnet/strait/test/rbacaudit"
+)
+
+// UsageDirEnv names the directory where each lab test package leaves what its lab's
+// ServiceAccounts did, as SUITE.json: make test sets it for the e2e packages, then
+// kustomize's TestRolesGrantOnlyWhatTheLabsUsed holds the roles to the union.
+const UsageDirEnv = "STRAIT_RBAC_USAGE"
+
+// IsStrait says whether user is one of Strait's ServiceAccounts.
+func IsStrait(user string) bool {
+	return strings.HasPrefix(user, rbacaudit.ServiceAccount(straitv1.SystemNamespace, ""))
+}
+
+// checkAudit reads the audit logs of the lab's API servers (lab/audit.go records
+// Strait's and Flux's ServiceAccounts). Any request RBAC refused, or any 403 of
+// Strait's, outside an uninstall, is an error; with UsageDirEnv set, what was done is
+// written there for the check across suites.
+func checkAudit(l *lab.Lab, suite string) error {
+	var us []*rbacaudit.Usage
+	logs := l.State().AuditLogs()
+	for cluster, path := range logs {
+		u, err := rbacaudit.ReadFile(path, cluster)
+		if err != nil {
+			return err
+		}
+		us = append(us, u)
+	}
+	u := rbacaudit.Merge(us...)
+	u.Suites = []string{suite}
+	fmt.Fprintf(os.Stderr, "audit: %d clusters, %d distinct requests of ServiceAccounts, %d refused (%d while roles were removed)\n",
+		len(logs), len(u.Used), len(u.Refused), len(u.Refused)-len(u.Refusals(func(string) bool { return true })))
+	if dir := os.Getenv(UsageDirEnv); dir != "" && len(logs) > 0 {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+		if err := u.WriteFile(filepath.Join(dir, suite+".json")); err != nil {
+			return err
+		}
+	}
+	if refused := u.Refusals(IsStrait); len(refused) > 0 {
+		lines := make([]string, len(refused))
+		for i, r := range refused {
+			lines[i] = r.String()
+		}
+		return fmt.Errorf("the API servers refused %d requests of ServiceAccounts:\n  %s", len(refused), strings.Join(lines, "\n  "))
+	}
+	return nil
+}
+
+// suiteName names a test package's usage file: the package's directory (go test runs a
+// test binary there).
+func suiteName() string {
+	wd, err := os.Getwd()
+	if err != nil {
+		return "unknown"
+	}
+	return filepath.Base(wd)
+}
+
+// Suites are the test packages under root/test that bring up labs (their TestMain
+// calls labtest.Main), by the names their usage files have.
+func Suites(root string) ([]string, error) {
+	var out []string
+	err := filepath.WalkDir(filepath.Join(root, "test"), func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || d.Name() != "main_test.go" {
+			return err
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		if bytes.Contains(data, []byte("labtest.Main(")) {
+			out = append(out, filepath.Base(filepath.Dir(path)))
+		}
+		return nil
+	})
+	sort.Strings(out)
+	return out, err
+}
