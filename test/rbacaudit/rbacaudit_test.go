@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -237,5 +238,30 @@ func TestUsagesMergeAcrossSuitesAndFiles(t *testing.T) {
 	}
 	if got := usedLines(u)[agent+" get configmaps missing -n strait-system"]; got != 4 {
 		t.Errorf("merged count %d, want 4", got)
+	}
+}
+
+// A server-side apply of a new object is a patch answered 201 Created, and the API
+// server authorized it as a create too (inside the request, unlogged): both are uses.
+// Refused at that inner step, it is RBAC's refusal though the patch was allowed.
+func TestAPatchThatCreatesUsesCreate(t *testing.T) {
+	const hubAccess = "system:serviceaccount:strait-system:strait-hub-access"
+	event := func(id string, code int, msg string) string {
+		return `{"auditID":"` + id + `","stage":"ResponseComplete","verb":"patch","user":{"username":"` + hubAccess + `"},` +
+			`"objectRef":{"resource":"memberships","namespace":"strait-system","name":"membership","apiGroup":"strait.io"},` +
+			`"responseStatus":{"code":` + strconv.Itoa(code) + `,"message":"` + msg + `"},` +
+			`"requestReceivedTimestamp":"2026-11-26T08:10:31.652050Z","annotations":{"authorization.k8s.io/decision":"allow"}}` + "\n"
+	}
+	u, err := Read(strings.NewReader(event("1", 201, "")+event("2", 200, "")+
+		event("3", 403, `memberships.strait.io \"membership\" is forbidden: User \"`+hubAccess+`\" cannot create resource \"memberships\"`)), "c1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := usedLines(u)
+	if got[hubAccess+" patch memberships.strait.io membership -n strait-system"] != 3 || got[hubAccess+" create memberships.strait.io membership -n strait-system"] != 1 {
+		t.Errorf("uses %v: want 3 patches, one of them a create", got)
+	}
+	if len(u.Refused) != 1 || !u.Refused[0].ByRBAC {
+		t.Errorf("refusals %v: want the third, by RBAC", u.Refused)
 	}
 }

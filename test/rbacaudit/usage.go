@@ -204,6 +204,9 @@ type event struct {
 // for a refusal: the response's message says what was refused).
 const (
 	decisionAnnotation = "authorization.k8s.io/decision"
+	// rbacRefusal is in the message of every refusal by RBAC (`... is forbidden: User
+	// "NAME" cannot VERB resource ...`), not in an admission plugin's.
+	rbacRefusal = `is forbidden: User "`
 	rbacGroup          = "rbac.authorization.k8s.io"
 	// rolesSettle is how long after RBAC objects are restored a refusal still counts
 	// as one of the change: the authorizer reads roles from an informer.
@@ -212,7 +215,8 @@ const (
 
 // Read aggregates one API server's audit log (JSON lines) of cluster. Every audited
 // resource request of a ServiceAccount that RBAC allowed is a use, whatever it
-// answered (a get of a missing object still used the grant); a 403 is a refusal.
+// answered (a get of a missing object still used the grant), and a patch or update
+// answered 201 Created a use of create too; a 403 is a refusal.
 // Requests made by impersonation (kubectl auth can-i --as, tests acting as a daemon)
 // are not the daemon's and are left out. Writes of RBAC objects by anyone mark when
 // the cluster's roles were removed and restored.
@@ -269,9 +273,19 @@ func Read(r io.Reader, cluster string) (*Usage, error) {
 			refused = append(refused, Refusal{Access: a, Cluster: cluster, At: ev.RequestReceived, ByRBAC: true, Reason: statusMessage(ev)})
 		case decision == "allow" && code == 403:
 			uses[a]++
-			refused = append(refused, Refusal{Access: a, Cluster: cluster, At: ev.RequestReceived, Reason: statusMessage(ev)})
+			// A patch or update that would create the object is authorized for create
+			// too, inside the request: RBAC's refusal then reads like any other.
+			refused = append(refused, Refusal{Access: a, Cluster: cluster, At: ev.RequestReceived,
+				ByRBAC: strings.Contains(statusMessage(ev), rbacRefusal), Reason: statusMessage(ev)})
 		case decision == "allow":
 			uses[a]++
+			// A server-side apply (patch) or an update that created the object was
+			// also authorized as a create, which the log shows only by 201 Created.
+			if (a.Verb == "patch" || a.Verb == "update") && code == 201 {
+				c := a
+				c.Verb = "create"
+				uses[c]++
+			}
 		}
 	}
 	if err := sc.Err(); err != nil {
