@@ -44,7 +44,7 @@ func TestReadCountsEveryAuthorizedResourceRequestOnce(t *testing.T) {
 		// Logged when it started and when it ended: one request.
 		agent + " watch leases.coordination.k8s.io strait-gateway -n strait-system": 1,
 		// Not found, twice: the grant was used all the same.
-		agent + " get configmaps missing -n strait-system": 2,
+		agent + " get configmaps missing -n strait-system":                    2,
 		agent + " create serviceaccounts/token strait-agent -n strait-system": 1,
 	}
 	// Not there: /version (no resource), the administrator's writes (not a

@@ -207,7 +207,7 @@ const (
 	// rbacRefusal is in the message of every refusal by RBAC (`... is forbidden: User
 	// "NAME" cannot VERB resource ...`), not in an admission plugin's.
 	rbacRefusal = `is forbidden: User "`
-	rbacGroup          = "rbac.authorization.k8s.io"
+	rbacGroup   = "rbac.authorization.k8s.io"
 	// rolesSettle is how long after RBAC objects are restored a refusal still counts
 	// as one of the change: the authorizer reads roles from an informer.
 	rolesSettle = 10 * time.Second
