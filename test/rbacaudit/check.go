@@ -26,6 +26,13 @@ type Report struct {
 	// cover: Kubernetes' default roles allowed them (discovery, self reviews). Not a
 	// failure; shown so a reader sees everything the identity did.
 	Ungranted []Use
+	// ListsBehindWatches are list grants no list used but whose watch was used: an
+	// informer. client-go's informers (WatchListClient, on by default since client-go
+	// 0.35) stream their initial list inside the watch where the API server can
+	// (WatchList, on by default in Kubernetes 1.32 and from 1.34) and list where it
+	// cannot (1.30, 1.31, 1.33, or the gate off): the list grant is the same informer's.
+	// Not a failure; shown.
+	ListsBehindWatches []Grant
 }
 
 // Failed says whether the roles do not match what was done.
@@ -52,6 +59,20 @@ func Check(u *Usage, grants []Grant, allow []Allowance) Report {
 		}
 		if !covered {
 			r.Ungranted = append(r.Ungranted, use)
+		}
+	}
+	for i, g := range grants {
+		if used[i] || g.Verb != "list" {
+			continue
+		}
+		w := g
+		w.Verb = "watch"
+		for _, use := range u.Used {
+			if use.Verb == "watch" && w.Covers(use.Access) {
+				used[i] = true
+				r.ListsBehindWatches = append(r.ListsBehindWatches, g)
+				break
+			}
 		}
 	}
 	kept := map[string]bool{}
@@ -90,6 +111,9 @@ func (r Report) String() string {
 	}
 	for _, s := range r.Stale {
 		fmt.Fprintf(&b, "stale allowance: %s\n", s)
+	}
+	for _, g := range r.ListsBehindWatches {
+		fmt.Fprintf(&b, "listed inside its watch (an informer; older API servers answer a list): %s %q\n", g.User, g.String())
 	}
 	for _, u := range r.Ungranted {
 		fmt.Fprintf(&b, "allowed by no role given (a default role): %s %q ×%d\n", u.User, u.Access.String(), u.Count)

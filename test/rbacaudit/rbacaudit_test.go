@@ -265,3 +265,21 @@ func TestAPatchThatCreatesUsesCreate(t *testing.T) {
 		t.Errorf("refusals %v: want the third, by RBAC", u.Refused)
 	}
 }
+
+// An informer on an API server that streams lists only watches: its list grant is
+// counted with the watch, and shown as such.
+func TestAListGrantGoesWithItsInformersWatch(t *testing.T) {
+	gs, err := Grants(loadRoles(t, "roles.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := readTestdata(t)
+	u.Used = append(u.Used, Use{Access: Access{User: agent, Verb: "watch", Resource: "nodes"}, Count: 1})
+	r := Check(u, gs, nil)
+	if got := grantLines(r.ListsBehindWatches); !slices.Equal(got, []string{agent + " list nodes -A"}) {
+		t.Errorf("lists behind watches %v", got)
+	}
+	if got := grantLines(r.Unused); slices.Contains(got, agent+" list nodes -A") {
+		t.Errorf("unused %v: the nodes list is the informer's", got)
+	}
+}
