@@ -1,9 +1,14 @@
 package lab
 
 import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
 	"github.com/straitnet/strait/lab/flux"
@@ -54,4 +59,52 @@ func (l *Lab) auditFlags(cluster string) ([]string, error) {
 	}
 	return []string{"--audit-policy-file", policy, "--audit-log-path", l.state.AuditLogPath(cluster),
 		"--audit-log-format", "json", "--audit-log-maxsize", "0"}, nil
+}
+
+// APIServerStart is one start of a cluster's API server by the lab: until Ready it
+// serves requests while its RBAC informers still fill, and may refuse what the roles
+// allow (kubernetes#121635); the RBAC check does not blame the roles for that.
+type APIServerStart struct {
+	Started time.Time `json:"started"`
+	// Ready is when the lab saw /readyz answer ok (which waits for those informers).
+	Ready time.Time `json:"ready"`
+}
+
+func (s State) apiServerStartsPath(cluster string) string {
+	return s.path(cluster, "logs", "kube-apiserver.starts")
+}
+
+func (s State) recordAPIServerStart(cluster string, st APIServerStart) error {
+	line, err := json.Marshal(st)
+	if err != nil {
+		return err
+	}
+	f, err := os.OpenFile(s.apiServerStartsPath(cluster), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(append(line, '\n'))
+	return errors.Join(err, f.Close())
+}
+
+// APIServerStarts are the recorded starts of a cluster's API server, oldest first.
+func (s State) APIServerStarts(cluster string) ([]APIServerStart, error) {
+	f, err := os.Open(s.apiServerStartsPath(cluster))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []APIServerStart
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var st APIServerStart
+		if err := json.Unmarshal(sc.Bytes(), &st); err != nil {
+			return nil, fmt.Errorf("%s: %w", s.apiServerStartsPath(cluster), err)
+		}
+		out = append(out, st)
+	}
+	return out, sc.Err()
 }

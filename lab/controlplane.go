@@ -80,6 +80,8 @@ func (l *Lab) ensureControlPlane(ctx context.Context, c controlPlane) error {
 	if err != nil {
 		return fmt.Errorf("%s audit policy: %w", name, err)
 	}
+	_, running := l.state.Pid(name, "kube-apiserver")
+	started := time.Now()
 	if err := l.ensureProcess(name, "kube-apiserver", c.cp.Namespace, append([]string{l.opts.bin("kube-apiserver"), hubOnly}, append(audit,
 		"--etcd-servers", "http://127.0.0.1:2379",
 		"--bind-address", "0.0.0.0", "--secure-port", strconv.Itoa(topology.APIPort), "--advertise-address", advertise,
@@ -99,6 +101,11 @@ func (l *Lab) ensureControlPlane(ctx context.Context, c controlPlane) error {
 	alive := func() bool { _, ok := l.state.Pid(name, "kube-apiserver"); return ok }
 	if err := waitReady(ctx, l.inNamespaceConfig(name, c.cp.Namespace), alive, 90*time.Second); err != nil {
 		return fmt.Errorf("%s API server: %w (log: %s)", name, err, l.state.LogPath(name, "kube-apiserver"))
+	}
+	if !running {
+		if err := l.state.recordAPIServerStart(name, APIServerStart{Started: started, Ready: time.Now()}); err != nil {
+			return err
+		}
 	}
 	common := []string{"--kubeconfig", kc, "--authentication-kubeconfig", kc, "--authorization-kubeconfig", kc,
 		"--leader-elect=false", "--profiling=false"}

@@ -68,14 +68,15 @@ func exitCode(t testing.TB, bin string, args ...string) (stdout, stderr string, 
 }
 
 // straitDiff runs `strait diff -f file` against the lab's hub, reaching the members
-// through their loopback forwarders (the kubeconfigs in the hub name LAN addresses this
-// machine has no route to).
+// with the credentials the hub holds for them (strait-hub-access, as strait diff does by
+// default) through their loopback forwarders (the kubeconfigs in the hub name LAN
+// addresses this machine has no route to).
 func straitDiff(t testing.TB, file string) (stdout, stderr string, code int) {
 	t.Helper()
 	st := env.Lab.State()
 	args := []string{"diff", "-f", file, "--kubeconfig", st.KubeconfigPath(topology.HubName)}
 	for _, c := range members() {
-		args = append(args, "--member-kubeconfig", c+"="+st.KubeconfigPath(c))
+		args = append(args, "--member-kubeconfig", c+"="+env.HubMemberKubeconfig(t, c))
 	}
 	return exitCode(t, env.Strait, args...)
 }

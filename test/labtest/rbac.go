@@ -26,13 +26,22 @@ func IsStrait(user string) bool {
 
 // checkAudit reads the audit logs of the lab's API servers (lab/audit.go records
 // Strait's and Flux's ServiceAccounts). Any request RBAC refused, or any 403 of
-// Strait's, outside an uninstall, is an error; with UsageDirEnv set, what was done is
+// Strait's, is an error, unless made during an uninstall or before a (re)started API
+// server was ready; with UsageDirEnv set, what was done is
 // written there for the check across suites.
 func checkAudit(l *lab.Lab, suite string) error {
 	var us []*rbacaudit.Usage
 	logs := l.State().AuditLogs()
 	for cluster, path := range logs {
-		u, err := rbacaudit.ReadFile(path, cluster)
+		starts, err := l.State().APIServerStarts(cluster)
+		if err != nil {
+			return err
+		}
+		notReady := make([]rbacaudit.Interval, len(starts))
+		for i, s := range starts {
+			notReady[i] = rbacaudit.Interval{From: s.Started, To: s.Ready}
+		}
+		u, err := rbacaudit.ReadFile(path, cluster, notReady)
 		if err != nil {
 			return err
 		}
@@ -40,8 +49,14 @@ func checkAudit(l *lab.Lab, suite string) error {
 	}
 	u := rbacaudit.Merge(us...)
 	u.Suites = []string{suite}
-	fmt.Fprintf(os.Stderr, "audit: %d clusters, %d distinct requests of ServiceAccounts, %d refused (%d while roles were removed)\n",
-		len(logs), len(u.Used), len(u.Refused), len(u.Refused)-len(u.Refusals(func(string) bool { return true })))
+	excused := map[string]int{}
+	for _, r := range u.Refused {
+		if r.Excused != "" {
+			excused[r.Excused]++
+		}
+	}
+	fmt.Fprintf(os.Stderr, "audit: %d clusters, %d distinct requests of ServiceAccounts, %d refused; excused: %v\n",
+		len(logs), len(u.Used), len(u.Refused), excused)
 	if dir := os.Getenv(UsageDirEnv); dir != "" && len(logs) > 0 {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return err

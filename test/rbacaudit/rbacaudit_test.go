@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
@@ -22,7 +23,7 @@ const agent = "system:serviceaccount:strait-system:strait-agent"
 
 func readTestdata(t *testing.T) *Usage {
 	t.Helper()
-	u, err := ReadFile(filepath.Join("testdata", "envtest-audit.log"), "c1")
+	u, err := ReadFile(filepath.Join("testdata", "envtest-audit.log"), "c1", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +73,7 @@ func TestReadTellsARefusalWhileTheRolesWereGoneFromOne(t *testing.T) {
 		t.Errorf("refusal %+v: want the cluster and what was refused", fail[0])
 	}
 	for _, r := range u.Refused {
-		if r.Access.Resource == "configmaps" && !r.WhileRolesChanged {
+		if r.Access.Resource == "configmaps" && r.Excused != ExcusedRolesChanging {
 			t.Errorf("%s: made after the RoleBinding was deleted, before it was restored; not a fault of the role", r)
 		}
 	}
@@ -88,7 +89,7 @@ func TestReadLeavesOutImpersonatedRequests(t *testing.T) {
 		`"annotations":{"authorization.k8s.io/decision":"forbid"}}`
 	line2 := strings.Replace(strings.Replace(line, `"user":{"username":"kubernetes-admin"},"impersonatedUser":{"username":"`+agent+`"}`,
 		`"user":{"username":"`+agent+`"}`, 1), `"auditID":"1"`, `"auditID":"2"`, 1)
-	u, err := Read(strings.NewReader(line+"\n"+line2+"\n"), "c1")
+	u, err := Read(strings.NewReader(line+"\n"+line2+"\n"), "c1", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +105,7 @@ func TestAnAdmissionRefusalIsAUse(t *testing.T) {
 		`"objectRef":{"resource":"clustersets","namespace":"strait-system","name":"bad","apiGroup":"strait.io"},` +
 		`"responseStatus":{"code":403,"message":"admission webhook \"clustersets.strait.io\" denied the request"},` +
 		`"requestReceivedTimestamp":"2026-11-26T08:10:31.652050Z","annotations":{"authorization.k8s.io/decision":"allow"}}`
-	u, err := Read(strings.NewReader(line), "hub")
+	u, err := Read(strings.NewReader(line), "hub", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +121,7 @@ func TestAnAdmissionRefusalIsAUse(t *testing.T) {
 }
 
 func TestReadNamesTheLineItCannotRead(t *testing.T) {
-	_, err := Read(strings.NewReader("{}\n{not json\n"), "c2")
+	_, err := Read(strings.NewReader("{}\n{not json\n"), "c2", nil)
 	if err == nil || !strings.Contains(err.Error(), "c2 audit log line 2") {
 		t.Errorf("err = %v, want the cluster and the line", err)
 	}
@@ -253,7 +254,7 @@ func TestAPatchThatCreatesUsesCreate(t *testing.T) {
 			`"requestReceivedTimestamp":"2026-11-26T08:10:31.652050Z","annotations":{"authorization.k8s.io/decision":"allow"}}` + "\n"
 	}
 	u, err := Read(strings.NewReader(event("1", 201, "")+event("2", 200, "")+
-		event("3", 403, `memberships.strait.io \"membership\" is forbidden: User \"`+hubAccess+`\" cannot create resource \"memberships\"`)), "c1")
+		event("3", 403, `memberships.strait.io \"membership\" is forbidden: User \"`+hubAccess+`\" cannot create resource \"memberships\"`)), "c1", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -281,5 +282,39 @@ func TestAListGrantGoesWithItsInformersWatch(t *testing.T) {
 	}
 	if got := grantLines(r.Unused); slices.Contains(got, agent+" list nodes -A") {
 		t.Errorf("unused %v: the nodes list is the informer's", got)
+	}
+}
+
+// A refusal while the API server had started and was not ready yet (its RBAC informers
+// filling) is the API server's, not the role's; one a moment later is the role's.
+func TestARefusalBeforeTheAPIServerIsReadyIsExcused(t *testing.T) {
+	f, err := os.Open(filepath.Join("testdata", "envtest-audit.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	// The Secrets list was refused at 08:10:31.659566.
+	at := time.Date(2026, 11, 26, 8, 10, 31, 659566000, time.UTC)
+	u, err := Read(f, "c1", []Interval{{From: at.Add(-2 * time.Second), To: at.Add(time.Millisecond)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fail := u.Refusals(func(string) bool { return true }); len(fail) != 0 {
+		t.Errorf("failing refusals %v, want none", fail)
+	}
+	for _, r := range u.Refused {
+		if r.Access.Resource == "secrets" && r.Excused != ExcusedAPIServerNotReady {
+			t.Errorf("%s: excused %q", r, r.Excused)
+		}
+	}
+	if _, err := f.Seek(0, 0); err != nil {
+		t.Fatal(err)
+	}
+	u, err = Read(f, "c1", []Interval{{From: at.Add(-2 * time.Second), To: at.Add(-time.Millisecond)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fail := u.Refusals(func(string) bool { return true }); len(fail) != 1 {
+		t.Errorf("failing refusals %v, want the Secrets list made after the API server was ready", fail)
 	}
 }
