@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
 	"github.com/straitnet/strait/lab"
@@ -30,9 +31,14 @@ func IsStrait(user string) bool {
 // server was ready; with UsageDirEnv set, what was done is
 // written there for the check across suites.
 func checkAudit(l *lab.Lab, suite string) error {
+	start := time.Now()
 	var us []*rbacaudit.Usage
+	var size int64
 	logs := l.State().AuditLogs()
 	for cluster, path := range logs {
+		if fi, err := os.Stat(path); err == nil {
+			size += fi.Size()
+		}
 		starts, err := l.State().APIServerStarts(cluster)
 		if err != nil {
 			return err
@@ -55,8 +61,8 @@ func checkAudit(l *lab.Lab, suite string) error {
 			excused[r.Excused]++
 		}
 	}
-	fmt.Fprintf(os.Stderr, "audit: %d clusters, %d distinct requests of ServiceAccounts, %d refused; excused: %v\n",
-		len(logs), len(u.Used), len(u.Refused), excused)
+	fmt.Fprintf(os.Stderr, "audit: %d clusters, %.1f MB of log read in %s, %d distinct requests of ServiceAccounts, %d refused; excused: %v\n",
+		len(logs), float64(size)/1e6, time.Since(start).Round(time.Millisecond), len(u.Used), len(u.Refused), excused)
 	if dir := os.Getenv(UsageDirEnv); dir != "" && len(logs) > 0 {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return err
