@@ -236,6 +236,7 @@ func (e *Env) HubMemberKubeconfig(t testing.TB, cluster string) string {
 	}
 	if ref == nil {
 		t.Fatalf("the lab's ClusterSet gives %s no kubeConfig", cluster)
+		return ""
 	}
 	ns := cs.Namespace
 	if ns == "" {
