@@ -77,6 +77,9 @@ FLUX_BINARIES := source-controller kustomize-controller
 FLUXBIN_MOD := test/fluxbin/go.mod test/fluxbin/go.sum
 FLUX_IMAGES_STAMP := $(BIN)/images/.flux-$(FLUX_VERSION)
 
+# What Strait's ServiceAccounts did in the e2e suites' labs (test/labtest, test/rbacaudit).
+RBAC_USAGE := $(BIN)/rbac-usage
+
 # CoreDNS, the lab's cluster DNS, built from the Go module proxy outside the repository.
 COREDNS := $(BIN)/coredns
 
@@ -133,7 +136,11 @@ test: host-deps k8s-binaries node-binaries images image flux-images $(COREDNS) #
 	$(GO) test -count=1 -timeout 40m $$($(GO) list ./... | grep -v '^github.com/straitnet/strait/test/e2e')
 	@# The lab runs three control planes, CoreDNS, kube-proxy and every strait daemon:
 	@# it gets the machine to itself rather than racing the other packages' API servers.
-	$(GO) test -count=1 -p 1 -timeout 40m ./test/e2e/...
+	@# Each lab's API servers audit Strait's ServiceAccounts; each suite fails on a refused
+	@# request and leaves what they did in RBAC_USAGE; the roles are then held to the union.
+	rm -rf $(RBAC_USAGE)
+	STRAIT_RBAC_USAGE=$(RBAC_USAGE) $(GO) test -count=1 -p 1 -timeout 40m ./test/e2e/...
+	STRAIT_RBAC_USAGE=$(RBAC_USAGE) $(GO) test -count=1 -run '^TestRolesGrantOnlyWhatTheLabsUsed$$' -v ./kustomize/
 
 test-unit: ## Pure tests only (no API servers, no root).
 	$(GO) test -count=1 -short ./...

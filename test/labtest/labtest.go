@@ -58,8 +58,10 @@ type Env struct {
 	clusterSet *straitv1.ClusterSet
 }
 
-// Main brings the lab up, runs the tests, takes the lab down and checks that nothing
-// is left; it returns the exit code for os.Exit. Without root or the binaries the tests
+// Main brings the lab up, runs the tests, checks that the API servers refused no request
+// of Strait's or Flux's ServiceAccounts (and leaves what they did in $STRAIT_RBAC_USAGE),
+// takes the lab down and checks that nothing is left; it returns the exit code for
+// os.Exit. Without root or the binaries the tests
 // skip, except under CI, where that fails the package.
 func Main(m *testing.M, cfg Config, env *Env) int {
 	flag.Parse()
@@ -137,6 +139,11 @@ func Main(m *testing.M, cfg Config, env *Env) int {
 		env.clusterSet, env.upErr = plan.Parse(cs)
 	}
 	code := m.Run()
+	// Before the lab goes: its state directory holds the audit logs.
+	if err := checkAudit(l, suiteName()); err != nil {
+		fmt.Fprintln(os.Stderr, "FAIL: RBAC:", err)
+		code = 1
+	}
 	// After a signal the handler takes the lab down and exits; two teardowns at once
 	// would trip over each other's deletions.
 	downing.Lock()
