@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -119,9 +120,22 @@ func (w *memberWriter) pruneGroup(ctx context.Context, group string, desired map
 	} else if client.IgnoreNotFound(err) != nil {
 		return 0, err
 	}
+	derived := &corev1.Service{}
+	if err := w.m.Reader.Get(ctx, types.NamespacedName{Namespace: ns, Name: plan.DerivedServiceName(name)}, derived); err == nil {
+		held = append(held, derived)
+	} else if client.IgnoreNotFound(err) != nil {
+		return 0, err
+	}
 	slices, err := w.list(ctx, &discoveryv1.EndpointSliceList{}, sel, client.InNamespace(ns),
 		client.MatchingLabels{mcsv1.LabelServiceName: name})
 	if err != nil {
+		return 0, err
+	}
+	held = append(held, slices...)
+	// The derived Service's slices carry the import's name in Strait's own label, not
+	// the MCS one (strait dns must not read them).
+	if slices, err = w.list(ctx, &discoveryv1.EndpointSliceList{}, sel, client.InNamespace(ns),
+		client.MatchingLabels{straitv1.LabelServiceImport: name}); err != nil {
 		return 0, err
 	}
 	return w.pruneHeld(ctx, desired, append(held, slices...))

@@ -3,6 +3,7 @@ package plan
 import (
 	"net/netip"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -284,8 +285,17 @@ func TestConflictOldestExportWins(t *testing.T) {
 	if conflict.Type != "Conflict" || conflict.Status != metav1.ConditionTrue || conflict.Reason != "TypeConflict" {
 		t.Errorf("c1's Conflict condition = %+v", conflict)
 	}
-	if ok := p.ServiceExportConditions("c2")[types.NamespacedName{Namespace: "app", Name: "web"}][2]; ok.Status != metav1.ConditionFalse {
-		t.Errorf("c2's Conflict condition = %+v", ok)
+	// The MCS API asks for the condition on every export of the conflict: the oldest
+	// one says so too, and stays Ready.
+	winner := p.ServiceExportConditions("c2")[types.NamespacedName{Namespace: "app", Name: "web"}]
+	if winner[2].Status != metav1.ConditionTrue || winner[2].Reason != "TypeConflict" || !strings.Contains(winner[2].Message, "c1") {
+		t.Errorf("c2's Conflict condition = %+v", winner[2])
+	}
+	if winner[1].Status != metav1.ConditionTrue {
+		t.Errorf("c2's Ready condition = %+v, want True: its export is the import", winner[1])
+	}
+	if conds[1].Status != metav1.ConditionFalse {
+		t.Errorf("c1's Ready condition = %+v, want False: it is left out", conds[1])
 	}
 	if p.Status.Summary.Conflicts != 1 || p.Status.Exports[0].Conflict == "" {
 		t.Errorf("status = %+v", p.Status.Exports)

@@ -34,6 +34,9 @@ func WithDefaults(spec straitv1.ClusterSetSpec) straitv1.ClusterSetSpec {
 	if out.DNS.TTLSeconds == 0 {
 		out.DNS.TTLSeconds = 5
 	}
+	if out.DNS.ServiceAnswer == "" {
+		out.DNS.ServiceAnswer = straitv1.ServiceAnswerClusterSetIP
+	}
 	for i := range out.Clusters {
 		if len(out.Clusters[i].Gateway.NodeSelector) == 0 {
 			out.Clusters[i].Gateway.NodeSelector = map[string]string{DefaultGatewayLabel: "true"}

@@ -74,8 +74,19 @@ func toMap(o client.Object) (map[string]any, error) {
 	if md, ok := m["metadata"].(map[string]any); ok && md["creationTimestamp"] == nil {
 		delete(md, "creationTimestamp")
 	}
-	if st, ok := m["status"].(map[string]any); ok && len(st) == 0 {
+	if st, ok := m["status"].(map[string]any); ok && emptyMap(st) {
 		delete(m, "status")
 	}
 	return m, nil
+}
+
+// emptyMap says whether m holds nothing but empty maps: a Service's status is
+// {loadBalancer: {}} before anything has written it.
+func emptyMap(m map[string]any) bool {
+	for _, v := range m {
+		if sub, ok := v.(map[string]any); !ok || !emptyMap(sub) {
+			return false
+		}
+	}
+	return true
 }

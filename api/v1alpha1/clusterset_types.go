@@ -249,7 +249,29 @@ type DNSSpec struct {
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=3600
 	TTLSeconds int32 `json:"ttlSeconds,omitempty"`
+
+	// ServiceAnswer is what <svc>.<ns>.svc.clusterset.local answers for a ClusterSetIP
+	// import: ClusterSetIP (the MCS API's answer) is the import's clusterset IP, which
+	// kube-proxy balances over the ready endpoints of every exporting cluster;
+	// LocalFirst is one cluster's address per answer, the local cluster's while its
+	// export is ready, else rotating over the connected clusters'.
+	// +optional
+	// +kubebuilder:default=ClusterSetIP
+	ServiceAnswer DNSServiceAnswer `json:"serviceAnswer,omitempty"`
 }
+
+// DNSServiceAnswer is what the clusterset name of a ClusterSetIP import answers.
+// +kubebuilder:validation:Enum=ClusterSetIP;LocalFirst
+type DNSServiceAnswer string
+
+// DNS service answers.
+const (
+	// ServiceAnswerClusterSetIP answers the ServiceImport's clusterset IP (spec.ips).
+	ServiceAnswerClusterSetIP DNSServiceAnswer = "ClusterSetIP"
+	// ServiceAnswerLocalFirst answers one exporting cluster's address: the local one
+	// first, then round-robin over the connected clusters.
+	ServiceAnswerLocalFirst DNSServiceAnswer = "LocalFirst"
+)
 
 // ClusterSetStatus is what the hub observed and did.
 type ClusterSetStatus struct {

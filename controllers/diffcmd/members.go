@@ -230,8 +230,9 @@ func objectID(u *unstructured.Unstructured) string {
 }
 
 // view is an object as the diff shows it: without what the API server alone sets
-// (managedFields, resourceVersion, generation, uid, creationTimestamp) and without the
-// status others write; a ServiceImport keeps its status, which the hub writes.
+// (managedFields, resourceVersion, generation, uid, creationTimestamp), without the
+// status others write (a ServiceImport keeps its status, which the hub writes), and
+// without the cluster IPs the member allocates.
 func view(m map[string]any) map[string]any {
 	out := runtime.DeepCopyJSON(m)
 	if md, ok := out["metadata"].(map[string]any); ok {
@@ -241,6 +242,18 @@ func view(m map[string]any) map[string]any {
 	}
 	if out["kind"] != "ServiceImport" {
 		delete(out, "status")
+	}
+	// The clusterset IP is the member's: its API server allocates the derived Service's
+	// cluster IP and strait dns copies it into the import's spec.ips. A dry run of a new
+	// Service would show an address that is never allocated.
+	if spec, ok := out["spec"].(map[string]any); ok {
+		switch out["kind"] {
+		case "Service":
+			delete(spec, "clusterIP")
+			delete(spec, "clusterIPs")
+		case "ServiceImport":
+			delete(spec, "ips")
+		}
 	}
 	return out
 }

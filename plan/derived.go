@@ -1,0 +1,157 @@
+package plan
+
+import (
+	"fmt"
+	"hash/fnv"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	straitv1 "github.com/straitnet/strait/api/v1alpha1"
+)
+
+// The clusterset IP of a ClusterSetIP import is the cluster IP of a Service the hub
+// derives from the import in every member: selector-less, with one set of EndpointSlices
+// per exporting cluster holding that cluster's ready endpoints, so that kube-proxy on
+// every node balances connections to it over every cluster's backends. The member's API
+// server allocates its cluster IP; strait dns writes it into the import's spec.ips
+// (design-decisions.md, "The clusterset IP").
+
+// maxSliceEndpoints is the most endpoints the API server takes in one EndpointSlice.
+const maxSliceEndpoints = 1000
+
+// DerivedServiceName is the name of the Service the hub derives, in every importing
+// member, from the ClusterSetIP import of service name: "strait-<name>-<hash>", the name
+// cut so that the whole is a DNS label. The prefix says whose it is in `kubectl get
+// services`; the hash of the name keeps it from being the name of anybody's own Service
+// (the hub would take that one over) and tells apart names that the cut makes equal.
+func DerivedServiceName(name string) string {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(name))
+	const keep = 63 - len("strait-") - len("-") - 8
+	short := name
+	if len(short) > keep {
+		short = strings.TrimRight(short[:keep], "-")
+	}
+	return fmt.Sprintf("strait-%s-%08x", short, h.Sum32())
+}
+
+// derivedService is the Service behind e's clusterset IP. It carries the import's ports,
+// session affinity and IP families; no cluster IP (the member's API server allocates
+// it), no selector (its slices are the hub's), and no traffic policies: it routes to
+// every cluster's endpoints, whatever the exported service says (those are copied onto
+// the ServiceImport for the people who read it).
+func (e *exportPlan) derivedService() *corev1.Service {
+	pr := &e.props
+	svc := &corev1.Service{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      DerivedServiceName(e.name),
+			Namespace: e.namespace,
+			Labels:    map[string]string{straitv1.LabelServiceImport: e.name},
+			Annotations: map[string]string{straitv1.AnnotationDerivedFrom: fmt.Sprintf(
+				"the clusterset IP of ServiceImport %s/%s, balanced over every exporting cluster's endpoints; written by the Strait hub", e.namespace, e.name)},
+		},
+		Spec: corev1.ServiceSpec{
+			Type:                  corev1.ServiceTypeClusterIP,
+			SessionAffinity:       pr.sessionAffinity,
+			SessionAffinityConfig: pr.sessionAffinityConfig,
+			IPFamilies:            pr.ipFamilies,
+		},
+	}
+	policy := corev1.IPFamilyPolicySingleStack
+	if len(pr.ipFamilies) > 1 {
+		policy = corev1.IPFamilyPolicyPreferDualStack
+	}
+	svc.Spec.IPFamilyPolicy = &policy
+	for _, p := range e.ports {
+		// A Service without selector ignores targetPort; the API server would default it to
+		// the port, so it is said here, and an apply changes nothing.
+		svc.Spec.Ports = append(svc.Spec.Ports, corev1.ServicePort{Name: p.Name, Protocol: p.Protocol, AppProtocol: p.AppProtocol,
+			Port: p.Port, TargetPort: intstr.FromInt32(p.Port)})
+	}
+	return svc
+}
+
+// derivedSlices are source s's endpoints behind e's clusterset IP, as member sees them:
+// the pod IPs of its ready endpoints with their target ports, or, under globalnet from
+// another cluster, the one global IP of s's service with the service's ports (its
+// gateway maps that to the service, whose kube-proxy then picks a pod). They carry the
+// derived Service's name, and not the MCS source-cluster label: strait dns reads the
+// slices with that label as per-cluster answers.
+func (p *Plan) derivedSlices(member string, e *exportPlan, s *exportSource) []*discoveryv1.EndpointSlice {
+	service := DerivedServiceName(e.name)
+	var ports []discoveryv1.EndpointPort
+	byFamily := map[discoveryv1.AddressType][]string{}
+	if alloc := p.alloc[s.cluster]; alloc != nil && member != s.cluster {
+		if g, ok := alloc.Services[e.key()]; ok && s.anyReady {
+			byFamily[addressType(g.String())] = []string{g.String()}
+		}
+		for _, sp := range s.ports {
+			ports = append(ports, discoveryv1.EndpointPort{Name: ptr(sp.Name), Port: ptr(sp.Port), Protocol: ptr(protoOrTCP(sp.Protocol))})
+		}
+	} else {
+		for _, ep := range s.endpoints {
+			if ep.ready {
+				t := addressType(ep.ip)
+				byFamily[t] = append(byFamily[t], ep.ip)
+			}
+		}
+		ports = s.targetPorts
+	}
+	if len(byFamily) == 0 {
+		// An empty slice still says the cluster is there and has nothing ready.
+		t := discoveryv1.AddressTypeIPv4
+		if len(e.props.ipFamilies) > 0 && e.props.ipFamilies[0] == corev1.IPv6Protocol {
+			t = discoveryv1.AddressTypeIPv6
+		}
+		byFamily[t] = nil
+	}
+	var out []*discoveryv1.EndpointSlice
+	for _, t := range []discoveryv1.AddressType{discoveryv1.AddressTypeIPv4, discoveryv1.AddressTypeIPv6} {
+		addrs, ok := byFamily[t]
+		if !ok {
+			continue
+		}
+		for chunk := 0; chunk == 0 || chunk*maxSliceEndpoints < len(addrs); chunk++ {
+			part := addrs[chunk*maxSliceEndpoints : min(len(addrs), (chunk+1)*maxSliceEndpoints)]
+			out = append(out, derivedSlice(service, e, s.cluster, t, chunk, part, ports))
+		}
+	}
+	return out
+}
+
+func derivedSlice(service string, e *exportPlan, cluster string, t discoveryv1.AddressType, chunk int, addrs []string,
+	ports []discoveryv1.EndpointPort) *discoveryv1.EndpointSlice {
+	suffix := cluster
+	if t == discoveryv1.AddressTypeIPv6 {
+		suffix += "-v6"
+	}
+	if chunk > 0 {
+		suffix += "-" + strconv.Itoa(chunk)
+	}
+	sl := &discoveryv1.EndpointSlice{
+		TypeMeta: metav1.TypeMeta{APIVersion: "discovery.k8s.io/v1", Kind: "EndpointSlice"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      SliceName(service, suffix),
+			Namespace: e.namespace,
+			Labels: map[string]string{
+				discoveryv1.LabelServiceName: service,
+				discoveryv1.LabelManagedBy:   EndpointSliceManagedBy,
+				straitv1.LabelServiceImport:  e.name,
+				straitv1.LabelSourceCluster:  cluster,
+			},
+		},
+		AddressType: t,
+		Ports:       ports,
+	}
+	for _, a := range addrs {
+		sl.Endpoints = append(sl.Endpoints, discoveryv1.Endpoint{Addresses: []string{a},
+			Conditions: discoveryv1.EndpointConditions{Ready: ptr(true), Serving: ptr(true), Terminating: ptr(false)}})
+	}
+	return sl
+}

@@ -1,0 +1,212 @@
+package plan
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	mcsv1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
+
+	straitv1 "github.com/straitnet/strait/api/v1alpha1"
+)
+
+// podSlice is the EndpointSlice Kubernetes keeps for a service: the pods' addresses,
+// ready or not, and the target ports by name.
+func podSlice(ns, service, name string, ports []discoveryv1.EndpointPort, ready map[string]bool) discoveryv1.EndpointSlice {
+	sl := discoveryv1.EndpointSlice{
+		ObjectMeta:  metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{discoveryv1.LabelServiceName: service}},
+		AddressType: discoveryv1.AddressTypeIPv4, Ports: ports}
+	for _, ip := range slices.Sorted(func(yield func(string) bool) {
+		for ip := range ready {
+			if !yield(ip) {
+				return
+			}
+		}
+	}) {
+		sl.Endpoints = append(sl.Endpoints, discoveryv1.Endpoint{Addresses: []string{ip},
+			Conditions: discoveryv1.EndpointConditions{Ready: ptr(ready[ip])}})
+	}
+	return sl
+}
+
+func derivedOf(objs []client.Object, ns, name string) (*corev1.Service, map[string][]string) {
+	svc := find[*corev1.Service](objs, ns, DerivedServiceName(name))
+	addrs := map[string][]string{}
+	for _, o := range objs {
+		sl, ok := o.(*discoveryv1.EndpointSlice)
+		if !ok || sl.Labels[discoveryv1.LabelServiceName] != DerivedServiceName(name) {
+			continue
+		}
+		addrs[sl.Labels[straitv1.LabelSourceCluster]] = nil
+		for _, ep := range sl.Endpoints {
+			addrs[sl.Labels[straitv1.LabelSourceCluster]] = append(addrs[sl.Labels[straitv1.LabelSourceCluster]], ep.Addresses[0])
+		}
+	}
+	return svc, addrs
+}
+
+func TestClusterSetIPImportGetsADerivedServiceOverEveryClustersReadyPods(t *testing.T) {
+	cs := twoClusters()
+	cs.Spec.Exports = []straitv1.ExportSpec{{Namespace: "app", Name: "dns"}}
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	affinity := &corev1.SessionAffinityConfig{ClientIP: &corev1.ClientIPConfig{TimeoutSeconds: ptr(int32(60))}}
+	mk := func(ip string) corev1.Service {
+		s := svc("app", "dns", ip, corev1.ServicePort{Name: "dns", Port: 53, Protocol: corev1.ProtocolUDP},
+			corev1.ServicePort{Name: "dns-tcp", Port: 53, Protocol: corev1.ProtocolTCP})
+		s.Spec.SessionAffinity, s.Spec.SessionAffinityConfig = corev1.ServiceAffinityClientIP, affinity
+		s.Spec.IPFamilies = []corev1.IPFamily{corev1.IPv4Protocol}
+		s.Spec.InternalTrafficPolicy = ptr(corev1.ServiceInternalTrafficPolicyLocal)
+		s.Spec.TrafficDistribution = ptr(corev1.ServiceTrafficDistributionPreferClose)
+		return s
+	}
+	targets := []discoveryv1.EndpointPort{{Name: ptr("dns"), Port: ptr(int32(5353)), Protocol: ptr(corev1.ProtocolUDP)},
+		{Name: ptr("dns-tcp"), Port: ptr(int32(5353)), Protocol: ptr(corev1.ProtocolTCP)}}
+	obs := Observed{
+		"c1": {Services: []corev1.Service{mk("10.88.0.10")},
+			EndpointSlices: []discoveryv1.EndpointSlice{podSlice("app", "dns", "dns-a", targets, map[string]bool{"10.8.1.1": true, "10.8.1.2": false})},
+			ServiceExports: []mcsv1.ServiceExport{export("app", "dns", t0)}},
+		"c2": {Services: []corev1.Service{mk("10.99.0.10")},
+			EndpointSlices: []discoveryv1.EndpointSlice{podSlice("app", "dns", "dns-b", targets, map[string]bool{"10.9.1.1": true, "10.9.1.2": true})},
+			ServiceExports: []mcsv1.ServiceExport{export("app", "dns", t0.Add(time.Minute))}},
+	}
+	p := mustCompute(t, cs, obs)
+	for _, member := range []string{"c1", "c2"} {
+		objs := p.Objects(member)
+		d, addrs := derivedOf(objs, "app", "dns")
+		if d == nil {
+			t.Fatalf("%s: no derived Service", member)
+		}
+		if d.Spec.Selector != nil || d.Spec.ClusterIP != "" || d.Labels[straitv1.LabelServiceImport] != "dns" ||
+			d.Labels[straitv1.LabelManagedBy] != straitv1.ManagedByHub || !strings.HasPrefix(d.Name, "strait-dns-") {
+			t.Errorf("%s: derived Service %s = %+v, want no selector, no cluster IP, Strait's name and labels", member, d.Name, d.ObjectMeta)
+		}
+		if len(d.Spec.Ports) != 2 || d.Spec.Ports[0].Protocol != corev1.ProtocolTCP || d.Spec.Ports[1].Protocol != corev1.ProtocolUDP {
+			t.Errorf("%s: ports = %+v, want 53/TCP and 53/UDP", member, d.Spec.Ports)
+		}
+		if d.Spec.SessionAffinity != corev1.ServiceAffinityClientIP || *d.Spec.SessionAffinityConfig.ClientIP.TimeoutSeconds != 60 ||
+			!slices.Equal(d.Spec.IPFamilies, []corev1.IPFamily{corev1.IPv4Protocol}) {
+			t.Errorf("%s: affinity/families = %+v", member, d.Spec)
+		}
+		if d.Spec.InternalTrafficPolicy != nil || d.Spec.TrafficDistribution != nil {
+			t.Errorf("%s: the derived Service must route to every cluster: %+v", member, d.Spec)
+		}
+		want := map[string][]string{"c1": {"10.8.1.1"}, "c2": {"10.9.1.1", "10.9.1.2"}}
+		for c, w := range want {
+			if !slices.Equal(addrs[c], w) {
+				t.Errorf("%s: derived endpoints of %s = %v, want the ready pods %v", member, c, addrs[c], w)
+			}
+		}
+		for _, o := range objs {
+			if sl, ok := o.(*discoveryv1.EndpointSlice); ok && sl.Labels[straitv1.LabelServiceImport] != "" {
+				if _, mcs := sl.Labels[mcsv1.LabelSourceCluster]; mcs {
+					t.Errorf("%s: derived slice %s carries the MCS source-cluster label that strait dns reads", member, sl.Name)
+				}
+				if len(sl.Ports) != 2 || *sl.Ports[0].Port != 5353 {
+					t.Errorf("%s: derived slice %s ports = %+v, want the target ports", member, sl.Name, sl.Ports)
+				}
+			}
+		}
+		si := find[*mcsv1.ServiceImport](objs, "app", "dns")
+		if len(si.Spec.IPs) != 0 {
+			t.Errorf("%s: the hub must leave spec.ips to the member: %v", member, si.Spec.IPs)
+		}
+		if si.Spec.SessionAffinity != corev1.ServiceAffinityClientIP || si.Spec.SessionAffinityConfig == nil ||
+			*si.Spec.InternalTrafficPolicy != corev1.ServiceInternalTrafficPolicyLocal ||
+			*si.Spec.TrafficDistribution != corev1.ServiceTrafficDistributionPreferClose || len(si.Spec.IPFamilies) != 1 {
+			t.Errorf("%s: import spec = %+v, want the exported service's affinity, families and traffic policies", member, si.Spec)
+		}
+	}
+}
+
+func TestDerivedSlicesUnderGlobalnetHoldTheServicesGlobalIP(t *testing.T) {
+	cs := twoClusters()
+	cs.Spec.Clusters[1].PodCIDRs, cs.Spec.Clusters[1].ServiceCIDRs = cs.Spec.Clusters[0].PodCIDRs, cs.Spec.Clusters[0].ServiceCIDRs
+	cs.Spec.Globalnet = &straitv1.GlobalnetSpec{Enabled: true}
+	cs.Spec.Exports = []straitv1.ExportSpec{{Namespace: "app", Name: "web", Clusters: []string{"c2"}}}
+	targets := []discoveryv1.EndpointPort{{Name: ptr("http"), Port: ptr(int32(8080))}}
+	obs := Observed{"c2": {Services: []corev1.Service{svc("app", "web", "10.88.0.7", corev1.ServicePort{Name: "http", Port: 80})},
+		EndpointSlices: []discoveryv1.EndpointSlice{podSlice("app", "web", "web-a", targets, map[string]bool{"10.8.3.3": true})}}}
+	p := mustCompute(t, cs, obs)
+	global := p.Allocation("c2").Services["app/web"].String()
+	_, remote := derivedOf(p.Objects("c1"), "app", "web")
+	if !slices.Equal(remote["c2"], []string{global}) {
+		t.Errorf("c1 sees c2's endpoints as %v, want the service's global IP %s", remote["c2"], global)
+	}
+	_, local := derivedOf(p.Objects("c2"), "app", "web")
+	if !slices.Equal(local["c2"], []string{"10.8.3.3"}) {
+		t.Errorf("c2 sees its own endpoints as %v, want its pod IP", local["c2"])
+	}
+}
+
+func TestHeadlessImportHasNoDerivedService(t *testing.T) {
+	cs := twoClusters()
+	cs.Spec.Exports = []straitv1.ExportSpec{{Namespace: "app", Name: "db"}}
+	obs := Observed{"c1": {Services: []corev1.Service{svc("app", "db", "None", corev1.ServicePort{Name: "pg", Port: 5432})}}}
+	if d, _ := derivedOf(mustCompute(t, cs, obs).Objects("c2"), "app", "db"); d != nil {
+		t.Errorf("headless import got a derived Service %s", d.Name)
+	}
+}
+
+func TestExportedLabelsConflictIsOnEveryExportAndTheOldestWins(t *testing.T) {
+	cs := twoClusters()
+	cs.Spec.ExportPolicy = straitv1.ExportPolicyMemberExports
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	se1, se2 := export("app", "web", t0), export("app", "web", t0.Add(time.Second))
+	se1.Spec = mcsv1.ServiceExportSpec{ExportedLabels: map[string]string{"tier": "gold"}, ExportedAnnotations: map[string]string{"team": "a"}}
+	se2.Spec = mcsv1.ServiceExportSpec{ExportedLabels: map[string]string{"tier": "silver"}, ExportedAnnotations: map[string]string{"team": "a"}}
+	s2 := svc("app", "web", "10.99.0.5", corev1.ServicePort{Name: "http", Port: 80})
+	s2.Spec.SessionAffinity = corev1.ServiceAffinityClientIP
+	obs := Observed{
+		"c1": {Services: []corev1.Service{svc("app", "web", "10.88.0.5", corev1.ServicePort{Name: "http", Port: 80})}, ServiceExports: []mcsv1.ServiceExport{se1}},
+		"c2": {Services: []corev1.Service{s2}, ServiceExports: []mcsv1.ServiceExport{se2}},
+	}
+	p := mustCompute(t, cs, obs)
+	si := find[*mcsv1.ServiceImport](p.Objects("c2"), "app", "web")
+	if si.Labels["tier"] != "gold" || si.Annotations["team"] != "a" || si.Spec.SessionAffinity != corev1.ServiceAffinityNone {
+		t.Errorf("import labels %v, annotations %v, affinity %s: want the oldest export's", si.Labels, si.Annotations, si.Spec.SessionAffinity)
+	}
+	k := types.NamespacedName{Namespace: "app", Name: "web"}
+	for _, c := range []string{"c1", "c2"} {
+		cond := p.ServiceExportConditions(c)[k][2]
+		if cond.Status != metav1.ConditionTrue || cond.Reason != "SessionAffinityConflict,LabelsConflict" {
+			t.Errorf("%s's Conflict = %s %s (%s), want True with both reasons", c, cond.Status, cond.Reason, cond.Message)
+		}
+		if ready := p.ServiceExportConditions(c)[k][1]; ready.Status != metav1.ConditionTrue {
+			t.Errorf("%s's Ready = %+v: a property conflict keeps the cluster in the import", c, ready)
+		}
+	}
+}
+
+func TestExternalNameServiceIsNotValid(t *testing.T) {
+	cs := twoClusters()
+	cs.Spec.Exports = []straitv1.ExportSpec{{Namespace: "app", Name: "ext", Clusters: []string{"c1"}}}
+	ext := svc("app", "ext", "", corev1.ServicePort{Name: "http", Port: 80})
+	ext.Spec.Type, ext.Spec.ExternalName = corev1.ServiceTypeExternalName, "example.com"
+	p := mustCompute(t, cs, Observed{"c1": {Services: []corev1.Service{ext}}})
+	valid := p.ServiceExportConditions("c1")[types.NamespacedName{Namespace: "app", Name: "ext"}][0]
+	if valid.Status != metav1.ConditionFalse || valid.Reason != string(mcsv1.ServiceExportReasonInvalidServiceType) {
+		t.Errorf("Valid = %+v, want False/InvalidServiceType", valid)
+	}
+	if si := find[*mcsv1.ServiceImport](p.Objects("c2"), "app", "ext"); si != nil {
+		t.Errorf("an ExternalName service was imported: %+v", si)
+	}
+}
+
+func TestDerivedServiceNameIsALabelOfStraits(t *testing.T) {
+	long := strings.Repeat("a", 63)
+	for _, n := range []string{"web", long, long[:62] + "b", "a-" + strings.Repeat("b", 44) + "-cccc"} {
+		d := DerivedServiceName(n)
+		if len(d) > 63 || !strings.HasPrefix(d, "strait-") || strings.Contains(d, "--") {
+			t.Errorf("DerivedServiceName(%q) = %q", n, d)
+		}
+	}
+	if DerivedServiceName(long) == DerivedServiceName(long[:62]+"b") {
+		t.Error("two names that the cut makes equal got one derived name")
+	}
+}
