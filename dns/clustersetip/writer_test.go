@@ -17,6 +17,7 @@ import (
 	mcsv1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
+	"github.com/straitnet/strait/controllers"
 	"github.com/straitnet/strait/dns/clustersetip"
 	"github.com/straitnet/strait/dns/source"
 	"github.com/straitnet/strait/test/clusters"
@@ -60,7 +61,7 @@ func TestWantedIPsAreTheHubsDerivedServicesClusterIPs(t *testing.T) {
 
 // TestClusterSetIPFollowsTheDerivedServiceAndSurvivesTheHubsApply runs the writer
 // against a real API server with the objects the hub writes, applied as the hub applies
-// them (field manager strait-hub, forced, no spec.ips).
+// them (the hub's apply body, field manager strait-hub, forced, no spec.ips).
 func TestClusterSetIPFollowsTheDerivedServiceAndSurvivesTheHubsApply(t *testing.T) {
 	g := NewWithT(t)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -82,7 +83,9 @@ func TestClusterSetIPFollowsTheDerivedServiceAndSurvivesTheHubsApply(t *testing.
 
 	hubApply := func(o client.Object) {
 		t.Helper()
-		g.Expect(c.Patch(ctx, o, client.Apply, client.FieldOwner(straitv1.FieldManager), client.ForceOwnership)).To(Succeed())
+		body, _, err := controllers.ApplyBody(o)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(c.Apply(ctx, client.ApplyConfigurationFromUnstructured(body), client.FieldOwner(straitv1.FieldManager), client.ForceOwnership)).To(Succeed())
 	}
 	importOf := func(port int32) *mcsv1.ServiceImport {
 		return &mcsv1.ServiceImport{TypeMeta: metav1.TypeMeta{APIVersion: mcsv1.GroupVersion.String(), Kind: "ServiceImport"},
