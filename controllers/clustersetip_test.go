@@ -2,6 +2,7 @@ package controllers_test
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
 	"sort"
@@ -11,6 +12,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	mcsv1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
@@ -131,4 +133,45 @@ func TestClusterSetIPIsTheDerivedServicesClusterIP(t *testing.T) {
 			return client.IgnoreNotFound(err) == nil && err != nil && len(eps) == 0
 		}, 10*time.Second, 50*time.Millisecond).Should(BeTrue(), "member %s", m.Name)
 	}
+}
+
+// Exports whose ports differ in name (c1's one port has none, c2's is named) make an
+// import whose union the API server would refuse as a Service's ports; the derived
+// Service names every port and the members' API servers take it and its slices.
+func TestDerivedServiceOfDifferentlyNamedPortsIsValid(t *testing.T) {
+	f := hub(t)
+	g := NewWithT(t)
+	ctx := context.Background()
+	serveService(t, f.env.Member("c2"), "mixed", "web", "10.0.0.61", "10.2.0.61")
+	c1 := f.env.Member("c1").Client
+	g.Expect(client.IgnoreAlreadyExists(c1.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "mixed"}}))).To(Succeed())
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "mixed"},
+		Spec: corev1.ServiceSpec{ClusterIP: "10.0.0.62", Ports: []corev1.ServicePort{{Port: 81, Protocol: corev1.ProtocolTCP}}}}
+	slice := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: "web-abcde", Namespace: "mixed",
+		Labels: map[string]string{discoveryv1.LabelServiceName: "web", discoveryv1.LabelManagedBy: "endpointslice-controller.k8s.io"}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Ports:       []discoveryv1.EndpointPort{{Name: ptr(""), Port: ptr(int32(8081)), Protocol: ptr(corev1.ProtocolTCP)}},
+		Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{"10.1.0.61"}, Conditions: discoveryv1.EndpointConditions{Ready: ptr(true)}}}}
+	g.Expect(c1.Create(ctx, svc)).To(Succeed())
+	g.Expect(c1.Create(ctx, slice)).To(Succeed())
+	t.Cleanup(func() {
+		_ = client.IgnoreNotFound(c1.Delete(ctx, slice))
+		_ = client.IgnoreNotFound(c1.Delete(ctx, svc))
+	})
+	cs := f.newClusterSet(t, "c1", "c2", "c3")
+	cs.Spec.Exports = []straitv1.ExportSpec{{Namespace: "mixed", Name: "web"}}
+	f.create(t, cs)
+	c3 := f.env.Member("c3").Client
+	g.Eventually(func(g Gomega) {
+		d := &corev1.Service{}
+		g.Expect(c3.Get(ctx, types.NamespacedName{Namespace: "mixed", Name: plan.DerivedServiceName("web")}, d)).To(Succeed())
+		g.Expect(d.Spec.ClusterIP).NotTo(BeEmpty())
+		var names []string
+		for _, p := range d.Spec.Ports {
+			names = append(names, fmt.Sprintf("%s %d", p.Name, p.Port))
+		}
+		g.Expect(names).To(Equal([]string{"http 80", "tcp-81 81"}))
+		eps, _ := derivedEndpoints(g, c3, "mixed", "web")
+		g.Expect(eps).To(Equal(map[string][]string{"c1": {"10.1.0.61"}, "c2": {"10.2.0.61"}}))
+	}, 20*time.Second, 50*time.Millisecond).Should(Succeed())
 }

@@ -68,13 +68,57 @@ func (e *exportPlan) derivedService() *corev1.Service {
 		policy = corev1.IPFamilyPolicyPreferDualStack
 	}
 	svc.Spec.IPFamilyPolicy = &policy
+	svc.Spec.Ports, _ = e.derivedPorts()
+	return svc
+}
+
+// derivedPorts are the derived Service's ports, and the name each port name of the
+// import has among them. The import's ports are the union of the exports' by name
+// (unionPorts), which a Service may not take as they are: with more than one port every
+// port needs a name, and two names may stand for one port and protocol. So one port per
+// port and protocol, named as its first name in the import's order, or, when it has
+// none and is not alone, "<protocol>-<port>"; every import name of that port and
+// protocol maps to it, so that the slices of every cluster (which name ports as their
+// own service does) line up with the derived Service's ports.
+func (e *exportPlan) derivedPorts() ([]corev1.ServicePort, map[string]string) {
+	type key struct {
+		port  int32
+		proto corev1.Protocol
+	}
+	var out []corev1.ServicePort
+	at := map[key]int{}
 	for _, p := range e.ports {
+		k := key{p.Port, p.Protocol}
+		if _, ok := at[k]; ok {
+			continue
+		}
+		at[k] = len(out)
 		// A Service without selector ignores targetPort; the API server would default it to
 		// the port, so it is said here, and an apply changes nothing.
-		svc.Spec.Ports = append(svc.Spec.Ports, corev1.ServicePort{Name: p.Name, Protocol: p.Protocol, AppProtocol: p.AppProtocol,
+		out = append(out, corev1.ServicePort{Name: p.Name, Protocol: p.Protocol, AppProtocol: p.AppProtocol,
 			Port: p.Port, TargetPort: intstr.FromInt32(p.Port)})
 	}
-	return svc
+	if len(out) > 1 {
+		taken := map[string]bool{}
+		for _, p := range out {
+			taken[p.Name] = true
+		}
+		for i := range out {
+			if out[i].Name != "" {
+				continue
+			}
+			name := strings.ToLower(string(out[i].Protocol)) + "-" + strconv.Itoa(int(out[i].Port))
+			for n := 2; taken[name]; n++ {
+				name = fmt.Sprintf("%s-%d-%d", strings.ToLower(string(out[i].Protocol)), out[i].Port, n)
+			}
+			out[i].Name, taken[name] = name, true
+		}
+	}
+	rename := make(map[string]string, len(e.ports))
+	for _, p := range e.ports {
+		rename[p.Name] = out[at[key{p.Port, p.Protocol}]].Name
+	}
+	return out, rename
 }
 
 // derivedSlices are source s's endpoints behind e's clusterset IP, as member sees them:
@@ -85,14 +129,23 @@ func (e *exportPlan) derivedService() *corev1.Service {
 // slices with that label as per-cluster answers.
 func (p *Plan) derivedSlices(member string, e *exportPlan, s *exportSource) []*discoveryv1.EndpointSlice {
 	service := DerivedServiceName(e.name)
+	_, rename := e.derivedPorts()
+	// A port is named as the derived Service names it, which is how kube-proxy pairs
+	// them. Every port name of s is one of the import's (a conflict keeps the name, with
+	// the oldest export's definition), so s's endpoints stay behind every port it has.
 	var ports []discoveryv1.EndpointPort
+	addPort := func(name string, port int32, proto corev1.Protocol) {
+		if derived, ok := rename[name]; ok {
+			ports = append(ports, discoveryv1.EndpointPort{Name: ptr(derived), Port: ptr(port), Protocol: ptr(protoOrTCP(proto))})
+		}
+	}
 	byFamily := map[discoveryv1.AddressType][]string{}
 	if alloc := p.alloc[s.cluster]; alloc != nil && member != s.cluster {
 		if g, ok := alloc.Services[e.key()]; ok && s.anyReady {
 			byFamily[addressType(g.String())] = []string{g.String()}
 		}
 		for _, sp := range s.ports {
-			ports = append(ports, discoveryv1.EndpointPort{Name: ptr(sp.Name), Port: ptr(sp.Port), Protocol: ptr(protoOrTCP(sp.Protocol))})
+			addPort(sp.Name, sp.Port, sp.Protocol)
 		}
 	} else {
 		for _, ep := range s.endpoints {
@@ -101,7 +154,11 @@ func (p *Plan) derivedSlices(member string, e *exportPlan, s *exportSource) []*d
 				byFamily[t] = append(byFamily[t], ep.ip)
 			}
 		}
-		ports = s.targetPorts
+		for _, tp := range s.targetPorts {
+			if tp.Port != nil {
+				addPort(deref(tp.Name), *tp.Port, deref(tp.Protocol))
+			}
+		}
 	}
 	if len(byFamily) == 0 {
 		// An empty slice still says the cluster is there and has nothing ready.
@@ -154,4 +211,12 @@ func derivedSlice(service string, e *exportPlan, cluster string, t discoveryv1.A
 			Conditions: discoveryv1.EndpointConditions{Ready: ptr(true), Serving: ptr(true), Terminating: ptr(false)}})
 	}
 	return sl
+}
+
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
 }

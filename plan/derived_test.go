@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -208,5 +209,54 @@ func TestDerivedServiceNameIsALabelOfStraits(t *testing.T) {
 	}
 	if DerivedServiceName(long) == DerivedServiceName(long[:62]+"b") {
 		t.Error("two names that the cut makes equal got one derived name")
+	}
+}
+
+func TestDerivedServicePortsAreValidWhenTheUnionIsNot(t *testing.T) {
+	cs := twoClusters()
+	cs.Spec.Exports = []straitv1.ExportSpec{{Namespace: "app", Name: "web"}}
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	// c1: one unnamed port; c2: the same port named, and a second one. The union has
+	// "" 80/TCP, "http" 80/TCP and "metrics" 9090/TCP.
+	obs := Observed{
+		"c1": {Services: []corev1.Service{svc("app", "web", "10.88.0.5", corev1.ServicePort{Port: 80})},
+			EndpointSlices: []discoveryv1.EndpointSlice{podSlice("app", "web", "web-a",
+				[]discoveryv1.EndpointPort{{Name: ptr(""), Port: ptr(int32(8080))}}, map[string]bool{"10.8.1.1": true})},
+			ServiceExports: []mcsv1.ServiceExport{export("app", "web", t0)}},
+		"c2": {Services: []corev1.Service{svc("app", "web", "10.99.0.5", corev1.ServicePort{Name: "http", Port: 80},
+			corev1.ServicePort{Name: "metrics", Port: 9090})},
+			EndpointSlices: []discoveryv1.EndpointSlice{podSlice("app", "web", "web-b",
+				[]discoveryv1.EndpointPort{{Name: ptr("http"), Port: ptr(int32(8081))}, {Name: ptr("metrics"), Port: ptr(int32(9091))}},
+				map[string]bool{"10.9.1.1": true})},
+			ServiceExports: []mcsv1.ServiceExport{export("app", "web", t0.Add(time.Minute))}},
+	}
+	p := mustCompute(t, cs, obs)
+	objs := p.Objects("c2")
+	d, _ := derivedOf(objs, "app", "web")
+	var got []string
+	for _, sp := range d.Spec.Ports {
+		got = append(got, fmt.Sprintf("%s=%d/%s", sp.Name, sp.Port, sp.Protocol))
+	}
+	// One port per port and protocol, every one named (a Service with several ports
+	// needs names, and no two may be the same port and protocol).
+	if want := []string{"tcp-80=80/TCP", "metrics=9090/TCP"}; !slices.Equal(got, want) {
+		t.Fatalf("derived ports %v, want %v", got, want)
+	}
+	slicePorts := map[string][]string{}
+	for _, o := range objs {
+		if sl, ok := o.(*discoveryv1.EndpointSlice); ok && sl.Labels[discoveryv1.LabelServiceName] == d.Name {
+			for _, ep := range sl.Ports {
+				slicePorts[sl.Labels[straitv1.LabelSourceCluster]] = append(slicePorts[sl.Labels[straitv1.LabelSourceCluster]],
+					fmt.Sprintf("%s=%d", *ep.Name, *ep.Port))
+			}
+		}
+	}
+	// Each cluster's target ports under the derived Service's names: kube-proxy pairs
+	// them by name, so c1's unnamed port and c2's "http" both serve port 80.
+	if want := []string{"tcp-80=8080"}; !slices.Equal(slicePorts["c1"], want) {
+		t.Errorf("c1's derived slice ports %v, want %v", slicePorts["c1"], want)
+	}
+	if want := []string{"tcp-80=8081", "metrics=9091"}; !slices.Equal(slicePorts["c2"], want) {
+		t.Errorf("c2's derived slice ports %v, want %v", slicePorts["c2"], want)
 	}
 }
