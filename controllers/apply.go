@@ -310,6 +310,7 @@ func (w *memberWriter) apply(ctx context.Context, k objKey, o client.Object) (in
 	writes++
 	rv := body.GetResourceVersion()
 	if status != nil {
+		stampConditions(status, w.current(ctx, k, o), time.Now())
 		st := &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": body.GetAPIVersion(), "kind": body.GetKind(),
 			"metadata": map[string]any{"name": k.name, "namespace": k.namespace},
@@ -323,6 +324,29 @@ func (w *memberWriter) apply(ctx context.Context, k objKey, o client.Object) (in
 	}
 	w.table.set(k, entryOf(k.kind, body, rv, hash))
 	return writes, nil
+}
+
+// stampConditions fills in the lastTransitionTime of the conditions in status (the
+// plan, being pure, leaves it out): the member's own when the condition's status did not
+// change, else now.
+func stampConditions(status map[string]any, cur client.Object, now time.Time) {
+	conds, _ := status["conditions"].([]any)
+	var held []metav1.Condition
+	if si, ok := cur.(*mcsv1.ServiceImport); ok {
+		held = si.Status.Conditions
+	}
+	for _, c := range conds {
+		m, ok := c.(map[string]any)
+		if !ok {
+			continue
+		}
+		at := metav1.NewTime(now)
+		typ, _ := m["type"].(string)
+		if h := apimeta.FindStatusCondition(held, typ); h != nil && string(h.Status) == m["status"] && !h.LastTransitionTime.IsZero() {
+			at = h.LastTransitionTime
+		}
+		m["lastTransitionTime"] = at.UTC().Format(time.RFC3339)
+	}
 }
 
 // current is the object as the informers hold it, nil when unknown (then the object

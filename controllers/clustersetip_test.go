@@ -12,6 +12,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -84,6 +85,7 @@ func TestClusterSetIPIsTheDerivedServicesClusterIP(t *testing.T) {
 
 	key := types.NamespacedName{Namespace: "vip", Name: "echo"}
 	ips := map[string][]string{}
+	readySince := map[string]metav1.Time{}
 	for _, m := range f.env.Members {
 		g.Eventually(func(g Gomega) {
 			svc := &corev1.Service{}
@@ -95,6 +97,11 @@ func TestClusterSetIPIsTheDerivedServicesClusterIP(t *testing.T) {
 			g.Expect(si.Spec.IPs).To(Equal(svc.Spec.ClusterIPs))
 			g.Expect(si.Spec.IPFamilies).To(Equal([]corev1.IPFamily{corev1.IPv4Protocol}))
 			ips[m.Name] = si.Spec.IPs
+			ready := apimeta.FindStatusCondition(si.Status.Conditions, string(mcsv1.ServiceImportConditionReady))
+			g.Expect(ready).NotTo(BeNil())
+			g.Expect(ready.Status).To(Equal(metav1.ConditionTrue))
+			g.Expect(ready.LastTransitionTime.IsZero()).To(BeFalse(), "the hub stamps lastTransitionTime")
+			readySince[m.Name] = ready.LastTransitionTime
 			eps, mcs := derivedEndpoints(g, m.Client, "vip", "echo")
 			g.Expect(mcs).To(BeFalse(), "a derived slice carries the MCS source-cluster label")
 			g.Expect(eps).To(Equal(map[string][]string{"c1": {"10.1.0.51", "10.1.0.52"}, "c2": {"10.2.0.51"}}))
@@ -113,6 +120,11 @@ func TestClusterSetIPIsTheDerivedServicesClusterIP(t *testing.T) {
 			si := &mcsv1.ServiceImport{}
 			g.Expect(m.Client.Get(ctx, key, si)).To(Succeed())
 			g.Expect(si.Status.Clusters).To(ConsistOf(mcsv1.ClusterStatus{Cluster: "c1"}))
+			// Still Ready, with another message: the transition time stays.
+			ready := apimeta.FindStatusCondition(si.Status.Conditions, string(mcsv1.ServiceImportConditionReady))
+			g.Expect(ready).NotTo(BeNil())
+			g.Expect(ready.Message).To(ContainSubstring("imported from c1;"))
+			g.Expect(ready.LastTransitionTime).To(Equal(readySince[m.Name]))
 		}, 10*time.Second, 50*time.Millisecond).Should(Succeed(), "member %s", m.Name)
 	}
 	t.Logf("c2 left every member's derived slices %v after the change", time.Since(start).Round(time.Millisecond))

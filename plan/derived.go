@@ -3,6 +3,7 @@ package plan
 import (
 	"fmt"
 	"hash/fnv"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -10,6 +11,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	mcsv1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
 )
@@ -40,13 +42,52 @@ func DerivedServiceName(name string) string {
 	return fmt.Sprintf("strait-%s-%08x", short, h.Sum32())
 }
 
-// derivedService is the Service behind e's clusterset IP. It carries the import's ports,
-// session affinity and IP families; no cluster IP (the member's API server allocates
-// it), no selector (its slices are the hub's), and no traffic policies: it routes to
-// every cluster's endpoints, whatever the exported service says (those are copied onto
-// the ServiceImport for the people who read it).
+// derivedFamilies are the import's IP families that the derived Service takes: IPv4
+// alone, since Strait routes and translates IPv4 only (a ClusterSet's CIDRs are IPv4;
+// plan/validate_net.go), so that is what every member can allocate and reach. None: no
+// member gets a clusterset IP (the import is Ready=False, reason IPFamilyNotSupported).
+func (e *exportPlan) derivedFamilies() []corev1.IPFamily {
+	if slices.Contains(e.props.ipFamilies, corev1.IPv4Protocol) {
+		return []corev1.IPFamily{corev1.IPv4Protocol}
+	}
+	return nil
+}
+
+// importReady is the Ready condition of e's import. The hub cannot see whether a member
+// has written the clusterset IP yet; it says whether the import is whole from its side.
+func (e *exportPlan) importReady() metav1.Condition {
+	c := metav1.Condition{Type: string(mcsv1.ServiceImportConditionReady), Status: metav1.ConditionTrue,
+		Reason: string(mcsv1.ServiceImportReasonReady)}
+	var from []string
+	for _, s := range e.sources {
+		from = append(from, s.cluster)
+	}
+	switch {
+	case e.typ != mcsv1.ClusterSetIP:
+		c.Message = fmt.Sprintf("imported from %s; the name answers every exporting cluster's endpoints", strings.Join(from, ", "))
+	case len(e.derivedFamilies()) == 0:
+		c.Status, c.Reason = metav1.ConditionFalse, string(mcsv1.ServiceImportReasonIPFamilyNotSupported)
+		c.Message = fmt.Sprintf("the import's IP families %v (the oldest export's) do not include IPv4, the one family Strait routes: it gets no clusterset IP",
+			e.props.ipFamilies)
+	default:
+		c.Message = fmt.Sprintf("imported from %s; the clusterset IP is the cluster IP of Service %s", strings.Join(from, ", "),
+			DerivedServiceName(e.name))
+	}
+	return c
+}
+
+// derivedService is the Service behind e's clusterset IP, nil when the import has no
+// family Strait routes. It carries the import's ports, session affinity and IPv4 (the
+// import's families limited as derivedFamilies says); no cluster IP (the member's API
+// server allocates it), no selector (its slices are the hub's), and no traffic
+// policies: it routes to every cluster's endpoints, whatever the exported service says
+// (those are copied onto the ServiceImport for the people who read it).
 func (e *exportPlan) derivedService() *corev1.Service {
 	pr := &e.props
+	ipFamilies := e.derivedFamilies()
+	if len(ipFamilies) == 0 {
+		return nil
+	}
 	svc := &corev1.Service{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
 		ObjectMeta: metav1.ObjectMeta{
@@ -60,14 +101,10 @@ func (e *exportPlan) derivedService() *corev1.Service {
 			Type:                  corev1.ServiceTypeClusterIP,
 			SessionAffinity:       pr.sessionAffinity,
 			SessionAffinityConfig: pr.sessionAffinityConfig,
-			IPFamilies:            pr.ipFamilies,
+			IPFamilies:            ipFamilies,
 		},
 	}
-	policy := corev1.IPFamilyPolicySingleStack
-	if len(pr.ipFamilies) > 1 {
-		policy = corev1.IPFamilyPolicyPreferDualStack
-	}
-	svc.Spec.IPFamilyPolicy = &policy
+	svc.Spec.IPFamilyPolicy = ptr(corev1.IPFamilyPolicySingleStack)
 	svc.Spec.Ports, _ = e.derivedPorts()
 	return svc
 }
@@ -139,19 +176,19 @@ func (p *Plan) derivedSlices(member string, e *exportPlan, s *exportSource) []*d
 			ports = append(ports, discoveryv1.EndpointPort{Name: ptr(derived), Port: ptr(port), Protocol: ptr(protoOrTCP(proto))})
 		}
 	}
-	byFamily := map[discoveryv1.AddressType][]string{}
+	// IPv4 only, as the derived Service (derivedFamilies).
+	var addrs []string
 	if alloc := p.alloc[s.cluster]; alloc != nil && member != s.cluster {
-		if g, ok := alloc.Services[e.key()]; ok && s.anyReady {
-			byFamily[addressType(g.String())] = []string{g.String()}
+		if g, ok := alloc.Services[e.key()]; ok && s.anyReady && g.Is4() {
+			addrs = []string{g.String()}
 		}
 		for _, sp := range s.ports {
 			addPort(sp.Name, sp.Port, sp.Protocol)
 		}
 	} else {
 		for _, ep := range s.endpoints {
-			if ep.ready {
-				t := addressType(ep.ip)
-				byFamily[t] = append(byFamily[t], ep.ip)
+			if ep.ready && addressType(ep.ip) == discoveryv1.AddressTypeIPv4 {
+				addrs = append(addrs, ep.ip)
 			}
 		}
 		for _, tp := range s.targetPorts {
@@ -160,34 +197,18 @@ func (p *Plan) derivedSlices(member string, e *exportPlan, s *exportSource) []*d
 			}
 		}
 	}
-	if len(byFamily) == 0 {
-		// An empty slice still says the cluster is there and has nothing ready.
-		t := discoveryv1.AddressTypeIPv4
-		if len(e.props.ipFamilies) > 0 && e.props.ipFamilies[0] == corev1.IPv6Protocol {
-			t = discoveryv1.AddressTypeIPv6
-		}
-		byFamily[t] = nil
-	}
+	// An empty slice still says the cluster is there and has nothing ready.
 	var out []*discoveryv1.EndpointSlice
-	for _, t := range []discoveryv1.AddressType{discoveryv1.AddressTypeIPv4, discoveryv1.AddressTypeIPv6} {
-		addrs, ok := byFamily[t]
-		if !ok {
-			continue
-		}
-		for chunk := 0; chunk == 0 || chunk*maxSliceEndpoints < len(addrs); chunk++ {
-			part := addrs[chunk*maxSliceEndpoints : min(len(addrs), (chunk+1)*maxSliceEndpoints)]
-			out = append(out, derivedSlice(service, e, s.cluster, t, chunk, part, ports))
-		}
+	for chunk := 0; chunk == 0 || chunk*maxSliceEndpoints < len(addrs); chunk++ {
+		part := addrs[chunk*maxSliceEndpoints : min(len(addrs), (chunk+1)*maxSliceEndpoints)]
+		out = append(out, derivedSlice(service, e, s.cluster, chunk, part, ports))
 	}
 	return out
 }
 
-func derivedSlice(service string, e *exportPlan, cluster string, t discoveryv1.AddressType, chunk int, addrs []string,
+func derivedSlice(service string, e *exportPlan, cluster string, chunk int, addrs []string,
 	ports []discoveryv1.EndpointPort) *discoveryv1.EndpointSlice {
 	suffix := cluster
-	if t == discoveryv1.AddressTypeIPv6 {
-		suffix += "-v6"
-	}
 	if chunk > 0 {
 		suffix += "-" + strconv.Itoa(chunk)
 	}
@@ -203,7 +224,7 @@ func derivedSlice(service string, e *exportPlan, cluster string, t discoveryv1.A
 				straitv1.LabelSourceCluster:  cluster,
 			},
 		},
-		AddressType: t,
+		AddressType: discoveryv1.AddressTypeIPv4,
 		Ports:       ports,
 	}
 	for _, a := range addrs {

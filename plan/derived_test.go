@@ -260,3 +260,36 @@ func TestDerivedServicePortsAreValidWhenTheUnionIsNot(t *testing.T) {
 		t.Errorf("c2's derived slice ports %v, want %v", slicePorts["c2"], want)
 	}
 }
+
+func TestImportWithoutIPv4IsNotReadyForItsIPFamily(t *testing.T) {
+	cs := twoClusters()
+	cs.Spec.Exports = []straitv1.ExportSpec{{Namespace: "app", Name: "v6"}, {Namespace: "app", Name: "dual"}}
+	v6 := svc("app", "v6", "fd00::10", corev1.ServicePort{Name: "http", Port: 80})
+	v6.Spec.IPFamilies = []corev1.IPFamily{corev1.IPv6Protocol}
+	dual := svc("app", "dual", "10.88.0.11", corev1.ServicePort{Name: "http", Port: 80})
+	dual.Spec.IPFamilies = []corev1.IPFamily{corev1.IPv6Protocol, corev1.IPv4Protocol}
+	p := mustCompute(t, cs, Observed{"c1": {Services: []corev1.Service{v6, dual}}})
+	objs := p.Objects("c2")
+	ready := func(name string) metav1.Condition {
+		si := find[*mcsv1.ServiceImport](objs, "app", name)
+		if si == nil || len(si.Status.Conditions) != 1 {
+			t.Fatalf("import %s: %+v, want one Ready condition", name, si)
+		}
+		return si.Status.Conditions[0]
+	}
+	if c := ready("v6"); c.Status != metav1.ConditionFalse || c.Reason != string(mcsv1.ServiceImportReasonIPFamilyNotSupported) ||
+		!strings.Contains(c.Message, "IPv6") {
+		t.Errorf("IPv6-only import: Ready = %+v, want False, IPFamilyNotSupported, naming the family", c)
+	}
+	if d, _ := derivedOf(objs, "app", "v6"); d != nil {
+		t.Errorf("IPv6-only import got a derived Service %s, which an IPv4 member's API server refuses", d.Name)
+	}
+	if c := ready("dual"); c.Status != metav1.ConditionTrue {
+		t.Errorf("dual-stack import: Ready = %+v, want True", c)
+	}
+	d, _ := derivedOf(objs, "app", "dual")
+	if d == nil || !slices.Equal(d.Spec.IPFamilies, []corev1.IPFamily{corev1.IPv4Protocol}) ||
+		*d.Spec.IPFamilyPolicy != corev1.IPFamilyPolicySingleStack {
+		t.Errorf("dual-stack import: derived Service %+v, want IPv4 single-stack (Strait routes IPv4)", d)
+	}
+}

@@ -35,12 +35,15 @@ func (p *Plan) mcsObjects(cluster string, want func(*exportPlan) bool) []client.
 		if len(e.sources) == 0 {
 			continue
 		}
-		out = append(out, e.serviceImport())
+		out = append(out, e.serviceImport(e.importReady()))
 		for _, s := range e.sources {
 			out = append(out, p.endpointSlice(cluster, e, s))
 		}
-		if e.typ == mcsv1.ClusterSetIP {
-			out = append(out, e.derivedService())
+		if e.typ != mcsv1.ClusterSetIP {
+			continue
+		}
+		if d := e.derivedService(); d != nil {
+			out = append(out, d)
 			for _, s := range e.sources {
 				for _, sl := range p.derivedSlices(cluster, e, s) {
 					out = append(out, sl)
@@ -51,10 +54,11 @@ func (p *Plan) mcsObjects(cluster string, want func(*exportPlan) bool) []client.
 	return out
 }
 
-// serviceImport is the import of e as every member holds it. Its spec.ips are not the
-// hub's: the member writes the cluster IP of the derived Service there (see
+// serviceImport is the import of e as a member holds it, with its Ready condition
+// there (importReady; the hub fills in lastTransitionTime when it writes). Its spec.ips
+// are not the hub's: the member writes the cluster IP of the derived Service there (see
 // derivedService), and the hub's apply, which never names the field, leaves it alone.
-func (e *exportPlan) serviceImport() *mcsv1.ServiceImport {
+func (e *exportPlan) serviceImport(ready metav1.Condition) *mcsv1.ServiceImport {
 	pr := &e.props
 	si := &mcsv1.ServiceImport{
 		TypeMeta: metav1.TypeMeta{APIVersion: mcsv1.GroupVersion.String(), Kind: "ServiceImport"},
@@ -67,6 +71,7 @@ func (e *exportPlan) serviceImport() *mcsv1.ServiceImport {
 	for _, s := range e.sources {
 		si.Status.Clusters = append(si.Status.Clusters, mcsv1.ClusterStatus{Cluster: s.cluster})
 	}
+	si.Status.Conditions = []metav1.Condition{ready}
 	return si
 }
 
