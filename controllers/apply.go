@@ -310,7 +310,7 @@ func (w *memberWriter) apply(ctx context.Context, k objKey, o client.Object) (in
 	writes++
 	rv := body.GetResourceVersion()
 	if status != nil {
-		stampConditions(status, w.current(ctx, k, o), time.Now())
+		StampConditions(status, heldConditions(w.current(ctx, k, o)), time.Now())
 		st := &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": body.GetAPIVersion(), "kind": body.GetKind(),
 			"metadata": map[string]any{"name": k.name, "namespace": k.namespace},
@@ -326,15 +326,11 @@ func (w *memberWriter) apply(ctx context.Context, k objKey, o client.Object) (in
 	return writes, nil
 }
 
-// stampConditions fills in the lastTransitionTime of the conditions in status (the
-// plan, being pure, leaves it out): the member's own when the condition's status did not
-// change, else now.
-func stampConditions(status map[string]any, cur client.Object, now time.Time) {
+// StampConditions fills in the lastTransitionTime of the conditions in a ServiceImport's
+// status (the plan, being pure, leaves it out): that of the condition held, when its
+// status did not change, else now. strait diff stamps its merged view the same way.
+func StampConditions(status map[string]any, held []metav1.Condition, now time.Time) {
 	conds, _ := status["conditions"].([]any)
-	var held []metav1.Condition
-	if si, ok := cur.(*mcsv1.ServiceImport); ok {
-		held = si.Status.Conditions
-	}
 	for _, c := range conds {
 		m, ok := c.(map[string]any)
 		if !ok {
@@ -347,6 +343,14 @@ func stampConditions(status map[string]any, cur client.Object, now time.Time) {
 		}
 		m["lastTransitionTime"] = at.UTC().Format(time.RFC3339)
 	}
+}
+
+// heldConditions are the status conditions of the member's ServiceImport cur (nil: none).
+func heldConditions(cur client.Object) []metav1.Condition {
+	if si, ok := cur.(*mcsv1.ServiceImport); ok {
+		return si.Status.Conditions
+	}
+	return nil
 }
 
 // current is the object as the informers hold it, nil when unknown (then the object

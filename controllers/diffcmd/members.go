@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"time"
 
 	"github.com/fluxcd/pkg/apis/meta"
 	corev1 "k8s.io/api/core/v1"
@@ -15,6 +16,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+	mcsv1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
 	"github.com/straitnet/strait/controllers"
@@ -170,7 +172,13 @@ func objectChange(ctx context.Context, mc client.Client, o client.Object, nsMiss
 		}
 	}
 	if status != nil {
-		// The hub applies a ServiceImport's status apart, and owns all of it.
+		// The hub applies a ServiceImport's status apart, and owns all of it; it keeps a
+		// condition's lastTransitionTime while the condition's status stays.
+		var held mcsv1.ServiceImport
+		if d.live != nil {
+			_ = runtime.DefaultUnstructuredConverter.FromUnstructured(live.Object, &held)
+		}
+		controllers.StampConditions(status, held.Status.Conditions, time.Now())
 		merged.Object["status"] = status
 	}
 	d.merged = view(merged.Object)
