@@ -566,6 +566,7 @@ func (a *Agent) readIngress(ctx context.Context, snap *Snapshot) error {
 	}
 	snap.Endpoints = map[string][]netip.Addr{}
 	snap.Ports = map[string][]globalnet.Port{}
+	snap.Sticky = map[string]bool{}
 	for _, gi := range gis.Items {
 		if gi.Spec.GlobalIP == "" {
 			continue
@@ -583,6 +584,7 @@ func (a *Agent) readIngress(ctx context.Context, snap *Snapshot) error {
 		}
 		if err == nil {
 			snap.Ports[key] = ServicePorts(svc, slices.Items)
+			snap.Sticky[key] = svc.Spec.SessionAffinity == corev1.ServiceAffinityClientIP
 		}
 		for _, s := range slices.Items {
 			if s.AddressType != discoveryv1.AddressTypeIPv4 {
