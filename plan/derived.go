@@ -109,23 +109,23 @@ func (e *exportPlan) derivedService() *corev1.Service {
 	return svc
 }
 
-// derivedPorts are the derived Service's ports, and the name each port name of the
-// import has among them. The import's ports are the union of the exports' by name
-// (unionPorts), which a Service may not take as they are: with more than one port every
-// port needs a name, and two names may stand for one port and protocol. So one port per
-// port and protocol, named as its first name in the import's order, or, when it has
-// none and is not alone, "<protocol>-<port>"; every import name of that port and
-// protocol maps to it, so that the slices of every cluster (which name ports as their
-// own service does) line up with the derived Service's ports.
-func (e *exportPlan) derivedPorts() ([]corev1.ServicePort, map[string]string) {
-	type key struct {
-		port  int32
-		proto corev1.Protocol
-	}
+// servicePort is a port number and protocol, which is what a Service's port stands for.
+type servicePort struct {
+	port  int32
+	proto corev1.Protocol
+}
+
+// derivedPorts are the derived Service's ports, and the name of each by port number and
+// protocol. The import's ports are the union of the exports' by name (unionPorts), which
+// a Service may not take as they are: with more than one port every port needs a name,
+// and two names may stand for one port and protocol. So one port per port and protocol,
+// named as its first name in the import's order, or, when it has none and is not
+// alone, "<protocol>-<port>".
+func (e *exportPlan) derivedPorts() ([]corev1.ServicePort, map[servicePort]string) {
 	var out []corev1.ServicePort
-	at := map[key]int{}
+	at := map[servicePort]int{}
 	for _, p := range e.ports {
-		k := key{p.Port, p.Protocol}
+		k := servicePort{p.Port, p.Protocol}
 		if _, ok := at[k]; ok {
 			continue
 		}
@@ -151,11 +151,11 @@ func (e *exportPlan) derivedPorts() ([]corev1.ServicePort, map[string]string) {
 			out[i].Name, taken[name] = name, true
 		}
 	}
-	rename := make(map[string]string, len(e.ports))
-	for _, p := range e.ports {
-		rename[p.Name] = out[at[key{p.Port, p.Protocol}]].Name
+	names := make(map[servicePort]string, len(out))
+	for k, i := range at {
+		names[k] = out[i].Name
 	}
-	return out, rename
+	return out, names
 }
 
 // derivedSlices are source s's endpoints behind e's clusterset IP, as member sees them:
@@ -166,14 +166,21 @@ func (e *exportPlan) derivedPorts() ([]corev1.ServicePort, map[string]string) {
 // slices with that label as per-cluster answers.
 func (p *Plan) derivedSlices(member string, e *exportPlan, s *exportSource) []*discoveryv1.EndpointSlice {
 	service := DerivedServiceName(e.name)
-	_, rename := e.derivedPorts()
-	// A port is named as the derived Service names it, which is how kube-proxy pairs
-	// them. Every port name of s is one of the import's (a conflict keeps the name, with
-	// the oldest export's definition), so s's endpoints stay behind every port it has.
+	_, names := e.derivedPorts()
+	// s's endpoints stand behind each derived port that s's own service has, the same
+	// port number and protocol, named as the derived Service names it (kube-proxy pairs
+	// them by name). A port s defines otherwise than the import (a conflict the oldest
+	// export won) is not s's to serve, as the MCS API has it: connections to that port
+	// go only to the clusters that expose it.
 	var ports []discoveryv1.EndpointPort
-	addPort := func(name string, port int32, proto corev1.Protocol) {
-		if derived, ok := rename[name]; ok {
-			ports = append(ports, discoveryv1.EndpointPort{Name: ptr(derived), Port: ptr(port), Protocol: ptr(protoOrTCP(proto))})
+	byName := map[string]servicePort{}
+	for _, sp := range s.ports {
+		byName[sp.Name] = servicePort{sp.Port, protoOrTCP(sp.Protocol)}
+	}
+	addPort := func(name string, target int32) {
+		sp, ok := byName[name]
+		if derived, found := names[sp]; ok && found {
+			ports = append(ports, discoveryv1.EndpointPort{Name: ptr(derived), Port: ptr(target), Protocol: ptr(sp.proto)})
 		}
 	}
 	// IPv4 only, as the derived Service (derivedFamilies).
@@ -183,7 +190,7 @@ func (p *Plan) derivedSlices(member string, e *exportPlan, s *exportSource) []*d
 			addrs = []string{g.String()}
 		}
 		for _, sp := range s.ports {
-			addPort(sp.Name, sp.Port, sp.Protocol)
+			addPort(sp.Name, sp.Port)
 		}
 	} else {
 		for _, ep := range s.endpoints {
@@ -193,7 +200,7 @@ func (p *Plan) derivedSlices(member string, e *exportPlan, s *exportSource) []*d
 		}
 		for _, tp := range s.targetPorts {
 			if tp.Port != nil {
-				addPort(deref(tp.Name), *tp.Port, deref(tp.Protocol))
+				addPort(deref(tp.Name), *tp.Port)
 			}
 		}
 	}

@@ -293,3 +293,49 @@ func TestImportWithoutIPv4IsNotReadyForItsIPFamily(t *testing.T) {
 		t.Errorf("dual-stack import: derived Service %+v, want IPv4 single-stack (Strait routes IPv4)", d)
 	}
 }
+
+// A port that a newer export defines otherwise (the same name, another number) is the
+// oldest export's in the import: the newer cluster's pods are not behind it, so
+// connections to it reach only the clusters that expose it (the MCS conformance suite's
+// "should only route traffic to the cluster that exposes the port"); a port only the
+// newer cluster has is its alone.
+func TestDerivedSlicesServeOnlyThePortsTheClusterExposes(t *testing.T) {
+	cs := twoClusters()
+	cs.Spec.Exports = []straitv1.ExportSpec{{Namespace: "app", Name: "hello"}}
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	target := func(name string) []discoveryv1.EndpointPort {
+		return []discoveryv1.EndpointPort{{Name: ptr(name), Port: ptr(int32(42)), Protocol: ptr(corev1.ProtocolTCP)}}
+	}
+	obs := Observed{
+		"c1": {Services: []corev1.Service{svc("app", "hello", "10.88.0.5", corev1.ServicePort{Name: "tcp", Port: 42, Protocol: corev1.ProtocolTCP})},
+			EndpointSlices: []discoveryv1.EndpointSlice{podSlice("app", "hello", "hello-a", target("tcp"), map[string]bool{"10.8.1.1": true})},
+			ServiceExports: []mcsv1.ServiceExport{export("app", "hello", t0)}},
+		"c2": {Services: []corev1.Service{svc("app", "hello", "10.99.0.5",
+			corev1.ServicePort{Name: "tcp", Port: 4242, Protocol: corev1.ProtocolTCP},
+			corev1.ServicePort{Name: "tcp2", Port: 4343, Protocol: corev1.ProtocolTCP})},
+			EndpointSlices: []discoveryv1.EndpointSlice{podSlice("app", "hello", "hello-b",
+				append(target("tcp"), target("tcp2")...), map[string]bool{"10.9.1.1": true})},
+			ServiceExports: []mcsv1.ServiceExport{export("app", "hello", t0.Add(time.Minute))}},
+	}
+	objs := mustCompute(t, cs, obs).Objects("c1")
+	d, _ := derivedOf(objs, "app", "hello")
+	var got []string
+	for _, sp := range d.Spec.Ports {
+		got = append(got, fmt.Sprintf("%s=%d", sp.Name, sp.Port))
+	}
+	if want := []string{"tcp=42", "tcp2=4343"}; !slices.Equal(got, want) {
+		t.Fatalf("derived ports %v, want %v", got, want)
+	}
+	ports := map[string][]string{}
+	for _, o := range objs {
+		if sl, ok := o.(*discoveryv1.EndpointSlice); ok && sl.Labels[discoveryv1.LabelServiceName] == d.Name {
+			ports[sl.Labels[straitv1.LabelSourceCluster]] = nil
+			for _, ep := range sl.Ports {
+				ports[sl.Labels[straitv1.LabelSourceCluster]] = append(ports[sl.Labels[straitv1.LabelSourceCluster]], *ep.Name)
+			}
+		}
+	}
+	if !slices.Equal(ports["c1"], []string{"tcp"}) || !slices.Equal(ports["c2"], []string{"tcp2"}) {
+		t.Errorf("derived slice ports %v, want c1 behind tcp (42) alone and c2 behind tcp2 (4343) alone", ports)
+	}
+}
