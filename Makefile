@@ -181,7 +181,7 @@ $(K8S_BIN)/kube-%:
 
 node-binaries: $(K8S_BIN)/kubelet $(addprefix $(NODE_BIN)/,$(NODE_BINARIES)) $(NODE_BIN)/flanneld $(NODE_BIN)/flannel ## Build kubelet, containerd, runc, CNI plugins, flanneld for real nodes.
 
-images: $(IMAGES_STAMP) $(FLANNEL_IMAGE_STAMP) ## Build the real nodes' images (pause, whereami, iperf3, busybox, tools, flannel) into bin/images from Go programs and Debian packages.
+images: $(IMAGES_STAMP) $(FLANNEL_IMAGE_STAMP) ## Build the real nodes' images (pause, whereami, iperf3, busybox, tools, flannel, the MCS conformance suite's socat and netshoot) into bin/images from Go programs and Debian packages.
 
 # Rebuilt when their programs change; the Debian packages are cached in bin/cache/debs.
 $(IMAGES_STAMP): $(wildcard lab/image/*.go lab/image/*/*.go lab/workload/*.go lab/workload/cmd/*/*.go hack/labimages/*.go)
