@@ -555,13 +555,16 @@ func (a *Agent) readIngress(ctx context.Context, snap *Snapshot) error {
 	a.watchingEP = true
 	a.mu.Unlock()
 	if !watching {
-		inf, err := a.mgr.GetCache().GetInformer(ctx, &discoveryv1.EndpointSlice{})
-		if err != nil {
-			return fmt.Errorf("endpointslice informer: %w", err)
-		}
+		// The NAT follows the services' endpoints, ports and session affinity.
 		trigger := func(any) { a.Trigger() }
-		if _, err := inf.AddEventHandler(toolsHandler(trigger)); err != nil {
-			return err
+		for _, o := range []client.Object{&discoveryv1.EndpointSlice{}, &corev1.Service{}} {
+			inf, err := a.mgr.GetCache().GetInformer(ctx, o)
+			if err != nil {
+				return fmt.Errorf("%T informer: %w", o, err)
+			}
+			if _, err := inf.AddEventHandler(toolsHandler(trigger)); err != nil {
+				return err
+			}
 		}
 	}
 	snap.Endpoints = map[string][]netip.Addr{}
