@@ -158,6 +158,20 @@ func (e *exportPlan) derivedPorts() ([]corev1.ServicePort, map[servicePort]strin
 	return out, names
 }
 
+// derivedSources are the sources whose endpoints stand behind e's clusterset IP in
+// member: every one, or, for a PreferLocal export, the member's own while it has a
+// ready endpoint. The hub follows the member's readiness, so the clusterset IP fails
+// over to the other clusters within a pass of the hub once the last local endpoint
+// goes, and back once one is ready again.
+func (e *exportPlan) derivedSources(member string) []*exportSource {
+	if e.preferLocal {
+		if own := e.source(member); own != nil && own.anyReady {
+			return []*exportSource{own}
+		}
+	}
+	return e.sources
+}
+
 // derivedSlices are source s's endpoints behind e's clusterset IP, as member sees them:
 // the pod IPs of its ready endpoints with their target ports, or, under globalnet from
 // another cluster, the one global IP of s's service with the service's ports (its

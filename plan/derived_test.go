@@ -2,6 +2,7 @@ package plan
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -337,5 +338,46 @@ func TestDerivedSlicesServeOnlyThePortsTheClusterExposes(t *testing.T) {
 	}
 	if !slices.Equal(ports["c1"], []string{"tcp"}) || !slices.Equal(ports["c2"], []string{"tcp2"}) {
 		t.Errorf("derived slice ports %v, want c1 behind tcp (42) alone and c2 behind tcp2 (4343) alone", ports)
+	}
+}
+
+// PreferLocal keeps an exporting member's clusterset IP on its own ready endpoints, and
+// on every cluster's once it has none; members that do not export it balance over all.
+func TestPreferLocalKeepsAnExportingMemberOnItsOwnEndpoints(t *testing.T) {
+	cs := twoClusters()
+	cs.Spec.Clusters = append(cs.Spec.Clusters, straitv1.ClusterSpec{Name: "c3", PodCIDRs: []string{"10.10.0.0/16"},
+		ServiceCIDRs: []string{"10.110.0.0/16"}})
+	cs.Spec.Exports = []straitv1.ExportSpec{{Namespace: "app", Name: "web", Clusters: []string{"c1", "c2"},
+		ClusterSetIP: straitv1.ClusterSetIPPreferLocal}}
+	targets := []discoveryv1.EndpointPort{{Name: ptr("http"), Port: ptr(int32(8080))}}
+	obs := func(c1Ready bool) Observed {
+		return Observed{
+			"c1": {Services: []corev1.Service{svc("app", "web", "10.88.0.5", corev1.ServicePort{Name: "http", Port: 80})},
+				EndpointSlices: []discoveryv1.EndpointSlice{podSlice("app", "web", "web-a", targets, map[string]bool{"10.8.1.1": c1Ready})}},
+			"c2": {Services: []corev1.Service{svc("app", "web", "10.99.0.5", corev1.ServicePort{Name: "http", Port: 80})},
+				EndpointSlices: []discoveryv1.EndpointSlice{podSlice("app", "web", "web-b", targets, map[string]bool{"10.9.1.1": true})}},
+		}
+	}
+	clustersIn := func(p *Plan, member string) []string {
+		_, addrs := derivedOf(p.Objects(member), "app", "web")
+		return slices.Sorted(maps.Keys(addrs))
+	}
+	p := mustCompute(t, cs, obs(true))
+	for member, want := range map[string][]string{"c1": {"c1"}, "c2": {"c2"}, "c3": {"c1", "c2"}} {
+		if got := clustersIn(p, member); !slices.Equal(got, want) {
+			t.Errorf("%s's clusterset IP leads to %v, want %v", member, got, want)
+		}
+	}
+	// c1's last endpoint not ready: c1 fails over to every cluster (c2's, and its own
+	// empty slice); the others are unchanged.
+	p = mustCompute(t, cs, obs(false))
+	for member, want := range map[string][]string{"c1": {"c1", "c2"}, "c2": {"c2"}, "c3": {"c1", "c2"}} {
+		if got := clustersIn(p, member); !slices.Equal(got, want) {
+			t.Errorf("c1 not ready: %s's clusterset IP leads to %v, want %v", member, got, want)
+		}
+	}
+	cs.Spec.Exports[0].ClusterSetIP = ""
+	if got := clustersIn(mustCompute(t, cs, obs(true)), "c1"); !slices.Equal(got, []string{"c1", "c2"}) {
+		t.Errorf("AllClusters (the default): c1's clusterset IP leads to %v, want both", got)
 	}
 }

@@ -119,6 +119,7 @@ func (p *Plan) exportDigest(e *exportPlan, cluster string) uint64 {
 		}
 	}
 	h.str(string(e.typ))
+	h.bool(e.preferLocal)
 	h.importPorts(e.ports)
 	e.props.hash(h)
 	h.u64(uint64(len(e.sources)))

@@ -39,6 +39,9 @@ type exportPlan struct {
 	ports     []mcsv1.ServicePort
 	// props are the import's properties besides type and ports, the oldest export's.
 	props importProps
+	// preferLocal: an exporting member's clusterset IP leads to its own endpoints while
+	// it has a ready one (ExportSpec.ClusterSetIP PreferLocal).
+	preferLocal bool
 }
 
 // conflictNote is one reason of a Conflict condition and what it says.
@@ -110,6 +113,7 @@ func (p *Plan) planExports() []*exportPlan {
 		for _, c := range clusters {
 			e.exportedFrom[c], e.declared[c] = true, true
 		}
+		e.preferLocal = d.ClusterSetIP == straitv1.ClusterSetIPPreferLocal
 	}
 	if p.spec.ExportPolicy == straitv1.ExportPolicyMemberExports {
 		for _, c := range p.clusters {

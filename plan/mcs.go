@@ -44,7 +44,7 @@ func (p *Plan) mcsObjects(cluster string, want func(*exportPlan) bool) []client.
 		}
 		if d := e.derivedService(); d != nil {
 			out = append(out, d)
-			for _, s := range e.sources {
+			for _, s := range e.derivedSources(cluster) {
 				for _, sl := range p.derivedSlices(cluster, e, s) {
 					out = append(out, sl)
 				}

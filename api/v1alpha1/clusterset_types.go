@@ -215,7 +215,30 @@ type ExportSpec struct {
 	// +kubebuilder:validation:MaxItems=255
 	// +kubebuilder:validation:items:MaxLength=63
 	Clusters []string `json:"clusters,omitempty"`
+
+	// ClusterSetIP says which clusters' endpoints stand behind the service's clusterset
+	// IP in each member. AllClusters (the default): every exporting cluster's, in every
+	// member. PreferLocal: in a member that exports the service, its own endpoints alone
+	// while it has a ready one, every exporting cluster's when it has none; members
+	// that do not export it balance over all. kube-proxy's trafficDistribution
+	// PreferClose does not span clusters; this does.
+	// +optional
+	// +kubebuilder:default=AllClusters
+	ClusterSetIP ClusterSetIPEndpoints `json:"clusterSetIP,omitempty"`
 }
+
+// ClusterSetIPEndpoints is which clusters' endpoints a member's clusterset IP leads to.
+// +kubebuilder:validation:Enum=AllClusters;PreferLocal
+type ClusterSetIPEndpoints string
+
+// Clusterset IP endpoint choices.
+const (
+	// ClusterSetIPAllClusters balances over every exporting cluster's endpoints.
+	ClusterSetIPAllClusters ClusterSetIPEndpoints = "AllClusters"
+	// ClusterSetIPPreferLocal keeps an exporting member on its own endpoints while it
+	// has a ready one.
+	ClusterSetIPPreferLocal ClusterSetIPEndpoints = "PreferLocal"
+)
 
 // ExportPolicy says which ServiceExports count.
 // +kubebuilder:validation:Enum=Declared;MemberExports
