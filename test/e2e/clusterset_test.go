@@ -218,8 +218,11 @@ func TestRemovedClusterIsPruned(t *testing.T) {
 			return fmt.Errorf("%d Peers, %d ServiceImports left", len(peers.Items), len(imports.Items))
 		}
 		derived := plan.DerivedServiceName(lab.WhereamiCS)
-		if err := c1.Get(ctx, client.ObjectKey{Namespace: lab.SampleNamespace, Name: derived}, &corev1.Service{}); !apierrors.IsNotFound(err) {
-			return fmt.Errorf("the derived Service %s: %v, want it gone", derived, err)
+		switch err := c1.Get(ctx, client.ObjectKey{Namespace: lab.SampleNamespace, Name: derived}, &corev1.Service{}); {
+		case err == nil:
+			return fmt.Errorf("the derived Service %s is still there", derived)
+		case !apierrors.IsNotFound(err):
+			return fmt.Errorf("reading the derived Service %s: %w", derived, err)
 		}
 		return nil
 	})
