@@ -66,13 +66,7 @@ func TestClusterSetIPBalancesOverBothClusters(t *testing.T) {
 		}
 		return err
 	})
-	require.Eventually(t, labtest.Converge, "c3: c1 and c2 in the derived slices", func() error {
-		got, err := env.DerivedSliceClusters(t, "c3", lab.WhereamiCS)
-		if err == nil && !slices.Equal(got, []string{"c1", "c2"}) {
-			err = fmt.Errorf("derived slices hold %v", got)
-		}
-		return err
-	})
+	derivedSlicesHold(t, "c3", "c1", "c2")
 	start := time.Now()
 	s := labtest.Connect(connections, func() (workload.Answer, error) {
 		return labtest.TryWhereami(ns, net.JoinHostPort(ip, "80"))
@@ -196,20 +190,14 @@ func TestClusterLeavingTheExportDropsOut(t *testing.T) {
 	})
 	start := time.Now()
 	commit := env.PushClusterSet(t, data, "e2e: c1 stops exporting whereami-cs")
-	took := require.Eventually(t, labtest.Converge, "c3: c1 out of the derived slices", func() error {
-		got, err := env.DerivedSliceClusters(t, "c3", lab.WhereamiCS)
-		if err == nil && !slices.Equal(got, []string{"c2"}) {
-			err = fmt.Errorf("derived slices hold %v", got)
-		}
-		return err
-	})
+	took := derivedSlicesHold(t, "c3", "c2")
 	t.Logf("push → c1 out of c3's derived slices: %s", took.Round(time.Millisecond))
 	if took > 10*time.Second {
 		t.Errorf("c1 left c3's derived slices %s after the push, want within 10 s", took.Round(time.Millisecond))
 	}
 	// kube-proxy follows the slices within its sync; then every connection is c2's.
 	var s labtest.Spread
-	took = require.Eventually(t, 10*time.Second, "c3 → the clusterset IP: c2 alone", func() error {
+	require.Eventually(t, 10*time.Second, "c3 → the clusterset IP: c2 alone", func() error {
 		s = labtest.Connect(50, func() (workload.Answer, error) { return labtest.TryWhereami(ns, net.JoinHostPort(ip, "80")) })
 		if len(s.Failed) > 0 || s.Clusters["c2"] != 50 {
 			return fmt.Errorf("%s", s)
@@ -283,4 +271,78 @@ func TestLocalFirstAnswersOneCluster(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// scaleWhereami sets the replicas of whereami-cs's Deployment in a cluster.
+func scaleWhereami(t *testing.T, cluster string, replicas int32) {
+	t.Helper()
+	patch := fmt.Sprintf(`{"spec":{"replicas":%d}}`, replicas)
+	if _, err := env.HostClient(t, cluster).AppsV1().Deployments(lab.SampleNamespace).Patch(context.Background(), lab.WhereamiCS,
+		types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// derivedSlicesHold waits until a cluster's derived slices of whereami-cs hold exactly
+// the ready endpoints of clusters.
+func derivedSlicesHold(t *testing.T, cluster string, clusters ...string) time.Duration {
+	t.Helper()
+	return require.Eventually(t, labtest.Converge, fmt.Sprintf("%s: the derived slices hold %v", cluster, clusters), func() error {
+		got, err := env.DerivedSliceClusters(t, cluster, lab.WhereamiCS)
+		if err == nil && !slices.Equal(got, clusters) {
+			err = fmt.Errorf("they hold %v", got)
+		}
+		return err
+	})
+}
+
+// TestPreferLocalKeepsAnExportingClusterLocal: with clusterSetIP PreferLocal on the
+// export, c1's clusterset IP leads to c1's own pods while one is ready, c3's (which
+// does not export) to both clusters; c1's pods gone, c1 fails over to c2 within
+// seconds, and comes back once its pods are ready again.
+func TestPreferLocalKeepsAnExportingClusterLocal(t *testing.T) {
+	env.Require(t)
+	env.RestoreClusterSetSpec(t)
+	t.Cleanup(func() { scaleWhereami(t, "c1", 2) })
+	if err := env.UpdateClusterSet(t, func(cs *straitv1.ClusterSet) {
+		for i := range cs.Spec.Exports {
+			if cs.Spec.Exports[i].Name == lab.WhereamiCS {
+				cs.Spec.Exports[i].ClusterSetIP = straitv1.ClusterSetIPPreferLocal
+			}
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	c1, _ := env.ClientNamespace(t, "c1")
+	ip := env.ClusterSetIP(t, "c1", lab.WhereamiCS)
+	get := func() (workload.Answer, error) { return labtest.TryWhereami(c1, net.JoinHostPort(ip, "80")) }
+	derivedSlicesHold(t, "c1", "c1")
+	derivedSlicesHold(t, "c3", "c1", "c2")
+	var s labtest.Spread
+	require.Eventually(t, 10*time.Second, "c1 → its clusterset IP: c1 alone", func() error {
+		if s = labtest.Connect(50, get); len(s.Failed) > 0 || s.Clusters["c1"] != 50 {
+			return fmt.Errorf("%s", s)
+		}
+		return nil
+	})
+	t.Logf("c1 → %s:80 with PreferLocal, 50 connections: %s", ip, s)
+
+	start := time.Now()
+	scaleWhereami(t, "c1", 0)
+	took := derivedSlicesHold(t, "c1", "c2")
+	t.Logf("c1's whereami-cs scaled to 0 → c2 alone in c1's derived slices: %s", took.Round(time.Millisecond))
+	if took > 15*time.Second {
+		t.Errorf("c1 failed over to c2 %s after its pods were scaled away, want within 15 s", took.Round(time.Millisecond))
+	}
+	require.Eventually(t, 10*time.Second, "c1 → its clusterset IP: c2 answers", func() error {
+		if s = labtest.Connect(20, get); len(s.Failed) > 0 || s.Clusters["c2"] != 20 {
+			return fmt.Errorf("%s", s)
+		}
+		return nil
+	})
+	t.Logf("scale to 0 → 20 connections in a row answered by c2: %s", time.Since(start).Round(time.Millisecond))
+
+	scaleWhereami(t, "c1", 2)
+	took = derivedSlicesHold(t, "c1", "c1")
+	t.Logf("c1's whereami-cs scaled back → c1 alone again: %s", took.Round(time.Millisecond))
 }
