@@ -446,3 +446,40 @@ func TestIPsecPSKSecretIsPlanned(t *testing.T) {
 		}
 	}
 }
+
+// Exports whose port sets differ (the MCS conformance suite's "should expose the union
+// of the constituent service ports and raise a conflict": c2 has the same tcp port and
+// an SCTP one, not c1's udp) give an import with the union and a PortConflict on both,
+// each message naming what which cluster lacks; the same ports everywhere, none.
+func TestDifferentPortSetsAreAConflictOnEveryExport(t *testing.T) {
+	cs := twoClusters()
+	cs.Spec.Exports = []straitv1.ExportSpec{{Namespace: "app", Name: "hello"}}
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	tcp := corev1.ServicePort{Name: "tcp", Port: 42, Protocol: corev1.ProtocolTCP}
+	udp := corev1.ServicePort{Name: "udp", Port: 42, Protocol: corev1.ProtocolUDP}
+	stcp := corev1.ServicePort{Name: "stcp", Port: 142, Protocol: corev1.ProtocolSCTP}
+	obs := func(c2Ports ...corev1.ServicePort) Observed {
+		return Observed{
+			"c1": {Services: []corev1.Service{svc("app", "hello", "10.88.0.5", tcp, udp)}, ServiceExports: []mcsv1.ServiceExport{export("app", "hello", t0)}},
+			"c2": {Services: []corev1.Service{svc("app", "hello", "10.99.0.5", c2Ports...)},
+				ServiceExports: []mcsv1.ServiceExport{export("app", "hello", t0.Add(time.Second))}},
+		}
+	}
+	k := types.NamespacedName{Namespace: "app", Name: "hello"}
+	p := mustCompute(t, cs, obs(tcp, stcp))
+	if si := find[*mcsv1.ServiceImport](p.Objects("c1"), "app", "hello"); len(si.Spec.Ports) != 3 {
+		t.Errorf("import ports %+v, want the union tcp, udp, stcp", si.Spec.Ports)
+	}
+	for c, lacks := range map[string]string{"c1": `"stcp" (142/SCTP)`, "c2": `"udp" (42/UDP)`} {
+		cond := p.ServiceExportConditions(c)[k][2]
+		if cond.Status != metav1.ConditionTrue || cond.Reason != "PortConflict" || !strings.Contains(cond.Message, "this export lacks "+lacks) {
+			t.Errorf("%s's Conflict = %s %s %q, want True, PortConflict, naming %s", c, cond.Status, cond.Reason, cond.Message, lacks)
+		}
+	}
+	p = mustCompute(t, cs, obs(tcp, udp))
+	for _, c := range []string{"c1", "c2"} {
+		if cond := p.ServiceExportConditions(c)[k][2]; cond.Status != metav1.ConditionFalse {
+			t.Errorf("the same ports in both: %s's Conflict = %+v, want False", c, cond)
+		}
+	}
+}

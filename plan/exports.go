@@ -347,6 +347,7 @@ func (e *exportPlan) unionPorts() []mcsv1.ServicePort {
 			}
 		}
 	}
+	e.missingPorts(byName)
 	out := make([]mcsv1.ServicePort, 0, len(byName))
 	for _, sp := range byName {
 		out = append(out, sp)
@@ -361,6 +362,56 @@ func (e *exportPlan) unionPorts() []mcsv1.ServicePort {
 		return out[i].Name < out[j].Name
 	})
 	return out
+}
+
+// missingPorts marks a PortConflict on every export when the exports do not all have
+// the same ports: the import has their union (unionPorts), so some clusters do not
+// serve ports the import offers, which the MCS API (KEP 1645, "Service Port") has
+// reported as a conflict on each export involved.
+func (e *exportPlan) missingPorts(union map[string]mcsv1.ServicePort) {
+	missing := map[string][]string{}
+	var lacking []string
+	for _, s := range e.sources {
+		has := map[string]bool{}
+		for _, sp := range s.ports {
+			has[sp.Name] = true
+		}
+		for _, name := range sortedKeys(union) {
+			if !has[name] {
+				missing[s.cluster] = append(missing[s.cluster], portLabel(union[name]))
+			}
+		}
+		if len(missing[s.cluster]) > 0 {
+			lacking = append(lacking, s.cluster)
+		}
+	}
+	if len(lacking) == 0 {
+		return
+	}
+	for _, s := range e.sources {
+		var others []string
+		for _, c := range lacking {
+			if c != s.cluster {
+				others = append(others, fmt.Sprintf("%s lacks %s", c, strings.Join(missing[c], ", ")))
+			}
+		}
+		msg := "the exports' ports differ, so the import has their union"
+		if m := missing[s.cluster]; len(m) > 0 {
+			msg += "; this export lacks " + strings.Join(m, ", ")
+		}
+		if len(others) > 0 {
+			msg += "; " + strings.Join(others, "; ")
+		}
+		e.conflict(s.cluster, mcsv1.ServiceExportReasonPortConflict, msg)
+	}
+}
+
+// portLabel names a port in a condition message: its name and definition.
+func portLabel(sp mcsv1.ServicePort) string {
+	if sp.Name == "" {
+		return fmt.Sprintf("the unnamed port %d/%s", sp.Port, sp.Protocol)
+	}
+	return fmt.Sprintf("%q (%d/%s)", sp.Name, sp.Port, sp.Protocol)
 }
 
 // conditions are the ServiceExport conditions of the export in cluster. Conflicts of
