@@ -64,3 +64,31 @@ func TestClusterSetIPAllocations(t *testing.T) {
 		t.Errorf("%.1f allocations per answer, want 1", n)
 	}
 }
+
+// TestBareSRVOfAPortOverTCPAndUDPIsOneRecord: a port served over TCP and UDP (as the MCS
+// conformance suite's hello service, 42 over both) is one SRV record per target for
+// the bare name, as CoreDNS answers it; its _<port>._<proto> names keep their own.
+func TestBareSRVOfAPortOverTCPAndUDPIsOneRecord(t *testing.T) {
+	both := []Port{{Name: "tcp", Protocol: "TCP", Port: 42}, {Name: "udp", Protocol: "UDP", Port: 42}}
+	ep := func(ip, host string) Endpoint { return Endpoint{Addr: netip.MustParseAddr(ip), Ready: true, Hostname: host} }
+	svcs := []Service{
+		{Namespace: "ns", Name: "hello", Ports: both, IPs: []netip.Addr{netip.MustParseAddr("10.96.0.42")},
+			Sources: []ClusterSource{{Cluster: "c1", Endpoints: []Endpoint{ep("10.1.0.42", "")}}}},
+		{Namespace: "ns", Name: "hello-ss", Headless: true, Ports: both,
+			Sources: []ClusterSource{{Cluster: "c1", Endpoints: []Endpoint{ep("10.1.1.1", "a"), ep("10.1.1.2", "b")}}}},
+	}
+	s := NewSnapshot(Config{Zones: []string{"clusterset.local"}, TTL: 5, ClusterNames: true, LocalCluster: "c1"}, svcs, connected, nil)
+	for _, tt := range []struct {
+		qname string
+		want  []string
+	}{
+		{"hello.ns.svc.clusterset.local.", []string{"NOERROR", "SRV 0 100 42 hello.ns.svc.clusterset.local.", "+A 10.96.0.42"}},
+		{"hello-ss.ns.svc.clusterset.local.", []string{"NOERROR", "SRV 0 50 42 a.c1.hello-ss.ns.svc.clusterset.local.",
+			"SRV 0 50 42 b.c1.hello-ss.ns.svc.clusterset.local.", "+A 10.1.1.1", "+A 10.1.1.2"}},
+		{"_udp._udp.hello.ns.svc.clusterset.local.", []string{"NOERROR", "SRV 0 100 42 hello.ns.svc.clusterset.local.", "+A 10.96.0.42"}},
+	} {
+		if got := render(s.Resolve(tt.qname, dns.TypeSRV)); !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("%s SRV:\n got %q\nwant %q", tt.qname, got, tt.want)
+		}
+	}
+}

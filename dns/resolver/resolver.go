@@ -375,13 +375,29 @@ func (q *query) srv(ord []*source, only *source, portName, proto string) Answer 
 
 // bareSRV answers an SRV question for <svc>.<ns>.svc.<zone> itself, as CoreDNS's
 // kubernetes plugin does for a cluster service: the records of every port of the
-// service, named or not, with the targets' addresses once each.
+// service, named or not, with the targets' addresses once each, and one record per
+// target and port number (a port served over TCP and UDP, as DNS's 53 is, is one
+// record, since an SRV record names no protocol; CoreDNS drops the duplicate too).
 func (q *query) bareSRV(ord []*source) Answer {
 	var a Answer
 	seen := map[string]bool{}
 	for i := range q.e.ports {
 		q.appendSRV(&a, ord, nil, &q.e.ports[i], seen)
 	}
+	type targetPort struct {
+		target string
+		port   uint16
+	}
+	once := map[targetPort]bool{}
+	kept := a.Answer[:0]
+	for _, rr := range a.Answer {
+		srv := rr.(*dns.SRV)
+		if k := (targetPort{srv.Target, srv.Port}); !once[k] {
+			once[k] = true
+			kept = append(kept, rr)
+		}
+	}
+	a.Answer = kept
 	if len(a.Answer) == 0 {
 		return q.noData()
 	}
