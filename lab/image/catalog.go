@@ -86,25 +86,29 @@ func Catalog(ctx context.Context, src Sources) ([]Spec, error) {
 
 // netshootFiles are the conformance suite's client tools over busybox: bind9's
 // nslookup, whose SRV answers the suite parses, and OpenBSD's nc as nc (busybox's has
-// no -4 or -v), the link Debian's alternatives would make.
+// no -4 or -v), the link Debian's alternatives would make; and dash as sh, since
+// Debian's busybox shell runs its own applets (nc, nslookup) before any program on the
+// PATH.
 func netshootFiles(ctx context.Context, deb Debian) (Files, error) {
-	f, err := deb.Files(ctx, []string{"bind9-dnsutils", "netcat-openbsd", "socat"})
+	f, err := deb.Files(ctx, []string{"bind9-dnsutils", "netcat-openbsd", "socat", "dash"})
 	if err != nil {
 		return nil, err
 	}
-	var nc string
-	for _, p := range []string{"bin/nc.openbsd", "usr/bin/nc.openbsd"} {
-		if _, ok := f[p]; ok {
-			nc = "/" + p
+	for _, l := range []struct{ name, program string }{{"nc", "nc.openbsd"}, {"sh", "dash"}} {
+		var target string
+		for _, p := range []string{"bin/" + l.program, "usr/bin/" + l.program} {
+			if _, ok := f[p]; ok {
+				target = "/" + p
+			}
 		}
-	}
-	if nc == "" {
-		return nil, fmt.Errorf("netcat-openbsd: no nc.openbsd in the package")
-	}
-	for _, p := range []string{"bin/nc", "usr/bin/nc"} {
-		delete(f, p)
-		if err := f.Add(Symlink(p, nc)); err != nil {
-			return nil, err
+		if target == "" {
+			return nil, fmt.Errorf("no %s in netshoot's packages", l.program)
+		}
+		for _, p := range []string{"bin/" + l.name, "usr/bin/" + l.name} {
+			delete(f, p)
+			if err := f.Add(Symlink(p, target)); err != nil {
+				return nil, err
+			}
 		}
 	}
 	return f, nil

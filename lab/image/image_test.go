@@ -141,7 +141,8 @@ func fileHash(t *testing.T, p string) [32]byte {
 
 // TestNetshootHasTheConformanceSuitesTools: the MCS conformance suite's client image
 // answers nc with OpenBSD's nc (busybox's takes no -4 or -v) and nslookup with bind9's
-// (a file over busybox's applet link, whose SRV output the suite parses).
+// (a file over busybox's applet link, whose SRV output the suite parses), and its sh is
+// dash (busybox's shell would run its own nc and nslookup whatever the PATH says).
 func TestNetshootHasTheConformanceSuitesTools(t *testing.T) {
 	if testing.Short() {
 		t.Skip("downloads Debian packages")
@@ -153,9 +154,11 @@ func TestNetshootHasTheConformanceSuitesTools(t *testing.T) {
 	if err != nil {
 		require.Skip(t, "netshoot's packages from Debian: %v", err)
 	}
-	for _, p := range []string{"bin/nc", "usr/bin/nc"} {
-		if e := f[p]; e.Type != tar.TypeSymlink || !strings.HasSuffix(e.Target, "/nc.openbsd") || f[strings.TrimPrefix(e.Target, "/")].Type != tar.TypeReg {
-			t.Errorf("%s: %+v, want a link to OpenBSD's nc", p, e)
+	for _, l := range []struct{ name, program string }{{"nc", "nc.openbsd"}, {"sh", "dash"}} {
+		for _, p := range []string{"bin/" + l.name, "usr/bin/" + l.name} {
+			if e := f[p]; e.Type != tar.TypeSymlink || !strings.HasSuffix(e.Target, "/"+l.program) || f[strings.TrimPrefix(e.Target, "/")].Type != tar.TypeReg {
+				t.Errorf("%s: %+v, want a link to %s", p, e, l.program)
+			}
 		}
 	}
 	for _, p := range []string{"usr/bin/nslookup", "usr/bin/socat"} {
