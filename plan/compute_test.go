@@ -483,3 +483,19 @@ func TestDifferentPortSetsAreAConflictOnEveryExport(t *testing.T) {
 		}
 	}
 }
+
+// A headless endpoint without hostname (a Deployment's pod) has none in the import
+// either: DNS names it by its dashed address, as the MCS DNS spec and its conformance
+// suite want, not by its pod's name.
+func TestHeadlessEndpointWithoutHostnameStaysWithout(t *testing.T) {
+	cs := twoClusters()
+	cs.Spec.Exports = []straitv1.ExportSpec{{Namespace: "app", Name: "hello", Clusters: []string{"c2"}}}
+	sl := podSlice("app", "hello", "hello-a", nil, map[string]bool{"10.9.0.7": true})
+	sl.Endpoints[0].TargetRef = &corev1.ObjectReference{Kind: "Pod", Name: "hello-d468bc586-cwxqg"}
+	p := mustCompute(t, cs, Observed{"c2": {Services: []corev1.Service{svc("app", "hello", "None", corev1.ServicePort{Name: "tcp", Port: 42})},
+		EndpointSlices: []discoveryv1.EndpointSlice{sl}}})
+	got := find[*discoveryv1.EndpointSlice](p.Objects("c1"), "app", "hello-c2")
+	if len(got.Endpoints) != 1 || got.Endpoints[0].Hostname != nil {
+		t.Errorf("imported endpoints %+v, want 10.9.0.7 without a hostname", got.Endpoints)
+	}
+}

@@ -173,10 +173,11 @@ func (p *Plan) resolve(e *exportPlan) {
 			if ep.TargetRef != nil && ep.TargetRef.Kind == "Pod" {
 				se.pod = ep.TargetRef.Name
 			}
+			// An endpoint without hostname has none in the import either: DNS names it by
+			// its dashed address, as Kubernetes' DNS and the MCS DNS spec do (not by its
+			// pod's name, which the pod's own cluster does not answer).
 			if ep.Hostname != nil {
 				se.hostname = *ep.Hostname
-			} else {
-				se.hostname = se.pod
 			}
 			se.owner = endpointOwner(se.pod, se.ip)
 			s.anyReady = s.anyReady || se.ready
