@@ -195,6 +195,7 @@ func (w *memberWriter) write(ctx context.Context, p *plan.Plan, cluster string, 
 	}
 	res.inventory = map[string]int32{}
 	desired := map[objKey]bool{}
+	var going []error
 	for _, o := range objs {
 		kind := o.GetObjectKind().GroupVersionKind().Kind
 		k := keyOf(kind, o)
@@ -202,9 +203,7 @@ func (w *memberWriter) write(ctx context.Context, p *plan.Plan, cluster string, 
 		res.inventory[kind]++
 		n, err := w.apply(ctx, k, o)
 		res.applied += n
-		if err != nil {
-			errs = append(errs, err)
-		}
+		errs, going = appendApplyError(errs, going, err)
 	}
 	errs = append(errs, w.exportConditions(ctx, p.ServiceExportConditions(cluster))...)
 	// A failed apply may have left an object out: prune only on a complete write, so
@@ -216,7 +215,24 @@ func (w *memberWriter) write(ctx context.Context, p *plan.Plan, cluster string, 
 			errs = append(errs, err)
 		}
 	}
-	return summarize(errs)
+	return summarize(append(errs, going...))
+}
+
+// appendApplyError sorts an apply's error: the API server refusing to create an object
+// in a namespace being deleted goes to going, any other to errs. A namespace being
+// deleted takes everything in it, so such a refusal does not hold back the member's
+// prune (a person deleting a namespace that holds an import would otherwise stall every
+// unexport in that member until the namespace is gone); it still fails the pass, which
+// is retried, so the object is written if the namespace comes back.
+func appendApplyError(errs, going []error, err error) ([]error, []error) {
+	switch {
+	case err == nil:
+	case apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause):
+		going = append(going, err)
+	default:
+		errs = append(errs, err)
+	}
+	return errs, going
 }
 
 // summarize keeps the first few errors of a member, so that a member refusing every

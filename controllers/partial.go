@@ -58,14 +58,13 @@ func (w *memberWriter) writeGroups(ctx context.Context, p *plan.Plan, cluster st
 		return errors.Join(append(errs, err)...)
 	}
 	desired := map[objKey]bool{}
+	var going []error
 	for _, o := range objs {
 		k := keyOf(o.GetObjectKind().GroupVersionKind().Kind, o)
 		desired[k] = true
 		n, err := w.apply(ctx, k, o)
 		res.applied += n
-		if err != nil {
-			errs = append(errs, err)
-		}
+		errs, going = appendApplyError(errs, going, err)
 	}
 	conds := map[types.NamespacedName][]metav1.Condition{}
 	for k, c := range p.ServiceExportConditions(cluster) {
@@ -84,7 +83,7 @@ func (w *memberWriter) writeGroups(ctx context.Context, p *plan.Plan, cluster st
 		}
 	}
 	res.inventory = w.table.inventory()
-	return summarize(errs)
+	return summarize(append(errs, going...))
 }
 
 // pruneGroup deletes the objects of one group the member holds but the plan no longer
