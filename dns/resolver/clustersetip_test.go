@@ -70,7 +70,9 @@ func TestClusterSetIPAllocations(t *testing.T) {
 // the bare name, as CoreDNS answers it; its _<port>._<proto> names keep their own.
 func TestBareSRVOfAPortOverTCPAndUDPIsOneRecord(t *testing.T) {
 	both := []Port{{Name: "tcp", Protocol: "TCP", Port: 42}, {Name: "udp", Protocol: "UDP", Port: 42}}
-	ep := func(ip, host string) Endpoint { return Endpoint{Addr: netip.MustParseAddr(ip), Ready: true, Hostname: host} }
+	ep := func(ip, host string) Endpoint {
+		return Endpoint{Addr: netip.MustParseAddr(ip), Ready: true, Hostname: host}
+	}
 	svcs := []Service{
 		{Namespace: "ns", Name: "hello", Ports: both, IPs: []netip.Addr{netip.MustParseAddr("10.96.0.42")},
 			Sources: []ClusterSource{{Cluster: "c1", Endpoints: []Endpoint{ep("10.1.0.42", "")}}}},
