@@ -90,12 +90,18 @@ func TestCharonCrashUnderIPsec(t *testing.T) {
 	}
 	time.Sleep(time.Second)
 	o := p.since(killed)
-	t.Logf("charon killed on %s (ipsec): %s", gw.Name, o)
+	// The kubelet's part (a restart in back-off waits 10 s and more) apart from Strait's.
+	started := env.ContainerStarted(t, "c2", pod, "charon")
+	t.Logf("charon killed on %s (ipsec): %s; the kubelet started it again %s after the kill (to the second)",
+		gw.Name, o, started.Sub(killed.Truncate(time.Second)))
 	if o.tries < 20 {
 		t.Errorf("only %d GETs were made", o.tries)
 	}
 	if !boundOutage(t, "c1 → c2 after charon was killed on "+gw.Name, o, charonCrashBound) {
 		logAgents(t)
+		for _, c := range members() {
+			t.Logf("%s's charons, last lines:\n%s", c, env.StraitLogs(t, c, labtest.AgentApp, "charon", 40))
+		}
 	}
 }
 
