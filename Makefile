@@ -64,6 +64,10 @@ FLUX_BINARIES := source-controller kustomize-controller
 FLUXBIN_MOD := test/fluxbin/go.mod test/fluxbin/go.sum
 FLUX_IMAGES_STAMP := $(BIN)/images/.flux-$(FLUX_VERSION)
 
+# Where make bench, bench-lab and bench-dns keep their raw output, committed: the docs'
+# performance pages cite their figures from these files (hack/benchcite checks them).
+BENCH_DIR := docs/bench
+
 # CoreDNS, the lab's cluster DNS, built from the Go module proxy outside the repository.
 COREDNS := $(BIN)/coredns
 
@@ -125,20 +129,27 @@ test: host-deps k8s-binaries node-binaries images image flux-images $(COREDNS) #
 test-unit: ## Pure tests only (no API servers, no root).
 	$(GO) test -count=1 -short ./...
 
-bench: k8s-binaries ## Benchmarks, written to bench.txt (the hub at 255 members x 10,000 exports takes ~2 min and ~6 GiB; an export into 10 members runs 11 API servers; strait dns against CoreDNS needs dnsperf, its tables go to bench-dns.md).
-	$(GO) test -run '^$$' -bench . -benchmem ./plan/ ./dns/resolver/ ./dns/server/ | tee bench.txt
-	$(GO) test -run '^$$' -bench BenchmarkHubScale -benchtime 1x -count 3 -timeout 60m ./controllers/ | tee -a bench.txt
-	$(GO) test -run '^$$' -bench BenchmarkExportToImport -benchtime 1x -timeout 20m ./controllers/ | tee -a bench.txt
-	hack/dns-bench.sh -services 10000 -seconds 10 -rounds 3 | tee bench-dns.md | grep '^Benchmark' | tee -a bench.txt
-	$(GO) run ./hack/benchtable bench.txt
+bench: k8s-binaries ## Benchmarks, kept in docs/bench/bench.txt with the targets' table (the hub at 255 members x 10,000 exports takes ~2 min and ~6 GiB; an export into 10 members runs 11 API servers; strait dns against CoreDNS needs dnsperf, its tables go to docs/bench/bench-dns.md).
+	@mkdir -p $(BENCH_DIR)
+	hack/bench-header.sh 'make bench' > $(BENCH_DIR)/bench.txt
+	$(GO) test -run '^$$' -bench . -benchmem ./plan/ ./dns/resolver/ ./dns/server/ | tee -a $(BENCH_DIR)/bench.txt
+	$(GO) test -run '^$$' -bench BenchmarkHubScale -benchtime 1x -count 3 -timeout 60m ./controllers/ | tee -a $(BENCH_DIR)/bench.txt
+	$(GO) test -run '^$$' -bench BenchmarkExportToImport -benchtime 1x -timeout 20m ./controllers/ | tee -a $(BENCH_DIR)/bench.txt
+	hack/bench-header.sh --md 'make bench: hack/dns-bench.sh -services 10000 -seconds 10 -rounds 3' > $(BENCH_DIR)/bench-dns.md
+	hack/dns-bench.sh -services 10000 -seconds 10 -rounds 3 | tee -a $(BENCH_DIR)/bench-dns.md | grep '^Benchmark' | tee -a $(BENCH_DIR)/bench.txt
+	$(GO) run ./hack/benchtable $(BENCH_DIR)/bench.txt | tee -a $(BENCH_DIR)/bench.txt
 
-bench-lab: host-deps k8s-binaries $(COREDNS) ## Lab benchmarks (root, ~9 min): throughput per cable driver vs the raw path, failover gap, ClusterSet change to DNS, the agent with 254 peers; to bench-lab.txt.
-	$(GO) test -count=1 -run '^$$' -bench . -benchtime 3x -timeout 30m ./test/e2e/ | tee bench-lab.txt
-	$(GO) test -count=1 -run '^$$' -bench BenchmarkAgentFootprint -benchtime 3x -timeout 10m ./nodeagent/agent/ | tee -a bench-lab.txt
-	$(GO) run ./hack/benchtable bench-lab.txt
+bench-lab: host-deps build k8s-binaries node-binaries images image flux-images $(COREDNS) ## Lab benchmarks (root, ~9 min; take the lab lock first where others share the machine): throughput per cable driver vs the raw path, failover gap, ClusterSet change to DNS, the agent with 254 peers; kept in docs/bench/bench-lab.txt.
+	@mkdir -p $(BENCH_DIR)
+	hack/bench-header.sh 'make bench-lab' > $(BENCH_DIR)/bench-lab.txt
+	$(GO) test -count=1 -run '^$$' -bench . -benchtime 3x -timeout 30m ./test/e2e/ | tee -a $(BENCH_DIR)/bench-lab.txt
+	$(GO) test -count=1 -run '^$$' -bench BenchmarkAgentFootprint -benchtime 3x -timeout 10m ./nodeagent/agent/ | tee -a $(BENCH_DIR)/bench-lab.txt
+	$(GO) run ./hack/benchtable $(BENCH_DIR)/bench-lab.txt | tee -a $(BENCH_DIR)/bench-lab.txt
 
-bench-dns: k8s-binaries ## dnsperf: strait dns vs CoreDNS with 10,000 imported services (needs dnsperf), to bench-dns.md.
-	hack/dns-bench.sh | tee bench-dns.md
+bench-dns: k8s-binaries ## dnsperf: strait dns vs CoreDNS with 10,000 imported services (needs dnsperf), to docs/bench/bench-dns.md.
+	@mkdir -p $(BENCH_DIR)
+	hack/bench-header.sh --md 'make bench-dns' > $(BENCH_DIR)/bench-dns.md
+	hack/dns-bench.sh | tee -a $(BENCH_DIR)/bench-dns.md
 
 coredns: $(COREDNS) ## Build CoreDNS from the module proxy outside the repo: /tmp/coredns for bench-dns, bin/coredns for the lab.
 	hack/build-coredns.sh
