@@ -146,6 +146,25 @@ bench-lab: host-deps build k8s-binaries node-binaries images image flux-images $
 	$(GO) test -count=1 -run '^$$' -bench BenchmarkAgentFootprint -benchtime 3x -timeout 10m ./nodeagent/agent/ | tee -a $(BENCH_DIR)/bench-lab.txt
 	$(GO) run ./hack/benchtable $(BENCH_DIR)/bench-lab.txt | tee -a $(BENCH_DIR)/bench-lab.txt
 
+# make bench-gate writes its run here; docs/bench/bench-gate.txt keeps the calibration
+# runs its floors come from (hack/benchgate says how to make them again).
+BENCH_GATE_OUT ?= $(BIN)/bench-gate.txt
+# The lab is one per machine (fixed namespace names): the gate holds this lock while its
+# lab is up, so it waits for a lab someone else holds instead of breaking it.
+LAB_LOCK := /run/strait-lab.lock
+
+.PHONY: bench-gate
+bench-gate: host-deps build k8s-binaries node-binaries images image flux-images $(COREDNS) ## The floors CI holds (root, ~8 min, takes the lab lock itself): a subset of the benchmarks against today's figures less a noise margin (hack/benchgate); fails on a regression, never on a stretch target.
+	@mkdir -p $(dir $(BENCH_GATE_OUT))
+	hack/bench-header.sh 'make bench-gate' > $(BENCH_GATE_OUT)
+	$(GO) test -count=1 -run '^$$' -bench . -benchmem ./plan/ ./dns/resolver/ ./dns/server/ | tee -a $(BENCH_GATE_OUT)
+	$(GO) test -count=1 -run '^$$' -bench BenchmarkRebuild -benchmem ./dns/source/ | tee -a $(BENCH_GATE_OUT)
+	$(GO) test -count=1 -run '^$$' -bench 'BenchmarkFailover$$' -benchtime 3x ./nodeagent/agent/ | tee -a $(BENCH_GATE_OUT)
+	$(GO) test -count=1 -run '^$$' -bench BenchmarkExportToImport -benchtime 1x -timeout 10m ./controllers/ | tee -a $(BENCH_GATE_OUT)
+	COREDNS=$(COREDNS) hack/dns-bench.sh -services 10000 -seconds 5 -rounds 3 -warmup 2 | tee -a $(BENCH_GATE_OUT)
+	flock $(LAB_LOCK) $(GO) test -count=1 -run '^$$' -bench 'CableThroughput/(wireguard|vxlan)' -benchtime 2x -timeout 15m ./test/e2e/ | tee -a $(BENCH_GATE_OUT)
+	$(GO) run ./hack/benchgate $(BENCH_GATE_OUT)
+
 bench-dns: k8s-binaries ## dnsperf: strait dns vs CoreDNS with 10,000 imported services (needs dnsperf), to docs/bench/bench-dns.md.
 	@mkdir -p $(BENCH_DIR)
 	hack/bench-header.sh --md 'make bench-dns' > $(BENCH_DIR)/bench-dns.md

@@ -1,0 +1,4 @@
+package main
+
+// floors are make bench-gate's; they follow from its calibration runs.
+func floors() []floor { return nil }
