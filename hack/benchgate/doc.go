@@ -5,13 +5,14 @@
 // so a regression fails CI. The stretch targets are hack/benchtable's, which never
 // fails: a target not met yet is not a regression.
 //
-//	go run ./hack/benchgate bin/bench-gate.txt
+//	go run ./hack/benchgate bin/bench-gate.txt bin/bench-gate-lab.txt
 //
 // The floors' "today" figures are the medians of the calibration runs kept in
-// docs/bench/bench-gate.txt (three runs of `make bench-gate`, each with its header); a
-// test checks each floor against that file, so raising or lowering one means running
-// the calibration again:
+// docs/bench/bench-gate.txt (three runs of each part of `make bench-gate`, each with its
+// header); a test checks each floor against that file, so moving one means running the
+// calibration again:
 //
-//	for i in 1 2 3; do make bench-gate BENCH_GATE_OUT=/tmp/gate-$i.txt || true; done
-//	cat /tmp/gate-[123].txt > docs/bench/bench-gate.txt
+//	for i in 1 2 3; do make bench-gate-local BENCH_GATE_OUT=/tmp/gate-$i.txt; done
+//	for i in 1 2 3; do make bench-gate-lab BENCH_GATE_LAB_OUT=/tmp/gate-lab-$i.txt; done
+//	cat /tmp/gate-[123].txt /tmp/gate-lab-[123].txt > docs/bench/bench-gate.txt
 package main
