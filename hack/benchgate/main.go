@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -48,7 +49,7 @@ func check(fs []floor, got benchfmt.Figures) (string, bool) {
 	ok := true
 	b.WriteString("| Benchmark | Unit | Today | Margin | Floor | This run | Held |\n|---|---|---|---|---|---|---|\n")
 	for _, f := range fs {
-		bound := map[bool]string{true: "≥ ", false: "≤ "}[f.MoreIsBetter] + num(f.Limit())
+		bound := map[bool]string{true: "≥ ", false: "≤ "}[f.MoreIsBetter] + limit(f.Limit())
 		vs := got[f.Bench][f.Unit]
 		if len(vs) == 0 {
 			ok = false
@@ -69,7 +70,17 @@ func check(fs []floor, got benchfmt.Figures) (string, bool) {
 	return b.String(), ok
 }
 
-func num(v float64) string { return strconv.FormatFloat(v, 'g', 4, 64) }
+// num is a figure as the run wrote it (no exponent: 263843, 0.1428), so the table can be
+// quoted and found in the run's output.
+func num(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+
+// limit is a floor rounded for reading: whole units from 1,000 up, else 4 digits.
+func limit(v float64) string {
+	if math.Abs(v) >= 1000 {
+		return strconv.FormatFloat(math.Round(v), 'f', 0, 64)
+	}
+	return strconv.FormatFloat(v, 'g', 4, 64)
+}
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout)) }
 
