@@ -41,7 +41,7 @@ var (
 
 const (
 	number = `(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?`
-	item   = number + `(?:\s?[A-Za-zµ%][A-Za-zµ%/\-]*)?`
+	item   = number + `(?:\s?[A-Za-zµ%][A-Za-zµ%/\-]*(?:\s+per\s+[A-Za-z]+)?)?`
 	sep    = `(?:\s*[,–/;]\s*|\s+(?:to|and)\s+)`
 )
 
@@ -91,6 +91,7 @@ func ParsePage(text string) (Page, []error) {
 // figures are the numbers that end text (the text between the previous reference, or
 // the line's start, and this one).
 func figures(text string) ([]string, error) {
+	text = strings.ReplaceAll(text, "**", "") // a figure in bold is the same figure
 	loc := group.FindStringIndex(text)
 	if loc == nil {
 		return nil, fmt.Errorf("no figure just before it (in %q)", tail(text))

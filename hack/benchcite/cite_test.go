@@ -20,9 +20,11 @@ func TestFiguresBeforeAReference(t *testing.T) {
 		{"| Hub, 255 members × 10,000 exports | 0.1113, 0.109, 0.1307[^b] |", [][]string{{"0.1113", "0.109", "0.1307"}}},
 		{"sixteen rounds took 1.104–1.129 s[^lab] each", [][]string{{"1.104", "1.129"}}},
 		{"raw / cable 1.04 / 7.26 cpu-s/GB[^lab]", [][]string{{"1.04", "7.26"}}},
+		{"the raw path 2.076 CPU-s per GB[^lab] against 1.147[^lab]", [][]string{{"2.076"}, {"1.147"}}},
 		{"queries/s 89,525 vs 66,086 q/s[^dns]", [][]string{{"66086"}}},
 		{"5727 MiB and 5694 MiB[^b]", [][]string{{"5727", "5694"}}},
 		{"p99 0.209 ms[^b]", [][]string{{"0.209"}}},
+		{"| **0.912**[^lab] (0.8137–1.126[^lab]) |", [][]string{{"0.912"}, {"0.8137", "1.126"}}},
 		{"RSS 58.0 MiB (target < 60), 0.2 %[^lab]", [][]string{{"0.2"}}},
 	} {
 		p, errs := ParsePage(c.line + "\n")

@@ -10,7 +10,7 @@
 //	[^lab]: [docs/bench/bench-lab.txt](bench/bench-lab.txt), `make bench-lab`.
 //
 // The figures of a reference are the numbers just before it, joined by ", ", "–", "/",
-// ";", " to " or " and ", each with at most one unit word after it. Every one of them
+// ";", " to " or " and ", each with at most one unit after it ("ms", "CPU-s per GB"). Every one of them
 // must appear in the cited file, as written or as a number of the file rounded to the
 // figure's decimals (thousands separators do not count). Numbers elsewhere on the page
 // are not checked: a page says in words which run a figure without a footnote is from.
