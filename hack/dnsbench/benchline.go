@@ -7,7 +7,8 @@ import (
 
 // benchLine is the run's figures against CoreDNS hosts as one line in `go test -bench`'s
 // format, so that hack/benchtable puts issue 17's DNS targets in the same table as the
-// other benchmarks (make bench appends it to bench.txt):
+// other benchmarks (make bench appends it to docs/bench/bench.txt; make bench-gate holds
+// floors on it):
 //
 //	BenchmarkDNSAgainstCoreDNSHosts 1 <qps> qps-ratio <rss> rss-ratio <avg> avg-latency-ratio <p99> p99-latency-ratio <ms> p99-ms <MiB> anon-MiB
 //
