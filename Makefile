@@ -139,7 +139,7 @@ bench: k8s-binaries ## Benchmarks, kept in docs/bench/bench.txt with the targets
 	hack/dns-bench.sh -services 10000 -seconds 10 -rounds 3 | tee -a $(BENCH_DIR)/bench-dns.md | grep '^Benchmark' | tee -a $(BENCH_DIR)/bench.txt
 	$(GO) run ./hack/benchtable $(BENCH_DIR)/bench.txt | tee -a $(BENCH_DIR)/bench.txt
 
-bench-lab: host-deps build k8s-binaries node-binaries images image flux-images $(COREDNS) ## Lab benchmarks (root, ~9 min; take the lab lock first where others share the machine): throughput per cable driver vs the raw path, failover gap, ClusterSet change to DNS, the agent with 254 peers; kept in docs/bench/bench-lab.txt.
+bench-lab: host-deps build k8s-binaries node-binaries images image flux-images $(COREDNS) ## Lab benchmarks (root, ~10 min; take the lab lock first where others share the machine): throughput per cable driver vs the raw path, failover gap, ClusterSet change to DNS, the agent with 254 peers; kept in docs/bench/bench-lab.txt.
 	@mkdir -p $(BENCH_DIR)
 	hack/bench-header.sh 'make bench-lab' > $(BENCH_DIR)/bench-lab.txt
 	$(GO) test -count=1 -run '^$$' -bench . -benchtime 3x -timeout 30m ./test/e2e/ | tee -a $(BENCH_DIR)/bench-lab.txt
