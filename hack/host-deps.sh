@@ -8,11 +8,13 @@ set -euo pipefail
 # tool-or-path:debian-package. A tool is looked up on PATH, a path must exist. gcc,
 # pkg-config and libc6-dev link runc statically against libseccomp (make node-binaries);
 # nsenter starts a real node's daemons in its namespaces; git (http-backend) is the lab's git
-# server (lab/gitserver).
+# server (lab/gitserver). iptables (iptables-nft) is kube-proxy's in iptables mode and the
+# masquerade of the kindnet-like lab CNI.
 needs=(
   ip:iproute2
   git:git
   nft:nftables
+  iptables:iptables
   ping:iputils-ping
   iperf3:iperf3
   dnsperf:dnsperf

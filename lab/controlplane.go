@@ -76,7 +76,13 @@ func (l *Lab) ensureControlPlane(ctx context.Context, c controlPlane) error {
 	}
 	// The hub resolves its webhook Service to endpoints: it has no kube-proxy.
 	hubOnly := fmt.Sprintf("--enable-aggregator-routing=%v", name == topology.HubName)
-	if err := l.ensureProcess(name, "kube-apiserver", c.cp.Namespace, l.opts.bin("kube-apiserver"), hubOnly,
+	audit, err := l.auditFlags(name)
+	if err != nil {
+		return fmt.Errorf("%s audit policy: %w", name, err)
+	}
+	_, running := l.state.Pid(name, "kube-apiserver")
+	started := time.Now()
+	if err := l.ensureProcess(name, "kube-apiserver", c.cp.Namespace, append([]string{l.opts.bin("kube-apiserver"), hubOnly}, append(audit,
 		"--etcd-servers", "http://127.0.0.1:2379",
 		"--bind-address", "0.0.0.0", "--secure-port", strconv.Itoa(topology.APIPort), "--advertise-address", advertise,
 		"--cert-dir", filepath.Join(dir, "apiserver"),
@@ -89,12 +95,17 @@ func (l *Lab) ensureControlPlane(ctx context.Context, c controlPlane) error {
 		"--endpoint-reconciler-type", "lease",
 		// Real nodes' names resolve nowhere: logs, exec and port-forward go to their
 		// InternalIP on the LAN.
-		"--kubelet-preferred-address-types", "InternalIP"); err != nil {
+		"--kubelet-preferred-address-types", "InternalIP")...)...); err != nil {
 		return err
 	}
 	alive := func() bool { _, ok := l.state.Pid(name, "kube-apiserver"); return ok }
 	if err := waitReady(ctx, l.inNamespaceConfig(name, c.cp.Namespace), alive, 90*time.Second); err != nil {
 		return fmt.Errorf("%s API server: %w (log: %s)", name, err, l.state.LogPath(name, "kube-apiserver"))
+	}
+	if !running {
+		if err := l.state.recordAPIServerStart(name, APIServerStart{Started: started, Ready: time.Now()}); err != nil {
+			return err
+		}
 	}
 	common := []string{"--kubeconfig", kc, "--authentication-kubeconfig", kc, "--authorization-kubeconfig", kc,
 		"--leader-elect=false", "--profiling=false"}

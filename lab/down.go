@@ -11,18 +11,27 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/straitnet/strait/lab/hostnet"
 	"github.com/straitnet/strait/lab/node"
 	"github.com/straitnet/strait/lab/topology"
 	"github.com/straitnet/strait/test/netns"
 )
 
+// downWait bounds how long Down waits for the lab's processes to be gone once it has
+// killed them.
+const downWait = 20 * time.Second
+
 // Down removes the lab: the daemon and every recorded process, every process inside an
-// "sl-" namespace, every "sl-" namespace (their links go with them), /etc/netns/sl-* and
-// the state directory. It needs no lab.json, so it also cleans up after a crash of "up".
+// "sl-" namespace, the host's link into the lab (its routes go with it), every "sl-"
+// namespace (their links go with them), /etc/netns/sl-* and the state directory. It
+// needs no lab.json, so it also cleans up after a crash of "up". It returns only once
+// every process of the lab has exited (see labProcesses), the containers' shims
+// included, or downWait after it killed them, naming what still runs.
 func (l *Lab) Down(ctx context.Context) error {
 	var errs []error
-	// The daemon first, so no kubelet recreates pod namespaces while they go.
 	pids := l.state.AllPids()
+	procs := l.processes(pids)
+	// The daemon first, so no kubelet recreates pod namespaces while they go.
 	if pid, ok := pids[daemonKey+"/daemon"]; ok && netns.Alive(pid) && isOurs(pid) {
 		netns.KillAll([]int{pid}, 5*time.Second)
 	}
@@ -39,6 +48,10 @@ func (l *Lab) Down(ctx context.Context) error {
 	if err := node.TeardownAll(l.state.nodesDir()); err != nil {
 		errs = append(errs, err)
 	}
+	// By its fixed name: down needs no lab.json.
+	if err := hostnet.Remove(topology.HostLinkName); err != nil {
+		errs = append(errs, err)
+	}
 	names, err := netns.List(topology.Prefix)
 	if err != nil {
 		errs = append(errs, err)
@@ -51,6 +64,14 @@ func (l *Lab) Down(ctx context.Context) error {
 		}
 	}
 	l.progress("deleted %d namespaces", len(names))
+	// A SIGKILL is not an exit: a process may take a while to die, and one that forked
+	// before the kill lives on in a namespace nobody names any more.
+	if left, waited := procs.waitGone(downWait); len(left) > 0 {
+		errs = append(errs, fmt.Errorf("%d processes of the lab still run %v after they were killed: %s",
+			len(left), downWait, strings.Join(left, "; ")))
+	} else if waited > time.Second {
+		l.progress("the last of the lab's processes exited %.1fs after the kills", waited.Seconds())
+	}
 	leftover, _ := filepath.Glob(filepath.Join(netns.EtcDir, topology.Prefix+"*"))
 	for _, d := range leftover {
 		errs = append(errs, os.RemoveAll(d))
@@ -76,10 +97,14 @@ func isOurs(pid int) bool {
 	return false
 }
 
-// Leftovers lists what the lab would own that still exists: "sl-" namespaces,
-// /etc/netns/sl-* directories, the state directory, and processes inside "sl-" namespaces.
+// Leftovers lists what the lab would own that still exists: the host's link into the
+// lab, "sl-" namespaces, /etc/netns/sl-* directories, the state directory, and processes
+// inside "sl-" namespaces.
 func (l *Lab) Leftovers() []string {
 	var out []string
+	if hostnet.Exists(topology.HostLinkName) {
+		out = append(out, "host link "+topology.HostLinkName)
+	}
 	names, _ := netns.List(topology.Prefix)
 	for _, ns := range names {
 		out = append(out, "namespace "+ns)

@@ -5,10 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/netip"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 
+	"github.com/straitnet/strait/lab/hostnet"
 	"github.com/straitnet/strait/lab/topology"
 	"github.com/straitnet/strait/plan"
 	"github.com/straitnet/strait/test/netns"
@@ -90,11 +93,38 @@ func computeTopology(r *Record) (*topology.Lab, error) {
 	if err != nil {
 		return nil, err
 	}
-	t, errs := topology.Compute(cs, r.Spec)
+	spec := r.Spec
+	if r.Networks != (topology.Networks{}) {
+		spec.Networks = r.Networks
+	}
+	t, errs := topology.Compute(cs, spec)
 	if len(errs) > 0 {
 		return nil, errs.ToAggregate()
 	}
 	return t, nil
+}
+
+// chooseNetworks picks the lab's networks clear of the host's routes, addresses and
+// resolvers: those the running lab recorded, else those the lab file pins, the others
+// from topology's candidates. The lab's own link on the host is no host range.
+func chooseNetworks(r *Record) (topology.Networks, error) {
+	cs, err := plan.Parse(r.ClusterSet)
+	if err != nil {
+		return topology.Networks{}, err
+	}
+	host, err := hostnet.Ranges(topology.HostLinkName)
+	if err != nil {
+		return topology.Networks{}, err
+	}
+	pins := r.Spec.Networks
+	if r.Networks != (topology.Networks{}) {
+		pins = r.Networks
+	}
+	nets, errs := topology.ChooseNetworks(cs, pins, host)
+	if len(errs) > 0 {
+		return nets, fmt.Errorf("the lab's ranges and this host's network: %w", errs.ToAggregate())
+	}
+	return nets, nil
 }
 
 // hostPort is the forwarder port of a control plane.
@@ -106,7 +136,8 @@ func (r *Record) hostPort(t *topology.Lab, cluster string) int {
 	return r.PortBase + 1 + c.Index
 }
 
-// ensureNetwork creates every namespace, bridge, veth, address and route of the lab.
+// ensureNetwork creates every namespace, bridge, veth, address and route of the lab,
+// then the host's link into it.
 func ensureNetwork(ctx context.Context, t *topology.Lab) error {
 	for _, ns := range t.Namespaces() {
 		if err := netns.Ensure(ctx, ns); err != nil {
@@ -118,8 +149,14 @@ func ensureNetwork(ctx context.Context, t *topology.Lab) error {
 			return err
 		}
 	}
-	if t.HasWAN() {
+	if t.Internet != nil {
 		if err := netns.EnsureBridge(ctx, topology.WANNamespace, topology.BridgeName); err != nil {
+			return err
+		}
+		if err := netns.IP(ctx, "-n", t.Internet.Namespace, "addr", "replace", netip.PrefixFrom(t.Internet.Addr, 32).String(), "dev", "lo"); err != nil {
+			return err
+		}
+		if err := ensureLinks(ctx, t.Links); err != nil {
 			return err
 		}
 	}
@@ -127,27 +164,64 @@ func ensureNetwork(ctx context.Context, t *topology.Lab) error {
 		if err := netns.EnsureBridge(ctx, c.LANNamespace, topology.BridgeName); err != nil {
 			return err
 		}
-		for _, k := range c.Links {
-			v := netns.VethPair{NS: k.Namespace, Name: k.Name, Addr: k.Addr, PeerNS: k.PeerNamespace, Peer: k.Peer}
-			if k.PeerBridge {
-				v.PeerMaster = topology.BridgeName
-			}
-			if err := netns.EnsureVeth(ctx, v); err != nil {
-				return err
-			}
+		if err := ensureLinks(ctx, c.Links); err != nil {
+			return err
 		}
-		var errs []error
-		for _, r := range c.ControlPlane.Routes {
-			errs = append(errs, netns.ReplaceRoute(ctx, c.ControlPlane.Namespace, r.Dst, r.Via, ""))
-		}
+		errs := []error{ensureRoutes(ctx, c.Router.Namespace, c.Router.Routes), ensureRoutes(ctx, c.ControlPlane.Namespace, c.ControlPlane.Routes)}
 		for _, n := range c.Nodes {
-			for _, r := range n.Routes {
-				errs = append(errs, netns.ReplaceRoute(ctx, n.Namespace, r.Dst, r.Via, ""))
-			}
+			errs = append(errs, ensureRoutes(ctx, n.Namespace, n.Routes))
 		}
 		if err := errors.Join(errs...); err != nil {
 			return fmt.Errorf("cluster %s routes: %w", c.Name, err)
 		}
+		if err := ensureCNIMasquerade(ctx, c); err != nil {
+			return err
+		}
+	}
+	// The hub's and the internet's routes lead through the members' LANs and routers.
+	if t.Hub != nil {
+		if err := ensureRoutes(ctx, t.Hub.Namespace, t.Hub.Routes); err != nil {
+			return fmt.Errorf("hub routes: %w", err)
+		}
+	}
+	if t.Internet != nil {
+		if err := ensureRoutes(ctx, t.Internet.Namespace, t.Internet.Routes); err != nil {
+			return fmt.Errorf("internet routes: %w", err)
+		}
+	}
+	if t.HostLink != nil {
+		if err := hostnet.Ensure(*t.HostLink); err != nil {
+			return err
+		}
 	}
 	return nil
+}
+
+func ensureLinks(ctx context.Context, links []topology.Link) error {
+	for _, k := range links {
+		v := netns.VethPair{NS: k.Namespace, Name: k.Name, Addr: k.Addr, PeerNS: k.PeerNamespace, Peer: k.Peer}
+		if k.PeerBridge {
+			v.PeerMaster = topology.BridgeName
+		}
+		if err := netns.EnsureVeth(ctx, v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func ensureRoutes(ctx context.Context, ns string, routes []topology.Route) error {
+	var errs []error
+	for _, r := range routes {
+		errs = append(errs, netns.ReplaceRoute(ctx, ns, r.Dst, r.Via, ""))
+	}
+	return errors.Join(errs...)
+}
+
+func prefixList(ps []netip.Prefix) string {
+	s := make([]string, len(ps))
+	for i, p := range ps {
+		s[i] = p.String()
+	}
+	return strings.Join(s, " ")
 }

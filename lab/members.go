@@ -90,21 +90,22 @@ func (l *Lab) ensureClusterDNS(ctx context.Context, cp topology.ControlPlane, dn
 	return l.ensureProcess(cp.Cluster, "coredns", cp.Namespace, l.opts.CoreDNS, "-conf", l.corefilePath(cp.Cluster))
 }
 
-// ensureKubeProxy starts kube-proxy in nftables mode on every node.
+// ensureKubeProxy starts kube-proxy on every node, in the cluster's mode.
 func (l *Lab) ensureKubeProxy(c topology.Cluster) error {
 	var errs []error
 	for _, n := range c.Nodes {
-		errs = append(errs, l.ensureKubeProxyOn(c.Name, n, l.state.LANKubeconfig(c.Name), c.PodCIDR))
+		errs = append(errs, l.ensureKubeProxyOn(c.Name, n, l.state.LANKubeconfig(c.Name), c.PodCIDR, c.Shape.KubeProxyMode))
 	}
 	return errors.Join(errs...)
 }
 
-// ensureKubeProxyOn starts kube-proxy in nftables mode on one node of cluster: on the
-// hub's node too, whose pods (strait hub) reach their API server at its ClusterIP.
-func (l *Lab) ensureKubeProxyOn(cluster string, n topology.Node, kubeconfig string, clusterCIDR netip.Prefix) error {
+// ensureKubeProxyOn starts kube-proxy in mode (nftables or iptables) on one node of
+// cluster: on the hub's node too, whose pods (strait hub) reach their API server at its
+// ClusterIP.
+func (l *Lab) ensureKubeProxyOn(cluster string, n topology.Node, kubeconfig string, clusterCIDR netip.Prefix, mode string) error {
 	return l.ensureProcess(cluster, "kube-proxy-"+n.Name, n.Namespace, l.opts.bin("kube-proxy"),
 		"--kubeconfig", kubeconfig, "--hostname-override", n.Name,
-		"--proxy-mode", "nftables", "--cluster-cidr", clusterCIDR.String(),
+		"--proxy-mode", mode, "--cluster-cidr", clusterCIDR.String(),
 		"--conntrack-max-per-core", "0", "--conntrack-tcp-timeout-established", "0", "--conntrack-tcp-timeout-close-wait", "0",
 		"--metrics-bind-address", "127.0.0.1:10249", "--healthz-bind-address", "127.0.0.1:10256",
 		"--nodeport-addresses", n.LANAddr.Masked().String())

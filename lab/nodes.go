@@ -16,8 +16,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/straitnet/strait/lab/flannel"
 	"github.com/straitnet/strait/lab/image"
 	"github.com/straitnet/strait/lab/node"
 	"github.com/straitnet/strait/lab/topology"
@@ -64,13 +66,20 @@ func (o Options) imageTarball(ref string) (string, error) {
 }
 
 // checkNodeArtifacts says which binary or image a real-node lab lacks.
-func (o Options) checkNodeArtifacts(withSamples, hub bool) error {
+func (o Options) checkNodeArtifacts(t *topology.Lab, withSamples bool) error {
 	need := []string{o.bin("kubelet")}
 	for _, b := range []string{"containerd", "containerd-shim-runc-v2", "ctr", "runc", "bridge", "host-local", "loopback"} {
 		need = append(need, filepath.Join(o.NodeBin, b))
 	}
 	refs := memberImages(withSamples)
-	if hub {
+	for _, c := range t.Clusters {
+		if on, _ := flannelOf(c); on {
+			need = append(need, filepath.Join(o.NodeBin, "flannel"), o.flannelManifest())
+			refs = append(refs, flannel.Image)
+			break
+		}
+	}
+	if t.Hub != nil {
 		imgs, err := o.hubImages()
 		if err != nil {
 			return err
@@ -100,6 +109,7 @@ type realNode struct {
 	kubeconfig string
 	dns        []netip.Addr
 	images     []string
+	cni        node.CNI
 }
 
 // ensureRealNodes registers every node of a member with its pod CIDR, labels and
@@ -108,6 +118,10 @@ type realNode struct {
 // then starts a real node (containerd, runc, CNI bridge, kubelet) in each node's network
 // namespace that is not already up, all at once.
 func (l *Lab) ensureRealNodes(ctx context.Context, c topology.Cluster, client kubernetes.Interface, withSamples bool) error {
+	images, cni := memberImages(withSamples), node.CNIBridge
+	if on, _ := flannelOf(c); on {
+		images, cni = append(images, flannel.Image), node.CNIFlannel
+	}
 	errs := make([]error, len(c.Nodes))
 	var wg sync.WaitGroup
 	for i, n := range c.Nodes {
@@ -115,7 +129,7 @@ func (l *Lab) ensureRealNodes(ctx context.Context, c topology.Cluster, client ku
 		go func() {
 			defer wg.Done()
 			errs[i] = l.ensureRealNode(ctx, client, realNode{cluster: c.Name, node: n, kubeconfig: l.state.LANKubeconfig(c.Name),
-				dns: []netip.Addr{c.DNSServiceIP}, images: memberImages(withSamples)})
+				dns: []netip.Addr{c.DNSServiceIP}, images: images, cni: cni})
 		}()
 	}
 	wg.Wait()
@@ -130,7 +144,7 @@ func (l *Lab) ensureHubNode(ctx context.Context, t *topology.Lab, client kuberne
 		return err
 	}
 	return l.ensureRealNode(ctx, client, realNode{cluster: topology.HubName, node: *t.HubNode, kubeconfig: l.state.InNamespaceKubeconfig(topology.HubName),
-		dns: []netip.Addr{topology.HubDNSServiceIP()}, images: images})
+		dns: []netip.Addr{t.HubDNSServiceIP()}, images: images})
 }
 
 func (l *Lab) ensureRealNode(ctx context.Context, client kubernetes.Interface, rn realNode) error {
@@ -146,7 +160,19 @@ func (l *Lab) ensureRealNode(ctx context.Context, client kubernetes.Interface, r
 		ObjectMeta: metav1.ObjectMeta{Name: n.Name, Labels: labels, Annotations: annotations},
 		Spec:       corev1.NodeSpec{PodCIDR: n.PodCIDR.String(), PodCIDRs: []string{n.PodCIDR.String()}},
 	}, metav1.CreateOptions{})
-	if err != nil && !apierrors.IsAlreadyExists(err) {
+	switch {
+	case err == nil:
+		// The address the kubelet will report, at once: kube-proxy, started before the
+		// nodes, waits 30 s for its Node's addresses, goes on without, and exits when
+		// they change later ("NodeIPs changed"), which a slow node start (a flannel
+		// cluster waits for flanneld) made it do.
+		// A merge patch of the status alone: the node lifecycle controller writes the new
+		// Node too (its taints), and an update would conflict with it.
+		patch := fmt.Sprintf(`{"status":{"addresses":[{"type":%q,"address":%q}]}}`, corev1.NodeInternalIP, n.LANAddr.Addr())
+		if _, err := client.CoreV1().Nodes().Patch(ctx, n.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}, "status"); err != nil {
+			return fmt.Errorf("node %s's address: %w", n.Name, err)
+		}
+	case !apierrors.IsAlreadyExists(err):
 		return fmt.Errorf("registering node %s: %w", n.Name, err)
 	}
 	dir := l.state.nodeDir(n.Name)
@@ -185,7 +211,7 @@ func (l *Lab) ensureRealNode(ctx context.Context, client kubernetes.Interface, r
 	nd, err := node.Start(ctx, node.Config{
 		Name: n.Name, NetNS: netns.Path(n.Namespace), NodeIP: n.LANAddr.Addr(), PodCIDR: n.PodCIDR,
 		KubeConfig: kc, BinDir: l.opts.NodeBin, Kubelet: l.opts.bin("kubelet"), StateDir: dir,
-		Images: images, SandboxImage: image.Pause, ClusterDNS: rn.dns, ClusterDomain: "cluster.local", Labels: labels,
+		Images: images, SandboxImage: image.Pause, ClusterDNS: rn.dns, ClusterDomain: "cluster.local", Labels: labels, CNI: rn.cni,
 	})
 	if err != nil {
 		return err

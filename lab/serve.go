@@ -3,8 +3,10 @@ package lab
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -17,6 +19,7 @@ import (
 	"github.com/straitnet/strait/lab/forward"
 	"github.com/straitnet/strait/lab/gitserver"
 	"github.com/straitnet/strait/lab/topology"
+	"github.com/straitnet/strait/lab/workload"
 	"github.com/straitnet/strait/test/netns"
 )
 
@@ -32,9 +35,10 @@ const daemonKey = "_lab"
 func (s State) DaemonPid() (int, bool) { return s.Pid(daemonKey, "daemon") }
 
 // Serve is the lab daemon until ctx ends: the loopback forwarder of every control
-// plane, the Corefile sync of every cluster, and the git server of the clusterset repo on
+// plane, the Corefile sync of every cluster, the git server of the clusterset repo on
 // the hub's LAN address (for Flux) and on the host's loopback (for people), which asks
-// Flux to sync after every push.
+// Flux to sync after every push, and the internet namespace's echo of the caller's
+// address.
 func (l *Lab) Serve(ctx context.Context) error {
 	r, t, err := l.Load()
 	if err != nil {
@@ -109,7 +113,34 @@ func (l *Lab) Serve(ctx context.Context) error {
 			})
 		}
 	}
+	if in := t.Internet; in != nil {
+		echo := netip.AddrPortFrom(in.Addr, topology.EchoPort)
+		run("internet echo", func(ctx context.Context) error {
+			var ln net.Listener
+			if err := netns.Do(in.Namespace, func() (err error) {
+				ln, err = net.Listen("tcp", echo.String())
+				return err
+			}); err != nil {
+				return err
+			}
+			return serveEcho(ctx, ln, workload.Identity{Cluster: "internet", Node: in.Namespace, PodIP: in.Addr.String()})
+		})
+	}
 	<-ctx.Done()
+	return nil
+}
+
+// serveEcho answers HTTP on ln with whereami's JSON, whose caller is the address the
+// request came from as the internet sees it, until ctx ends.
+func serveEcho(ctx context.Context, ln net.Listener, id workload.Identity) error {
+	srv := &http.Server{Handler: workload.Handler(id), ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		<-ctx.Done()
+		_ = srv.Close()
+	}()
+	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
 	return nil
 }
 

@@ -28,6 +28,10 @@ type Record struct {
 	ClusterSet []byte `json:"clusterSet"`
 	// PortBase is the host loopback port of the hub's API server; members follow.
 	PortBase int `json:"portBase"`
+	// Networks are the lab's own ranges as "up" chose them (Spec.Networks holds only what
+	// the lab file pins): the host's routes into the lab make the host look different
+	// afterwards, and the lab must keep its ranges.
+	Networks topology.Networks `json:"networks,omitzero"`
 }
 
 // State is the lab's directory.

@@ -51,7 +51,13 @@ func (l *Lab) up(ctx context.Context, o UpOptions) error {
 			return fmt.Errorf("a different lab is up (state %s): run 'strait lab down' first", l.state.Dir)
 		}
 		rec.PortBase = old.PortBase
+		rec.Networks = old.Networks
 	}
+	nets, err := chooseNetworks(rec)
+	if err != nil {
+		return err
+	}
+	rec.Networks = nets
 	t, err := computeTopology(rec)
 	if err != nil {
 		return err
@@ -61,15 +67,18 @@ func (l *Lab) up(ctx context.Context, o UpOptions) error {
 			return fmt.Errorf("missing binary %s (make k8s-binaries coredns): %w", bin, err)
 		}
 	}
-	if err := l.opts.checkNodeArtifacts(o.Spec.SampleWorkloads, t.Hub != nil); err != nil {
+	if err := l.opts.checkNodeArtifacts(t, o.Spec.SampleWorkloads); err != nil {
 		return err
 	}
 	if err := l.state.WriteRecord(rec); err != nil {
 		return err
 	}
-	l.progress("network: %d namespaces", len(t.Namespaces()))
+	l.progress("network: %d namespaces; LANs in %s, WAN %s, internet %s", len(t.Namespaces()), nets.LAN, nets.WAN, nets.Internet)
 	if err := ensureNetwork(ctx, t); err != nil {
 		return fmt.Errorf("network: %w", err)
+	}
+	if t.HostLink != nil {
+		l.progress("host: %s routes %s into the lab", t.HostLink.Name, prefixList(t.HostLink.Routes))
 	}
 	l.progress("control planes: %d (etcd, kube-apiserver, kube-controller-manager, kube-scheduler)", len(t.ControlPlanes()))
 	if err := l.eachControlPlane(t, func(cp topology.ControlPlane) error {
@@ -77,7 +86,7 @@ func (l *Lab) up(ctx context.Context, o UpOptions) error {
 		if m, ok := t.Cluster(cp.Cluster); ok {
 			c.serviceCIDR, c.apiService = m.ServiceCIDR, m.APIServiceIP
 		} else {
-			c.serviceCIDR = topology.HubServiceCIDR()
+			c.serviceCIDR = t.HubServiceCIDR
 			c.apiService = c.serviceCIDR.Addr().Next()
 		}
 		if err := l.ensureControlPlane(ctx, c); err != nil {
@@ -183,10 +192,10 @@ func (l *Lab) bootstrap(ctx context.Context, t *topology.Lab, rec *Record, cp to
 		if err := l.ensureHubNode(ctx, t, client); err != nil {
 			return fmt.Errorf("hub node: %w", err)
 		}
-		if err := l.ensureKubeProxyOn(topology.HubName, *t.HubNode, l.state.InNamespaceKubeconfig(topology.HubName), t.HubNode.PodCIDR); err != nil {
+		if err := l.ensureKubeProxyOn(topology.HubName, *t.HubNode, l.state.InNamespaceKubeconfig(topology.HubName), t.HubNode.PodCIDR, topology.KubeProxyNFTables); err != nil {
 			return fmt.Errorf("hub kube-proxy: %w", err)
 		}
-		if err := l.ensureClusterDNS(ctx, *t.Hub, topology.HubDNSServiceIP(), client); err != nil {
+		if err := l.ensureClusterDNS(ctx, *t.Hub, t.HubDNSServiceIP(), client); err != nil {
 			return fmt.Errorf("hub DNS: %w", err)
 		}
 		return l.bootstrapHub(ctx, t, rec, client, o.timeout())
@@ -198,7 +207,15 @@ func (l *Lab) bootstrap(ctx context.Context, t *topology.Lab, rec *Record, cp to
 	if err := l.ensureKubeProxy(*c); err != nil {
 		return fmt.Errorf("%s kube-proxy: %w", c.Name, err)
 	}
-	l.progress("%s: CoreDNS at %s, kube-proxy (nftables) on %d nodes", c.Name, c.DNSServiceIP, len(c.Nodes))
+	l.progress("%s: CoreDNS at %s, kube-proxy (%s) on %d nodes; %s", c.Name, c.DNSServiceIP, c.Shape.KubeProxyMode, len(c.Nodes), c.Shape)
+	flannelOn, nftables := flannelOf(*c)
+	if flannelOn {
+		// Before the nodes: each node's flanneld starts as soon as its kubelet does, and
+		// no pod of the pod network gets an address before flanneld wrote its subnet.
+		if err := l.ensureFlannel(ctx, a, *c, nftables); err != nil {
+			return fmt.Errorf("%s flannel: %w", c.Name, err)
+		}
+	}
 	if err := l.ensureRealNodes(ctx, *c, client, o.Spec.SampleWorkloads); err != nil {
 		return fmt.Errorf("%s nodes: %w", c.Name, err)
 	}
@@ -210,6 +227,9 @@ func (l *Lab) bootstrap(ctx context.Context, t *topology.Lab, rec *Record, cp to
 		if err := errors.Join(errs...); err != nil {
 			return fmt.Errorf("%s sample workloads: %w", c.Name, err)
 		}
+	}
+	if flannelOn {
+		return l.waitFlannel(ctx, c.Name, client, o.timeout())
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -11,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	straitv1 "github.com/straitnet/strait/api/v1alpha1"
 	"github.com/straitnet/strait/test/corpus"
 )
 
@@ -31,9 +33,14 @@ func applyDryRun(t *testing.T, data []byte) error {
 	return env.Hub.Client.Create(context.Background(), u, client.DryRunAll, client.FieldValidation("Strict"))
 }
 
+// webhookDenied is how the API server words a refusal by the ClusterSet webhook (the
+// webhook's name in start and in kustomize/hub).
+const webhookDenied = `admission webhook "clustersets.strait.io" denied the request`
+
 // Every ClusterSet of the invalid corpus that `strait render` refuses is refused by a
-// real API server too, by the CRD's schema or by the webhook, and the refusal names each
-// field the corpus file wants named.
+// real API server too, by the one its file names: a case labelled webhook by the webhook
+// (the CRD's schema let it through), a case labelled schema by the API server itself
+// before any webhook is asked. The refusal names each field the corpus file wants named.
 func TestAPIServerRefusesEveryInvalidClusterSet(t *testing.T) {
 	needHub(t)
 	cases, err := corpus.Load()
@@ -48,6 +55,13 @@ func TestAPIServerRefusesEveryInvalidClusterSet(t *testing.T) {
 			}
 			if !apierrors.IsInvalid(err) && !apierrors.IsBadRequest(err) && !apierrors.IsForbidden(err) {
 				t.Fatalf("refused for another reason than the object: %v", err)
+			}
+			byWebhook := strings.Contains(err.Error(), webhookDenied)
+			switch {
+			case c.RefusedBy == corpus.ByWebhook && !byWebhook:
+				t.Fatalf("refused before the webhook saw it (by the CRD's schema?); the corpus says the webhook refuses it:\n%v", err)
+			case c.RefusedBy == corpus.BySchema && byWebhook:
+				t.Fatalf("the CRD's schema let it through and the webhook refused it; the corpus says the schema refuses it:\n%v", err)
 			}
 			if missing := corpus.Missing(err.Error(), c.Want); len(missing) > 0 {
 				t.Errorf("the refusal does not name %v:\n%v", missing, err)
@@ -71,5 +85,38 @@ func TestAPIServerAcceptsEveryExample(t *testing.T) {
 		if err := applyDryRun(t, data); err != nil {
 			t.Errorf("%s: %v", f, err)
 		}
+	}
+}
+
+// The cases the webhook must refuse, given straight to its validator (without the CRD's
+// defaults, which none of them depends on): each is refused, naming every wanted field.
+// The test above shows the same through a real API server.
+func TestValidatorRefusesTheWebhooksCases(t *testing.T) {
+	cases, err := corpus.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, c := range cases {
+		if c.RefusedBy != corpus.ByWebhook {
+			continue
+		}
+		n++
+		t.Run(c.Name, func(t *testing.T) {
+			cs := &straitv1.ClusterSet{}
+			if err := yaml.UnmarshalStrict(c.Data, cs); err != nil {
+				t.Fatalf("the schema would refuse it already (decoding: %v); label it schema", err)
+			}
+			_, err := ClusterSetValidator{}.ValidateCreate(context.Background(), cs)
+			if err == nil {
+				t.Fatal("the webhook's validator accepted it")
+			}
+			if missing := corpus.Missing(err.Error(), c.Want); len(missing) > 0 {
+				t.Errorf("the refusal does not name %v:\n%v", missing, err)
+			}
+		})
+	}
+	if n == 0 {
+		t.Fatal("no case of the corpus is the webhook's to refuse")
 	}
 }

@@ -348,7 +348,8 @@ type ConnectionStatus struct {
 	// State: Connected, Connecting or Error.
 	// +optional
 	State string `json:"state,omitempty"`
-	// LatencyMicros is the smoothed round-trip time through the tunnel.
+	// LatencyMicros is the Peer's: the round-trip time through the tunnel of the last
+	// health-check round, not smoothed.
 	// +optional
 	LatencyMicros int64 `json:"latencyMicros,omitempty"`
 }

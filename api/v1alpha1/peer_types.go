@@ -63,10 +63,15 @@ type PeerStatus struct {
 	// Gateway is the local node that reports this status.
 	// +optional
 	Gateway string `json:"gateway,omitempty"`
-	// LatencyMicros is the smoothed round-trip time through the tunnel.
+	// LatencyMicros is the round-trip time through the tunnel of the last health-check
+	// round: the mean of its answered echo requests (five, 100 ms apart, every
+	// --health-interval of the active gateway's agent). It is not smoothed: every round
+	// replaces it, and a round with no answer leaves it empty.
 	// +optional
 	LatencyMicros int64 `json:"latencyMicros,omitempty"`
-	// LossPercent over the last health-check window.
+	// LossPercent is the share of the last health-check round's echo requests that went
+	// unanswered (with five a round: 0, 20, 40, 60, 80 or 100). Like LatencyMicros it is
+	// one round's, not an average.
 	// +optional
 	LossPercent int32 `json:"lossPercent,omitempty"`
 	// LastHandshake of the tunnel, where the driver knows one.

@@ -23,7 +23,8 @@ clusterset/ to the hub and waits for the ClusterSet to be Ready.
 
   strait lab git clone ./clusterset
   $EDITOR ./clusterset/clusterset/clusterset.yaml
-  strait diff -f ./clusterset/clusterset/clusterset.yaml      # what the commit will change
+  strait diff -f ./clusterset/clusterset/clusterset.yaml --kubeconfig <(strait lab kubeconfig hub)
+                                                              # what the commit will change
   git -C ./clusterset commit -am "export sample/whereami" && git -C ./clusterset push
   strait lab status                                           # the revision Flux applied
 

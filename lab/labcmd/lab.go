@@ -36,17 +36,20 @@ func NewCommand() *cobra.Command {
 control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler) in its own
 network namespace, real nodes (kubelet, containerd, runc, a CNI bridge) each in a network
 namespace on a per-cluster LAN (gateway nodes also on a shared WAN) with host-gw routes
-between their pod CIDRs, kube-proxy in nftables mode on every node, CoreDNS as the
-cluster DNS, and the sample workloads from locally built images (whereami, iperf3, an
-idle client with curl and dig). kubectl works from the host:
+between their pod CIDRs and a router to the WAN, where a namespace stands for the
+internet, kube-proxy in nftables mode on every node, CoreDNS as the cluster DNS, and the
+sample workloads from locally built images (whereami, iperf3, an idle client with curl
+and dig). The host routes exactly the lab's ranges into the lab (link sl-lab), chosen
+clear of its own routes, addresses and resolver, so kubectl and any lab address work
+from the host and nothing of the lab leaves the machine:
 
   strait lab up --example basic
   kubectl --kubeconfig <(strait lab kubeconfig c1) get pods -A
   strait lab exec c1 sample/client -- curl -s whereami-cs
   strait lab down
 
-Everything the lab creates is named sl-* (namespaces, links) or lives in the state
-directory; "lab down" removes all of it, also after a crash of "lab up".`,
+Everything the lab creates is named sl-* (namespaces, links, the host's sl-lab) or lives
+in the state directory; "lab down" removes all of it, also after a crash of "lab up".`,
 	}
 	f := cmd.PersistentFlags()
 	f.StringVar(&o.state, "state", defaultStateDir(), "state directory (pids, certificates, kubeconfigs, logs); env STRAIT_LAB_STATE")
@@ -55,7 +58,7 @@ directory; "lab down" removes all of it, also after a crash of "lab up".`,
 	f.StringVar(&o.nodeBin, "node-bin", "", "real nodes: directory with containerd, runc and the CNI plugins (default bin/node next to this binary or in the repo; make node-binaries)")
 	f.StringVar(&o.images, "images", "", "real nodes: directory with the image tarballs (default bin/images next to this binary or in the repo; make images)")
 	f.IntVar(&o.portBase, "port-base", 16443, "host loopback port of the hub's API server forwarder; members follow")
-	cmd.AddCommand(newLabUpCmd(o), newLabDownCmd(o), newLabStatusCmd(o), newLabExecCmd(o),
+	cmd.AddCommand(newLabUpCmd(o), newLabDownCmd(o), newLabStatusCmd(o), newLabCheckCmd(o), newLabExecCmd(o),
 		newLabKubeconfigCmd(o), newLabLoadImageCmd(o), newLabGitCmd(o), newLabServeCmd(o))
 	return cmd
 }
@@ -155,6 +158,10 @@ A lab file is YAML:
   gateways: 2        # gateway-capable nodes per cluster (labelled strait.io/gateway=true)
   workers: 1         # plain nodes per cluster
   sampleWorkloads: true
+  networks:          # optional; each one left out is the first default clear of the host
+    lan: 10.250.0.0/16
+    wan: 198.18.0.0/24
+    internet: 198.18.1.0/24
 
 --example NAME uses examples/clusterset/NAME with a hub, 2 gateways, 1 worker and the
 sample workloads.
@@ -237,6 +244,34 @@ func newLabStatusCmd(o *labOptions) *cobra.Command {
 			return o.lab(os.Stdout).Status(cmd.Context(), cmd.OutOrStdout())
 		},
 	}
+}
+
+func newLabCheckCmd(o *labOptions) *cobra.Command {
+	var timeout time.Duration
+	cmd := &cobra.Command{
+		Use:   "check",
+		Short: "Run the seed documents' checks from a client pod: clusterset.local lookups and a GET of whereami",
+		Long: `check runs, in the client pod of the first cluster that does not export them (kubectl
+exec), the seed documents' checks of the sample exports: dig of
+whereami-cs.sample.svc.clusterset.local, of each exporting cluster's
+<cluster>.whereami-cs..., of whereami-ss... and of whereami-0.<cluster>.whereami-ss...,
+then curl of http://whereami-cs.sample.svc.clusterset.local. A lookup passes when it
+answers at least one address and every address lies in the exporting clusters' service
+CIDRs (whereami-cs) or pod CIDRs (whereami-ss), under globalnet in their global CIDRs;
+the GET when whereami answers from an exporting cluster. Each check is tried again
+until --timeout; it exits 1 naming every check that failed and what it got.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := requireRootCmd(); err != nil {
+				return err
+			}
+			ctx, cancel := signalContext()
+			defer cancel()
+			return o.lab(os.Stdout).CheckSeed(ctx, os.Stdout, timeout)
+		},
+	}
+	cmd.Flags().DurationVar(&timeout, "timeout", 30*time.Second, "how long the checks may keep failing before they count as failed")
+	return cmd
 }
 
 func newLabKubeconfigCmd(o *labOptions) *cobra.Command {

@@ -44,7 +44,23 @@ type Config struct {
 	ClusterDomain string
 	// Labels are the Node's labels.
 	Labels map[string]string
+	// CNI is the node's pod network plugin (default CNIBridge).
+	CNI CNI
 }
+
+// CNI is what the node's one CNI network runs.
+type CNI string
+
+// The node's CNI networks.
+const (
+	// CNIBridge is the bridge plugin with host-local addresses from PodCIDR; routes to the
+	// other nodes' pods are the lab's (host-gw).
+	CNIBridge CNI = ""
+	// CNIFlannel is the lab's flannel plugin (lab/flannel/cmd/flannel), which takes the
+	// node's subnet from flanneld's /run/flannel/subnet.env: flanneld, run by the
+	// cluster's DaemonSet, must be on the node, and it routes between nodes itself.
+	CNIFlannel CNI = "flannel"
+)
 
 var label = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
 
@@ -79,6 +95,9 @@ func (c Config) Validate() error {
 	// bytes.
 	if len(c.StateDir) > maxStateDir {
 		bad("stateDir", c.StateDir, fmt.Sprintf("longer than %d bytes: the sockets under it would not fit a unix socket path", maxStateDir))
+	}
+	if c.CNI != CNIBridge && c.CNI != CNIFlannel {
+		bad("cni", string(c.CNI), fmt.Sprintf("must be %q (the bridge) or %q", CNIBridge, CNIFlannel))
 	}
 	if c.SandboxImage == "" {
 		bad("sandboxImage", "", "is required (the pause image, imported from Images)")
@@ -116,6 +135,7 @@ func (l layout) socket() string           { return filepath.Join(l.dir, "contain
 func (l layout) runcRoot() string         { return filepath.Join(l.dir, "containerd", "runc") }
 func (l layout) cniConfDir() string       { return filepath.Join(l.dir, "cni", "net.d") }
 func (l layout) cniDataDir() string       { return filepath.Join(l.dir, "cni", "networks") }
+func (l layout) cniFlannelDir() string    { return filepath.Join(l.dir, "cni", "flannel") }
 func (l layout) kubeletDir() string       { return filepath.Join(l.dir, "kubelet") }
 func (l layout) kubeletRoot() string      { return filepath.Join(l.dir, "kubelet", "root") }
 func (l layout) kubeletConfig() string    { return filepath.Join(l.dir, "kubelet", "config.yaml") }

@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/vishvananda/netlink"
@@ -33,6 +35,12 @@ func assertNothingLeft(t *testing.T, state, name string, ns *netns.NS, before ho
 	}
 	if procs := processesMentioning(state); len(procs) > 0 {
 		t.Errorf("processes of the node still running: %v", procs)
+	}
+	// Teardown returns only once they have exited: none may be left in the node's
+	// namespace or cgroup, the containers' shims included (their command lines need not
+	// name the state directory).
+	if procs := processesOf(t, ns, "strait-node-"+name); len(procs) > 0 {
+		t.Errorf("processes still in the node's namespace or cgroup after its teardown returned: %v", procs)
 	}
 	mounts, err := os.ReadFile("/proc/thread-self/mountinfo")
 	if err != nil {
@@ -73,6 +81,38 @@ func processesMentioning(path string) []string {
 		}
 		if strings.Contains(string(cmdline), path) {
 			out = append(out, fmt.Sprintf("%s %s", d.Name(), strings.ReplaceAll(string(cmdline), "\x00", " ")))
+		}
+	}
+	return out
+}
+
+// processesOf lists the live processes (zombies have exited) in network namespace ns or
+// in cgroup name (in any hierarchy), this one excepted.
+func processesOf(t *testing.T, ns *netns.NS, cgroup string) []string {
+	t.Helper()
+	var nsStat syscall.Stat_t
+	if err := syscall.Stat(ns.Path(), &nsStat); err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	dirs, _ := os.ReadDir("/proc")
+	for _, d := range dirs {
+		pid, err := strconv.Atoi(d.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		proc := filepath.Join("/proc", d.Name())
+		stat, err := os.ReadFile(filepath.Join(proc, "stat"))
+		if i := strings.LastIndexByte(string(stat), ')'); err != nil || i < 0 || i+2 >= len(stat) || stat[i+2] == 'Z' {
+			continue
+		}
+		var st syscall.Stat_t
+		inNS := syscall.Stat(filepath.Join(proc, "ns", "net"), &st) == nil && st.Ino == nsStat.Ino && st.Dev == nsStat.Dev
+		cg, _ := os.ReadFile(filepath.Join(proc, "cgroup"))
+		inCgroup := strings.Contains(string(cg), "/"+cgroup+"/") || strings.Contains(string(cg), "/"+cgroup+"\n")
+		if inNS || inCgroup {
+			cmdline, _ := os.ReadFile(filepath.Join(proc, "cmdline"))
+			out = append(out, fmt.Sprintf("%d %s", pid, strings.ReplaceAll(string(cmdline), "\x00", " ")))
 		}
 	}
 	return out

@@ -72,15 +72,26 @@ func fullImageName(ref string) string {
 	return "docker.io/" + ref
 }
 
-// cniConfig is the node's one CNI network: a bridge that is every pod's gateway (its
-// address the pod CIDR's first) and host-local addresses from the pod CIDR, the
-// allocations kept in the state directory.
+// cniConfig is the node's one CNI network. The bridge: a bridge that is every pod's
+// gateway (its address the pod CIDR's first) and host-local addresses from the pod CIDR,
+// the allocations kept in the state directory. Flannel: flannel's conflist as its
+// manifest's install-cni would copy it (the flannel plugin delegating to the bridge with
+// hairpin mode and the bridge as default gateway), less its portmap entry (the lab builds
+// no portmap plugin and no pod asks for host ports), with the plugin's and host-local's
+// data in the state directory; the subnet is flanneld's, from the node's
+// /run/flannel/subnet.env.
 func cniConfig(c Config, l layout) ([]byte, error) {
-	gw := c.PodCIDR.Addr().Next()
-	conf := map[string]any{
-		"cniVersion": "1.0.0",
-		"name":       "strait-lab",
-		"plugins": []any{map[string]any{
+	var plugin map[string]any
+	switch c.CNI {
+	case CNIFlannel:
+		plugin = map[string]any{
+			"type": "flannel", "dataDir": l.cniFlannelDir(),
+			"ipam":     map[string]any{"dataDir": l.cniDataDir()},
+			"delegate": map[string]any{"bridge": Bridge, "hairpinMode": true, "isDefaultGateway": true},
+		}
+	default:
+		gw := c.PodCIDR.Addr().Next()
+		plugin = map[string]any{
 			"type": "bridge", "bridge": Bridge, "isGateway": true, "isDefaultGateway": true,
 			"ipMasq": false, "hairpinMode": true,
 			"ipam": map[string]any{
@@ -88,8 +99,9 @@ func cniConfig(c Config, l layout) ([]byte, error) {
 				"ranges":  [][]map[string]string{{{"subnet": c.PodCIDR.String(), "gateway": gw.String()}}},
 				"dataDir": l.cniDataDir(),
 			},
-		}},
+		}
 	}
+	conf := map[string]any{"cniVersion": "1.0.0", "name": "strait-lab", "plugins": []any{plugin}}
 	return json.MarshalIndent(conf, "", "  ")
 }
 

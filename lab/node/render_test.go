@@ -5,6 +5,8 @@ import (
 	"net/netip"
 	"strings"
 	"testing"
+
+	"github.com/straitnet/strait/lab/flannel"
 )
 
 func validConfig() Config {
@@ -26,6 +28,7 @@ func TestValidateNamesTheFieldAndValue(t *testing.T) {
 		{func(c *Config) { c.NetNS = "sl-c1" }, `netns "sl-c1": must be an absolute path`},
 		{func(c *Config) { c.StateDir = "state" }, `stateDir "state": must be an absolute path`},
 		{func(c *Config) { c.SandboxImage = "" }, `sandboxImage "": is required`},
+		{func(c *Config) { c.CNI = "calico" }, `cni "calico": must be "" (the bridge) or "flannel"`},
 	} {
 		c := validConfig()
 		tc.change(&c)
@@ -88,6 +91,54 @@ func TestConfigsPointAtTheNodesOwnPathsAndPinThePauseImage(t *testing.T) {
 	r := cni.Plugins[0].IPAM.Ranges[0][0]
 	if r["subnet"] != "10.7.1.0/24" || r["gateway"] != "10.7.1.1" || cni.Plugins[0].IPAM.DataDir != l.cniDataDir() {
 		t.Errorf("cni range %v data dir %s", r, cni.Plugins[0].IPAM.DataDir)
+	}
+}
+
+// A flannel node's conflist is what the lab's flannel plugin reads: handed flanneld's
+// subnet.env, it gives the bridge plugin the node's bridge, flanneld's subnet and MTU and
+// the state directory's address records.
+func TestFlannelNodesConflistIsTheFlannelPlugins(t *testing.T) {
+	c := validConfig()
+	c.CNI = CNIFlannel
+	l := layout{dir: c.StateDir}
+	data, err := cniConfig(c, l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var list struct {
+		CNIVersion string
+		Name       string
+		Plugins    []json.RawMessage
+	}
+	if err := json.Unmarshal(data, &list); err != nil || len(list.Plugins) != 1 {
+		t.Fatalf("conflist %s: %v", data, err)
+	}
+	// The runtime hands each plugin its entry with the list's name and version.
+	var entry map[string]any
+	if err := json.Unmarshal(list.Plugins[0], &entry); err != nil {
+		t.Fatal(err)
+	}
+	entry["name"], entry["cniVersion"] = list.Name, list.CNIVersion
+	conf, _ := json.Marshal(entry)
+	n, err := flannel.ParseNetConf(conf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n.Type != "flannel" || n.SubnetFile != flannel.DefaultSubnetFile || n.DataDir != l.cniFlannelDir() {
+		t.Errorf("flannel conf %+v: want type flannel, subnet.env at flanneld's path, data in the state directory", n)
+	}
+	env, err := flannel.ParseSubnetEnv([]byte("FLANNEL_NETWORK=10.7.0.0/16\nFLANNEL_SUBNET=10.7.1.1/24\nFLANNEL_MTU=1450\nFLANNEL_IPMASQ=true\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := flannel.Delegate(n, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ipam, _ := d["ipam"].(map[string]any)
+	if d["type"] != "bridge" || d["bridge"] != Bridge || d["ipMasq"] != false || d["mtu"] != 1450 || d["isDefaultGateway"] != true ||
+		ipam["dataDir"] != l.cniDataDir() {
+		t.Errorf("delegate %v: want the bridge %s without masquerade, MTU 1450, default gateway, addresses under %s", d, Bridge, l.cniDataDir())
 	}
 }
 

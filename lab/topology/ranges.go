@@ -42,31 +42,11 @@ func inLabRanges(p netip.Prefix) bool {
 // the other checks.
 func checkRanges(cs *straitv1.ClusterSet) field.ErrorList {
 	var errs field.ErrorList
-	check := func(fp *field.Path, s string) {
-		p, err := netip.ParsePrefix(s)
-		if err == nil && p.Addr().Is4() && !inLabRanges(p) {
-			errs = append(errs, field.Invalid(fp, s,
+	for _, r := range clusterSetRanges(cs) {
+		if !inLabRanges(r.prefix) {
+			errs = append(errs, field.Invalid(r.path, r.prefix.String(),
 				"outside the ranges a lab may use (private, shared, documentation, benchmarking or 240.0.0.0/4)"))
 		}
-	}
-	for i, c := range cs.Spec.Clusters {
-		cp := field.NewPath("spec", "clusters").Index(i)
-		for j, s := range c.PodCIDRs {
-			check(cp.Child("podCIDRs").Index(j), s)
-		}
-		for j, s := range c.ServiceCIDRs {
-			check(cp.Child("serviceCIDRs").Index(j), s)
-		}
-		if c.GlobalCIDR != "" {
-			check(cp.Child("globalCIDR"), c.GlobalCIDR)
-		}
-	}
-	if g := cs.Spec.Globalnet; g != nil && g.Enabled {
-		r := g.CIDRRange
-		if r == "" {
-			r = straitv1.DefaultGlobalCIDRRange
-		}
-		check(field.NewPath("spec", "globalnet", "cidrRange"), r)
 	}
 	return errs
 }

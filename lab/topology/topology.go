@@ -31,23 +31,9 @@ const (
 	GitPort = 8080
 )
 
-var (
-	wanSubnet = netip.MustParsePrefix("192.0.2.0/24")
-	lanRange  = netip.MustParsePrefix("10.250.0.0/16")
-	// hubPodCIDR is inside the lab's own range, past every member LAN (10.250.1-250.0/24).
-	hubPodCIDR = netip.MustParsePrefix("10.250.254.0/24")
-	// hubServiceCIDR holds the hub's ClusterIPs: kubernetes.default (which strait hub's
-	// pods reach through the hub node's kube-proxy) and the webhook's Service. Only the
-	// hub's own namespace uses it.
-	hubServiceCIDR = netip.MustParsePrefix("10.0.0.0/24")
-)
-
-// HubServiceCIDR is the hub's service CIDR.
-func HubServiceCIDR() netip.Prefix { return hubServiceCIDR }
-
 // HubDNSServiceIP is the hub's cluster DNS (kube-dns) ClusterIP, the tenth address as
 // in every member: Flux's controllers in the hub find each other by Service name.
-func HubDNSServiceIP() netip.Addr { return nthAddr(hubServiceCIDR.Addr(), 10) }
+func (l *Lab) HubDNSServiceIP() netip.Addr { return nthAddr(l.HubServiceCIDR.Addr(), 10) }
 
 // Spec is what a lab file says beyond the ClusterSet.
 type Spec struct {
@@ -61,6 +47,11 @@ type Spec struct {
 	Workers int `json:"workers"`
 	// SampleWorkloads deploys whereami (ClusterIP and headless) and an idle client.
 	SampleWorkloads bool `json:"sampleWorkloads"`
+	// Clusters shapes each cluster's own networking (CNI, where it masquerades,
+	// kube-proxy's mode), by cluster name; a cluster not listed has the default shape.
+	Clusters map[string]ClusterShape `json:"clusters,omitempty"`
+	// Networks pins the lab's own ranges; "lab up" chooses what is not pinned.
+	Networks Networks `json:"networks,omitzero"`
 }
 
 // DefaultSpec is the lab for an example ClusterSet: a hub, two gateway nodes and one
@@ -77,8 +68,24 @@ type Lab struct {
 	// shares the hub's namespace and address, its pods take HubPodCIDR.
 	HubNode  *Node
 	Clusters []Cluster
-	// WANSubnet is the shared network of gateway nodes, in WANNamespace.
-	WANSubnet netip.Prefix
+	// Networks are the lab's own ranges, as chosen; LANRange, WANSubnet and InternetRange
+	// the same, parsed.
+	Networks Networks
+	LANRange netip.Prefix
+	// WANSubnet is the shared network of routers and gateway nodes, in WANNamespace.
+	WANSubnet     netip.Prefix
+	InternetRange netip.Prefix
+	// HubPodCIDR and HubServiceCIDR are the hub's, inside LANRange (the hub's namespace
+	// alone uses them; its ClusterIPs are kubernetes.default, which strait hub's pods
+	// reach through the hub node's kube-proxy, the webhook's Service and kube-dns).
+	HubPodCIDR     netip.Prefix
+	HubServiceCIDR netip.Prefix
+	// Internet stands for the internet (nil without members); HostLink is the host's way
+	// into the lab (nil without members).
+	Internet *Internet
+	HostLink *HostLink
+	// Links are the veths of the lab beyond its clusters' (the internet's WAN leg).
+	Links []Link
 }
 
 // ControlPlane is where etcd, kube-apiserver, kube-controller-manager and kube-scheduler
@@ -91,7 +98,7 @@ type ControlPlane struct {
 	LANAddr netip.Prefix
 	// Routes are the pod CIDR routes via nodes, so the control plane (and the cluster DNS
 	// running there) can answer pods; the service CIDR via the first node; the hub's pod
-	// CIDR via the hub.
+	// CIDR via the hub. The hub's: a default route through the first member's router.
 	Routes []Route
 }
 
@@ -99,6 +106,8 @@ type ControlPlane struct {
 type Cluster struct {
 	Name  string
 	Index int
+	// Shape is the cluster's own networking, defaults filled.
+	Shape ClusterShape
 	// PodCIDR and ServiceCIDR are the cluster's first pod and service CIDRs.
 	PodCIDR     netip.Prefix
 	ServiceCIDR netip.Prefix
@@ -112,11 +121,14 @@ type Cluster struct {
 	// HubAddr is the hub's address on this cluster's LAN (valid when the lab has a hub).
 	HubAddr netip.Prefix
 	Nodes   []Node
+	// Router is the cluster's way out, the default gateway of its nodes and control plane.
+	Router Router
 	// Links are the veths of this cluster, created in order.
 	Links []Link
 }
 
-// Node is one node: a namespace on the LAN, gateways also on the WAN.
+// Node is one node: a namespace on the LAN, gateways also on the WAN (their cables run
+// there; everything else leaves through the cluster's router).
 type Node struct {
 	Name      string
 	Namespace string
@@ -128,8 +140,10 @@ type Node struct {
 	// address) is the node's CNI bridge, every pod's gateway.
 	PodCIDR    netip.Prefix
 	PodGateway netip.Addr
-	// Routes are host-gw routes to the other nodes' pod CIDRs, and the service CIDR
-	// towards the control plane (so the node's own ClusterIP connections are routable).
+	// Routes are host-gw routes to the other nodes' pod CIDRs (not in a cluster whose CNI
+	// routes pods itself, flannel), the service CIDR towards the control plane (so the
+	// node's own ClusterIP connections take the LAN), and the default route via the
+	// cluster's router.
 	Routes []Route
 }
 
@@ -153,7 +167,9 @@ type Link struct {
 // ClusterPrefix starts the name of every namespace of one cluster.
 func ClusterPrefix(cluster string) string { return Prefix + cluster + "-" }
 
-// Compute builds the lab for a ClusterSet. Every error names the field at fault.
+// Compute builds the lab for a ClusterSet. Every error names the field at fault. The
+// networks spec.Networks leaves open are the first candidates clear of the ClusterSet
+// (ChooseNetworks without the host's ranges: "lab up" pins them first).
 func Compute(cs *straitv1.ClusterSet, spec Spec) (*Lab, field.ErrorList) {
 	var errs field.ErrorList
 	sp := field.NewPath("lab")
@@ -163,24 +179,32 @@ func Compute(cs *straitv1.ClusterSet, spec Spec) (*Lab, field.ErrorList) {
 	if spec.Gateways+spec.Workers > 200 {
 		errs = append(errs, field.TooMany(sp.Child("workers"), spec.Gateways+spec.Workers, 200))
 	}
-	if len(cs.Spec.Clusters)*spec.Gateways > 240 {
-		errs = append(errs, field.TooMany(sp.Child("gateways"), len(cs.Spec.Clusters)*spec.Gateways, 240))
+	// The WAN's .10 to .249 go to each member's router and its gateways.
+	if len(cs.Spec.Clusters)*(spec.Gateways+1) > 240 {
+		errs = append(errs, field.TooMany(sp.Child("gateways"), len(cs.Spec.Clusters)*(spec.Gateways+1), 240))
 	}
 	if len(cs.Spec.Clusters) > 250 {
 		errs = append(errs, field.TooMany(field.NewPath("spec", "clusters"), len(cs.Spec.Clusters), 250))
 	}
 	errs = append(errs, checkRanges(cs)...)
+	var names []string
+	for _, c := range cs.Spec.Clusters {
+		names = append(names, c.Name)
+	}
+	errs = append(errs, resolveShapes(spec.Clusters, names, sp.Child("clusters"))...)
+	nets, nerrs := ChooseNetworks(cs, spec.Networks, nil)
+	errs = append(errs, nerrs...)
 	if len(errs) > 0 {
 		return nil, errs
 	}
-	l := &Lab{WANSubnet: wanSubnet}
+	l := newLab(nets)
 	if spec.Hub {
 		// The hub has no LAN; its address lives on loopback so the API server has a
 		// non-loopback address to advertise.
 		l.Hub = &ControlPlane{Cluster: HubName, Namespace: ClusterPrefix(HubName) + "cp",
-			LANAddr: netip.PrefixFrom(nthAddr(lanRange.Addr(), 2), 32)}
+			LANAddr: netip.PrefixFrom(nthAddr(l.LANRange.Addr(), 2), 32)}
 		l.HubNode = &Node{Name: HubName + "-node", Namespace: l.Hub.Namespace, LANAddr: l.Hub.LANAddr,
-			PodCIDR: hubPodCIDR, PodGateway: nthAddr(hubPodCIDR.Addr(), 1)}
+			PodCIDR: l.HubPodCIDR, PodGateway: nthAddr(l.HubPodCIDR.Addr(), 1)}
 	}
 	wanNext := 10
 	for i, c := range cs.Spec.Clusters {
@@ -189,7 +213,7 @@ func Compute(cs *straitv1.ClusterSet, spec Spec) (*Lab, field.ErrorList) {
 			errs = append(errs, field.Invalid(cp.Child("name"), c.Name, "is the lab hub's name"))
 			continue
 		}
-		cl, cerrs := computeCluster(c, i, spec, &wanNext, cp)
+		cl, cerrs := l.computeCluster(c, i, spec, &wanNext, cp)
 		errs = append(errs, cerrs...)
 		if cl != nil {
 			l.Clusters = append(l.Clusters, *cl)
@@ -207,17 +231,33 @@ func Compute(cs *straitv1.ClusterSet, spec Spec) (*Lab, field.ErrorList) {
 			c.HubAddr = addr
 			// strait hub runs in a pod on the hub's node: the member's API server answers
 			// the hub's pod addresses through the hub's address on its LAN.
-			c.ControlPlane.Routes = append(c.ControlPlane.Routes, Route{Dst: hubPodCIDR, Via: addr.Addr()})
+			c.ControlPlane.Routes = append(c.ControlPlane.Routes, Route{Dst: l.HubPodCIDR, Via: addr.Addr()})
 			c.Links = append(c.Links, Link{
 				Namespace: l.Hub.Namespace, Name: fmt.Sprintf("%sm%d", Prefix, c.Index), Addr: addr,
 				PeerNamespace: c.LANNamespace, Peer: Prefix + "hub", PeerBridge: true,
 			})
 		}
 	}
+	var routed []netip.Prefix
+	for _, r := range clusterSetRanges(cs) {
+		routed = append(routed, r.prefix)
+	}
+	l.wireWayOut(routed)
 	return l, nil
 }
 
-func computeCluster(c straitv1.ClusterSpec, index int, spec Spec, wanNext *int, fp *field.Path) (*Cluster, field.ErrorList) {
+func newLab(nets Networks) *Lab {
+	l := &Lab{Networks: nets,
+		LANRange:      netip.MustParsePrefix(nets.LAN),
+		WANSubnet:     netip.MustParsePrefix(nets.WAN),
+		InternetRange: netip.MustParsePrefix(nets.Internet)}
+	// Past every member LAN (.1.0/24 to .250.0/24).
+	l.HubServiceCIDR = netip.PrefixFrom(nthAddr(l.LANRange.Addr(), 253<<8), 24)
+	l.HubPodCIDR = netip.PrefixFrom(nthAddr(l.LANRange.Addr(), 254<<8), 24)
+	return l
+}
+
+func (l *Lab) computeCluster(c straitv1.ClusterSpec, index int, spec Spec, wanNext *int, fp *field.Path) (*Cluster, field.ErrorList) {
 	var errs field.ErrorList
 	pod, err := firstCIDR(c.PodCIDRs)
 	if err != nil {
@@ -232,17 +272,14 @@ func computeCluster(c straitv1.ClusterSpec, index int, spec Spec, wanNext *int, 
 	} else if svc.Bits() > 28 {
 		errs = append(errs, field.Invalid(fp.Child("serviceCIDRs"), c.ServiceCIDRs, "the lab needs at least a /28"))
 	}
-	lan := netip.PrefixFrom(nthAddr(lanRange.Addr(), (index+1)<<8), 24)
-	for _, p := range []netip.Prefix{pod, svc} {
-		if p.IsValid() && (p.Overlaps(lan) || p.Overlaps(wanSubnet)) {
-			errs = append(errs, field.Invalid(fp, p.String(), "overlaps the lab's own ranges "+lanRange.String()+" and "+wanSubnet.String()))
-		}
-	}
+	shape, serrs := spec.Clusters[c.Name].resolve(field.NewPath("lab", "clusters").Key(c.Name))
+	errs = append(errs, serrs...)
 	if len(errs) > 0 {
 		return nil, errs
 	}
+	lan := netip.PrefixFrom(nthAddr(l.LANRange.Addr(), (index+1)<<8), 24)
 	cl := &Cluster{
-		Name: c.Name, Index: index,
+		Name: c.Name, Index: index, Shape: shape,
 		PodCIDR: pod, ServiceCIDR: svc,
 		APIServiceIP: nthAddr(svc.Addr(), 1), DNSServiceIP: nthAddr(svc.Addr(), 10),
 		LANNamespace: ClusterPrefix(c.Name) + "lan",
@@ -252,7 +289,17 @@ func computeCluster(c straitv1.ClusterSpec, index int, spec Spec, wanNext *int, 
 			LANAddr: netip.PrefixFrom(nthAddr(lan.Addr(), 2), 24),
 		},
 	}
+	cl.Router = Router{Namespace: ClusterPrefix(c.Name) + "router",
+		LANAddr: netip.PrefixFrom(nthAddr(lan.Addr(), 1), 24),
+		WANAddr: netip.PrefixFrom(nthAddr(l.WANSubnet.Addr(), *wanNext), l.WANSubnet.Bits())}
+	*wanNext++
 	cl.Links = append(cl.Links, Link{
+		Namespace: cl.Router.Namespace, Name: NodeLANLink, Addr: cl.Router.LANAddr,
+		PeerNamespace: cl.LANNamespace, Peer: Prefix + "router", PeerBridge: true,
+	}, Link{
+		Namespace: cl.Router.Namespace, Name: NodeWANLink, Addr: cl.Router.WANAddr,
+		PeerNamespace: WANNamespace, Peer: fmt.Sprintf("%sr%d", Prefix, index), PeerBridge: true,
+	}, Link{
 		Namespace: cl.ControlPlane.Namespace, Name: NodeLANLink, Addr: cl.ControlPlane.LANAddr,
 		PeerNamespace: cl.LANNamespace, Peer: Prefix + "cp", PeerBridge: true,
 	})
@@ -274,7 +321,7 @@ func computeCluster(c straitv1.ClusterSpec, index int, spec Spec, wanNext *int, 
 			PeerNamespace: cl.LANNamespace, Peer: fmt.Sprintf("%sn%d", Prefix, i+1), PeerBridge: true,
 		})
 		if gw {
-			node.WANAddr = netip.PrefixFrom(nthAddr(wanSubnet.Addr(), *wanNext), 24)
+			node.WANAddr = netip.PrefixFrom(nthAddr(l.WANSubnet.Addr(), *wanNext), l.WANSubnet.Bits())
 			*wanNext++
 			cl.Links = append(cl.Links, Link{
 				Namespace: node.Namespace, Name: NodeWANLink, Addr: node.WANAddr,
@@ -285,7 +332,7 @@ func computeCluster(c straitv1.ClusterSpec, index int, spec Spec, wanNext *int, 
 	}
 	for i := range cl.Nodes {
 		for j, other := range cl.Nodes {
-			if i != j {
+			if i != j && !shape.RoutesPods() {
 				cl.Nodes[i].Routes = append(cl.Nodes[i].Routes, Route{Dst: other.PodCIDR, Via: other.LANAddr.Addr()})
 			}
 		}
@@ -311,28 +358,16 @@ func (l *Lab) Namespaces() []string {
 	if l.Hub != nil {
 		out = append(out, l.Hub.Namespace)
 	}
-	if l.HasWAN() {
-		out = append(out, WANNamespace)
+	if l.Internet != nil {
+		out = append(out, WANNamespace, l.Internet.Namespace)
 	}
 	for _, c := range l.Clusters {
-		out = append(out, c.LANNamespace, c.ControlPlane.Namespace)
+		out = append(out, c.LANNamespace, c.Router.Namespace, c.ControlPlane.Namespace)
 		for _, n := range c.Nodes {
 			out = append(out, n.Namespace)
 		}
 	}
 	return out
-}
-
-// HasWAN says whether any node is a gateway.
-func (l *Lab) HasWAN() bool {
-	for _, c := range l.Clusters {
-		for _, n := range c.Nodes {
-			if n.Gateway {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // Cluster finds a member by name.

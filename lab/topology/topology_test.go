@@ -1,6 +1,7 @@
 package topology
 
 import (
+	"fmt"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -26,7 +27,6 @@ func loadExample(t *testing.T, name string) *straitv1.ClusterSet {
 }
 
 func TestComputeExamples(t *testing.T) {
-	owned := []netip.Prefix{wanSubnet, lanRange}
 	for _, tc := range []struct {
 		example    string
 		spec       Spec
@@ -36,24 +36,25 @@ func TestComputeExamples(t *testing.T) {
 	}{{
 		example: "basic",
 		spec:    DefaultSpec(""),
-		namespaces: []string{"sl-hub-cp", "sl-wan",
-			"sl-c1-lan", "sl-c1-cp", "sl-c1-gw-1", "sl-c1-gw-2", "sl-c1-node-1",
-			"sl-c2-lan", "sl-c2-cp", "sl-c2-gw-1", "sl-c2-gw-2", "sl-c2-node-1"},
+		namespaces: []string{"sl-hub-cp", "sl-wan", "sl-internet",
+			"sl-c1-lan", "sl-c1-router", "sl-c1-cp", "sl-c1-gw-1", "sl-c1-gw-2", "sl-c1-node-1",
+			"sl-c2-lan", "sl-c2-router", "sl-c2-cp", "sl-c2-gw-1", "sl-c2-gw-2", "sl-c2-node-1"},
+		// The WAN: the internet .1, then per cluster its router and its gateways from .10.
 		nodes: map[string][4]string{
-			"c1-gw-1":   {"10.250.1.11/24", "192.0.2.10/24", "10.8.1.0/24", "10.8.2.0/24 via 10.250.1.12, 10.8.3.0/24 via 10.250.1.13, 10.88.0.0/16 via 10.250.1.2"},
-			"c1-node-1": {"10.250.1.13/24", "", "10.8.3.0/24", "10.8.1.0/24 via 10.250.1.11, 10.8.2.0/24 via 10.250.1.12, 10.88.0.0/16 via 10.250.1.2"},
-			"c2-gw-2":   {"10.250.2.12/24", "192.0.2.13/24", "10.9.2.0/24", "10.9.1.0/24 via 10.250.2.11, 10.9.3.0/24 via 10.250.2.13, 10.99.0.0/16 via 10.250.2.2"},
+			"c1-gw-1":   {"10.250.1.11/24", "198.18.0.11/24", "10.8.1.0/24", "10.8.2.0/24 via 10.250.1.12, 10.8.3.0/24 via 10.250.1.13, 10.88.0.0/16 via 10.250.1.2, 0.0.0.0/0 via 10.250.1.1"},
+			"c1-node-1": {"10.250.1.13/24", "", "10.8.3.0/24", "10.8.1.0/24 via 10.250.1.11, 10.8.2.0/24 via 10.250.1.12, 10.88.0.0/16 via 10.250.1.2, 0.0.0.0/0 via 10.250.1.1"},
+			"c2-gw-2":   {"10.250.2.12/24", "198.18.0.15/24", "10.9.2.0/24", "10.9.1.0/24 via 10.250.2.11, 10.9.3.0/24 via 10.250.2.13, 10.99.0.0/16 via 10.250.2.2, 0.0.0.0/0 via 10.250.2.1"},
 		},
 	}, {
 		example: "globalnet",
 		spec:    Spec{Gateways: 1, Workers: 1},
-		namespaces: []string{"sl-wan",
-			"sl-g1-lan", "sl-g1-cp", "sl-g1-gw-1", "sl-g1-node-1",
-			"sl-g2-lan", "sl-g2-cp", "sl-g2-gw-1", "sl-g2-node-1"},
+		namespaces: []string{"sl-wan", "sl-internet",
+			"sl-g1-lan", "sl-g1-router", "sl-g1-cp", "sl-g1-gw-1", "sl-g1-node-1",
+			"sl-g2-lan", "sl-g2-router", "sl-g2-cp", "sl-g2-gw-1", "sl-g2-node-1"},
 		nodes: map[string][4]string{
 			// Identical pod CIDRs, separate LANs, distinct WAN addresses.
-			"g1-gw-1": {"10.250.1.11/24", "192.0.2.10/24", "10.7.1.0/24", "10.7.2.0/24 via 10.250.1.12, 10.77.0.0/16 via 10.250.1.2"},
-			"g2-gw-1": {"10.250.2.11/24", "192.0.2.11/24", "10.7.1.0/24", "10.7.2.0/24 via 10.250.2.12, 10.77.0.0/16 via 10.250.2.2"},
+			"g1-gw-1": {"10.250.1.11/24", "198.18.0.11/24", "10.7.1.0/24", "10.7.2.0/24 via 10.250.1.12, 10.77.0.0/16 via 10.250.1.2, 0.0.0.0/0 via 10.250.1.1"},
+			"g2-gw-1": {"10.250.2.11/24", "198.18.0.13/24", "10.7.1.0/24", "10.7.2.0/24 via 10.250.2.12, 10.77.0.0/16 via 10.250.2.2, 0.0.0.0/0 via 10.250.2.1"},
 		},
 	}} {
 		t.Run(tc.example, func(t *testing.T) {
@@ -65,6 +66,7 @@ func TestComputeExamples(t *testing.T) {
 				t.Errorf("namespaces:\n got %v\nwant %v", got, tc.namespaces)
 			}
 			seen := map[string]bool{}
+			owned := []netip.Prefix{l.LANRange, l.WANSubnet, l.InternetRange}
 			for _, c := range l.Clusters {
 				if tc.spec.Hub && (!c.LANSubnet.Contains(c.HubAddr.Addr()) || c.HubAddr.Addr() == c.ControlPlane.LANAddr.Addr()) {
 					t.Errorf("%s: hub address %s not a free address of the LAN %s", c.Name, c.HubAddr, c.LANSubnet)
@@ -139,7 +141,7 @@ func TestComputeLinksAreUnique(t *testing.T) {
 				seen[key] = true
 			}
 			if k.Addr.IsValid() {
-				if prev, dup := addrs[k.Addr.Addr()]; dup && (k.Addr.Addr().Is4() && wanSubnet.Contains(k.Addr.Addr())) {
+				if prev, dup := addrs[k.Addr.Addr()]; dup && (k.Addr.Addr().Is4() && l.WANSubnet.Contains(k.Addr.Addr())) {
 					t.Errorf("WAN address %s given to %s and %s", k.Addr, prev, k.Namespace)
 				}
 				addrs[k.Addr.Addr()] = k.Namespace
@@ -161,8 +163,12 @@ func TestComputeRefuses(t *testing.T) {
 		want string
 	}{
 		{"no nodes", cs("10.8.0.0/16", "10.88.0.0/16"), Spec{}, "lab.gateways"},
-		{"pod CIDR over the LAN range", cs("10.250.0.0/16", "10.88.0.0/16"), DefaultSpec(""), "overlaps the lab's own ranges"},
-		{"service CIDR over the WAN", cs("10.8.0.0/16", "192.0.2.0/24"), DefaultSpec(""), "overlaps the lab's own ranges"},
+		{"pinned LAN range under a pod CIDR", cs("10.250.0.0/16", "10.88.0.0/16"), pinned(Networks{LAN: "10.250.0.0/16"}),
+			`lab.networks.lan: Invalid value: "10.250.0.0/16": overlaps spec.clusters[0].podCIDRs[0] 10.250.0.0/16`},
+		{"pinned WAN under a service CIDR", cs("10.8.0.0/16", "198.18.0.0/16"), pinned(Networks{WAN: "198.18.0.0/24"}),
+			`lab.networks.wan: Invalid value: "198.18.0.0/24": overlaps spec.clusters[0].serviceCIDRs[0] 198.18.0.0/16`},
+		{"too many routers and gateways for the WAN", &straitv1.ClusterSet{Spec: straitv1.ClusterSetSpec{Clusters: manyClusters(81)}},
+			Spec{Gateways: 2}, "lab.gateways: Too many: 243: must have at most 240 items"},
 		{"pod CIDR too small", cs("10.8.0.0/24", "10.88.0.0/16"), DefaultSpec(""), "too small for 3 nodes"},
 		{"IPv6 first", cs("fd00::/48", "10.88.0.0/16"), DefaultSpec(""), "must be IPv4"},
 		{"public pod CIDR", cs("11.8.0.0/16", "10.88.0.0/16"), DefaultSpec(""), `spec.clusters[0].podCIDRs[0]: Invalid value: "11.8.0.0/16": outside the ranges a lab may use`},
@@ -180,4 +186,20 @@ func TestComputeRefuses(t *testing.T) {
 			}
 		})
 	}
+}
+
+func pinned(n Networks) Spec {
+	s := DefaultSpec("")
+	s.Networks = n
+	return s
+}
+
+// manyClusters are n clusters with pod CIDRs 10.<i>.0.0/16 and service CIDRs 172.16.<i>.0/24.
+func manyClusters(n int) []straitv1.ClusterSpec {
+	out := make([]straitv1.ClusterSpec, n)
+	for i := range out {
+		out[i] = straitv1.ClusterSpec{Name: fmt.Sprintf("c%d", i), PodCIDRs: []string{fmt.Sprintf("10.%d.0.0/16", i)},
+			ServiceCIDRs: []string{fmt.Sprintf("172.16.%d.0/24", i)}}
+	}
+	return out
 }

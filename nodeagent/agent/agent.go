@@ -72,10 +72,6 @@ type Config struct {
 	// Metrics is where the agent's Prometheus metrics are registered
 	// (controller-runtime's metrics.Registry in the binary); nil: nowhere.
 	Metrics prometheus.Registerer
-	// KubeProxyMasqueradeMark is kube-proxy's masquerade mark bit, cleared on remote
-	// clusters' packets so that a ClusterIP's server sees the remote caller; 0 leaves
-	// kube-proxy's marks alone.
-	KubeProxyMasqueradeMark uint32
 }
 
 // Agent is `straitd agent` on one node.
@@ -309,8 +305,7 @@ func (a *Agent) sync(ctx context.Context) (time.Duration, error) {
 		return min(a.cfg.Election.RetryPeriod, takeoverRecheck), nil
 	}
 
-	snap := Snapshot{NodeName: a.cfg.NodeName, Membership: m, ActiveGateway: holder, Driver: driver,
-		KubeProxyMasqueradeMark: a.cfg.KubeProxyMasqueradeMark}
+	snap := Snapshot{NodeName: a.cfg.NodeName, Membership: m, ActiveGateway: holder, Driver: driver}
 	var errs []error
 	errs = append(errs, derr)
 	if capable {
@@ -484,7 +479,7 @@ func (a *Agent) ensureElection(capable bool) {
 			el.WithConfirm(a.noOtherGatewayReachesTheAPIServer)
 		}
 		if f, ok := a.cfg.Kernel.(kernel.Fencer); ok {
-			el.WithFence(func(until time.Time) { a.fence(ectx, f, until) })
+			el.WithFence(func(until time.Time) error { return a.fence(ectx, f, until) })
 		}
 		done := make(chan struct{})
 		a.mu.Lock()

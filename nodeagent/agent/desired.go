@@ -45,8 +45,6 @@ type Snapshot struct {
 	// PSK is the cable's pre-shared key (ipsec: the Secret the Membership names), read
 	// on gateway-capable nodes only.
 	PSK []byte
-	// KubeProxyMasqueradeMark: see route.Input.
-	KubeProxyMasqueradeMark uint32
 }
 
 // Desired is the node's whole data plane.
@@ -119,7 +117,6 @@ func Compute(s Snapshot) (Desired, error) {
 	routes := route.Compute(route.Input{
 		Self: route.Node{Name: s.NodeName, IP: pl.selfIP}, Nodes: pl.routed, Gateway: gw,
 		Underlay: pl.underlay.Name, UnderlayMTU: pl.underlay.MTU, CableOverhead: overhead, RemoteCIDRs: n.remoteCIDRs,
-		KubeProxyMasqueradeMark: s.KubeProxyMasqueradeMark,
 	})
 	d := Desired{Active: active, Placed: true}
 	parts := []kernel.State{routes}

@@ -12,18 +12,22 @@ import (
 
 // fence gives the cable's port the elector's term in the kernel (kernel.Fencer): a data
 // path that outlives this agent (a kernel VXLAN device, charon) stops carrying traffic
-// when the term runs out, before any standby may take over.
-func (a *Agent) fence(ctx context.Context, f kernel.Fencer, until time.Time) {
+// when the term runs out, before any standby may take over. An error fails closed: the
+// elector then does not hold the gateway (gateway.Elector.WithFence).
+func (a *Agent) fence(ctx context.Context, f kernel.Fencer, until time.Time) error {
 	a.mu.Lock()
 	port := a.cablePort
 	a.mu.Unlock()
 	if port == 0 {
-		return
+		return nil
 	}
 	if err := f.Fence(ctx, port, until); err != nil {
 		a.metrics.fenceFailed()
-		log.FromContext(ctx).Error(err, "fencing the cable to the gateway's term", "port", port, "until", until)
+		log.FromContext(ctx).Error(err, "fencing the cable to the gateway's term: this node does not hold the gateway until it can",
+			"port", port, "until", until)
+		return err
 	}
+	return nil
 }
 
 // unfence removes the fence from a node that runs no cable, once.

@@ -286,8 +286,7 @@ func (l *lab) snapshot(cl *labCluster, n *labNode) Snapshot {
 		nodes = append(nodes, o.node)
 	}
 	s := Snapshot{NodeName: n.name, Membership: cl.membership, Peers: cl.peerObjects(), Nodes: nodes,
-		ActiveGateway: cl.active, Links: links, Ingresses: cl.ingresses, Endpoints: cl.endpoints, Ports: cl.ports,
-		KubeProxyMasqueradeMark: route.DefaultKubeProxyMasqueradeMark}
+		ActiveGateway: cl.active, Links: links, Ingresses: cl.ingresses, Endpoints: cl.endpoints, Ports: cl.ports}
 	if n.driver != nil {
 		s.Driver, s.PSK = n.driver, l.psk
 	}

@@ -121,7 +121,7 @@ func TestDataplaneRoutedClusters(t *testing.T) {
 			"route table=4242 proto=242 10.21.0.0/16 via 241.0.1.1 dev vx-strait onlink mtu=1450\n",
 			"rule pref=4242 table=4242\n",
 			"ip daddr @remote-cidrs tcp flags syn tcp option maxseg size set rt mtu",
-			"ct state new ip saddr @remote-cidrs meta mark set meta mark & 0xffffbfff",
+			"chain keep-remote-source type=nat hook=postrouting priority=90\n    ip daddr @remote-cidrs snat to ip saddr\n    ip saddr @remote-cidrs snat to ip saddr\n",
 		} {
 			if !strings.Contains(d["c1-node"], want) {
 				t.Errorf("c1-node lacks %q:\n%s", want, d["c1-node"])

@@ -48,7 +48,6 @@ type agentOptions struct {
 	procSys        string
 	daemonSet      string
 	viciSocket     string
-	masqueradeBit  int
 	verbosity      int
 }
 
@@ -94,7 +93,6 @@ leaves the kernel as it is.
 	f.BoolVar(&o.cleanup, "cleanup", false, "remove everything of Strait's from this node (devices, routes, rules, nftables table, cables) and exit")
 	f.BoolVar(&o.dump, "dump", false, "print everything of Strait's on this node and exit")
 	f.StringVar(&o.viciSocket, "vici-socket", ipsec.Charon{Dir: ipsec.DefaultCharonDir}.VICISocket(), "VICI socket of the charon sidecar (in straitd charon --dir), for the ipsec cable")
-	f.IntVar(&o.masqueradeBit, "kube-proxy-masquerade-bit", route.DefaultKubeProxyMasqueradeBit, "kube-proxy's --masquerade-bit: cleared on remote clusters' packets so that a ClusterIP's server sees the remote pod's address, not the gateway's (-1: leave kube-proxy's marks alone)")
 	f.StringVar(&o.daemonSet, "daemonset", "strait-agent", "the agent's DaemonSet in --namespace: when it is gone or being deleted at shutdown (kubectl delete -k), the agent removes everything of Strait's from the node before it exits; empty never cleans")
 	f.StringVar(&o.procSys, "proc-sys", "/proc/sys", "where the node's /proc/sys/net is writable (the net sysctls it sets: rp_filter of vx-strait and of the underlay); a container that is not privileged mounts the host's /proc/sys/net there, as the DaemonSet does at /host/proc/sys/net")
 	f.IntVar(&o.verbosity, "v", 0, "log verbosity: 1 adds timestamps, 2 adds wireguard-go's every handshake and keepalive")
@@ -105,10 +103,6 @@ leaves the kernel as it is.
 func runAgent(ctx context.Context, o *agentOptions, stdout, stderr io.Writer) error {
 	if ctx == nil {
 		ctx = context.Background()
-	}
-	masqueradeMark, err := markOfBit(o.masqueradeBit)
-	if err != nil {
-		return err
 	}
 	ns := netns.None()
 	if o.netnsPath != "" {
@@ -159,7 +153,6 @@ func runAgent(ctx context.Context, o *agentOptions, stdout, stderr io.Writer) er
 		Cables:      cableFactory(cfg, o.namespace, o.viciSocket, nl, log),
 		Prober:      health.NewICMP(ns, 5, 100*time.Millisecond, time.Second),
 		MetricsAddr: o.metricsAddr, HealthAddr: o.healthAddr, Metrics: ctrlmetrics.Registry,
-		KubeProxyMasqueradeMark: masqueradeMark,
 	})
 	if err != nil {
 		return err
@@ -192,15 +185,4 @@ func uninstalling(ctx context.Context, cfg *rest.Config, namespace, daemonSet st
 		return true
 	}
 	return false
-}
-
-// markOfBit is the packet mark of --kube-proxy-masquerade-bit; -1 is none (0).
-func markOfBit(bit int) (uint32, error) {
-	switch {
-	case bit == -1:
-		return 0, nil
-	case bit < 0 || bit > 31:
-		return 0, fmt.Errorf("--kube-proxy-masquerade-bit %d: want a bit from 0 to 31, or -1 for none", bit)
-	}
-	return 1 << bit, nil
 }

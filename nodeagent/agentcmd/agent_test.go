@@ -58,19 +58,6 @@ func TestAgentCleanupLeavesNothing(t *testing.T) {
 	}
 }
 
-func TestAgentCommandRejectsBadMasqueradeBit(t *testing.T) {
-	for _, bit := range []string{"32", "-2"} {
-		cmd := NewCommand()
-		cmd.SetArgs([]string{"--node-name", "n1", "--kubeconfig", "/nonexistent", "--kube-proxy-masquerade-bit", bit})
-		cmd.SetOut(&strings.Builder{})
-		cmd.SetErr(&strings.Builder{})
-		err := cmd.ExecuteContext(context.Background())
-		if err == nil || !strings.Contains(err.Error(), "--kube-proxy-masquerade-bit "+bit) || !strings.Contains(err.Error(), "0 to 31") {
-			t.Errorf("--kube-proxy-masquerade-bit %s: error %v, want one naming the flag, the value and the range", bit, err)
-		}
-	}
-}
-
 // TestAgentCommandRejectsBadElectionTiming: a Lease duration the Lease cannot carry, or
 // a renew deadline that would let two gateways be active at once, is refused before the
 // agent touches anything.

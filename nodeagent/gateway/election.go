@@ -37,7 +37,7 @@ type Elector struct {
 	// answers them: see WithConfirm.
 	confirm func(ctx context.Context) bool
 	// fence, when set, is told the end of this node's term: see WithFence.
-	fence func(until time.Time)
+	fence func(until time.Time) error
 
 	mu sync.Mutex
 	// active and until: this node holds the Lease, and its last renewal lets it act as
@@ -49,8 +49,11 @@ type Elector struct {
 	// held: past RenewDeadline without an answer from the API server, still active.
 	held bool
 	// termEnd: the last renewal's term ends then for every standby, less fenceMargin;
-	// fenced is what fence was last told.
+	// fenced is what fence last took; fenceErr: its last write failed (nil once one
+	// succeeds); fenceWritten: a write has succeeded.
 	termEnd, fenced time.Time
+	fenceErr        error
+	fenceWritten    bool
 	// watched is the Lease as the watch saw it last (nil: none); seen counts changes.
 	watched *coordinationv1.Lease
 	seen    uint64
@@ -85,8 +88,16 @@ const fenceMargin = 50 * time.Millisecond
 // once it has stepped down (someone else holds the Lease, or it could not renew),
 // nothing: zero. Releasing the Lease on shutdown leaves the term as it was, so that the
 // old data path carries traffic until the new gateway has converged, for at most the
-// rest of the term. It returns e.
-func (e *Elector) WithFence(fence func(until time.Time)) *Elector {
+// rest of the term.
+//
+// The fence fails closed: a node whose fence cannot be written is not active. When fence
+// returns an error for a term that would make or keep the node active, the elector does
+// not become (or stops being) active, releases the Lease so that a standby takes over
+// at once, and takes it again only once a write of the fence succeeds: before taking
+// the Lease after a failure, and before its first time, it writes a closed fence (it
+// holds nothing then) and campaigns only if that worked. The kernel keeps the term it
+// last took, which runs out by itself. It returns e.
+func (e *Elector) WithFence(fence func(until time.Time) error) *Elector {
 	e.fence = fence
 	return e
 }
@@ -191,6 +202,12 @@ func (e *Elector) campaign(ctx context.Context) (*coordinationv1.Lease, time.Tim
 			e.sleep(ctx, wait)
 			continue
 		}
+		if err := e.fenceWorks(obs.holder() == e.identity); err != nil {
+			e.settle()
+			log.Info("not taking the gateway Lease: this node's fence cannot be written", "error", err.Error())
+			e.sleep(ctx, e.timing.RetryPeriod)
+			continue
+		}
 		sent := time.Now()
 		l, err := e.acquire(ctx, obs)
 		e.settle()
@@ -229,7 +246,22 @@ func (e *Elector) campaign(ctx context.Context) (*coordinationv1.Lease, time.Tim
 // (which could take the Lease), cannot be asked, or its own renewal shows another holder.
 func (e *Elector) lead(ctx context.Context, held *coordinationv1.Lease, renewed time.Time) *coordinationv1.Lease {
 	log := logr.FromContextOrDiscard(ctx)
-	e.renewedAt(renewed)
+	// unfenced steps down from a term whose fence could not be written (see WithFence).
+	unfenced := func(err error) *coordinationv1.Lease {
+		e.holding(false)
+		log.Info("stepped down: this node's fence cannot be written", "error", err.Error())
+		e.release(ctx, held)
+		// Not straight back to campaigning (the release wakes it): a fence that takes a
+		// closed term but not an open one would take and release the Lease in a loop.
+		select {
+		case <-ctx.Done():
+		case <-time.After(e.timing.RetryPeriod):
+		}
+		return nil
+	}
+	if err := e.renewedAt(renewed); err != nil {
+		return unfenced(err)
+	}
 	next := renewed.Add(e.timing.RetryPeriod)
 	// holding: past RenewDeadline, confirmed; refused: the last renewal got an answer
 	// that was no (nothing to hold through).
@@ -247,16 +279,20 @@ func (e *Elector) lead(ctx context.Context, held *coordinationv1.Lease, renewed 
 			// Active while the other gateways are asked, for at most what is left of
 			// the term before a standby may take over.
 			if !refused && e.confirm != nil {
-				e.set(true, deadline.Add(e.confirmBudget()))
+				if err := e.set(true, deadline.Add(e.confirmBudget())); err != nil {
+					return unfenced(err)
+				}
 			}
 			if refused || !e.mayHold(ctx) {
-				e.set(false, time.Time{})
+				e.stepDown()
 				log.Info("stepped down: the gateway Lease was not renewed in time", "renewDeadline", e.timing.RenewDeadline)
 				return nil
 			}
 			holding = true
 			e.holding(true)
-			e.set(true, e.holdUntil())
+			if err := e.set(true, e.holdUntil()); err != nil {
+				return unfenced(err)
+			}
 			log.Info("the API server answers neither this node nor any other gateway: holding the gateway until it answers",
 				"renewDeadline", e.timing.RenewDeadline)
 		}
@@ -276,15 +312,17 @@ func (e *Elector) lead(ctx context.Context, held *coordinationv1.Lease, renewed 
 				log.Info("the API server answers again: renewed the gateway Lease", "heldFor", time.Since(deadline).Round(time.Millisecond))
 			}
 			held, renewed, next = l, sent, sent.Add(e.timing.RetryPeriod)
-			e.renewedAt(renewed)
+			if err := e.renewedAt(renewed); err != nil {
+				return unfenced(err)
+			}
 		case errors.Is(err, errLost):
 			e.holding(false)
-			e.set(false, time.Time{})
+			e.stepDown()
 			log.Info("stepped down: the gateway Lease has another holder")
 			return nil
 		case holding && !unanswered(err):
 			e.holding(false)
-			e.set(false, time.Time{})
+			e.stepDown()
 			log.Info("stepped down: the API server refused to renew the gateway Lease", "error", err.Error())
 			return nil
 		case holding:
@@ -293,12 +331,14 @@ func (e *Elector) lead(ctx context.Context, held *coordinationv1.Lease, renewed 
 			// stalled one stops being active).
 			if !e.mayHold(ctx) {
 				e.holding(false)
-				e.set(false, time.Time{})
+				e.stepDown()
 				log.Info("stepped down: another gateway reaches the API server, or could not be asked")
 				return nil
 			}
 			next = time.Now().Add(e.timing.RetryPeriod)
-			e.set(true, e.holdUntil())
+			if err := e.set(true, e.holdUntil()); err != nil {
+				return unfenced(err)
+			}
 			log.V(1).Info("renewing the gateway Lease while holding", "error", err.Error())
 		default:
 			// Try again soon: more than one attempt fits into RenewDeadline.
@@ -351,7 +391,7 @@ func (e *Elector) release(ctx context.Context, held *coordinationv1.Lease) {
 	e.mu.Lock()
 	keep := e.fenced
 	e.mu.Unlock()
-	e.setTerm(false, time.Time{}, keep)
+	_ = e.setTerm(false, time.Time{}, keep) // keep is what the fence holds: no write
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.timing.RenewDeadline)
 	defer cancel()
 	for range 2 {
@@ -463,17 +503,24 @@ func (e *Elector) get(ctx context.Context) (*coordinationv1.Lease, error) {
 }
 
 // renewedAt makes this node active for RenewDeadline after a renewal sent then, and its
-// data path for the renewal's term.
-func (e *Elector) renewedAt(sent time.Time) {
+// data path for the renewal's term; an error: the fence could not be written, and the
+// node is not active.
+func (e *Elector) renewedAt(sent time.Time) error {
 	e.mu.Lock()
 	e.termEnd = sent.Add(e.timing.LeaseDuration - fenceMargin)
 	e.mu.Unlock()
-	e.set(true, sent.Add(e.timing.RenewDeadline))
+	return e.set(true, sent.Add(e.timing.RenewDeadline))
 }
 
+// stepDown makes this node not active and closes its fence. A fence that cannot be
+// written keeps the term it last took, which runs out by itself; the campaign writes it
+// again before it takes the Lease (fenceWorks).
+func (e *Elector) stepDown() { _ = e.set(false, time.Time{}) }
+
 // set makes this node active until until, or not active; its data path may carry
-// traffic as long as it is active and until its last renewal's term ends.
-func (e *Elector) set(active bool, until time.Time) {
+// traffic as long as it is active and until its last renewal's term ends. An error: the
+// fence could not be written (see setTerm).
+func (e *Elector) set(active bool, until time.Time) error {
 	var fence time.Time
 	if active {
 		e.mu.Lock()
@@ -483,28 +530,61 @@ func (e *Elector) set(active bool, until time.Time) {
 		}
 		e.mu.Unlock()
 	}
-	e.setTerm(active, until, fence)
+	return e.setTerm(active, until, fence)
 }
 
-// setTerm sets the state and tells the fence, then onChange, of what changed: the
-// fence first, so that a node becoming active has its data path open before it
-// converges it.
-func (e *Elector) setTerm(active bool, until, fence time.Time) {
+// setTerm tells the fence what changed, then sets the state, then tells onChange: the
+// fence first, so that a node becoming active has its data path open before anyone (its
+// own passes included) reads it as active. It fails closed: when the fence cannot be
+// written, the node is not active, whatever was asked, and the error is returned; the
+// kernel keeps the term it last took.
+func (e *Elector) setTerm(active bool, until, fence time.Time) error {
 	e.mu.Lock()
+	refence := e.fence != nil && !fence.Equal(e.fenced)
+	e.mu.Unlock()
+	var err error
+	if refence {
+		err = e.fence(fence)
+	}
+	e.mu.Lock()
+	switch {
+	case err != nil:
+		e.fenceErr = err
+		active, until = false, time.Time{}
+	case refence:
+		e.fenced, e.fenceErr, e.fenceWritten = fence, nil, true
+	}
 	changed := e.active != active
 	e.active, e.until, e.settled = active, until, true
 	if !active && fence.IsZero() {
 		e.termEnd = time.Time{}
 	}
-	refence := !fence.Equal(e.fenced)
-	e.fenced = fence
 	e.mu.Unlock()
-	if refence && e.fence != nil {
-		e.fence(fence)
-	}
 	if changed && e.onChange != nil {
 		e.onChange(active)
 	}
+	return err
+}
+
+// fenceWorks says, before this node takes the Lease, whether its fence can be written:
+// after a failed write, or when none has been written yet, it writes a closed fence (the
+// node holds nothing while it campaigns) and says whether that worked. A node the Lease
+// still names (its agent restarted) skips the first one: closing would stop the data
+// path it still runs; it retakes the Lease and steps down if the fence then fails.
+func (e *Elector) fenceWorks(named bool) error {
+	e.mu.Lock()
+	check := e.fence != nil && (e.fenceErr != nil || !e.fenceWritten && !named)
+	e.mu.Unlock()
+	if !check {
+		return nil
+	}
+	err := e.fence(time.Time{})
+	e.mu.Lock()
+	if e.fenceErr = err; err == nil {
+		e.fenced, e.fenceWritten = time.Time{}, true
+	}
+	e.mu.Unlock()
+	return err
 }
 
 func (e *Elector) settle() {

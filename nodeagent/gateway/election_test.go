@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -35,6 +36,7 @@ func TestElectionOnARealAPIServer(t *testing.T) {
 		{"an API server down for all keeps the holder", apiServerDownKeepsTheHolder},
 		{"a holder cut off alone steps down although it may hold", cutOffHolderThatMayHoldStepsDown},
 		{"a dead holder's data path is fenced off before the standby takes over", deadHolderIsFencedOff},
+		{"a holder whose fence cannot be written steps down until it can", unwritableFenceStepsDown},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.test(t, api) })
 	}
@@ -104,19 +106,42 @@ type candidate struct {
 }
 
 // fence stands in for the kernel's: it keeps the last term the elector told it, and
-// once the candidate is dead (its process gone) it keeps that for good.
+// once the candidate is dead (its process gone) it keeps that for good. While broken is
+// set, every write fails with it and the fence keeps what it had, as a failed nftables
+// transaction does.
 type fence struct {
-	mu    sync.Mutex
-	until time.Time
-	dead  bool
+	mu     sync.Mutex
+	until  time.Time
+	dead   bool
+	broken error
+	// writes counts the writes tried, failed ones included.
+	writes int
 }
 
-func (f *fence) tell(until time.Time) {
+func (f *fence) tell(until time.Time) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.writes++
+	if f.broken != nil {
+		return f.broken
+	}
 	if !f.dead {
 		f.until = until
 	}
+	return nil
+}
+
+// breakWith makes every write fail with err from now on; nil heals the fence.
+func (f *fence) breakWith(err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.broken = err
+}
+
+func (f *fence) tried() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.writes
 }
 
 // die freezes the fence as the kernel holds it when the agent is killed.
@@ -468,6 +493,63 @@ func deadHolderIsFencedOff(t *testing.T, api *rest.Config) {
 	}
 	t.Logf("a dead holder's data path stayed open %s after the kill; it had stopped %s before the standby took over",
 		spread(open), spread(margins))
+}
+
+// The fence fails closed: the holder whose fence write fails stops being active and
+// releases the Lease at its next renewal, the standby takes over at once, and the broken
+// node takes the Lease again (even a free one) only once its fence can be written.
+func unwritableFenceStepsDown(t *testing.T, api *rest.Config) {
+	ns := electionNamespace(t, api)
+	rec := &terms{}
+	timing := FastTiming()
+	cs := map[string]*candidate{"gw1": campaign(t, api, ns, "gw1", rec), "gw2": campaign(t, api, ns, "gw2", rec)}
+	holder := activeOne(t, 5*time.Second, cs["gw1"], cs["gw2"])
+	other := cs[map[string]string{"gw1": "gw2", "gw2": "gw1"}[holder.name]]
+
+	holder.fence.breakWith(errors.New("injected: the fence cannot be written"))
+	// Its next renewal (within RetryPeriod) writes the fence, fails and steps down.
+	stepped := until(t, timing.RetryPeriod+400*time.Millisecond, holder.name+" steps down", func() bool { return !holder.el.Active() })
+	// Released, not left to expire: the standby takes over at once.
+	took := until(t, 2*time.Second, other.name+" takes over", other.el.Active)
+	t.Logf("with its fence broken %s stepped down after %v; %s took over %v later", holder.name, stepped.Round(time.Millisecond),
+		other.name, took.Round(time.Millisecond))
+
+	// The broken node keeps trying its fence, and while it fails it takes no Lease, not
+	// even one nobody holds.
+	other.stop()
+	tries := holder.fence.tried()
+	for end := time.Now().Add(3 * timing.LeaseDuration); time.Now().Before(end); time.Sleep(time.Millisecond) {
+		if holder.el.Active() {
+			t.Fatalf("%s took the gateway while its fence cannot be written", holder.name)
+		}
+	}
+	if h := leaseHolderIn(t, api, ns); h == holder.name {
+		t.Fatalf("%s holds the Lease while its fence cannot be written", holder.name)
+	}
+	if holder.fence.tried() == tries {
+		t.Fatalf("%s did not try its fence again in %v", holder.name, 3*timing.LeaseDuration)
+	}
+
+	holder.fence.breakWith(nil)
+	until(t, timing.RetryPeriod+time.Second, holder.name+" takes the free Lease once its fence works", holder.el.Active)
+	if left := time.Until(holder.fence.term()); left <= 0 {
+		t.Errorf("%s is active with a fence that ended %v ago", holder.name, -left)
+	}
+	requireNoOverlap(t, rec)
+}
+
+// leaseHolderIn is the holder of the gateway Lease in ns ("": none).
+func leaseHolderIn(t *testing.T, api *rest.Config, ns string) string {
+	t.Helper()
+	kube, err := kubernetes.NewForConfig(api)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := kube.CoordinationV1().Leases(ns).Get(context.Background(), LeaseName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return holderOf(l)
 }
 
 // askingPair starts two candidates that may hold through an API server that answers

@@ -22,6 +22,12 @@ const (
 	PortDNATMap    = "gn-svc-port"  // a service's global IP . port → the endpoints' target port
 	PreroutingNAT  = "gn-ingress"
 	PostroutingNAT = "gn-egress"
+	// EgressPriority runs the egress SNAT before every other source NAT on the node:
+	// the route agent's identity mapping for remote traffic (90, route.SourceChain), and
+	// at srcnat (100) kube-proxy's and the CNI's masquerades, which would otherwise take
+	// a pod's connection to a remote global IP first (the first NAT chain that binds a
+	// mapping ends the hook's walk) and send it from the node's own address.
+	EgressPriority = 80
 	// Slots per load-balanced service; an endpoint fills Slots/len(endpoints) of them.
 	Slots = 16
 	// hashSeed keeps the egress IP of a source stable across restarts.
@@ -123,7 +129,7 @@ func Compute(in Input) kernel.State {
 				" : ip daddr . th dport map @"+PortDNATMap,
 				kernel.SaddrInSet(RemoteSet), kernel.DNATDaddrSlotPortMap(SlotDNATMap, Slots, PortDNATMap)),
 		}},
-		{Name: PostroutingNAT, Type: "nat", Hook: "postrouting", Priority: 110, Rules: []kernel.NFTRule{
+		{Name: PostroutingNAT, Type: "nat", Hook: "postrouting", Priority: EgressPriority, Rules: []kernel.NFTRule{
 			rule("ip daddr @"+RemoteSet+" ip saddr @"+PodSNATMap+" snat to ip saddr map @"+PodSNATMap,
 				kernel.DaddrInSet(RemoteSet), kernel.SNATSaddrMap(PodSNATMap)),
 			rule("ip daddr @"+RemoteSet+" ip saddr @"+LocalSet+" snat to jhash ip saddr mod "+strconv.Itoa(len(egress))+" map @"+EgressMap,

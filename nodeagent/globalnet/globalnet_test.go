@@ -41,7 +41,7 @@ func TestCompute(t *testing.T) {
 		"242.0.1.20 . 0 : 10.7.0.7\n", "242.0.1.20 . 1 : 10.7.0.8\n", "242.0.1.20 . 2 : 10.7.0.9\n", "242.0.1.20 . 15 : 10.7.0.7\n",
 		"snat to jhash ip saddr mod 2 map @gn-egress",
 		"chain gn-ingress type=nat hook=prerouting priority=-110",
-		"chain gn-egress type=nat hook=postrouting priority=110",
+		"chain gn-egress type=nat hook=postrouting priority=80",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("missing %q in:\n%s", want, got)

@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/vishvananda/netlink"
 
@@ -31,6 +32,9 @@ type Linux struct {
 	// fencedPort is the port the fence's table was built for (0: not built by us).
 	fenceMu    sync.Mutex
 	fencedPort uint16
+
+	// lostWatches counts the netlink subscriptions Watch lost and made again.
+	lostWatches atomic.Int64
 }
 
 // NewLinux binds to the namespace ns; netns.None() means the caller's own.

@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -217,4 +219,78 @@ func TestLinuxMACAndNeighborSetInPlace(t *testing.T) {
 	if err := Apply(ctx, k, testOwn, want); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestLinuxWatchSurvivesALostSubscription: a burst of changes while the agent is busy
+// overflows the netlink socket (ENOBUFS), which ends the subscription. The watch then
+// subscribes again and asks for one resync, instead of reading on from the closed
+// channels, which took most of a core on the active gateway of 254 peers; and a change
+// behind our back after that is still reported.
+func TestLinuxWatchSurvivesALostSubscription(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	k := newLinuxInNetns(t).(*Linux)
+	own := Route{Table: testOwn.Table, Protocol: testOwn.Protocol, Dst: netip.MustParsePrefix("10.9.0.0/24"), Dev: "eth0"}
+	if err := k.ReplaceRoute(ctx, own); err != nil {
+		t.Fatal(err)
+	}
+	var calls atomic.Int64
+	busy := make(chan struct{})
+	if err := k.Watch(ctx, testOwn.Protocol, func() {
+		if calls.Add(1) == 1 {
+			<-busy // the first pass takes its time: nobody reads the socket meanwhile
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := k.AddAddr(ctx, "eth0", netip.MustParsePrefix("10.0.0.5/32")); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(2 * time.Second)
+	for calls.Load() == 0 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	// Far more route messages than the socket's default buffer holds.
+	for i := range 4000 {
+		r := Route{Table: testOwn.Table, Dst: netip.PrefixFrom(netip.AddrFrom4([4]byte{10, 100, byte(i / 256), byte(i % 256)}), 32), Dev: "eth0"}
+		if err := k.ReplaceRoute(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(busy)
+	time.Sleep(time.Second)
+	if k.lostWatches.Load() == 0 {
+		t.Fatal("4,000 route changes did not overflow the subscription: the test proves nothing")
+	}
+	// Nothing changes now: the watch must cost (next to) nothing. Reading on from a
+	// closed channel spins, with or without calls of changed.
+	before, cpu := calls.Load(), cpuTime(t)
+	time.Sleep(time.Second)
+	if n := calls.Load() - before; n > 10 {
+		t.Fatalf("%d calls of changed in the second after the burst, with nothing changing", n)
+	}
+	if used := cpuTime(t) - cpu; used > 200*time.Millisecond {
+		t.Fatalf("the watch used %v of CPU in the second after the burst, with nothing changing", used)
+	}
+	if err := k.DeleteRoute(ctx, own); err != nil {
+		t.Fatal(err)
+	}
+	deadline = time.Now().Add(2 * time.Second)
+	for calls.Load() == before && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	if calls.Load() == before {
+		t.Fatal("no call after one of our routes was deleted behind our back, once the subscription was made again")
+	}
+	t.Logf("subscriptions lost and made again: %d; calls: %d", k.lostWatches.Load(), calls.Load())
+}
+
+// cpuTime is the CPU time this process has used so far.
+func cpuTime(t *testing.T) time.Duration {
+	t.Helper()
+	var ru unix.Rusage
+	if err := unix.Getrusage(unix.RUSAGE_SELF, &ru); err != nil {
+		t.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -81,6 +81,16 @@ func ClampMSSToRoute() []expr.Any {
 	}
 }
 
+// SNATToSaddr is "snat to ip saddr": the identity mapping. It binds the connection's
+// source NAT without changing it (the port too, unless another connection holds the
+// same tuple, as for any binding), so no later NAT chain at the hook translates it.
+func SNATToSaddr() []expr.Any {
+	return []expr.Any{
+		&expr.Payload{DestRegister: reg1, Base: expr.PayloadBaseNetworkHeader, Offset: 12, Len: 4},
+		&expr.NAT{Type: expr.NATTypeSourceNAT, Family: unix.NFPROTO_IPV4, RegAddrMin: reg1},
+	}
+}
+
 // SNATSaddrMap is "snat to ip saddr map @m".
 func SNATSaddrMap(m string) []expr.Any {
 	return []expr.Any{

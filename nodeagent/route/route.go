@@ -1,7 +1,6 @@
 package route
 
 import (
-	"fmt"
 	"net"
 	"net/netip"
 	"slices"
@@ -34,12 +33,13 @@ const (
 	MSSChain = "mss-clamp"
 	// RemoteSet holds every remote CIDR.
 	RemoteSet = "remote-cidrs"
-	// SourceChain keeps kube-proxy from masquerading remote clusters' traffic.
+	// SourceChain keeps every masquerade on the node (the CNI's, kube-proxy's, in
+	// whatever table) off remote clusters' traffic: see nftState.
 	SourceChain = "keep-remote-source"
-	// DefaultKubeProxyMasqueradeBit is kube-proxy's --masquerade-bit default (iptables
-	// and nftables mode): the packet mark bit it sets on connections it masquerades.
-	DefaultKubeProxyMasqueradeBit  = 14
-	DefaultKubeProxyMasqueradeMark = 1 << DefaultKubeProxyMasqueradeBit
+	// SourceChainPriority runs SourceChain before the srcnat NAT chains (100) of
+	// iptables' nat table, kube-proxy and the CNIs, and after globalnet's egress SNAT
+	// (globalnet.EgressPriority), whose translation must win over it.
+	SourceChainPriority = 90
 )
 
 // Ownership is everything the agent may create, change and remove on a node.
@@ -70,9 +70,6 @@ type Input struct {
 	CableOverhead int
 	// RemoteCIDRs are the CIDRs of every Peer.
 	RemoteCIDRs []netip.Prefix
-	// KubeProxyMasqueradeMark is the mark bit kube-proxy masquerades on, cleared on
-	// remote clusters' packets; 0 leaves kube-proxy's marks alone.
-	KubeProxyMasqueradeMark uint32
 }
 
 // VTEP is a node's address on vx-strait: 241.x.y.z from the low three bytes of its
@@ -120,7 +117,7 @@ func Compute(in Input) kernel.State {
 	st := kernel.State{
 		Rules:   []kernel.Rule{{Priority: RulePriority, Table: Table}},
 		Sysctls: map[string]string{"net/ipv4/conf/" + VXLANDevice + "/rp_filter": "2"},
-		NFT:     nftState(remote, in.KubeProxyMasqueradeMark),
+		NFT:     nftState(remote),
 	}
 	if onGateway {
 		// Every other node may send here; FDB entries let ARP replies go back.
@@ -152,33 +149,46 @@ func Compute(in Input) kernel.State {
 }
 
 // nftState is the nftables part: the remote CIDRs, the MSS clamp for SYNs towards
-// them, and the source of their connections kept.
+// them, and the addresses of remote clusters' connections kept.
 //
-// A remote pod's connection to a ClusterIP is translated by kube-proxy on the gateway it
-// enters through; as its source lies outside the cluster CIDR, kube-proxy also marks it
-// for masquerade, and the server would see the gateway's address instead of the
-// caller's. Clearing the mark bit before kube-proxy's postrouting NAT (priority srcnat)
-// keeps the source: the reply still comes back through the gateway (the remote CIDRs
-// are routed there), where conntrack undoes the DNAT.
-func nftState(remote []netip.Prefix, masqueradeMark uint32) *kernel.NFTable {
+// A connection between clusters must keep both its addresses on every node it crosses:
+// a masquerade anywhere on the way swaps the caller's pod IP for a node address the
+// other cluster cannot route back to (or, through a ClusterIP, hides the caller). Nodes
+// masquerade for several owners, none of them Strait: kube-proxy marks a remote pod's
+// connection to a ClusterIP for masquerade (its source lies outside the cluster CIDR);
+// kindnet, the bridge plugin's ipMasq and flannel's --ip-masq masquerade pod traffic to
+// anything outside the cluster's pod CIDR, flannel also traffic from outside it to pods
+// on other nodes; in iptables' nat table (legacy or nft) or in tables of their own, and
+// they rewrite those rules whenever they resync.
+//
+// Netfilter makes one source NAT decision per connection: the NAT chains of the
+// postrouting hook, from every table and framework, run in priority order on the
+// connection's first packet, and the first that binds a mapping ends the walk
+// (nf_nat_inet_fn); a plain accept does not, so Submariner's ACCEPT at the head of
+// iptables' POSTROUTING keeps only iptables' masquerade away. SourceChain is a NAT chain
+// at SourceChainPriority, ahead of every srcnat chain, that binds the identity mapping
+// (snat to the packet's own source) for connections to and from the remote CIDRs: no
+// later masquerade sees them, whoever owns it, and nothing of theirs is edited, so
+// their resyncs cannot undo it and removing Strait's table restores them as they were.
+// The reply of a connection to a ClusterIP still comes back through the gateway (the
+// remote CIDRs are routed there), where conntrack undoes the DNAT.
+func nftState(remote []netip.Prefix) *kernel.NFTable {
 	clamp := kernel.NFTRule{Text: "ip daddr @" + RemoteSet + " tcp flags syn tcp option maxseg size set rt mtu"}
 	clamp.Exprs = append(clamp.Exprs, kernel.DaddrInSet(RemoteSet)...)
 	clamp.Exprs = append(clamp.Exprs, kernel.TCPSyn()...)
 	clamp.Exprs = append(clamp.Exprs, kernel.ClampMSSToRoute()...)
-	t := &kernel.NFTable{Name: NFTable,
-		Sets:   []kernel.NFTSet{{Name: RemoteSet, Key: "ipv4_addr", Interval: true, Elements: kernel.IntervalElements(remote)}},
-		Chains: []kernel.NFTChain{{Name: MSSChain, Type: "filter", Hook: "forward", Priority: -150, Rules: []kernel.NFTRule{clamp}}}}
-	if masqueradeMark != 0 {
-		// Only a connection's first packet: NAT chains see no other, and the rest of a
-		// stream pays one conntrack state test instead of a set lookup.
-		keep := kernel.NFTRule{Text: fmt.Sprintf("ct state new ip saddr @%s meta mark set meta mark & %#08x", RemoteSet, ^masqueradeMark)}
-		keep.Exprs = append(keep.Exprs, kernel.CtStateNew()...)
-		keep.Exprs = append(keep.Exprs, kernel.SaddrInSet(RemoteSet)...)
-		keep.Exprs = append(keep.Exprs, kernel.ClearMarkBits(masqueradeMark)...)
-		t.Chains = append(t.Chains, kernel.NFTChain{Name: SourceChain, Type: "filter", Hook: "postrouting", Priority: 99,
-			Rules: []kernel.NFTRule{keep}})
-	}
-	return t
+	to := kernel.NFTRule{Text: "ip daddr @" + RemoteSet + " snat to ip saddr"}
+	to.Exprs = append(to.Exprs, kernel.DaddrInSet(RemoteSet)...)
+	to.Exprs = append(to.Exprs, kernel.SNATToSaddr()...)
+	from := kernel.NFTRule{Text: "ip saddr @" + RemoteSet + " snat to ip saddr"}
+	from.Exprs = append(from.Exprs, kernel.SaddrInSet(RemoteSet)...)
+	from.Exprs = append(from.Exprs, kernel.SNATToSaddr()...)
+	return &kernel.NFTable{Name: NFTable,
+		Sets: []kernel.NFTSet{{Name: RemoteSet, Key: "ipv4_addr", Interval: true, Elements: kernel.IntervalElements(remote)}},
+		Chains: []kernel.NFTChain{
+			{Name: MSSChain, Type: "filter", Hook: "forward", Priority: -150, Rules: []kernel.NFTRule{clamp}},
+			{Name: SourceChain, Type: "nat", Hook: "postrouting", Priority: SourceChainPriority, Rules: []kernel.NFTRule{to, from}},
+		}}
 }
 
 // canonical sorts, masks and de-duplicates IPv4 prefixes.

@@ -22,8 +22,7 @@ func prefixes(ss ...string) []netip.Prefix {
 func TestCompute(t *testing.T) {
 	nodes := []Node{n("gw1", "10.0.0.1"), n("gw2", "10.0.0.2"), n("plain", "10.0.0.3")}
 	base := Input{Nodes: nodes, Underlay: "eth0", UnderlayMTU: 1500, CableOverhead: 80,
-		RemoteCIDRs:             prefixes("10.20.0.0/16", "10.10.0.0/16", "10.20.0.0/16"),
-		KubeProxyMasqueradeMark: DefaultKubeProxyMasqueradeMark}
+		RemoteCIDRs: prefixes("10.20.0.0/16", "10.10.0.0/16", "10.20.0.0/16")}
 	for _, tc := range []struct {
 		name   string
 		mutate func(*Input)
@@ -48,13 +47,16 @@ func TestCompute(t *testing.T) {
 			"link vx-strait vni=4242 port=4804 local=10.0.0.1 parent=eth0 mtu=1450 addrs=[241.0.0.1/8] fdb=[10.0.0.2 10.0.0.3]",
 			"set remote-cidrs 10.10.0.0/16 10.20.0.0/16",
 			"chain mss-clamp filter forward -150: ip daddr @remote-cidrs tcp flags syn tcp option maxseg size set rt mtu",
-			// kube-proxy (srcnat, 100) must not masquerade remote callers of a ClusterIP.
-			"chain keep-remote-source filter postrouting 99: ct state new ip saddr @remote-cidrs meta mark set meta mark & 0xffffbfff",
+			// Ahead of every srcnat (100) masquerade, kube-proxy's and the CNI's: remote
+			// traffic keeps its addresses both ways.
+			"chain keep-remote-source nat postrouting 90: ip daddr @remote-cidrs snat to ip saddr",
+			"chain keep-remote-source nat postrouting 90: ip saddr @remote-cidrs snat to ip saddr",
 		}},
-		{name: "kube-proxy's mark bit is configurable", mutate: func(in *Input) {
-			in.Self, in.Gateway, in.KubeProxyMasqueradeMark = nodes[0], nodes[0], 1<<5
+		{name: "every node keeps the CNI's masquerade off remote traffic", mutate: func(in *Input) {
+			in.Self, in.Gateway = nodes[2], nodes[0]
 		}, want: []string{
-			"chain keep-remote-source filter postrouting 99: ct state new ip saddr @remote-cidrs meta mark set meta mark & 0xffffffdf",
+			"chain keep-remote-source nat postrouting 90: ip daddr @remote-cidrs snat to ip saddr",
+			"chain keep-remote-source nat postrouting 90: ip saddr @remote-cidrs snat to ip saddr",
 		}},
 		{name: "small cable overhead: the VXLAN leg decides the MTU", mutate: func(in *Input) {
 			in.Self, in.Gateway, in.CableOverhead = nodes[2], nodes[0], 0

@@ -62,10 +62,10 @@ func NewLab(t testing.TB) *Lab {
 	l := &Lab{
 		WANNS: id + "-wan",
 		A: Site{ClusterID: "cluster-a", GatewayNS: id + "-gwa", PodNS: id + "-poda",
-			WANIP: netip.MustParseAddr("192.0.2.1"), GatewayPodIP: netip.MustParseAddr("10.1.0.1"),
+			WANIP: netip.MustParseAddr("198.18.0.1"), GatewayPodIP: netip.MustParseAddr("10.1.0.1"),
 			PodIP: netip.MustParseAddr("10.1.0.10"), CIDR: netip.MustParsePrefix("10.1.0.0/16")},
 		B: Site{ClusterID: "cluster-b", GatewayNS: id + "-gwb", PodNS: id + "-podb",
-			WANIP: netip.MustParseAddr("192.0.2.2"), GatewayPodIP: netip.MustParseAddr("10.2.0.1"),
+			WANIP: netip.MustParseAddr("198.18.0.2"), GatewayPodIP: netip.MustParseAddr("10.2.0.1"),
 			PodIP: netip.MustParseAddr("10.2.0.10"), CIDR: netip.MustParsePrefix("10.2.0.0/16")},
 	}
 	t.Cleanup(func() { l.destroy(t) })

@@ -117,7 +117,7 @@ func Run(t *testing.T, s Suite) {
 	t.Run("the remote gateway moves to another address", func(t *testing.T) {
 		// What a peer sees on failover: the remote cluster's active gateway is now at
 		// another address (with the same key), and a new agent runs there.
-		moved := netip.MustParseAddr("192.0.2.3")
+		moved := netip.MustParseAddr("198.18.0.3")
 		MustRun(t, "ip", "-n", b.GatewayNS, "addr", "del", b.WANIP.String()+"/24", "dev", "eth0")
 		MustRun(t, "ip", "-n", b.GatewayNS, "addr", "add", moved.String()+"/24", "dev", "eth0")
 		old := regexp.MustCompile(regexp.QuoteMeta(b.WANIP.String()) + `\b`)
@@ -316,6 +316,6 @@ func goneRemote(t testing.TB) cable.Remote {
 	if _, err := rand.Read(key[:]); err != nil {
 		t.Fatal(err)
 	}
-	return cable.Remote{ClusterID: "cluster-c", IP: netip.MustParseAddr("192.0.2.9"), Port: 4999,
+	return cable.Remote{ClusterID: "cluster-c", IP: netip.MustParseAddr("198.18.0.9"), Port: 4999,
 		PublicKey: base64.StdEncoding.EncodeToString(key[:]), CIDRs: []netip.Prefix{netip.MustParsePrefix("10.3.0.0/16")}}
 }

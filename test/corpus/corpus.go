@@ -10,6 +10,15 @@ import (
 	"strings"
 )
 
+// Who must refuse a case: the CRD's OpenAPI schema (and the API server's strict
+// decoding) or the hub's validating webhook (plan.Validate). The schema refuses first:
+// a case it refuses never reaches the webhook, so a case the webhook must refuse is one
+// the schema lets through.
+const (
+	BySchema  = "schema"
+	ByWebhook = "webhook"
+)
+
 // Case is one invalid ClusterSet and the field paths its refusal must name.
 type Case struct {
 	// Name is the file's base name, e.g. "01-pod-cidr-host-bits.yaml".
@@ -18,6 +27,8 @@ type Case struct {
 	Data []byte
 	// Want are the field paths from the file's "# want: PATH" header lines.
 	Want []string
+	// RefusedBy is BySchema or ByWebhook, from the file's "# refused-by: WHO" line.
+	RefusedBy string
 }
 
 // Dir is plan/testdata/invalid, found from this file so any package's test can use it.
@@ -26,8 +37,8 @@ func Dir() string {
 	return filepath.Join(filepath.Dir(file), "..", "..", "plan", "testdata", "invalid")
 }
 
-// Load reads every case; a file without a want line is an error, so that a case
-// cannot pass by naming nothing.
+// Load reads every case; a file without a want line or without one refused-by line is
+// an error, so that a case cannot pass by naming nothing or by being refused by anyone.
 func Load() ([]Case, error) {
 	files, err := filepath.Glob(filepath.Join(Dir(), "*.yaml"))
 	if err != nil {
@@ -45,12 +56,22 @@ func Load() ([]Case, error) {
 		c := Case{Name: filepath.Base(f), Path: f, Data: data}
 		sc := bufio.NewScanner(bytes.NewReader(data))
 		for sc.Scan() {
-			if rest, ok := strings.CutPrefix(strings.TrimSpace(sc.Text()), "# want:"); ok {
+			line := strings.TrimSpace(sc.Text())
+			if rest, ok := strings.CutPrefix(line, "# want:"); ok {
 				c.Want = append(c.Want, strings.TrimSpace(rest))
+			}
+			if rest, ok := strings.CutPrefix(line, "# refused-by:"); ok {
+				if c.RefusedBy != "" {
+					return nil, fmt.Errorf("%s: more than one \"# refused-by:\" line", f)
+				}
+				c.RefusedBy = strings.TrimSpace(rest)
 			}
 		}
 		if len(c.Want) == 0 {
 			return nil, fmt.Errorf("%s: no \"# want: PATH\" line", f)
+		}
+		if c.RefusedBy != BySchema && c.RefusedBy != ByWebhook {
+			return nil, fmt.Errorf("%s: refused-by %q: want a line \"# refused-by: %s\" or \"# refused-by: %s\"", f, c.RefusedBy, BySchema, ByWebhook)
 		}
 		cases = append(cases, c)
 	}

@@ -45,12 +45,12 @@ func BenchmarkCableThroughput(b *testing.B) {
 	env.RestoreClusterSetSpec(b)
 	ensurePSKSecret(b)
 	const iperfImage = "strait.io/lab/iperf3"
-	client := sourcePods(b, "c1")[0]
-	local := env.PodOn(b, "c1", nodeOfKind(b, "c1", true), iperfImage).Status.PodIP
-	remote := env.PodOn(b, "c2", nodeOfKind(b, "c2", false), iperfImage).Status.PodIP
+	client := env.SourcePods(b, "c1")[0]
+	local := env.PodOn(b, "c1", env.NodeOfKind(b, "c1", true), iperfImage).Status.PodIP
+	remote := env.PodOn(b, "c2", env.NodeOfKind(b, "c2", false), iperfImage).Status.PodIP
 	for _, driver := range []straitv1.CableDriver{straitv1.CableWireGuard, straitv1.CableIPsec, straitv1.CableVXLAN} {
 		b.Run(string(driver), func(b *testing.B) {
-			benchCable(b, driver, client.ns, local, remote, os.Getenv("STRAIT_BENCH_PERF"))
+			benchCable(b, driver, client.NS, local, remote, os.Getenv("STRAIT_BENCH_PERF"))
 		})
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"os/exec"
-	"slices"
 	"testing"
 	"time"
 
@@ -20,7 +19,6 @@ import (
 
 	"github.com/straitnet/strait/lab"
 	"github.com/straitnet/strait/lab/topology"
-	"github.com/straitnet/strait/lab/workload"
 	"github.com/straitnet/strait/nodeagent/cable/ipsec"
 	"github.com/straitnet/strait/nodeagent/cable/vxlan"
 	"github.com/straitnet/strait/nodeagent/cable/wireguard"
@@ -53,10 +51,10 @@ func TestCables(t *testing.T) {
 			for _, cluster := range members() {
 				waitActiveGateway(t, cluster, driver)
 			}
-			sources := sourcePods(t, "c1")
+			sources := env.SourcePods(t, "c1")
 			remote := env.SamplePods(t, "c2", lab.WhereamiSS)[0]
 			require.Eventually(t, switchTimeout, "c1 → c2's pod over "+string(driver), func() error {
-				_, err := labtest.TryWhereami(sources[0].ns, net.JoinHostPort(remote.Status.PodIP, "8080"))
+				_, err := labtest.TryWhereami(sources[0].NS, net.JoinHostPort(remote.Status.PodIP, "8080"))
 				return err
 			})
 			t.Logf("%s: ClusterSet updated → first GET across: %s", driver, time.Since(start).Round(time.Millisecond))
@@ -166,83 +164,31 @@ func gatewaySummary(gws []straitv1.Gateway) []string {
 	return out
 }
 
-// source is a pod traffic starts from.
-type source struct {
-	name, node, ns, ip string
-	gateway            bool
-}
-
-// sourcePods are two client pods of the cluster: one on a plain node (its traffic
-// reaches the active gateway through vx-strait) and one on a gateway-capable node.
-func sourcePods(t testing.TB, cluster string) []source {
-	t.Helper()
-	var out []source
-	for _, gateway := range []bool{false, true} {
-		node := nodeOfKind(t, cluster, gateway)
-		p := env.PodOn(t, cluster, node, clientImage)
-		out = append(out, source{name: p.Name, node: node, ns: env.PodNetNS(t, cluster, p),
-			ip: p.Status.PodIP, gateway: gateway})
-	}
-	return out
-}
-
-// clientImage and whereamiImage name the sample apps PodOn runs (lab.SampleContainer).
-const (
-	clientImage   = "strait.io/lab/client"
-	whereamiImage = "strait.io/lab/whereami"
-)
-
-// nodeOfKind is the first gateway-capable or the first plain node of a cluster.
-func nodeOfKind(t testing.TB, cluster string, gateway bool) string {
-	t.Helper()
-	c, _ := env.Topo.Cluster(cluster)
-	for _, n := range c.Nodes {
-		if n.Gateway == gateway {
-			return n.Name
-		}
-	}
-	t.Fatalf("%s: no node with gateway=%v", cluster, gateway)
-	return ""
-}
-
 // checkAcross is what a user of c1 checks of c2 from src.
-func checkAcross(t *testing.T, src source, remote corev1.Pod) {
+func checkAcross(t *testing.T, src labtest.Source, remote corev1.Pod) {
 	t.Helper()
-	where := fmt.Sprintf("from %s on %s (gateway node: %v)", src.name, src.node, src.gateway)
-	a, err := labtest.TryWhereami(src.ns, net.JoinHostPort(remote.Status.PodIP, "8080"))
-	if err != nil || a.Pod != remote.Name || a.Caller != src.ip {
-		t.Errorf("%s → c2's pod %s: %+v, %v; want %s answering, seeing the caller's pod IP %s", where, remote.Status.PodIP, a, err, remote.Name, src.ip)
-	}
-	svc, err := env.HostClient(t, "c2").CoreV1().Services(lab.SampleNamespace).Get(context.Background(), lab.WhereamiCS, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	// kube-proxy on c2's gateway translates the ClusterIP; the caller stays the pod.
-	if a, err := labtest.TryWhereami(src.ns, net.JoinHostPort(svc.Spec.ClusterIP, "80")); err != nil || a.Cluster != "c2" || a.Caller != src.ip {
-		t.Errorf("%s → c2's ClusterIP %s: %+v, %v; want c2 answering, seeing the caller's pod IP %s", where, svc.Spec.ClusterIP, a, err, src.ip)
-	}
+	env.CheckAcross(t, src, "c2", remote)
+	where := fmt.Sprintf("from %s on %s (gateway node: %v)", src.Name, src.Node, src.Gateway)
+	// The names without a cluster: c2 alone exports, so they too are c2's.
 	for _, n := range []struct{ name, port string }{
 		{"whereami-cs.sample.svc.clusterset.local", "80"},
-		{"c2.whereami-cs.sample.svc.clusterset.local", "80"},
 		{"whereami-ss.sample.svc.clusterset.local", "8080"},
-		{"whereami-0.c2.whereami-ss.sample.svc.clusterset.local", "8080"},
 	} {
 		// DNS follows the cable's health: right after a switch a name may wait for the
 		// Peer to be connected again, as a user's retry would.
-		var ips []string
-		var a workload.Answer
-		require.Eventually(t, converge, where+": "+n.name, func() error {
-			var err error
-			if ips, err = labtest.LookupInPod(context.Background(), src.ns, n.name); err != nil {
+		require.Eventually(t, labtest.Converge, where+": "+n.name, func() error {
+			ips, err := labtest.LookupInPod(context.Background(), src.NS, n.name)
+			if err != nil {
 				return err
 			}
-			if a, err = labtest.TryWhereami(src.ns, net.JoinHostPort(n.name, n.port)); err == nil && a.Cluster != "c2" {
-				err = fmt.Errorf("%v answered by %s, want c2", ips, a.Cluster)
+			a, err := labtest.TryWhereami(src.NS, net.JoinHostPort(n.name, n.port))
+			if err != nil {
+				return fmt.Errorf("%v: %w", ips, err)
 			}
-			return err
+			if a.Cluster != "c2" {
+				return fmt.Errorf("%v answered by %s, want c2", ips, a.Cluster)
+			}
+			return nil
 		})
-		if n.name == "whereami-0.c2.whereami-ss.sample.svc.clusterset.local" && (a.Pod != "whereami-0" || !slices.Contains(ips, a.PodIP)) {
-			t.Errorf("%s → %s = %v answered by %s (%s)", where, n.name, ips, a.Pod, a.PodIP)
-		}
 	}
 }

@@ -28,10 +28,6 @@ import (
 	"github.com/straitnet/strait/test/require"
 )
 
-// converge bounds how long a ClusterSet change may take to show in the members; the
-// tests log how long it took, BenchmarkClusterSetChangeToDNS measures it.
-const converge = 90 * time.Second
-
 // clusterIP is the ClusterIP of a sample service in a cluster.
 func clusterIP(t testing.TB, cluster, name string) string {
 	t.Helper()
@@ -46,7 +42,7 @@ func clusterIP(t testing.TB, cluster, name string) string {
 func resolvesTo(t testing.TB, cluster, name string, want []string) time.Duration {
 	t.Helper()
 	ns, _ := env.ClientNamespace(t, cluster)
-	return require.Eventually(t, converge, cluster+": "+name, func() error {
+	return require.Eventually(t, labtest.Converge, cluster+": "+name, func() error {
 		got, err := labtest.LookupInPod(context.Background(), ns, name)
 		if err != nil {
 			return err
@@ -63,7 +59,7 @@ func resolvesTo(t testing.TB, cluster, name string, want []string) time.Duration
 func gone(t testing.TB, cluster, name string) time.Duration {
 	t.Helper()
 	ns, _ := env.ClientNamespace(t, cluster)
-	return require.Eventually(t, converge, cluster+": "+name+" gone", func() error {
+	return require.Eventually(t, labtest.Converge, cluster+": "+name+" gone", func() error {
 		if got, err := labtest.LookupInPod(context.Background(), ns, name); err == nil {
 			return fmt.Errorf("still resolves to %v", got)
 		}
@@ -75,7 +71,7 @@ func gone(t testing.TB, cluster, name string) time.Duration {
 func answeredBy(t testing.TB, cluster, hostPort, want string) {
 	t.Helper()
 	ns, _ := env.ClientNamespace(t, cluster)
-	require.Eventually(t, converge, cluster+" → "+hostPort, func() error {
+	require.Eventually(t, labtest.Converge, cluster+" → "+hostPort, func() error {
 		a, err := labtest.TryWhereami(ns, hostPort)
 		if err == nil && a.Cluster != want {
 			err = fmt.Errorf("answered by %s, want %s", a.Cluster, want)
@@ -185,7 +181,7 @@ func TestRemovedClusterIsPruned(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	require.Eventually(t, converge, "c1: Peer c2 and the imports pruned", func() error {
+	require.Eventually(t, labtest.Converge, "c1: Peer c2 and the imports pruned", func() error {
 		peers := &straitv1.PeerList{}
 		imports := &mcsv1.ServiceImportList{}
 		if err := c1.List(ctx, peers, client.InNamespace(straitv1.SystemNamespace)); err != nil {
@@ -200,7 +196,7 @@ func TestRemovedClusterIsPruned(t *testing.T) {
 		return nil
 	})
 	gone(t, "c1", "whereami-cs.sample.svc.clusterset.local")
-	require.Eventually(t, converge, "c1 nodes: no route to c2's CIDRs", func() error {
+	require.Eventually(t, labtest.Converge, "c1 nodes: no route to c2's CIDRs", func() error {
 		c, _ := env.Topo.Cluster("c1")
 		for _, n := range c.Nodes {
 			out, err := exec.Command("ip", "-n", n.Namespace, "route", "show", "table", strconv.Itoa(route.Table)).CombinedOutput()
@@ -222,7 +218,7 @@ func TestRemovedClusterIsPruned(t *testing.T) {
 	answeredBy(t, "c1", "whereami-cs.sample.svc.clusterset.local:80", "c2")
 	ns, _ := env.ClientNamespace(t, "c1")
 	remote := env.SamplePods(t, "c2", lab.WhereamiSS)[0]
-	require.Eventually(t, converge, "c1 → c2's pod", func() error {
+	require.Eventually(t, labtest.Converge, "c1 → c2's pod", func() error {
 		_, err := labtest.TryWhereami(ns, net.JoinHostPort(remote.Status.PodIP, "8080"))
 		return err
 	})
@@ -240,7 +236,7 @@ func TestBadCommitIsRefusedAndRevertHeals(t *testing.T) {
 	good := env.RepoClusterSet(t)
 	// c1's Peer c2 as it settles after the tests before: pointing at c2's active gateway.
 	peer := &straitv1.Peer{}
-	require.Eventually(t, converge, "c1's Peer c2 points at c2's active gateway", func() error {
+	require.Eventually(t, labtest.Converge, "c1's Peer c2 points at c2's active gateway", func() error {
 		if err := env.Client(t, "c1").Get(context.Background(), client.ObjectKey{Namespace: straitv1.SystemNamespace, Name: "c2"}, peer); err != nil {
 			return err
 		}

@@ -4,12 +4,12 @@ import (
 	"fmt"
 	"net"
 	"os/exec"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/vishvananda/netlink"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/straitnet/strait/lab/topology"
 	"github.com/straitnet/strait/nodeagent/route"
@@ -18,173 +18,113 @@ import (
 	"github.com/straitnet/strait/test/require"
 )
 
-// prober tries something (a GET, a lookup) at a fixed interval, counts the tries and
-// the answers, and keeps the longest time without an answer.
-type prober struct {
-	stop chan struct{}
-	done sync.WaitGroup
+// Failover bounds, from the signal to the agent until c1's GETs to c2 are answered
+// again and at every later moment of the watch (issue 24). Today a crash costs
+// 1.1-1.2 s (the 1 s Lease runs out, then the new gateway converges) and a graceful
+// stop 0.1-0.4 s (the released Lease is taken at once); the bounds leave headroom for
+// this shared two-core machine and stay far under Submariner's 15 s Lease, so a longer
+// Lease, a missed release or a handover that remakes the data plane breaks them.
+const (
+	crashFailoverBound    = 3 * time.Second
+	gracefulFailoverBound = time.Second
+)
 
-	mu      sync.Mutex
-	last    time.Time // last answer
-	maxGap  time.Duration
-	gapEnd  time.Time // the answer that ended the longest gap
-	answers int
-	tries   int
-	// since and first: the first answer after since (recoveredAfter).
-	since, first time.Time
-}
-
-// startProber GETs a whereami from a pod every 50 ms (each try gives up after 300 ms).
-func startProber(ns, hostPort string) *prober {
-	return startProbing(50*time.Millisecond, func() error {
-		_, err := labtest.TryWhereamiWithin(ns, hostPort, 300*time.Millisecond)
-		return err
-	})
-}
-
-func startProbing(every time.Duration, try func() error) *prober {
-	p := &prober{stop: make(chan struct{}), last: time.Now()}
-	p.done.Add(1)
-	go func() {
-		defer p.done.Done()
-		for {
-			select {
-			case <-p.stop:
-				return
-			case <-time.After(every):
-			}
-			err := try()
-			p.mu.Lock()
-			p.tries++
-			if err == nil {
-				now := time.Now()
-				if gap := now.Sub(p.last); gap > p.maxGap {
-					p.maxGap, p.gapEnd = gap, now
-				}
-				p.last, p.answers = now, p.answers+1
-				if !p.since.IsZero() && p.first.IsZero() {
-					p.first = now
-				}
-			}
-			p.mu.Unlock()
-		}
-	}()
-	return p
-}
-
-// answeredSince says whether an answer came after t.
-func (p *prober) answeredSince(t time.Time) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.last.After(t)
-}
-
-// markOutage notes the start of an outage: recoveredAfter measures from now.
-func (p *prober) markOutage() time.Time {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.since, p.first = time.Now(), time.Time{}
-	return p.since
-}
-
-// recoveredAfter waits up to two minutes for the first answer after markOutage and
-// returns how long after the mark it came.
-func (p *prober) recoveredAfter(t testing.TB, what string) time.Duration {
-	t.Helper()
-	var took time.Duration
-	require.Eventually(t, 2*time.Minute, what, func() error {
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		if p.first.IsZero() {
-			return fmt.Errorf("no answer since %s", p.since.Format(time.TimeOnly))
-		}
-		took = p.first.Sub(p.since)
-		return nil
-	})
-	return took
-}
-
-// counts are the tries and the answers so far.
-func (p *prober) counts() (tries, answers int) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.tries, p.answers
-}
-
-// restart forgets the gaps so far, as if the prober started now.
-func (p *prober) restart() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.last, p.maxGap = time.Now(), 0
-}
-
-// gap stops the prober and returns the longest time without an answer, counting the
-// time since the last answer too (an outage that lasts until the end).
-func (p *prober) gap() time.Duration {
-	close(p.stop)
-	p.done.Wait()
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return max(p.maxGap, time.Since(p.last))
-}
-
-// longest says when the longest time without an answer began and ended, for a failing
-// test to match with logs (a zero end: it lasted until the prober stopped).
-func (p *prober) longest() (from, to time.Time) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if since := time.Since(p.last); since > p.maxGap {
-		return p.last, time.Time{}
+// failoverBound is the bound for a stop of the agent with sig.
+func failoverBound(sig syscall.Signal) time.Duration {
+	if sig == syscall.SIGTERM {
+		return gracefulFailoverBound
 	}
-	return p.gapEnd.Add(-p.maxGap), p.gapEnd
+	return crashFailoverBound
 }
 
-// failOver stops the agent container on the cluster's active gateway with sig while
-// c1's client GETs c2's whereami pod and that node's kubelet is paused, waits until
-// another gateway is active and the GETs are answered again, resumes the kubelet, waits
-// for it to restart the stopped agent and returns the longest time without an answer.
-func failOver(t testing.TB, cluster string, sig syscall.Signal) time.Duration {
+// handover is one failover a test caused: the gateway whose agent it stopped, the one
+// that took over, and what c1's client saw from the signal on.
+type handover struct {
+	cluster, from, to string
+	outage            outage
+	// agent is the stopped agent's pod and restarts its container's count before.
+	agent    corev1.Pod
+	restarts int32
+}
+
+// stopActiveAgent stops the agent container on the cluster's active gateway with sig
+// while c1's client GETs c2's whereami pod and that node's kubelet is paused, waits
+// until another gateway is active and a GET sent after the signal is answered, and
+// measures the outage from the signal. It resumes the kubelet before it returns;
+// waitBack waits for the stopped agent to run again.
+func stopActiveAgent(t testing.TB, cluster string, sig syscall.Signal) handover {
 	t.Helper()
 	// Both ends on plain nodes: a pod on the node whose agent is stopped stays cut off
 	// until its agent is back (nothing re-points that node), as in a real cluster until
 	// the kubelet restarts it.
 	src, target := crossTraffic(t)
-	old := env.ActiveGateway(t, cluster).Name
-	agent := env.AgentPod(t, cluster, old)
-	restarts := labtest.Restarts(agent, "agent")
+	h := handover{cluster: cluster, from: env.ActiveGateway(t, cluster).Name}
+	h.agent = env.AgentPod(t, cluster, h.from)
+	h.restarts = labtest.Restarts(h.agent, "agent")
 	// Without its kubelet, the node does not restart the agent at once: a restarted agent
 	// takes its own node's Lease back, and the other gateway would never be needed.
-	resume := env.PauseKubelet(t, cluster, old)
+	resume := env.PauseKubelet(t, cluster, h.from)
+	defer resume()
 	devices := vxlanIndexes(t, cluster)
-	p := startProber(src.ns, target)
+	p := startProber(src.NS, target)
 	time.Sleep(300 * time.Millisecond)
-	stopped := time.Now()
-	env.SignalContainer(t, agent, "agent", sig)
+	env.SignalContainer(t, h.agent, "agent", sig)
+	fault := time.Now()
 	var taken topology.Node
-	require.Eventually(t, converge, fmt.Sprintf("%s: traffic after %s of %s's agent", cluster, sig, old), func() error {
-		if taken = env.ActiveGateway(t, cluster); taken.Name == old {
-			return fmt.Errorf("%s still active", old)
+	if _, err := require.Within(labtest.Converge, func() error {
+		if taken = env.ActiveGateway(t, cluster); taken.Name == h.from {
+			return fmt.Errorf("%s still active", h.from)
 		}
-		if !p.answeredSince(stopped.Add(200 * time.Millisecond)) {
+		if !p.answeredAfter(fault) {
 			return fmt.Errorf("no answer from %s since the %s", target, sig)
 		}
 		return nil
-	})
+	}); err != nil {
+		logAgents(t)
+		t.Fatalf("%s: traffic after %s of %s's agent: %v; %s", cluster, sig, h.from, err, p.since(fault))
+	}
+	// Half a second more: traffic that comes back and stops again is an outage too.
 	time.Sleep(500 * time.Millisecond)
-	gap := p.gap()
+	h.to, h.outage = taken.Name, p.since(fault)
 	// Taking over converges the standby's vx-strait; it must not make it again (a pass
 	// that saw the node's own Lease before its elector said so used to tear it down).
 	if was, now := devices[taken.Name], vxlanIndexes(t, cluster)[taken.Name]; was != now {
 		t.Errorf("%s's %s was made again while it took over (index %d, was %d)", taken.Name, route.VXLANDevice, now, was)
 	}
-	resume()
-	env.WaitRestarted(t, cluster, agent, "agent", restarts, 2*time.Minute)
-	return gap
+	return h
+}
+
+// waitBack waits until the kubelet has restarted the stopped agent and its pod is
+// ready, a standby again.
+func (h handover) waitBack(t testing.TB) {
+	t.Helper()
+	env.WaitRestarted(t, h.cluster, h.agent, "agent", h.restarts, 2*time.Minute)
+}
+
+// failOver is one stopActiveAgent, its outage bounded by failoverBound, once the
+// stopped agent is back.
+func failOver(t testing.TB, cluster string, sig syscall.Signal) handover {
+	t.Helper()
+	h := stopActiveAgent(t, cluster, sig)
+	t.Logf("%s: %s's agent %s, %s took over: %s", cluster, h.from, sig, h.to, h.outage)
+	if !boundOutage(t, fmt.Sprintf("%s: c1 → c2 after %s's agent was %s", cluster, h.from, sig), h.outage, failoverBound(sig)) {
+		logAgents(t)
+	}
+	h.waitBack(t)
+	return h
+}
+
+// logAgents logs the last lines of every member's agents, for a failing bound.
+func logAgents(t testing.TB) {
+	t.Helper()
+	for _, c := range members() {
+		t.Logf("%s's agents, last lines:\n%s", c, env.StraitLogs(t, c, labtest.AgentApp, "agent", 30))
+	}
 }
 
 // TestGatewayFailover: the active gateway's agent crashes (SIGKILL: its Lease must
 // expire) or stops (SIGTERM: it releases the Lease); the other gateway takes over and
-// cross-cluster traffic resumes, in either cluster.
+// cross-cluster traffic resumes within the failover bound, in either cluster.
 func TestGatewayFailover(t *testing.T) {
 	env.Require(t)
 	for _, tc := range []struct {
@@ -192,8 +132,7 @@ func TestGatewayFailover(t *testing.T) {
 		sig     syscall.Signal
 	}{{"c2", syscall.SIGKILL}, {"c2", syscall.SIGTERM}, {"c1", syscall.SIGKILL}} {
 		t.Run(fmt.Sprintf("%s %s", tc.cluster, tc.sig), func(t *testing.T) {
-			gap := failOver(t, tc.cluster, tc.sig)
-			t.Logf("%s's active gateway's agent got %s: longest time without an answer %s", tc.cluster, tc.sig, gap.Round(time.Millisecond))
+			failOver(t, tc.cluster, tc.sig)
 		})
 	}
 }
@@ -262,42 +201,41 @@ func TestFailoverToARemadeGateway(t *testing.T) {
 		t.Fatalf("delete %s on %s: %v: %s", route.VXLANDevice, standby.Name, err, out)
 	}
 	var after string
-	require.Eventually(t, converge, standby.Name+": "+route.VXLANDevice+" made again", func() (err error) {
+	require.Eventually(t, labtest.Converge, standby.Name+": "+route.VXLANDevice+" made again", func() (err error) {
 		after, err = mac()
 		return err
 	})
 	if after != before {
 		t.Errorf("%s's %s came back with MAC %s, was %s", standby.Name, route.VXLANDevice, after, before)
 	}
-	gap := failOver(t, "c2", syscall.SIGKILL)
-	t.Logf("c2's gateway %s took over with its %s made again: longest time without an answer %s",
-		standby.Name, route.VXLANDevice, gap.Round(time.Millisecond))
-	if gap > 2*time.Second {
+	// Stricter than any crash: the remade device is the whole point.
+	h := stopActiveAgent(t, "c2", syscall.SIGKILL)
+	t.Logf("c2's gateway %s took over from %s with its %s made again: %s", h.to, h.from, route.VXLANDevice, h.outage)
+	if !boundOutage(t, fmt.Sprintf("c1 → c2 after a failover to %s, whose %s had been made again", h.to, route.VXLANDevice), h.outage, 2*time.Second) {
 		logCablePaths(t)
-		t.Errorf("c1 → c2 went %s without an answer after a failover to %s, whose %s had been made again",
-			gap.Round(time.Millisecond), standby.Name, route.VXLANDevice)
 	}
+	h.waitBack(t)
 }
 
-// BenchmarkGatewayFailover: the gap in c1 → c2 traffic when c2's active gateway agent
-// crashes and when it stops gracefully.
+// BenchmarkGatewayFailover: the longest time without an answer c1 → c2, from the signal
+// on, when c2's active gateway agent crashes and when it stops gracefully.
 func BenchmarkGatewayFailover(b *testing.B) {
 	env.Require(b)
 	var crash, graceful time.Duration
 	for i := range b.N {
 		for _, sig := range []syscall.Signal{syscall.SIGKILL, syscall.SIGTERM} {
-			gap := failOver(b, "c2", sig)
-			b.Logf("round %d, c2's active gateway agent got %s: longest time without an answer %s", i+1, sig, gap.Round(time.Millisecond))
-			if gap > 2*time.Second {
-				for _, c := range members() {
-					b.Logf("%s's agents, last lines:\n%s", c, env.StraitLogs(b, c, labtest.AgentApp, "agent", 30))
-				}
+			h := stopActiveAgent(b, "c2", sig)
+			gap := h.outage.longest
+			b.Logf("round %d, c2's active gateway agent got %s: %s", i+1, sig, h.outage)
+			if gap > failoverBound(sig) {
+				logAgents(b)
 			}
 			if sig == syscall.SIGKILL {
 				crash += gap
 			} else {
 				graceful += gap
 			}
+			h.waitBack(b)
 		}
 	}
 	b.ReportMetric(float64(crash.Milliseconds())/float64(b.N), "ms-gap-crash")
@@ -311,21 +249,21 @@ func BenchmarkGatewayFailover(b *testing.B) {
 // once) or the standby (when the Lease ran out first).
 func TestAgentRestartKeepsTheDataPath(t *testing.T) {
 	env.Require(t)
-	src := sourcePods(t, "c1")[0]
-	target := net.JoinHostPort(env.PodOn(t, "c2", nodeOfKind(t, "c2", false), whereamiImage).Status.PodIP, "8080")
+	src := env.SourcePods(t, "c1")[0]
+	target := net.JoinHostPort(env.PodOn(t, "c2", env.NodeOfKind(t, "c2", false), labtest.WhereamiImage).Status.PodIP, "8080")
 	for _, gateway := range []bool{false, true} {
-		node := nodeOfKind(t, "c2", false)
+		node := env.NodeOfKind(t, "c2", false)
 		if gateway {
 			node = env.ActiveGateway(t, "c2").Name
 		}
 		t.Run(map[bool]string{false: "plain node", true: "active gateway"}[gateway], func(t *testing.T) {
-			require.Eventually(t, converge, "c1 → c2 "+target, func() error {
-				_, err := labtest.TryWhereami(src.ns, target)
+			require.Eventually(t, labtest.Converge, "c1 → c2 "+target, func() error {
+				_, err := labtest.TryWhereami(src.NS, target)
 				return err
 			})
 			agent := env.AgentPod(t, "c2", node)
 			restarts := labtest.Restarts(agent, "agent")
-			p := startProber(src.ns, target)
+			p := startProber(src.NS, target)
 			time.Sleep(time.Second)
 			env.SignalContainer(t, agent, "agent", syscall.SIGKILL)
 			env.WaitRestarted(t, "c2", agent, "agent", restarts, 2*time.Minute)

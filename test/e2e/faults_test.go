@@ -16,35 +16,60 @@ import (
 	"github.com/straitnet/strait/test/require"
 )
 
-// startResolver asks a clusterset name from a pod every 100 ms; an answer is one with
-// an address.
+// startResolver asks a name from a pod every 100 ms, each lookup given a second (the
+// search list included, as a program in the pod would).
 func startResolver(ns, name string) *prober {
-	return startProbing(100*time.Millisecond, func() error {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	return startLookups(ns, name, 100*time.Millisecond, time.Second)
+}
+
+// startLookups asks a name from a pod every interval, each lookup given timeout.
+func startLookups(ns, name string, every, timeout time.Duration) *prober {
+	return startProbing(every, lookupAddress(ns, name, timeout))
+}
+
+// lookupAddress is one lookup of a name from a pod, given timeout; an answer is one with
+// an address.
+func lookupAddress(ns, name string, timeout time.Duration) func() error {
+	return func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
 		defer cancel()
 		ips, err := labtest.LookupInPod(ctx, ns, name)
 		if err == nil && len(ips) == 0 {
 			err = fmt.Errorf("%s: no address", name)
 		}
 		return err
-	})
+	}
+}
+
+// boundLost fails the test unless every try of a prober that retries (retryOnce) in a
+// fault's window was answered, with at most one in 50 retried: a fault that Strait
+// rides out costs no request, and a retry covers only this machine's noise (an outage
+// of even half a second fails a try and its retry).
+func boundLost(t testing.TB, what string, p *prober, least int) {
+	t.Helper()
+	tries, answers := p.counts()
+	retries := p.retries()
+	if tries < least || answers != tries || retries > tries/50 {
+		t.Errorf("%s: %d of %d answered, %d retried; want all of at least %d, at most %d retried", what, answers, tries, retries, least, tries/50)
+	}
 }
 
 // crossTraffic is c1's first client pod and c2's whereami pod on a plain node, once
 // c1 reaches it.
-func crossTraffic(t testing.TB) (src source, target string) {
+func crossTraffic(t testing.TB) (src labtest.Source, target string) {
 	t.Helper()
-	src = sourcePods(t, "c1")[0]
-	target = net.JoinHostPort(env.PodOn(t, "c2", nodeOfKind(t, "c2", false), whereamiImage).Status.PodIP, "8080")
-	require.Eventually(t, converge, "c1 → c2 "+target, func() error {
-		_, err := labtest.TryWhereami(src.ns, target)
+	src = env.SourcePods(t, "c1")[0]
+	target = net.JoinHostPort(env.PodOn(t, "c2", env.NodeOfKind(t, "c2", false), labtest.WhereamiImage).Status.PodIP, "8080")
+	require.Eventually(t, labtest.Converge, "c1 → c2 "+target, func() error {
+		_, err := labtest.TryWhereami(src.NS, target)
 		return err
 	})
 	return src, target
 }
 
 // TestDataPathOutlivesTheHub: with strait hub scaled to zero, c1 → c2 traffic goes on
-// without a failed request; the scale-up brings it back.
+// without a lost request (boundLost: a GET retried at once is counted, not lost); the
+// scale-up brings it back.
 func TestDataPathOutlivesTheHub(t *testing.T) {
 	env.Require(t)
 	src, target := crossTraffic(t)
@@ -58,16 +83,14 @@ func TestDataPathOutlivesTheHub(t *testing.T) {
 			scale(2)
 			kubectl(t, "hub", "-n", straitv1.SystemNamespace, "rollout", "status", "deployment/strait-hub", "--timeout=3m")
 		})
-		p := startProber(src.ns, target)
+		p := startRetrying(50*time.Millisecond, retryOnce(getWhereami(src.NS, target)))
 		scale(0)
 		kubectl(t, "hub", "-n", straitv1.SystemNamespace, "wait", "--for=delete", "pod", "-l", "app.kubernetes.io/name="+labtest.HubApp, "--timeout=2m")
 		time.Sleep(window)
-		tries, answers := p.counts()
 		gap := p.gap()
-		t.Logf("strait hub scaled to 0 for %s: %d/%d GETs c1 → c2 answered (longest gap %s)", window, answers, tries, gap.Round(time.Millisecond))
-		if answers != tries || tries < 50 {
-			t.Errorf("%d of %d GETs c1 → c2 failed with strait hub down", tries-answers, tries)
-		}
+		tries, answers := p.counts()
+		t.Logf("strait hub scaled to 0 for %s: %d/%d GETs c1 → c2 answered, %d on a retry (longest gap %s)", window, answers, tries, p.retries(), gap.Round(time.Millisecond))
+		boundLost(t, "GETs c1 → c2 with strait hub down", p, 50)
 	})
 }
 
@@ -75,12 +98,12 @@ func TestDataPathOutlivesTheHub(t *testing.T) {
 // resolving through the other, and the crashed one comes back.
 func TestStraitDNSRestart(t *testing.T) {
 	env.Require(t)
-	src := sourcePods(t, "c1")[0]
+	src := env.SourcePods(t, "c1")[0]
 	name := "whereami-cs.sample.svc.clusterset.local"
-	require.Eventually(t, converge, "c1 resolves "+name, func() error {
+	require.Eventually(t, labtest.Converge, "c1 resolves "+name, func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
-		_, err := labtest.LookupInPod(ctx, src.ns, name)
+		_, err := labtest.LookupInPod(ctx, src.NS, name)
 		return err
 	})
 	pods := env.StraitPods(t, "c1", labtest.DNSApp, "")
@@ -89,19 +112,21 @@ func TestStraitDNSRestart(t *testing.T) {
 	}
 	victim := pods[0]
 	restarts := labtest.Restarts(victim, "dns")
-	r := startResolver(src.ns, name)
+	r := startResolver(src.NS, name)
 	time.Sleep(time.Second)
 	env.SignalContainer(t, victim, "dns", syscall.SIGKILL)
 	env.WaitRestarted(t, "c1", victim, "dns", restarts, 2*time.Minute)
 	time.Sleep(2 * time.Second)
+	gap := r.gap()
 	asked, resolved := r.counts()
-	r.gap() // stops it
-	t.Logf("one of c1's strait dns pods killed and restarted: %d/%d lookups answered", resolved, asked)
+	t.Logf("one of c1's strait dns pods killed and restarted: %d/%d lookups answered, longest gap %s", resolved, asked, gap.Round(time.Millisecond))
 	if asked < 20 {
 		t.Fatalf("only %d lookups were made", asked)
 	}
-	// CoreDNS retries another endpoint of the Service; kube-proxy drops the dead pod
-	// once it is not ready. A lookup may time out in between, not more than a few.
+	// Not 0 lost, by design: CoreDNS forwards to strait dns's Service, and until the
+	// kubelet reports the killed pod not ready and kube-proxy drops its endpoint (about a
+	// second), a query kube-proxy sends to it times out. That costs a few of the lookups
+	// made every 100 ms, never one in ten (docs/performance-lab.md says so too).
 	if failed := asked - resolved; failed > asked/10 {
 		t.Errorf("%d of %d lookups failed while one strait dns pod restarted", failed, asked)
 	}
@@ -123,10 +148,10 @@ func gatewayMetric(t testing.TB, ns, name string) (float64, error) {
 }
 
 // TestMemberAPIServerDown: c2's control plane (kube-apiserver, controller manager,
-// scheduler) is killed for 15 s. c2's active gateway
-// holds the gateway (it cannot renew its Lease, and neither can anyone else), so c1 → c2
-// goes on, and c1 keeps resolving c2's exports; once the API server is back the same
-// gateway renews.
+// scheduler) is killed for 15 s. c2's active gateway holds the gateway (it cannot renew
+// its Lease, and neither can anyone else), so c1 → c2 goes on and c1 keeps resolving
+// c2's exports without a lost GET or lookup (boundLost); once the API server is back the
+// same gateway renews.
 func TestMemberAPIServerDown(t *testing.T) {
 	env.Require(t)
 	src, target := crossTraffic(t)
@@ -143,8 +168,8 @@ func TestMemberAPIServerDown(t *testing.T) {
 		}
 		pids = append(pids, pid)
 	}
-	p := startProber(src.ns, target)
-	r := startResolver(src.ns, name)
+	p := startRetrying(50*time.Millisecond, retryOnce(getWhereami(src.NS, target)))
+	r := startRetrying(100*time.Millisecond, retryOnce(lookupAddress(src.NS, name, time.Second)))
 	time.Sleep(time.Second)
 	for _, pid := range pids {
 		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
@@ -163,18 +188,14 @@ func TestMemberAPIServerDown(t *testing.T) {
 	if err != nil || holding != 1 {
 		t.Errorf("%s: strait_agent_gateway_holding %v (%v), want 1 while c2's API server is down", gw.Name, holding, err)
 	}
-	tries, answers := p.counts()
-	asked, resolved := r.counts()
 	gap := p.gap()
 	r.gap()
-	t.Logf("c2's API server down for %s: %d/%d GETs c1 → c2 answered (longest gap %s), %d/%d lookups in c1 answered",
-		window, answers, tries, gap.Round(time.Millisecond), resolved, asked)
-	if tries < 50 || answers < tries-2 {
-		t.Errorf("%d of %d GETs c1 → c2 failed while c2's API server was down", tries-answers, tries)
-	}
-	if asked < 50 || resolved < asked-2 {
-		t.Errorf("%d of %d lookups of %s failed in c1 while c2's API server was down", asked-resolved, asked, name)
-	}
+	tries, answers := p.counts()
+	asked, resolved := r.counts()
+	t.Logf("c2's API server down for %s: %d/%d GETs c1 → c2 answered, %d on a retry (longest gap %s); %d/%d lookups in c1 answered, %d on a retry",
+		window, answers, tries, p.retries(), gap.Round(time.Millisecond), resolved, asked, r.retries())
+	boundLost(t, "GETs c1 → c2 while c2's API server was down", p, 50)
+	boundLost(t, "lookups of "+name+" in c1 while c2's API server was down", r, 50)
 
 	require.Eventually(t, 10*time.Second, "c2's control plane gone", func() error {
 		for _, pid := range pids {
@@ -186,7 +207,7 @@ func TestMemberAPIServerDown(t *testing.T) {
 	})
 	env.UpAgain(t)
 	restarted = true
-	require.Eventually(t, converge, gw.Name+" renews its Lease again", func() error {
+	require.Eventually(t, labtest.Converge, gw.Name+" renews its Lease again", func() error {
 		v, err := gatewayMetric(t, gw.Namespace, "strait_agent_gateway_holding")
 		if err == nil && v != 0 {
 			err = fmt.Errorf("holding %v", v)

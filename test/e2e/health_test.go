@@ -3,7 +3,9 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"math"
 	"os/exec"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -19,19 +21,56 @@ import (
 	"github.com/straitnet/strait/test/require"
 )
 
+// Peer loss while the WAN drops wanLossDrop % of the UDP packets between the gateways,
+// each way. A health check (an echo request through the cable and its reply) is
+// answered only when both cross, so it is lost with probability lossExpected = 1 − (1 −
+// 0.5)² = 75 %, each independently of the others. The mean of the rounds' LossPercent
+// over a window is then the loss of all its probes, a binomial share with standard
+// deviation σ = √(0.75 · 0.25 / probes). lossRounds rounds of five probes (120, two
+// minutes at the default 5 s --health-interval) give σ = 3.95 points; the test allows
+// lossSigmas σ (±13.8 points at 120 probes: a correct agent fails it about once in 2,000
+// runs), so a Peer that counts one direction's loss (50 %, 6.3 σ off) or reads the last
+// round's share wrongly fails it.
+const (
+	wanLossDrop  = 50
+	lossExpected = 0.75
+	lossRounds   = 24
+	lossSigmas   = 3.5
+)
+
 // TestPeerHealthIsMeasured: every cluster's Peer for the other shows a measured latency
 // (kubectl get peers' LATENCY column) and so does the active gateway's
 // strait_agent_peer_latency_seconds — on the lab's gateways, whichever node is active and
-// whether or not a pod runs there; while the WAN drops packets the measured loss rises,
-// and it falls back to zero when the WAN heals.
+// whether or not a pod runs there; while the WAN drops half the UDP packets each way, the
+// loss c1's Peer c2 reads averages 75 % within the binomial spread of its probes, the
+// metric says what the Peer says, and the loss falls back to zero when the WAN heals.
 func TestPeerHealthIsMeasured(t *testing.T) {
 	env.Require(t)
 	for _, pair := range [][2]string{{"c1", "c2"}, {"c2", "c1"}} {
 		latencyMeasured(t, pair[0], pair[1], "")
 	}
 
-	heal := dropOnWAN(t, 50)
-	require.Eventually(t, converge, "c1 measures loss to c2 while the WAN drops half the packets", func() error {
+	heal := dropOnWAN(t, wanLossDrop)
+	rounds := healthRounds(t, "c1", "c2", lossRounds)
+	var sum, sent, received int
+	var percents []string
+	for _, r := range rounds {
+		sum += int(r.lossPercent)
+		sent, received = sent+r.sent, received+r.received
+		percents = append(percents, strconv.Itoa(int(r.lossPercent)))
+	}
+	mean := float64(sum) / float64(len(rounds)) / 100
+	tolerance := lossSigmas * math.Sqrt(lossExpected*(1-lossExpected)/float64(sent))
+	t.Logf("WAN drops %d%% of UDP each way: c1's Peer c2 read %s %% loss over %d rounds (%d of %d probes answered): mean %.1f %%, want %.0f ± %.1f %%",
+		wanLossDrop, strings.Join(percents, " "), len(rounds), received, sent, 100*mean, 100*lossExpected, 100*tolerance)
+	if math.Abs(mean-lossExpected) > tolerance {
+		t.Errorf("c1's Peer c2 read %.1f %% loss on average over %d probes while the WAN dropped %d%% each way; want %.0f ± %.1f %% (%.1f σ)",
+			100*mean, sent, wanLossDrop, 100*lossExpected, 100*tolerance, lossSigmas)
+	}
+	if lost := 1 - float64(received)/float64(sent); math.Abs(lost-mean) > 0.005 {
+		t.Errorf("c1's Peer c2: the rounds' LossPercent average %.1f %%, their messages say %.1f %% of the probes went unanswered", 100*mean, 100*lost)
+	}
+	require.Eventually(t, 2*time.Minute, "strait_agent_peer_loss_ratio says what c1's Peer c2 says", func() error {
 		st, err := peerStatus(t, "c1", "c2")
 		if err != nil {
 			return err
@@ -40,20 +79,76 @@ func TestPeerHealthIsMeasured(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if st.LossPercent == 0 || ratio == 0 {
+		if st.LossPercent == 0 || math.Abs(ratio-float64(st.LossPercent)/100) > 0.005 {
 			return fmt.Errorf("loss %d%% in status, %g in metrics: %s", st.LossPercent, ratio, connectedMessage(st))
 		}
-		t.Logf("WAN drops 50%%: c1 → c2 loss %d%% (status), %g (metric)", st.LossPercent, ratio)
 		return nil
 	})
 	heal()
-	require.Eventually(t, converge, "c1's loss to c2 back to zero once the WAN heals", func() error {
+	require.Eventually(t, labtest.Converge, "c1's loss to c2 back to zero once the WAN heals", func() error {
 		st, err := peerStatus(t, "c1", "c2")
 		if err == nil && (st.LossPercent != 0 || st.LatencyMicros <= 0) {
 			err = fmt.Errorf("loss %d%%, latency %dµs", st.LossPercent, st.LatencyMicros)
 		}
 		return err
 	})
+}
+
+// healthRound is one health-check round as a Peer shows it.
+type healthRound struct {
+	lossPercent    int32
+	sent, received int
+}
+
+// answeredChecks reads the active gateway's Connected message, "N of M health checks to
+// IP answered".
+var answeredChecks = regexp.MustCompile(`^(\d+) of (\d+) health checks to `)
+
+// healthRounds reads cluster's Peer remote until it has seen n health-check rounds that
+// began after the call. Each round is one status write of the active gateway, which
+// changes the cable's byte counters (the probes cross the cable, answered or not: two
+// rounds that lost every probe differ in what was sent) and says in its Connected
+// message how many probes it sent and how many were answered. The first write seen may
+// be of a round that began before the call, and does not count.
+func healthRounds(t *testing.T, cluster, remote string, n int) []healthRound {
+	t.Helper()
+	var rounds []healthRound
+	var last string
+	seen := 0
+	// Ten seconds a round is twice the agent's default interval; a round every 5 s needs
+	// no faster reading than twice a second.
+	for deadline := time.Now().Add(time.Duration(n+2) * 10 * time.Second); len(rounds) < n; time.Sleep(500 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s's Peer %s: %d of %d health-check rounds seen", cluster, remote, len(rounds), n)
+		}
+		p, err := peer(t, cluster, remote)
+		if err != nil {
+			t.Logf("%s's Peer %s: %v", cluster, remote, err)
+			continue
+		}
+		st := p.Status
+		key := fmt.Sprintf("%d %d %d %d %s", st.TxBytes, st.RxBytes, st.LatencyMicros, st.LossPercent, connectedMessage(st))
+		if key == last {
+			continue
+		}
+		last = key
+		if seen++; seen <= 2 {
+			continue // the status as it was, then a round that may have begun before
+		}
+		var m []string
+		if c := apimeta.FindStatusCondition(st.Conditions, straitv1.ConditionConnected); c != nil {
+			m = answeredChecks.FindStringSubmatch(c.Message)
+		}
+		if m == nil {
+			t.Errorf("%s's Peer %s: a status write without a count of health checks: %s", cluster, remote, connectedMessage(st))
+			continue
+		}
+		r := healthRound{lossPercent: st.LossPercent}
+		r.received, _ = strconv.Atoi(m[1])
+		r.sent, _ = strconv.Atoi(m[2])
+		rounds = append(rounds, r)
+	}
+	return rounds
 }
 
 // latencyMeasured waits until cluster's Peer remote shows what the active gateway
@@ -63,7 +158,7 @@ func TestPeerHealthIsMeasured(t *testing.T) {
 // latency above zero in the gateway's strait_agent_peer_latency_seconds.
 func latencyMeasured(t *testing.T, cluster, remote string, driver straitv1.CableDriver) {
 	t.Helper()
-	require.Eventually(t, converge, cluster+"'s Peer "+remote+" has a measured latency", func() error {
+	require.Eventually(t, labtest.Converge, cluster+"'s Peer "+remote+" has a measured latency", func() error {
 		p, err := peer(t, cluster, remote)
 		if err != nil {
 			return err

@@ -1,20 +1,19 @@
 package e2e
 
 import (
-	"fmt"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/straitnet/strait/lab/topology"
 	"github.com/straitnet/strait/test/labtest"
-	"github.com/straitnet/strait/test/require"
 )
 
 // TestFailoverWithTheHubDown: the data plane outlives the hub. With the hub's API server
 // and strait hub stopped, c2's active gateway agent crashes; c2's other gateway takes
-// over and the cable roams to it (WireGuard, one key per cluster), and traffic must then
-// stay up although c1's Peer c2 still names the dead gateway: c1's periodic resyncs
+// over and the cable roams to it (WireGuard, one key per cluster): c1 → c2 resumes
+// within the crash failover's bound of the crash, and must then stay up (no gap over a
+// second) although c1's Peer c2 still names the dead gateway: c1's periodic resyncs
 // (every 30 s) used to set the endpoint back, cutting c1 → c2 for ~10 s of every 30.
 func TestFailoverWithTheHubDown(t *testing.T) {
 	env.Require(t)
@@ -39,32 +38,31 @@ func TestFailoverWithTheHubDown(t *testing.T) {
 	agent := env.AgentPod(t, "c2", old)
 	// The node's kubelet must not restart the agent: the other gateway is to take over.
 	env.PauseKubelet(t, "c2", old)
-	p := startProber(src.ns, target)
-	killed := time.Now()
+	p := startProber(src.NS, target)
+	time.Sleep(300 * time.Millisecond)
 	env.SignalContainer(t, agent, "agent", syscall.SIGKILL)
-	require.Eventually(t, converge, "c1 → c2 again after c2's gateway crashed, the hub down", func() error {
-		if !p.answeredSince(killed.Add(200 * time.Millisecond)) {
-			return fmt.Errorf("no answer from %s since the crash of %s's agent", target, old)
-		}
-		return nil
-	})
-	resumed := time.Since(killed)
-	if resumed > 2*time.Second {
-		// A crash failover takes about a second: show what the agents did meanwhile.
-		for _, c := range members() {
-			t.Logf("resumed after %s; %s's agents, last lines:\n%s", resumed.Round(time.Millisecond), c,
-				env.StraitLogs(t, c, labtest.AgentApp, "agent", 25))
-		}
+	killed := time.Now()
+	if !p.waitAnswered(killed, labtest.Converge) {
+		logAgents(t)
+		t.Fatalf("c1 → c2 not answered again after c2's gateway %s crashed, the hub down: %s", old, p.since(killed))
 	}
-	p.restart()
 	// c1's gateway agent resyncs every 30 s: at least one resync falls in the window
 	// (before the fix, each cut c1 → c2 for ~10 s).
 	const watch = 35 * time.Second
 	time.Sleep(watch)
-	gap := p.gap()
-	t.Logf("hub down, c2's gateway %s crashed: traffic resumed after %s; longest gap in the %s after: %s",
-		old, resumed.Round(time.Millisecond), watch, gap.Round(time.Millisecond))
-	if gap > 2*time.Second {
-		t.Errorf("c1 → c2 went %s without an answer after it had resumed, the hub down", gap.Round(time.Millisecond))
+	// From the crash: the failover's bound until the first answer, then no gap longer
+	// than a second (today 60-270 ms) in the watch after it; one resync cutting the cable
+	// again, even for a second or two, breaks it.
+	o := p.since(killed)
+	t.Logf("hub down, c2's gateway %s crashed: %s (watched %s after the first answer)", old, o, watch)
+	resumed := o.answered && o.resumed <= crashFailoverBound
+	if !resumed {
+		t.Errorf("c1 → c2 resumed %s after c2's gateway crashed, the hub down; the bound is %s", o.resumed.Round(time.Millisecond), crashFailoverBound)
+	}
+	if o.after > time.Second {
+		t.Errorf("c1 → c2 went %s without an answer after it had resumed, the hub down; the bound is 1s", o.after.Round(time.Millisecond))
+	}
+	if !resumed || o.after > time.Second {
+		logAgents(t)
 	}
 }

@@ -109,7 +109,7 @@ func TestRollingUpgradeKeepsTrafficFlowing(t *testing.T) {
 		kubectl(t, "c2", "apply", "--server-side", "-k", env.Lab.InstallDir("c2"))
 		kubectl(t, "c2", "-n", straitv1.SystemNamespace, "rollout", "status", "daemonset/strait-agent", "--timeout=3m")
 	})
-	p := startProber(src.ns, target)
+	p := startProber(src.NS, target)
 	start := time.Now()
 	kubectl(t, "c2", "apply", "--server-side", "-k", upgrade)
 	kubectl(t, "c2", "-n", straitv1.SystemNamespace, "rollout", "status", "daemonset/strait-agent", "--timeout=3m")
@@ -117,7 +117,7 @@ func TestRollingUpgradeKeepsTrafficFlowing(t *testing.T) {
 	// The longest gap, once traffic flows again: an outage that outlasts the rollout is
 	// measured to its end, not cut short by it.
 	settled := time.Now()
-	for deadline := settled.Add(30 * time.Second); !p.answeredSince(settled.Add(time.Second)) && time.Now().Before(deadline); {
+	for deadline := settled.Add(30 * time.Second); !p.answeredAfter(settled.Add(time.Second)) && time.Now().Before(deadline); {
 		time.Sleep(100 * time.Millisecond)
 	}
 	gap := p.gap()

@@ -20,7 +20,7 @@ func TestGatewayMetrics(t *testing.T) {
 		return string(body), err
 	}
 	active := env.ActiveGateway(t, "c1")
-	require.Eventually(t, converge, "c1's active gateway's metrics", func() error {
+	require.Eventually(t, labtest.Converge, "c1's active gateway's metrics", func() error {
 		m, err := scrape(active.Namespace)
 		if err != nil {
 			return err

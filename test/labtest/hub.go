@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/clientcmd"
@@ -210,4 +211,63 @@ func (e *Env) RebuildHub(t testing.TB) time.Duration {
 	start := time.Now()
 	e.UpAgain(t)
 	return time.Since(start)
+}
+
+// HubMemberKubeconfig writes the kubeconfig the hub holds for a member (the Secret the
+// lab's ClusterSet names: the strait-hub-access token) with its server moved to the
+// member's loopback forwarder, and returns its path: a tool given it (strait diff) acts
+// in the member as the hub does, and the audit holds the member role to what it did. The
+// hub's own server address, on the member's LAN, has no route from the host.
+func (e *Env) HubMemberKubeconfig(t testing.TB, cluster string) string {
+	t.Helper()
+	rec, err := e.Lab.State().ReadRecord()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cs straitv1.ClusterSet
+	if err := yaml.Unmarshal(rec.ClusterSet, &cs); err != nil {
+		t.Fatal(err)
+	}
+	var ref *straitv1.ClusterSpec
+	for i, c := range cs.Spec.Clusters {
+		if c.Name == cluster && c.KubeConfig != nil {
+			ref = &cs.Spec.Clusters[i]
+		}
+	}
+	if ref == nil {
+		t.Fatalf("the lab's ClusterSet gives %s no kubeConfig", cluster)
+		return ""
+	}
+	ns := cs.Namespace
+	if ns == "" {
+		ns = straitv1.SystemNamespace
+	}
+	sec, err := e.HostClient(t, topology.HubName).CoreV1().Secrets(ns).Get(context.Background(), ref.KubeConfig.SecretRef.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := ref.KubeConfig.SecretRef.Key
+	if key == "" {
+		key = "value"
+	}
+	kc, err := clientcmd.Load(sec.Data[key])
+	if err != nil {
+		t.Fatalf("the hub's kubeconfig of %s: %v", cluster, err)
+	}
+	host, err := clientcmd.LoadFromFile(e.Lab.State().KubeconfigPath(cluster))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var server string
+	for _, c := range host.Clusters {
+		server = c.Server
+	}
+	for _, c := range kc.Clusters {
+		c.Server = server
+	}
+	path := filepath.Join(t.TempDir(), cluster+"-hub-access.kubeconfig")
+	if err := clientcmd.WriteToFile(*kc, path); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }

@@ -17,8 +17,10 @@ import (
 	"github.com/go-logr/logr"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
+	straitv1 "github.com/straitnet/strait/api/v1alpha1"
 	"github.com/straitnet/strait/lab"
 	"github.com/straitnet/strait/lab/topology"
+	"github.com/straitnet/strait/plan"
 	"github.com/straitnet/strait/test/clusters"
 	"github.com/straitnet/strait/test/hostview"
 	"github.com/straitnet/strait/test/netns"
@@ -50,13 +52,16 @@ type Env struct {
 	// UpTime is how long "lab up" took.
 	UpTime time.Duration
 
-	skipped string
-	upErr   error
-	upOpts  lab.UpOptions
+	skipped    string
+	upErr      error
+	upOpts     lab.UpOptions
+	clusterSet *straitv1.ClusterSet
 }
 
-// Main brings the lab up, runs the tests, takes the lab down and checks that nothing
-// is left; it returns the exit code for os.Exit. Without root or the binaries the tests
+// Main brings the lab up, runs the tests, checks that the API servers refused no request
+// of Strait's or Flux's ServiceAccounts (and leaves what they did in $STRAIT_RBAC_USAGE),
+// takes the lab down and checks that nothing is left; it returns the exit code for
+// os.Exit. Without root or the binaries the tests
 // skip, except under CI, where that fails the package.
 func Main(m *testing.M, cfg Config, env *Env) int {
 	flag.Parse()
@@ -130,15 +135,28 @@ func Main(m *testing.M, cfg Config, env *Env) int {
 	if env.upErr == nil {
 		_, env.Topo, env.upErr = l.Load()
 	}
+	if env.upErr == nil {
+		env.clusterSet, env.upErr = plan.Parse(cs)
+	}
 	code := m.Run()
+	// Before the lab goes: its state directory holds the audit logs.
+	if err := checkAudit(l, suiteName()); err != nil {
+		fmt.Fprintln(os.Stderr, "FAIL: RBAC:", err)
+		code = 1
+	}
 	// After a signal the handler takes the lab down and exits; two teardowns at once
 	// would trip over each other's deletions.
 	downing.Lock()
+	marks := markLab(env.Topo, l.State().Dir)
 	if err := takeDown(l); err != nil {
 		fmt.Fprintln(os.Stderr, "FAIL: lab down:", err)
 		code = 1
 	}
-	time.Sleep(200 * time.Millisecond)
+	// "lab down" returns only once the lab's processes have exited: looked at at once.
+	if left := marks.running(); len(left) > 0 {
+		fmt.Fprintf(os.Stderr, "FAIL: lab down returned while %d processes of the lab still ran: %s\n", len(left), strings.Join(left, "; "))
+		code = 1
+	}
 	if left := l.Leftovers(); len(left) > 0 {
 		fmt.Fprintln(os.Stderr, "FAIL: lab down left:", strings.Join(left, "; "))
 		code = 1
@@ -150,6 +168,12 @@ func Main(m *testing.M, cfg Config, env *Env) int {
 	if links := HostLinks(); len(links) > 0 {
 		fmt.Fprintln(os.Stderr, "FAIL: sl- links in the host namespace:", links)
 		code = 1
+	}
+	if env.Topo != nil && env.clusterSet != nil {
+		if left := HostRoutesIntoTheLab(env.LabAddresses()); len(left) > 0 {
+			fmt.Fprintln(os.Stderr, "FAIL: after lab down the host still routes into the lab:", strings.Join(left, "; "))
+			code = 1
+		}
 	}
 	return code
 }

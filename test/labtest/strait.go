@@ -3,6 +3,8 @@ package labtest
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -14,6 +16,7 @@ import (
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
 	"github.com/straitnet/strait/lab"
+	"github.com/straitnet/strait/test/netns"
 	"github.com/straitnet/strait/test/require"
 )
 
@@ -129,4 +132,16 @@ func (e *Env) PauseKubelet(t testing.TB, cluster, node string) (resume func()) {
 	resume = func() { once.Do(func() { _ = syscall.Kill(pid, syscall.SIGCONT) }) }
 	t.Cleanup(resume)
 	return resume
+}
+
+// DaemonPid is the pid of the named program (kubelet, containerd, kube-proxy) running
+// in a node's namespace, or 0.
+func DaemonPid(ns, name string) int {
+	for _, pid := range netns.Pids(ns) {
+		cmd, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		if filepath.Base(strings.Split(string(cmd), "\x00")[0]) == name {
+			return pid
+		}
+	}
+	return 0
 }

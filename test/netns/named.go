@@ -30,6 +30,19 @@ func IP(ctx context.Context, args ...string) error {
 	return nil
 }
 
+// Exec runs argv in the named namespace through `ip netns exec`, with stdin, and
+// returns its combined output; the error names the command and the namespace and
+// carries the output.
+func Exec(ctx context.Context, ns, stdin string, argv ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, "ip", append([]string{"netns", "exec", ns}, argv...)...)
+	cmd.Stdin = strings.NewReader(stdin)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return string(out), fmt.Errorf("%s in %s: %w: %s", strings.Join(argv, " "), ns, err, bytes.TrimSpace(out))
+	}
+	return string(out), nil
+}
+
 // Exists says whether the named namespace exists.
 func Exists(name string) bool {
 	_, err := os.Stat(Path(name))

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/netip"
 	"os"
@@ -228,4 +229,79 @@ func (n *NS) UDPReaches(t TB, to *NS, addr string, timeout time.Duration) bool {
 	buf := make([]byte, 16)
 	_, _, err := l.ReadFrom(buf)
 	return err == nil
+}
+
+// ForwardIn accepts TCP on addr inside the namespace and splices every connection to
+// target, dialled from the caller's own namespace: a process that runs wholly inside the
+// namespace (wireguard-go needs that) reaches an API server on the host's loopback at
+// the same address. It stops at the end of the test.
+func (n *NS) ForwardIn(t TB, addr, target string) {
+	t.Helper()
+	var ln net.Listener
+	if err := n.Do(func() error {
+		var err error
+		ln, err = net.Listen("tcp4", addr)
+		return err
+	}); err != nil {
+		t.Fatalf("%s: listen %s: %v", n.Name, addr, err)
+	}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	open := map[net.Conn]bool{}
+	done := false
+	track := func(cs ...net.Conn) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range cs {
+			if done {
+				_ = c.Close()
+				continue
+			}
+			open[c] = true
+		}
+		return !done
+	}
+	wg.Go(func() {
+		for {
+			in, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			wg.Go(func() {
+				out, err := net.Dial("tcp4", target)
+				if err != nil {
+					_ = in.Close()
+					return
+				}
+				if !track(in, out) {
+					return
+				}
+				copied := make(chan struct{}, 2)
+				splice := func(dst, src net.Conn) {
+					_, _ = io.Copy(dst, src)
+					copied <- struct{}{}
+				}
+				go splice(out, in)
+				go splice(in, out)
+				<-copied
+				mu.Lock()
+				delete(open, in)
+				delete(open, out)
+				mu.Unlock()
+				_ = in.Close()
+				_ = out.Close()
+				<-copied
+			})
+		}
+	})
+	t.Cleanup(func() {
+		_ = ln.Close()
+		mu.Lock()
+		done = true
+		for c := range open {
+			_ = c.Close()
+		}
+		mu.Unlock()
+		wg.Wait()
+	})
 }

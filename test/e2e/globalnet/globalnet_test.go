@@ -213,3 +213,11 @@ func TestNewExportReachesG1(t *testing.T) {
 		return nil
 	})
 }
+
+// TestHostRoutesIntoTheLab: the host sends an address of every range of the globalnet
+// lab, the global range and the pod and service CIDRs both members share included, into
+// the lab's link and never out through its default route (ip route get: nothing is sent).
+func TestHostRoutesIntoTheLab(t *testing.T) {
+	env.Require(t)
+	env.CheckHostRoutes(t)
+}

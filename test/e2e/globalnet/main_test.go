@@ -8,13 +8,25 @@ import (
 	"github.com/straitnet/strait/test/labtest"
 )
 
-// env is the lab every test here shares; TestMain brings it up once.
+// env is the lab every test here shares; TestMain brings it up once. g1 masquerades as
+// kind does (kindnet's masquerade in iptables, kube-proxy in iptables mode): Strait's
+// global SNAT must win over it; g2 has the same masquerade in an nftables table of its
+// own, kube-proxy in nftables mode.
 var env labtest.Env
 
 func TestMain(m *testing.M) {
 	os.Exit(labtest.Main(m, labtest.Config{
 		ClusterSet: "examples/clusterset/globalnet/clusterset.yaml",
-		Spec:       topology.DefaultSpec("globalnet"),
+		Spec:       globalnetSpec(),
 		PortBase:   27443,
 	}, &env))
+}
+
+func globalnetSpec() topology.Spec {
+	s := topology.DefaultSpec("globalnet")
+	s.Clusters = map[string]topology.ClusterShape{
+		"g1": {CNI: topology.CNIKindnetMasq, Masquerade: topology.MasqueradeIPTables, KubeProxyMode: topology.KubeProxyIPTables},
+		"g2": {CNI: topology.CNIKindnetMasq, Masquerade: topology.MasqueradeNFTables},
+	}
+	return s
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/straitnet/strait/lab"
 	"github.com/straitnet/strait/lab/topology"
 	"github.com/straitnet/strait/lab/workload"
+	"github.com/straitnet/strait/test/labtest"
 	"github.com/straitnet/strait/test/netns"
 	"github.com/straitnet/strait/test/require"
 )
@@ -201,7 +202,7 @@ func TestUpAgainRestartsANodeWhoseDaemonDied(t *testing.T) {
 	cs := env.HostClient(t, "c1")
 	for _, daemon := range []string{"kubelet", "containerd"} {
 		t.Run(daemon, func(t *testing.T) {
-			pid := daemonPid(n.Namespace, daemon)
+			pid := labtest.DaemonPid(n.Namespace, daemon)
 			if pid == 0 {
 				t.Fatalf("no %s runs in %s", daemon, n.Namespace)
 			}
@@ -217,7 +218,7 @@ func TestUpAgainRestartsANodeWhoseDaemonDied(t *testing.T) {
 				return nil
 			})
 			env.UpAgain(t)
-			if again := daemonPid(n.Namespace, daemon); again == 0 || again == pid {
+			if again := labtest.DaemonPid(n.Namespace, daemon); again == 0 || again == pid {
 				t.Fatalf("after lab up again, the %s in %s is pid %d (killed: %d), want a new one", daemon, n.Namespace, again, pid)
 			}
 			require.Eventually(t, 2*time.Minute, n.Name+" Ready with its sample pods running again", func() error {
@@ -237,18 +238,6 @@ func TestUpAgainRestartsANodeWhoseDaemonDied(t *testing.T) {
 			})
 		})
 	}
-}
-
-// daemonPid is the pid of the named program (kubelet, containerd) running in a node's
-// namespace, or 0.
-func daemonPid(ns, name string) int {
-	for _, pid := range netns.Pids(ns) {
-		cmd, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-		if filepath.Base(strings.Split(string(cmd), "\x00")[0]) == name {
-			return pid
-		}
-	}
-	return 0
 }
 
 // kubectl is the kubectl built with the control plane (make k8s-binaries, of its

@@ -1,0 +1,158 @@
+package topology
+
+import (
+	"net/netip"
+	"slices"
+)
+
+// Names of the way out.
+const (
+	// InternetNamespace stands for the internet: on the WAN, the routers' default gateway.
+	InternetNamespace = Prefix + "internet"
+	// HostLinkName is the lab's one link in the host's namespace; its peer, HostLinkPeer,
+	// is in InternetNamespace.
+	HostLinkName = Prefix + "lab"
+	HostLinkPeer = Prefix + "host"
+	// RouterTable is the nftables table (family ip) a router's NAT belongs in, in the
+	// router's namespace. The routers do no NAT yet: nothing creates it today.
+	RouterTable = "lab-router"
+	// EchoPort is where the internet namespace answers HTTP with the caller's address.
+	EchoPort = 80
+)
+
+var defaultRoute = netip.MustParsePrefix("0.0.0.0/0")
+
+// Router is a member cluster's way out: a namespace between its LAN and the WAN, the
+// default gateway of its nodes and control plane, as a real site's router is. It routes
+// between LAN and WAN and translates nothing.
+type Router struct {
+	Namespace string
+	// LANAddr (the LAN's first address) is the nodes' default gateway.
+	LANAddr netip.Prefix
+	WANAddr netip.Prefix
+	// Routes: the default route to the internet; the cluster's node pod CIDRs via their
+	// nodes and its service CIDR via the first node (as the control plane's); the hub's
+	// address and CIDRs via the hub's leg on this LAN.
+	Routes []Route
+}
+
+// Internet stands for the internet: a namespace on the WAN whose loopback holds Addr,
+// outside every range of the clusters, the WAN and the LANs. Pods and nodes reach it
+// through their router; the lab daemon answers HTTP on Addr:EchoPort with the caller's
+// address as it arrives (whereami's JSON, "caller"), so a test sees what NAT did on the
+// way. The host's link into the lab ends here too.
+type Internet struct {
+	Namespace string
+	Addr      netip.Addr
+	// WANAddr (the WAN's first address) is every router's default gateway.
+	WANAddr netip.Prefix
+	// Routes lead back into the clusters through their routers: every LAN, and every
+	// pod and service CIDR no other member shares (overlapping ones have no way back
+	// without NAT); the hub's address and CIDRs through the first member's router.
+	Routes []Route
+}
+
+// HostLink is the veth from the host's namespace to the internet namespace, with routes
+// on the host for exactly the lab's ranges, so no client on the host given a lab
+// address ever sends it out through the host's default route.
+type HostLink struct {
+	// Name, holding Addr, is in the host's namespace; Peer, holding PeerAddr, in
+	// PeerNamespace.
+	Name          string
+	Addr          netip.Prefix
+	PeerNamespace string
+	Peer          string
+	PeerAddr      netip.Prefix
+	// Routes are the lab's ranges, via PeerAddr from Addr: the LAN range, the WAN, the
+	// internet range, every IPv4 pod and service CIDR of the ClusterSet and, with
+	// globalnet, the global range and pinned global CIDRs. Never a default route, and
+	// never more than those: the host's other traffic keeps its way.
+	Routes []netip.Prefix
+}
+
+// wireWayOut adds each member's router, the internet namespace and the host's link,
+// and gives the members' nodes and control planes, and the hub, their default routes.
+func (l *Lab) wireWayOut(cs []netip.Prefix) {
+	if len(l.Clusters) == 0 {
+		return
+	}
+	in := &Internet{Namespace: InternetNamespace, Addr: nthAddr(l.InternetRange.Addr(), 1),
+		WANAddr: netip.PrefixFrom(nthAddr(l.WANSubnet.Addr(), 1), l.WANSubnet.Bits())}
+	// The WAN is a /24 or larger; only its first 256 addresses are used, every one with
+	// the WAN's own mask.
+	l.Links = append(l.Links, Link{Namespace: in.Namespace, Name: NodeWANLink, Addr: in.WANAddr,
+		PeerNamespace: WANNamespace, Peer: Prefix + "inet", PeerBridge: true})
+	shared := sharedRanges(l.Clusters)
+	for i := range l.Clusters {
+		c := &l.Clusters[i]
+		r := &c.Router
+		r.Routes = append(r.Routes, Route{Dst: defaultRoute, Via: in.WANAddr.Addr()})
+		r.Routes = append(r.Routes, c.ControlPlane.Routes...) // pod CIDRs, service CIDR, hub pods
+		c.ControlPlane.Routes = append(c.ControlPlane.Routes, Route{Dst: defaultRoute, Via: r.LANAddr.Addr()})
+		for j := range c.Nodes {
+			c.Nodes[j].Routes = append(c.Nodes[j].Routes, Route{Dst: defaultRoute, Via: r.LANAddr.Addr()})
+		}
+		via := r.WANAddr.Addr()
+		in.Routes = append(in.Routes, Route{Dst: c.LANSubnet, Via: via})
+		for _, p := range []netip.Prefix{c.PodCIDR, c.ServiceCIDR} {
+			if !shared[p] {
+				in.Routes = append(in.Routes, Route{Dst: p, Via: via})
+			}
+		}
+		if l.Hub != nil {
+			r.Routes = append(r.Routes,
+				Route{Dst: l.Hub.LANAddr, Via: c.HubAddr.Addr()},
+				Route{Dst: l.HubServiceCIDR, Via: c.HubAddr.Addr()})
+		}
+	}
+	if l.Hub != nil {
+		first := l.Clusters[0]
+		l.Hub.Routes = append(l.Hub.Routes, Route{Dst: defaultRoute, Via: first.Router.LANAddr.Addr()})
+		for _, p := range []netip.Prefix{l.Hub.LANAddr, l.HubPodCIDR, l.HubServiceCIDR} {
+			in.Routes = append(in.Routes, Route{Dst: p, Via: first.Router.WANAddr.Addr()})
+		}
+	}
+	l.Internet = in
+	// The host's link is the internet range's last /30 but one: .253 on the host, .254
+	// in the internet namespace.
+	base := nthAddr(l.InternetRange.Addr(), 252)
+	l.HostLink = &HostLink{Name: HostLinkName, Addr: netip.PrefixFrom(nthAddr(base, 1), 30),
+		PeerNamespace: in.Namespace, Peer: HostLinkPeer, PeerAddr: netip.PrefixFrom(nthAddr(base, 2), 30),
+		Routes: hostRoutes(append([]netip.Prefix{l.LANRange, l.WANSubnet, l.InternetRange}, cs...))}
+}
+
+// sharedRanges are the pod and service CIDRs more than one member's ranges overlap.
+func sharedRanges(cs []Cluster) map[netip.Prefix]bool {
+	out := map[netip.Prefix]bool{}
+	for i, a := range cs {
+		for j, b := range cs {
+			if i == j {
+				continue
+			}
+			for _, p := range []netip.Prefix{a.PodCIDR, a.ServiceCIDR} {
+				if p.Overlaps(b.PodCIDR) || p.Overlaps(b.ServiceCIDR) {
+					out[p] = true
+				}
+			}
+		}
+	}
+	return out
+}
+
+// hostRoutes sorts ranges and drops every one another of them holds.
+func hostRoutes(ranges []netip.Prefix) []netip.Prefix {
+	slices.SortFunc(ranges, func(a, b netip.Prefix) int {
+		if c := a.Addr().Compare(b.Addr()); c != 0 {
+			return c
+		}
+		return a.Bits() - b.Bits()
+	})
+	var out []netip.Prefix
+	for _, p := range ranges {
+		if n := len(out); n > 0 && out[n-1].Bits() <= p.Bits() && out[n-1].Contains(p.Addr()) {
+			continue
+		}
+		out = append(out, p)
+	}
+	return out
+}

@@ -1,0 +1,156 @@
+package shapes
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/netip"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/straitnet/strait/lab"
+	"github.com/straitnet/strait/lab/topology"
+	"github.com/straitnet/strait/test/labtest"
+	"github.com/straitnet/strait/test/netns"
+	"github.com/straitnet/strait/test/require"
+)
+
+// ClusterSet is the manifest both shape labs run: c1 and c2 both export whereami, so
+// traffic is checked both ways.
+const ClusterSet = "test/e2e/shapes/testdata/clusterset.yaml"
+
+// AcrossBothWays is what a user of each cluster checks of the other, from a pod on a
+// plain node and from one on a gateway node: the remote pod and ClusterIP answer and
+// see the caller's own pod IP, and the clusterset.local names answer.
+func AcrossBothWays(t *testing.T, env *labtest.Env) {
+	t.Helper()
+	for _, dir := range [][2]string{{"c1", "c2"}, {"c2", "c1"}} {
+		from, to := dir[0], dir[1]
+		remote := env.PodOn(t, to, env.NodeOfKind(t, to, false), labtest.WhereamiImage)
+		for _, src := range env.SourcePods(t, from) {
+			// The first connection waits for the clusterset to have converged.
+			require.Eventually(t, labtest.Converge, fmt.Sprintf("%s → %s's pod %s", src.Name, to, remote.Status.PodIP), func() error {
+				_, err := labtest.TryWhereami(src.NS, net.JoinHostPort(remote.Status.PodIP, "8080"))
+				return err
+			})
+			env.CheckAcross(t, src, to, remote)
+		}
+	}
+}
+
+// OwnNetworkingIsUnchanged checks that Strait takes nothing from a cluster's own
+// networking: a pod reaches a pod on another node and its own ClusterIP without being
+// masqueraded, its traffic to the internet is masqueraded to its node's address, and
+// the CNI's masquerade is on every node.
+func OwnNetworkingIsUnchanged(t *testing.T, env *labtest.Env) {
+	for _, c := range env.Topo.Clusters {
+		t.Run(c.Name, func(t *testing.T) {
+			src := env.SourcePods(t, c.Name)[0] // on a plain node
+			server := env.PodOn(t, c.Name, env.NodeOfKind(t, c.Name, true), labtest.WhereamiImage)
+			if a, err := labtest.TryWhereami(src.NS, net.JoinHostPort(server.Status.PodIP, "8080")); err != nil || a.Caller != src.IP {
+				t.Errorf("%s → %s on %s: %+v, %v; want the caller's pod IP %s", src.Name, server.Name, server.Spec.NodeName, a, err, src.IP)
+			}
+			svc, err := env.HostClient(t, c.Name).CoreV1().Services(lab.SampleNamespace).Get(context.Background(), lab.WhereamiCS, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if a, err := labtest.TryWhereami(src.NS, net.JoinHostPort(svc.Spec.ClusterIP, "80")); err != nil || a.Caller != src.IP || a.Cluster != c.Name {
+				t.Errorf("%s → its own ClusterIP %s: %+v, %v; want %s answering the caller's pod IP %s", src.Name, svc.Spec.ClusterIP, a, err, c.Name, src.IP)
+			}
+			// The internet sees the node's address: the CNI masquerades as it did before
+			// Strait came.
+			echo := net.JoinHostPort(env.Topo.Internet.Addr.String(), strconv.Itoa(topology.EchoPort))
+			var node netip.Addr
+			for _, n := range c.Nodes {
+				if n.Name == src.Node {
+					node = n.LANAddr.Addr()
+				}
+			}
+			if a, err := labtest.TryWhereami(src.NS, echo); err != nil || a.Caller != node.String() {
+				t.Errorf("%s → the internet %s: %+v, %v; want the caller masqueraded to its node's address %s", src.Name, echo, a, err, node)
+			}
+			for _, n := range c.Nodes {
+				if out, err := Masquerade(c, n); err != nil || !strings.Contains(out, "masquerade") && !strings.Contains(out, "MASQUERADE") {
+					t.Errorf("%s: the CNI's masquerade is missing: %v\n%s", n.Name, err, out)
+				}
+			}
+		})
+	}
+}
+
+// masqueradeOf is how a CNI's masquerade is listed and removed on a node, by CNI and
+// backend: iptables(8) or nft(8) arguments.
+func masqueradeOf(s topology.ClusterShape) (list, remove []string) {
+	switch {
+	case s.CNI == topology.CNIFlannel && s.Masquerade == topology.MasqueradeNFTables:
+		return []string{"nft", "list", "table", "ip", "flannel-ipv4"}, []string{"nft", "delete", "table", "ip", "flannel-ipv4"}
+	case s.CNI == topology.CNIFlannel:
+		return []string{"iptables", "-w", "-t", "nat", "-S", "FLANNEL-POSTRTG"}, []string{"iptables", "-w", "-t", "nat", "-F", "FLANNEL-POSTRTG"}
+	case s.Masquerade == topology.MasqueradeNFTables:
+		return []string{"nft", "list", "table", "ip", "kindnet-masq"}, []string{"nft", "delete", "table", "ip", "kindnet-masq"}
+	default:
+		return []string{"iptables", "-w", "-t", "nat", "-S", "KIND-MASQ-AGENT"}, []string{"iptables", "-w", "-t", "nat", "-F", "KIND-MASQ-AGENT"}
+	}
+}
+
+// Masquerade lists the CNI's masquerade rules on a node.
+func Masquerade(c topology.Cluster, n topology.Node) (string, error) {
+	list, _ := masqueradeOf(c.Shape)
+	return netns.Exec(context.Background(), n.Namespace, "", list...)
+}
+
+// BypassSurvivesRewrites removes every CNI masquerade rule and kills every kube-proxy,
+// then lets them come back as they do in a cluster: a restarted flanneld writes its
+// rules anew, kindnet's come back with lab up (kindnet's resync), as does kube-proxy,
+// which writes all its rules anew. Traffic between clusters then still keeps the caller.
+func BypassSurvivesRewrites(t *testing.T, env *labtest.Env) {
+	ctx := context.Background()
+	for _, c := range env.Topo.Clusters {
+		_, remove := masqueradeOf(c.Shape)
+		for _, n := range c.Nodes {
+			if _, err := netns.Exec(ctx, n.Namespace, "", remove...); err != nil {
+				t.Fatalf("%s: %v", n.Name, err)
+			}
+			pid := labtest.DaemonPid(n.Namespace, "kube-proxy")
+			if pid == 0 {
+				t.Fatalf("no kube-proxy runs in %s", n.Namespace)
+			}
+			if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+			require.Eventually(t, 10*time.Second, n.Name+": kube-proxy gone", func() error {
+				if netns.Alive(pid) {
+					return fmt.Errorf("pid %d still runs", pid)
+				}
+				return nil
+			})
+		}
+	}
+	for _, c := range env.Topo.Clusters {
+		if c.Shape.CNI == topology.CNIFlannel {
+			// flanneld writes its rules anew when it starts, as after an upgrade.
+			if err := env.HostClient(t, c.Name).CoreV1().Pods("kube-flannel").DeleteCollection(ctx, metav1.DeleteOptions{},
+				metav1.ListOptions{LabelSelector: "app=flannel"}); err != nil {
+				t.Fatalf("%s: restarting flanneld: %v", c.Name, err)
+			}
+		}
+	}
+	env.UpAgain(t)
+	for _, c := range env.Topo.Clusters {
+		for _, n := range c.Nodes {
+			require.Eventually(t, 2*time.Minute, n.Name+": the CNI's masquerade back", func() error {
+				out, err := Masquerade(c, n)
+				if err == nil && !strings.Contains(out, "masquerade") && !strings.Contains(out, "MASQUERADE") {
+					err = fmt.Errorf("no masquerade rule:\n%s", out)
+				}
+				return err
+			})
+		}
+	}
+	AcrossBothWays(t, env)
+}

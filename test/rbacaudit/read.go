@@ -1,0 +1,189 @@
+package rbacaudit
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"time"
+)
+
+// event is the part of an audit.k8s.io/v1 Event this package reads.
+type event struct {
+	AuditID string `json:"auditID"`
+	Stage   string `json:"stage"`
+	Verb    string `json:"verb"`
+	User    struct {
+		Username string `json:"username"`
+	} `json:"user"`
+	ImpersonatedUser *struct {
+		Username string `json:"username"`
+	} `json:"impersonatedUser"`
+	ObjectRef *struct {
+		Resource    string `json:"resource"`
+		Namespace   string `json:"namespace"`
+		Name        string `json:"name"`
+		APIGroup    string `json:"apiGroup"`
+		Subresource string `json:"subresource"`
+	} `json:"objectRef"`
+	ResponseStatus *struct {
+		Code    int    `json:"code"`
+		Message string `json:"message"`
+	} `json:"responseStatus"`
+	RequestReceived time.Time         `json:"requestReceivedTimestamp"`
+	StageTimestamp  time.Time         `json:"stageTimestamp"`
+	Annotations     map[string]string `json:"annotations"`
+}
+
+// The annotation the authorizer puts on every audited request (its reason is empty
+// for a refusal: the response's message says what was refused).
+const (
+	decisionAnnotation = "authorization.k8s.io/decision"
+	// rbacRefusal is in the message of every refusal by RBAC (`... is forbidden: User
+	// "NAME" cannot VERB resource ...`), not in an admission plugin's.
+	rbacRefusal = `is forbidden: User "`
+	rbacGroup   = "rbac.authorization.k8s.io"
+	// rolesSettle is how long after RBAC objects are restored a refusal still counts
+	// as one of the change: the authorizer reads roles from an informer.
+	rolesSettle = 10 * time.Second
+)
+
+// Read aggregates one API server's audit log (JSON lines) of cluster; notReady are the
+// spans in which that API server had started and was not ready yet. Every audited
+// resource request of a ServiceAccount that RBAC allowed is a use, whatever it
+// answered (a get of a missing object still used the grant), and a patch or update
+// answered 201 Created a use of create too; a 403 is a refusal.
+// Requests made by impersonation (kubectl auth can-i --as, tests acting as a daemon)
+// are not the daemon's and are left out. Writes of RBAC objects by anyone mark when
+// the cluster's roles were removed and restored.
+func Read(r io.Reader, cluster string, notReady []Interval) (*Usage, error) {
+	uses := map[Access]int{}
+	var refused []Refusal
+	var removed, restored []time.Time
+	// A watch is logged when it starts and again when it ends: count it once.
+	seen := map[string]bool{}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
+	for n := 1; sc.Scan(); n++ {
+		if len(strings.TrimSpace(sc.Text())) == 0 {
+			continue
+		}
+		var ev event
+		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
+			return nil, fmt.Errorf("%s audit log line %d: %w", cluster, n, err)
+		}
+		if ev.Stage != "ResponseComplete" && ev.Stage != "ResponseStarted" && ev.Stage != "Panic" || ev.ObjectRef == nil {
+			continue
+		}
+		if seen[ev.AuditID] {
+			continue
+		}
+		seen[ev.AuditID] = true
+		code := 0
+		if ev.ResponseStatus != nil {
+			code = ev.ResponseStatus.Code
+		}
+		if ev.ObjectRef.APIGroup == rbacGroup && ev.ObjectRef.Resource != "" {
+			switch ev.Verb {
+			case "delete", "deletecollection":
+				if code < 300 {
+					removed = append(removed, ev.RequestReceived)
+				}
+			case "create", "update", "patch":
+				if code < 300 {
+					restored = append(restored, ev.StageTimestamp)
+				}
+			}
+		}
+		if !strings.HasPrefix(ev.User.Username, "system:serviceaccount:") || ev.ImpersonatedUser != nil {
+			continue
+		}
+		a := Access{User: ev.User.Username, Verb: ev.Verb, Group: ev.ObjectRef.APIGroup, Resource: ev.ObjectRef.Resource,
+			Namespace: ev.ObjectRef.Namespace, Name: ev.ObjectRef.Name}
+		if ev.ObjectRef.Subresource != "" {
+			a.Resource += "/" + ev.ObjectRef.Subresource
+		}
+		decision := ev.Annotations[decisionAnnotation]
+		switch {
+		case decision == "forbid":
+			refused = append(refused, Refusal{Access: a, Cluster: cluster, At: ev.RequestReceived, ByRBAC: true, Reason: statusMessage(ev)})
+		case decision == "allow" && code == 403:
+			uses[a]++
+			// A patch or update that would create the object is authorized for create
+			// too, inside the request: RBAC's refusal then reads like any other.
+			refused = append(refused, Refusal{Access: a, Cluster: cluster, At: ev.RequestReceived,
+				ByRBAC: strings.Contains(statusMessage(ev), rbacRefusal), Reason: statusMessage(ev)})
+		case decision == "allow":
+			uses[a]++
+			// A server-side apply (patch) or an update that created the object was
+			// also authorized as a create, which the log shows only by 201 Created.
+			if (a.Verb == "patch" || a.Verb == "update") && code == 201 {
+				c := a
+				c.Verb = "create"
+				uses[c]++
+			}
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("%s audit log: %w", cluster, err)
+	}
+	for i := range refused {
+		switch at := refused[i].At; {
+		case rolesChanging(at, removed, restored):
+			refused[i].Excused = ExcusedRolesChanging
+		case slices.ContainsFunc(notReady, func(w Interval) bool { return w.contains(at) }):
+			refused[i].Excused = ExcusedAPIServerNotReady
+		}
+	}
+	u := &Usage{Refused: refused}
+	for a, n := range uses {
+		u.Used = append(u.Used, Use{Access: a, Count: n, Clusters: []string{cluster}})
+	}
+	sortUses(u.Used)
+	return u, nil
+}
+
+// ReadFile is Read of a file.
+func ReadFile(path, cluster string, notReady []Interval) (*Usage, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	u, err := Read(f, cluster, notReady)
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("reading %s", path), err)
+	}
+	return u, nil
+}
+
+func statusMessage(ev event) string {
+	if ev.ResponseStatus == nil {
+		return ""
+	}
+	return ev.ResponseStatus.Message
+}
+
+// rolesChanging: some RBAC object had been removed before at, and no RBAC object was
+// restored between that removal and rolesSettle before at.
+func rolesChanging(at time.Time, removed, restored []time.Time) bool {
+	var last time.Time
+	for _, t := range removed {
+		if !t.After(at) && t.After(last) {
+			last = t
+		}
+	}
+	if last.IsZero() {
+		return false
+	}
+	for _, t := range restored {
+		if t.After(last) && t.Add(rolesSettle).Before(at) {
+			return false
+		}
+	}
+	return true
+}
