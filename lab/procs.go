@@ -50,17 +50,12 @@ func (l *Lab) processes(pids map[string]int) labProcesses {
 // list names every live process of the lab (zombies have exited), this one excepted:
 // "pid <pid> <command line> (<why it is the lab's>)".
 func (p labProcesses) list() (pids []int, described []string) {
-	dirs, _ := os.ReadDir("/proc")
-	for _, d := range dirs {
-		pid, err := strconv.Atoi(d.Name())
-		if err != nil || pid == os.Getpid() {
-			continue
-		}
+	for _, pid := range netns.Processes() {
 		why := p.owns(pid)
 		if why == "" {
 			continue
 		}
-		cmdline, _ := os.ReadFile(filepath.Join("/proc", d.Name(), "cmdline"))
+		cmdline, _ := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline"))
 		cmd := strings.TrimSpace(string(bytes.ReplaceAll(cmdline, []byte{0}, []byte{' '})))
 		if len(cmd) > 120 {
 			cmd = cmd[:120] + "…"

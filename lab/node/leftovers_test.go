@@ -95,17 +95,8 @@ func processesOf(t *testing.T, ns *netns.NS, cgroup string) []string {
 		t.Fatal(err)
 	}
 	var out []string
-	dirs, _ := os.ReadDir("/proc")
-	for _, d := range dirs {
-		pid, err := strconv.Atoi(d.Name())
-		if err != nil || pid == os.Getpid() {
-			continue
-		}
-		proc := filepath.Join("/proc", d.Name())
-		stat, err := os.ReadFile(filepath.Join(proc, "stat"))
-		if i := strings.LastIndexByte(string(stat), ')'); err != nil || i < 0 || i+2 >= len(stat) || stat[i+2] == 'Z' {
-			continue
-		}
+	for _, pid := range netns.Processes() {
+		proc := "/proc/" + strconv.Itoa(pid)
 		var st syscall.Stat_t
 		inNS := syscall.Stat(filepath.Join(proc, "ns", "net"), &st) == nil && st.Ino == nsStat.Ino && st.Dev == nsStat.Dev
 		cg, _ := os.ReadFile(filepath.Join(proc, "cgroup"))

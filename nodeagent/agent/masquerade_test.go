@@ -3,11 +3,8 @@ package agent
 import (
 	"context"
 	"fmt"
-	"net/netip"
 	"testing"
 
-	straitv1 "github.com/straitnet/strait/api/v1alpha1"
-	"github.com/straitnet/strait/nodeagent/globalnet"
 	"github.com/straitnet/strait/nodeagent/route"
 	"github.com/straitnet/strait/test/require"
 )
@@ -137,12 +134,7 @@ func TestGlobalnetEgressWinsOverCNIMasquerade(t *testing.T) {
 		t.Run(backend, func(t *testing.T) {
 			l := newLab(t, true)
 			g1, g2 := l.clusters[0], l.clusters[1]
-			server := g2.node("node")
-			server.pod.ServeEcho(t, "0.0.0.0:7000")
-			g2.ingresses = []straitv1.GlobalIngress{{Spec: straitv1.GlobalIngressSpec{ServiceName: "echo", ServiceNamespace: "demo",
-				GlobalIP: "242.2.0.10", ServiceIP: "10.96.0.10"}}}
-			g2.endpoints["demo/echo"] = []netip.Addr{server.podIP}
-			g2.ports["demo/echo"] = []globalnet.Port{{Port: 80, Target: 7000}}
+			exportEcho(t, g2)
 			for _, cl := range l.clusters {
 				cniMasquerade(t, cl, backend, true)
 			}

@@ -242,16 +242,23 @@ func TestDataplaneRoutedClusters(t *testing.T) {
 	})
 }
 
+// exportEcho serves an echo on the plain node's pod of cl (port 7000) and exports it
+// under globalnet as demo/echo at 242.2.0.10, port 80; it returns that node.
+func exportEcho(t *testing.T, cl *labCluster) *labNode {
+	server := cl.node("node")
+	server.pod.ServeEcho(t, "0.0.0.0:7000")
+	cl.ingresses = []straitv1.GlobalIngress{{Spec: straitv1.GlobalIngressSpec{ServiceName: "echo", ServiceNamespace: "demo",
+		GlobalIP: "242.2.0.10", ServiceIP: "10.96.0.10"}}}
+	cl.endpoints["demo/echo"] = []netip.Addr{server.podIP}
+	// The service listens on 80, its pods on 7000.
+	cl.ports["demo/echo"] = []globalnet.Port{{Port: 80, Target: 7000}}
+	return server
+}
+
 func TestDataplaneGlobalnet(t *testing.T) {
 	l := newLab(t, true)
 	g1, g2 := l.clusters[0], l.clusters[1]
-	server := g2.node("node")
-	server.pod.ServeEcho(t, "0.0.0.0:7000")
-	g2.ingresses = []straitv1.GlobalIngress{{Spec: straitv1.GlobalIngressSpec{ServiceName: "echo", ServiceNamespace: "demo",
-		GlobalIP: "242.2.0.10", ServiceIP: "10.96.0.10"}}}
-	g2.endpoints["demo/echo"] = []netip.Addr{server.podIP}
-	// The service listens on 80, its pods on 7000.
-	g2.ports["demo/echo"] = []globalnet.Port{{Port: 80, Target: 7000}}
+	server := exportEcho(t, g2)
 	l.converge()
 	client := g1.node("node")
 	if client.podIP != server.podIP {

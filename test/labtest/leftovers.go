@@ -51,17 +51,8 @@ func markLab(t *topology.Lab, stateDir string) labMarks {
 // this one excepted, each with its command line and the mark.
 func (m labMarks) running() []string {
 	var out []string
-	dirs, _ := os.ReadDir("/proc")
-	for _, d := range dirs {
-		pid, err := strconv.Atoi(d.Name())
-		if err != nil || pid == os.Getpid() {
-			continue
-		}
-		proc := filepath.Join("/proc", d.Name())
-		stat, err := os.ReadFile(filepath.Join(proc, "stat"))
-		if i := bytes.LastIndexByte(stat, ')'); err != nil || i < 0 || i+2 >= len(stat) || stat[i+2] == 'Z' {
-			continue
-		}
+	for _, pid := range netns.Processes() {
+		proc := "/proc/" + strconv.Itoa(pid)
 		var marks []string
 		var st syscall.Stat_t
 		if syscall.Stat(filepath.Join(proc, "ns", "net"), &st) == nil && m.namespaces[st.Ino] != "" {

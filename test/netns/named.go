@@ -170,21 +170,33 @@ func Pids(ns string) []int {
 	if err := syscall.Stat(Path(ns), &st); err != nil {
 		return nil
 	}
-	procs, _ := os.ReadDir("/proc")
 	var out []int
-	for _, p := range procs {
-		pid, err := strconv.Atoi(p.Name())
-		// Never the calling process: /proc/<pid>/ns/net is its main thread's, and the Go
-		// runtime parks (rather than ends) a locked main thread whose goroutine exited
-		// inside a namespace, so a lab driven from this process may look as if it ran
-		// in one of the lab's namespaces.
-		if err != nil || pid == os.Getpid() {
-			continue
-		}
+	for _, pid := range Processes() {
 		var ps syscall.Stat_t
 		if syscall.Stat(fmt.Sprintf("/proc/%d/ns/net", pid), &ps) == nil && ps.Ino == st.Ino && ps.Dev == st.Dev {
 			out = append(out, pid)
 		}
+	}
+	return out
+}
+
+// Processes lists every live process of the machine (a zombie has exited), the calling
+// process excepted: /proc/<pid>/ns/net is its main thread's, and the Go runtime parks
+// (rather than ends) a locked main thread whose goroutine exited inside a namespace, so
+// the caller may look as if it ran in a namespace it only visited.
+func Processes() []int {
+	procs, _ := os.ReadDir("/proc")
+	var out []int
+	for _, p := range procs {
+		pid, err := strconv.Atoi(p.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		stat, err := os.ReadFile("/proc/" + p.Name() + "/stat")
+		if i := bytes.LastIndexByte(stat, ')'); err != nil || i < 0 || i+2 >= len(stat) || stat[i+2] == 'Z' {
+			continue
+		}
+		out = append(out, pid)
 	}
 	return out
 }
