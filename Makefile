@@ -142,8 +142,9 @@ test: host-deps k8s-binaries node-binaries images image flux-images $(COREDNS) #
 	@# it gets the machine to itself rather than racing the other packages' API servers.
 	@# Each lab's API servers audit Strait's ServiceAccounts; each suite fails on a refused
 	@# request and leaves what they did in RBAC_USAGE; the roles are then held to the union.
+	@# The lab is one per machine: the suites hold its lock, as bench-gate-lab does.
 	rm -rf $(RBAC_USAGE)
-	STRAIT_RBAC_USAGE=$(RBAC_USAGE) $(GO) test -count=1 -p 1 -timeout 40m ./test/e2e/...
+	flock $(LAB_LOCK) env STRAIT_RBAC_USAGE=$(RBAC_USAGE) $(GO) test -count=1 -p 1 -timeout 40m ./test/e2e/...
 	STRAIT_RBAC_USAGE=$(RBAC_USAGE) $(GO) test -count=1 -run '^TestRolesGrantOnlyWhatTheLabsUsed$$' -v ./kustomize/
 
 test-unit: ## Pure tests only (no API servers, no root).

@@ -2,11 +2,16 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
 	"github.com/straitnet/strait/dns/corefile"
@@ -66,6 +71,12 @@ const charonCrashBound = 5 * time.Second
 // TestCharonCrashUnderIPsec: under the ipsec driver, charon on c2's active gateway is
 // killed; the kubelet restarts it, the agent loads its connections again, and c1 → c2
 // comes back within charonCrashBound of the kill.
+//
+// The kubelet's restart is not Strait's: one in crash-loop back-off waits 10 s and more
+// (its back-off is per pod and container, and outlives the container by 10 minutes). A
+// round whose charon the kubelet started 2 s or more after the kill is retried once, on
+// a fresh pod, and the retry is counted in the log; a slow round with a prompt restart
+// fails at once.
 func TestCharonCrashUnderIPsec(t *testing.T) {
 	env.Require(t)
 	env.RestoreClusterSetSpec(t)
@@ -73,9 +84,49 @@ func TestCharonCrashUnderIPsec(t *testing.T) {
 	if err := env.UpdateClusterSet(t, func(cs *straitv1.ClusterSet) { setDriver(cs, straitv1.CableIPsec) }); err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range members() {
-		waitActiveGateway(t, c, straitv1.CableIPsec)
+	for round := 1; ; round++ {
+		for _, c := range members() {
+			waitActiveGateway(t, c, straitv1.CableIPsec)
+		}
+		o, restart, pod := killCharon(t)
+		if o.tries < 20 {
+			t.Errorf("only %d GETs were made", o.tries)
+		}
+		what := "c1 → c2 after charon was killed on " + pod.Spec.NodeName
+		if o.longest <= charonCrashBound || restart < 2*time.Second || round == 2 {
+			if !boundOutage(t, what, o, charonCrashBound) {
+				logAgents(t)
+				for _, c := range members() {
+					t.Logf("%s's charons, last lines:\n%s", c, env.StraitLogs(t, c, labtest.AgentApp, "charon", 40))
+				}
+			}
+			if round == 2 {
+				t.Logf("retries counted: 1 (the kubelet restarted charon late in the first round)")
+			}
+			return
+		}
+		t.Logf("%s: %s, but the kubelet started charon only %s after the kill; once more on a fresh pod", what, o, restart)
+		if err := env.HostClient(t, "c2").CoreV1().Pods(pod.Namespace).Delete(context.Background(), pod.Name, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		require.Eventually(t, labtest.Converge, "c2's agent pod "+pod.Name+" gone", func() error {
+			_, err := env.HostClient(t, "c2").CoreV1().Pods(pod.Namespace).Get(context.Background(), pod.Name, metav1.GetOptions{})
+			if err == nil {
+				return errors.New("still there")
+			}
+			if apierrors.IsNotFound(err) {
+				return nil
+			}
+			return err
+		})
 	}
+}
+
+// killCharon kills charon on c2's active gateway while c1 → c2 GETs run, and returns
+// the outage from the kill, how long after it the kubelet started charon again (to the
+// second, as the API gives it), and the agent's pod.
+func killCharon(t *testing.T) (outage, time.Duration, corev1.Pod) {
+	t.Helper()
 	src, target := crossTraffic(t)
 	gw := env.ActiveGateway(t, "c2")
 	pod := env.AgentPod(t, "c2", gw.Name)
@@ -90,19 +141,9 @@ func TestCharonCrashUnderIPsec(t *testing.T) {
 	}
 	time.Sleep(time.Second)
 	o := p.since(killed)
-	// The kubelet's part (a restart in back-off waits 10 s and more) apart from Strait's.
-	started := env.ContainerStarted(t, "c2", pod, "charon")
-	t.Logf("charon killed on %s (ipsec): %s; the kubelet started it again %s after the kill (to the second)",
-		gw.Name, o, started.Sub(killed.Truncate(time.Second)))
-	if o.tries < 20 {
-		t.Errorf("only %d GETs were made", o.tries)
-	}
-	if !boundOutage(t, "c1 → c2 after charon was killed on "+gw.Name, o, charonCrashBound) {
-		logAgents(t)
-		for _, c := range members() {
-			t.Logf("%s's charons, last lines:\n%s", c, env.StraitLogs(t, c, labtest.AgentApp, "charon", 40))
-		}
-	}
+	restart := env.ContainerStarted(t, "c2", pod, "charon").Sub(killed.Truncate(time.Second))
+	t.Logf("charon killed on %s (ipsec): %s; the kubelet started it again %s after the kill", gw.Name, o, restart)
+	return o, restart, pod
 }
 
 // coreDNSBound bounds the time from c1's CoreDNS answering cluster.local again after
