@@ -103,13 +103,13 @@ func TestRollingUpgradeKeepsTrafficFlowing(t *testing.T) {
 		t.Fatal(err)
 	}
 	writeOverlay(t, upgrade, rel, tag)
-	src, target := crossTraffic(t)
+	src, target := env.CrossTraffic(t, "c1", "c2")
 	// Back to the lab's own install whatever happens.
 	t.Cleanup(func() {
 		kubectl(t, "c2", "apply", "--server-side", "-k", env.Lab.InstallDir("c2"))
 		kubectl(t, "c2", "-n", straitv1.SystemNamespace, "rollout", "status", "daemonset/strait-agent", "--timeout=3m")
 	})
-	p := startProber(src.NS, target)
+	p := labtest.StartProber(src.NS, target)
 	start := time.Now()
 	kubectl(t, "c2", "apply", "--server-side", "-k", upgrade)
 	kubectl(t, "c2", "-n", straitv1.SystemNamespace, "rollout", "status", "daemonset/strait-agent", "--timeout=3m")
@@ -117,10 +117,10 @@ func TestRollingUpgradeKeepsTrafficFlowing(t *testing.T) {
 	// The longest gap, once traffic flows again: an outage that outlasts the rollout is
 	// measured to its end, not cut short by it.
 	settled := time.Now()
-	for deadline := settled.Add(30 * time.Second); !p.answeredAfter(settled.Add(time.Second)) && time.Now().Before(deadline); {
+	for deadline := settled.Add(30 * time.Second); !p.AnsweredAfter(settled.Add(time.Second)) && time.Now().Before(deadline); {
 		time.Sleep(100 * time.Millisecond)
 	}
-	gap := p.gap()
+	gap := p.Gap()
 	for _, pod := range env.StraitPods(t, "c2", labtest.AgentApp, "") {
 		if got := pod.Spec.Containers[0].Image; !strings.HasSuffix(got, ":"+tag) {
 			t.Errorf("agent pod %s runs %s after the upgrade", pod.Name, got)
@@ -129,7 +129,7 @@ func TestRollingUpgradeKeepsTrafficFlowing(t *testing.T) {
 	t.Logf("rolling upgrade of c2's agents (%d nodes, maxUnavailable 1) took %s; longest time without an answer c1 → c2: %s",
 		len(env.StraitPods(t, "c2", labtest.AgentApp, "")), rolled.Round(time.Millisecond), gap.Round(time.Millisecond))
 	if gap > 2*time.Second {
-		from, to := p.longest()
+		from, to := p.Longest()
 		t.Errorf("c1 → c2 went %s without an answer during the rollout, from %s to %s (a crash failover takes < 2 s)",
 			gap.Round(time.Millisecond), from.Format("15:04:05.000"), to.Format("15:04:05.000"))
 		for _, c := range members() {
