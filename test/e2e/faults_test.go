@@ -63,15 +63,15 @@ func TestDataPathOutlivesTheHub(t *testing.T) {
 
 	t.Run("strait hub down", func(t *testing.T) {
 		scale := func(n int) {
-			kubectl(t, "hub", "-n", straitv1.SystemNamespace, "scale", "deployment/strait-hub", fmt.Sprintf("--replicas=%d", n))
+			env.Kubectl(t, "hub", "-n", straitv1.SystemNamespace, "scale", "deployment/strait-hub", fmt.Sprintf("--replicas=%d", n))
 		}
 		t.Cleanup(func() {
 			scale(2)
-			kubectl(t, "hub", "-n", straitv1.SystemNamespace, "rollout", "status", "deployment/strait-hub", "--timeout=3m")
+			env.Kubectl(t, "hub", "-n", straitv1.SystemNamespace, "rollout", "status", "deployment/strait-hub", "--timeout=3m")
 		})
 		p := labtest.StartRetrying(50*time.Millisecond, labtest.RetryOnce(labtest.GetWhereami(src.NS, target)))
 		scale(0)
-		kubectl(t, "hub", "-n", straitv1.SystemNamespace, "wait", "--for=delete", "pod", "-l", "app.kubernetes.io/name="+labtest.HubApp, "--timeout=2m")
+		env.Kubectl(t, "hub", "-n", straitv1.SystemNamespace, "wait", "--for=delete", "pod", "-l", "app.kubernetes.io/name="+labtest.HubApp, "--timeout=2m")
 		time.Sleep(window)
 		gap := p.Gap()
 		tries, answers := p.Counts()

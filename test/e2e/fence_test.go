@@ -146,7 +146,7 @@ func fenceDrops(t testing.TB, ns string) int {
 func logCablePaths(t testing.TB) {
 	t.Helper()
 	for _, c := range members() {
-		t.Logf("%s's Peers:\n%s", c, kubectl(t, c, "-n", straitv1.SystemNamespace, "get", "peers", "-o", "wide"))
+		t.Logf("%s's Peers:\n%s", c, env.Kubectl(t, c, "-n", straitv1.SystemNamespace, "get", "peers", "-o", "wide"))
 		cl, _ := env.Topo.Cluster(c)
 		for _, n := range cl.Nodes {
 			out, err := exec.Command("ip", "netns", "exec", n.Namespace, "ip", "route", "show", "table", strconv.Itoa(route.Table)).CombinedOutput()

@@ -153,7 +153,7 @@ func TestCoreDNSRestart(t *testing.T) {
 	if ocs.After > coreDNSBound {
 		t.Errorf("c1 went %s without resolving %s after it had resolved it again; the bound is %s", ocs.After.Round(time.Millisecond), clusterset, coreDNSBound)
 	}
-	if cf := corefileOf(t, "c1"); !strings.Contains(cf, corefile.BeginMarker) {
+	if cf := env.Corefile(t, "c1"); !strings.Contains(cf, corefile.BeginMarker) {
 		t.Errorf("strait dns's block is gone from c1's Corefile after CoreDNS's restart:\n%s", cf)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
