@@ -40,10 +40,10 @@ func lookupAddress(ns, name string, timeout time.Duration) func() error {
 	}
 }
 
-// boundLost fails the test unless every try of a prober that retries (retryOnce) in a
-// fault's window was answered, with at most one in 50 retried: a fault that Strait
-// rides out costs no request, and a retry covers only this machine's noise (an outage
-// of even half a second fails a try and its retry).
+// boundLost fails the test unless every try of a prober that retries
+// (labtest.RetryOnce) in a fault's window was answered, with at most one in 50 retried:
+// a fault that Strait rides out costs no request, and a retry covers only this
+// machine's noise (an outage of even half a second fails a try and its retry).
 func boundLost(t testing.TB, what string, p *labtest.Prober, least int) {
 	t.Helper()
 	tries, answers := p.Counts()
