@@ -9,6 +9,7 @@ import (
 	"github.com/straitnet/strait/controllers/showcmd"
 	"github.com/straitnet/strait/internal/cli"
 	"github.com/straitnet/strait/lab/labcmd"
+	"github.com/straitnet/strait/plan/exportcmd"
 	"github.com/straitnet/strait/plan/rendercmd"
 )
 
@@ -26,10 +27,12 @@ overlapping CIDRs talk through globalnet NAT — all from one ClusterSet kept in
 
 strait is what people run: render shows what a ClusterSet means for every member, diff
 what a change to it would do in the hub and the members before it lands, show what the
-clusterset is doing (connections, gateways, networks, exports, versions), lab runs
-whole clustersets on one machine. The daemons (hub, agent, dns, charon) are the
+clusterset is doing (connections, gateways, networks, exports, versions), export and
+unexport change the ClusterSet file's exports (git first), lab runs whole clustersets
+on one machine. The daemons (hub, agent, dns, charon) are the
 other binary, straitd.`,
 	}
-	root.AddCommand(rendercmd.NewCommand(), diffcmd.NewCommand(), showcmd.NewShowCommand(), labcmd.NewCommand(), showcmd.NewVersionCommand())
+	root.AddCommand(rendercmd.NewCommand(), diffcmd.NewCommand(), showcmd.NewShowCommand(), exportcmd.NewExportCommand(),
+		exportcmd.NewUnexportCommand(), labcmd.NewCommand(), showcmd.NewVersionCommand())
 	return root
 }

@@ -21,6 +21,7 @@ import (
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
 	"github.com/straitnet/strait/controllers"
 	"github.com/straitnet/strait/internal/cli"
+	"github.com/straitnet/strait/internal/udiff"
 	"github.com/straitnet/strait/plan"
 )
 
@@ -358,7 +359,7 @@ func printDiffs(w io.Writer, diffs []objectDiff) (int, error) {
 			return n, err
 		}
 		name := d.cluster + "/" + d.id
-		text := unifiedDiff(name+" (live)", name+" (merged)", from, to)
+		text := udiff.Unified(name+" (live)", name+" (merged)", from, to)
 		if text == "" {
 			continue
 		}
