@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/kustomize/kyaml/kio"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 
@@ -50,6 +51,9 @@ func Edit(data []byte, c Change) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("the file before the change: %w", err)
 	}
+	if errs := plan.Validate(before); len(errs) > 0 {
+		return nil, fieldErrors("the file before the change (fix it first)", errs)
+	}
 	rw := &kio.ByteReadWriter{Reader: bytes.NewReader(data), PreserveSeqIndent: true}
 	nodes, err := rw.Read()
 	if err != nil {
@@ -81,7 +85,7 @@ func Edit(data []byte, c Change) ([]byte, error) {
 		return nil, fmt.Errorf("the file after the change: %w", err)
 	}
 	if errs := plan.Validate(after); len(errs) > 0 {
-		return nil, fmt.Errorf("the file after the change: %w", errs.ToAggregate())
+		return nil, fieldErrors("the file after the change", errs)
 	}
 	return result, nil
 }
@@ -109,6 +113,16 @@ func keepCommentSpacing(orig, out []byte) []byte {
 		}
 	}
 	return []byte(strings.Join(lines, "\n"))
+}
+
+// fieldErrors is the validator's refusal, one field error a line, as strait render
+// prints it.
+func fieldErrors(what string, errs field.ErrorList) error {
+	lines := make([]string, 0, len(errs))
+	for _, e := range errs {
+		lines = append(lines, "  "+e.Error())
+	}
+	return fmt.Errorf("%s:\n%s", what, strings.Join(lines, "\n"))
 }
 
 // errNoChange says the file already is as asked.

@@ -167,7 +167,11 @@ func TestBadInputIsRefusedNamingFieldAndValue(t *testing.T) {
 		{data: basic, c: Change{Namespace: "shop", Name: "cart"},
 			want: "shop/cart: no change: it is not exported (spec.exports has no namespace shop, name cart)"},
 		{data: strings.Replace(basic, `"10.9.0.0/16"`, `"10.8.0.0/16"`, 1), c: Change{Export: true, Namespace: "shop", Name: "cart"},
-			want: `spec.clusters[1].podCIDRs[0]: Invalid value: "10.8.0.0/16": clusters c1 and c2 overlap`},
+			want: "the file before the change (fix it first):\n  spec.clusters[1].podCIDRs[0]: Invalid value: \"10.8.0.0/16\": clusters c1 and c2 overlap"},
+		// A change the validator refuses (ParseService would refuse this name first; the
+		// validator is the last word on the file).
+		{data: basic, c: Change{Export: true, Namespace: "shop", Name: strings.Repeat("x", 64)},
+			want: "the file after the change:\n  spec.exports[2].name: Invalid value"},
 		{data: strings.Replace(basic, "driver: wireguard", "driver: gre", 1), c: Change{Export: true, Namespace: "shop", Name: "cart"},
 			want: `spec.cable.driver: Unsupported value: "gre"`},
 	} {
