@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -148,7 +149,10 @@ func seed(ctx context.Context) error {
 				break
 			}
 			if time.Now().After(deadline) {
-				return fmt.Errorf("%s: no Peer %s with an endpoint from the hub: %v", p.m.Name, p.peer, err)
+				if err == nil {
+					err = errors.New("it has no endpoint")
+				}
+				return fmt.Errorf("%s: no Peer %s with an endpoint from the hub: %w", p.m.Name, p.peer, err)
 			}
 			time.Sleep(100 * time.Millisecond)
 		}
