@@ -1,12 +1,13 @@
 package main
 
 import (
-	"bufio"
 	"fmt"
 	"io"
 	"os"
 	"strconv"
 	"strings"
+
+	"github.com/straitnet/strait/hack/benchfmt"
 )
 
 // target is one row: the metric unit a benchmark reports, and the bound it must meet.
@@ -48,43 +49,8 @@ func targets() []target {
 	}
 }
 
-// figures reads `go test -bench` output: benchmark name (without "Benchmark" and the
-// GOMAXPROCS suffix) → unit → value; a benchmark reported more than once (-count) keeps
-// every value.
-func figures(r io.Reader) (map[string]map[string][]float64, error) {
-	out := map[string]map[string][]float64{}
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		f := strings.Fields(sc.Text())
-		if len(f) < 4 || !strings.HasPrefix(f[0], "Benchmark") {
-			continue
-		}
-		if _, err := strconv.Atoi(f[1]); err != nil {
-			continue // a "--- FAIL: Benchmark…" line or a name printed alone
-		}
-		name := strings.TrimPrefix(f[0], "Benchmark")
-		if i := strings.LastIndex(name, "-"); i > 0 {
-			if _, err := strconv.Atoi(name[i+1:]); err == nil {
-				name = name[:i]
-			}
-		}
-		for i := 2; i+1 < len(f); i += 2 {
-			v, err := strconv.ParseFloat(f[i], 64)
-			if err != nil {
-				continue
-			}
-			if out[name] == nil {
-				out[name] = map[string][]float64{}
-			}
-			out[name][f[i+1]] = append(out[name][f[i+1]], v)
-		}
-	}
-	return out, sc.Err()
-}
-
 // table is the Markdown table of every target with the run's figures.
-func table(ts []target, got map[string]map[string][]float64) string {
+func table(ts []target, got benchfmt.Figures) string {
 	var b strings.Builder
 	b.WriteString("| What | Figure | Target | Figure / target | Met |\n|---|---|---|---|---|\n")
 	for _, t := range ts {
@@ -135,7 +101,7 @@ func main() {
 		}
 		in = io.MultiReader(rs...)
 	}
-	got, err := figures(in)
+	got, err := benchfmt.Parse(in)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "benchtable:", err)
 		os.Exit(1)

@@ -3,6 +3,8 @@ package main
 import (
 	"strings"
 	"testing"
+
+	"github.com/straitnet/strait/hack/benchfmt"
 )
 
 // TestTableFromBenchOutput: figures come from the benchmarks' own lines (failed ones and
@@ -18,7 +20,7 @@ BenchmarkGatewayFailover-2   	--- FAIL: BenchmarkGatewayFailover-2
 BenchmarkGatewayFailover-2   	2	45050505052 ns/op	1106 ms-gap-crash	339.0 ms-gap-graceful
     bench_test.go:57: a log line 1 2 3
 `
-	got, err := figures(strings.NewReader(out))
+	got, err := benchfmt.Parse(strings.NewReader(out))
 	if err != nil {
 		t.Fatal(err)
 	}

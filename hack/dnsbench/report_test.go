@@ -70,9 +70,9 @@ func TestBenchLineIsWhatBenchtableReads(t *testing.T) {
 			"CoreDNS hosts": {{avgMs: 0.2, p99Ms: 0.4}, {avgMs: 0.1, p99Ms: 0.3}, {avgMs: 0.2, p99Ms: 0.5}},
 		},
 	}
-	mem := []*memInfo{{rss: 50 * 1024}, {rss: 100 * 1024}, nil}
+	mem := []*memInfo{{rss: 50 * 1024, anon: 18 * 1024}, {rss: 100 * 1024}, nil}
 	got := benchLine(names, results, mem)
-	want := "BenchmarkDNSAgainstCoreDNSHosts 1 1.5 qps-ratio 0.5 rss-ratio 0.5 avg-latency-ratio 0.5 p99-latency-ratio 0.25 p99-ms\n"
+	want := "BenchmarkDNSAgainstCoreDNSHosts 1 1.5 qps-ratio 0.5 rss-ratio 0.5 avg-latency-ratio 0.5 p99-latency-ratio 0.25 p99-ms 18 anon-MiB\n"
 	if got != want {
 		t.Errorf("benchLine:\n got %q\nwant %q", got, want)
 	}

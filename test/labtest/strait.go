@@ -102,6 +102,23 @@ func (e *Env) WaitRestarted(t testing.TB, cluster string, p corev1.Pod, containe
 	})
 }
 
+// ContainerStarted is when the kubelet last started a container of a pod (to the second,
+// as the API gives it).
+func (e *Env) ContainerStarted(t testing.TB, cluster string, p corev1.Pod, container string) time.Time {
+	t.Helper()
+	got, err := e.HostClient(t, cluster).CoreV1().Pods(p.Namespace).Get(context.Background(), p.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, st := range got.Status.ContainerStatuses {
+		if st.Name == container && st.State.Running != nil {
+			return st.State.Running.StartedAt.Time
+		}
+	}
+	t.Fatalf("%s: container %s of %s is not running", cluster, container, p.Name)
+	return time.Time{}
+}
+
 // StraitLogs are the last lines of a container's log in every pod of one of Strait's
 // workloads, for a failing test to show (kubectl logs).
 func (e *Env) StraitLogs(t testing.TB, cluster, app, container string, lines int64) string {

@@ -182,17 +182,23 @@ func (d *Driver) Converge(ctx context.Context, local cable.Local, remotes []cabl
 			}
 		}
 	}
-	restarted := d.restarted
-	d.restarted = false
+	// The restart is handled once every remote got its initiation; until then (a failed
+	// call, a remote not loaded yet) the next Converge initiates again rather than
+	// leaving the other end to notice by dead-peer detection.
+	failed := len(wanted) < len(remotes)
 	for name, r := range wanted {
-		if !(initiates(local, r) || restarted) || hasLiveSA(sas[name], local, r) {
+		if !(initiates(local, r) || d.restarted) || hasLiveSA(sas[name], local, r) {
 			continue
 		}
 		// timeout -1: charon initiates in the background; Connections reports the outcome.
 		in := map[string]string{"child": name, "ike": name, "timeout": "-1"}
 		if _, err := call(ctx, s, "initiate", in); err != nil {
 			errs = append(errs, fmt.Errorf("remote %s: %w", r.ClusterID, err))
+			failed = true
 		}
+	}
+	if !failed {
+		d.restarted = false
 	}
 
 	if err := d.syncRoutes(routes); err != nil {
