@@ -187,15 +187,15 @@ func (m *member) execJSON(ctx context.Context, pod, container string, argv []str
 
 // across is what one probe pod saw dialling another member's probe pod.
 type across struct {
-	from, to     string // members
-	fromPod      probePod
-	toPod        probePod
-	nonce        string
-	seen         probe.Seen // what the TCP connection's server answered
-	arrived      []string   // the hellos' source addresses, from the server's log
-	dialErr      error
-	mtu          *probe.MTU
-	mtuErr       error
+	from, to string // members
+	fromPod  probePod
+	toPod    probePod
+	nonce    string
+	seen     probe.Seen // what the TCP connection's server answered
+	arrived  []string   // the hellos' source addresses, from the server's log
+	dialErr  error
+	mtu      *probe.MTU
+	mtuErr   error
 }
 
 // dialAcross dials, from every probe pod of m, the probe pod of every other member on
