@@ -13,4 +13,8 @@
 //
 // The judging (checks.go) is pure: it takes what was read and returns the results; the
 // reading (members.go, probes.go) holds the clients. It writes nothing but its pods.
+//
+// `strait gather` (gather.go) reaches the clusters the same way and writes a tarball of
+// what support needs: objects, events, logs, each agent's kernel dump (`straitd agent
+// --dump`, exec'd), the Corefile, versions; of Secrets only their names and keys.
 package diagnose
