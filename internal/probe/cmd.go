@@ -18,14 +18,15 @@ import (
 // in the agents' containers.
 func NewCommand(straitTable string) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "probe serve|dial|mtu|lookup|node",
+		Use:   "probe serve|dial|watch|mtu|lookup|node",
 		Short: "What strait diagnose runs in a member: serve and dial probes, look names up, read a node's facts",
 		Long: `probe holds what strait diagnose runs inside a member cluster, from Strait's own image:
-serve in a probe pod of every member, dial, mtu and lookup exec'd in those pods, node
+serve in a probe pod of every member, dial, watch, mtu and lookup exec'd in those pods, node
 exec'd in the agent's container. Each prints one JSON object and changes nothing.`,
 		Example: `  straitd probe serve                      # TCP: answers the source address it saw; UDP: the datagram's length
   straitd probe dial --nonce n1 10.9.2.7:4243   # {"local":"10.8.1.5","seen":"10.8.1.5"}; the server logs "seen n1 10.8.1.5"
   straitd probe mtu 10.9.2.7:4243           # {"pathMTU":1370,"fullAnswered":true,"smallAnswered":true}
+  straitd probe watch --for 20s 10.9.2.7:4243   # {"tries":180,"answers":171,"longestGapMillis":930,"sourceKept":true}
   straitd probe lookup whereami.sample.svc.clusterset.local
   straitd probe node                        # kube-proxy's mode, the links' MTUs, Strait's nftables chains`,
 	}
@@ -59,6 +60,15 @@ exec'd in the agent's container. Each prints one JSON object and changes nothing
 			return printJSON(cmd.OutOrStdout(), PathMTU(ctxOf(cmd), args[0], timeout))
 		},
 	}
+	var total, every time.Duration = 20 * time.Second, 100 * time.Millisecond
+	watch := &cobra.Command{
+		Use: "watch HOST:PORT", Short: "Connect to a probe server every --every for --for and print the longest gap", Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return printJSON(cmd.OutOrStdout(), Watching(ctxOf(cmd), args[0], total, every, timeout))
+		},
+	}
+	watch.Flags().DurationVar(&total, "for", total, "how long to watch")
+	watch.Flags().DurationVar(&every, "every", every, "the interval between tries")
 	lookup := &cobra.Command{
 		Use: "lookup NAME", Short: "Resolve NAME with the pod's resolver", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -79,7 +89,7 @@ exec'd in the agent's container. Each prints one JSON object and changes nothing
 		},
 	}
 	node.Flags().StringVar(&kubeProxy, "kube-proxy-metrics", kubeProxy, "kube-proxy's --metrics-bind-address")
-	cmd.AddCommand(serve, dial, mtu, lookup, node)
+	cmd.AddCommand(serve, dial, watch, mtu, lookup, node)
 	return cmd
 }
 

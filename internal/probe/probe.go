@@ -210,3 +210,36 @@ func SeenIn(log string) map[string][]string {
 	}
 	return out
 }
+
+// Watch is what Watching saw: how many connections were tried and answered, and the
+// longest time without an answer, from the start to the end.
+type Watch struct {
+	Tries      int   `json:"tries"`
+	Answers    int   `json:"answers"`
+	LongestGap int64 `json:"longestGapMillis"`
+	// Kept says whether every answer named the dialling pod's own address.
+	Kept bool `json:"sourceKept"`
+}
+
+// Watching connects to a probe server every interval for a while, each try given up
+// after timeout, and measures the longest time without an answer.
+func Watching(ctx context.Context, addr string, total, every, timeout time.Duration) Watch {
+	w := Watch{Kept: true}
+	start := time.Now()
+	last := start
+	for time.Since(start) < total && ctx.Err() == nil {
+		w.Tries++
+		s, err := Dial(ctx, addr, "", timeout)
+		if err == nil {
+			w.Answers++
+			w.LongestGap = max(w.LongestGap, time.Since(last).Milliseconds())
+			last = time.Now()
+			if s.Seen != s.Local {
+				w.Kept = false
+			}
+		}
+		time.Sleep(every)
+	}
+	w.LongestGap = max(w.LongestGap, time.Since(last).Milliseconds())
+	return w
+}

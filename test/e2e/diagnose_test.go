@@ -83,6 +83,29 @@ func TestDiagnoseFindsEachFault(t *testing.T) {
 		}
 	})
 
+	// strait verify on the healthy lab: pod → pod and pod → ClusterIP across with the
+	// caller's IP kept, from a gateway and a plain node of each member, the sample
+	// exports' names resolved to c2's addresses, and a failover of c2's active gateway
+	// whose gap stays under verify's bound.
+	t.Run("verify", func(t *testing.T) {
+		before := env.ActiveGateway(t, "c2").Name
+		out, errOut, code := exitCode(t, env.Strait, append([]string{"verify"}, args...)...)
+		t.Logf("strait verify: exit %d\n%s%s", code, out, errOut)
+		if code != 0 {
+			t.Errorf("strait verify: exit %d, want 0", code)
+		}
+		for _, row := range [][]string{{"connectivity", "c1→c2"}, {"connectivity", "c2→c1"}, {"service-discovery", "c1"}, {"gateway-failover", "c1→c2"}} {
+			want(t, out, row[0], row[1], "pass")
+		}
+		if got, d := verdict(out, "connectivity", "c1→c2"); got == "pass" && (!strings.Contains(d, "ClusterIP") || !strings.Contains(d, "caller's IP kept")) {
+			t.Errorf("connectivity c1→c2: %q names no ClusterIP or no kept caller", d)
+		}
+		if _, d := verdict(out, "gateway-failover", "c1→c2"); !strings.Contains(d, "stopped c2's active gateway "+before) {
+			t.Errorf("gateway-failover: %q does not name the gateway it stopped, %s", d, before)
+		}
+		waitConnected(t, time.Minute)
+	})
+
 	t.Run("wrong pod CIDR in the ClusterSet", func(t *testing.T) {
 		data, err := os.ReadFile(filepath.Join(env.Root, basicClusterSet))
 		if err != nil {
