@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/metadata"
 	"sigs.k8s.io/yaml"
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
@@ -54,8 +55,8 @@ DIR/strait-gather-TIME.tar.gz:
   CLUSTER/dump/NODE.txt          straitd agent --dump, run in each node's agent: everything
                                  of Strait's in the node's kernel
   CLUSTER/Corefile               CoreDNS's Corefile (kube-system/coredns)
-  CLUSTER/secrets.txt            the Secrets of strait-system by name, type and keys: never
-                                 a Secret's data
+  CLUSTER/secrets.txt            the Secrets of strait-system by name and labels, read as
+                                 metadata only: no Secret's data is ever read
 
 Exit status: 0 all was gathered, 1 something could not be (the tarball holds the rest and
 an errors.txt), 3 nothing could be read.`,
@@ -222,25 +223,27 @@ func objectsYAML(items []unstructured.Unstructured) []byte {
 	return b.Bytes()
 }
 
-// gatherSecretNames lists strait-system's Secrets by name, type and keys: never their
-// data.
+// gatherSecretNames lists strait-system's Secrets by name and labels, read as metadata
+// only (PartialObjectMetadata): their data never reaches this process.
 func gatherSecretNames(ctx context.Context, m *member, a *archive) {
-	list, err := m.kube.CoreV1().Secrets(straitv1.SystemNamespace).List(ctx, metav1.ListOptions{})
+	mc, err := metadata.NewForConfig(m.cfg)
 	if err != nil {
-		a.failed("%s: listing the Secrets of %s (names only): %v", m.name, straitv1.SystemNamespace, err)
+		a.failed("%s: %v", m.name, err)
+		return
+	}
+	list, err := mc.Resource(schema.GroupVersionResource{Version: "v1", Resource: "secrets"}).Namespace(straitv1.SystemNamespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		a.failed("%s: listing the Secrets of %s (metadata only): %v", m.name, straitv1.SystemNamespace, err)
 		return
 	}
 	var b strings.Builder
 	for _, s := range list.Items {
-		keys := make([]string, 0, len(s.Data))
-		for k := range s.Data {
-			keys = append(keys, k)
+		var labels []string
+		for k, v := range s.Labels {
+			labels = append(labels, k+"="+v)
 		}
-		sort.Strings(keys)
-		fmt.Fprintf(&b, "%s %s keys: %s\n", s.Name, s.Type, strings.Join(keys, ","))
-	}
-	for i := range list.Items { // the data goes no further than here
-		list.Items[i].Data, list.Items[i].StringData = nil, nil
+		sort.Strings(labels)
+		fmt.Fprintf(&b, "%s %s\n", s.Name, strings.Join(labels, ","))
 	}
 	a.add(m.name+"/secrets.txt", []byte(b.String()))
 }
