@@ -80,9 +80,7 @@ diagnose could not run (a bad flag, a member that could not be read).`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.members.kubeconfig, "kubeconfig", "", "the kubeconfig whose contexts reach the members (default: KUBECONFIG, ~/.kube/config)")
-	f.StringArrayVar(&o.members.contexts, "context", nil, "a member's context, CTX or NAME=CTX (repeatable; default: every context)")
-	f.StringArrayVar(&o.members.memberKubeconfigs, "member-kubeconfig", nil, "NAME=FILE: reach member NAME with this kubeconfig (repeatable)")
+	addMemberFlags(cmd, &o.members)
 	f.StringVarP(&o.file, "file", "f", "", "check the CIDRs against this ClusterSet file (default: each member's Membership)")
 	f.StringVarP(&o.output, "output", "o", "", "output format: json or yaml (default: a table)")
 	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"json", "yaml"}, cobra.ShellCompDirectiveNoFileComp))

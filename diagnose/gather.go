@@ -68,9 +68,7 @@ an errors.txt), 3 nothing could be read.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.members.kubeconfig, "kubeconfig", "", "the kubeconfig whose contexts reach the clusters (default: KUBECONFIG, ~/.kube/config)")
-	f.StringArrayVar(&o.members.contexts, "context", nil, "a cluster's context, CTX or NAME=CTX (repeatable; default: every context)")
-	f.StringArrayVar(&o.members.memberKubeconfigs, "member-kubeconfig", nil, "NAME=FILE: reach cluster NAME with this kubeconfig (repeatable)")
+	addMemberFlags(cmd, &o.members)
 	f.StringVar(&o.dir, "dir", ".", "where to write the tarball")
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &cli.ExitStatus{Code: exitError, Err: err} })
 	return cmd

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spf13/cobra"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -255,4 +256,27 @@ func (m *member) agentOn(node string) *corev1.Pod {
 		}
 	}
 	return nil
+}
+
+// addMemberFlags adds the flags that say how to reach the members, with the kubeconfig's
+// contexts completed.
+func addMemberFlags(cmd *cobra.Command, f *memberFlags) {
+	fl := cmd.Flags()
+	fl.StringVar(&f.kubeconfig, "kubeconfig", "", "the kubeconfig whose contexts reach the clusters (default: KUBECONFIG, ~/.kube/config)")
+	fl.StringArrayVar(&f.contexts, "context", nil, "a cluster's context, CTX or NAME=CTX (repeatable; default: every context)")
+	fl.StringArrayVar(&f.memberKubeconfigs, "member-kubeconfig", nil, "NAME=FILE: reach cluster NAME with this kubeconfig (repeatable)")
+	_ = cmd.RegisterFlagCompletionFunc("context", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+		rules := clientcmd.NewDefaultClientConfigLoadingRules()
+		rules.ExplicitPath = f.kubeconfig
+		raw, err := rules.Load()
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveError
+		}
+		var names []string
+		for n := range raw.Contexts {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		return names, cobra.ShellCompDirectiveNoFileComp
+	})
 }

@@ -72,9 +72,7 @@ failure, 3 when verify could not run.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.members.kubeconfig, "kubeconfig", "", "the kubeconfig whose contexts reach the members (default: KUBECONFIG, ~/.kube/config)")
-	f.StringArrayVar(&o.members.contexts, "context", nil, "a member's context, CTX or NAME=CTX (repeatable; default: every context)")
-	f.StringArrayVar(&o.members.memberKubeconfigs, "member-kubeconfig", nil, "NAME=FILE: reach member NAME with this kubeconfig (repeatable)")
+	addMemberFlags(cmd, &o.members)
 	f.StringSliceVar(&o.only, "only", verifyNames, "what to verify: "+strings.Join(verifyNames, ","))
 	f.StringVarP(&o.output, "output", "o", "", "output format: json or yaml (default: a table)")
 	_ = cmd.RegisterFlagCompletionFunc("only", cobra.FixedCompletions(verifyNames, cobra.ShellCompDirectiveNoFileComp))
