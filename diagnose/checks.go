@@ -360,7 +360,7 @@ func connections(m *member, o observed) Result {
 		return result(checkConnections, m, Fail, strings.Join(bad, "; "),
 			"strait show connections shows each tunnel's state; the firewall, deployment and cni checks say where it breaks; the active gateways' agent logs say why")
 	}
-	return result(checkConnections, m, Pass, fmt.Sprintf("%d Peers Connected, active gateway %s, pod → pod across from %d nodes", len(m.peers), strings.Join(actives, ""), crossed), "")
+	return result(checkConnections, m, Pass, fmt.Sprintf("every Peer Connected (%d), active gateway %s, pod → pod across from %d nodes", len(m.peers), strings.Join(actives, ""), crossed), "")
 }
 
 func deployment(m *member) Result {

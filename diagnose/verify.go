@@ -55,8 +55,8 @@ them, and removes them all when it ends:
                      ClusterIP; each must be answered, and the answer must name the
                      caller's own pod IP (nothing masqueraded it)
   service-discovery  every imported service's <name>.<ns>.svc.clusterset.local, looked up
-                     from a pod, answers with addresses in another member's pod or
-                     service CIDRs
+                     from a pod, answers with addresses in an exporting member's pod
+                     or service CIDRs
   gateway-failover   the active gateway of the second member is stopped (its agent pod
                      deleted, as a node drain does) while the first member's pod connects
                      every 100 ms; the longest gap must stay under 10s, and another
@@ -236,11 +236,11 @@ func verifyNamesResolve(ctx context.Context, obs observed) []Result {
 		r := Result{Check: verifyServiceDiscovery, Cluster: m.name, Status: Pass}
 		var bad, good []string
 		for _, l := range ls {
-			switch owner := ownerOf(obs, m, l.addrs); {
+			switch owner := ownerOf(obs, l.addrs); {
 			case l.err != nil || len(l.addrs) == 0:
 				bad = append(bad, fmt.Sprintf("%s: %v", l.name, l.err))
 			case owner == "":
-				bad = append(bad, fmt.Sprintf("%s: %s, in no other member's CIDRs", l.name, strings.Join(l.addrs, ",")))
+				bad = append(bad, fmt.Sprintf("%s: %s, in no member's CIDRs", l.name, strings.Join(l.addrs, ",")))
 			default:
 				good = append(good, fmt.Sprintf("%s → %s (%s)", l.name, strings.Join(l.addrs, ","), owner))
 			}
@@ -258,8 +258,9 @@ func verifyNamesResolve(ctx context.Context, obs observed) []Result {
 	return out
 }
 
-// ownerOf names the other member whose pod or service CIDRs hold every address.
-func ownerOf(obs observed, self *member, addrs []string) string {
+// ownerOf names the members whose pod or service CIDRs hold the addresses ("" when one
+// is in none): an exporting member answers with its own.
+func ownerOf(obs observed, addrs []string) string {
 	var owners []string
 	for _, a := range addrs {
 		ip, err := netip.ParseAddr(a)
@@ -268,9 +269,6 @@ func ownerOf(obs observed, self *member, addrs []string) string {
 		}
 		owner := ""
 		for _, m := range obs.members {
-			if m == self {
-				continue
-			}
 			for _, c := range append(append([]string{}, m.membership.Spec.PodCIDRs...), m.membership.Spec.ServiceCIDRs...) {
 				if p, err := netip.ParsePrefix(c); err == nil && p.Contains(ip) {
 					owner = m.name
