@@ -3,6 +3,7 @@ package diagnose
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -182,29 +183,32 @@ func cni(m *member, o observed) Result {
 		if len(arrived) == 0 && a.dialErr == nil {
 			arrived = []string{a.seen.Seen}
 		}
-		if len(arrived) == 0 {
+		// A masqueraded source may never arrive (the cable admits only the other
+		// cluster's CIDRs, or the answers go astray): the conntrack of the nodes on
+		// the way says what it left with.
+		translated := translations(m, a)
+		if len(arrived) == 0 && len(translated) == 0 {
 			continue
 		}
 		crossed++
 		var other []string
 		for _, addr := range arrived {
 			if addr != a.fromPod.ip {
-				other = append(other, addr)
+				other = append(other, addr+" ("+whose(o, addr)+")")
 			}
 		}
-		if len(other) == 0 {
+		if len(other) == 0 && len(translated) == 0 {
 			ok = appendNew(ok, a.fromPod.node)
 			continue
 		}
-		var who []string
-		for _, addr := range other {
-			if n := nodeOf(o, addr); n != "" {
-				who = append(who, addr+", node "+n)
-			} else {
-				who = append(who, addr+", not the pod's")
-			}
+		var how []string
+		if len(other) > 0 {
+			how = append(how, "arrived from "+strings.Join(other, ", "))
 		}
-		bad = append(bad, fmt.Sprintf("from pod %s on %s to %s arrived from %s", a.fromPod.ip, a.fromPod.node, a.to, strings.Join(who, "; ")))
+		for _, t := range translated {
+			how = append(how, fmt.Sprintf("left node %s as %s (%s)", t.node, t.addr, whose(o, t.addr)))
+		}
+		bad = append(bad, fmt.Sprintf("from pod %s on %s to %s's pod %s: %s", a.fromPod.ip, a.fromPod.node, a.to, a.toPod.ip, strings.Join(how, ", ")))
 		if f, read := m.facts[a.fromPod.node]; read && !contains(f.StraitChains, route.SourceChain) {
 			fix = appendNew(fix, fmt.Sprintf("node %s lacks the agent's masquerade bypass (nftables chain ip %s %s)", a.fromPod.node, route.NFTable, route.SourceChain))
 		}
@@ -217,6 +221,34 @@ func cni(m *member, o observed) Result {
 		return result(checkCNI, m, Warn, "no probe reached another member, so the source address could not be compared", "see the connections check")
 	}
 	return result(checkCNI, m, Pass, "the pod's own address arrives in the other members, from "+strings.Join(ok, ", "), "")
+}
+
+// translation is a node where a probe's source was rewritten, and to what.
+type translation struct{ node, addr string }
+
+// translations are the nodes of m whose conntrack saw the probe from a's pod to the
+// other member's pod leave with another source.
+func translations(m *member, a across) []translation {
+	var out []translation
+	for _, n := range m.nodes {
+		for _, f := range m.flows[n.Name] {
+			if f.Src == a.fromPod.ip && f.Dst == a.toPod.ip && f.ReplyDst != f.Src {
+				t := translation{n.Name, f.ReplyDst}
+				if !slices.Contains(out, t) {
+					out = append(out, t)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// whose names what an address is: a node's, or none known.
+func whose(o observed, addr string) string {
+	if n := nodeOf(o, addr); n != "" {
+		return "node " + n
+	}
+	return "not the pod's"
 }
 
 func mtu(m *member, o observed) Result {

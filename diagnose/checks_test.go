@@ -1,6 +1,7 @@
 package diagnose
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -44,6 +45,8 @@ func twoMembers() (*member, *member) {
 	return mk("c1", "10.8"), mk("c2", "10.9")
 }
 
+var errTimeout = errors.New("i/o timeout")
+
 func TestCNIFailsWhenAMasqueradeRewritesThePodsAddress(t *testing.T) {
 	c1, c2 := twoMembers()
 	to := probePod{name: "p", node: "c2-node", ip: "10.9.2.5"}
@@ -57,9 +60,18 @@ func TestCNIFailsWhenAMasqueradeRewritesThePodsAddress(t *testing.T) {
 	o.across[1].arrived = []string{"10.250.8.13"}
 	c1.facts["c1-node"] = probe.NodeFacts{StraitChains: []string{route.MSSChain}}
 	r := cni(c1, o)
-	if r.Status != Fail || !strings.Contains(r.Detail, "10.250.8.13, node c1/c1-node") || !strings.Contains(r.Fix, "node c1-node lacks the agent's masquerade bypass") {
+	if r.Status != Fail || !strings.Contains(r.Detail, "arrived from 10.250.8.13 (node c1/c1-node)") || !strings.Contains(r.Fix, "node c1-node lacks the agent's masquerade bypass") {
 		t.Errorf("masqueraded on c1-node: %+v", r)
 	}
+	// Nothing arrives (the cable admits only c1's CIDRs), but the node's conntrack saw
+	// the probe leave with the node's address.
+	o.across[1].arrived = nil
+	o.across[1].dialErr = errTimeout
+	c1.flows = map[string][]probe.Flow{"c1-node": {{Protocol: 17, Src: "10.8.2.4", Dst: "10.9.2.5", ReplyDst: "10.250.8.13"}}}
+	if r := cni(c1, o); r.Status != Fail || !strings.Contains(r.Detail, "left node c1-node as 10.250.8.13 (node c1/c1-node)") {
+		t.Errorf("masqueraded, nothing arrived: %+v", r)
+	}
+	c1.flows = nil
 	o.across = o.across[:0]
 	if r := cni(c1, o); r.Status != Warn {
 		t.Errorf("nothing crossed: %+v, want a warning", r)

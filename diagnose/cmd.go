@@ -251,6 +251,15 @@ func probeAcross(ctx context.Context, obs *observed, progress func(string, ...an
 		obs.lookups[m.name] = lookups(ctx, m, obs.probes[m.name])
 	}
 	readArrivals(ctx, obs)
+	for _, m := range obs.members {
+		var to []string
+		for _, a := range obs.across {
+			if a.from == m.name {
+				to = appendNew(to, a.toPod.ip)
+			}
+		}
+		m.readFlows(ctx, to)
+	}
 	return errors.Join(errs...)
 }
 

@@ -126,6 +126,9 @@ type member struct {
 	// facts are each node's, read in its agent's container; factsErr why not.
 	facts    map[string]probe.NodeFacts
 	factsErr map[string]error
+	// flows are each node's conntrack entries towards the other members' probe pods,
+	// read after the probes crossed.
+	flows map[string][]probe.Flow
 }
 
 // connect makes the clients of a target.
@@ -245,6 +248,25 @@ func (m *member) readFacts(ctx context.Context) {
 			continue
 		}
 		m.facts[n.Name] = f
+	}
+}
+
+// readFlows execs `straitd probe flows` in every node's agent container: the conntrack
+// entries towards the addresses, which say what source each connection left with.
+func (m *member) readFlows(ctx context.Context, to []string) {
+	m.flows = map[string][]probe.Flow{}
+	if len(to) == 0 {
+		return
+	}
+	for _, n := range m.nodes {
+		pod := m.agentOn(n.Name)
+		if pod == nil {
+			continue
+		}
+		var f []probe.Flow
+		if err := m.execJSON(ctx, pod.Name, agentContainer, []string{"/straitd", "probe", "flows", "--to", strings.Join(to, ",")}, &f); err == nil {
+			m.flows[n.Name] = f
+		}
 	}
 }
 

@@ -18,17 +18,18 @@ import (
 // in the agents' containers.
 func NewCommand(straitTable string) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "probe serve|dial|watch|mtu|lookup|node",
+		Use:   "probe serve|dial|watch|mtu|lookup|node|flows",
 		Short: "What strait diagnose runs in a member: serve and dial probes, look names up, read a node's facts",
 		Long: `probe holds what strait diagnose runs inside a member cluster, from Strait's own image:
 serve in a probe pod of every member, dial, watch, mtu and lookup exec'd in those pods, node
-exec'd in the agent's container. Each prints one JSON object and changes nothing.`,
+and flows exec'd in the agent's container. Each prints one JSON object and changes nothing.`,
 		Example: `  straitd probe serve                      # TCP: answers the source address it saw; UDP: the datagram's length
   straitd probe dial --nonce n1 10.9.2.7:4243   # {"local":"10.8.1.5","seen":"10.8.1.5"}; the server logs "seen n1 10.8.1.5"
   straitd probe mtu 10.9.2.7:4243           # {"pathMTU":1370,"fullAnswered":true,"smallAnswered":true}
   straitd probe watch --for 20s 10.9.2.7:4243   # {"tries":180,"answers":171,"longestGapMillis":930,"sourceKept":true}
   straitd probe lookup whereami.sample.svc.clusterset.local
-  straitd probe node                        # kube-proxy's mode, the links' MTUs, Strait's nftables chains`,
+  straitd probe node                        # kube-proxy's mode, the links' MTUs, Strait's nftables chains
+  straitd probe flows --to 10.9.2.7         # [{"protocol":6,"src":"10.8.1.5","dst":"10.9.2.7","replyDst":"10.250.1.13"}]: masqueraded`,
 	}
 	timeout := 3 * time.Second
 	cmd.PersistentFlags().DurationVar(&timeout, "timeout", timeout, "how long each try waits for an answer")
@@ -88,8 +89,20 @@ exec'd in the agent's container. Each prints one JSON object and changes nothing
 			return printJSON(cmd.OutOrStdout(), Node(ctxOf(cmd), kubeProxy, straitTable))
 		},
 	}
+	var to []string
+	flows := &cobra.Command{
+		Use: "flows --to IP,...", Short: "Print this node's conntrack entries towards the addresses: the source each left with", Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			f, err := Flows(to)
+			if err != nil {
+				return err
+			}
+			return printJSON(cmd.OutOrStdout(), f)
+		},
+	}
+	flows.Flags().StringSliceVar(&to, "to", nil, "destination addresses")
 	node.Flags().StringVar(&kubeProxy, "kube-proxy-metrics", kubeProxy, "kube-proxy's --metrics-bind-address")
-	cmd.AddCommand(serve, dial, watch, mtu, lookup, node)
+	cmd.AddCommand(serve, dial, watch, mtu, lookup, node, flows)
 	return cmd
 }
 

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/google/nftables"
+	"github.com/vishvananda/netlink"
 )
 
 // DefaultKubeProxyMetrics is kube-proxy's default --metrics-bind-address: its
@@ -134,4 +135,34 @@ func readKubeProxy(ctx context.Context, addr string) KubeProxy {
 		}
 	}
 	return kp
+}
+
+// Flow is a connection the node's conntrack tracks: its original source and destination
+// and the destination its answers go to, which is not the source when something on the
+// node translated the source (a masquerade).
+type Flow struct {
+	Protocol uint8  `json:"protocol"`
+	Src      string `json:"src"`
+	Dst      string `json:"dst"`
+	ReplyDst string `json:"replyDst"`
+}
+
+// Flows are the node's IPv4 conntrack entries towards any of dsts.
+func Flows(dsts []string) ([]Flow, error) {
+	want := map[string]bool{}
+	for _, d := range dsts {
+		want[d] = true
+	}
+	flows, err := netlink.ConntrackTableList(netlink.ConntrackTable, netlink.FAMILY_V4)
+	if err != nil {
+		return nil, fmt.Errorf("reading conntrack: %w", err)
+	}
+	out := []Flow{}
+	for _, f := range flows {
+		if !want[f.Forward.DstIP.String()] {
+			continue
+		}
+		out = append(out, Flow{Protocol: f.Forward.Protocol, Src: f.Forward.SrcIP.String(), Dst: f.Forward.DstIP.String(), ReplyDst: f.Reverse.DstIP.String()})
+	}
+	return out, nil
 }

@@ -72,6 +72,9 @@ func TestDiagnoseFindsEachFault(t *testing.T) {
 	}
 
 	t.Run("healthy", func(t *testing.T) {
+		// Right after the lab is up, an active gateway may not have written its Peer's
+		// status yet; diagnose rightly fails the connection until it has.
+		waitConnected(t, time.Minute)
 		out := diagnose(t, 0, "all")
 		for _, check := range diagnoseChecks {
 			for _, c := range members() {
@@ -172,8 +175,10 @@ add rule ip diag-masq postrouting masquerade
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			// A chain goes only when empty: flush and delete in one transaction.
+			remove := fmt.Sprintf("flush chain ip %[1]s %[2]s\ndelete chain ip %[1]s %[2]s\n", route.NFTable, route.SourceChain)
 			for {
-				_, _ = netns.Exec(context.Background(), ns, "", "nft", "delete", "chain", "ip", route.NFTable, route.SourceChain)
+				_, _ = netns.Exec(context.Background(), ns, remove, "nft", "-f", "-")
 				select {
 				case <-stop:
 					return
