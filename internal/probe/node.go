@@ -67,7 +67,6 @@ func tableChains(table string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer c.CloseLasting()
 	chains, err := c.ListChainsOfTableFamily(nftables.TableFamilyIPv4)
 	if err != nil {
 		return nil, fmt.Errorf("listing nftables chains: %w", err)
