@@ -181,7 +181,7 @@ func run(ctx context.Context, o *options, args []string, stdout, stderr io.Write
 		}
 	}
 	if needs(checks, checkCNI, checkMTU, checkConnections, checkDNS) {
-		if err := probeAcross(ctx, &obs, progress); err != nil {
+		if err := probeAcross(ctx, &obs, contains(checks, checkMTU), progress); err != nil {
 			rep.Unreadable = append(rep.Unreadable, err.Error())
 		}
 	}
@@ -220,7 +220,7 @@ func (o *options) expected(obs *observed) error {
 
 // probeAcross starts the probe pods in every member, dials across, looks names up, and
 // removes the pods.
-func probeAcross(ctx context.Context, obs *observed, progress func(string, ...any)) error {
+func probeAcross(ctx context.Context, obs *observed, measureMTU bool, progress func(string, ...any)) error {
 	run := strconv.FormatInt(time.Now().UnixNano(), 36)
 	var names []string
 	var errs []error
@@ -247,7 +247,7 @@ func probeAcross(ctx context.Context, obs *observed, progress func(string, ...an
 	}
 	progress("probing across: pod → pod, the source address that arrives, the path MTU, clusterset.local")
 	for _, m := range obs.members {
-		obs.across = append(obs.across, dialAcross(ctx, m, obs.probes[m.name], obs.probes, names)...)
+		obs.across = append(obs.across, dialAcross(ctx, m, obs.probes[m.name], obs.probes, names, measureMTU)...)
 		obs.lookups[m.name] = lookups(ctx, m, obs.probes[m.name])
 	}
 	readArrivals(ctx, obs)

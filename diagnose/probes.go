@@ -201,7 +201,7 @@ type across struct {
 // dialAcross dials, from every probe pod of m, the probe pod of every other member on
 // a plain node (a gateway node's when there is none), and measures the path MTU from
 // m's probe pod on a plain node, the longest way (node, gateway, cable).
-func dialAcross(ctx context.Context, m *member, mine []probePod, others map[string][]probePod, names []string) []across {
+func dialAcross(ctx context.Context, m *member, mine []probePod, others map[string][]probePod, names []string, measureMTU bool) []across {
 	var out []across
 	for _, other := range names {
 		if other == m.name || len(others[other]) == 0 {
@@ -212,7 +212,7 @@ func dialAcross(ctx context.Context, m *member, mine []probePod, others map[stri
 			a := across{from: m.name, to: other, fromPod: p, toPod: to, nonce: m.name + "/" + p.name}
 			addr := net.JoinHostPort(to.ip, strconv.Itoa(probe.Port))
 			a.dialErr = m.execJSON(ctx, p.name, "probe", []string{"/straitd", "probe", "dial", "--nonce", a.nonce, "--timeout", "3s", addr}, &a.seen)
-			if p == pickPlain(mine) {
+			if measureMTU && p == pickPlain(mine) {
 				var mtu probe.MTU
 				if a.mtuErr = m.execJSON(ctx, p.name, "probe", []string{"/straitd", "probe", "mtu", "--timeout", "1s", addr}, &mtu); a.mtuErr == nil {
 					a.mtu = &mtu

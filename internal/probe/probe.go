@@ -121,9 +121,9 @@ func Dial(ctx context.Context, addr, nonce string, timeout time.Duration) (Seen,
 // udpIPv4Overhead is the IPv4 and UDP headers: a datagram of MTU-28 bytes fills a packet.
 const udpIPv4Overhead = 28
 
-// PathMTU sends datagrams with don't fragment set to a probe server: one as large as the
-// kernel lets leave (each "message too long" means an ICMP lowered the path MTU, and the
-// next try is that size), then a small one. A full-sized datagram that goes unanswered
+// PathMTU sends datagrams with don't fragment set to a probe server: a small one, then
+// one as large as the kernel lets leave (each "message too long" means an ICMP lowered
+// the path MTU, and the next try is that size). A full-sized datagram that goes unanswered
 // while a small one is answered is a black hole: packets of that size vanish on the way
 // and no ICMP says so.
 func PathMTU(ctx context.Context, addr string, timeout time.Duration) MTU {
@@ -156,6 +156,10 @@ func PathMTU(ctx context.Context, addr string, timeout time.Duration) MTU {
 		_ = raw.Control(func(fd uintptr) { mtu, _ = unix.GetsockoptInt(int(fd), unix.IPPROTO_IP, unix.IP_MTU) })
 		return mtu
 	}
+	// Nothing crosses at all: no size to tell (and no seconds spent on full-sized tries).
+	if out.Small, _ = echo(c, 64, timeout); !out.Small {
+		return out
+	}
 	for try := 0; try < 6 && ctx.Err() == nil; try++ {
 		out.PathMTU = pathMTU()
 		ok, err := echo(c, out.PathMTU-udpIPv4Overhead, timeout)
@@ -167,7 +171,6 @@ func PathMTU(ctx context.Context, addr string, timeout time.Duration) MTU {
 			break
 		}
 	}
-	out.Small, _ = echo(c, 64, timeout)
 	return out
 }
 
