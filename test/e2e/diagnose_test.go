@@ -235,6 +235,32 @@ add rule ip diag-masq postrouting masquerade
 		}
 	})
 
+	// The underlay carries less than the cable's full-sized packets and says nothing: c2's
+	// active gateway drops every cable packet over 1000 bytes (a 1420-byte datagram is
+	// 1480 on the wire), while the small ones, the handshakes and the health checks,
+	// cross.
+	t.Run("MTU too large for the underlay", func(t *testing.T) {
+		gw := env.ActiveGateway(t, "c2")
+		port := env.ClusterSet(t).Spec.Cable.Port
+		if port == 0 {
+			port = straitv1.DefaultWireGuardPort
+		}
+		script := fmt.Sprintf("add table ip diag-mtu\nadd chain ip diag-mtu input { type filter hook input priority filter; }\nadd rule ip diag-mtu input udp dport %d meta length > 1000 drop\n", port)
+		if _, err := netns.Exec(context.Background(), gw.Namespace, script, "nft", "-f", "-"); err != nil {
+			t.Fatal(err)
+		}
+		defer func() {
+			if _, err := netns.Exec(context.Background(), gw.Namespace, "", "nft", "delete", "table", "ip", "diag-mtu"); err != nil {
+				t.Error(err)
+			}
+		}()
+		out := diagnose(t, 2, "mtu")
+		want(t, out, "mtu", "c1", "fail", "vanish while small ones cross")
+		if !strings.Contains(out, "a black hole") {
+			t.Error("the fix does not say black hole")
+		}
+	})
+
 	t.Run("stopped agent", func(t *testing.T) {
 		node := env.NodeOfKind(t, "c2", false)
 		c := env.Client(t, "c2")
