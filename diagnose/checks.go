@@ -266,7 +266,7 @@ func mtu(m *member, o observed) Result {
 			return result(checkMTU, m, Warn, path+": no datagram crossed", "see the connections and firewall checks")
 		case !a.mtu.FullAnswered:
 			return result(checkMTU, m, Fail, fmt.Sprintf("%s: datagrams of the path MTU %d with don't fragment vanish while small ones cross", path, a.mtu.PathMTU),
-				"a black hole: the underlay carries less than the cable's packets need and no ICMP says so; lower the MTU of the underlay-facing links' path (or raise the underlay's), or find the firewall dropping ICMP fragmentation-needed")
+				"a black hole: the path between the gateways carries less than their links' MTU, from which the agent sizes the cable, and no ICMP says so; set the gateway nodes' link MTU to what the path carries, or let ICMP fragmentation-needed through the firewalls on the way")
 		}
 		return result(checkMTU, m, Pass, fmt.Sprintf("%s: path MTU %d, full-sized datagrams with don't fragment cross", path, a.mtu.PathMTU), "")
 	}

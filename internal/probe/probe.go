@@ -166,10 +166,8 @@ func PathMTU(ctx context.Context, addr string, timeout time.Duration) MTU {
 		if errors.Is(err, syscall.EMSGSIZE) {
 			continue // an ICMP taught the kernel a smaller path MTU: try that
 		}
-		if ok {
-			out.FullAnswered = true
-			break
-		}
+		out.FullAnswered = ok
+		break
 	}
 	return out
 }
