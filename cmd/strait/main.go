@@ -35,6 +35,6 @@ on one machine. The daemons (hub, agent, dns, charon) are the
 other binary, straitd.`,
 	}
 	root.AddCommand(rendercmd.NewCommand(), diffcmd.NewCommand(), showcmd.NewShowCommand(), exportcmd.NewExportCommand(),
-		exportcmd.NewUnexportCommand(), labcmd.NewCommand(), showcmd.NewVersionCommand(), diagnose.NewCommand(), diagnose.NewGatherCommand(), diagnose.NewVerifyCommand())
+		exportcmd.NewUnexportCommand(), labcmd.NewCommand(), showcmd.NewVersionCommand(), diagnose.NewCommand(), diagnose.NewGatherCommand(), diagnose.NewVerifyCommand(), diagnose.NewUninstallCommand())
 	return root
 }
