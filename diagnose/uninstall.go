@@ -290,15 +290,31 @@ func (c *cluster) uninstall(ctx context.Context, progress func(string, ...any), 
 	if err != nil {
 		return errors.Join(append(errs, err)...)
 	}
+	ours := func(name string) bool {
+		return strings.HasSuffix(name, "."+straitv1.GroupVersion.Group) || strings.HasSuffix(name, ".multicluster.x-k8s.io")
+	}
+	var deleted []string
 	for _, o := range list.Items {
-		if !strings.HasSuffix(o.GetName(), "."+straitv1.GroupVersion.Group) && !strings.HasSuffix(o.GetName(), ".multicluster.x-k8s.io") {
+		if !ours(o.GetName()) {
 			continue
 		}
 		if err := c.dyn.Resource(crds).Delete(ctx, o.GetName(), metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 			errs = append(errs, err)
 			continue
 		}
-		removed("%s: CustomResourceDefinition %s", c.name, o.GetName())
+		deleted = append(deleted, o.GetName())
+	}
+	// A CRD goes once the API server has deleted its objects (every ServiceExport).
+	progress("%s: waiting for %d CRDs to go", c.name, len(deleted))
+	for _, name := range deleted {
+		if err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+			_, err := c.dyn.Resource(crds).Get(ctx, name, metav1.GetOptions{})
+			return apierrors.IsNotFound(err), nil
+		}); err != nil {
+			errs = append(errs, fmt.Errorf("%s: CustomResourceDefinition %s did not go: %w", c.name, name, err))
+			continue
+		}
+		removed("%s: CustomResourceDefinition %s", c.name, name)
 	}
 	return errors.Join(errs...)
 }
