@@ -12,6 +12,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
@@ -204,9 +205,12 @@ func (m *member) read(ctx context.Context) {
 	}
 }
 
+// meta404 says whether err means the kind is not served here: a 404, or no CRD (the
+// REST mapper's "no matches", also inside a discovery error).
 func meta404(err error) bool {
 	var nm interface{ Status() metav1.Status }
-	return errors.As(err, &nm) && nm.Status().Code == 404 || strings.Contains(fmt.Sprint(err), "no matches for kind")
+	return errors.As(err, &nm) && nm.Status().Code == 404 || apimeta.IsNoMatchError(err) ||
+		err != nil && strings.Contains(err.Error(), "no matches for")
 }
 
 func (m *member) pods(ctx context.Context, app string) ([]corev1.Pod, error) {

@@ -269,7 +269,7 @@ func (c *cluster) uninstall(ctx context.Context, progress func(string, ...any), 
 				errs = append(errs, err)
 				continue
 			}
-			removed("%s: %s %s", c.name, strings.TrimSuffix(gvr.Resource, "s"), strings.TrimPrefix(o.GetNamespace()+"/"+o.GetName(), "/"))
+			removed("%s: %s %s", c.name, o.GetKind(), strings.TrimPrefix(o.GetNamespace()+"/"+o.GetName(), "/"))
 		}
 	}
 	if err := c.kube.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err == nil {
