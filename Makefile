@@ -149,7 +149,7 @@ test: host-deps k8s-binaries node-binaries images image flux-images $(COREDNS) #
 	STRAIT_RBAC_USAGE=$(RBAC_USAGE) $(GO) test -count=1 -run '^TestRolesGrantOnlyWhatTheLabsUsed$$' -v ./kustomize/
 	@# The MCS API conformance suite, every spec, on a lab of its own (about 5 minutes);
 	@# its report stays in bin/ (make mcs-conformance writes docs/mcs-conformance/).
-	MCS_CONFORMANCE_REPORT=$(BIN)/mcs-conformance/report KUBECTL=$(K8S_BIN)/kubectl hack/mcs-conformance.sh $(abspath $(MCS_CONFORMANCE))
+	MCS_CONFORMANCE_REPORT=$(BIN)/mcs-conformance/report KUBECTL=$(K8S_BIN)/kubectl hack/mcs-conformance.sh $(if $(MCS_CONFORMANCE),$(abspath $(MCS_CONFORMANCE)))
 
 test-unit: ## Pure tests only (no API servers, no root).
 	$(GO) test -count=1 -short ./...
@@ -355,11 +355,13 @@ lab-globalnet: host-deps build k8s-binaries node-binaries images image flux-imag
 	$(BIN)/strait lab check
 
 # The Multi-Cluster Services API's conformance suite: its module is not on the module
-# proxy, so its source is kept beside the project (see its UPSTREAM.md).
-MCS_CONFORMANCE ?= ../shared/third_party/mcs-api-conformance
+# proxy, so its source is kept beside the project (see its UPSTREAM.md). Empty: the
+# script looks in ../shared/third_party/mcs-api-conformance beside this checkout, then
+# beside the repository it was cloned from or is a worktree of.
+MCS_CONFORMANCE ?=
 
 mcs-conformance: host-deps build k8s-binaries node-binaries images image flux-images $(COREDNS) ## Run the MCS API conformance suite, every spec, against a two-cluster lab (root, under the lab lock); report to docs/mcs-conformance/. MCS_CONFORMANCE=DIR: the suite's source.
-	KUBECTL=$(K8S_BIN)/kubectl hack/mcs-conformance.sh $(abspath $(MCS_CONFORMANCE))
+	KUBECTL=$(K8S_BIN)/kubectl hack/mcs-conformance.sh $(if $(MCS_CONFORMANCE),$(abspath $(MCS_CONFORMANCE)))
 
 lab-down: build ## Remove the lab: namespaces, links, processes, files.
 	$(BIN)/strait lab down

@@ -5,10 +5,34 @@
 # first cluster exporting. The lab is taken under the shared lab lock and down again
 # after, whatever happened. The report (report.yaml, report.html) goes to
 # MCS_CONFORMANCE_REPORT (default docs/mcs-conformance/); the exit status is the suite's.
-# Usage: hack/mcs-conformance.sh SUITE_DIR
+# Usage: hack/mcs-conformance.sh [SUITE_DIR]
+# Without SUITE_DIR the suite is looked for in ../shared/third_party/mcs-api-conformance
+# beside this checkout, then beside the repository it is a worktree of, then beside the
+# local repository it was cloned from (a fresh clone anywhere finds the shared copy).
 set -euo pipefail
-src=${1:?"usage: hack/mcs-conformance.sh SUITE_DIR (MCS_CONFORMANCE: the suite's source, see its UPSTREAM.md)"}
 root=$(cd "$(dirname "$0")/.." && pwd)
+rel=shared/third_party/mcs-api-conformance
+src=${1:-}
+if [ -z "$src" ]; then
+  common=$(git -C "$root" rev-parse --path-format=absolute --git-common-dir 2>/dev/null || true)
+  origin=$(git -C "$root" config --get remote.origin.url 2>/dev/null || true)
+  origin=${origin#file://}
+  origincommon=
+  if [ -d "$origin" ]; then
+    origincommon=$(git -C "$origin" rev-parse --path-format=absolute --git-common-dir 2>/dev/null || true)
+  fi
+  for base in "$root" "${common:+$(dirname "$common")}" "$origin" "${origincommon:+$(dirname "$origincommon")}"; do
+    if [ -n "$base" ] && [ -f "$base/../$rel/conformance_suite.go" ]; then
+      src=$(cd "$base/../$rel" && pwd)
+      break
+    fi
+  done
+  if [ -z "$src" ]; then
+    echo "mcs-conformance: no suite in ../$rel beside $root${common:+, $(dirname "$common")}${origin:+ or $origin}: set MCS_CONFORMANCE to its directory (see its UPSTREAM.md)" >&2
+    exit 1
+  fi
+  echo "mcs-conformance: the suite from $src"
+fi
 bin=$root/bin
 work=$bin/mcs-conformance
 strait=$bin/strait
