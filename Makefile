@@ -88,7 +88,7 @@ BENCH_DIR := docs/bench
 # CoreDNS, the lab's cluster DNS, built from the Go module proxy outside the repository.
 COREDNS := $(BIN)/coredns
 
-.PHONY: all demo build host-deps lab lab-globalnet lab-down generate manifests fmt vet lint test test-unit fuzz verify bench bench-lab bench-dns coredns k8s-binaries node-binaries images image flux-binaries flux-images tools clean help FORCE
+.PHONY: all demo build host-deps lab lab-globalnet lab-down mcs-conformance generate manifests fmt vet lint test test-unit fuzz verify bench bench-lab bench-dns coredns k8s-binaries node-binaries images image flux-binaries flux-images tools clean help FORCE
 
 all: build
 
@@ -147,6 +147,9 @@ test: host-deps k8s-binaries node-binaries images image flux-images $(COREDNS) #
 	rm -rf $(RBAC_USAGE)
 	flock $(LAB_LOCK) env STRAIT_RBAC_USAGE=$(RBAC_USAGE) $(GO) test -count=1 -p 1 -timeout 40m ./test/e2e/...
 	STRAIT_RBAC_USAGE=$(RBAC_USAGE) $(GO) test -count=1 -run '^TestRolesGrantOnlyWhatTheLabsUsed$$' -v ./kustomize/
+	@# The MCS API conformance suite, every spec, on a lab of its own (about 5 minutes);
+	@# its report stays in bin/ (make mcs-conformance writes docs/mcs-conformance/).
+	MCS_CONFORMANCE_REPORT=$(BIN)/mcs-conformance/report KUBECTL=$(K8S_BIN)/kubectl hack/mcs-conformance.sh $(if $(MCS_CONFORMANCE),$(abspath $(MCS_CONFORMANCE)))
 
 test-unit: ## Pure tests only (no API servers, no root).
 	$(GO) test -count=1 -short ./...
@@ -226,7 +229,7 @@ $(K8S_BIN)/kube-%:
 
 node-binaries: $(K8S_BIN)/kubelet $(addprefix $(NODE_BIN)/,$(NODE_BINARIES)) $(NODE_BIN)/flanneld $(NODE_BIN)/flannel ## Build kubelet, containerd, runc, CNI plugins, flanneld for real nodes.
 
-images: $(IMAGES_STAMP) $(FLANNEL_IMAGE_STAMP) ## Build the real nodes' images (pause, whereami, iperf3, busybox, tools, flannel) into bin/images from Go programs and Debian packages.
+images: $(IMAGES_STAMP) $(FLANNEL_IMAGE_STAMP) ## Build the real nodes' images (pause, whereami, iperf3, busybox, tools, flannel, the MCS conformance suite's socat and netshoot) into bin/images from Go programs and Debian packages.
 
 # Rebuilt when their programs change; the Debian packages are cached in bin/cache/debs.
 $(IMAGES_STAMP): $(wildcard lab/image/*.go lab/image/*/*.go lab/workload/*.go lab/workload/cmd/*/*.go hack/labimages/*.go)
@@ -350,6 +353,15 @@ lab-globalnet: host-deps build k8s-binaries node-binaries images image flux-imag
 	@# g2's exports from g1's client pod, answered with global IPs (both clusters use pods
 	@# 10.7.0.0/16); whereami sees the caller as one of g1's egress IPs.
 	$(BIN)/strait lab check
+
+# The Multi-Cluster Services API's conformance suite: its module is not on the module
+# proxy, so its source is kept beside the project (see its UPSTREAM.md). Empty: the
+# script looks in ../shared/third_party/mcs-api-conformance beside this checkout, then
+# beside the repository it was cloned from or is a worktree of.
+MCS_CONFORMANCE ?=
+
+mcs-conformance: host-deps build k8s-binaries node-binaries images image flux-images $(COREDNS) ## Run the MCS API conformance suite, every spec, against a two-cluster lab (root, under the lab lock); report to docs/mcs-conformance/. MCS_CONFORMANCE=DIR: the suite's source.
+	KUBECTL=$(K8S_BIN)/kubectl hack/mcs-conformance.sh $(if $(MCS_CONFORMANCE),$(abspath $(MCS_CONFORMANCE)))
 
 lab-down: build ## Remove the lab: namespaces, links, processes, files.
 	$(BIN)/strait lab down

@@ -195,6 +195,7 @@ func (w *memberWriter) write(ctx context.Context, p *plan.Plan, cluster string, 
 	}
 	res.inventory = map[string]int32{}
 	desired := map[objKey]bool{}
+	var going []error
 	for _, o := range objs {
 		kind := o.GetObjectKind().GroupVersionKind().Kind
 		k := keyOf(kind, o)
@@ -202,9 +203,7 @@ func (w *memberWriter) write(ctx context.Context, p *plan.Plan, cluster string, 
 		res.inventory[kind]++
 		n, err := w.apply(ctx, k, o)
 		res.applied += n
-		if err != nil {
-			errs = append(errs, err)
-		}
+		errs, going = appendApplyError(errs, going, err)
 	}
 	errs = append(errs, w.exportConditions(ctx, p.ServiceExportConditions(cluster))...)
 	// A failed apply may have left an object out: prune only on a complete write, so
@@ -216,7 +215,24 @@ func (w *memberWriter) write(ctx context.Context, p *plan.Plan, cluster string, 
 			errs = append(errs, err)
 		}
 	}
-	return summarize(errs)
+	return summarize(append(errs, going...))
+}
+
+// appendApplyError sorts an apply's error: the API server refusing to create an object
+// in a namespace being deleted goes to going, any other to errs. A namespace being
+// deleted takes everything in it, so such a refusal does not hold back the member's
+// prune (a person deleting a namespace that holds an import would otherwise stall every
+// unexport in that member until the namespace is gone); it still fails the pass, which
+// is retried, so the object is written if the namespace comes back.
+func appendApplyError(errs, going []error, err error) ([]error, []error) {
+	switch {
+	case err == nil:
+	case apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause):
+		going = append(going, err)
+	default:
+		errs = append(errs, err)
+	}
+	return errs, going
 }
 
 // summarize keeps the first few errors of a member, so that a member refusing every
@@ -310,6 +326,7 @@ func (w *memberWriter) apply(ctx context.Context, k objKey, o client.Object) (in
 	writes++
 	rv := body.GetResourceVersion()
 	if status != nil {
+		StampConditions(status, heldConditions(w.current(ctx, k, o)), time.Now())
 		st := &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": body.GetAPIVersion(), "kind": body.GetKind(),
 			"metadata": map[string]any{"name": k.name, "namespace": k.namespace},
@@ -323,6 +340,33 @@ func (w *memberWriter) apply(ctx context.Context, k objKey, o client.Object) (in
 	}
 	w.table.set(k, entryOf(k.kind, body, rv, hash))
 	return writes, nil
+}
+
+// StampConditions fills in the lastTransitionTime of the conditions in a ServiceImport's
+// status (the plan, being pure, leaves it out): that of the condition held, when its
+// status did not change, else now. strait diff stamps its merged view the same way.
+func StampConditions(status map[string]any, held []metav1.Condition, now time.Time) {
+	conds, _ := status["conditions"].([]any)
+	for _, c := range conds {
+		m, ok := c.(map[string]any)
+		if !ok {
+			continue
+		}
+		at := metav1.NewTime(now)
+		typ, _ := m["type"].(string)
+		if h := apimeta.FindStatusCondition(held, typ); h != nil && string(h.Status) == m["status"] && !h.LastTransitionTime.IsZero() {
+			at = h.LastTransitionTime
+		}
+		m["lastTransitionTime"] = at.UTC().Format(time.RFC3339)
+	}
+}
+
+// heldConditions are the status conditions of the member's ServiceImport cur (nil: none).
+func heldConditions(cur client.Object) []metav1.Condition {
+	if si, ok := cur.(*mcsv1.ServiceImport); ok {
+		return si.Status.Conditions
+	}
+	return nil
 }
 
 // current is the object as the informers hold it, nil when unknown (then the object

@@ -18,6 +18,7 @@ import (
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
 	"github.com/straitnet/strait/controllers/members"
+	"github.com/straitnet/strait/plan"
 )
 
 // memMember stands in for a member's API server and informers in the scale benchmark,
@@ -120,12 +121,17 @@ func (m *memMember) List(_ context.Context, list client.ObjectList, opts ...clie
 	kind := kindOf(item)
 	m.mu.Lock()
 	var items []runtime.Object
-	// An MCS slice is named after its service ("<service>-<cluster>", plan.SliceName):
-	// enough to select by the service-name label without keeping labels per object.
+	// An MCS slice is named after its service ("<service>-<cluster>", plan.SliceName),
+	// a derived Service's slice after that Service ("<derived>-<cluster>"): enough to
+	// select by the service-name or service-import label without keeping labels per
+	// object. (Ignoring the second one once listed a namespace's every slice, and the
+	// hub's prune of one export took its neighbours' slices with it.)
 	var service string
 	if lo.LabelSelector != nil {
 		if v, ok := lo.LabelSelector.RequiresExactMatch(mcsv1.LabelServiceName); ok {
 			service = v + "-"
+		} else if v, ok := lo.LabelSelector.RequiresExactMatch(straitv1.LabelServiceImport); ok {
+			service = plan.DerivedServiceName(v) + "-"
 		}
 	}
 	for k, rv := range m.objs[kind] {

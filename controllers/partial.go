@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -57,14 +58,13 @@ func (w *memberWriter) writeGroups(ctx context.Context, p *plan.Plan, cluster st
 		return errors.Join(append(errs, err)...)
 	}
 	desired := map[objKey]bool{}
+	var going []error
 	for _, o := range objs {
 		k := keyOf(o.GetObjectKind().GroupVersionKind().Kind, o)
 		desired[k] = true
 		n, err := w.apply(ctx, k, o)
 		res.applied += n
-		if err != nil {
-			errs = append(errs, err)
-		}
+		errs, going = appendApplyError(errs, going, err)
 	}
 	conds := map[types.NamespacedName][]metav1.Condition{}
 	for k, c := range p.ServiceExportConditions(cluster) {
@@ -83,7 +83,7 @@ func (w *memberWriter) writeGroups(ctx context.Context, p *plan.Plan, cluster st
 		}
 	}
 	res.inventory = w.table.inventory()
-	return summarize(errs)
+	return summarize(append(errs, going...))
 }
 
 // pruneGroup deletes the objects of one group the member holds but the plan no longer
@@ -119,9 +119,22 @@ func (w *memberWriter) pruneGroup(ctx context.Context, group string, desired map
 	} else if client.IgnoreNotFound(err) != nil {
 		return 0, err
 	}
+	derived := &corev1.Service{}
+	if err := w.m.Reader.Get(ctx, types.NamespacedName{Namespace: ns, Name: plan.DerivedServiceName(name)}, derived); err == nil {
+		held = append(held, derived)
+	} else if client.IgnoreNotFound(err) != nil {
+		return 0, err
+	}
 	slices, err := w.list(ctx, &discoveryv1.EndpointSliceList{}, sel, client.InNamespace(ns),
 		client.MatchingLabels{mcsv1.LabelServiceName: name})
 	if err != nil {
+		return 0, err
+	}
+	held = append(held, slices...)
+	// The derived Service's slices carry the import's name in Strait's own label, not
+	// the MCS one (strait dns must not read them).
+	if slices, err = w.list(ctx, &discoveryv1.EndpointSliceList{}, sel, client.InNamespace(ns),
+		client.MatchingLabels{straitv1.LabelServiceImport: name}); err != nil {
 		return 0, err
 	}
 	return w.pruneHeld(ctx, desired, append(held, slices...))

@@ -36,6 +36,7 @@ func prunable() []struct {
 		{"ServiceExport", &mcsv1.ServiceExportList{}, ""},
 		{"ServiceImport", &mcsv1.ServiceImportList{}, ""},
 		{"EndpointSlice", &discoveryv1.EndpointSliceList{}, ""},
+		{"Service", &corev1.ServiceList{}, ""},
 	}
 }
 

@@ -200,7 +200,7 @@ func hubObjects(ctx context.Context, c client.Client, more ...client.ListOption)
 	opts := append([]client.ListOption{client.HasLabels{straitv1.LabelManagedBy, straitv1.LabelClusterSet}}, more...)
 	var out []string
 	for _, l := range []client.ObjectList{&straitv1.MembershipList{}, &straitv1.PeerList{}, &straitv1.GlobalIngressList{},
-		&mcsv1.ServiceExportList{}, &mcsv1.ServiceImportList{}, &discoveryv1.EndpointSliceList{}, &corev1.SecretList{}} {
+		&mcsv1.ServiceExportList{}, &mcsv1.ServiceImportList{}, &discoveryv1.EndpointSliceList{}, &corev1.SecretList{}, &corev1.ServiceList{}} {
 		if err := c.List(ctx, l, opts...); err != nil {
 			return nil, err
 		}

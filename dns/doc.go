@@ -11,8 +11,11 @@
 //   - corefile: the marked stanza in kube-system/coredns that forwards the zones to
 //     strait dns (a pure text edit, the ConfigMap read-modify-write around it, and the
 //     Keeper loop that puts it back).
+//   - clustersetip: copies the cluster IP of each ClusterSetIP import's derived Service
+//     (the hub writes it, the member's API server allocates its IP) into the import's
+//     spec.ips, under its own field manager.
 //   - dnscmd: the `straitd dns` command, which puts the others together.
 //
-// None of these packages touches the kernel, and none writes MCS objects: those belong
-// to the hub.
+// None of these packages touches the kernel. The MCS objects belong to the hub, but for
+// one field: clustersetip writes spec.ips of ServiceImports, and nothing else.
 package dns

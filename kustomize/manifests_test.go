@@ -171,9 +171,15 @@ func TestMemberManifests(t *testing.T) {
 			}
 		}
 		// Read only: which reads the audit of the labs decides (audit_test.go).
-		if contains(r.Resources, "gateways") || contains(r.Resources, "services") {
+		if contains(r.Resources, "gateways") {
 			g.Expect(r.Verbs).To(ContainElements("list", "watch"))
 			g.Expect(r.Verbs).To(HaveEach(BeElementOf("get", "list", "watch")))
+		}
+		// Services: read, and the Services derived from ClusterSetIP imports applied and
+		// pruned; never updated (the hub only applies).
+		if contains(r.Resources, "services") {
+			g.Expect(r.Verbs).To(ContainElements("list", "watch"))
+			g.Expect(r.Verbs).To(HaveEach(BeElementOf("get", "list", "watch", "create", "patch", "delete")))
 		}
 		if contains(r.Resources, "namespaces") {
 			g.Expect(r.Verbs).To(ConsistOf("get", "create"), "namespaces are created, never deleted")

@@ -40,7 +40,8 @@ var (
 	dnsDenied = []string{
 		"get secrets", "list secrets", "get secrets strait-hub-access-token", "list secrets -A",
 		"get configmaps", "update configmaps kube-proxy -n kube-system", "list configmaps -n kube-system",
-		"get services", "list services -A", "update services strait-dns",
+		"get services", "create services -n default", "delete services -n default", "update services strait-dns",
+		"update serviceimports.multicluster.x-k8s.io -n default", "delete serviceimports.multicluster.x-k8s.io -n default",
 		"update memberships.strait.io", "patch peers.strait.io/status", "create serviceimports.multicluster.x-k8s.io",
 		"list leases.coordination.k8s.io", "patch memberships.strait.io", "update memberships.strait.io/status",
 		"patch memberships.strait.io/status other",

@@ -75,7 +75,7 @@ func (c SeedCheck) Verify(out string) (string, error) {
 			return "", fmt.Errorf("not an address in the answer: %q", line)
 		}
 		if !slices.ContainsFunc(c.Want, func(p netip.Prefix) bool { return p.Contains(a) }) {
-			return "", fmt.Errorf("answered %s, outside the exporting clusters' %v", a, c.Want)
+			return "", fmt.Errorf("answered %s, outside the expected %v", a, c.Want)
 		}
 		addrs = append(addrs, a.String())
 	}
@@ -88,7 +88,9 @@ func (c SeedCheck) Verify(out string) (string, error) {
 // unless cs turns cluster names off) and of sample/whereami-ss (the service, and pod
 // whereami-0 of each exporting cluster), then a GET of whereami-cs. Addresses must lie
 // in the exporting clusters' service (whereami-cs) or pod (whereami-ss) CIDRs, or under
-// globalnet in their global CIDRs (the global range when a cluster pins none). It is an
+// globalnet in their global CIDRs (the global range when a cluster pins none); the
+// clusterset name of whereami-cs answers its clusterset IP, in the client cluster's own
+// service CIDRs, unless cs asks for the per-cluster answer (LocalFirst). It is an
 // error when cs exports neither sample service: there is nothing to check.
 func SeedChecks(cs *straitv1.ClusterSet) ([]SeedCheck, error) {
 	cluster := map[string]straitv1.ClusterSpec{}
@@ -168,6 +170,13 @@ func SeedChecks(cs *straitv1.ClusterSet) ([]SeedCheck, error) {
 			return nil, err
 		}
 		name := fmt.Sprintf("%s.%s.%s", WhereamiCS, SampleNamespace, clustersetZone)
+		if cs.Spec.DNS.ServiceAnswer != straitv1.ServiceAnswerLocalFirst {
+			// The clusterset IP: the cluster IP of the Service the hub derived in the
+			// client's own cluster, never a global IP.
+			if all, err = ownRanges(cluster[from]); err != nil {
+				return nil, err
+			}
+		}
 		checks = append(checks, SeedCheck{From: from, Name: name, Want: all})
 		for _, x := range csFrom {
 			if !clusterNames {
@@ -194,6 +203,20 @@ func SeedChecks(cs *straitv1.ClusterSet) ([]SeedCheck, error) {
 			Name: fmt.Sprintf("http://%s.%s.%s", WhereamiCS, SampleNamespace, clustersetZone)})
 	}
 	return checks, nil
+}
+
+// ownRanges are a cluster's own service CIDRs, where its derived Services' cluster IPs
+// (the clusterset IPs) are.
+func ownRanges(c straitv1.ClusterSpec) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, s := range c.ServiceCIDRs {
+		p, err := netip.ParsePrefix(s)
+		if err != nil {
+			return nil, fmt.Errorf("cluster %s: CIDR %q: %w", c.Name, s, err)
+		}
+		out = append(out, p)
+	}
+	return out, nil
 }
 
 // CheckSeed runs the seed checks of the running lab (SeedChecks) in its client pod and

@@ -21,14 +21,15 @@ func TestSeedChecksOfTheExamples(t *testing.T) {
 		err     string
 	}{
 		{example: "basic", want: []string{
-			"c1: dig +short +time=2 +tries=1 whereami-cs.sample.svc.clusterset.local => [10.99.0.0/16]",
+			// The clusterset IP, in c1's own service CIDR.
+			"c1: dig +short +time=2 +tries=1 whereami-cs.sample.svc.clusterset.local => [10.88.0.0/16]",
 			"c1: dig +short +time=2 +tries=1 c2.whereami-cs.sample.svc.clusterset.local => [10.99.0.0/16]",
 			"c1: dig +short +time=2 +tries=1 whereami-ss.sample.svc.clusterset.local => [10.9.0.0/16]",
 			"c1: dig +short +time=2 +tries=1 whereami-0.c2.whereami-ss.sample.svc.clusterset.local => [10.9.0.0/16]",
 			"c1: curl -sS --max-time 5 http://whereami-cs.sample.svc.clusterset.local => [c2]",
 		}},
 		{example: "globalnet", want: []string{
-			"g1: dig +short +time=2 +tries=1 whereami-cs.sample.svc.clusterset.local => [242.2.0.0/24]",
+			"g1: dig +short +time=2 +tries=1 whereami-cs.sample.svc.clusterset.local => [10.77.0.0/16]",
 			"g1: dig +short +time=2 +tries=1 g2.whereami-cs.sample.svc.clusterset.local => [242.2.0.0/24]",
 			"g1: dig +short +time=2 +tries=1 whereami-ss.sample.svc.clusterset.local => [242.2.0.0/24]",
 			"g1: dig +short +time=2 +tries=1 whereami-0.g2.whereami-ss.sample.svc.clusterset.local => [242.2.0.0/24]",
@@ -86,7 +87,9 @@ func TestSeedCheckVerify(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lookup, get := checks[0], checks[len(checks)-1]
+	// checks[0] is the clusterset name (the clusterset IP, in c1's service CIDR),
+	// checks[1] c2's name (c2's ClusterIP).
+	vip, lookup, get := checks[0], checks[1], checks[len(checks)-1]
 	for _, tc := range []struct {
 		name   string
 		check  SeedCheck
@@ -98,7 +101,9 @@ func TestSeedCheckVerify(t *testing.T) {
 		{name: "NXDOMAIN", check: lookup, out: "", err: "no address in the answer (NXDOMAIN"},
 		{name: "dig's timeout on stdout", check: lookup, out: ";; connection timed out; no servers could be reached\n",
 			err: `not an address in the answer: ";; connection timed out`},
-		{name: "c1's own ClusterIP", check: lookup, out: "10.88.0.7\n", err: "answered 10.88.0.7, outside the exporting clusters' [10.99.0.0/16]"},
+		{name: "c1's own ClusterIP", check: lookup, out: "10.88.0.7\n", err: "answered 10.88.0.7, outside the expected [10.99.0.0/16]"},
+		{name: "the clusterset IP", check: vip, out: "10.88.201.9\n", answer: "10.88.201.9"},
+		{name: "c2's ClusterIP for the clusterset name", check: vip, out: "10.99.119.112\n", err: "answered 10.99.119.112, outside the expected [10.88.0.0/16]"},
 		{name: "one address of two outside", check: lookup, out: "10.99.0.3\n10.8.1.2\n", err: "answered 10.8.1.2"},
 		{name: "whereami in c2", check: get, out: `{"cluster":"c2","node":"c2-gw-1","pod":"whereami-cs-1","podIP":"10.9.1.2","caller":"10.250.2.12"}` + "\n",
 			answer: `{"cluster":"c2","node":"c2-gw-1","pod":"whereami-cs-1","podIP":"10.9.1.2","caller":"10.250.2.12"}`},

@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	straitv1 "github.com/straitnet/strait/api/v1alpha1"
 	"github.com/straitnet/strait/lab/topology"
 	"github.com/straitnet/strait/test/netns"
 )
@@ -309,7 +310,8 @@ func (l *Lab) clientset(cp topology.ControlPlane) (kubernetes.Interface, error) 
 }
 
 // waitServices waits until every node reaches every sample Service and the cluster DNS
-// on its ClusterIP over TCP, which means kube-proxy has programmed them.
+// on its ClusterIP over TCP, which means kube-proxy has programmed them. The Services
+// the hub derives for clusterset IPs are left out.
 func (l *Lab) waitServices(ctx context.Context, c topology.Cluster, timeout time.Duration) error {
 	cfg, err := l.inNamespaceConfig(c.Name, c.ControlPlane.Namespace)()
 	if err != nil {
@@ -326,7 +328,9 @@ func (l *Lab) waitServices(ctx context.Context, c topology.Cluster, timeout time
 			return err
 		}
 		for _, s := range svcs.Items {
-			if s.Spec.ClusterIP == "" || s.Spec.ClusterIP == corev1.ClusterIPNone {
+			// A Service Strait derived for a clusterset IP leads to other clusters too,
+			// which a node's own address does not reach: it is not the cluster's to check.
+			if s.Spec.ClusterIP == "" || s.Spec.ClusterIP == corev1.ClusterIPNone || s.Labels[straitv1.LabelServiceImport] != "" {
 				continue
 			}
 			for _, p := range s.Spec.Ports {

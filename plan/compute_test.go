@@ -3,6 +3,7 @@ package plan
 import (
 	"net/netip"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -284,8 +285,17 @@ func TestConflictOldestExportWins(t *testing.T) {
 	if conflict.Type != "Conflict" || conflict.Status != metav1.ConditionTrue || conflict.Reason != "TypeConflict" {
 		t.Errorf("c1's Conflict condition = %+v", conflict)
 	}
-	if ok := p.ServiceExportConditions("c2")[types.NamespacedName{Namespace: "app", Name: "web"}][2]; ok.Status != metav1.ConditionFalse {
-		t.Errorf("c2's Conflict condition = %+v", ok)
+	// The MCS API asks for the condition on every export of the conflict: the oldest
+	// one says so too, and stays Ready.
+	winner := p.ServiceExportConditions("c2")[types.NamespacedName{Namespace: "app", Name: "web"}]
+	if winner[2].Status != metav1.ConditionTrue || winner[2].Reason != "TypeConflict" || !strings.Contains(winner[2].Message, "c1") {
+		t.Errorf("c2's Conflict condition = %+v", winner[2])
+	}
+	if winner[1].Status != metav1.ConditionTrue {
+		t.Errorf("c2's Ready condition = %+v, want True: its export is the import", winner[1])
+	}
+	if conds[1].Status != metav1.ConditionFalse {
+		t.Errorf("c1's Ready condition = %+v, want False: it is left out", conds[1])
 	}
 	if p.Status.Summary.Conflicts != 1 || p.Status.Exports[0].Conflict == "" {
 		t.Errorf("status = %+v", p.Status.Exports)
@@ -434,5 +444,58 @@ func TestIPsecPSKSecretIsPlanned(t *testing.T) {
 		if s.Labels[straitv1.LabelClusterSet] != ClusterSetLabel(p.clusterSet) || s.Annotations[straitv1.AnnotationTargetCluster] != c {
 			t.Errorf("member %s's PSK Secret lacks the labels the hub prunes by: %v %v", c, s.Labels, s.Annotations)
 		}
+	}
+}
+
+// Exports whose port sets differ (the MCS conformance suite's "should expose the union
+// of the constituent service ports and raise a conflict": c2 has the same tcp port and
+// an SCTP one, not c1's udp) give an import with the union and a PortConflict on both,
+// each message naming what which cluster lacks; the same ports everywhere, none.
+func TestDifferentPortSetsAreAConflictOnEveryExport(t *testing.T) {
+	cs := twoClusters()
+	cs.Spec.Exports = []straitv1.ExportSpec{{Namespace: "app", Name: "hello"}}
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	tcp := corev1.ServicePort{Name: "tcp", Port: 42, Protocol: corev1.ProtocolTCP}
+	udp := corev1.ServicePort{Name: "udp", Port: 42, Protocol: corev1.ProtocolUDP}
+	stcp := corev1.ServicePort{Name: "stcp", Port: 142, Protocol: corev1.ProtocolSCTP}
+	obs := func(c2Ports ...corev1.ServicePort) Observed {
+		return Observed{
+			"c1": {Services: []corev1.Service{svc("app", "hello", "10.88.0.5", tcp, udp)}, ServiceExports: []mcsv1.ServiceExport{export("app", "hello", t0)}},
+			"c2": {Services: []corev1.Service{svc("app", "hello", "10.99.0.5", c2Ports...)},
+				ServiceExports: []mcsv1.ServiceExport{export("app", "hello", t0.Add(time.Second))}},
+		}
+	}
+	k := types.NamespacedName{Namespace: "app", Name: "hello"}
+	p := mustCompute(t, cs, obs(tcp, stcp))
+	if si := find[*mcsv1.ServiceImport](p.Objects("c1"), "app", "hello"); len(si.Spec.Ports) != 3 {
+		t.Errorf("import ports %+v, want the union tcp, udp, stcp", si.Spec.Ports)
+	}
+	for c, lacks := range map[string]string{"c1": `"stcp" (142/SCTP)`, "c2": `"udp" (42/UDP)`} {
+		cond := p.ServiceExportConditions(c)[k][2]
+		if cond.Status != metav1.ConditionTrue || cond.Reason != "PortConflict" || !strings.Contains(cond.Message, "this export lacks "+lacks) {
+			t.Errorf("%s's Conflict = %s %s %q, want True, PortConflict, naming %s", c, cond.Status, cond.Reason, cond.Message, lacks)
+		}
+	}
+	p = mustCompute(t, cs, obs(tcp, udp))
+	for _, c := range []string{"c1", "c2"} {
+		if cond := p.ServiceExportConditions(c)[k][2]; cond.Status != metav1.ConditionFalse {
+			t.Errorf("the same ports in both: %s's Conflict = %+v, want False", c, cond)
+		}
+	}
+}
+
+// A headless endpoint without hostname (a Deployment's pod) has none in the import
+// either: DNS names it by its dashed address, as the MCS DNS spec and its conformance
+// suite want, not by its pod's name.
+func TestHeadlessEndpointWithoutHostnameStaysWithout(t *testing.T) {
+	cs := twoClusters()
+	cs.Spec.Exports = []straitv1.ExportSpec{{Namespace: "app", Name: "hello", Clusters: []string{"c2"}}}
+	sl := podSlice("app", "hello", "hello-a", nil, map[string]bool{"10.9.0.7": true})
+	sl.Endpoints[0].TargetRef = &corev1.ObjectReference{Kind: "Pod", Name: "hello-d468bc586-cwxqg"}
+	p := mustCompute(t, cs, Observed{"c2": {Services: []corev1.Service{svc("app", "hello", "None", corev1.ServicePort{Name: "tcp", Port: 42})},
+		EndpointSlices: []discoveryv1.EndpointSlice{sl}}})
+	got := find[*discoveryv1.EndpointSlice](p.Objects("c1"), "app", "hello-c2")
+	if len(got.Endpoints) != 1 || got.Endpoints[0].Hostname != nil {
+		t.Errorf("imported endpoints %+v, want 10.9.0.7 without a hostname", got.Endpoints)
 	}
 }

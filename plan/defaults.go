@@ -34,6 +34,14 @@ func WithDefaults(spec straitv1.ClusterSetSpec) straitv1.ClusterSetSpec {
 	if out.DNS.TTLSeconds == 0 {
 		out.DNS.TTLSeconds = 5
 	}
+	if out.DNS.ServiceAnswer == "" {
+		out.DNS.ServiceAnswer = straitv1.ServiceAnswerClusterSetIP
+	}
+	for i := range out.Exports {
+		if out.Exports[i].ClusterSetIP == "" {
+			out.Exports[i].ClusterSetIP = straitv1.ClusterSetIPAllClusters
+		}
+	}
 	for i := range out.Clusters {
 		if len(out.Clusters[i].Gateway.NodeSelector) == 0 {
 			out.Clusters[i].Gateway.NodeSelector = map[string]string{DefaultGatewayLabel: "true"}

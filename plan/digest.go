@@ -119,7 +119,9 @@ func (p *Plan) exportDigest(e *exportPlan, cluster string) uint64 {
 		}
 	}
 	h.str(string(e.typ))
+	h.bool(e.preferLocal)
 	h.importPorts(e.ports)
+	e.props.hash(h)
 	h.u64(uint64(len(e.sources)))
 	for _, s := range e.sources {
 		p.hashSource(h, e, s, s.cluster == cluster)
@@ -272,4 +274,19 @@ func mix(v uint64) uint64 {
 	v *= 0x94d049bb133111eb
 	v ^= v >> 31
 	return v
+}
+
+// hash hashes the import properties: the ServiceImport and the derived Service carry
+// them.
+func (pr *importProps) hash(h *hasher) {
+	h.str(string(pr.sessionAffinity))
+	h.json(pr.sessionAffinityConfig)
+	h.u64(uint64(len(pr.ipFamilies)))
+	for _, f := range pr.ipFamilies {
+		h.str(string(f))
+	}
+	h.json(pr.internalTraffic)
+	h.optStr(pr.trafficDistribution)
+	h.json(pr.labels)
+	h.json(pr.annotations)
 }

@@ -109,6 +109,9 @@ func mutations(cs *straitv1.ClusterSet, obs Observed) []mutation {
 		add(fmt.Sprintf("export %d from every cluster", i), func(cs *straitv1.ClusterSet, _ Observed) {
 			cs.Spec.Exports[i].Clusters = nil
 		})
+		add(fmt.Sprintf("export %d prefers local endpoints", i), func(cs *straitv1.ClusterSet, _ Observed) {
+			cs.Spec.Exports[i].ClusterSetIP = straitv1.ClusterSetIPPreferLocal
+		})
 	}
 	add("vxlan cable", func(cs *straitv1.ClusterSet, _ Observed) { cs.Spec.Cable.Driver = straitv1.CableVXLAN })
 	add("ipsec cable", func(cs *straitv1.ClusterSet, _ Observed) {

@@ -2,11 +2,13 @@ package plan
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	mcsv1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
@@ -28,10 +30,33 @@ type exportPlan struct {
 	sources []*exportSource
 	// noService: exported from there, but the service was not observed.
 	noService map[string]bool
-	// conflicts: cluster -> reason and message of its Conflict condition.
-	conflicts map[string][2]string
+	// invalidType: exported from there, but the service is of a type the MCS API does
+	// not export (ExternalName); the cluster is left out of the import.
+	invalidType map[string]string
+	// conflicts: cluster -> the conflicts of its Conflict condition, in the order found.
+	conflicts map[string][]conflictNote
 	typ       mcsv1.ServiceImportType
 	ports     []mcsv1.ServicePort
+	// props are the import's properties besides type and ports, the oldest export's.
+	props importProps
+	// preferLocal: an exporting member's clusterset IP leads to its own endpoints while
+	// it has a ready one (ExportSpec.ClusterSetIP PreferLocal).
+	preferLocal bool
+}
+
+// conflictNote is one reason of a Conflict condition and what it says.
+type conflictNote struct{ reason, message string }
+
+// importProps are what a ServiceImport takes from the oldest export besides its type and
+// ports: the service's session affinity, IP families and traffic policies, and the
+// labels and annotations its ServiceExport declares exported.
+type importProps struct {
+	sessionAffinity       corev1.ServiceAffinity
+	sessionAffinityConfig *corev1.SessionAffinityConfig
+	ipFamilies            []corev1.IPFamily
+	internalTraffic       *corev1.ServiceInternalTrafficPolicy
+	trafficDistribution   *string
+	labels, annotations   map[string]string
 }
 
 // exportSource is one cluster's contribution to an import.
@@ -45,6 +70,7 @@ type exportSource struct {
 	publishNotReady bool
 	endpoints       []sourceEndpoint
 	anyReady        bool
+	props           importProps
 }
 
 type sourceEndpoint struct {
@@ -74,7 +100,7 @@ func (p *Plan) planExports() []*exportPlan {
 			return e
 		}
 		e := &exportPlan{namespace: ns, name: name, nsName: k, exportedFrom: map[string]bool{}, declared: map[string]bool{},
-			noService: map[string]bool{}, conflicts: map[string][2]string{}}
+			noService: map[string]bool{}, invalidType: map[string]string{}, conflicts: map[string][]conflictNote{}}
 		byKey[k] = e
 		return e
 	}
@@ -87,6 +113,7 @@ func (p *Plan) planExports() []*exportPlan {
 		for _, c := range clusters {
 			e.exportedFrom[c], e.declared[c] = true, true
 		}
+		e.preferLocal = d.ClusterSetIP == straitv1.ClusterSetIPPreferLocal
 	}
 	if p.spec.ExportPolicy == straitv1.ExportPolicyMemberExports {
 		for _, c := range p.clusters {
@@ -120,6 +147,11 @@ func (p *Plan) resolve(e *exportPlan) {
 			e.noService[c] = true
 			continue
 		}
+		if svc.Spec.Type == corev1.ServiceTypeExternalName {
+			e.invalidType[c] = fmt.Sprintf("service %s/%s is of type ExternalName, which the Multi-Cluster Services API does not export",
+				e.namespace, e.name)
+			continue
+		}
 		s := &exportSource{
 			cluster:         c,
 			headless:        svc.Spec.ClusterIP == corev1.ClusterIPNone,
@@ -127,20 +159,25 @@ func (p *Plan) resolve(e *exportPlan) {
 			ports:           svc.Spec.Ports,
 			targetPorts:     f.slicePorts(e.namespace, e.name),
 			publishNotReady: svc.Spec.PublishNotReadyAddresses,
+			props:           propsOf(svc),
 		}
-		if se := f.serviceExport(e.namespace, e.name); se != nil && !se.CreationTimestamp.IsZero() {
-			t := se.CreationTimestamp
-			s.exportedAt = &t
+		if se := f.serviceExport(e.namespace, e.name); se != nil {
+			if !se.CreationTimestamp.IsZero() {
+				t := se.CreationTimestamp
+				s.exportedAt = &t
+			}
+			s.props.labels, s.props.annotations = se.Spec.ExportedLabels, se.Spec.ExportedAnnotations
 		}
 		for _, ep := range f.endpoints(e.namespace, e.name) {
 			se := sourceEndpoint{ip: ep.Addresses[0], ready: isReady(ep)}
 			if ep.TargetRef != nil && ep.TargetRef.Kind == "Pod" {
 				se.pod = ep.TargetRef.Name
 			}
+			// An endpoint without hostname has none in the import either: DNS names it by
+			// its dashed address, as Kubernetes' DNS and the MCS DNS spec do (not by its
+			// pod's name, which the pod's own cluster does not answer).
 			if ep.Hostname != nil {
 				se.hostname = *ep.Hostname
-			} else {
-				se.hostname = se.pod
 			}
 			se.owner = endpointOwner(se.pod, se.ip)
 			s.anyReady = s.anyReady || se.ready
@@ -154,22 +191,113 @@ func (p *Plan) resolve(e *exportPlan) {
 		return
 	}
 	oldest := e.sources[0]
-	e.typ = mcsv1.ClusterSetIP
-	if oldest.headless {
-		e.typ = mcsv1.Headless
-	}
+	e.typ = serviceType(oldest.headless)
 	kept := e.sources[:0]
+	var leftOut []string
 	for _, s := range e.sources {
 		if s.headless != oldest.headless {
-			e.conflicts[s.cluster] = [2]string{string(mcsv1.ServiceExportReasonTypeConflict), fmt.Sprintf(
+			e.conflict(s.cluster, mcsv1.ServiceExportReasonTypeConflict, fmt.Sprintf(
 				"service type %s differs from the oldest export's (%s in cluster %s); this cluster is left out of the import",
-				serviceType(s.headless), e.typ, oldest.cluster)}
+				serviceType(s.headless), e.typ, oldest.cluster))
+			leftOut = append(leftOut, s.cluster)
 			continue
 		}
 		kept = append(kept, s)
 	}
 	e.sources = kept
+	if len(leftOut) > 0 {
+		e.conflict(oldest.cluster, mcsv1.ServiceExportReasonTypeConflict, fmt.Sprintf(
+			"cluster(s) %s export it with another type; this export is the oldest, so the import is %s and they are left out",
+			strings.Join(leftOut, ", "), e.typ))
+	}
 	e.ports = e.unionPorts()
+	e.props = oldest.props
+	e.resolveProps()
+}
+
+// propsOf are the import properties a service gives, its export's labels and
+// annotations aside. IP families are the service's, or its cluster IP's family when the
+// service names none (an object written without the API server's defaults).
+func propsOf(svc *corev1.Service) importProps {
+	pr := importProps{
+		sessionAffinity:       svc.Spec.SessionAffinity,
+		sessionAffinityConfig: svc.Spec.SessionAffinityConfig,
+		ipFamilies:            svc.Spec.IPFamilies,
+		internalTraffic:       svc.Spec.InternalTrafficPolicy,
+		trafficDistribution:   svc.Spec.TrafficDistribution,
+	}
+	if pr.sessionAffinity == "" {
+		pr.sessionAffinity = corev1.ServiceAffinityNone
+	}
+	if len(pr.ipFamilies) == 0 {
+		pr.ipFamilies = []corev1.IPFamily{corev1.IPv4Protocol}
+		if addressType(svc.Spec.ClusterIP) == discoveryv1.AddressTypeIPv6 {
+			pr.ipFamilies = []corev1.IPFamily{corev1.IPv6Protocol}
+		}
+	}
+	return pr
+}
+
+// resolveProps marks the conflicts of the properties besides type and ports: the
+// import has the oldest export's (e.props), and every export that differs, and the
+// oldest one, get a Conflict naming the property.
+func (e *exportPlan) resolveProps() {
+	oldest := e.sources[0]
+	checks := []struct {
+		reason mcsv1.ServiceExportConditionReason
+		what   string
+		same   func(a, b *importProps) bool
+	}{
+		{mcsv1.ServiceExportReasonSessionAffinityConflict, "session affinity",
+			func(a, b *importProps) bool { return a.sessionAffinity == b.sessionAffinity }},
+		{mcsv1.ServiceExportReasonSessionAffinityConfigConflict, "session affinity config",
+			func(a, b *importProps) bool { return equality(a.sessionAffinityConfig, b.sessionAffinityConfig) }},
+		{mcsv1.ServiceExportReasonIPFamilyConflict, "IP families",
+			func(a, b *importProps) bool { return equality(a.ipFamilies, b.ipFamilies) }},
+		{mcsv1.ServiceExportReasonInternalTrafficPolicyConflict, "internal traffic policy",
+			func(a, b *importProps) bool { return equality(a.internalTraffic, b.internalTraffic) }},
+		{mcsv1.ServiceExportReasonTrafficDistributionConflict, "traffic distribution",
+			func(a, b *importProps) bool { return equality(a.trafficDistribution, b.trafficDistribution) }},
+		{mcsv1.ServiceExportReasonLabelsConflict, "exported labels",
+			func(a, b *importProps) bool { return equality(a.labels, b.labels) }},
+		{mcsv1.ServiceExportReasonAnnotationsConflict, "exported annotations",
+			func(a, b *importProps) bool { return equality(a.annotations, b.annotations) }},
+	}
+	for _, c := range checks {
+		var differ []string
+		for _, s := range e.sources[1:] {
+			if !c.same(&oldest.props, &s.props) {
+				differ = append(differ, s.cluster)
+				e.conflict(s.cluster, c.reason, fmt.Sprintf("%s differ from the oldest export's (cluster %s), which the import has",
+					c.what, oldest.cluster))
+			}
+		}
+		if len(differ) > 0 {
+			e.conflict(oldest.cluster, c.reason, fmt.Sprintf("%s differ in cluster(s) %s; this export is the oldest, so the import has its own",
+				c.what, strings.Join(differ, ", ")))
+		}
+	}
+}
+
+// conflict adds one conflict to cluster's Conflict condition.
+func (e *exportPlan) conflict(cluster string, reason mcsv1.ServiceExportConditionReason, message string) {
+	e.conflicts[cluster] = append(e.conflicts[cluster], conflictNote{reason: string(reason), message: message})
+}
+
+// equality compares two property values as the API server would store them: nil and
+// empty are the same.
+func equality[T any](a, b T) bool {
+	return apiequality.Semantic.DeepEqual(a, b) || isEmpty(a) && isEmpty(b)
+}
+
+func isEmpty(v any) bool {
+	switch x := v.(type) {
+	case map[string]string:
+		return len(x) == 0
+	case []corev1.IPFamily:
+		return len(x) == 0
+	}
+	return false
 }
 
 // olderExport orders exports by creation time, known times before unknown ones (an
@@ -211,14 +339,16 @@ func (e *exportPlan) unionPorts() []mcsv1.ServicePort {
 				continue
 			}
 			if prev.Port != port.Port || prev.Protocol != port.Protocol {
-				if _, already := e.conflicts[s.cluster]; !already {
-					e.conflicts[s.cluster] = [2]string{string(mcsv1.ServiceExportReasonPortConflict), fmt.Sprintf(
-						"port %q is %d/%s here but %d/%s in cluster %s, whose export is older; the older definition is used",
-						sp.Name, port.Port, port.Protocol, prev.Port, prev.Protocol, owner[sp.Name])}
-				}
+				e.conflict(s.cluster, mcsv1.ServiceExportReasonPortConflict, fmt.Sprintf(
+					"port %q is %d/%s here but %d/%s in cluster %s, whose export is older; the older definition is used",
+					sp.Name, port.Port, port.Protocol, prev.Port, prev.Protocol, owner[sp.Name]))
+				e.conflict(owner[sp.Name], mcsv1.ServiceExportReasonPortConflict, fmt.Sprintf(
+					"port %q is %d/%s in cluster %s; this export is older, so its definition (%d/%s) is used",
+					sp.Name, port.Port, port.Protocol, s.cluster, prev.Port, prev.Protocol))
 			}
 		}
 	}
+	e.missingPorts(byName)
 	out := make([]mcsv1.ServicePort, 0, len(byName))
 	for _, sp := range byName {
 		out = append(out, sp)
@@ -235,7 +365,59 @@ func (e *exportPlan) unionPorts() []mcsv1.ServicePort {
 	return out
 }
 
-// conditions are the ServiceExport conditions of the export in cluster.
+// missingPorts marks a PortConflict on every export when the exports do not all have
+// the same ports: the import has their union (unionPorts), so some clusters do not
+// serve ports the import offers, which the MCS API (KEP 1645, "Service Port") has
+// reported as a conflict on each export involved.
+func (e *exportPlan) missingPorts(union map[string]mcsv1.ServicePort) {
+	missing := map[string][]string{}
+	var lacking []string
+	for _, s := range e.sources {
+		has := map[string]bool{}
+		for _, sp := range s.ports {
+			has[sp.Name] = true
+		}
+		for _, name := range sortedKeys(union) {
+			if !has[name] {
+				missing[s.cluster] = append(missing[s.cluster], portLabel(union[name]))
+			}
+		}
+		if len(missing[s.cluster]) > 0 {
+			lacking = append(lacking, s.cluster)
+		}
+	}
+	if len(lacking) == 0 {
+		return
+	}
+	for _, s := range e.sources {
+		var others []string
+		for _, c := range lacking {
+			if c != s.cluster {
+				others = append(others, fmt.Sprintf("%s lacks %s", c, strings.Join(missing[c], ", ")))
+			}
+		}
+		msg := "the exports' ports differ, so the import has their union"
+		if m := missing[s.cluster]; len(m) > 0 {
+			msg += "; this export lacks " + strings.Join(m, ", ")
+		}
+		if len(others) > 0 {
+			msg += "; " + strings.Join(others, "; ")
+		}
+		e.conflict(s.cluster, mcsv1.ServiceExportReasonPortConflict, msg)
+	}
+}
+
+// portLabel names a port in a condition message: its name and definition.
+func portLabel(sp mcsv1.ServicePort) string {
+	if sp.Name == "" {
+		return fmt.Sprintf("the unnamed port %d/%s", sp.Port, sp.Protocol)
+	}
+	return fmt.Sprintf("%q (%d/%s)", sp.Name, sp.Port, sp.Protocol)
+}
+
+// conditions are the ServiceExport conditions of the export in cluster. Conflicts of
+// several kinds make one condition whose reason lists them, comma-separated, as the MCS
+// API asks; a cluster left out for its type is not Ready.
 func (e *exportPlan) conditions(cluster string) []metav1.Condition {
 	valid := metav1.Condition{Type: string(mcsv1.ServiceExportConditionValid), Status: metav1.ConditionTrue,
 		Reason: string(mcsv1.ServiceExportReasonValid), Message: "the service can be exported"}
@@ -243,16 +425,29 @@ func (e *exportPlan) conditions(cluster string) []metav1.Condition {
 		Reason: string(mcsv1.ServiceExportReasonExported), Message: "the service is imported into every member"}
 	conflict := metav1.Condition{Type: string(mcsv1.ServiceExportConditionConflict), Status: metav1.ConditionFalse,
 		Reason: string(mcsv1.ServiceExportReasonNoConflicts), Message: "no conflicts with the other exports"}
-	if e.noService[cluster] {
+	switch {
+	case e.noService[cluster]:
 		valid.Status, valid.Reason, valid.Message = metav1.ConditionFalse, string(mcsv1.ServiceExportReasonNoService),
 			fmt.Sprintf("service %s/%s does not exist in this cluster", e.namespace, e.name)
 		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, string(mcsv1.ServiceExportReasonPending),
 			"waiting for the service"
+	case e.invalidType[cluster] != "":
+		valid.Status, valid.Reason, valid.Message = metav1.ConditionFalse, string(mcsv1.ServiceExportReasonInvalidServiceType),
+			e.invalidType[cluster]
+		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, string(mcsv1.ServiceExportReasonFailed),
+			"the service cannot be exported"
 	}
-	if c, ok := e.conflicts[cluster]; ok {
-		conflict.Status, conflict.Reason, conflict.Message = metav1.ConditionTrue, c[0], c[1]
-		if c[0] == string(mcsv1.ServiceExportReasonTypeConflict) {
-			ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, string(mcsv1.ServiceExportReasonFailed), c[1]
+	if notes := e.conflicts[cluster]; len(notes) > 0 {
+		var reasons, messages []string
+		for _, n := range notes {
+			if !slices.Contains(reasons, n.reason) {
+				reasons = append(reasons, n.reason)
+			}
+			messages = append(messages, n.message)
+		}
+		conflict.Status, conflict.Reason, conflict.Message = metav1.ConditionTrue, strings.Join(reasons, ","), strings.Join(messages, "; ")
+		if e.source(cluster) == nil && e.typ != "" {
+			ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, string(mcsv1.ServiceExportReasonFailed), notes[0].message
 		}
 	}
 	return []metav1.Condition{valid, ready, conflict}
@@ -262,7 +457,9 @@ func (e *exportPlan) conditions(cluster string) []metav1.Condition {
 func (e *exportPlan) conflictSummary() string {
 	var parts []string
 	for _, c := range sortedKeys(e.conflicts) {
-		parts = append(parts, c+": "+e.conflicts[c][1])
+		for _, n := range e.conflicts[c] {
+			parts = append(parts, c+": "+n.message)
+		}
 	}
 	return strings.Join(parts, "; ")
 }

@@ -3,6 +3,7 @@ package plan
 import (
 	"fmt"
 	"hash/fnv"
+	"maps"
 	"net/netip"
 
 	corev1 "k8s.io/api/core/v1"
@@ -34,20 +35,44 @@ func (p *Plan) mcsObjects(cluster string, want func(*exportPlan) bool) []client.
 		if len(e.sources) == 0 {
 			continue
 		}
-		si := &mcsv1.ServiceImport{
-			TypeMeta:   metav1.TypeMeta{APIVersion: mcsv1.GroupVersion.String(), Kind: "ServiceImport"},
-			ObjectMeta: metav1.ObjectMeta{Name: e.name, Namespace: e.namespace},
-			Spec:       mcsv1.ServiceImportSpec{Type: e.typ, Ports: e.ports},
-		}
-		for _, s := range e.sources {
-			si.Status.Clusters = append(si.Status.Clusters, mcsv1.ClusterStatus{Cluster: s.cluster})
-		}
-		out = append(out, si)
+		out = append(out, e.serviceImport(e.importReady()))
 		for _, s := range e.sources {
 			out = append(out, p.endpointSlice(cluster, e, s))
 		}
+		if e.typ != mcsv1.ClusterSetIP {
+			continue
+		}
+		if d := e.derivedService(); d != nil {
+			out = append(out, d)
+			for _, s := range e.derivedSources(cluster) {
+				for _, sl := range p.derivedSlices(cluster, e, s) {
+					out = append(out, sl)
+				}
+			}
+		}
 	}
 	return out
+}
+
+// serviceImport is the import of e as a member holds it, with its Ready condition
+// there (importReady; the hub fills in lastTransitionTime when it writes). Its spec.ips
+// are not the hub's: the member writes the cluster IP of the derived Service there (see
+// derivedService), and the hub's apply, which never names the field, leaves it alone.
+func (e *exportPlan) serviceImport(ready metav1.Condition) *mcsv1.ServiceImport {
+	pr := &e.props
+	si := &mcsv1.ServiceImport{
+		TypeMeta: metav1.TypeMeta{APIVersion: mcsv1.GroupVersion.String(), Kind: "ServiceImport"},
+		ObjectMeta: metav1.ObjectMeta{Name: e.name, Namespace: e.namespace,
+			Labels: maps.Clone(pr.labels), Annotations: maps.Clone(pr.annotations)},
+		Spec: mcsv1.ServiceImportSpec{Type: e.typ, Ports: e.ports, IPFamilies: pr.ipFamilies,
+			SessionAffinity: pr.sessionAffinity, SessionAffinityConfig: pr.sessionAffinityConfig,
+			InternalTrafficPolicy: pr.internalTraffic, TrafficDistribution: pr.trafficDistribution},
+	}
+	for _, s := range e.sources {
+		si.Status.Clusters = append(si.Status.Clusters, mcsv1.ClusterStatus{Cluster: s.cluster})
+	}
+	si.Status.Conditions = []metav1.Condition{ready}
+	return si
 }
 
 // endpointSlice is what member sees of source's export. For a ClusterSetIP service it

@@ -61,7 +61,7 @@ func Render(p *Plan, clusters []string, format Format) ([]byte, error) {
 }
 
 // toMap turns an object into a map without the fields an apply must not carry: a null
-// creationTimestamp and an empty status.
+// creationTimestamp, an empty status and a condition's null lastTransitionTime.
 func toMap(o client.Object) (map[string]any, error) {
 	data, err := json.Marshal(o)
 	if err != nil {
@@ -74,8 +74,28 @@ func toMap(o client.Object) (map[string]any, error) {
 	if md, ok := m["metadata"].(map[string]any); ok && md["creationTimestamp"] == nil {
 		delete(md, "creationTimestamp")
 	}
-	if st, ok := m["status"].(map[string]any); ok && len(st) == 0 {
+	if st, ok := m["status"].(map[string]any); ok && emptyMap(st) {
 		delete(m, "status")
 	}
+	// The hub stamps a condition's lastTransitionTime when it writes it; the plan has none.
+	if st, ok := m["status"].(map[string]any); ok {
+		conds, _ := st["conditions"].([]any)
+		for _, c := range conds {
+			if cm, ok := c.(map[string]any); ok && cm["lastTransitionTime"] == nil {
+				delete(cm, "lastTransitionTime")
+			}
+		}
+	}
 	return m, nil
+}
+
+// emptyMap says whether m holds nothing but empty maps: a Service's status is
+// {loadBalancer: {}} before anything has written it.
+func emptyMap(m map[string]any) bool {
+	for _, v := range m {
+		if sub, ok := v.(map[string]any); !ok || !emptyMap(sub) {
+			return false
+		}
+	}
+	return true
 }

@@ -244,6 +244,12 @@ func validateExports(spec *straitv1.ClusterSetSpec, path *field.Path) field.Erro
 		} else {
 			seen[key] = i
 		}
+		switch e.ClusterSetIP {
+		case straitv1.ClusterSetIPAllClusters, straitv1.ClusterSetIPPreferLocal:
+		default:
+			errs = append(errs, field.NotSupported(p.Child("clusterSetIP"), e.ClusterSetIP,
+				[]string{string(straitv1.ClusterSetIPAllClusters), string(straitv1.ClusterSetIPPreferLocal)}))
+		}
 		if len(e.Clusters) > maxExportClusters {
 			errs = append(errs, field.TooMany(p.Child("clusters"), len(e.Clusters), maxExportClusters))
 		}

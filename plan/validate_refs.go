@@ -111,6 +111,12 @@ func validateDNS(d *straitv1.DNSSpec, path *field.Path) field.ErrorList {
 	if d.TTLSeconds < 0 || d.TTLSeconds > maxTTLSeconds {
 		errs = append(errs, field.Invalid(path.Child("ttlSeconds"), d.TTLSeconds, "must be between 0 and 3600"))
 	}
+	switch d.ServiceAnswer {
+	case straitv1.ServiceAnswerClusterSetIP, straitv1.ServiceAnswerLocalFirst:
+	default:
+		errs = append(errs, field.NotSupported(path.Child("serviceAnswer"), d.ServiceAnswer,
+			[]string{string(straitv1.ServiceAnswerClusterSetIP), string(straitv1.ServiceAnswerLocalFirst)}))
+	}
 	return errs
 }
 

@@ -215,7 +215,30 @@ type ExportSpec struct {
 	// +kubebuilder:validation:MaxItems=255
 	// +kubebuilder:validation:items:MaxLength=63
 	Clusters []string `json:"clusters,omitempty"`
+
+	// ClusterSetIP says which clusters' endpoints stand behind the service's clusterset
+	// IP in each member. AllClusters (the default): every exporting cluster's, in every
+	// member. PreferLocal: in a member that exports the service, its own endpoints alone
+	// while it has a ready one, every exporting cluster's when it has none; members
+	// that do not export it balance over all. kube-proxy's trafficDistribution
+	// PreferClose does not span clusters; this does.
+	// +optional
+	// +kubebuilder:default=AllClusters
+	ClusterSetIP ClusterSetIPEndpoints `json:"clusterSetIP,omitempty"`
 }
+
+// ClusterSetIPEndpoints is which clusters' endpoints a member's clusterset IP leads to.
+// +kubebuilder:validation:Enum=AllClusters;PreferLocal
+type ClusterSetIPEndpoints string
+
+// Clusterset IP endpoint choices.
+const (
+	// ClusterSetIPAllClusters balances over every exporting cluster's endpoints.
+	ClusterSetIPAllClusters ClusterSetIPEndpoints = "AllClusters"
+	// ClusterSetIPPreferLocal keeps an exporting member on its own endpoints while it
+	// has a ready one.
+	ClusterSetIPPreferLocal ClusterSetIPEndpoints = "PreferLocal"
+)
 
 // ExportPolicy says which ServiceExports count.
 // +kubebuilder:validation:Enum=Declared;MemberExports
@@ -249,7 +272,29 @@ type DNSSpec struct {
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=3600
 	TTLSeconds int32 `json:"ttlSeconds,omitempty"`
+
+	// ServiceAnswer is what <svc>.<ns>.svc.clusterset.local answers for a ClusterSetIP
+	// import: ClusterSetIP (the MCS API's answer) is the import's clusterset IP, which
+	// kube-proxy balances over the ready endpoints of every exporting cluster;
+	// LocalFirst is one cluster's address per answer, the local cluster's while its
+	// export is ready, else rotating over the connected clusters'.
+	// +optional
+	// +kubebuilder:default=ClusterSetIP
+	ServiceAnswer DNSServiceAnswer `json:"serviceAnswer,omitempty"`
 }
+
+// DNSServiceAnswer is what the clusterset name of a ClusterSetIP import answers.
+// +kubebuilder:validation:Enum=ClusterSetIP;LocalFirst
+type DNSServiceAnswer string
+
+// DNS service answers.
+const (
+	// ServiceAnswerClusterSetIP answers the ServiceImport's clusterset IP (spec.ips).
+	ServiceAnswerClusterSetIP DNSServiceAnswer = "ClusterSetIP"
+	// ServiceAnswerLocalFirst answers one exporting cluster's address: the local one
+	// first, then round-robin over the connected clusters.
+	ServiceAnswerLocalFirst DNSServiceAnswer = "LocalFirst"
+)
 
 // ClusterSetStatus is what the hub observed and did.
 type ClusterSetStatus struct {

@@ -9,6 +9,22 @@ const (
 	// FieldManager is the server-side apply field manager of the hub.
 	FieldManager = "strait-hub"
 
+	// FieldManagerClusterSetIP is the server-side apply field manager that writes a
+	// ServiceImport's spec.ips in a member (strait dns): the IP its member's API server
+	// allocated to the import's derived Service. The hub never sets spec.ips, so the two
+	// managers own disjoint fields and neither apply takes the other's away.
+	FieldManagerClusterSetIP = "strait-clusterset-ip"
+
+	// LabelServiceImport, on a Service the hub derives from a ClusterSetIP import (and on
+	// its EndpointSlices' Service), names the ServiceImport in the same namespace whose
+	// clusterset IP the Service's cluster IP is.
+	LabelServiceImport = "strait.io/service-import"
+
+	// LabelSourceCluster, on an EndpointSlice of a derived Service, names the cluster
+	// whose endpoints it holds. It is not the MCS source-cluster label on purpose:
+	// strait dns reads the slices that carry that one as per-cluster answers.
+	LabelSourceCluster = "strait.io/source-cluster"
+
 	// LabelClusterSet names the ClusterSet an object in a member was written for, as
 	// "<namespace>.<name>" of the ClusterSet in the hub. The hub prunes by this label.
 	LabelClusterSet = "strait.io/clusterset"
@@ -21,6 +37,10 @@ const (
 
 	// LabelPeerCluster names the remote cluster a Peer is for.
 	LabelPeerCluster = "strait.io/peer-cluster"
+
+	// AnnotationDerivedFrom, on a Service the hub derives from a ClusterSetIP import,
+	// says what it is for, so that nobody takes it for their own.
+	AnnotationDerivedFrom = "strait.io/derived-from"
 
 	// AnnotationTargetCluster names the member cluster an object is meant for in the
 	// output of `strait render`.

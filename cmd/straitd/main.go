@@ -8,7 +8,9 @@ import (
 	"github.com/straitnet/strait/controllers/hubcmd"
 	"github.com/straitnet/strait/dns/dnscmd"
 	"github.com/straitnet/strait/internal/cli"
+	"github.com/straitnet/strait/internal/probe"
 	"github.com/straitnet/strait/nodeagent/agentcmd"
+	"github.com/straitnet/strait/nodeagent/route"
 )
 
 func main() {
@@ -22,9 +24,9 @@ func newRootCmd() *cobra.Command {
 		Long: `straitd holds Strait's daemons, the programs of the image: hub (the ClusterSet
 controller and its webhook, in the hub cluster), agent (one per node of every member),
 charon (the agent's IPsec sidecar on gateway nodes) and dns (clusterset.local in every
-member). People run strait (render, lab).`,
+member); probe is what strait diagnose runs in the members. People run strait (render, lab).`,
 	}
 	root.AddCommand(hubcmd.NewCommand(), agentcmd.NewCommand(), agentcmd.NewCharonCommand(), dnscmd.NewCommand(),
-		cli.NewVersionCommand("straitd"))
+		cli.NewVersionCommand("straitd"), probe.NewCommand(route.NFTable))
 	return root
 }

@@ -249,7 +249,7 @@ func TestAddedExportShowsTheNewServiceImport(t *testing.T) {
 	}
 	for _, want := range []string{
 		"--- hub/strait.io/v1alpha1/ClusterSet/strait-system/exports (live)\n+++ hub/strait.io/v1alpha1/ClusterSet/strait-system/exports (merged)\n",
-		"+  exports:\n+  - name: whereami\n+    namespace: sample\n",
+		"+  exports:\n+  - clusterSetIP: AllClusters\n+    name: whereami\n+    namespace: sample\n",
 		"--- c1/multicluster.x-k8s.io/v1beta1/ServiceImport/sample/whereami (live)\n+++ c1/multicluster.x-k8s.io/v1beta1/ServiceImport/sample/whereami (merged)\n@@ -0,0 +1,",
 		"--- c1/v1/Namespace/sample (live)\n",
 		"--- c1/discovery.k8s.io/v1/EndpointSlice/sample/" + "whereami-c2",

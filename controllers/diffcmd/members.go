@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"time"
 
 	"github.com/fluxcd/pkg/apis/meta"
 	corev1 "k8s.io/api/core/v1"
@@ -15,6 +16,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+	mcsv1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
 	"github.com/straitnet/strait/controllers"
@@ -170,7 +172,13 @@ func objectChange(ctx context.Context, mc client.Client, o client.Object, nsMiss
 		}
 	}
 	if status != nil {
-		// The hub applies a ServiceImport's status apart, and owns all of it.
+		// The hub applies a ServiceImport's status apart, and owns all of it; it keeps a
+		// condition's lastTransitionTime while the condition's status stays.
+		var held mcsv1.ServiceImport
+		if d.live != nil {
+			_ = runtime.DefaultUnstructuredConverter.FromUnstructured(live.Object, &held)
+		}
+		controllers.StampConditions(status, held.Status.Conditions, time.Now())
 		merged.Object["status"] = status
 	}
 	d.merged = view(merged.Object)
@@ -230,8 +238,9 @@ func objectID(u *unstructured.Unstructured) string {
 }
 
 // view is an object as the diff shows it: without what the API server alone sets
-// (managedFields, resourceVersion, generation, uid, creationTimestamp) and without the
-// status others write; a ServiceImport keeps its status, which the hub writes.
+// (managedFields, resourceVersion, generation, uid, creationTimestamp), without the
+// status others write (a ServiceImport keeps its status, which the hub writes), and
+// without the cluster IPs the member allocates.
 func view(m map[string]any) map[string]any {
 	out := runtime.DeepCopyJSON(m)
 	if md, ok := out["metadata"].(map[string]any); ok {
@@ -241,6 +250,18 @@ func view(m map[string]any) map[string]any {
 	}
 	if out["kind"] != "ServiceImport" {
 		delete(out, "status")
+	}
+	// The clusterset IP is the member's: its API server allocates the derived Service's
+	// cluster IP and strait dns copies it into the import's spec.ips. A dry run of a new
+	// Service would show an address that is never allocated.
+	if spec, ok := out["spec"].(map[string]any); ok {
+		switch out["kind"] {
+		case "Service":
+			delete(spec, "clusterIP")
+			delete(spec, "clusterIPs")
+		case "ServiceImport":
+			delete(spec, "ips")
+		}
 	}
 	return out
 }

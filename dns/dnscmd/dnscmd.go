@@ -26,6 +26,7 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
+	"github.com/straitnet/strait/dns/clustersetip"
 	"github.com/straitnet/strait/dns/corefile"
 	"github.com/straitnet/strait/dns/resolver"
 	"github.com/straitnet/strait/dns/server"
@@ -50,6 +51,7 @@ type dnsOptions struct {
 	upstream       string
 	corednsResync  time.Duration
 	cleanup        bool
+	clusterSetIPs  bool
 	publishBuild   bool
 	changedTTL     bool
 	changedCluster bool
@@ -64,12 +66,17 @@ func NewCommand() *cobra.Command {
 		Long: `dns answers the clusterset.local zone (and extra zones) from this member's
 ServiceImports and MCS EndpointSlices, as the MCS DNS specification describes:
 
-  <svc>.<ns>.svc.clusterset.local                       A/AAAA: the local cluster's
-      address when its export is ready, else round-robin over connected clusters
+  <svc>.<ns>.svc.clusterset.local                       A/AAAA: the clusterset IP
+      (spec.dns.serviceAnswer LocalFirst: the local cluster's address when its export
+      is ready, else round-robin over connected clusters); SRV: one per port
   <cluster>.<svc>.<ns>.svc.clusterset.local             one cluster (--cluster-names)
   <hostname>.<cluster>.<svc>.<ns>.svc.clusterset.local  one headless endpoint
   _<port>._<proto>.<svc>.<ns>.svc.clusterset.local      SRV for named ports
   dns-version.clusterset.local                          TXT "1.0.0"
+
+With --clusterset-ips (the default) it also writes each ClusterSetIP ServiceImport's
+spec.ips: the cluster IP of the Service the hub derived from the import, which kube-proxy
+balances over every exporting cluster's ready endpoints.
 
 Names of a service without a ready endpoint in a connected cluster are NXDOMAIN; names
 outside the zones are REFUSED. A remote cluster is connected while its Peer in
@@ -110,6 +117,7 @@ Metrics (Prometheus) and /healthz, /readyz are served on --metrics-addr.`,
 	f.StringVar(&o.upstream, "upstream", "", "address CoreDNS forwards to, IP:port (default: the --service cluster IP)")
 	f.DurationVar(&o.corednsResync, "coredns-resync", time.Minute, "how often the Corefile block is checked and put back")
 	f.BoolVar(&o.cleanup, "cleanup", false, "remove the block from CoreDNS's Corefile and exit")
+	f.BoolVar(&o.clusterSetIPs, "clusterset-ips", true, "write the cluster IP of each ClusterSetIP import's derived Service into the ServiceImport's spec.ips")
 	f.BoolVar(&o.publishBuild, "publish-build", true, "keep this server's build in the Membership's status.daemons (what strait version reads), under its pod name (the hostname)")
 	return cmd
 }
@@ -172,7 +180,7 @@ func runDNS(ctx context.Context, o *dnsOptions) error {
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	errc := make(chan error, 4)
+	errc := make(chan error, 5)
 	run := func(name string, f func() error) {
 		go func() {
 			if err := f(); err != nil {
@@ -190,6 +198,14 @@ func runDNS(ctx context.Context, o *dnsOptions) error {
 	if o.metricsAddr != "" {
 		n++
 		run("metrics", func() error { return serveMetrics(ctx, o.metricsAddr, reg, srv) })
+	}
+	if o.clusterSetIPs {
+		w, err := clustersetip.New(cfg, log)
+		if err != nil {
+			return err
+		}
+		n++
+		run("clusterset-ips", func() error { return w.Run(ctx) })
 	}
 	if o.publishBuild {
 		n++

@@ -15,6 +15,7 @@ type Entry struct {
 	name, namespace string
 	ports           []Port
 	headless        bool
+	ips             []netip.Addr
 	// sources are the service's sources as given.
 	sources []source
 	// merged, when not nil, are the sources one per cluster, lower-case, in ascending
@@ -89,7 +90,7 @@ func NewEntry(svc Service, prev *Entry) *Entry { return NewPool().NewEntry(svc, 
 // svc.Sources already have distinct lower-case cluster names in ascending order they are
 // used as they are. prev, the entry svc replaces, hands its round-robin position on.
 func (p *Pool) NewEntry(svc Service, prev *Entry) *Entry {
-	e := &Entry{name: svc.Name, namespace: svc.Namespace, ports: svc.Ports, headless: svc.Headless}
+	e := &Entry{name: svc.Name, namespace: svc.Namespace, ports: svc.Ports, headless: svc.Headless, ips: svc.IPs}
 	e.sources = p.sourcesOf(svc.Sources)
 	if !normalized(svc.Sources) {
 		merged := p.sourcesOf(merge(svc.Sources))
@@ -131,7 +132,7 @@ func (e *Entry) Key() ServiceKey {
 // Service is the service the entry was made from, in a new slice of sources; the port
 // lists and endpoints are the entry's own and must not be changed.
 func (e *Entry) Service() Service {
-	svc := Service{Namespace: e.namespace, Name: e.name, Headless: e.headless, Ports: e.ports}
+	svc := Service{Namespace: e.namespace, Name: e.name, Headless: e.headless, Ports: e.ports, IPs: e.ips}
 	if len(e.sources) > 0 {
 		svc.Sources = make([]ClusterSource, len(e.sources))
 		for i, s := range e.sources {

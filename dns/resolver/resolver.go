@@ -66,6 +66,8 @@ func (s *Snapshot) Resolve(qname string, qtype uint16) Answer {
 	}
 	srv := n >= 5 && isUnderscored(l[0]) && isUnderscored(l[1])
 	switch {
+	case n == 3 && q.qtype == dns.TypeSRV:
+		return q.bareSRV(ord)
 	case n == 3:
 		return q.addresses(ord, nil, "")
 	case n == 4 && s.cfg.ClusterNames && !isUnderscored(l[0]):
@@ -246,11 +248,20 @@ func find(ord []*source, name string) *source {
 	return nil
 }
 
-// pick appends the answer for a service name to dst: for ClusterSetIP the local
-// cluster's addresses when it has any, else the next connected cluster's in turn; for
-// headless every published endpoint, local ones first.
+// pick appends the answer for a service name to dst: for ClusterSetIP its clusterset
+// IPs, or with LocalFirst (or before the IPs are written) the local cluster's
+// addresses when it has any, else the next connected cluster's in turn; for headless
+// every published endpoint, local ones first.
 func (q *query) pick(ord []*source, f family, dst []netip.Addr) []netip.Addr {
 	e := q.e
+	if !e.headless && !q.s.cfg.LocalFirst && len(e.ips) > 0 {
+		for _, a := range e.ips {
+			if familyOf(a) == f {
+				dst = append(dst, a.Unmap())
+			}
+		}
+		return dst
+	}
 	if e.headless {
 		for _, c := range ord {
 			dst = e.appendAddrs(dst, c, f)
@@ -356,11 +367,57 @@ func (q *query) srv(ord []*source, only *source, portName, proto string) Answer 
 	if q.qtype != dns.TypeSRV && q.qtype != dns.TypeANY {
 		return q.noData()
 	}
+	var a Answer
+	q.appendSRV(&a, ord, only, port, map[string]bool{})
+	q.weigh(&a)
+	return a
+}
+
+// bareSRV answers an SRV question for <svc>.<ns>.svc.<zone> itself, as CoreDNS's
+// kubernetes plugin does for a cluster service: the records of every port of the
+// service, named or not, with the targets' addresses once each, and one record per
+// target and port number (a port served over TCP and UDP, as DNS's 53 is, is one
+// record, since an SRV record names no protocol; CoreDNS drops the duplicate too).
+func (q *query) bareSRV(ord []*source) Answer {
+	var a Answer
+	seen := map[string]bool{}
+	for i := range q.e.ports {
+		q.appendSRV(&a, ord, nil, &q.e.ports[i], seen)
+	}
+	type targetPort struct {
+		target string
+		port   uint16
+	}
+	once := map[targetPort]bool{}
+	kept := a.Answer[:0]
+	for _, rr := range a.Answer {
+		srv := rr.(*dns.SRV)
+		if k := (targetPort{srv.Target, srv.Port}); !once[k] {
+			once[k] = true
+			kept = append(kept, rr)
+		}
+	}
+	a.Answer = kept
+	if len(a.Answer) == 0 {
+		return q.noData()
+	}
+	q.weigh(&a)
+	return a
+}
+
+// appendSRV appends the SRV records of port to a: for ClusterSetIP one targeting the
+// service (or only's cluster) name, for headless one per endpoint; the addresses of
+// targets not in seen go to the additional section.
+func (q *query) appendSRV(a *Answer, ord []*source, only *source, port *Port, seen map[string]bool) {
+	e := q.e
 	key := e.Key()
 	base := key.Name + "." + key.Namespace + ".svc." + q.zone
-	var a Answer
 	add := func(target string, p uint16, v4s, v6s []netip.Addr) {
 		a.Answer = append(a.Answer, &dns.SRV{Hdr: q.hdr(dns.TypeSRV), Priority: 0, Weight: 100, Port: p, Target: target})
+		if seen[target] {
+			return
+		}
+		seen[target] = true
 		a.Extra = q.appendAddrs(a.Extra, target, v4s)
 		a.Extra = q.appendAddrs(a.Extra, target, v6s)
 	}
@@ -371,7 +428,7 @@ func (q *query) srv(ord []*source, only *source, portName, proto string) Answer 
 		} else {
 			add(base, port.Port, q.pick(ord, v4, b4[:0]), q.pick(ord, v6, b6[:0]))
 		}
-		return a
+		return
 	}
 	for _, c := range ord {
 		if only != nil && c != only {
@@ -397,10 +454,13 @@ func (q *query) srv(ord []*source, only *source, portName, proto string) Answer 
 			}
 		}
 	}
-	if n := len(a.Answer); n > 1 {
+}
+
+// weigh spreads the weight of several records of a headless service evenly.
+func (q *query) weigh(a *Answer) {
+	if n := len(a.Answer); n > 1 && q.e.headless {
 		for _, rr := range a.Answer {
 			rr.(*dns.SRV).Weight = uint16(max(1, 100/n))
 		}
 	}
-	return a
 }

@@ -27,6 +27,11 @@ type Config struct {
 	ClusterNames bool
 	// LocalCluster is this member's cluster ID: its ready export is preferred.
 	LocalCluster string
+	// LocalFirst answers the name of a ClusterSetIP service with one cluster's address
+	// (the local cluster's while its export is ready, else the connected clusters' in
+	// turn) instead of the service's clusterset IPs; a service without clusterset IPs
+	// (not written yet) is answered so either way.
+	LocalFirst bool
 	// Member says whether the cluster belongs to a clusterset: its Membership exists.
 	Member bool
 	// Serial of the zone's SOA; the source bumps it on every new snapshot.
@@ -71,7 +76,9 @@ type Service struct {
 	Namespace, Name string
 	Headless        bool
 	// Ports of the ServiceImport.
-	Ports   []Port
+	Ports []Port
+	// IPs are the ServiceImport's clusterset IPs (spec.ips).
+	IPs     []netip.Addr
 	Sources []ClusterSource
 }
 

@@ -35,6 +35,7 @@ func config(m *membershipRecord, o Overrides, serial uint32) resolver.Config {
 			cfg.TTL = uint32(m.dns.TTLSeconds)
 		}
 		cfg.ClusterNames = !m.dns.DisableClusterNames
+		cfg.LocalFirst = m.dns.ServiceAnswer == straitv1.ServiceAnswerLocalFirst
 	}
 	cfg.Zones = append(cfg.Zones, o.ExtraZones...)
 	if o.TTL != nil {

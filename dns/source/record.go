@@ -28,6 +28,8 @@ type importRecord struct {
 	objectKey
 	headless bool
 	ports    []resolver.Port
+	// ips are the clusterset IPs (spec.ips) that parse.
+	ips []netip.Addr
 }
 
 // sliceRecord is what the answers need of an EndpointSlice labelled with an MCS
@@ -171,6 +173,11 @@ func (in *interner) importRecord(si *mcsv1.ServiceImport) *importRecord {
 			ports = append(ports, resolver.Port{Name: p.Name, Protocol: string(p.Protocol), Port: uint16(p.Port)})
 		}
 		r.ports = in.portList(ports)
+	}
+	for _, ip := range si.Spec.IPs {
+		if a, err := netip.ParseAddr(ip); err == nil {
+			r.ips = append(r.ips, a)
+		}
 	}
 	return r
 }

@@ -222,6 +222,31 @@ func TestAnswersFollowTheAPIServer(t *testing.T) {
 	f.eventually("_pg._tcp.db.shop.svc.clusterset.local.", dns.TypeSRV,
 		"NOERROR [15432 db-0.c2.db.shop.svc.clusterset.local. 15432 db-1.c2.db.shop.svc.clusterset.local.]")
 
+	// strait dns's writer puts the clusterset IP into spec.ips: the service name
+	// answers it, the cluster names still one cluster, and the bare-name SRV the port.
+	var si mcsv1.ServiceImport
+	if err := f.c.Get(ctx, client.ObjectKey{Namespace: "shop", Name: "web"}, &si); err != nil {
+		t.Fatal(err)
+	}
+	si.Spec.IPs = []string{"10.96.7.7"}
+	if err := f.c.Update(ctx, &si); err != nil {
+		t.Fatal(err)
+	}
+	f.eventually(web, dns.TypeA, "NOERROR [10.96.7.7]")
+	f.eventually("c2.web.shop.svc.clusterset.local.", dns.TypeA, "NOERROR [10.102.0.10]")
+	f.eventually(web, dns.TypeSRV, "NOERROR [80 web.shop.svc.clusterset.local.]")
+
+	// The ClusterSet asks for the per-cluster answer instead.
+	var lf straitv1.Membership
+	if err := f.c.Get(ctx, client.ObjectKey{Namespace: straitv1.SystemNamespace, Name: straitv1.MembershipName}, &lf); err != nil {
+		t.Fatal(err)
+	}
+	lf.Spec.DNS.ServiceAnswer = straitv1.ServiceAnswerLocalFirst
+	if err := f.c.Update(ctx, &lf); err != nil {
+		t.Fatal(err)
+	}
+	f.eventually(web, dns.TypeA, "NOERROR [10.101.0.10]")
+
 	// The hub turns cluster names off in the Membership.
 	var m straitv1.Membership
 	if err := f.c.Get(ctx, client.ObjectKey{Namespace: straitv1.SystemNamespace, Name: straitv1.MembershipName}, &m); err != nil {

@@ -142,7 +142,8 @@ func (s *state) applyLocked(rec any, o op) (bool, error) {
 }
 
 func sameDNS(a, b straitv1.DNSSpec) bool {
-	return a.TTLSeconds == b.TTLSeconds && a.DisableClusterNames == b.DisableClusterNames && slices.Equal(a.ExtraZones, b.ExtraZones)
+	return a.TTLSeconds == b.TTLSeconds && a.DisableClusterNames == b.DisableClusterNames && slices.Equal(a.ExtraZones, b.ExtraZones) &&
+		a.ServiceAnswer == b.ServiceAnswer
 }
 
 // replace makes recs the only objects of kind k, and marks k synced.
@@ -312,7 +313,7 @@ func (s *state) setImport(r *importRecord) bool {
 	var srcs []resolver.ClusterSource
 	if e != nil {
 		old := e.Service()
-		if old.Headless == r.headless && slices.Equal(old.Ports, r.ports) {
+		if old.Headless == r.headless && slices.Equal(old.Ports, r.ports) && slices.Equal(old.IPs, r.ips) {
 			return false
 		}
 		srcs = old.Sources
@@ -320,7 +321,7 @@ func (s *state) setImport(r *importRecord) bool {
 		srcs = s.orphans[key]
 		s.dropOrphans(key)
 	}
-	svc := resolver.Service{Namespace: r.namespace, Name: r.name, Headless: r.headless, Ports: r.ports,
+	svc := resolver.Service{Namespace: r.namespace, Name: r.name, Headless: r.headless, Ports: r.ports, IPs: r.ips,
 		Sources: publishNotReady(srcs, r.headless)}
 	s.putEntry(key, s.pool.NewEntry(svc, e))
 	return true

@@ -21,6 +21,16 @@ const (
 	IPerf3   = "strait-lab/iperf3:dev"
 )
 
+// The images the Multi-Cluster Services API's conformance suite runs, under the names
+// it asks for (make mcs-conformance loads them into a lab's nodes): its servers run sh
+// and socat in the first, its client sh, nslookup (-type=SRV too), nc -4 -v -w, grep -E,
+// awk and tr in the second. Built from Debian's packages like the lab's own images:
+// socat is Debian's 1.7.4.4, the version the name says.
+const (
+	ConformanceSocat    = "alpine/socat:1.7.4.4"
+	ConformanceNetshoot = "nicolaka/netshoot:v0.15"
+)
+
 // Sources say where the lab's images come from.
 type Sources struct {
 	// Module is the root of this repository (where go.mod is): pause and whereami are
@@ -31,7 +41,8 @@ type Sources struct {
 }
 
 // Catalog is every image the lab's nodes run: the sandbox (pause), whereami, iperf3,
-// busybox and the client's tools (busybox with curl, dig, iperf3 and socat).
+// busybox, the client's tools (busybox with curl, dig, iperf3 and socat) and the MCS
+// conformance suite's two.
 func Catalog(ctx context.Context, src Sources) ([]Spec, error) {
 	pause, err := goProgram(ctx, src.Module, "./lab/image/pause", "pause")
 	if err != nil {
@@ -53,6 +64,14 @@ func Catalog(ctx context.Context, src Sources) ([]Spec, error) {
 	if err != nil {
 		return nil, err
 	}
+	socat, err := src.Debian.Files(ctx, []string{"socat"})
+	if err != nil {
+		return nil, err
+	}
+	netshoot, err := netshootFiles(ctx, src.Debian)
+	if err != nil {
+		return nil, err
+	}
 	base := BaseFiles()
 	return []Spec{
 		{Ref: Pause, Layers: []Files{pause}, Entrypoint: []string{"/pause"}},
@@ -60,7 +79,39 @@ func Catalog(ctx context.Context, src Sources) ([]Spec, error) {
 		{Ref: Busybox, Layers: []Files{base, busybox}, Cmd: []string{"sh"}},
 		{Ref: Tools, Layers: []Files{base, busybox, tools}, Cmd: []string{"sh"}},
 		{Ref: IPerf3, Layers: []Files{base, busybox, iperf3}, Entrypoint: []string{"iperf3", "-s"}},
+		{Ref: ConformanceSocat, Layers: []Files{base, busybox, socat}, Entrypoint: []string{"socat"}},
+		{Ref: ConformanceNetshoot, Layers: []Files{base, busybox, netshoot}, Cmd: []string{"sh"}},
 	}, nil
+}
+
+// netshootFiles are the conformance suite's client tools over busybox: bind9's
+// nslookup, whose SRV answers the suite parses, and OpenBSD's nc as nc (busybox's has
+// no -4 or -v), the link Debian's alternatives would make; and dash as sh, since
+// Debian's busybox shell runs its own applets (nc, nslookup) before any program on the
+// PATH.
+func netshootFiles(ctx context.Context, deb Debian) (Files, error) {
+	f, err := deb.Files(ctx, []string{"bind9-dnsutils", "netcat-openbsd", "socat", "dash"})
+	if err != nil {
+		return nil, err
+	}
+	for _, l := range []struct{ name, program string }{{"nc", "nc.openbsd"}, {"sh", "dash"}} {
+		var target string
+		for _, p := range []string{"bin/" + l.program, "usr/bin/" + l.program} {
+			if _, ok := f[p]; ok {
+				target = "/" + p
+			}
+		}
+		if target == "" {
+			return nil, fmt.Errorf("no %s in netshoot's packages", l.program)
+		}
+		for _, p := range []string{"bin/" + l.name, "usr/bin/" + l.name} {
+			delete(f, p)
+			if err := f.Add(Symlink(p, target)); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return f, nil
 }
 
 // BaseFiles is what every image but pause has under its programs: root and nobody,

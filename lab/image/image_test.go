@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/straitnet/strait/test/require"
@@ -136,4 +137,33 @@ func fileHash(t *testing.T, p string) [32]byte {
 		t.Fatal(err)
 	}
 	return sha256.Sum256(data)
+}
+
+// TestNetshootHasTheConformanceSuitesTools: the MCS conformance suite's client image
+// answers nc with OpenBSD's nc (busybox's takes no -4 or -v) and nslookup with bind9's
+// (a file over busybox's applet link, whose SRV output the suite parses), and its sh is
+// dash (busybox's shell would run its own nc and nslookup whatever the PATH says).
+func TestNetshootHasTheConformanceSuitesTools(t *testing.T) {
+	if testing.Short() {
+		t.Skip("downloads Debian packages")
+	}
+	if _, err := exec.LookPath("apt-get"); err != nil {
+		require.Skip(t, "no apt-get to fetch the packages")
+	}
+	f, err := netshootFiles(context.Background(), Debian{Cache: t.TempDir()})
+	if err != nil {
+		require.Skip(t, "netshoot's packages from Debian: %v", err)
+	}
+	for _, l := range []struct{ name, program string }{{"nc", "nc.openbsd"}, {"sh", "dash"}} {
+		for _, p := range []string{"bin/" + l.name, "usr/bin/" + l.name} {
+			if e := f[p]; e.Type != tar.TypeSymlink || !strings.HasSuffix(e.Target, "/"+l.program) || f[strings.TrimPrefix(e.Target, "/")].Type != tar.TypeReg {
+				t.Errorf("%s: %+v, want a link to %s", p, e, l.program)
+			}
+		}
+	}
+	for _, p := range []string{"usr/bin/nslookup", "usr/bin/socat"} {
+		if e := f[p]; e.Type != tar.TypeReg {
+			t.Errorf("%s: %+v, want the program itself", p, e)
+		}
+	}
 }

@@ -59,8 +59,8 @@ func AccessLog(h http.Handler, w io.Writer) http.Handler {
 	})
 }
 
-// ServeWhereami serves whereami on listen until ctx ends, logging every request to
-// accessLog (nil: no log).
+// ServeWhereami serves whereami on listen, over HTTP and UDP, until ctx ends, logging
+// every request to accessLog (nil: no log).
 func ServeWhereami(ctx context.Context, listen string, id Identity, accessLog io.Writer) error {
 	h := Handler(id)
 	if accessLog != nil {
@@ -73,8 +73,41 @@ func ServeWhereami(ctx context.Context, listen string, id Identity, accessLog io
 		defer cancel()
 		_ = srv.Shutdown(sctx)
 	}()
+	udp, err := net.ListenPacket("udp", listen)
+	if err != nil {
+		return err
+	}
+	go func() {
+		<-ctx.Done()
+		_ = udp.Close()
+	}()
+	go func() { _ = ServeUDP(udp, id, accessLog) }()
 	if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
 	return nil
+}
+
+// ServeUDP answers every datagram on pc with the Answer as one JSON line, so that a UDP
+// Service in front of whereami can be checked as an HTTP one is (who answered, who it
+// saw calling), until pc is closed.
+func ServeUDP(pc net.PacketConn, id Identity, accessLog io.Writer) error {
+	buf := make([]byte, 1500)
+	for {
+		_, from, err := pc.ReadFrom(buf)
+		if err != nil {
+			return err
+		}
+		host, _, err := net.SplitHostPort(from.String())
+		if err != nil {
+			host = from.String()
+		}
+		body, _ := json.Marshal(Answer{Identity: id, Caller: host})
+		if _, err := pc.WriteTo(append(body, '\n'), from); err != nil {
+			continue // the caller is gone; the next one may not be
+		}
+		if accessLog != nil {
+			fmt.Fprintf(accessLog, "%s UDP from %s\n", time.Now().UTC().Format(time.RFC3339Nano), from)
+		}
+	}
 }

@@ -564,17 +564,21 @@ func (a *Agent) readIngress(ctx context.Context, snap *Snapshot) error {
 	a.watchingEP = true
 	a.mu.Unlock()
 	if !watching {
-		inf, err := a.mgr.GetCache().GetInformer(ctx, &discoveryv1.EndpointSlice{})
-		if err != nil {
-			return fmt.Errorf("endpointslice informer: %w", err)
-		}
+		// The NAT follows the services' endpoints, ports and session affinity.
 		trigger := func(any) { a.Trigger() }
-		if _, err := inf.AddEventHandler(toolsHandler(trigger)); err != nil {
-			return err
+		for _, o := range []client.Object{&discoveryv1.EndpointSlice{}, &corev1.Service{}} {
+			inf, err := a.mgr.GetCache().GetInformer(ctx, o)
+			if err != nil {
+				return fmt.Errorf("%T informer: %w", o, err)
+			}
+			if _, err := inf.AddEventHandler(toolsHandler(trigger)); err != nil {
+				return err
+			}
 		}
 	}
 	snap.Endpoints = map[string][]netip.Addr{}
 	snap.Ports = map[string][]globalnet.Port{}
+	snap.Sticky = map[string]bool{}
 	for _, gi := range gis.Items {
 		if gi.Spec.GlobalIP == "" {
 			continue
@@ -592,6 +596,7 @@ func (a *Agent) readIngress(ctx context.Context, snap *Snapshot) error {
 		}
 		if err == nil {
 			snap.Ports[key] = ServicePorts(svc, slices.Items)
+			snap.Sticky[key] = svc.Spec.SessionAffinity == corev1.ServiceAffinityClientIP
 		}
 		for _, s := range slices.Items {
 			if s.AddressType != discoveryv1.AddressTypeIPv4 {

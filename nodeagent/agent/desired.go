@@ -40,6 +40,8 @@ type Snapshot struct {
 	Endpoints map[string][]netip.Addr
 	// Ports are the ports of those services and their endpoints' target ports.
 	Ports map[string][]globalnet.Port
+	// Sticky are those of the services with ClientIP session affinity.
+	Sticky map[string]bool
 	// Driver is this node's cable driver; nil on nodes that cannot be gateways.
 	Driver cable.Driver
 	// PSK is the cable's pre-shared key (ipsec: the Secret the Membership names), read
@@ -229,7 +231,7 @@ func gatewayPlane(s Snapshot, pl placement, n network, overhead int, routes kern
 		var egress []netip.Addr
 		egress, err = addrs(n.globalnet.EgressIPs)
 		parts = append(parts, globalnet.Compute(globalnet.Input{LocalCIDRs: n.localCIDRs,
-			RemoteGlobalCIDRs: n.remoteCIDRs, EgressIPs: egress, Ingress: ingresses(s.Ingresses, s.Endpoints, s.Ports)}))
+			RemoteGlobalCIDRs: n.remoteCIDRs, EgressIPs: egress, Ingress: ingresses(s.Ingresses, s.Endpoints, s.Ports, s.Sticky)}))
 	}
 	// The health-check address is ours to add, on vx-strait of the active gateway only,
 	// so it moves with a failover.
@@ -267,8 +269,9 @@ func lastAddr(p netip.Prefix) netip.Addr {
 }
 
 // ingresses turns GlobalIngresses into NAT mappings: a headless service's pods map one
-// to one; a ClusterSetIP service maps to its ready endpoints.
-func ingresses(gis []straitv1.GlobalIngress, endpoints map[string][]netip.Addr, ports map[string][]globalnet.Port) []globalnet.Ingress {
+// to one; a ClusterSetIP service maps to its ready endpoints, by source when sticky.
+func ingresses(gis []straitv1.GlobalIngress, endpoints map[string][]netip.Addr, ports map[string][]globalnet.Port,
+	sticky map[string]bool) []globalnet.Ingress {
 	var out []globalnet.Ingress
 	for _, gi := range gis {
 		for _, ep := range gi.Spec.Endpoints {
@@ -286,7 +289,7 @@ func ingresses(gis []straitv1.GlobalIngress, endpoints map[string][]netip.Addr, 
 			continue
 		}
 		key := gi.Spec.ServiceNamespace + "/" + gi.Spec.ServiceName
-		out = append(out, globalnet.Ingress{GlobalIP: g, Endpoints: endpoints[key], Ports: ports[key]})
+		out = append(out, globalnet.Ingress{GlobalIP: g, Endpoints: endpoints[key], Ports: ports[key], Sticky: sticky[key]})
 	}
 	return out
 }

@@ -12,14 +12,15 @@ import (
 // Names in the table "strait".
 const (
 	Table          = "strait"
-	LocalSet       = "gn-local"     // this cluster's pod and service CIDRs
-	RemoteSet      = "gn-remote"    // remote global CIDRs
-	EgressMap      = "gn-egress"    // index → egress IP
-	PodSNATMap     = "gn-pod-snat"  // pod IP → its global IP
-	PodDNATMap     = "gn-pod-dnat"  // a pod's global IP → the pod (the port is kept)
-	DNATMap        = "gn-svc-dnat"  // a service's global IP → its one endpoint
-	SlotDNATMap    = "gn-svc-slots" // a service's global IP . slot → endpoint, for several
-	PortDNATMap    = "gn-svc-port"  // a service's global IP . port → the endpoints' target port
+	LocalSet       = "gn-local"      // this cluster's pod and service CIDRs
+	RemoteSet      = "gn-remote"     // remote global CIDRs
+	EgressMap      = "gn-egress"     // index → egress IP
+	PodSNATMap     = "gn-pod-snat"   // pod IP → its global IP
+	PodDNATMap     = "gn-pod-dnat"   // a pod's global IP → the pod (the port is kept)
+	DNATMap        = "gn-svc-dnat"   // a service's global IP → its one endpoint
+	SlotDNATMap    = "gn-svc-slots"  // a service's global IP . slot → endpoint, for several
+	StickyDNATMap  = "gn-svc-sticky" // the same for a service with ClientIP affinity: slot by source
+	PortDNATMap    = "gn-svc-port"   // a service's global IP . port → the endpoints' target port
 	PreroutingNAT  = "gn-ingress"
 	PostroutingNAT = "gn-egress"
 	// EgressPriority runs the egress SNAT before every other source NAT on the node:
@@ -46,6 +47,9 @@ type Ingress struct {
 	// Ports of a service: traffic to GlobalIP:Port goes to an endpoint's Target port; a
 	// port not listed is not translated.
 	Ports []Port
+	// Sticky: the service has ClientIP session affinity, so one source (a remote
+	// cluster's egress IP) keeps reaching one endpoint, as kube-proxy would keep it.
+	Sticky bool
 }
 
 // Port is one port of a service and its endpoints' target port.
@@ -81,6 +85,7 @@ func Compute(in Input) kernel.State {
 	podDNAT := kernel.NFTSet{Name: PodDNATMap, Key: "ipv4_addr", Value: "ipv4_addr"}
 	dnat := kernel.NFTSet{Name: DNATMap, Key: "ipv4_addr", Value: "ipv4_addr"}
 	slots := kernel.NFTSet{Name: SlotDNATMap, Key: "ipv4_addr . mark", Value: "ipv4_addr"}
+	sticky := kernel.NFTSet{Name: StickyDNATMap, Key: "ipv4_addr . mark", Value: "ipv4_addr"}
 	ports := kernel.NFTSet{Name: PortDNATMap, Key: "ipv4_addr . inet_service", Value: "inet_service"}
 	seenPod := map[netip.Addr]bool{}
 	ingress := slices.Clone(in.Ingress)
@@ -102,8 +107,12 @@ func Compute(in Input) kernel.State {
 		case len(eps) == 1:
 			dnat.Elements = append(dnat.Elements, kernel.NFTElement{Key: ing.GlobalIP.String(), Value: eps[0].String()})
 		default:
+			m := &slots
+			if ing.Sticky {
+				m = &sticky
+			}
 			for s := range Slots {
-				slots.Elements = append(slots.Elements, kernel.NFTElement{
+				m.Elements = append(m.Elements, kernel.NFTElement{
 					Key: ing.GlobalIP.String() + " . " + strconv.Itoa(s), Value: eps[s%len(eps)].String()})
 			}
 		}
@@ -118,7 +127,7 @@ func Compute(in Input) kernel.State {
 			}
 		}
 	}
-	t.Sets = append(t.Sets, em, podSNAT, podDNAT, dnat, slots, ports)
+	t.Sets = append(t.Sets, em, podSNAT, podDNAT, dnat, slots, sticky, ports)
 	t.Chains = []kernel.NFTChain{
 		{Name: PreroutingNAT, Type: "nat", Hook: "prerouting", Priority: -110, Rules: []kernel.NFTRule{
 			rule("ip saddr @"+RemoteSet+" dnat to ip daddr map @"+PodDNATMap,
@@ -128,6 +137,9 @@ func Compute(in Input) kernel.State {
 			rule("ip saddr @"+RemoteSet+" dnat to ip daddr . numgen random mod "+strconv.Itoa(Slots)+" map @"+SlotDNATMap+
 				" : ip daddr . th dport map @"+PortDNATMap,
 				kernel.SaddrInSet(RemoteSet), kernel.DNATDaddrSlotPortMap(SlotDNATMap, Slots, PortDNATMap)),
+			rule("ip saddr @"+RemoteSet+" dnat to ip daddr . jhash ip saddr mod "+strconv.Itoa(Slots)+" seed "+strconv.Itoa(hashSeed)+
+				" map @"+StickyDNATMap+" : ip daddr . th dport map @"+PortDNATMap,
+				kernel.SaddrInSet(RemoteSet), kernel.DNATDaddrHashSlotPortMap(StickyDNATMap, Slots, hashSeed, PortDNATMap)),
 		}},
 		{Name: PostroutingNAT, Type: "nat", Hook: "postrouting", Priority: EgressPriority, Rules: []kernel.NFTRule{
 			rule("ip daddr @"+RemoteSet+" ip saddr @"+PodSNATMap+" snat to ip saddr map @"+PodSNATMap,

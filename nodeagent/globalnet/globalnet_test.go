@@ -19,6 +19,8 @@ func TestCompute(t *testing.T) {
 			{GlobalIP: a("242.0.1.10"), Endpoints: []netip.Addr{a("10.7.0.5")}, Ports: []Port{{Port: 53, Target: 53}}},
 			{GlobalIP: a("242.0.1.11"), Endpoints: []netip.Addr{a("10.7.0.6")}, Pod: true},
 			{GlobalIP: a("242.0.1.12")}, // no ready endpoint: no mapping
+			{GlobalIP: a("242.0.1.21"), Endpoints: []netip.Addr{a("10.7.0.8"), a("10.7.0.7")}, Ports: []Port{{Port: 80, Target: 8080}},
+				Sticky: true},
 		},
 	}
 	st := Compute(in)
@@ -37,6 +39,8 @@ func TestCompute(t *testing.T) {
 		"dnat to ip daddr map @gn-svc-dnat : ip daddr . th dport map @gn-svc-port\n",
 		"map gn-svc-port ipv4_addr . inet_service : inet_service\n    242.0.1.10 . 53 : 53\n    242.0.1.20 . 443 : 8443\n    242.0.1.20 . 80 : 8080\n",
 		"dnat to ip daddr . numgen random mod 16 map @gn-svc-slots : ip daddr . th dport map @gn-svc-port",
+		"map gn-svc-sticky ipv4_addr . mark : ipv4_addr\n    242.0.1.21 . 0 : 10.7.0.7\n",
+		"dnat to ip daddr . jhash ip saddr mod 16 seed 21335 map @gn-svc-sticky : ip daddr . th dport map @gn-svc-port",
 		"map gn-pod-snat ipv4_addr : ipv4_addr\n    10.7.0.6 : 242.0.1.11\n",
 		"242.0.1.20 . 0 : 10.7.0.7\n", "242.0.1.20 . 1 : 10.7.0.8\n", "242.0.1.20 . 2 : 10.7.0.9\n", "242.0.1.20 . 15 : 10.7.0.7\n",
 		"snat to jhash ip saddr mod 2 map @gn-egress",

@@ -67,6 +67,9 @@ func TestNATInNetns(t *testing.T) {
 			{GlobalIP: a("242.0.1.10"), Endpoints: []netip.Addr{a("10.7.0.5")}, Ports: []Port{{Port: 80, Target: 7000}}},
 			{GlobalIP: a("242.0.1.11"), Endpoints: []netip.Addr{a("10.7.0.6")}, Pod: true},
 			{GlobalIP: a("242.0.1.20"), Endpoints: []netip.Addr{a("10.7.0.5"), a("10.7.0.6")}, Ports: []Port{{Port: 80, Target: 7000}}},
+			// The same with ClientIP session affinity.
+			{GlobalIP: a("242.0.1.21"), Endpoints: []netip.Addr{a("10.7.0.5"), a("10.7.0.6")}, Ports: []Port{{Port: 80, Target: 7000}},
+				Sticky: true},
 		},
 	}
 	ctx := context.Background()
@@ -77,7 +80,7 @@ func TestNATInNetns(t *testing.T) {
 	// What an operator reads: nft prints the whole table (it aborts on a concatenation
 	// it cannot type).
 	if out, err := l.gw.Command(ctx, "nft", "list", "table", "ip", Table).CombinedOutput(); err != nil ||
-		!strings.Contains(string(out), "242.0.1.20 . 80 : 7000") {
+		!strings.Contains(string(out), "242.0.1.20 . 80 : 7000") || !strings.Contains(string(out), "jhash ip saddr mod 16") {
 		t.Fatalf("nft list table ip %s: %v\n%s", Table, err, out)
 	}
 	// Ingress to a one-endpoint service: port 80 reaches the pod's 7000, and the pod sees
@@ -105,6 +108,18 @@ func TestNATInNetns(t *testing.T) {
 	}
 	if !seen["10.7.0.5"] || !seen["10.7.0.6"] {
 		t.Fatalf("remote → 242.0.1.20 reached only %v in 40 connections, want both endpoints", seen)
+	}
+	// With affinity, one source reaches one endpoint, connection after connection.
+	sticky := map[string]bool{}
+	for range 20 {
+		_, server, err := remote.Exchange("242.0.1.21:80", 2*time.Second)
+		if err != nil {
+			t.Fatalf("remote → 242.0.1.21:80: %v", err)
+		}
+		sticky[server] = true
+	}
+	if len(sticky) != 1 {
+		t.Fatalf("remote → 242.0.1.21 (ClientIP affinity) reached %v in 20 connections, want one endpoint", sticky)
 	}
 	hits := map[string]int{}
 	for i := 0; i < 40; i++ {

@@ -142,6 +142,19 @@ func DNATDaddrSlotPortMap(addrs string, n uint32, ports string) []expr.Any {
 	}, portDNAT(ports)...)
 }
 
+// DNATDaddrHashSlotPortMap is "dnat to ip daddr . jhash ip saddr mod n seed s map @addrs
+// : ip daddr . th dport map @ports": like DNATDaddrSlotPortMap, the slot picked by a hash
+// of the source address instead of at random, so that one source keeps reaching one
+// endpoint (a service's ClientIP session affinity).
+func DNATDaddrHashSlotPortMap(addrs string, n, seed uint32, ports string) []expr.Any {
+	return append([]expr.Any{
+		&expr.Payload{DestRegister: reg32_0, Base: expr.PayloadBaseNetworkHeader, Offset: 16, Len: 4},
+		&expr.Payload{DestRegister: reg32_1, Base: expr.PayloadBaseNetworkHeader, Offset: 12, Len: 4},
+		&expr.Hash{SourceRegister: reg32_1, DestRegister: reg32_1, Length: 4, Modulus: n, Seed: seed, Type: expr.HashTypeJenkins},
+		&expr.Lookup{SourceRegister: reg32_0, DestRegister: reg1, IsDestRegSet: true, SetName: addrs},
+	}, portDNAT(ports)...)
+}
+
 // portDNAT looks "ip daddr . th dport" up in ports and DNATs to the address in reg1 and
 // the port found.
 func portDNAT(ports string) []expr.Any {

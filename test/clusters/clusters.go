@@ -159,6 +159,11 @@ func (c *Cluster) start(root string, scheme *runtime.Scheme) error {
 	// Kubelets are reached by their InternalIP, as the lab's are: a node's name
 	// resolves nowhere here.
 	c.env.ControlPlane.GetAPIServer().Configure().Set("kubelet-preferred-address-types", "InternalIP")
+	// Tests give exported Services fixed cluster IPs in 10.0.0.0/24, and the hub's
+	// derived Services get theirs allocated. In a /16 the API server allocates from above
+	// the first 256 addresses (the band it keeps for fixed IPs) while there is room, so an
+	// allocation never takes an address a test is about to ask for.
+	c.env.ControlPlane.GetAPIServer().Configure().Set("service-cluster-ip-range", "10.0.0.0/16")
 	cfg, err := c.env.Start()
 	if err != nil {
 		return fmt.Errorf("starting %s: %w", c.Name, err)

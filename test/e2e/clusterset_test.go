@@ -15,6 +15,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -24,6 +25,7 @@ import (
 	"github.com/straitnet/strait/lab"
 	"github.com/straitnet/strait/lab/workload"
 	"github.com/straitnet/strait/nodeagent/route"
+	"github.com/straitnet/strait/plan"
 	"github.com/straitnet/strait/test/labtest"
 	"github.com/straitnet/strait/test/require"
 )
@@ -55,6 +57,18 @@ func resolvesTo(t testing.TB, cluster, name string, want []string) time.Duration
 	})
 }
 
+// resolved waits until name, looked up from the cluster's client pod, answers: with its
+// clusterset IP, or for the moment before strait dns has written that, the exporting
+// cluster's own address.
+func resolved(t testing.TB, cluster, name string) time.Duration {
+	t.Helper()
+	ns, _ := env.ClientNamespace(t, cluster)
+	return require.Eventually(t, labtest.Converge, cluster+": "+name, func() error {
+		_, err := labtest.LookupInPod(context.Background(), ns, name)
+		return err
+	})
+}
+
 // gone waits until name no longer resolves from the cluster's client pod.
 func gone(t testing.TB, cluster, name string) time.Duration {
 	t.Helper()
@@ -80,10 +94,10 @@ func answeredBy(t testing.TB, cluster, hostPort, want string) {
 	})
 }
 
-// TestBothClustersExportLocalFirst: when c1 and c2 both export whereami-cs, each
-// cluster's pods get their own cluster's service for the clusterset name, and reach the
-// other's through the cluster-qualified name.
-func TestBothClustersExportLocalFirst(t *testing.T) {
+// TestBothClustersExport: when c1 and c2 both export whereami-cs, connections to the
+// clusterset IP from either cluster reach the pods of both, and the cluster-qualified
+// name reaches the other's own service.
+func TestBothClustersExport(t *testing.T) {
 	env.Require(t)
 	env.RestoreClusterSetSpec(t)
 	if err := env.UpdateClusterSet(t, func(cs *straitv1.ClusterSet) {
@@ -101,8 +115,19 @@ func TestBothClustersExportLocalFirst(t *testing.T) {
 		if cluster == "c1" {
 			other = "c2"
 		}
-		resolvesTo(t, cluster, name, []string{clusterIP(t, cluster, lab.WhereamiCS)})
-		answeredBy(t, cluster, name+":80", cluster)
+		ns, _ := env.ClientNamespace(t, cluster)
+		ip := env.ClusterSetIP(t, cluster, lab.WhereamiCS)
+		resolvesTo(t, cluster, name, []string{ip})
+		require.Eventually(t, labtest.Converge, cluster+": both clusters in the derived slices", func() error {
+			got, err := env.DerivedSliceClusters(t, cluster, lab.WhereamiCS)
+			if err == nil && !slices.Equal(got, []string{"c1", "c2"}) {
+				err = fmt.Errorf("derived slices hold %v", got)
+			}
+			return err
+		})
+		s := labtest.Connect(100, func() (workload.Answer, error) { return labtest.TryWhereami(ns, net.JoinHostPort(ip, "80")) })
+		t.Logf("%s → its clusterset IP %s, 100 connections: %s", cluster, ip, s)
+		s.CheckBalanced(t, 0.2, "c1", "c2")
 		resolvesTo(t, cluster, other+"."+name, []string{clusterIP(t, other, lab.WhereamiCS)})
 		answeredBy(t, cluster, other+"."+name+":80", other)
 	}
@@ -149,13 +174,12 @@ func BenchmarkClusterSetChangeToDNS(b *testing.B) {
 	const svc = "whereami-bench"
 	exportNew(b, svc)
 	name := svc + ".sample.svc.clusterset.local"
-	want := []string{clusterIP(b, "c2", svc)}
 	var total time.Duration
 	for range b.N {
 		data := labtest.ChangeClusterSet(b, env.RepoClusterSet(b), func(cs *straitv1.ClusterSet) { withExport(cs, svc, true) })
 		start := time.Now()
 		commit := env.PushClusterSet(b, data, "bench: export "+svc)
-		resolvesTo(b, "c1", name, want)
+		resolved(b, "c1", name)
 		total += time.Since(start)
 		if err := env.WaitSynced(b, commit); err != nil {
 			b.Fatal(err)
@@ -167,7 +191,7 @@ func BenchmarkClusterSetChangeToDNS(b *testing.B) {
 }
 
 // TestRemovedClusterIsPruned: c2 taken out of the ClusterSet leaves nothing of it in c1
-// (Peer, ServiceImports, DNS names, routes); put back, traffic flows again.
+// (Peer, ServiceImports and the derived Service, DNS names, routes); put back, traffic flows again.
 func TestRemovedClusterIsPruned(t *testing.T) {
 	env.Require(t)
 	env.RestoreClusterSetSpec(t)
@@ -192,6 +216,13 @@ func TestRemovedClusterIsPruned(t *testing.T) {
 		}
 		if len(peers.Items) > 0 || len(imports.Items) > 0 {
 			return fmt.Errorf("%d Peers, %d ServiceImports left", len(peers.Items), len(imports.Items))
+		}
+		derived := plan.DerivedServiceName(lab.WhereamiCS)
+		switch err := c1.Get(ctx, client.ObjectKey{Namespace: lab.SampleNamespace, Name: derived}, &corev1.Service{}); {
+		case err == nil:
+			return fmt.Errorf("the derived Service %s is still there", derived)
+		case !apierrors.IsNotFound(err):
+			return fmt.Errorf("reading the derived Service %s: %w", derived, err)
 		}
 		return nil
 	})

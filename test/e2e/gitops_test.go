@@ -128,7 +128,7 @@ func TestPushedExportAnswersInDNS(t *testing.T) {
 		return c1.Get(context.Background(), client.ObjectKey{Namespace: "sample", Name: svc}, &mcsv1.ServiceImport{})
 	})
 	imported := time.Since(pushed)
-	resolvesTo(t, "c1", name, []string{clusterIP(t, "c2", svc)})
+	resolvesTo(t, "c1", name, []string{env.ClusterSetIP(t, "c1", svc)})
 	t.Logf("push → c1's ServiceImport %s, c1 resolves %s: %s (the push asks Flux to sync; GitRepository interval 1m, Kustomization interval 10m)",
 		imported.Round(time.Millisecond), name, time.Since(pushed).Round(time.Millisecond))
 	answeredBy(t, "c1", name+":80", "c2")

@@ -220,19 +220,17 @@ func TestStraitInTheLab(t *testing.T) {
 			time.Sleep(time.Second)
 		}
 	}
-	// c2 exports whereami-cs; from c1's client pod the clusterset name is c2's ClusterIP.
-	svc, err := env.HostClient(t, "c2").CoreV1().Services(lab.SampleNamespace).Get(ctx, lab.WhereamiCS, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	// c2 exports whereami-cs; from c1's client pod the clusterset name is the import's
+	// clusterset IP, which strait dns wrote into c1's ServiceImport.
+	ip := env.ClusterSetIP(t, "c1", lab.WhereamiCS)
 	ns, _ := env.ClientNamespace(t, "c1")
 	for {
 		got, err := labtest.PodResolver(ns).LookupHost(ctx, "whereami-cs.sample.svc.clusterset.local.")
-		if err == nil && slices.Equal(got, []string{svc.Spec.ClusterIP}) {
+		if err == nil && slices.Equal(got, []string{ip}) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("c1: whereami-cs.sample.svc.clusterset.local = %v, %v; want c2's ClusterIP %s", got, err, svc.Spec.ClusterIP)
+			t.Fatalf("c1: whereami-cs.sample.svc.clusterset.local = %v, %v; want the clusterset IP %s", got, err, ip)
 		}
 		time.Sleep(time.Second)
 	}

@@ -100,6 +100,34 @@ func TryWhereamiWithin(ns, hostPort string, timeout time.Duration) (workload.Ans
 	return a, nil
 }
 
+// TryWhereamiUDP sends one datagram to whereami at hostPort (an address) from inside a
+// pod's network namespace, from a new socket (so a new conntrack entry, and kube-proxy
+// picks an endpoint again), and returns its answer.
+func TryWhereamiUDP(ns, hostPort string) (workload.Answer, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	var a workload.Answer
+	c, err := netns.Dial(ctx, ns, "udp", hostPort)
+	if err != nil {
+		return a, err
+	}
+	defer c.Close()
+	deadline, _ := ctx.Deadline()
+	_ = c.SetDeadline(deadline)
+	if _, err := c.Write([]byte("whereami?")); err != nil {
+		return a, fmt.Errorf("UDP to %s from %s: %w", hostPort, ns, err)
+	}
+	buf := make([]byte, 1500)
+	n, err := c.Read(buf)
+	if err != nil {
+		return a, fmt.Errorf("UDP to %s from %s: %w", hostPort, ns, err)
+	}
+	if err := json.Unmarshal(buf[:n], &a); err != nil {
+		return a, fmt.Errorf("UDP to %s: %w: %q", hostPort, err, buf[:n])
+	}
+	return a, nil
+}
+
 // GetWithin GETs url from inside the network namespace ns (names resolved through the
 // namespace's resolv.conf) and returns the body of a 200 answer.
 func GetWithin(ns, url string, timeout time.Duration) ([]byte, error) {

@@ -38,7 +38,8 @@ func globalCIDR(t *testing.T, cluster string) netip.Prefix {
 	return netip.Prefix{}
 }
 
-// lookupIn resolves name from g1's client pod until every answer lies in want.
+// lookupIn resolves name from g1's client pod until every answer lies in want (g2's
+// global CIDR, or the one address of a clusterset IP).
 func lookupIn(t *testing.T, ns, name string, want netip.Prefix) []netip.Addr {
 	t.Helper()
 	var got []netip.Addr
@@ -51,7 +52,7 @@ func lookupIn(t *testing.T, ns, name string, want netip.Prefix) []netip.Addr {
 		for _, s := range ips {
 			a := netip.MustParseAddr(s)
 			if !want.Contains(a) {
-				return fmt.Errorf("answer %s is not in g2's global CIDR %s (all: %v)", a, want, ips)
+				return fmt.Errorf("answer %s is not in %s (all: %v)", a, want, ips)
 			}
 			got = append(got, a)
 		}
@@ -78,21 +79,27 @@ func TestBothClustersUseTheSamePodCIDR(t *testing.T) {
 	}
 }
 
-// TestServiceAnswersWithGlobalIPs: from g1 the clusterset names of g2's exports resolve
-// to g2's global IPs (never to the 10.7.0.0/16 both clusters use), and g2's whereami
-// answers through them, seeing the caller as one of g1's egress IPs.
+// TestServiceAnswersWithGlobalIPs: from g1 the clusterset name of g2's ClusterSetIP
+// export answers its clusterset IP in g1 (an address of g1's own service CIDR, behind
+// which is g2's global IP); its cluster-qualified name and the headless names resolve
+// to g2's global IPs (never to the 10.7.0.0/16 both clusters use); g2's whereami
+// answers through every one of them, seeing the caller as one of g1's egress IPs.
 func TestServiceAnswersWithGlobalIPs(t *testing.T) {
 	env.Require(t)
 	ns, clientIP := env.ClientNamespace(t, "g1")
 	g1, g2 := globalCIDR(t, "g1"), globalCIDR(t, "g2")
-	for _, tc := range []struct{ name, port string }{
-		{"whereami-cs.sample.svc.clusterset.local", "80"},
-		{"g2.whereami-cs.sample.svc.clusterset.local", "80"},
-		{"whereami-ss.sample.svc.clusterset.local", "8080"},
-		{"whereami-0.g2.whereami-ss.sample.svc.clusterset.local", "8080"},
+	csIP := netip.MustParseAddr(env.ClusterSetIP(t, "g1", lab.WhereamiCS))
+	for _, tc := range []struct {
+		name, port string
+		in         netip.Prefix
+	}{
+		{"whereami-cs.sample.svc.clusterset.local", "80", netip.PrefixFrom(csIP, 32)},
+		{"g2.whereami-cs.sample.svc.clusterset.local", "80", g2},
+		{"whereami-ss.sample.svc.clusterset.local", "8080", g2},
+		{"whereami-0.g2.whereami-ss.sample.svc.clusterset.local", "8080", g2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ips := lookupIn(t, ns, tc.name, g2)
+			ips := lookupIn(t, ns, tc.name, tc.in)
 			var a workload.Answer
 			require.Eventually(t, converge, "g1 → "+tc.name, func() error {
 				var err error
@@ -146,7 +153,7 @@ func TestGatewayNATIsMapsNotRules(t *testing.T) {
 		t.Fatalf("nft list table ip strait on %s: %v\n%s", gw, err, out)
 	}
 	text := string(out)
-	for _, want := range []string{"map gn-svc-dnat", "map gn-svc-port", "map gn-pod-dnat", "map gn-egress"} {
+	for _, want := range []string{"map gn-svc-dnat", "map gn-svc-port", "map gn-svc-slots", "map gn-svc-sticky", "map gn-pod-dnat", "map gn-egress"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("%s: no %q in:\n%s", gw, want, text)
 		}
@@ -157,13 +164,14 @@ func TestGatewayNATIsMapsNotRules(t *testing.T) {
 			rules++
 		}
 	}
-	if n := rules; n != 3 {
-		t.Errorf("%s: %d DNAT rules, want 3 (one per map, whatever the number of global IPs):\n%s", gw, n, text)
+	if n := rules; n != 4 {
+		t.Errorf("%s: %d DNAT rules, want 4 (one per map, whatever the number of global IPs):\n%s", gw, n, text)
 	}
 }
 
 // TestNewExportReachesG1: a service exported from g2 by a ClusterSet change gets a global
-// IP g1 resolves and reaches (port 80 to the pods' 8080); unexported, the name goes.
+// IP (g2's name for it in g1) that no pod holds, and a clusterset IP in g1 that g1
+// resolves and reaches (port 80 to the pods' 8080); unexported, the name goes.
 func TestNewExportReachesG1(t *testing.T) {
 	env.Require(t)
 	ctx := context.Background()
@@ -186,8 +194,10 @@ func TestNewExportReachesG1(t *testing.T) {
 		t.Fatal(err)
 	}
 	name := "whereami-new.sample.svc.clusterset.local"
-	ips := lookupIn(t, ns, name, globalCIDR(t, "g2"))
-	t.Logf("export → g1 resolves: %s", time.Since(start).Round(time.Millisecond))
+	ips := lookupIn(t, ns, "g2."+name, globalCIDR(t, "g2"))
+	t.Logf("export → g1 resolves g2.%s: %s", name, time.Since(start).Round(time.Millisecond))
+	lookupIn(t, ns, name, netip.PrefixFrom(netip.MustParseAddr(env.ClusterSetIP(t, "g1", svc.Name)), 32))
+	t.Logf("export → g1 resolves %s to its clusterset IP: %s", name, time.Since(start).Round(time.Millisecond))
 	if slices.Contains(headless, ips[0]) {
 		t.Fatalf("the new export got %s, a global IP of a whereami-ss pod (%v)", ips[0], headless)
 	}

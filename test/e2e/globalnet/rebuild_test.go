@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
+	"github.com/straitnet/strait/lab"
 	"github.com/straitnet/strait/test/labtest"
 	"github.com/straitnet/strait/test/require"
 )
@@ -47,7 +48,8 @@ func sortedLookup(t *testing.T, ns, name string) string {
 
 // TestHubRebuiltFromScratchRenumbersNothing: the hub is lost with its etcd and built
 // again from the same git repo (Flux syncs the ClusterSet into the new hub); no global
-// CIDR or global IP moves, and g1 keeps reaching g2 by the same names and addresses.
+// CIDR, global IP or clusterset IP moves, and g1 keeps reaching g2 by the same names and
+// addresses.
 func TestHubRebuiltFromScratchRenumbersNothing(t *testing.T) {
 	env.Require(t)
 	ns, _ := env.ClientNamespace(t, "g1")
@@ -59,11 +61,12 @@ func TestHubRebuiltFromScratchRenumbersNothing(t *testing.T) {
 	if len(ipsBefore) < 3 {
 		t.Fatalf("g2 has global IPs %v, want whereami-cs's and whereami-ss's pods'", ipsBefore)
 	}
-	names := []string{"whereami-cs.sample.svc.clusterset.local", "whereami-ss.sample.svc.clusterset.local"}
+	names := []string{"g2.whereami-cs.sample.svc.clusterset.local", "whereami-ss.sample.svc.clusterset.local"}
 	dnsBefore := map[string]string{}
 	for _, n := range names {
 		dnsBefore[n] = sortedLookup(t, ns, n)
 	}
+	csIP := env.ClusterSetIP(t, "g1", lab.WhereamiCS)
 	old := env.ClusterSet(t)
 
 	took := env.RebuildHub(t)
@@ -95,8 +98,12 @@ func TestHubRebuiltFromScratchRenumbersNothing(t *testing.T) {
 			t.Errorf("%s: %s before the rebuild, %s after", n, dnsBefore[n], after)
 		}
 	}
+	// The derived Service stays in g1 through the rebuild: the clusterset IP does too.
+	if after := env.ClusterSetIP(t, "g1", lab.WhereamiCS); after != csIP {
+		t.Errorf("whereami-cs's clusterset IP in g1: %s before the rebuild, %s after", csIP, after)
+	}
 	require.Eventually(t, converge, "g1 → whereami-cs after the rebuild", func() error {
-		a, err := labtest.TryWhereami(ns, net.JoinHostPort(names[0], "80"))
+		a, err := labtest.TryWhereami(ns, net.JoinHostPort("whereami-cs.sample.svc.clusterset.local", "80"))
 		if err == nil && a.Cluster != "g2" {
 			err = fmt.Errorf("answered by %s", a.Cluster)
 		}

@@ -54,20 +54,33 @@ func AcrossBothWays(t *testing.T, env *labtest.Env) {
 }
 
 // ClustersetNamesAnswer checks the clusterset.local names without a cluster from src, a
-// pod of cluster from, both clusters exporting: whereami-cs is answered by from's own
-// export (the local one first), and whereami-ss (headless) lists every ready
-// whereami-ss pod of both clusters, to's answering with the caller's pod IP.
+// pod of cluster from, both clusters exporting: whereami-cs resolves to from's
+// clusterset IP (the derived Service's cluster IP, in from's service CIDR), whose
+// connections reach the pods of both clusters with the caller's pod IP kept, and
+// whereami-ss (headless) lists every ready whereami-ss pod of both clusters, to's
+// answering with the caller's pod IP.
 func ClustersetNamesAnswer(t *testing.T, env *labtest.Env, src labtest.Source, from, to string) {
 	t.Helper()
 	cs := lab.WhereamiCS + "." + lab.SampleNamespace + ".svc.clusterset.local"
 	headless := lab.WhereamiSS + "." + lab.SampleNamespace + ".svc.clusterset.local"
-	require.Eventually(t, labtest.Converge, src.Name+": "+cs, func() error {
-		a, err := labtest.TryWhereami(src.NS, net.JoinHostPort(cs, "80"))
-		if err == nil && a.Cluster != from {
-			err = fmt.Errorf("answered by %s, want %s (the local export first)", a.Cluster, from)
+	ip := env.ClusterSetIP(t, from, lab.WhereamiCS)
+	require.Eventually(t, labtest.Converge, src.Name+": "+cs+" answers the clusterset IP", func() error {
+		ips, err := labtest.LookupInPod(context.Background(), src.NS, cs)
+		if err == nil && !slices.Equal(ips, []string{ip}) {
+			err = fmt.Errorf("= %v, want [%s]", ips, ip)
 		}
 		return err
 	})
+	// 40 connections leave a cluster out with a chance of 2^-39 when kube-proxy picks at
+	// random among four pods, two in each.
+	spread := labtest.Connect(40, func() (workload.Answer, error) {
+		return labtest.TryWhereami(src.NS, net.JoinHostPort(ip, "80"))
+	})
+	t.Logf("%s → %s (%s): %s", src.Name, cs, ip, spread)
+	spread.CheckBalanced(t, 0.1, from, to)
+	if len(spread.Callers) != 1 || spread.Callers[src.IP] == 0 {
+		t.Errorf("%s → %s: whereami saw callers %v, want the caller's pod IP %s alone", src.Name, cs, spread.Callers, src.IP)
+	}
 	local, remote := readyIPs(env.SamplePods(t, from, lab.WhereamiSS)), readyIPs(env.SamplePods(t, to, lab.WhereamiSS))
 	want := append(slices.Clone(local), remote...)
 	slices.Sort(want)

@@ -12,6 +12,7 @@ import (
 func Suite(t *testing.T, env *labtest.Env) {
 	env.Require(t)
 	t.Run("traffic between clusters keeps the caller", func(t *testing.T) { AcrossBothWays(t, env) })
+	t.Run("strait diagnose passes every check", func(t *testing.T) { DiagnosePasses(t, env) })
 	t.Run("the clusters' own networking is unchanged", func(t *testing.T) { OwnNetworkingIsUnchanged(t, env) })
 	t.Run("a bulk transfer through the cable has no black hole", func(t *testing.T) { BulkTransferHasNoBlackHole(t, env) })
 	t.Run("a gateway crash fails over within the bound", func(t *testing.T) { GatewayCrashFailsOver(t, env) })

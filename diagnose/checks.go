@@ -1,0 +1,611 @@
+package diagnose
+
+import (
+	"fmt"
+	"net/netip"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/version"
+
+	straitv1 "github.com/straitnet/strait/api/v1alpha1"
+	"github.com/straitnet/strait/dns/corefile"
+	"github.com/straitnet/strait/nodeagent/route"
+)
+
+// The checks, in the order they are run and printed.
+const (
+	checkK8sVersion  = "k8s-version"
+	checkKubeProxy   = "kube-proxy"
+	checkCNI         = "cni"
+	checkMTU         = "mtu"
+	checkFirewall    = "firewall"
+	checkConnections = "connections"
+	checkDeployment  = "deployment"
+	checkDNS         = "dns"
+	checkCIDRs       = "cidrs"
+)
+
+var checkNames = []string{checkK8sVersion, checkKubeProxy, checkCNI, checkMTU, checkFirewall, checkConnections, checkDeployment, checkDNS, checkCIDRs}
+
+// Status is a check's verdict.
+type Status string
+
+// The verdicts: pass, warn (could not tell, or something to look at), fail.
+const (
+	Pass Status = "pass"
+	Warn Status = "warn"
+	Fail Status = "fail"
+)
+
+// Result is one check of one member.
+type Result struct {
+	Check   string `json:"check"`
+	Cluster string `json:"cluster"`
+	Status  Status `json:"status"`
+	Detail  string `json:"detail"`
+	// Fix says what to do, on a failure or a warning.
+	Fix string `json:"fix,omitempty"`
+}
+
+// minKubernetes is the oldest Kubernetes Strait supports: the ServiceCIDR API (GA in
+// 1.33) is where the service CIDR is read from.
+var minKubernetes = version.MustParseGeneric("1.33.0")
+
+// observed is everything the checks judge; expected CIDRs come from the ClusterSet file
+// when one is given, else from each member's Membership (what the hub applied from it).
+type observed struct {
+	members  []*member
+	probes   map[string][]probePod
+	across   []across
+	lookups  map[string][]lookup
+	expected map[string]cidrs // cluster -> the ClusterSet's
+	source   string           // where expected comes from: the file's name, or "Membership"
+	now      time.Time
+}
+
+type cidrs struct{ pods, services []string }
+
+// judge runs the checks asked for over what was observed.
+func judge(o observed, checks []string) []Result {
+	var out []Result
+	for _, c := range checks {
+		for _, m := range o.members {
+			if m.membership == nil {
+				continue
+			}
+			switch c {
+			case checkK8sVersion:
+				out = append(out, k8sVersion(m))
+			case checkKubeProxy:
+				out = append(out, kubeProxy(m))
+			case checkCNI:
+				out = append(out, cni(m, o))
+			case checkMTU:
+				out = append(out, mtu(m, o))
+			case checkFirewall:
+				out = append(out, firewall(m, o))
+			case checkConnections:
+				out = append(out, connections(m, o))
+			case checkDeployment:
+				out = append(out, deployment(m))
+			case checkDNS:
+				out = append(out, dnsCheck(m, o))
+			case checkCIDRs:
+				out = append(out, cidrCheck(m, o))
+			}
+		}
+	}
+	return out
+}
+
+func result(check string, m *member, s Status, detail, fix string) Result {
+	return Result{Check: check, Cluster: m.name, Status: s, Detail: detail, Fix: fix}
+}
+
+func k8sVersion(m *member) Result {
+	v, err := version.ParseGeneric(m.version)
+	switch {
+	case err != nil:
+		return result(checkK8sVersion, m, Warn, fmt.Sprintf("version %q: %v", m.version, err), "check the API server's version by hand (kubectl version)")
+	case v.LessThan(minKubernetes):
+		return result(checkK8sVersion, m, Fail, fmt.Sprintf("%s, older than %s", m.version, minKubernetes),
+			fmt.Sprintf("upgrade the cluster to Kubernetes %s or later", minKubernetes))
+	}
+	return result(checkK8sVersion, m, Pass, m.version, "")
+}
+
+func kubeProxy(m *member) Result {
+	modes := map[string][]string{}
+	var unread []string
+	var bits []string
+	for _, n := range m.nodes {
+		f, ok := m.facts[n.Name]
+		switch {
+		case !ok:
+			unread = append(unread, fmt.Sprintf("%s: %v", n.Name, m.factsErr[n.Name]))
+		case f.KubeProxy.Error != "":
+			unread = append(unread, n.Name+": "+f.KubeProxy.Error)
+		default:
+			modes[f.KubeProxy.Mode] = append(modes[f.KubeProxy.Mode], n.Name)
+			if b := f.KubeProxy.MasqueradeBit; b != nil {
+				bits = appendNew(bits, fmt.Sprint(*b))
+			}
+		}
+	}
+	var parts []string
+	for mode, nodes := range modes {
+		parts = append(parts, fmt.Sprintf("%s on %s", mode, strings.Join(nodes, ", ")))
+	}
+	sort.Strings(parts)
+	detail := strings.Join(parts, "; ")
+	if len(bits) > 0 {
+		detail += ", masquerade bit " + strings.Join(bits, ",")
+	}
+	if len(unread) > 0 {
+		return result(checkKubeProxy, m, Warn, strings.Join(append([]string{detail}, unread...), "; "),
+			"where kube-proxy's metrics endpoint (127.0.0.1:10249) does not answer, kube-proxy may be replaced (Cilium, kube-router) or bind elsewhere: check its mode by hand")
+	}
+	for mode := range modes {
+		if mode != "iptables" && mode != "nftables" {
+			return result(checkKubeProxy, m, Warn, detail, "Strait keeps kube-proxy's masquerade off remote traffic in iptables and nftables mode; "+mode+" mode is not tested")
+		}
+	}
+	return result(checkKubeProxy, m, Pass, detail, "")
+}
+
+// nodeOf names the node (of any member) that owns an address.
+func nodeOf(o observed, addr string) string {
+	for _, m := range o.members {
+		for _, n := range m.nodes {
+			for _, a := range n.Status.Addresses {
+				if a.Address == addr {
+					return m.name + "/" + n.Name
+				}
+			}
+		}
+	}
+	return ""
+}
+
+func cni(m *member, o observed) Result {
+	var bad, ok []string
+	var fix []string
+	crossed := 0
+	for _, a := range o.across {
+		if a.from != m.name {
+			continue
+		}
+		arrived := a.arrived
+		if len(arrived) == 0 && a.dialErr == nil {
+			arrived = []string{a.seen.Seen}
+		}
+		// A masqueraded source may never arrive (the cable admits only the other
+		// cluster's CIDRs, or the answers go astray): the conntrack of the nodes on
+		// the way says what it left with.
+		translated := translations(m, a)
+		if len(arrived) == 0 && len(translated) == 0 {
+			continue
+		}
+		crossed++
+		var other []string
+		for _, addr := range arrived {
+			if addr != a.fromPod.ip {
+				other = append(other, addr+" ("+whose(o, addr)+")")
+			}
+		}
+		if len(other) == 0 && len(translated) == 0 {
+			ok = appendNew(ok, a.fromPod.node)
+			continue
+		}
+		var how []string
+		if len(other) > 0 {
+			how = append(how, "arrived from "+strings.Join(other, ", "))
+		}
+		for _, t := range translated {
+			how = append(how, fmt.Sprintf("left node %s as %s (%s)", t.node, t.addr, whose(o, t.addr)))
+		}
+		bad = append(bad, fmt.Sprintf("from pod %s on %s to %s's pod %s: %s", a.fromPod.ip, a.fromPod.node, a.to, a.toPod.ip, strings.Join(how, ", ")))
+		if f, read := m.facts[a.fromPod.node]; read && !contains(f.StraitChains, route.SourceChain) {
+			fix = appendNew(fix, fmt.Sprintf("node %s lacks the agent's masquerade bypass (nftables chain ip %s %s)", a.fromPod.node, route.NFTable, route.SourceChain))
+		}
+	}
+	switch {
+	case len(bad) > 0:
+		return result(checkCNI, m, Fail, "remote traffic is masqueraded: "+strings.Join(bad, "; "),
+			strings.Join(append(fix, "a masquerade on the way (the CNI's, kube-proxy's) rewrites the pod's address and the other cluster's answers go astray; Strait's agent keeps every masquerade off remote CIDRs with its chain "+route.SourceChain+" (priority srcnat-10): check that the agent runs on those nodes (strait diagnose deployment) and read its log"), "; "))
+	case crossed == 0:
+		return result(checkCNI, m, Warn, "no probe reached another member, so the source address could not be compared", "see the connections check")
+	}
+	return result(checkCNI, m, Pass, "the pod's own address arrives in the other members, from "+strings.Join(ok, ", "), "")
+}
+
+// translation is a node where a probe's source was rewritten, and to what.
+type translation struct{ node, addr string }
+
+// translations are the nodes of m whose conntrack saw the probe from a's pod to the
+// other member's pod leave with another source.
+func translations(m *member, a across) []translation {
+	var out []translation
+	for _, n := range m.nodes {
+		for _, f := range m.flows[n.Name] {
+			if f.Src == a.fromPod.ip && f.Dst == a.toPod.ip && f.ReplyDst != f.Src {
+				t := translation{n.Name, f.ReplyDst}
+				if !slices.Contains(out, t) {
+					out = append(out, t)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// whose names what an address is: a node's, or none known.
+func whose(o observed, addr string) string {
+	if n := nodeOf(o, addr); n != "" {
+		return "node " + n
+	}
+	return "not the pod's"
+}
+
+func mtu(m *member, o observed) Result {
+	for _, a := range o.across {
+		if a.from != m.name || (a.mtu == nil && a.mtuErr == nil) {
+			continue
+		}
+		path := fmt.Sprintf("from %s to %s's pod %s", a.fromPod.node, a.to, a.toPod.ip)
+		switch {
+		case a.mtuErr != nil:
+			return result(checkMTU, m, Warn, path+": "+a.mtuErr.Error(), "see the connections check")
+		case a.mtu.Error != "":
+			return result(checkMTU, m, Warn, path+": "+a.mtu.Error, "")
+		case !a.mtu.Small:
+			return result(checkMTU, m, Warn, path+": no datagram crossed", "see the connections and firewall checks")
+		case !a.mtu.FullAnswered:
+			return result(checkMTU, m, Fail, fmt.Sprintf("%s: datagrams of the path MTU %d with don't fragment vanish while small ones cross", path, a.mtu.PathMTU),
+				"a black hole: the path between the gateways carries less than their links' MTU, from which the agent sizes the cable, and no ICMP says so; set the gateway nodes' link MTU to what the path carries, or let ICMP fragmentation-needed through the firewalls on the way")
+		}
+		return result(checkMTU, m, Pass, fmt.Sprintf("%s: path MTU %d, full-sized datagrams with don't fragment cross", path, a.mtu.PathMTU), "")
+	}
+	return result(checkMTU, m, Warn, "no probe pod to measure from", "see the connections check")
+}
+
+// activeGateway is a member's active Gateway, nil without one.
+func activeGateway(m *member) *straitv1.Gateway {
+	for i, g := range m.gateways {
+		if g.Spec.HAState == straitv1.HAActive {
+			return &m.gateways[i]
+		}
+	}
+	return nil
+}
+
+func endpointOf(m *member) string {
+	if g := activeGateway(m); g != nil {
+		return fmt.Sprintf("%s %s:%d", g.Spec.NodeName, g.Spec.IP, g.Spec.Port)
+	}
+	return "its active gateway"
+}
+
+func memberNamed(o observed, name string) *member {
+	for _, x := range o.members {
+		if x.name == name {
+			return x
+		}
+	}
+	return nil
+}
+
+// handshakeStale is how old a handshake may be: WireGuard renews it every two minutes
+// while traffic flows, and the health checks are traffic.
+const handshakeStale = 3 * time.Minute
+
+func firewall(m *member, o observed) Result {
+	gw := activeGateway(m)
+	if gw == nil {
+		return result(checkFirewall, m, Warn, "no active gateway: the cable could not be judged", "see the connections check")
+	}
+	port := m.membership.Spec.Cable.Port
+	var bad, ok []string
+	for _, p := range m.peers {
+		st := p.Status
+		remote := p.Spec.ClusterID
+		if r := memberNamed(o, remote); r != nil {
+			remote += " (" + endpointOf(r) + ")"
+		}
+		between := fmt.Sprintf("%s ↔ %s", endpointOf(m), remote)
+		var hs string
+		if st.LastHandshake != nil {
+			hs = fmt.Sprintf(", last handshake %s ago", o.now.Sub(st.LastHandshake.Time).Round(time.Second))
+		}
+		switch {
+		case st.State != "Connected" || st.LossPercent >= 100:
+			bad = append(bad, fmt.Sprintf("%s: %s, %d%% of health checks lost%s (%s)", between, orDash(st.State), st.LossPercent, hs, conditionMessage(p)))
+		case st.LastHandshake != nil && o.now.Sub(st.LastHandshake.Time) > handshakeStale:
+			bad = append(bad, fmt.Sprintf("%s: no handshake for %s", between, o.now.Sub(st.LastHandshake.Time).Round(time.Second)))
+		default:
+			ok = append(ok, fmt.Sprintf("%s: %d%% lost%s", p.Spec.ClusterID, st.LossPercent, hs))
+		}
+	}
+	if len(bad) > 0 {
+		return result(checkFirewall, m, Fail, strings.Join(bad, "; "),
+			fmt.Sprintf("nothing comes back through the cable: open UDP port %d both ways between the active gateways' endpoints (firewalls, security groups, the nodes' own nftables), then read the agents' logs there", port))
+	}
+	if len(ok) == 0 {
+		return result(checkFirewall, m, Warn, "no Peer", "see the connections check")
+	}
+	return result(checkFirewall, m, Pass, fmt.Sprintf("UDP %d through %s: %s", port, gw.Spec.NodeName, strings.Join(ok, "; ")), "")
+}
+
+func conditionMessage(p straitv1.Peer) string {
+	for _, c := range p.Status.Conditions {
+		if c.Type == straitv1.ConditionConnected {
+			return c.Message
+		}
+	}
+	return "no Connected condition"
+}
+
+func connections(m *member, o observed) Result {
+	var bad []string
+	var actives []string
+	for _, g := range m.gateways {
+		if g.Spec.HAState == straitv1.HAActive {
+			actives = append(actives, g.Spec.NodeName)
+		}
+	}
+	if len(actives) != 1 {
+		bad = append(bad, fmt.Sprintf("%d active gateways (%s)", len(actives), strings.Join(actives, ", ")))
+	}
+	peers := map[string]straitv1.Peer{}
+	for _, p := range m.peers {
+		peers[p.Spec.ClusterID] = p
+	}
+	for _, x := range o.members {
+		if x == m || x.membership == nil {
+			continue
+		}
+		p, ok := peers[x.name]
+		switch {
+		case !ok:
+			bad = append(bad, "no Peer for "+x.name+" (the hub has not written it: is "+m.name+" in the same ClusterSet?)")
+		case p.Status.State != "Connected":
+			bad = append(bad, fmt.Sprintf("%s: %s (%s)", x.name, orDash(p.Status.State), conditionMessage(p)))
+		}
+	}
+	crossed, failed := 0, 0
+	for _, a := range o.across {
+		if a.from != m.name {
+			continue
+		}
+		if a.dialErr != nil {
+			failed++
+			bad = append(bad, fmt.Sprintf("pod → pod from %s to %s's pod %s on %s: %v", a.fromPod.node, a.to, a.toPod.ip, a.toPod.node, a.dialErr))
+			continue
+		}
+		crossed++
+	}
+	if len(bad) > 0 {
+		return result(checkConnections, m, Fail, strings.Join(bad, "; "),
+			"strait show connections shows each tunnel's state; the firewall, deployment and cni checks say where it breaks; the active gateways' agent logs say why")
+	}
+	return result(checkConnections, m, Pass, fmt.Sprintf("every Peer Connected (%d), active gateway %s, pod → pod across from %d nodes", len(m.peers), strings.Join(actives, ""), crossed), "")
+}
+
+func deployment(m *member) Result {
+	var bad []string
+	if m.agents == nil {
+		bad = append(bad, "no DaemonSet "+agentDaemonSet)
+	}
+	ready := 0
+	for _, n := range m.nodes {
+		p := m.agentOn(n.Name)
+		switch {
+		case p == nil:
+			bad = append(bad, "no agent running on node "+n.Name+" (its pods have no route to other clusters)")
+		case !podReady(*p):
+			bad = append(bad, fmt.Sprintf("the agent on %s (%s) is not ready", n.Name, p.Name))
+		default:
+			ready++
+		}
+	}
+	dnsReady := 0
+	for _, p := range m.dnsPods {
+		if podReady(p) {
+			dnsReady++
+		}
+	}
+	if m.dns == nil {
+		bad = append(bad, "no Deployment "+dnsDeployment)
+	} else if dnsReady == 0 {
+		bad = append(bad, "no strait dns pod ready (clusterset.local is not answered)")
+	}
+	var images []string
+	for _, p := range append(append([]corev1.Pod{}, m.agentPods...), m.dnsPods...) {
+		for _, c := range p.Spec.Containers {
+			if c.Name == agentContainer || c.Name == "dns" {
+				images = appendNew(images, c.Image)
+			}
+		}
+	}
+	var builds []string
+	for _, d := range m.membership.Status.Daemons {
+		builds = appendNew(builds, d.Build.Version+"@"+shortRev(d.Build.Revision))
+	}
+	if len(builds) > 1 {
+		bad = append(bad, "the daemons run different builds: "+strings.Join(builds, ", "))
+	}
+	if len(bad) > 0 {
+		return result(checkDeployment, m, Fail, strings.Join(bad, "; "),
+			"kubectl -n strait-system describe daemonset strait-agent / deployment strait-dns, and the pods' events and logs; strait version compares the builds")
+	}
+	return result(checkDeployment, m, Pass, fmt.Sprintf("agents ready on %d of %d nodes, strait dns %d ready, build %s", ready, len(m.nodes), dnsReady, strings.Join(builds, "")), "")
+}
+
+func shortRev(r string) string {
+	if len(r) > 12 {
+		return r[:12]
+	}
+	return r
+}
+
+func podReady(p corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+func dnsCheck(m *member, o observed) Result {
+	var bad []string
+	switch {
+	case m.corefileErr != nil:
+		bad = append(bad, fmt.Sprintf("CoreDNS's Corefile (%s): %v", corefile.DefaultConfigMap, m.corefileErr))
+	case !strings.Contains(m.corefile, corefile.BeginMarker) || !strings.Contains(m.corefile, corefile.EndMarker):
+		bad = append(bad, fmt.Sprintf("no strait-dns block in CoreDNS's Corefile (%s): clusterset.local is not forwarded to strait dns", corefile.DefaultConfigMap))
+	}
+	var answered []string
+	for _, l := range o.lookups[m.name] {
+		if l.err != nil || len(l.addrs) == 0 {
+			bad = append(bad, fmt.Sprintf("%s from pod %s: %v", l.name, l.pod, l.err))
+			continue
+		}
+		answered = append(answered, l.name+" "+strings.Join(l.addrs, ","))
+	}
+	if len(bad) > 0 {
+		return result(checkDNS, m, Fail, strings.Join(bad, "; "),
+			"strait dns keeps the block in the Corefile: check that its pods run (strait diagnose deployment) and read their log; CoreDNS must load the ConfigMap again (its reload plugin)")
+	}
+	if len(answered) == 0 {
+		return result(checkDNS, m, Pass, "the Corefile's strait-dns block is in place (no imported service to look up)", "")
+	}
+	return result(checkDNS, m, Pass, "Corefile block in place; answered: "+strings.Join(answered, "; "), "")
+}
+
+func cidrCheck(m *member, o observed) Result {
+	want, ok := o.expected[m.name]
+	if !ok {
+		return result(checkCIDRs, m, Fail, fmt.Sprintf("no cluster %s in %s", m.name, o.source), "add the cluster to the ClusterSet, or give the member's context the cluster's name")
+	}
+	pods, err := parsePrefixes(want.pods)
+	if err != nil {
+		return result(checkCIDRs, m, Warn, "the ClusterSet's podCIDRs: "+err.Error(), "")
+	}
+	svcs, err := parsePrefixes(want.services)
+	if err != nil {
+		return result(checkCIDRs, m, Warn, "the ClusterSet's serviceCIDRs: "+err.Error(), "")
+	}
+	var bad, seenPods []string
+	for _, n := range m.nodes {
+		for _, c := range n.Spec.PodCIDRs {
+			seenPods = append(seenPods, c)
+			if !within(c, pods) {
+				bad = append(bad, fmt.Sprintf("node %s's pod CIDR %s is outside the podCIDRs %s", n.Name, c, strings.Join(want.pods, ",")))
+			}
+		}
+	}
+	for _, p := range o.probes[m.name] {
+		if !within(p.ip+"/32", pods) {
+			bad = append(bad, fmt.Sprintf("pod %s's IP %s is outside the podCIDRs %s", p.name, p.ip, strings.Join(want.pods, ",")))
+		}
+	}
+	switch {
+	case m.serviceErr != nil:
+		bad = append(bad, "the ServiceCIDR API: "+m.serviceErr.Error())
+	default:
+		for _, c := range m.serviceCIDRs {
+			if !within(c, svcs) {
+				bad = append(bad, fmt.Sprintf("the service CIDR %s is outside the serviceCIDRs %s", c, strings.Join(want.services, ",")))
+			}
+		}
+	}
+	if len(bad) > 0 {
+		fix := fmt.Sprintf("correct spec.clusters[name=%s] in the ClusterSet (git): podCIDRs must hold the cluster's pod CIDR (kube-controller-manager's --cluster-cidr, which holds every node's; here %s) and serviceCIDRs its service CIDR (%s)",
+			m.name, summarise(seenPods), strings.Join(m.serviceCIDRs, ","))
+		return result(checkCIDRs, m, Fail, fmt.Sprintf("against %s: %s", o.source, strings.Join(bad, "; ")), fix)
+	}
+	return result(checkCIDRs, m, Pass, fmt.Sprintf("nodes' pod CIDRs %s in %s, service CIDR %s in %s (%s)", summarise(seenPods), strings.Join(want.pods, ","),
+		strings.Join(m.serviceCIDRs, ","), strings.Join(want.services, ","), o.source), "")
+}
+
+func parsePrefixes(cs []string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, c := range cs {
+		p, err := netip.ParsePrefix(c)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, p.Masked())
+	}
+	return out, nil
+}
+
+// within says whether CIDR c lies inside one of outer.
+func within(c string, outer []netip.Prefix) bool {
+	p, err := netip.ParsePrefix(c)
+	if err != nil {
+		return false
+	}
+	for _, o := range outer {
+		if o.Bits() <= p.Bits() && o.Contains(p.Addr()) {
+			return true
+		}
+	}
+	return false
+}
+
+// summarise is the smallest prefix holding every CIDR (IPv4 or IPv6 alike), or the
+// list when they are of both families.
+func summarise(cs []string) string {
+	var ps []netip.Prefix
+	for _, c := range cs {
+		if p, err := netip.ParsePrefix(c); err == nil {
+			ps = append(ps, p.Masked())
+		}
+	}
+	if len(ps) == 0 {
+		return "-"
+	}
+	s := ps[0]
+	for _, p := range ps[1:] {
+		if p.Addr().Is4() != s.Addr().Is4() {
+			return strings.Join(cs, ",")
+		}
+		for bits := min(s.Bits(), p.Bits()); bits >= 0; bits-- {
+			a, _ := s.Addr().Prefix(bits)
+			if a.Contains(p.Addr()) {
+				s = a
+				break
+			}
+		}
+	}
+	return s.String()
+}
+
+func appendNew(list []string, s string) []string {
+	if contains(list, s) {
+		return list
+	}
+	return append(list, s)
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

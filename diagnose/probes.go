@@ -1,0 +1,283 @@
+package diagnose
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/remotecommand"
+	"k8s.io/utils/ptr"
+
+	straitv1 "github.com/straitnet/strait/api/v1alpha1"
+	"github.com/straitnet/strait/internal/probe"
+)
+
+// probeLabel marks diagnose's probe pods, so that a run that was killed leaves pods a
+// later run removes.
+const probeLabel = "strait.io/diagnose-probe"
+
+// probePod is one of diagnose's probe pods, Running with an IP, on a node of a member.
+type probePod struct {
+	name, node, ip string
+	gateway        bool // on a gateway-capable node
+}
+
+// image is the agent's image, which every node holds already.
+func (m *member) image() (string, error) {
+	if m.agents == nil {
+		return "", fmt.Errorf("no DaemonSet %s/%s to take Strait's image from", straitv1.SystemNamespace, agentDaemonSet)
+	}
+	for _, c := range m.agents.Spec.Template.Spec.Containers {
+		if c.Name == agentContainer {
+			return c.Image, nil
+		}
+	}
+	return "", fmt.Errorf("DaemonSet %s has no container %s", agentDaemonSet, agentContainer)
+}
+
+// startProbes creates a probe pod on every Ready node of the member, serving
+// `straitd probe serve`, and removes pods an earlier run left.
+func (m *member) startProbes(ctx context.Context, run string) error {
+	image, err := m.image()
+	if err != nil {
+		return err
+	}
+	pods := m.kube.CoreV1().Pods(straitv1.SystemNamespace)
+	_ = pods.DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}, metav1.ListOptions{LabelSelector: probeLabel + ",run!=" + run})
+	for _, n := range m.nodes {
+		if !nodeReady(n) {
+			continue
+		}
+		p := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "strait-diagnose-" + n.Name, Namespace: straitv1.SystemNamespace,
+				Labels: map[string]string{probeLabel: "true", "run": run, "app.kubernetes.io/part-of": "strait"}},
+			Spec: corev1.PodSpec{
+				NodeName:                      n.Name,
+				RestartPolicy:                 corev1.RestartPolicyNever,
+				TerminationGracePeriodSeconds: ptr.To[int64](1),
+				AutomountServiceAccountToken:  ptr.To(false),
+				Tolerations:                   []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
+				SecurityContext: &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To[int64](65532),
+					SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}},
+				Containers: []corev1.Container{{
+					Name: "probe", Image: image, ImagePullPolicy: corev1.PullIfNotPresent,
+					Args: []string{"probe", "serve", "--port", strconv.Itoa(probe.Port)},
+					SecurityContext: &corev1.SecurityContext{AllowPrivilegeEscalation: ptr.To(false), ReadOnlyRootFilesystem: ptr.To(true),
+						Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}},
+				}},
+			},
+		}
+		_ = pods.Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
+		if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 20*time.Second, true, func(ctx context.Context) (bool, error) {
+			_, err := pods.Create(ctx, p, metav1.CreateOptions{})
+			if err != nil && strings.Contains(err.Error(), "already exists") {
+				return false, nil // the one of an earlier run is still going
+			}
+			return err == nil, err
+		}); err != nil {
+			return fmt.Errorf("creating probe pod %s: %w", p.Name, err)
+		}
+	}
+	return nil
+}
+
+// waitProbes waits until every probe pod runs, and returns them.
+func (m *member) waitProbes(ctx context.Context, run string, timeout time.Duration) ([]probePod, error) {
+	var out []probePod
+	err := wait.PollUntilContextTimeout(ctx, 300*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		list, err := m.kube.CoreV1().Pods(straitv1.SystemNamespace).List(ctx, metav1.ListOptions{LabelSelector: probeLabel + ",run=" + run})
+		if err != nil {
+			return false, nil
+		}
+		out = out[:0]
+		for _, p := range list.Items {
+			if p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded {
+				return false, fmt.Errorf("probe pod %s on %s ended: %s", p.Name, p.Spec.NodeName, podMessage(p))
+			}
+			if p.Status.Phase != corev1.PodRunning || p.Status.PodIP == "" {
+				return false, nil
+			}
+			out = append(out, probePod{name: p.Name, node: p.Spec.NodeName, ip: p.Status.PodIP, gateway: m.gatewayCapable(p.Spec.NodeName)})
+		}
+		return len(out) > 0, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("probe pods in %s: %w", m.name, err)
+	}
+	return out, nil
+}
+
+func podMessage(p corev1.Pod) string {
+	for _, s := range p.Status.ContainerStatuses {
+		if t := s.State.Terminated; t != nil {
+			return fmt.Sprintf("%s (exit %d) %s", t.Reason, t.ExitCode, t.Message)
+		}
+	}
+	return string(p.Status.Phase) + " " + p.Status.Message
+}
+
+// stopProbes removes the probe pods of this run.
+func (m *member) stopProbes(ctx context.Context, run string) error {
+	return m.kube.CoreV1().Pods(straitv1.SystemNamespace).DeleteCollection(ctx,
+		metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}, metav1.ListOptions{LabelSelector: probeLabel + ",run=" + run})
+}
+
+func nodeReady(n corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// gatewayCapable says whether a node has a Gateway object (the agent publishes one on
+// every node the gateway selector matches).
+func (m *member) gatewayCapable(node string) bool {
+	for _, g := range m.gateways {
+		if g.Spec.NodeName == node || g.Name == node {
+			return true
+		}
+	}
+	return false
+}
+
+// exec runs argv in a container of a pod in strait-system through the API server and the
+// kubelet, as kubectl exec does, and returns its standard output.
+func (m *member) exec(ctx context.Context, pod, container string, argv []string) ([]byte, error) {
+	req := m.kube.CoreV1().RESTClient().Post().Resource("pods").Namespace(straitv1.SystemNamespace).Name(pod).SubResource("exec").
+		VersionedParams(&corev1.PodExecOptions{Container: container, Command: argv, Stdout: true, Stderr: true}, scheme.ParameterCodec)
+	ex, err := remotecommand.NewSPDYExecutor(m.cfg, "POST", req.URL())
+	if err != nil {
+		return nil, err
+	}
+	var stdout, stderr bytes.Buffer
+	if err := ex.StreamWithContext(ctx, remotecommand.StreamOptions{Stdout: &stdout, Stderr: &stderr}); err != nil {
+		msg := strings.TrimSpace(stderr.String())
+		if msg == "" {
+			return nil, fmt.Errorf("exec %s in %s: %w", strings.Join(argv, " "), pod, err)
+		}
+		return nil, errors.New(strings.TrimPrefix(msg, "error: "))
+	}
+	return stdout.Bytes(), nil
+}
+
+// execJSON runs argv and decodes its JSON output into v.
+func (m *member) execJSON(ctx context.Context, pod, container string, argv []string, v any) error {
+	out, err := m.exec(ctx, pod, container, argv)
+	if err != nil {
+		return err
+	}
+	if err := json.NewDecoder(bytes.NewReader(out)).Decode(v); err != nil && !errors.Is(err, io.EOF) {
+		return fmt.Errorf("%s: %w: %q", strings.Join(argv, " "), err, out)
+	}
+	return nil
+}
+
+// across is what one probe pod saw dialling another member's probe pod.
+type across struct {
+	from, to string // members
+	fromPod  probePod
+	toPod    probePod
+	nonce    string
+	seen     probe.Seen // what the TCP connection's server answered
+	arrived  []string   // the hellos' source addresses, from the server's log
+	dialErr  error
+	mtu      *probe.MTU
+	mtuErr   error
+}
+
+// dialAcross dials, from every probe pod of m, the probe pod of every other member on
+// a plain node (a gateway node's when there is none), and measures the path MTU from
+// m's probe pod on a plain node, the longest way (node, gateway, cable).
+func dialAcross(ctx context.Context, m *member, mine []probePod, others map[string][]probePod, names []string, measureMTU bool) []across {
+	var out []across
+	for _, other := range names {
+		if other == m.name || len(others[other]) == 0 {
+			continue
+		}
+		to := pickPlain(others[other])
+		for _, p := range mine {
+			a := across{from: m.name, to: other, fromPod: p, toPod: to, nonce: m.name + "/" + p.name}
+			addr := net.JoinHostPort(to.ip, strconv.Itoa(probe.Port))
+			a.dialErr = m.execJSON(ctx, p.name, "probe", []string{"/straitd", "probe", "dial", "--nonce", a.nonce, "--timeout", "3s", addr}, &a.seen)
+			if measureMTU && p == pickPlain(mine) {
+				var mtu probe.MTU
+				if a.mtuErr = m.execJSON(ctx, p.name, "probe", []string{"/straitd", "probe", "mtu", "--timeout", "1s", addr}, &mtu); a.mtuErr == nil {
+					a.mtu = &mtu
+				}
+			}
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+func pickPlain(pods []probePod) probePod {
+	for _, p := range pods {
+		if !p.gateway {
+			return p
+		}
+	}
+	return pods[0]
+}
+
+// lookups resolves every ServiceImport's clusterset.local name from a probe pod of m.
+func lookups(ctx context.Context, m *member, mine []probePod) []lookup {
+	if len(mine) == 0 {
+		return nil
+	}
+	var out []lookup
+	for _, si := range m.imports {
+		name := si.Name + "." + si.Namespace + ".svc.clusterset.local"
+		var res struct {
+			Addresses []string `json:"addresses"`
+		}
+		err := m.execJSON(ctx, mine[0].name, "probe", []string{"/straitd", "probe", "lookup", name}, &res)
+		out = append(out, lookup{name: name, pod: mine[0].name, addrs: res.Addresses, err: err})
+	}
+	return out
+}
+
+// lookup is one clusterset.local name looked up from a probe pod.
+type lookup struct {
+	name, pod string
+	addrs     []string
+	err       error
+}
+
+// readArrivals fills in, from the probe servers' logs, the source address each dial's
+// hellos arrived from.
+func readArrivals(ctx context.Context, obs *observed) {
+	seen := map[string]map[string][]string{} // member/pod -> nonce -> addresses
+	for i := range obs.across {
+		a := &obs.across[i]
+		key := a.to + "/" + a.toPod.name
+		if _, ok := seen[key]; !ok {
+			if m := memberNamed(*obs, a.to); m != nil {
+				seen[key] = probe.SeenIn(m.podLog(ctx, a.toPod.name))
+			}
+		}
+		a.arrived = seen[key][a.nonce]
+	}
+}
+
+// podLog is a probe pod's log ("" when it cannot be read).
+func (m *member) podLog(ctx context.Context, pod string) string {
+	b, err := m.kube.CoreV1().Pods(straitv1.SystemNamespace).GetLogs(pod, &corev1.PodLogOptions{}).DoRaw(ctx)
+	if err != nil {
+		return ""
+	}
+	return string(b)
+}

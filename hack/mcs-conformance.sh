@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Runs the Multi-Cluster Services API conformance suite, every spec (Required and
+# Optional), against a lab of two clusters (test/conformance), as a new user would: the
+# suite's source copied from SUITE_DIR and built, its images loaded into the nodes, the
+# first cluster exporting. The lab is taken under the shared lab lock and down again
+# after, whatever happened. The report (report.yaml, report.html) goes to
+# MCS_CONFORMANCE_REPORT (default docs/mcs-conformance/); the exit status is the suite's.
+# Usage: hack/mcs-conformance.sh [SUITE_DIR]
+# Without SUITE_DIR the suite is looked for in ../shared/third_party/mcs-api-conformance
+# beside this checkout, then beside the repository it is a worktree of, then beside the
+# local repository it was cloned from (a fresh clone anywhere finds the shared copy).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+rel=shared/third_party/mcs-api-conformance
+src=${1:-}
+if [ -z "$src" ]; then
+  common=$(git -C "$root" rev-parse --path-format=absolute --git-common-dir 2>/dev/null || true)
+  origin=$(git -C "$root" config --get remote.origin.url 2>/dev/null || true)
+  origin=${origin#file://}
+  origincommon=
+  if [ -d "$origin" ]; then
+    origincommon=$(git -C "$origin" rev-parse --path-format=absolute --git-common-dir 2>/dev/null || true)
+  fi
+  for base in "$root" "${common:+$(dirname "$common")}" "$origin" "${origincommon:+$(dirname "$origincommon")}"; do
+    if [ -n "$base" ] && [ -f "$base/../$rel/conformance_suite.go" ]; then
+      src=$(cd "$base/../$rel" && pwd)
+      break
+    fi
+  done
+  if [ -z "$src" ]; then
+    echo "mcs-conformance: no suite in ../$rel beside $root${common:+, $(dirname "$common")}${origin:+ or $origin}: set MCS_CONFORMANCE to its directory (see its UPSTREAM.md)" >&2
+    exit 1
+  fi
+  echo "mcs-conformance: the suite from $src"
+fi
+bin=$root/bin
+work=$bin/mcs-conformance
+strait=$bin/strait
+kubectl=${KUBECTL:?"KUBECTL: the kubectl to merge the clusters' kubeconfigs with"}
+if [ ! -f "$src/conformance_suite.go" ]; then
+  echo "mcs-conformance: $src holds no conformance suite (no conformance_suite.go); set MCS_CONFORMANCE to its directory" >&2
+  exit 1
+fi
+for img in socat netshoot; do
+  [ -f "$bin/images/$img.tar" ] || { echo "mcs-conformance: no $bin/images/$img.tar: run make images" >&2; exit 1; }
+done
+
+rm -rf "$work/src" && mkdir -p "$work/src"
+cp -r "$src/." "$work/src/"
+(cd "$work/src" && go test -c -o "$work/mcs-conformance.test" .)
+
+exec 9>"${STRAIT_LAB_LOCK:-/run/strait-lab.lock}"
+flock 9
+trap '"$strait" lab down >/dev/null || echo "mcs-conformance: strait lab down failed" >&2' EXIT
+"$strait" lab up -f "$root/test/conformance/lab.yaml"
+"$strait" lab load-image "$bin/images/socat.tar" "$bin/images/netshoot.tar"
+for c in c1 c2; do
+  "$strait" lab kubeconfig "$c" >"$work/$c.kubeconfig"
+done
+KUBECONFIG="$work/c1.kubeconfig:$work/c2.kubeconfig" "$kubectl" config view --flatten >"$work/kubeconfig"
+
+status=0
+(cd "$work" && ./mcs-conformance.test -kubeconfig "$work/kubeconfig" -contexts strait-lab-c1,strait-lab-c2 \
+  -organization Strait -project strait -version "$(git -C "$root" describe --always --dirty)" \
+  -ginkgo.v -ginkgo.no-color -test.timeout 60m) | tee "$work/run.log" || status=$?
+report=${MCS_CONFORMANCE_REPORT:-$root/docs/mcs-conformance}
+mkdir -p "$report"
+cp "$work/report.yaml" "$work/report.html" "$report/"
+exit "$status"

@@ -1,0 +1,167 @@
+package probe
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/google/nftables"
+	"github.com/vishvananda/netlink"
+)
+
+// DefaultKubeProxyMetrics is kube-proxy's default --metrics-bind-address: its
+// /proxyMode and /configz answer there, on the node's loopback.
+const DefaultKubeProxyMetrics = "127.0.0.1:10249"
+
+// NodeFacts is what Node reads on a node.
+type NodeFacts struct {
+	KubeProxy KubeProxy `json:"kubeProxy"`
+	Links     []Link    `json:"links"`
+	// StraitChains are the chains of Strait's nftables table (ip strait), sorted; the
+	// agent's masquerade bypass is keep-remote-source.
+	StraitChains []string `json:"straitChains"`
+	// NFTError says why the chains could not be listed.
+	NFTError string `json:"nftError,omitempty"`
+}
+
+// KubeProxy is kube-proxy's mode and masquerade settings as it reports them.
+type KubeProxy struct {
+	Mode          string `json:"mode,omitempty"`
+	MasqueradeBit *int32 `json:"masqueradeBit,omitempty"`
+	MasqueradeAll bool   `json:"masqueradeAll,omitempty"`
+	Error         string `json:"error,omitempty"`
+}
+
+// Link is a network device and its MTU.
+type Link struct {
+	Name string `json:"name"`
+	MTU  int    `json:"mtu"`
+}
+
+// Node reads the facts of the node whose network namespace this runs in (the agent's
+// container: host network, NET_ADMIN to list nftables).
+func Node(ctx context.Context, kubeProxyMetrics, straitTable string) NodeFacts {
+	var f NodeFacts
+	f.KubeProxy = readKubeProxy(ctx, kubeProxyMetrics)
+	if ifs, err := net.Interfaces(); err == nil {
+		for _, i := range ifs {
+			f.Links = append(f.Links, Link{Name: i.Name, MTU: i.MTU})
+		}
+	}
+	chains, err := tableChains(straitTable)
+	if err != nil {
+		f.NFTError = err.Error()
+	}
+	f.StraitChains = chains
+	return f
+}
+
+func tableChains(table string) ([]string, error) {
+	c, err := nftables.New()
+	if err != nil {
+		return nil, err
+	}
+	chains, err := c.ListChainsOfTableFamily(nftables.TableFamilyIPv4)
+	if err != nil {
+		return nil, fmt.Errorf("listing nftables chains: %w", err)
+	}
+	var out []string
+	for _, ch := range chains {
+		if ch.Table != nil && ch.Table.Name == table {
+			out = append(out, ch.Name)
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// readKubeProxy asks kube-proxy's metrics endpoint for its mode and configuration.
+func readKubeProxy(ctx context.Context, addr string) KubeProxy {
+	var kp KubeProxy
+	hc := &http.Client{Timeout: 2 * time.Second}
+	get := func(path string) ([]byte, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+path, nil)
+		if err != nil {
+			return nil, err
+		}
+		resp, err := hc.Do(req)
+		if err != nil {
+			return nil, err
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		if err == nil && resp.StatusCode != http.StatusOK {
+			err = fmt.Errorf("GET %s: %s", path, resp.Status)
+		}
+		return body, err
+	}
+	mode, err := get("/proxyMode")
+	if err != nil {
+		kp.Error = fmt.Sprintf("kube-proxy's metrics endpoint %s: %v", addr, err)
+		return kp
+	}
+	kp.Mode = strings.TrimSpace(string(mode))
+	body, err := get("/configz")
+	if err != nil {
+		return kp // the mode is what matters most; old kube-proxies serve no configz
+	}
+	var cz map[string]struct {
+		Mode     string `json:"mode"`
+		IPTables struct {
+			MasqueradeBit *int32 `json:"masqueradeBit"`
+			MasqueradeAll bool   `json:"masqueradeAll"`
+		} `json:"iptables"`
+		NFTables struct {
+			MasqueradeBit *int32 `json:"masqueradeBit"`
+			MasqueradeAll bool   `json:"masqueradeAll"`
+		} `json:"nftables"`
+	}
+	if json.Unmarshal(body, &cz) != nil {
+		return kp
+	}
+	for _, c := range cz {
+		switch kp.Mode {
+		case "nftables":
+			kp.MasqueradeBit, kp.MasqueradeAll = c.NFTables.MasqueradeBit, c.NFTables.MasqueradeAll
+		default:
+			kp.MasqueradeBit, kp.MasqueradeAll = c.IPTables.MasqueradeBit, c.IPTables.MasqueradeAll
+		}
+	}
+	return kp
+}
+
+// Flow is a connection the node's conntrack tracks: its original source and destination
+// and the destination its answers go to, which is not the source when something on the
+// node translated the source (a masquerade).
+type Flow struct {
+	Protocol uint8  `json:"protocol"`
+	Src      string `json:"src"`
+	Dst      string `json:"dst"`
+	ReplyDst string `json:"replyDst"`
+}
+
+// Flows are the node's IPv4 conntrack entries towards any of dsts.
+func Flows(dsts []string) ([]Flow, error) {
+	want := map[string]bool{}
+	for _, d := range dsts {
+		want[d] = true
+	}
+	flows, err := netlink.ConntrackTableList(netlink.ConntrackTable, netlink.FAMILY_V4)
+	if err != nil {
+		return nil, fmt.Errorf("reading conntrack: %w", err)
+	}
+	out := []Flow{}
+	for _, f := range flows {
+		if !want[f.Forward.DstIP.String()] {
+			continue
+		}
+		out = append(out, Flow{Protocol: f.Forward.Protocol, Src: f.Forward.SrcIP.String(), Dst: f.Forward.DstIP.String(), ReplyDst: f.Reverse.DstIP.String()})
+	}
+	return out, nil
+}

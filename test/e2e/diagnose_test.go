@@ -1,0 +1,390 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	straitv1 "github.com/straitnet/strait/api/v1alpha1"
+	"github.com/straitnet/strait/dns/corefile"
+	"github.com/straitnet/strait/nodeagent/route"
+	"github.com/straitnet/strait/test/labtest"
+	"github.com/straitnet/strait/test/netns"
+	"github.com/straitnet/strait/test/require"
+)
+
+// diagnoseChecks are strait diagnose's checks, each a line per member.
+var diagnoseChecks = []string{"k8s-version", "kube-proxy", "cni", "mtu", "firewall", "connections", "deployment", "dns", "cidrs"}
+
+// TestDiagnoseFindsEachFault: the built strait diagnose, with a kubeconfig file per
+// member (the admin's, as a person's own credentials), passes every check on the healthy
+// lab, then fails the check that names each fault put in on purpose, one at a time and
+// put right before the next: a pod CIDR in the ClusterSet file that is not the
+// cluster's, a CoreDNS Corefile without strait dns's block, a masquerading CNI (kindnet's
+// rule) on a node whose masquerade bypass is removed, the cable port blocked at a
+// gateway, and an agent stopped on a node.
+func TestDiagnoseFindsEachFault(t *testing.T) {
+	env.Require(t)
+	args := []string{}
+	for _, c := range members() {
+		args = append(args, "--member-kubeconfig", c+"="+env.Lab.State().KubeconfigPath(c))
+	}
+	diagnose := func(t *testing.T, wantCode int, checks ...string) string {
+		t.Helper()
+		start := time.Now()
+		out, errOut, code := exitCode(t, env.Strait, append(append([]string{"diagnose"}, checks...), args...)...)
+		t.Logf("strait diagnose %s: exit %d in %s\n%s%s", strings.Join(checks, " "), code, time.Since(start).Round(100*time.Millisecond), out, errOut)
+		if code != wantCode {
+			t.Errorf("strait diagnose %s: exit %d, want %d", strings.Join(checks, " "), code, wantCode)
+		}
+		return out
+	}
+	// verdict is the RESULT of a check's line for a cluster, and its DETAIL.
+	verdict := func(out, check, cluster string) (string, string) {
+		f := fields(out, check, cluster)
+		if len(f) < 3 {
+			return "", ""
+		}
+		return f[2], strings.Join(f[3:], " ")
+	}
+	want := func(t *testing.T, out, check, cluster, status string, detail ...string) {
+		t.Helper()
+		got, d := verdict(out, check, cluster)
+		if got != status {
+			t.Errorf("%s %s: %q, want %s", check, cluster, got, status)
+		}
+		for _, s := range detail {
+			if !strings.Contains(d, s) {
+				t.Errorf("%s %s: the detail %q does not name %q", check, cluster, d, s)
+			}
+		}
+	}
+
+	t.Run("healthy", func(t *testing.T) {
+		// Right after the lab is up, an active gateway may not have written its Peer's
+		// status yet; diagnose rightly fails the connection until it has.
+		waitConnected(t, time.Minute)
+		out := diagnose(t, 0, "all")
+		for _, check := range diagnoseChecks {
+			for _, c := range members() {
+				want(t, out, check, c, "pass")
+			}
+		}
+		if strings.Contains(out, "WHAT TO DO") {
+			t.Error("a healthy lab got something to do")
+		}
+	})
+
+	// strait verify on the healthy lab: pod → pod and pod → ClusterIP across with the
+	// caller's IP kept, from a gateway and a plain node of each member, the sample
+	// exports' names resolved to c2's addresses, and a failover of c2's active gateway
+	// whose gap stays under verify's bound.
+	t.Run("verify", func(t *testing.T) {
+		before := env.ActiveGateway(t, "c2").Name
+		out, errOut, code := exitCode(t, env.Strait, append([]string{"verify"}, args...)...)
+		t.Logf("strait verify: exit %d\n%s%s", code, out, errOut)
+		if code != 0 {
+			t.Errorf("strait verify: exit %d, want 0", code)
+		}
+		for _, row := range [][]string{{"connectivity", "c1→c2"}, {"connectivity", "c2→c1"}, {"service-discovery", "c1"}, {"gateway-failover", "c1→c2"}} {
+			want(t, out, row[0], row[1], "pass")
+		}
+		if got, d := verdict(out, "connectivity", "c1→c2"); got == "pass" && (!strings.Contains(d, "ClusterIP") || !strings.Contains(d, "caller's IP kept")) {
+			t.Errorf("connectivity c1→c2: %q names no ClusterIP or no kept caller", d)
+		}
+		if _, d := verdict(out, "gateway-failover", "c1→c2"); !strings.Contains(d, "stopped c2's active gateway "+before) {
+			t.Errorf("gateway-failover: %q does not name the gateway it stopped, %s", d, before)
+		}
+		waitConnected(t, time.Minute)
+	})
+
+	t.Run("wrong pod CIDR in the ClusterSet", func(t *testing.T) {
+		data, err := os.ReadFile(filepath.Join(env.Root, basicClusterSet))
+		if err != nil {
+			t.Fatal(err)
+		}
+		wrong := labtest.ChangeClusterSet(t, data, func(cs *straitv1.ClusterSet) {
+			for i := range cs.Spec.Clusters {
+				if cs.Spec.Clusters[i].Name == "c2" {
+					cs.Spec.Clusters[i].PodCIDRs = []string{"10.19.0.0/16"}
+				}
+			}
+		})
+		file := filepath.Join(t.TempDir(), "clusterset.yaml")
+		if err := os.WriteFile(file, wrong, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out := diagnose(t, 2, "cidrs", "-f", file)
+		want(t, out, "cidrs", "c1", "pass")
+		want(t, out, "cidrs", "c2", "fail", "10.19.0.0/16")
+		if !strings.Contains(out, "correct spec.clusters[name=c2]") {
+			t.Error("no fix naming spec.clusters[name=c2]")
+		}
+	})
+
+	t.Run("missing CoreDNS block", func(t *testing.T) {
+		ctx := context.Background()
+		kube := env.HostClient(t, "c1")
+		scaleDNS(t, "c1", 0)
+		defer restoreDNS(t, "c1")
+		cm, err := kube.CoreV1().ConfigMaps("kube-system").Get(ctx, "coredns", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cm.Data[corefile.Key], err = corefile.Remove(cm.Data[corefile.Key])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := kube.CoreV1().ConfigMaps("kube-system").Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		out := diagnose(t, 2, "dns")
+		want(t, out, "dns", "c1", "fail", "no strait-dns block")
+		want(t, out, "dns", "c2", "pass")
+	})
+
+	t.Run("masquerading CNI without the bypass", func(t *testing.T) {
+		node := env.NodeOfKind(t, "c1", false)
+		c1, _ := env.Topo.Cluster("c1")
+		ns := nodeNamespace(t, "c1", node)
+		// kindnet's masquerade as the lab's kindnet-masq shape puts it (nftables variant).
+		script := fmt.Sprintf(`add table ip diag-masq
+add chain ip diag-masq postrouting { type nat hook postrouting priority srcnat; }
+add rule ip diag-masq postrouting fib daddr type local return
+add rule ip diag-masq postrouting ip daddr %s return
+add rule ip diag-masq postrouting masquerade
+`, c1.PodCIDR)
+		if _, err := netns.Exec(context.Background(), ns, script, "nft", "-f", "-"); err != nil {
+			t.Fatal(err)
+		}
+		// The agent puts its chain back on its next pass (a Peer's status change is one):
+		// keep it removed while diagnose runs.
+		stop := make(chan struct{})
+		var wg sync.WaitGroup
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			// A chain goes only when empty: flush and delete in one transaction.
+			remove := fmt.Sprintf("flush chain ip %[1]s %[2]s\ndelete chain ip %[1]s %[2]s\n", route.NFTable, route.SourceChain)
+			for {
+				_, _ = netns.Exec(context.Background(), ns, remove, "nft", "-f", "-")
+				select {
+				case <-stop:
+					return
+				case <-time.After(50 * time.Millisecond):
+				}
+			}
+		}()
+		defer func() {
+			close(stop)
+			wg.Wait()
+			if _, err := netns.Exec(context.Background(), ns, "", "nft", "delete", "table", "ip", "diag-masq"); err != nil {
+				t.Error(err)
+			}
+			waitBypass(t, ns)
+		}()
+		out := diagnose(t, 2, "cni")
+		want(t, out, "cni", "c1", "fail", node)
+		want(t, out, "cni", "c2", "pass")
+		if !strings.Contains(out, "lacks the agent's masquerade bypass") {
+			t.Error("the fix does not say the node lacks the bypass")
+		}
+	})
+
+	t.Run("blocked cable port", func(t *testing.T) {
+		gw := env.ActiveGateway(t, "c2")
+		port := env.ClusterSet(t).Spec.Cable.Port
+		if port == 0 {
+			port = straitv1.DefaultWireGuardPort
+		}
+		script := fmt.Sprintf("add table ip diag-block\nadd chain ip diag-block input { type filter hook input priority filter; }\nadd rule ip diag-block input udp dport %d drop\n", port)
+		if _, err := netns.Exec(context.Background(), gw.Namespace, script, "nft", "-f", "-"); err != nil {
+			t.Fatal(err)
+		}
+		defer func() {
+			if _, err := netns.Exec(context.Background(), gw.Namespace, "", "nft", "delete", "table", "ip", "diag-block"); err != nil {
+				t.Error(err)
+			}
+			waitConnected(t, 90*time.Second)
+		}()
+		require.Eventually(t, 30*time.Second, "the health checks through the blocked cable fail", func() error {
+			for _, c := range members() {
+				if state := peerState(t, c); state == "Connected" {
+					return fmt.Errorf("%s's peer still Connected", c)
+				}
+			}
+			return nil
+		})
+		out := diagnose(t, 2, "firewall")
+		for _, c := range members() {
+			want(t, out, "firewall", c, "fail", gw.Name)
+		}
+		if !strings.Contains(out, fmt.Sprintf("open UDP port %d", port)) {
+			t.Errorf("the fix does not say to open UDP port %d", port)
+		}
+	})
+
+	// The underlay carries less than the cable's full-sized packets and says nothing: c2's
+	// active gateway drops every cable packet over 1000 bytes (a 1420-byte datagram is
+	// 1480 on the wire), while the small ones, the handshakes and the health checks,
+	// cross.
+	t.Run("MTU too large for the underlay", func(t *testing.T) {
+		gw := env.ActiveGateway(t, "c2")
+		port := env.ClusterSet(t).Spec.Cable.Port
+		if port == 0 {
+			port = straitv1.DefaultWireGuardPort
+		}
+		script := fmt.Sprintf("add table ip diag-mtu\nadd chain ip diag-mtu input { type filter hook input priority filter; }\nadd rule ip diag-mtu input udp dport %d meta length > 1000 drop\n", port)
+		if _, err := netns.Exec(context.Background(), gw.Namespace, script, "nft", "-f", "-"); err != nil {
+			t.Fatal(err)
+		}
+		defer func() {
+			if _, err := netns.Exec(context.Background(), gw.Namespace, "", "nft", "delete", "table", "ip", "diag-mtu"); err != nil {
+				t.Error(err)
+			}
+		}()
+		out := diagnose(t, 2, "mtu")
+		want(t, out, "mtu", "c1", "fail", "vanish while small ones cross")
+		if !strings.Contains(out, "a black hole") {
+			t.Error("the fix does not say black hole")
+		}
+	})
+
+	t.Run("stopped agent", func(t *testing.T) {
+		node := env.NodeOfKind(t, "c2", false)
+		c := env.Client(t, "c2")
+		ds := &appsv1.DaemonSet{}
+		key := types.NamespacedName{Namespace: straitv1.SystemNamespace, Name: labtest.AgentApp}
+		if err := c.Get(context.Background(), key, ds); err != nil {
+			t.Fatal(err)
+		}
+		orig := ds.DeepCopy()
+		// OnDelete first, so that the other nodes' agents are not rolled; the node then
+		// loses its agent through the template's affinity alone.
+		ds.Spec.UpdateStrategy = appsv1.DaemonSetUpdateStrategy{Type: appsv1.OnDeleteDaemonSetStrategyType}
+		ds.Spec.Template.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
+			RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+				MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "kubernetes.io/hostname", Operator: corev1.NodeSelectorOpNotIn, Values: []string{node}}},
+			}}}}}
+		if err := c.Update(context.Background(), ds); err != nil {
+			t.Fatal(err)
+		}
+		defer func() {
+			if err := c.Get(context.Background(), key, ds); err != nil {
+				t.Fatal(err)
+			}
+			ds.Spec.Template.Spec.Affinity = orig.Spec.Template.Spec.Affinity
+			ds.Spec.UpdateStrategy = orig.Spec.UpdateStrategy
+			if err := c.Update(context.Background(), ds); err != nil {
+				t.Fatal(err)
+			}
+			env.AgentPod(t, "c2", node)
+		}()
+		require.Eventually(t, time.Minute, "no agent on "+node, func() error {
+			if pods := env.StraitPods(t, "c2", labtest.AgentApp, node); len(pods) > 0 {
+				return fmt.Errorf("%d agent pods on %s", len(pods), node)
+			}
+			return nil
+		})
+		out := diagnose(t, 2, "deployment")
+		want(t, out, "deployment", "c2", "fail", "no agent running on node "+node)
+		want(t, out, "deployment", "c1", "pass")
+	})
+}
+
+// scaleDNS sets strait dns's replicas in a cluster and waits until that many pods run.
+func scaleDNS(t *testing.T, cluster string, replicas int32) {
+	t.Helper()
+	c := env.Client(t, cluster)
+	d := &appsv1.Deployment{}
+	if err := c.Get(context.Background(), types.NamespacedName{Namespace: straitv1.SystemNamespace, Name: labtest.DNSApp}, d); err != nil {
+		t.Fatal(err)
+	}
+	patch := client.MergeFrom(d.DeepCopy())
+	d.Spec.Replicas = &replicas
+	if err := c.Patch(context.Background(), d, patch); err != nil {
+		t.Fatal(err)
+	}
+	require.Eventually(t, time.Minute, fmt.Sprintf("%d strait dns pods in %s", replicas, cluster), func() error {
+		if n := int32(len(env.StraitPods(t, cluster, labtest.DNSApp, ""))); n != replicas {
+			return fmt.Errorf("%d pods", n)
+		}
+		return nil
+	})
+}
+
+// restoreDNS brings strait dns back to its two replicas and waits for its block in the
+// Corefile.
+func restoreDNS(t *testing.T, cluster string) {
+	t.Helper()
+	scaleDNS(t, cluster, 2)
+	require.Eventually(t, time.Minute, "strait dns's block back in "+cluster+"'s Corefile", func() error {
+		cm, err := env.HostClient(t, cluster).CoreV1().ConfigMaps("kube-system").Get(context.Background(), "coredns", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if !strings.Contains(cm.Data[corefile.Key], corefile.BeginMarker) {
+			return fmt.Errorf("no block")
+		}
+		return nil
+	})
+}
+
+// waitBypass waits until the agent has put its masquerade bypass back on a node.
+func waitBypass(t *testing.T, ns string) {
+	t.Helper()
+	require.Eventually(t, time.Minute, "the bypass back in "+ns, func() error {
+		_, err := netns.Exec(context.Background(), ns, "", "nft", "list", "chain", "ip", route.NFTable, route.SourceChain)
+		return err
+	})
+}
+
+// peerState is the state of a cluster's Peer (the lab has two members: one Peer each).
+func peerState(t *testing.T, cluster string) string {
+	t.Helper()
+	peers := &straitv1.PeerList{}
+	if err := env.Client(t, cluster).List(context.Background(), peers, client.InNamespace(straitv1.SystemNamespace)); err != nil {
+		t.Fatal(err)
+	}
+	if len(peers.Items) != 1 {
+		return fmt.Sprintf("%d peers", len(peers.Items))
+	}
+	return peers.Items[0].Status.State
+}
+
+// waitConnected waits until both members' Peers are Connected again.
+func waitConnected(t *testing.T, timeout time.Duration) {
+	t.Helper()
+	require.Eventually(t, timeout, "both peers Connected", func() error {
+		for _, c := range members() {
+			if s := peerState(t, c); s != "Connected" {
+				return fmt.Errorf("%s: %s", c, s)
+			}
+		}
+		return nil
+	})
+}
+
+// nodeNamespace is the network namespace of a lab node.
+func nodeNamespace(t *testing.T, cluster, node string) string {
+	t.Helper()
+	c, _ := env.Topo.Cluster(cluster)
+	for _, n := range c.Nodes {
+		if n.Name == node {
+			return n.Namespace
+		}
+	}
+	t.Fatalf("%s: no node %s", cluster, node)
+	return ""
+}
