@@ -47,10 +47,16 @@ func gitCLI(t testing.TB, dir string, args ...string) string {
 }
 
 // exitCode runs a command as a person at this machine would and returns its standard
-// output, standard error and exit status.
+// output, standard error and exit status, giving it two minutes.
 func exitCode(t testing.TB, bin string, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	return exitCodeWithin(t, 2*time.Minute, bin, args...)
+}
+
+// exitCodeWithin is exitCode with the time the command is given.
+func exitCodeWithin(t testing.TB, timeout time.Duration, bin string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, args...)
 	var out, errOut strings.Builder

@@ -2,8 +2,6 @@ package e2e
 
 import (
 	"context"
-	"errors"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -74,21 +72,7 @@ func TestStraitUninstallIsGitFirstAndLeavesNothing(t *testing.T) {
 // straitLong runs the built strait with a timeout long enough for an uninstall.
 func straitLong(t *testing.T, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, env.Strait, args...)
-	var out, errOut strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	err := cmd.Run()
-	var exit *exec.ExitError
-	switch {
-	case err == nil:
-	case errors.As(err, &exit):
-		code = exit.ExitCode()
-	default:
-		t.Fatalf("strait %v: %v", args, err)
-	}
-	return out.String(), errOut.String(), code
+	return exitCodeWithin(t, 8*time.Minute, env.Strait, args...)
 }
 
 // suspendKustomization sets a Flux Kustomization's spec.suspend in the hub.
