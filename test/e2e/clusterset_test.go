@@ -100,13 +100,7 @@ func answeredBy(t testing.TB, cluster, hostPort, want string) {
 func TestBothClustersExport(t *testing.T) {
 	env.Require(t)
 	env.RestoreClusterSetSpec(t)
-	if err := env.UpdateClusterSet(t, func(cs *straitv1.ClusterSet) {
-		for i := range cs.Spec.Exports {
-			if cs.Spec.Exports[i].Name == lab.WhereamiCS {
-				cs.Spec.Exports[i].Clusters = []string{"c1", "c2"}
-			}
-		}
-	}); err != nil {
+	if err := env.UpdateClusterSet(t, labtest.ExportWhereamiFrom("c1", "c2")); err != nil {
 		t.Fatal(err)
 	}
 	const name = "whereami-cs.sample.svc.clusterset.local"

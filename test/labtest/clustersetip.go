@@ -43,6 +43,18 @@ func (e *Env) ClusterSetIP(t testing.TB, cluster, name string) string {
 	return ip
 }
 
+// ExportWhereamiFrom makes whereami-cs's export in a ClusterSet come from clusters: a
+// change for Env.UpdateClusterSet or ChangeClusterSet.
+func ExportWhereamiFrom(clusters ...string) func(*straitv1.ClusterSet) {
+	return func(cs *straitv1.ClusterSet) {
+		for i := range cs.Spec.Exports {
+			if cs.Spec.Exports[i].Name == lab.WhereamiCS {
+				cs.Spec.Exports[i].Clusters = clusters
+			}
+		}
+	}
+}
+
 // DerivedSliceClusters are the clusters with ready endpoints in the EndpointSlices of
 // the Service the hub derived in cluster for the sample import name, sorted.
 func (e *Env) DerivedSliceClusters(t testing.TB, cluster, name string) ([]string, error) {

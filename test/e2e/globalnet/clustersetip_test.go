@@ -22,17 +22,6 @@ import (
 	"github.com/straitnet/strait/test/require"
 )
 
-// exportWhereamiFrom makes whereami-cs's export in the lab's ClusterSet come from clusters.
-func exportWhereamiFrom(clusters ...string) func(*straitv1.ClusterSet) {
-	return func(cs *straitv1.ClusterSet) {
-		for i := range cs.Spec.Exports {
-			if cs.Spec.Exports[i].Name == lab.WhereamiCS {
-				cs.Spec.Exports[i].Clusters = clusters
-			}
-		}
-	}
-}
-
 // derivedSlicesHold waits until g1's derived slices of name hold exactly clusters.
 func derivedSlicesHold(t *testing.T, name string, clusters ...string) time.Duration {
 	t.Helper()
@@ -64,7 +53,7 @@ func checkCallers(t *testing.T, s labtest.Spread, clientIP netip.Addr) {
 func TestClusterSetIPSpreadsOverGlobalIPs(t *testing.T) {
 	env.Require(t)
 	env.RestoreClusterSetSpec(t)
-	if err := env.UpdateClusterSet(t, exportWhereamiFrom("g1", "g2")); err != nil {
+	if err := env.UpdateClusterSet(t, labtest.ExportWhereamiFrom("g1", "g2")); err != nil {
 		t.Fatal(err)
 	}
 	ns, clientIP := env.ClientNamespace(t, "g1")
@@ -83,7 +72,7 @@ func TestClusterSetIPSpreadsOverGlobalIPs(t *testing.T) {
 	s.CheckBalanced(t, 0.15, "g1", "g2")
 	checkCallers(t, s, clientIP)
 
-	data := labtest.ChangeClusterSet(t, env.RepoClusterSet(t), exportWhereamiFrom("g1"))
+	data := labtest.ChangeClusterSet(t, env.RepoClusterSet(t), labtest.ExportWhereamiFrom("g1"))
 	commit := env.PushClusterSet(t, data, "e2e: g2 stops exporting whereami-cs")
 	took := derivedSlicesHold(t, lab.WhereamiCS, "g1")
 	t.Logf("push → g2's global IP out of g1's derived slices: %s", took.Round(time.Millisecond))

@@ -181,13 +181,7 @@ func TestClusterLeavingTheExportDropsOut(t *testing.T) {
 	env.RestoreClusterSetSpec(t)
 	ip := env.ClusterSetIP(t, "c3", lab.WhereamiCS)
 	ns, _ := env.ClientNamespace(t, "c3")
-	data := labtest.ChangeClusterSet(t, env.RepoClusterSet(t), func(cs *straitv1.ClusterSet) {
-		for i := range cs.Spec.Exports {
-			if cs.Spec.Exports[i].Name == lab.WhereamiCS {
-				cs.Spec.Exports[i].Clusters = []string{"c2"}
-			}
-		}
-	})
+	data := labtest.ChangeClusterSet(t, env.RepoClusterSet(t), labtest.ExportWhereamiFrom("c2"))
 	start := time.Now()
 	commit := env.PushClusterSet(t, data, "e2e: c1 stops exporting whereami-cs")
 	took := derivedSlicesHold(t, "c3", "c2")
@@ -211,13 +205,7 @@ func TestClusterLeavingTheExportDropsOut(t *testing.T) {
 	if again := env.ClusterSetIP(t, "c3", lab.WhereamiCS); again != ip {
 		t.Errorf("the clusterset IP moved from %s to %s when c1 left the export", ip, again)
 	}
-	if err := env.UpdateClusterSet(t, func(cs *straitv1.ClusterSet) {
-		for i := range cs.Spec.Exports {
-			if cs.Spec.Exports[i].Name == lab.WhereamiCS {
-				cs.Spec.Exports[i].Clusters = []string{"c1", "c2"}
-			}
-		}
-	}); err != nil {
+	if err := env.UpdateClusterSet(t, labtest.ExportWhereamiFrom("c1", "c2")); err != nil {
 		t.Fatal(err)
 	}
 	require.Eventually(t, labtest.Converge, "c3 → the clusterset IP: c1 answers again", func() error {
