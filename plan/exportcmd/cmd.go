@@ -88,7 +88,7 @@ and --commit commits the file. Nothing is written to any cluster.`, `  # Stop ex
 	_ = cmd.MarkFlagRequired("file")
 	_ = cmd.MarkFlagFilename("file", "yaml", "yml")
 	_ = cmd.RegisterFlagCompletionFunc("clusters", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
-		return fileClusters(o.file), cobra.ShellCompDirectiveNoFileComp
+		return FileClusters(o.file), cobra.ShellCompDirectiveNoFileComp
 	})
 	return cmd
 }
@@ -128,7 +128,7 @@ func run(o *options, export bool, arg string, stdout, stderr io.Writer) error {
 	if msg == "" {
 		msg = commitMessage(c)
 	}
-	return gitCommit(o.file, msg, stdout, stderr)
+	return GitCommit(o.file, msg, stdout, stderr)
 }
 
 func commitMessage(c Change) string {
@@ -148,9 +148,9 @@ func commitMessage(c Change) string {
 	return msg
 }
 
-// gitCommit commits file alone (added first: it may be new), whatever else is staged,
+// GitCommit commits file alone (added first: it may be new), whatever else is staged,
 // from the directory it is in.
-func gitCommit(file, msg string, stdout, stderr io.Writer) error {
+func GitCommit(file, msg string, stdout, stderr io.Writer) error {
 	dir, base := filepath.Split(file)
 	if dir == "" {
 		dir = "."
@@ -173,8 +173,8 @@ func gitCommit(file, msg string, stdout, stderr io.Writer) error {
 	return err
 }
 
-// fileClusters and exportedServices complete from the file -f names.
-func fileClusters(file string) []string {
+// FileClusters and exportedServices complete from the file -f names.
+func FileClusters(file string) []string {
 	cs := parseFile(file)
 	if cs == nil {
 		return nil
