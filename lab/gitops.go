@@ -109,7 +109,11 @@ func (l *Lab) ensureRepo(ctx context.Context, t *topology.Lab, rec *Record) (str
 	if _, err := os.Stat(repo.Dir); err == nil {
 		return repo.Head(ctx)
 	}
-	files, err := repoFiles(rec.ClusterSet, labSync(t))
+	committed, err := rec.JoinedClusterSet()
+	if err != nil {
+		return "", err
+	}
+	files, err := repoFiles(committed, labSync(t))
 	if err != nil {
 		return "", err
 	}
