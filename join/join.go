@@ -40,7 +40,7 @@ the member (--kubeconfig, --context) and for the hub (--hub-kubeconfig, --hub-co
      kubectl apply --server-side -k DIR does;
   2. creates the token Secret strait-system/strait-hub-access-token in the member if it
      is missing, and waits for its token (--rotate deletes it first: the old token stops
-     working at once);
+     working within seconds: an API server keeps a token it accepted for 10 s);
   3. writes the kubeconfig the hub reaches the member with (that token, the member's CA,
      its API server: the kubeconfig's, or --server when the hub reaches it at another
      address) into the hub as the Secret NAME-kubeconfig, key value, in the ClusterSet's

@@ -63,8 +63,9 @@ type token struct {
 
 // ensureToken makes sure the long-lived token Secret of strait-hub-access exists and
 // returns its token once the member's token controller has filled it. With rotate, the
-// Secret is deleted first: the API server stops taking its token at once (a legacy
-// token is only valid while its Secret is there), and the new Secret gets a new one.
+// Secret is deleted first: a legacy token is only valid while its Secret is there, so
+// the API server stops taking it once its cache of accepted tokens (10 s by default)
+// forgets it, and the new Secret gets a new one.
 func (m *member) ensureToken(ctx context.Context, rotate bool, timeout time.Duration, progress func(string, ...any)) (token, error) {
 	secrets := m.kube.CoreV1().Secrets(straitv1.SystemNamespace)
 	if _, err := m.kube.CoreV1().ServiceAccounts(straitv1.SystemNamespace).Get(ctx, HubAccessAccount, metav1.GetOptions{}); err != nil {
@@ -82,7 +83,7 @@ func (m *member) ensureToken(ctx context.Context, rotate bool, timeout time.Dura
 			if err := secrets.Delete(ctx, HubAccessToken, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &s.UID}}); err != nil && !apierrors.IsNotFound(err) {
 				return token{}, fmt.Errorf("deleting Secret %s/%s: %w", straitv1.SystemNamespace, HubAccessToken, err)
 			}
-			progress("deleted the token Secret %s/%s: its token is no longer accepted", straitv1.SystemNamespace, HubAccessToken)
+			progress("deleted the token Secret %s/%s: its token is refused from now on (within the API server's 10 s token cache)", straitv1.SystemNamespace, HubAccessToken)
 		case !apierrors.IsNotFound(err):
 			return token{}, err
 		}
@@ -127,7 +128,7 @@ func (m *member) ensureToken(ctx context.Context, rotate bool, timeout time.Dura
 }
 
 // deleteToken deletes the token Secret: the hub's kubeconfig for the member stops
-// working at once.
+// working (within the API server's 10 s token cache).
 func (m *member) deleteToken(ctx context.Context) (bool, error) {
 	err := m.kube.CoreV1().Secrets(straitv1.SystemNamespace).Delete(ctx, HubAccessToken, metav1.DeleteOptions{})
 	if apierrors.IsNotFound(err) {

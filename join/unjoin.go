@@ -30,7 +30,8 @@ func NewUnjoinCommand() *cobra.Command {
      hub is still pruning it (it stays in status.clusters until it is clean: the hub
      needs the kubeconfig until then); then deletes the kubeconfig Secret in the hub.
   3. --kubeconfig/--context: deletes the member's token Secret
-     strait-system/strait-hub-access-token; the token stops working at once.
+     strait-system/strait-hub-access-token; the token stops working (within the API
+     server's 10 s token cache).
 
 Run it with -f and --commit, push, then again with the hub's and the member's flags.
 Strait stays installed in the member: strait uninstall --context MEMBER removes it.
