@@ -163,7 +163,7 @@ func TestJoinRegistersAThirdCluster(t *testing.T) {
 	}
 	took, err := require.Within(15*time.Second, func() error {
 		if err := tryKubeconfig(old); !apierrors.IsUnauthorized(err) {
-			return fmt.Errorf("c3 with the token before --rotate: %v; want Unauthorized", err)
+			return fmt.Errorf("c3 with the token before --rotate: %w; want Unauthorized", err)
 		}
 		return nil
 	})
