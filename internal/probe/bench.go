@@ -150,8 +150,11 @@ func MeasureThroughput(ctx context.Context, addr string, d, timeout time.Duratio
 	}
 	n, err1 := strconv.ParseInt(f[0], 10, 64)
 	ns, err2 := strconv.ParseInt(f[1], 10, 64)
-	if err := errors.Join(err1, err2); err != nil || n == 0 || ns <= 0 {
-		return Throughput{}, fmt.Errorf("%s answered %q: received nothing to measure (%v)", addr, strings.TrimSpace(line), err)
+	if err := errors.Join(err1, err2); err != nil {
+		return Throughput{}, fmt.Errorf("%s answered %q: %w", addr, strings.TrimSpace(line), err)
+	}
+	if n == 0 || ns <= 0 {
+		return Throughput{}, fmt.Errorf("%s answered %q: received nothing to measure", addr, strings.TrimSpace(line))
 	}
 	t := Throughput{Bytes: n, Seconds: float64(ns) / 1e9}
 	t.BitsPerSecond = float64(n) * 8 / t.Seconds
