@@ -7,11 +7,14 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
+	"sort"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/yaml"
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
@@ -54,6 +57,28 @@ func (o *options) addFlags(cmd *cobra.Command) {
 	f.StringVarP(&o.output, "output", "o", "", "output format: json or yaml (default: for people)")
 	_ = cmd.MarkFlagFilename("file", "yaml", "yml")
 	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"json", "yaml"}, cobra.ShellCompDirectiveNoFileComp))
+	_ = cmd.RegisterFlagCompletionFunc("context", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+		return contexts(o.kubeconfig), cobra.ShellCompDirectiveNoFileComp
+	})
+	_ = cmd.RegisterFlagCompletionFunc("hub-context", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+		return contexts(o.hubKubeconfig), cobra.ShellCompDirectiveNoFileComp
+	})
+}
+
+// contexts are the context names of a kubeconfig (KUBECONFIG's when none is named).
+func contexts(kubeconfig string) []string {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = kubeconfig
+	raw, err := rules.Load()
+	if err != nil {
+		return nil
+	}
+	var names []string
+	for n := range raw.Contexts {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
 }
 
 func (o *options) toHub() bool { return o.hubKubeconfig != "" || o.hubContext != "" }
@@ -199,4 +224,15 @@ func ctxOf(cmd *cobra.Command) context.Context {
 
 func progressTo(w io.Writer) func(string, ...any) {
 	return func(format string, a ...any) { fmt.Fprintf(w, "… "+format+"\n", a...) }
+}
+
+// notIn is the names of all that are not in taken.
+func notIn(all, taken []string) []string {
+	var out []string
+	for _, n := range all {
+		if !slices.Contains(taken, n) {
+			out = append(out, n)
+		}
+	}
+	return out
 }

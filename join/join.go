@@ -75,6 +75,14 @@ Progress goes to standard error. Exit status: 0 done, 1 an error.`,
   # In a script:
   strait join c3 --kubeconfig c3.kubeconfig --hub-context hub -o json | jq -r .observed.podCIDR`,
 		Args: cobra.ExactArgs(1),
+		// A new member's name is often its context's: the member kubeconfig's contexts
+		// that the ClusterSet file (-f) does not have yet.
+		ValidArgsFunction: func(_ *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+			if len(args) > 0 {
+				return nil, cobra.ShellCompDirectiveNoFileComp
+			}
+			return notIn(contexts(o.kubeconfig), exportcmd.FileClusters(o.file)), cobra.ShellCompDirectiveNoFileComp
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runJoin(ctxOf(cmd), o, args[0], cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
