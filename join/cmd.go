@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/tools/clientcmd"
+	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
 	"sigs.k8s.io/yaml"
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
@@ -41,6 +42,8 @@ type options struct {
 	commit                    bool
 	timeout                   time.Duration
 	output                    string
+	// alsoCommit are files beside the ClusterSet file that --commit commits with it.
+	alsoCommit []string
 }
 
 func (o *options) addFlags(cmd *cobra.Command) {
@@ -138,6 +141,10 @@ type Result struct {
 	// HubSecret is the kubeconfig Secret in the hub, namespace/name.
 	HubSecret        string `json:"hubSecret,omitempty"`
 	HubSecretWritten string `json:"hubSecretWritten,omitempty"` // created | replaced | deleted
+	// SOPSFile is where --sops wrote the Secret, encrypted; Kustomization the
+	// kustomization.yaml that now names it.
+	SOPSFile      string `json:"sopsFile,omitempty"`
+	Kustomization string `json:"kustomization,omitempty"`
 	// Observed are the member's CIDRs as its API server tells them.
 	Observed *observed `json:"observed,omitempty"`
 	// Entry is the ClusterSet's spec.clusters entry.
@@ -187,9 +194,12 @@ func (o *options) changeFile(r *Result, edit func([]byte) ([]byte, error), defau
 	after, err := edit(data)
 	if exportcmd.IsNoChange(err) {
 		progress("%s: %v", o.file, err)
-		return nil
-	}
-	if err != nil {
+		if !o.commit || len(o.alsoCommit) == 0 {
+			return nil
+		}
+		// The file stays; what join wrote beside it (a rotated Secret) is committed.
+		after = data
+	} else if err != nil {
 		return fmt.Errorf("%s: %w", o.file, err)
 	}
 	info, err := os.Stat(o.file)
@@ -199,7 +209,10 @@ func (o *options) changeFile(r *Result, edit func([]byte) ([]byte, error), defau
 	if err := os.WriteFile(o.file, after, info.Mode().Perm()); err != nil {
 		return err
 	}
-	r.File, r.Diff = o.file, udiff.Unified("a/"+o.file, "b/"+o.file, string(data), string(after))
+	r.File = o.file
+	if string(after) != string(data) {
+		r.Diff = udiff.Unified("a/"+o.file, "b/"+o.file, string(data), string(after))
+	}
 	if !o.commit {
 		return nil
 	}
@@ -208,7 +221,7 @@ func (o *options) changeFile(r *Result, edit func([]byte) ([]byte, error), defau
 		msg = defaultMessage
 	}
 	var out strings.Builder
-	if err := exportcmd.GitCommit(o.file, msg, &out, &out); err != nil {
+	if err := exportcmd.GitCommit(o.file, msg, &out, &out, o.alsoCommit...); err != nil {
 		return fmt.Errorf("%w\n%s", err, out.String())
 	}
 	r.Commit = strings.TrimSpace(strings.TrimPrefix(out.String(), "committed "))
@@ -235,4 +248,34 @@ func notIn(all, taken []string) []string {
 		}
 	}
 	return out
+}
+
+// addResource names file in the resources of a kustomization.yaml (kept as it is
+// otherwise); it says whether it added it. A missing kustomization is os.ErrNotExist.
+func addResource(kustomization, file string) (bool, error) {
+	data, err := os.ReadFile(kustomization)
+	if err != nil {
+		return false, err
+	}
+	doc, err := kyaml.Parse(string(data))
+	if err != nil {
+		return false, fmt.Errorf("%s: %w", kustomization, err)
+	}
+	res, err := doc.Pipe(kyaml.LookupCreate(kyaml.SequenceNode, "resources"))
+	if err != nil {
+		return false, err
+	}
+	for _, n := range res.YNode().Content {
+		if n.Value == file {
+			return false, nil
+		}
+	}
+	if err := res.PipeE(kyaml.Append(&kyaml.Node{Kind: kyaml.ScalarNode, Tag: kyaml.NodeTagString, Value: file})); err != nil {
+		return false, err
+	}
+	out, err := doc.String()
+	if err != nil {
+		return false, err
+	}
+	return true, os.WriteFile(kustomization, []byte(out), 0o644)
 }

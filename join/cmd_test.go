@@ -75,8 +75,9 @@ func TestJoinRefusesBadInput(t *testing.T) {
 		want string
 	}{
 		{[]string{"join", "C3", "--hub-context", "hub"}, `cluster name "C3": a lowercase RFC 1123 label`},
-		{[]string{"join", "c3", "--sops", "age1xyz"}, "--sops age1xyz: not supported"},
-		{[]string{"join", "c3"}, "give the hub's --hub-kubeconfig or --hub-context"},
+		{[]string{"join", "c3", "--sops", "age1xyz"}, `--sops "age1xyz": not an age recipient`},
+		{[]string{"join", "c3", "--sops", "age1xyz", "--hub-context", "hub"}, "--sops and --hub-kubeconfig/--hub-context: the Secret goes either into the repo"},
+		{[]string{"join", "c3"}, "give the hub's --hub-kubeconfig or --hub-context, or --sops AGE_RECIPIENT"},
 		{[]string{"join", "c3", "--hub-context", "hub", "--pod-cidr", "10.8.0.1/16"}, `--pod-cidr/--service-cidr "10.8.0.1/16": want an IPv4 network address`},
 		{[]string{"join", "c3", "--hub-context", "hub", "-o", "table"}, `-o/--output "table": want json or yaml`},
 		{[]string{"unjoin", "c3"}, "nothing to undo: give -f"},

@@ -6,9 +6,12 @@ import (
 	"fmt"
 	"io"
 	"net/netip"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
+	"filippo.io/age"
 	"github.com/spf13/cobra"
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
@@ -22,6 +25,7 @@ type joinOptions struct {
 	install      string
 	rotate       bool
 	sops         string
+	sopsFile     string
 	podCIDRs     []string
 	serviceCIDRs []string
 }
@@ -55,8 +59,12 @@ the member (--kubeconfig, --context) and for the hub (--hub-kubeconfig, --hub-co
 Push the commit: Flux or Argo CD applies it and the hub connects the member. Nothing in
 the ClusterSet is written to the hub by join.
 
---sops AGE_RECIPIENT (a SOPS-encrypted Secret for the clusterset repo) is not supported:
-no SOPS library is available to this build; write the Secret to the hub (--hub-*).
+With --sops AGE_RECIPIENT the Secret of step 3 goes into the clusterset repo instead of
+the hub, SOPS-encrypted to that age recipient (the format Flux's kustomize-controller
+decrypts): NAME-kubeconfig.enc.yaml beside the -f file (--sops-file), added to the
+resources of the kustomization.yaml beside it, and committed with the file by --commit.
+The Kustomization that applies the repo needs decryption: {provider: sops, secretRef:
+{name: sops-age}}, whose Secret holds the age identity (docs/gitops.md).
 
 Progress goes to standard error. Exit status: 0 done, 1 an error.`,
 		Example: `  # Register c3, its CIDRs into the ClusterSet file, and commit:
@@ -68,6 +76,9 @@ Progress goes to standard error. Exit status: 0 done, 1 an error.`,
 
   # The hub reaches c3's API server at another address than you do:
   strait join c3 --kubeconfig c3.kubeconfig --server https://10.250.3.2:6443 --hub-context hub
+
+  # The hub's Secret SOPS-encrypted into the repo instead (Flux decrypts it):
+  strait join c3 --kubeconfig c3.kubeconfig --sops age1ql3z7hjy54pw3hyww5ayyfg7zqgvc7w3j2elw8zmrj2kg5sfn9aqmcac8p -f clusterset/clusterset.yaml --commit
 
   # A new token for c3 (the old one stops working), the hub's Secret replaced:
   strait join c3 --rotate --kubeconfig c3.kubeconfig --hub-context hub
@@ -92,7 +103,8 @@ Progress goes to standard error. Exit status: 0 done, 1 an error.`,
 	f.StringVar(&o.server, "server", "", "the member's API server URL as the hub reaches it (default: the member kubeconfig's)")
 	f.StringVar(&o.install, "install", "", "apply this kustomization to the member first (kustomize/member or an overlay over it)")
 	f.BoolVar(&o.rotate, "rotate", false, "replace the member's hub-access token (the old one stops working) and the hub's Secret")
-	f.StringVar(&o.sops, "sops", "", "AGE_RECIPIENT: write the Secret SOPS-encrypted for the repo (not supported)")
+	f.StringVar(&o.sops, "sops", "", "AGE_RECIPIENT: write the Secret SOPS-encrypted into the repo instead of the hub")
+	f.StringVar(&o.sopsFile, "sops-file", "", "where --sops writes the Secret (default: NAME-kubeconfig.enc.yaml beside -f's file)")
 	f.StringSliceVar(&o.podCIDRs, "pod-cidr", nil, "the member's pod CIDRs (default: summarised from its nodes' spec.podCIDRs)")
 	f.StringSliceVar(&o.serviceCIDRs, "service-cidr", nil, "the member's service CIDRs (default: the ServiceCIDR API's)")
 	f.DurationVar(&o.timeout, "timeout", o.timeout, "how long to wait for the token and for --install's kinds")
@@ -104,11 +116,18 @@ func runJoin(ctx context.Context, o *joinOptions, name string, stdout, stderr io
 	if err := o.check(name); err != nil {
 		return err
 	}
-	if o.sops != "" {
-		return fmt.Errorf("--sops %s: not supported: no SOPS library is available to this build; write the Secret to the hub out of band with --hub-kubeconfig or --hub-context (docs/install.md)", o.sops)
+	switch {
+	case o.sops != "" && o.toHub():
+		return errors.New("--sops and --hub-kubeconfig/--hub-context: the Secret goes either into the repo, encrypted, or into the hub; give one")
+	case o.sops == "" && !o.toHub():
+		return errors.New("where does the member's kubeconfig Secret go? give the hub's --hub-kubeconfig or --hub-context, or --sops AGE_RECIPIENT for the repo")
+	case o.sopsFile != "" && o.sops == "":
+		return errors.New("--sops-file: give the age recipient with --sops")
 	}
-	if !o.toHub() {
-		return errors.New("where does the member's kubeconfig Secret go? give the hub's --hub-kubeconfig or --hub-context")
+	if o.sops != "" {
+		if _, err := age.ParseX25519Recipient(o.sops); err != nil {
+			return fmt.Errorf("--sops %q: not an age recipient (age1…): %w", o.sops, err)
+		}
 	}
 	for _, c := range append(append([]string{}, o.podCIDRs...), o.serviceCIDRs...) {
 		if p, err := netip.ParsePrefix(c); err != nil || p != p.Masked() || !p.Addr().Is4() {
@@ -125,9 +144,11 @@ func runJoin(ctx context.Context, o *joinOptions, name string, stdout, stderr io
 	if err != nil {
 		return err
 	}
-	h, err := connectHub(o.hubKubeconfig, o.hubContext)
-	if err != nil {
-		return err
+	var h *hub
+	if o.sops == "" {
+		if h, err = connectHub(o.hubKubeconfig, o.hubContext); err != nil {
+			return err
+		}
 	}
 	if o.install != "" {
 		start := time.Now()
@@ -166,15 +187,19 @@ func runJoin(ctx context.Context, o *joinOptions, name string, stdout, stderr io
 	if err != nil {
 		return err
 	}
-	replaced, err := h.writeSecret(ctx, kubeconfigSecret(namespace, secretName, name, kc))
-	if err != nil {
+	if h != nil {
+		replaced, err := h.writeSecret(ctx, kubeconfigSecret(namespace, secretName, name, kc))
+		if err != nil {
+			return err
+		}
+		r.HubSecretWritten = "created"
+		if replaced {
+			r.HubSecretWritten = "replaced"
+		}
+		progress("%s Secret %s in the hub (key %s: the kubeconfig of %s, server %s)", r.HubSecretWritten, r.HubSecret, kubeconfigKey, HubAccessAccount, serverOf(o.server, m))
+	} else if err := o.writeSOPS(r, namespace, secretName, kc, progress); err != nil {
 		return err
 	}
-	r.HubSecretWritten = "created"
-	if replaced {
-		r.HubSecretWritten = "replaced"
-	}
-	progress("%s Secret %s in the hub (key %s: the kubeconfig of %s, server %s)", r.HubSecretWritten, r.HubSecret, kubeconfigKey, HubAccessAccount, serverOf(o.server, m))
 	r.Entry = entryText(entry)
 	if o.file != "" {
 		if err := o.changeFile(r, func(data []byte) ([]byte, error) { return exportcmd.AddCluster(data, entry) },
@@ -209,3 +234,42 @@ func serverOf(server string, m *member) string {
 
 // exitError makes err exit with code (cli.Main prints it).
 func exitError(code int, err error) error { return &cli.ExitStatus{Code: code, Err: err} }
+
+// writeSOPS writes the kubeconfig Secret SOPS-encrypted into the repo, and names it in
+// the kustomization.yaml beside it when there is one; --commit commits both with the file.
+func (o *joinOptions) writeSOPS(r *Result, namespace, secretName string, kc []byte, progress func(string, ...any)) error {
+	path := o.sopsFile
+	if path == "" {
+		path = filepath.Join(filepath.Dir(o.file), secretName+".enc.yaml")
+		if o.file == "" {
+			path = secretName + ".enc.yaml"
+		}
+	}
+	data, err := SOPSSecret(namespace, secretName, kubeconfigKey, string(kc), o.sops, time.Now(), nil)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		return err
+	}
+	r.SOPSFile = path
+	progress("wrote Secret %s/%s SOPS-encrypted to %s (age recipient %s): commit it; Flux decrypts it with the identity", namespace, secretName, path, o.sops)
+	kust := filepath.Join(filepath.Dir(path), "kustomization.yaml")
+	added, err := addResource(kust, filepath.Base(path))
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		progress("no %s beside it: name %s in the resources of the Kustomization that applies the ClusterSet", kust, filepath.Base(path))
+	case err != nil:
+		return err
+	case added:
+		r.Kustomization = kust
+		progress("added %s to the resources of %s", filepath.Base(path), kust)
+	}
+	if o.file != "" && filepath.Dir(path) == filepath.Dir(o.file) {
+		o.alsoCommit = append(o.alsoCommit, path)
+		if r.Kustomization != "" {
+			o.alsoCommit = append(o.alsoCommit, kust)
+		}
+	}
+	return nil
+}
