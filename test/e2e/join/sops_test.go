@@ -22,7 +22,8 @@ import (
 	"github.com/straitnet/strait/test/require"
 )
 
-// strait join --sops: c3's kubeconfig Secret goes into the repo, encrypted to the lab's
+// strait join --install --sops: Strait's member install applied to c3 again (the lab's
+// overlay), and c3's kubeconfig Secret goes into the repo, encrypted to the lab's
 // age recipient, named in the kustomization beside the ClusterSet; nothing is written to
 // the hub. One push, and Flux's kustomize-controller decrypts it into the hub with the
 // ClusterSet naming c3: the hub connects to c3 with it and c1's pods reach c3's.
@@ -54,12 +55,13 @@ func TestJoinWithSOPS(t *testing.T) {
 	c3, _ := env.Topo.Cluster("c3")
 	server := "https://" + net.JoinHostPort(c3.ControlPlane.LANAddr.Addr().String(), strconv.Itoa(topology.APIPort))
 	file := filepath.Join(dir, "clusterset.yaml")
+	// --install with the overlay the lab installed c3 from: applied again, server-side.
 	_, errOut, code := strait(t, "join", "c3", "--kubeconfig", env.Lab.State().KubeconfigPath("c3"), "--server", server,
-		"--sops", recipient, "-f", file)
+		"--install", env.Lab.InstallDir("c3"), "--sops", recipient, "-f", file)
 	enc, err := os.ReadFile(filepath.Join(dir, "c3-kubeconfig.enc.yaml"))
 	kust, _ := os.ReadFile(filepath.Join(dir, "kustomization.yaml"))
 	if code != 0 || err != nil || !strings.Contains(string(enc), "value: ENC[AES256_GCM,") || strings.Contains(string(enc), "server:") ||
-		!strings.Contains(string(kust), "- c3-kubeconfig.enc.yaml") || !strings.Contains(errOut, "SOPS-encrypted") {
+		!strings.Contains(string(kust), "- c3-kubeconfig.enc.yaml") || !strings.Contains(errOut, "SOPS-encrypted") || !strings.Contains(errOut, "… applied ") {
 		t.Fatalf("strait join --sops: exit %d, %v; want 0, the Secret encrypted beside the file and named in kustomization.yaml:\n%s\n%s", code, err, enc, kust)
 	}
 	if _, err := hub.CoreV1().Secrets(straitv1.SystemNamespace).Get(ctx, "c3-kubeconfig", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
