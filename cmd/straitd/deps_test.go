@@ -30,7 +30,7 @@ func TestDaemonsAreTheSubcommands(t *testing.T) {
 	for _, c := range newRootCmd().Commands() {
 		got = append(got, c.Name())
 	}
-	if strings.Join(got, " ") != "agent charon dns hub version" {
-		t.Errorf("straitd's subcommands are %v, want agent charon dns hub version", got)
+	if strings.Join(got, " ") != "agent charon dns hub probe version" {
+		t.Errorf("straitd's subcommands are %v, want agent charon dns hub probe version", got)
 	}
 }
