@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"slices"
 	"strconv"
@@ -203,7 +204,8 @@ func summariseRTTs(rtts []float64) Latency {
 	for _, v := range s {
 		sum += v
 	}
-	at := func(q float64) float64 { return s[min(len(s)-1, int(q*float64(len(s))))] }
+	// The nearest rank: the smallest value with at least q of them at or below it.
+	at := func(q float64) float64 { return s[max(0, int(math.Ceil(q*float64(len(s))))-1)] }
 	l.Min, l.Max, l.Avg, l.P50, l.P99 = s[0], s[len(s)-1], sum/float64(len(s)), at(0.5), at(0.99)
 	return l
 }

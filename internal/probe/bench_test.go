@@ -65,3 +65,18 @@ func TestBenchmarkMeasuresThePath(t *testing.T) {
 		t.Errorf("100 round trips: %+v, %v; want 100 timed, min ≤ p50 ≤ p99 ≤ max, the average between", l, err)
 	}
 }
+
+// The percentiles are nearest ranks: of 1..100 µs, the median is 50 and the 99th 99.
+func TestSummariseRTTs(t *testing.T) {
+	rtts := make([]float64, 100)
+	for i := range rtts {
+		rtts[i] = float64(100 - i)
+	}
+	got := summariseRTTs(rtts)
+	if want := (Latency{Count: 100, Min: 1, Avg: 50.5, P50: 50, P99: 99, Max: 100}); got != want {
+		t.Errorf("summariseRTTs(100..1) = %+v, want %+v", got, want)
+	}
+	if got := summariseRTTs([]float64{7}); got.P50 != 7 || got.P99 != 7 {
+		t.Errorf("one round trip: %+v", got)
+	}
+}
