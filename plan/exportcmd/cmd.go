@@ -74,10 +74,12 @@ and --commit commits the file. Nothing is written to any cluster.`, `  # Stop ex
 			return run(o, export, args[0], cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 		ValidArgsFunction: func(_ *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
-			if len(args) > 0 || export {
+			if len(args) > 0 {
 				return nil, cobra.ShellCompDirectiveNoFileComp
 			}
-			return exportedServices(o.file), cobra.ShellCompDirectiveNoFileComp
+			// export: the services exported from some clusters, which --clusters widens
+			// (a new service's name is the person's to type); unexport: every export.
+			return exportedServices(o.file, export), cobra.ShellCompDirectiveNoFileComp
 		},
 	}
 	f := cmd.Flags()
@@ -191,14 +193,16 @@ func FileClusters(file string) []string {
 	return out
 }
 
-func exportedServices(file string) []string {
+func exportedServices(file string, narrowedOnly bool) []string {
 	cs := parseFile(file)
 	if cs == nil {
 		return nil
 	}
 	var out []string
 	for _, e := range cs.Spec.Exports {
-		out = append(out, e.Namespace+"/"+e.Name)
+		if !narrowedOnly || len(e.Clusters) > 0 {
+			out = append(out, e.Namespace+"/"+e.Name)
+		}
 	}
 	return out
 }
