@@ -80,6 +80,7 @@ func TestJoinRefusesBadInput(t *testing.T) {
 		{[]string{"join", "c3"}, "give the hub's --hub-kubeconfig or --hub-context, or --sops AGE_RECIPIENT"},
 		{[]string{"join", "c3", "--hub-context", "hub", "--pod-cidr", "10.8.0.1/16"}, `--pod-cidr/--service-cidr "10.8.0.1/16": want an IPv4 network address`},
 		{[]string{"join", "c3", "--hub-context", "hub", "-o", "table"}, `-o/--output "table": want json or yaml`},
+		{[]string{"join", "c3", "--hub-context", "hub", "--server", "10.250.3.2:6443"}, `--server "10.250.3.2:6443": want the API server's https URL`},
 		{[]string{"unjoin", "c3"}, "nothing to undo: give -f"},
 		{[]string{"unjoin", "c3", "--commit"}, "--commit: give the ClusterSet file to commit with -f"},
 	} {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/netip"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -127,6 +128,11 @@ func runJoin(ctx context.Context, o *joinOptions, name string, stdout, stderr io
 	if o.sops != "" {
 		if _, err := age.ParseX25519Recipient(o.sops); err != nil {
 			return fmt.Errorf("--sops %q: not an age recipient (age1…): %w", o.sops, err)
+		}
+	}
+	if o.server != "" {
+		if u, err := url.Parse(o.server); err != nil || u.Scheme != "https" || u.Host == "" {
+			return fmt.Errorf("--server %q: want the API server's https URL, such as https://10.250.3.2:6443", o.server)
 		}
 	}
 	for _, c := range append(append([]string{}, o.podCIDRs...), o.serviceCIDRs...) {
