@@ -139,6 +139,8 @@ host-deps: ## Install the host tools the lab and the root tests run (root on Deb
 
 test: host-deps k8s-binaries node-binaries images image flux-images $(COREDNS) ## Run every test (root-only tests need root; under CI=true they fail instead of skipping).
 	$(GO) test -count=1 -timeout 40m $$($(GO) list ./... | grep -v '^github.com/straitnet/strait/test/e2e')
+	@# What strait join --sops writes, decrypted by SOPS's own library (Flux's module graph).
+	cd test/fluxbin && $(GO) test -count=1 ./...
 	@# The lab runs three control planes, CoreDNS, kube-proxy and every strait daemon:
 	@# it gets the machine to itself rather than racing the other packages' API servers.
 	@# Each lab's API servers audit Strait's ServiceAccounts; each suite fails on a refused

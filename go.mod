@@ -3,6 +3,7 @@ module github.com/straitnet/strait
 go 1.26.0
 
 require (
+	filippo.io/age v1.3.1
 	github.com/containernetworking/cni v1.3.1
 	github.com/fluxcd/pkg/apis/meta v1.32.0
 	github.com/go-logr/logr v1.4.3
@@ -35,6 +36,7 @@ require (
 )
 
 require (
+	filippo.io/hpke v0.4.0 // indirect
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/blang/semver/v4 v4.0.0 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect

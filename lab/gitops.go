@@ -72,7 +72,7 @@ func hubGitURL(t *topology.Lab) string {
 func labSync(t *topology.Lab) flux.Sync {
 	return flux.Sync{URL: hubGitURL(t), Branch: gitserver.Branch, Path: "./" + repoClusterSetDir,
 		TargetNamespace: straitv1.SystemNamespace, GitInterval: time.Minute, Interval: 10 * time.Minute,
-		RetryInterval: 15 * time.Second, Timeout: 30 * time.Second}
+		RetryInterval: 15 * time.Second, Timeout: 30 * time.Second, DecryptionSecret: sopsSecret}
 }
 
 // repoFiles are the first commit of the lab's repo.
@@ -109,7 +109,11 @@ func (l *Lab) ensureRepo(ctx context.Context, t *topology.Lab, rec *Record) (str
 	if _, err := os.Stat(repo.Dir); err == nil {
 		return repo.Head(ctx)
 	}
-	files, err := repoFiles(rec.ClusterSet, labSync(t))
+	committed, err := rec.JoinedClusterSet()
+	if err != nil {
+		return "", err
+	}
+	files, err := repoFiles(committed, labSync(t))
 	if err != nil {
 		return "", err
 	}
@@ -198,6 +202,9 @@ func (l *Lab) installFlux(ctx context.Context, t *topology.Lab, client kubernete
 		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
 			return err
 		}
+	}
+	if err := l.ensureSOPSSecret(ctx, client); err != nil {
+		return err
 	}
 	if _, err := l.Kubectl(ctx, topology.HubName, "apply", "--server-side", "-k", dir); err != nil {
 		return err

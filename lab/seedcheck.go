@@ -232,7 +232,11 @@ func (l *Lab) CheckSeed(ctx context.Context, w io.Writer, timeout time.Duration)
 	if !r.Spec.SampleWorkloads {
 		return errors.New("this lab has no sample workloads (sampleWorkloads: false): the seed checks have nothing to ask")
 	}
-	cs, err := plan.Parse(r.ClusterSet)
+	committed, err := r.JoinedClusterSet()
+	if err != nil {
+		return err
+	}
+	cs, err := plan.Parse(committed)
 	if err != nil {
 		return err
 	}

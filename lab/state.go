@@ -14,6 +14,7 @@ import (
 
 	"github.com/straitnet/strait/internal/pki"
 	"github.com/straitnet/strait/lab/topology"
+	"github.com/straitnet/strait/plan/exportcmd"
 	"github.com/straitnet/strait/test/netns"
 )
 
@@ -151,4 +152,18 @@ func writeKubeconfig(path, cluster, server string, f pki.Files) error {
 		return err
 	}
 	return clientcmd.WriteToFile(*cfg, path)
+}
+
+// JoinedClusterSet is the ClusterSet file as the lab commits it to git: the lab file's,
+// less the spec's unjoined clusters (their entries, and they from every export naming
+// them), its comments and layout kept.
+func (r *Record) JoinedClusterSet() ([]byte, error) {
+	data := r.ClusterSet
+	for _, name := range r.Spec.Unjoined {
+		var err error
+		if data, err = exportcmd.RemoveCluster(data, name); err != nil {
+			return nil, fmt.Errorf("the ClusterSet without unjoined cluster %s: %w", name, err)
+		}
+	}
+	return data, nil
 }

@@ -239,7 +239,11 @@ func (l *Lab) bootstrap(ctx context.Context, t *topology.Lab, rec *Record, cp to
 // syncs (the members' kubeconfig Secrets, the PSK), waits for strait hub, installs Flux
 // and points it at the lab's repo: the ClusterSet comes from git.
 func (l *Lab) bootstrapHub(ctx context.Context, t *topology.Lab, rec *Record, client kubernetes.Interface, timeout time.Duration) error {
-	if err := l.hubSecrets(ctx, t, client, rec.ClusterSet, timeout); err != nil {
+	committed, err := rec.JoinedClusterSet()
+	if err != nil {
+		return err
+	}
+	if err := l.hubSecrets(ctx, t, client, committed, timeout); err != nil {
 		return fmt.Errorf("hub secrets: %w", err)
 	}
 	if err := l.waitStrait(ctx, topology.HubName, client, timeout); err != nil {

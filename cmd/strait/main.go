@@ -9,6 +9,7 @@ import (
 	"github.com/straitnet/strait/controllers/showcmd"
 	"github.com/straitnet/strait/diagnose"
 	"github.com/straitnet/strait/internal/cli"
+	"github.com/straitnet/strait/join"
 	"github.com/straitnet/strait/lab/labcmd"
 	"github.com/straitnet/strait/plan/exportcmd"
 	"github.com/straitnet/strait/plan/rendercmd"
@@ -27,14 +28,16 @@ gateway tunnels, serves <svc>.<ns>.svc.clusterset.local, and lets clusters with
 overlapping CIDRs talk through globalnet NAT — all from one ClusterSet kept in git.
 
 strait is what people run: render shows what a ClusterSet means for every member, diff
-what a change to it would do in the hub and the members before it lands, show what the
-clusterset is doing (connections, gateways, networks, exports, versions), diagnose
-what breaks traffic between the members, gather a tarball for support, export and
-unexport change the ClusterSet file's exports (git first), lab runs whole clustersets
-on one machine. The daemons (hub, agent, dns, charon) are the
-other binary, straitd.`,
+what a change to it would do in the hub and the members before it lands, join and
+unjoin register a member and undo it, show what the clusterset is doing (connections,
+gateways, networks, exports, versions), diagnose what breaks traffic between the
+members, benchmark measures their throughput and latency, gather a tarball for
+support, export and unexport change the ClusterSet file's exports (git first), lab runs
+whole clustersets on one machine. The daemons (hub, agent, dns, charon) are the other
+binary, straitd.`,
 	}
 	root.AddCommand(rendercmd.NewCommand(), diffcmd.NewCommand(), showcmd.NewShowCommand(), exportcmd.NewExportCommand(),
-		exportcmd.NewUnexportCommand(), labcmd.NewCommand(), showcmd.NewVersionCommand(), diagnose.NewCommand(), diagnose.NewGatherCommand(), diagnose.NewVerifyCommand(), diagnose.NewUninstallCommand())
+		exportcmd.NewUnexportCommand(), labcmd.NewCommand(), showcmd.NewVersionCommand(), diagnose.NewCommand(), diagnose.NewGatherCommand(), diagnose.NewVerifyCommand(), diagnose.NewBenchmarkCommand(), diagnose.NewUninstallCommand(),
+		join.NewJoinCommand(), join.NewUnjoinCommand())
 	return root
 }

@@ -11,7 +11,7 @@ func TestPeoplesCommandsAreTheSubcommands(t *testing.T) {
 	for _, c := range newRootCmd().Commands() {
 		got = append(got, c.Name())
 	}
-	if strings.Join(got, " ") != "diagnose diff export gather lab render show unexport uninstall verify version" {
-		t.Errorf("strait's subcommands are %v, want diagnose diff export gather lab render show unexport uninstall verify version", got)
+	if strings.Join(got, " ") != "benchmark diagnose diff export gather join lab render show unexport uninstall unjoin verify version" {
+		t.Errorf("strait's subcommands are %v, want benchmark diagnose diff export gather join lab render show unexport uninstall unjoin verify version", got)
 	}
 }

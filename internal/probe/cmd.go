@@ -3,6 +3,7 @@ package probe
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -18,31 +19,62 @@ import (
 // in the agents' containers.
 func NewCommand(straitTable string) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "probe serve|dial|watch|mtu|lookup|node|flows",
+		Use:   "probe serve|dial|watch|mtu|lookup|throughput|latency|node|flows",
 		Short: "What strait diagnose runs in a member: serve and dial probes, look names up, read a node's facts",
 		Long: `probe holds what strait diagnose runs inside a member cluster, from Strait's own image:
 serve in a probe pod of every member, dial, watch, mtu and lookup exec'd in those pods, node
-and flows exec'd in the agent's container. Each prints one JSON object and changes nothing.`,
+and flows exec'd in the agent's container; strait benchmark execs throughput and latency in
+its probe pods. Each prints one JSON object and changes nothing.`,
 		Example: `  straitd probe serve                      # TCP: answers the source address it saw; UDP: the datagram's length
   straitd probe dial --nonce n1 10.9.2.7:4243   # {"local":"10.8.1.5","seen":"10.8.1.5"}; the server logs "seen n1 10.8.1.5"
   straitd probe mtu 10.9.2.7:4243           # {"pathMTU":1370,"fullAnswered":true,"smallAnswered":true}
   straitd probe watch --for 20s 10.9.2.7:4243   # {"tries":180,"answers":171,"longestGapMillis":930,"sourceKept":true}
   straitd probe lookup whereami.sample.svc.clusterset.local
+  straitd probe throughput --for 5s 10.9.2.7:4244   # {"bytes":612368384,"seconds":4.99,"bitsPerSecond":981753472}
+  straitd probe latency --count 200 10.9.2.7:4244   # {"count":200,"minMicros":61.2,"avgMicros":88.4,...}
   straitd probe node                        # kube-proxy's mode, the links' MTUs, Strait's nftables chains
   straitd probe flows --to 10.9.2.7         # [{"protocol":6,"src":"10.8.1.5","dst":"10.9.2.7","replyDst":"10.250.1.13"}]: masqueraded`,
 	}
 	timeout := 3 * time.Second
 	cmd.PersistentFlags().DurationVar(&timeout, "timeout", timeout, "how long each try waits for an answer")
-	port := Port
+	port, benchPort := Port, BenchPort
 	serve := &cobra.Command{
-		Use: "serve", Short: "Serve probes on --port (TCP and UDP) until stopped", Args: cobra.NoArgs,
+		Use: "serve", Short: "Serve probes on --port (TCP and UDP) and benchmarks on --bench-port (TCP) until stopped", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signal.NotifyContext(ctxOf(cmd), syscall.SIGTERM, syscall.SIGINT)
 			defer stop()
-			return Serve(ctx, net.JoinHostPort("", strconv.Itoa(port)), cmd.OutOrStdout())
+			bench := make(chan error, 1)
+			go func() { bench <- ServeBench(ctx, net.JoinHostPort("", strconv.Itoa(benchPort))) }()
+			err := Serve(ctx, net.JoinHostPort("", strconv.Itoa(port)), cmd.OutOrStdout())
+			stop()
+			return errors.Join(err, <-bench)
 		},
 	}
 	serve.Flags().IntVar(&port, "port", port, "TCP and UDP port")
+	serve.Flags().IntVar(&benchPort, "bench-port", benchPort, "TCP port of the benchmark server")
+	benchFor, count := 5*time.Second, 200
+	throughput := &cobra.Command{
+		Use: "throughput HOST:PORT", Short: "Send to a probe pod's benchmark server for --for and print what it received", Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			t, err := MeasureThroughput(ctxOf(cmd), args[0], benchFor, timeout)
+			if err != nil {
+				return err
+			}
+			return printJSON(cmd.OutOrStdout(), t)
+		},
+	}
+	throughput.Flags().DurationVar(&benchFor, "for", benchFor, "how long to send")
+	latency := &cobra.Command{
+		Use: "latency HOST:PORT", Short: "Time --count round trips of 64-byte messages to a probe pod's benchmark server", Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			l, err := MeasureLatency(ctxOf(cmd), args[0], count, timeout)
+			if err != nil {
+				return err
+			}
+			return printJSON(cmd.OutOrStdout(), l)
+		},
+	}
+	latency.Flags().IntVar(&count, "count", count, "how many round trips")
 	var nonce string
 	dial := &cobra.Command{
 		Use: "dial HOST:PORT", Short: "Send hellos to a probe server, connect, and print the source address it saw", Args: cobra.ExactArgs(1),
@@ -102,7 +134,7 @@ and flows exec'd in the agent's container. Each prints one JSON object and chang
 	}
 	flows.Flags().StringSliceVar(&to, "to", nil, "destination addresses")
 	node.Flags().StringVar(&kubeProxy, "kube-proxy-metrics", kubeProxy, "kube-proxy's --metrics-bind-address")
-	cmd.AddCommand(serve, dial, watch, mtu, lookup, node, flows)
+	cmd.AddCommand(serve, dial, watch, mtu, lookup, throughput, latency, node, flows)
 	return cmd
 }
 

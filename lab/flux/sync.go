@@ -27,6 +27,10 @@ type Sync struct {
 	// Kustomization is applied again without a new commit, RetryInterval after a failure;
 	// Timeout bounds the apply and the health checks.
 	GitInterval, Interval, RetryInterval, Timeout time.Duration
+	// DecryptionSecret, when set, names the Secret in Namespace whose age identity
+	// (key age.agekey) decrypts SOPS-encrypted files of the repo while they are applied:
+	// the Kustomization's spec.decryption.
+	DecryptionSecret string
 }
 
 // Objects are the GitRepository and the Kustomization, both in Namespace.
@@ -59,6 +63,10 @@ func (s Sync) Objects() ([]*unstructured.Unstructured, error) {
 			"targetNamespace": s.TargetNamespace,
 		},
 	}}
+	if s.DecryptionSecret != "" {
+		ks.Object["spec"].(map[string]any)["decryption"] = map[string]any{
+			"provider": "sops", "secretRef": map[string]any{"name": s.DecryptionSecret}}
+	}
 	return []*unstructured.Unstructured{repo, ks}, nil
 }
 

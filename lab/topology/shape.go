@@ -110,3 +110,22 @@ func resolveShapes(shapes map[string]ClusterShape, clusters []string, fp *field.
 	}
 	return errs
 }
+
+// checkUnjoined checks that every unjoined cluster is one of the ClusterSet's, named
+// once, and that at least one cluster stays in the ClusterSet.
+func checkUnjoined(unjoined, clusters []string, fp *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for i, name := range unjoined {
+		switch {
+		case !slices.Contains(clusters, name):
+			errs = append(errs, field.Invalid(fp.Index(i), name,
+				"not a cluster of the ClusterSet (its clusters: "+strings.Join(clusters, ", ")+")"))
+		case slices.Contains(unjoined[:i], name):
+			errs = append(errs, field.Duplicate(fp.Index(i), name))
+		}
+	}
+	if len(unjoined) > 0 && len(unjoined) >= len(clusters) {
+		errs = append(errs, field.Invalid(fp, unjoined, "leaves the ClusterSet without a cluster: at least one must be joined"))
+	}
+	return errs
+}

@@ -104,3 +104,33 @@ func TestClusterShapeErrorsNameTheField(t *testing.T) {
 		}
 	}
 }
+
+// A lab file's unjoined clusters must be the ClusterSet's, each once, and leave it one.
+func TestUnjoinedErrorsNameTheField(t *testing.T) {
+	cs := loadExample(t, "basic")
+	for _, tc := range []struct {
+		unjoined []string
+		want     string
+	}{
+		{[]string{"c3"}, `lab.unjoined[0]: Invalid value: "c3": not a cluster of the ClusterSet (its clusters: c1, c2)`},
+		{[]string{"c2", "c2"}, `lab.unjoined[1]: Duplicate value: "c2"`},
+		{[]string{"c1", "c2"}, `lab.unjoined: Invalid value: ["c1","c2"]: leaves the ClusterSet without a cluster`},
+	} {
+		spec := DefaultSpec("")
+		spec.Unjoined = tc.unjoined
+		_, errs := Compute(cs, spec)
+		if got := errs.ToAggregate(); got == nil || !strings.Contains(got.Error(), tc.want) {
+			t.Errorf("unjoined %v: error %v, want %q", tc.unjoined, got, tc.want)
+		}
+	}
+	spec := DefaultSpec("")
+	spec.Unjoined = []string{"c2"}
+	l, errs := Compute(cs, spec)
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	// The lab still builds c2: its nodes, LAN and router.
+	if c, ok := l.Cluster("c2"); !ok || len(c.Nodes) == 0 {
+		t.Errorf("unjoined c2: not in the lab's clusters")
+	}
+}

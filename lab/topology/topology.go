@@ -52,6 +52,11 @@ type Spec struct {
 	Clusters map[string]ClusterShape `json:"clusters,omitempty"`
 	// Networks pins the lab's own ranges; "lab up" chooses what is not pinned.
 	Networks Networks `json:"networks,omitzero"`
+	// Unjoined are clusters of the ClusterSet file the lab brings up (nodes, Strait's
+	// member install, the sample workloads) but leaves out of the ClusterSet it commits
+	// to git, with no kubeconfig Secret in the hub: clusters for `strait join` to
+	// register. Their entries give the lab their CIDRs.
+	Unjoined []string `json:"unjoined,omitempty"`
 }
 
 // DefaultSpec is the lab for an example ClusterSet: a hub, two gateway nodes and one
@@ -192,6 +197,7 @@ func Compute(cs *straitv1.ClusterSet, spec Spec) (*Lab, field.ErrorList) {
 		names = append(names, c.Name)
 	}
 	errs = append(errs, resolveShapes(spec.Clusters, names, sp.Child("clusters"))...)
+	errs = append(errs, checkUnjoined(spec.Unjoined, names, sp.Child("unjoined"))...)
 	nets, nerrs := ChooseNetworks(cs, spec.Networks, nil)
 	errs = append(errs, nerrs...)
 	if len(errs) > 0 {

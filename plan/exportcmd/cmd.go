@@ -74,10 +74,12 @@ and --commit commits the file. Nothing is written to any cluster.`, `  # Stop ex
 			return run(o, export, args[0], cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 		ValidArgsFunction: func(_ *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
-			if len(args) > 0 || export {
+			if len(args) > 0 {
 				return nil, cobra.ShellCompDirectiveNoFileComp
 			}
-			return exportedServices(o.file), cobra.ShellCompDirectiveNoFileComp
+			// export: the services exported from some clusters, which --clusters widens
+			// (a new service's name is the person's to type); unexport: every export.
+			return exportedServices(o.file, export), cobra.ShellCompDirectiveNoFileComp
 		},
 	}
 	f := cmd.Flags()
@@ -88,7 +90,7 @@ and --commit commits the file. Nothing is written to any cluster.`, `  # Stop ex
 	_ = cmd.MarkFlagRequired("file")
 	_ = cmd.MarkFlagFilename("file", "yaml", "yml")
 	_ = cmd.RegisterFlagCompletionFunc("clusters", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
-		return fileClusters(o.file), cobra.ShellCompDirectiveNoFileComp
+		return FileClusters(o.file), cobra.ShellCompDirectiveNoFileComp
 	})
 	return cmd
 }
@@ -128,7 +130,7 @@ func run(o *options, export bool, arg string, stdout, stderr io.Writer) error {
 	if msg == "" {
 		msg = commitMessage(c)
 	}
-	return gitCommit(o.file, msg, stdout, stderr)
+	return GitCommit(o.file, msg, stdout, stderr)
 }
 
 func commitMessage(c Change) string {
@@ -148,19 +150,24 @@ func commitMessage(c Change) string {
 	return msg
 }
 
-// gitCommit commits file alone (added first: it may be new), whatever else is staged,
-// from the directory it is in.
-func gitCommit(file, msg string, stdout, stderr io.Writer) error {
+// GitCommit commits file alone (added first: it may be new), whatever else is staged,
+// from the directory it is in; also the files given, which must be in the same
+// directory (strait join --sops: the encrypted Secret and the kustomization beside it).
+func GitCommit(file, msg string, stdout, stderr io.Writer, also ...string) error {
 	dir, base := filepath.Split(file)
 	if dir == "" {
 		dir = "."
 	}
-	for _, args := range [][]string{{"add", "--", base}, {"commit", "--quiet", "-m", msg, "--", base}} {
+	names := []string{base}
+	for _, f := range also {
+		names = append(names, filepath.Base(f))
+	}
+	for _, args := range [][]string{append([]string{"add", "--"}, names...), append([]string{"commit", "--quiet", "-m", msg, "--"}, names...)} {
 		cmd := exec.Command("git", args...)
 		cmd.Dir = dir
 		cmd.Stdout, cmd.Stderr = stdout, stderr
 		if err := cmd.Run(); err != nil {
-			return fmt.Errorf("git %s of %s: %w", args[0], file, err)
+			return fmt.Errorf("git %s of %s: %w", args[0], strings.Join(names, ", "), err)
 		}
 	}
 	rev := exec.Command("git", "log", "-1", "--format=%h %s")
@@ -173,8 +180,8 @@ func gitCommit(file, msg string, stdout, stderr io.Writer) error {
 	return err
 }
 
-// fileClusters and exportedServices complete from the file -f names.
-func fileClusters(file string) []string {
+// FileClusters and exportedServices complete from the file -f names.
+func FileClusters(file string) []string {
 	cs := parseFile(file)
 	if cs == nil {
 		return nil
@@ -186,14 +193,16 @@ func fileClusters(file string) []string {
 	return out
 }
 
-func exportedServices(file string) []string {
+func exportedServices(file string, narrowedOnly bool) []string {
 	cs := parseFile(file)
 	if cs == nil {
 		return nil
 	}
 	var out []string
 	for _, e := range cs.Spec.Exports {
-		out = append(out, e.Namespace+"/"+e.Name)
+		if !narrowedOnly || len(e.Clusters) > 0 {
+			out = append(out, e.Namespace+"/"+e.Name)
+		}
 	}
 	return out
 }

@@ -75,3 +75,30 @@ func TestExportCommitsTheFileAlone(t *testing.T) {
 		t.Errorf("unexport --clusters c9: exit %d, %q; want 1 naming the flag and the value, the file unchanged", code, errOut.String())
 	}
 }
+
+// Completion from the file: export offers the services exported from some clusters
+// (--clusters widens them), unexport every export, --clusters the file's clusters.
+func TestCompletionFromTheFile(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "clusterset.yaml")
+	if err := os.WriteFile(file, []byte(basic), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	root := &cobra.Command{Use: "strait"}
+	root.AddCommand(NewExportCommand(), NewUnexportCommand())
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"__complete", "export", "-f", file, ""}, "sample/whereami-cs\n:4\n"},
+		{[]string{"__complete", "unexport", "-f", file, ""}, "sample/whereami-cs\nsample/everywhere\n:4\n"},
+		{[]string{"__complete", "export", "x/y", "-f", file, "--clusters", ""}, "c1\nc2\nc3\n:4\n"},
+	} {
+		var out bytes.Buffer
+		root.SetOut(&out)
+		root.SetErr(&bytes.Buffer{})
+		_ = cli.Main(root, tc.args, &bytes.Buffer{})
+		if out.String() != tc.want {
+			t.Errorf("%v: %q, want %q", tc.args[1:], out.String(), tc.want)
+		}
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/kio"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 
+	straitv1 "github.com/straitnet/strait/api/v1alpha1"
 	"github.com/straitnet/strait/plan"
 )
 
@@ -47,6 +48,24 @@ func ParseService(arg string) (namespace, name string, err error) {
 // field, the value and what is wrong. A change that changes nothing is an error saying
 // why (already exported, not exported).
 func Edit(data []byte, c Change) ([]byte, error) {
+	return editFile(data, func(doc *yaml.RNode, before *straitv1.ClusterSet) error {
+		var clusters []string
+		for _, cl := range before.Spec.Clusters {
+			clusters = append(clusters, cl.Name)
+		}
+		for _, name := range c.Clusters {
+			if !slices.Contains(clusters, name) {
+				return fmt.Errorf("--clusters %s: no cluster %s in ClusterSet %s (it has %s)", name, name, before.Name, strings.Join(clusters, ", "))
+			}
+		}
+		return edit(doc, c, clusters)
+	})
+}
+
+// editFile runs change on the ClusterSet document of the file data, which must parse and
+// validate before and after, and returns the new file; what change does not touch keeps
+// its comments, order, quoting and indentation.
+func editFile(data []byte, change func(doc *yaml.RNode, before *straitv1.ClusterSet) error) ([]byte, error) {
 	before, err := plan.Parse(data)
 	if err != nil {
 		return nil, fmt.Errorf("the file before the change: %w", err)
@@ -62,16 +81,7 @@ func Edit(data []byte, c Change) ([]byte, error) {
 	if len(nodes) != 1 {
 		return nil, fmt.Errorf("want one ClusterSet document, found %d", len(nodes))
 	}
-	var clusters []string
-	for _, cl := range before.Spec.Clusters {
-		clusters = append(clusters, cl.Name)
-	}
-	for _, name := range c.Clusters {
-		if !slices.Contains(clusters, name) {
-			return nil, fmt.Errorf("--clusters %s: no cluster %s in ClusterSet %s (it has %s)", name, name, before.Name, strings.Join(clusters, ", "))
-		}
-	}
-	if err := edit(nodes[0], c, clusters); err != nil {
+	if err := change(nodes[0], before); err != nil {
 		return nil, err
 	}
 	var out bytes.Buffer
@@ -127,6 +137,9 @@ func fieldErrors(what string, errs field.ErrorList) error {
 
 // errNoChange says the file already is as asked.
 var errNoChange = errors.New("no change")
+
+// IsNoChange says err is an edit's "the file already is as asked".
+func IsNoChange(err error) bool { return errors.Is(err, errNoChange) }
 
 func edit(doc *yaml.RNode, c Change, all []string) error {
 	svc := c.Namespace + "/" + c.Name
