@@ -153,20 +153,7 @@ func run(ctx context.Context, o *options, args []string, stdout, stderr io.Write
 	obs := observed{probes: map[string][]probePod{}, lookups: map[string][]lookup{}, now: time.Now()}
 	rep := &Report{}
 	progress("reading %d clusters", len(targets))
-	for _, t := range targets {
-		m := connect(t)
-		if m.err == nil {
-			m.read(ctx)
-		}
-		switch {
-		case m.err != nil:
-			rep.Unreadable = append(rep.Unreadable, fmt.Sprintf("%s (%s): %v", t.name, t.from, m.err))
-		case m.membership == nil:
-			rep.Skipped = append(rep.Skipped, fmt.Sprintf("%s (%s): no Strait Membership, not a member", t.name, t.from))
-		default:
-			obs.members = append(obs.members, m)
-		}
-	}
+	obs.members = readMembers(ctx, targets, rep)
 	if len(obs.members) == 0 {
 		printSide(stderr, rep)
 		return &cli.ExitStatus{Code: exitError, Err: errors.New("no member to diagnose")}

@@ -133,6 +133,28 @@ type member struct {
 }
 
 // connect makes the clients of a target.
+// readMembers connects to each target and reads it; those that cannot be read go into
+// rep.Unreadable, those without a Membership (no member of a ClusterSet) into
+// rep.Skipped, and the members are returned in the targets' order.
+func readMembers(ctx context.Context, targets []target, rep *Report) []*member {
+	var out []*member
+	for _, t := range targets {
+		m := connect(t)
+		if m.err == nil {
+			m.read(ctx)
+		}
+		switch {
+		case m.err != nil:
+			rep.Unreadable = append(rep.Unreadable, fmt.Sprintf("%s (%s): %v", t.name, t.from, m.err))
+		case m.membership == nil:
+			rep.Skipped = append(rep.Skipped, fmt.Sprintf("%s (%s): no Strait Membership, not a member", t.name, t.from))
+		default:
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
 func connect(t target) *member {
 	m := &member{name: t.name, from: t.from, cfg: t.cfg}
 	var err error

@@ -96,18 +96,7 @@ func runVerify(ctx context.Context, o *verifyOptions, stdout, stderr io.Writer) 
 	progress := func(format string, a ...any) { fmt.Fprintf(stderr, "… "+format+"\n", a...) }
 	rep := &Report{}
 	obs := observed{probes: map[string][]probePod{}}
-	for _, t := range targets {
-		m := connect(t)
-		if m.err == nil {
-			m.read(ctx)
-		}
-		switch {
-		case m.err != nil:
-			rep.Unreadable = append(rep.Unreadable, fmt.Sprintf("%s (%s): %v", t.name, t.from, m.err))
-		case m.membership != nil:
-			obs.members = append(obs.members, m)
-		}
-	}
+	obs.members = readMembers(ctx, targets, rep)
 	if len(obs.members) < 2 || len(rep.Unreadable) > 0 {
 		printSide(stderr, rep)
 		return &cli.ExitStatus{Code: exitError, Err: fmt.Errorf("verify needs two members that can be read; found %d", len(obs.members))}
