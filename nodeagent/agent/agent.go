@@ -343,7 +343,7 @@ func (a *Agent) sync(ctx context.Context) (time.Duration, error) {
 	a.last, a.lastPeers = want, snap.Peers
 	a.mu.Unlock()
 	if m != nil {
-		errs = append(errs, a.publishGateway(ctx, m, self, capable, activeSelf, driver, want))
+		errs = append(errs, a.publishGateway(ctx, m, self, snap.Links, capable, activeSelf, driver, want))
 	}
 	return 0, errors.Join(errs...)
 }

@@ -19,10 +19,6 @@ import (
 	"github.com/straitnet/strait/nodeagent/route"
 )
 
-// AnnotationGatewayIP on a Node overrides the address other gateways send tunnel
-// traffic to (a public or NATed address); the node's InternalIP otherwise.
-const AnnotationGatewayIP = "strait.io/gateway-ip"
-
 // Snapshot is everything the node's data plane depends on, read at one moment.
 type Snapshot struct {
 	NodeName   string
@@ -65,28 +61,6 @@ func GatewayCapable(m *straitv1.Membership, node *corev1.Node) bool {
 		return false
 	}
 	return labels.SelectorFromSet(m.Spec.GatewayNodeSelector).Matches(labels.Set(node.Labels))
-}
-
-// InternalIP is the node's IPv4 InternalIP.
-func InternalIP(node *corev1.Node) netip.Addr {
-	for _, a := range node.Status.Addresses {
-		if a.Type == corev1.NodeInternalIP {
-			if ip, err := netip.ParseAddr(a.Address); err == nil && ip.Is4() {
-				return ip
-			}
-		}
-	}
-	return netip.Addr{}
-}
-
-// GatewayIP is where other gateways reach node.
-func GatewayIP(node *corev1.Node) netip.Addr {
-	if s := node.Annotations[AnnotationGatewayIP]; s != "" {
-		if ip, err := netip.ParseAddr(s); err == nil {
-			return ip
-		}
-	}
-	return InternalIP(node)
 }
 
 // Compute is the node's desired data plane. Without a Membership it is empty (so Apply
@@ -218,16 +192,16 @@ func readNetwork(m *straitv1.Membership, peers []straitv1.Peer) (network, []erro
 func gatewayPlane(s Snapshot, pl placement, n network, overhead int, routes kernel.State) (cable.Local, []kernel.State, error) {
 	m := s.Membership
 	hc := healthCheckIP(m, n.globalCIDR)
-	local := cable.Local{ClusterID: m.Spec.ClusterID, NodeName: s.NodeName, IP: GatewayIP(pl.self),
+	addrs, err := GatewayAddresses(m, pl.self, s.Links)
+	local := cable.Local{ClusterID: m.Spec.ClusterID, NodeName: s.NodeName, IP: addrs.Local, Advertised: addrs.Advertised,
 		Port: m.Spec.Cable.Port, CIDRs: n.localCIDRs, HealthCheckIP: hc, PSK: s.PSK}
 	if n.globalnet != nil {
 		local.CIDRs = []netip.Prefix{n.globalCIDR}
 	}
 	parts := []kernel.State{{Routes: gateway.Routes(s.Driver, n.remotes, route.RouteMTU(pl.underlay.MTU, overhead, true))}}
-	var err error
 	if n.globalnet != nil {
-		var egress []netip.Addr
-		egress, err = addrs(n.globalnet.EgressIPs)
+		egress, gerr := parseAddrs(n.globalnet.EgressIPs)
+		err = errors.Join(err, gerr)
 		parts = append(parts, globalnet.Compute(globalnet.Input{LocalCIDRs: n.localCIDRs,
 			RemoteGlobalCIDRs: n.remoteCIDRs, EgressIPs: egress, Ingress: ingresses(s.Ingresses, s.Endpoints, s.Ports)}))
 	}
@@ -348,7 +322,7 @@ func prefixes(ss []string) ([]netip.Prefix, error) {
 	return out, errors.Join(errs...)
 }
 
-func addrs(ss []string) ([]netip.Addr, error) {
+func parseAddrs(ss []string) ([]netip.Addr, error) {
 	var out []netip.Addr
 	var errs []error
 	for _, s := range ss {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -17,11 +18,12 @@ import (
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
 	"github.com/straitnet/strait/nodeagent/cable"
+	"github.com/straitnet/strait/nodeagent/kernel"
 )
 
 // publishGateway writes this node's Gateway: active or passive, endpoint, public key,
 // health-check IP, heartbeat. A node that is no longer capable deletes its Gateway.
-func (a *Agent) publishGateway(ctx context.Context, m *straitv1.Membership, self *corev1.Node, capable, active bool, d cable.Driver, want Desired) error {
+func (a *Agent) publishGateway(ctx context.Context, m *straitv1.Membership, self *corev1.Node, links []kernel.Link, capable, active bool, d cable.Driver, want Desired) error {
 	gw := &straitv1.Gateway{ObjectMeta: metav1.ObjectMeta{Name: a.cfg.NodeName, Namespace: a.cfg.Namespace}}
 	if !capable || d == nil {
 		return client.IgnoreNotFound(a.client.Delete(ctx, gw))
@@ -32,8 +34,9 @@ func (a *Agent) publishGateway(ctx context.Context, m *straitv1.Membership, self
 	if active {
 		state = straitv1.HAActive
 	}
-	spec := straitv1.GatewaySpec{NodeName: a.cfg.NodeName, HAState: state, IP: GatewayIP(self).String(),
-		Port: m.Spec.Cable.Port, PublicKey: d.PublicKey(), Driver: m.Spec.Cable.Driver}
+	addrs, addrErr := GatewayAddresses(m, self, links)
+	spec := straitv1.GatewaySpec{NodeName: a.cfg.NodeName, HAState: state, LocalIP: addrString(addrs.Local),
+		IP: addrString(addrs.Advertised), Port: m.Spec.Cable.Port, PublicKey: d.PublicKey(), Driver: m.Spec.Cable.Driver}
 	if hc := want.Local.HealthCheckIP; hc.IsValid() {
 		spec.HealthCheckIP = hc.String()
 	}
@@ -63,9 +66,17 @@ func (a *Agent) publishGateway(ctx context.Context, m *straitv1.Membership, self
 		return fmt.Errorf("gateway %s status: %w", a.cfg.NodeName, err)
 	}
 	if active {
-		return a.demoteOthers(ctx)
+		addrErr = errors.Join(addrErr, a.demoteOthers(ctx))
 	}
-	return nil
+	return addrErr
+}
+
+// addrString is a's text, "" for the zero address (not "invalid IP").
+func addrString(a netip.Addr) string {
+	if !a.IsValid() {
+		return ""
+	}
+	return a.String()
 }
 
 // demoteOthers marks passive every other Gateway of the cluster that still claims to be

@@ -1,0 +1,63 @@
+package agent
+
+import (
+	"net/netip"
+
+	corev1 "k8s.io/api/core/v1"
+
+	straitv1 "github.com/straitnet/strait/api/v1alpha1"
+	"github.com/straitnet/strait/nodeagent/kernel"
+)
+
+// AnnotationGatewayIP on a Node overrides, for that node alone, the address other
+// gateways send tunnel traffic to (what the ClusterSet's spec.clusters[].gateway.endpoint
+// would give it). Kept for a node the file cannot describe; the ClusterSet is the place.
+const AnnotationGatewayIP = "strait.io/gateway-ip"
+
+// GatewayAddrs are a gateway node's two addresses for the cable.
+type GatewayAddrs struct {
+	// Local is the node's own address: the cable binds and sends from it.
+	Local netip.Addr
+	// Advertised is where other gateways send to; invalid when the node cannot know it
+	// (the hub gives the Peers a LoadBalancer's or a DNS name's address) or when nothing
+	// can dial it (behind masquerade only).
+	Advertised netip.Addr
+}
+
+// InternalIP is the node's IPv4 InternalIP.
+func InternalIP(node *corev1.Node) netip.Addr { return nodeAddress(node, corev1.NodeInternalIP) }
+
+func nodeAddress(node *corev1.Node, typ corev1.NodeAddressType) netip.Addr {
+	for _, a := range node.Status.Addresses {
+		if a.Type == typ {
+			if ip, err := netip.ParseAddr(a.Address); err == nil && ip.Is4() {
+				return ip
+			}
+		}
+	}
+	return netip.Addr{}
+}
+
+// GatewayAddresses are node's addresses for the cable under m. The advertised one is the
+// node's annotation when set, else what the Membership's gateway endpoint says for this
+// node, else its InternalIP. The local one is the advertised one when a device of the
+// node holds it (a node on the WAN itself), else the InternalIP: behind a NAT the node
+// owns only its private address, and binding to the public one fails in every driver.
+func GatewayAddresses(m *straitv1.Membership, node *corev1.Node, links []kernel.Link) (GatewayAddrs, error) {
+	internal := InternalIP(node)
+	adv, err := advertised(m, node)
+	local := internal
+	if _, ok := linkWithAddr(links, adv); ok && adv.IsValid() {
+		local = adv
+	}
+	return GatewayAddrs{Local: local, Advertised: adv}, err
+}
+
+func advertised(_ *straitv1.Membership, node *corev1.Node) (netip.Addr, error) {
+	if s := node.Annotations[AnnotationGatewayIP]; s != "" {
+		if ip, err := netip.ParseAddr(s); err == nil {
+			return ip, nil
+		}
+	}
+	return InternalIP(node), nil
+}

@@ -1,0 +1,81 @@
+package cabletest
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// NAT is how a site's gateway reaches the WAN.
+type NAT int
+
+// The ways a gateway sits on the WAN.
+const (
+	// NoNAT: the gateway owns its WAN address.
+	NoNAT NAT = iota
+	// NATOneToOne: a router owns the gateway's public address and maps it to the gateway's
+	// private one both ways (a cloud's public IP).
+	NATOneToOne
+	// NATMasquerade: a router masquerades the gateway's traffic to its own address and
+	// forwards nothing in (a firewall at home or on premises).
+	NATMasquerade
+)
+
+func (n NAT) String() string {
+	return [...]string{"no NAT", "1:1 NAT", "masquerade"}[n]
+}
+
+// natTable is the nftables table of a lab router.
+const natTable = "cabletest-nat"
+
+// UDPTimeout is the router's UDP conntrack timeout, for both unreplied and replied flows:
+// shorter than Linux's default (30 s / 120 s) so a test can idle past it, longer than
+// the cables' keepalives (WireGuard 10 s; IPsec's dead-peer detection every 10 s).
+const UDPTimeout = 20
+
+// connectBehindNAT puts s's gateway behind its router: a private link between them, the
+// gateway's default route via the router, and the router's NAT rules (nftables, in a
+// table of its own).
+func connectBehindNAT(t testing.TB, s Site) {
+	t.Helper()
+	MustRun(t, "ip", "-n", s.GatewayNS, "link", "add", "eth0", "type", "veth", "peer", "name", "lan0", "netns", s.RouterNS)
+	MustRun(t, "ip", "-n", s.GatewayNS, "addr", "add", s.PrivateIP.String()+"/24", "dev", "eth0")
+	MustRun(t, "ip", "-n", s.GatewayNS, "link", "set", "eth0", "up")
+	routerIP := s.PrivateIP.Prev()
+	MustRun(t, "ip", "-n", s.RouterNS, "addr", "add", routerIP.String()+"/24", "dev", "lan0")
+	MustRun(t, "ip", "-n", s.RouterNS, "link", "set", "lan0", "up")
+	MustRun(t, "ip", "-n", s.GatewayNS, "route", "add", "default", "via", routerIP.String())
+	MustRun(t, "ip", "netns", "exec", s.RouterNS, "sysctl", "-qw", "net.ipv4.ip_forward=1")
+	// The conntrack sysctls exist once the namespace has a NAT table.
+	nft(t, s.RouterNS, routerRules(s))
+	for _, k := range []string{"net.netfilter.nf_conntrack_udp_timeout", "net.netfilter.nf_conntrack_udp_timeout_stream"} {
+		MustRun(t, "ip", "netns", "exec", s.RouterNS, "sysctl", "-qw", fmt.Sprintf("%s=%d", k, UDPTimeout))
+	}
+}
+
+// routerRules is the router's ruleset for s.
+func routerRules(s Site) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "table ip %s {\n", natTable)
+	switch s.NAT {
+	case NATOneToOne:
+		fmt.Fprintf(&b, "  chain pre { type nat hook prerouting priority dstnat; ip daddr %s dnat to %s; }\n", s.WANIP, s.PrivateIP)
+		fmt.Fprintf(&b, "  chain post { type nat hook postrouting priority srcnat; ip saddr %s snat to %s; }\n", s.PrivateIP, s.WANIP)
+	case NATMasquerade:
+		b.WriteString("  chain post { type nat hook postrouting priority srcnat; oifname \"eth0\" masquerade; }\n")
+	}
+	b.WriteString("}\n")
+	return b.String()
+}
+
+func nft(t testing.TB, ns, rules string) {
+	t.Helper()
+	cmd := exec.Command("ip", "netns", "exec", ns, "nft", "-f", "-")
+	cmd.Stdin = strings.NewReader(rules)
+	cmd.Stderr = os.Stderr
+	if out, err := cmd.Output(); err != nil {
+		t.Fatalf("nft in %s: %v: %s\n%s", ns, err, out, rules)
+	}
+}
