@@ -55,6 +55,9 @@ const (
 	ReasonSuspended          = "Suspended"
 	ReasonConnected          = "Connected"
 	ReasonUnreachable        = "Unreachable"
+	// ReasonBothBehindMasquerade: neither gateway of a pair can be dialed, so no cable
+	// between them can come up.
+	ReasonBothBehindMasquerade = "BothBehindMasquerade"
 	ReasonNoActiveGateway    = "NoActiveGateway"
 	ReasonGatewayActive      = "GatewayActive"
 	ReasonGatewayLeaseLost   = "LeaseLost"

@@ -38,6 +38,9 @@ type Snapshot struct {
 	Ports map[string][]globalnet.Port
 	// Driver is this node's cable driver; nil on nodes that cannot be gateways.
 	Driver cable.Driver
+	// Resolved are the addresses the Peers' endpoint hostnames resolved to, by hostname
+	// (resolved by the agent on their refresh intervals, outside Compute).
+	Resolved map[string]netip.Addr
 	// PSK is the cable's pre-shared key (ipsec: the Secret the Membership names), read
 	// on gateway-capable nodes only.
 	PSK []byte
@@ -75,7 +78,7 @@ func Compute(s Snapshot) (Desired, error) {
 	if err != nil {
 		return Desired{}, err
 	}
-	n, errs := readNetwork(m, s.Peers)
+	n, errs := readNetwork(m, s.Peers, s.Resolved)
 
 	var gw route.Node
 	if g := pl.nodes[s.ActiveGateway]; g != nil {
@@ -149,7 +152,7 @@ type network struct {
 
 // readNetwork parses the Membership and the Peers. What does not parse is left out and
 // reported, so that one bad peer does not take the others down.
-func readNetwork(m *straitv1.Membership, peers []straitv1.Peer) (network, []error) {
+func readNetwork(m *straitv1.Membership, peers []straitv1.Peer, resolved map[string]netip.Addr) (network, []error) {
 	var n network
 	var errs []error
 	var err error
@@ -174,13 +177,13 @@ func readNetwork(m *straitv1.Membership, peers []straitv1.Peer) (network, []erro
 		// the old one: no cable to it until it runs ours (each driver would misread the
 		// other's endpoint: a WireGuard key is no IKE peer).
 		if ep := p.Spec.Endpoint; ep != nil && (ep.Driver == "" || ep.Driver == m.Spec.Cable.Driver) {
-			ip, err := netip.ParseAddr(ep.IP)
+			ip, err := remoteAddr(ep, resolved)
 			if err != nil {
-				errs = append(errs, fmt.Errorf("peer %s endpoint ip: %w", p.Name, err))
+				errs = append(errs, fmt.Errorf("peer %s: %w", p.Name, err))
 				continue
 			}
 			n.remotes = append(n.remotes, cable.Remote{ClusterID: p.Spec.ClusterID, IP: ip, Port: ep.Port,
-				PublicKey: ep.PublicKey, CIDRs: cidrs})
+				PublicKey: ep.PublicKey, CIDRs: cidrs, BehindMasquerade: ep.BehindMasquerade})
 		}
 	}
 	return n, errs
@@ -194,7 +197,7 @@ func gatewayPlane(s Snapshot, pl placement, n network, overhead int, routes kern
 	hc := healthCheckIP(m, n.globalCIDR)
 	addrs, err := GatewayAddresses(m, pl.self, s.Links)
 	local := cable.Local{ClusterID: m.Spec.ClusterID, NodeName: s.NodeName, IP: addrs.Local, Advertised: addrs.Advertised,
-		Port: m.Spec.Cable.Port, CIDRs: n.localCIDRs, HealthCheckIP: hc, PSK: s.PSK}
+		BehindMasquerade: behindMasquerade(m), Port: m.Spec.Cable.Port, CIDRs: n.localCIDRs, HealthCheckIP: hc, PSK: s.PSK}
 	if n.globalnet != nil {
 		local.CIDRs = []netip.Prefix{n.globalCIDR}
 	}
@@ -337,3 +340,25 @@ func parseAddrs(ss []string) ([]netip.Addr, error) {
 }
 
 func parseAddr(s string) (netip.Addr, error) { return netip.ParseAddr(s) }
+
+// remoteAddr is where the cable sends to a peer: its IP, the address its hostname last
+// resolved to, or nothing for a peer behind masquerade (it dials this gateway).
+func remoteAddr(ep *straitv1.PeerEndpoint, resolved map[string]netip.Addr) (netip.Addr, error) {
+	switch {
+	case ep.IP != "":
+		ip, err := netip.ParseAddr(ep.IP)
+		if err != nil {
+			return netip.Addr{}, fmt.Errorf("endpoint ip: %w", err)
+		}
+		return ip, nil
+	case ep.Hostname != "":
+		ip, ok := resolved[ep.Hostname]
+		if !ok {
+			return netip.Addr{}, fmt.Errorf("endpoint hostname %s has not resolved to an IPv4 address yet", ep.Hostname)
+		}
+		return ip, nil
+	case ep.BehindMasquerade:
+		return netip.Addr{}, nil
+	}
+	return netip.Addr{}, errors.New("endpoint has neither an ip, a hostname nor behindMasquerade")
+}

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"fmt"
 	"net/netip"
 
 	corev1 "k8s.io/api/core/v1"
@@ -53,11 +54,47 @@ func GatewayAddresses(m *straitv1.Membership, node *corev1.Node, links []kernel.
 	return GatewayAddrs{Local: local, Advertised: adv}, err
 }
 
-func advertised(_ *straitv1.Membership, node *corev1.Node) (netip.Addr, error) {
+// advertised is where other gateways reach node: invalid for the endpoint types only
+// the hub or the dialing side can resolve (LoadBalancer, DNSName) and behind masquerade.
+func advertised(m *straitv1.Membership, node *corev1.Node) (netip.Addr, error) {
 	if s := node.Annotations[AnnotationGatewayIP]; s != "" {
-		if ip, err := netip.ParseAddr(s); err == nil {
+		ip, err := netip.ParseAddr(s)
+		if err != nil {
+			return netip.Addr{}, fmt.Errorf("node %s: annotation %s=%q: not an IP address", node.Name, AnnotationGatewayIP, s)
+		}
+		return ip, nil
+	}
+	var ep *straitv1.GatewayEndpoint
+	if m != nil {
+		ep = m.Spec.GatewayEndpoint
+	}
+	if ep == nil {
+		return InternalIP(node), nil
+	}
+	switch ep.Type {
+	case straitv1.EndpointAddress:
+		s := ep.Address
+		for _, na := range ep.NodeAddresses {
+			if na.Node == node.Name {
+				s = na.Address
+			}
+		}
+		if s == "" {
+			return netip.Addr{}, fmt.Errorf("node %s has no public address in the ClusterSet's spec.gateway.endpoint.nodeAddresses", node.Name)
+		}
+		return netip.ParseAddr(s)
+	case straitv1.EndpointExternalIP:
+		if ip := nodeAddress(node, corev1.NodeExternalIP); ip.IsValid() {
 			return ip, nil
 		}
+		return netip.Addr{}, fmt.Errorf("node %s has no IPv4 ExternalIP, which spec.gateway.endpoint type ExternalIP needs", node.Name)
+	case straitv1.EndpointLoadBalancer, straitv1.EndpointDNSName, straitv1.EndpointMasquerade:
+		return netip.Addr{}, nil
 	}
 	return InternalIP(node), nil
+}
+
+// behindMasquerade says whether m's gateways cannot be dialed.
+func behindMasquerade(m *straitv1.Membership) bool {
+	return m != nil && m.Spec.GatewayEndpoint != nil && m.Spec.GatewayEndpoint.Type == straitv1.EndpointMasquerade
 }

@@ -216,8 +216,18 @@ func (a *Agent) checkPeers(ctx context.Context) error {
 			}
 		}
 		reachable := known && c.Connected
+		if known && c.Endpoint.IsValid() {
+			st.Endpoint = c.Endpoint.String()
+		}
+		st.NATDetected = known && c.NATDetected
+		st.Initiator = initiator(driver.Name(), want.Local, p.Spec.ClusterID, p.Spec.Endpoint)
 		reason, msg := straitv1.ReasonUnreachable, "no endpoint"
-		if ep := p.Spec.Endpoint; ep != nil {
+		bothMasqueraded := st.Initiator == initiatorNone
+		if ep := p.Spec.Endpoint; bothMasqueraded {
+			reason, msg = straitv1.ReasonBothBehindMasquerade, fmt.Sprintf(
+				"this cluster and %s are both behind masquerade only: neither gateway can be dialed, so the cable cannot come up; give one of them an address the other can reach (its spec.clusters[].gateway.endpoint: type Address, ExternalIP, LoadBalancer or DNSName, with the NAT forwarding the cable's UDP port %d)",
+				p.Spec.ClusterID, ep.Port)
+		} else if ep != nil {
 			msg = "the cable reports no connection"
 			if hc, err := parseAddr(ep.HealthCheckIP); err == nil {
 				r, err := a.cfg.Prober.Probe(ctx, want.Local.HealthCheckIP, hc)
@@ -255,4 +265,35 @@ func (a *Agent) checkPeers(ctx context.Context) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// Who opens a cable (PeerStatus.Initiator).
+const (
+	initiatorLocal  = "Local"
+	initiatorRemote = "Remote"
+	initiatorBoth   = "Both"
+	initiatorNone   = "None"
+)
+
+// initiator says which side opens the cable to a peer. A side behind masquerade must,
+// and the other then only answers; both behind it, neither can. Otherwise the driver
+// decides: IPsec's initiator is the cluster whose ID sorts first (so the two never race
+// to duplicate SAs); WireGuard and VXLAN send from both sides.
+func initiator(driver straitv1.CableDriver, local cable.Local, remote string, ep *straitv1.PeerEndpoint) string {
+	if ep == nil {
+		return ""
+	}
+	switch {
+	case local.BehindMasquerade && ep.BehindMasquerade:
+		return initiatorNone
+	case local.BehindMasquerade:
+		return initiatorLocal
+	case ep.BehindMasquerade:
+		return initiatorRemote
+	case driver != straitv1.CableIPsec:
+		return initiatorBoth
+	case local.ClusterID < remote:
+		return initiatorLocal
+	}
+	return initiatorRemote
 }
