@@ -24,12 +24,13 @@ K8S_BIN := $(BIN)/k8s/$(K8S_VERSION)
 K8S_BINARIES := kube-apiserver kube-controller-manager kube-scheduler kube-proxy etcd kubectl
 export KUBEBUILDER_ASSETS := $(K8S_BIN)
 
-# make build VERSION=v0.1.0 stamps both binaries' version; the commit is stamped from git
-# (also where GOFLAGS has -buildvcs=false). Unset, `version` falls back to what the go
-# command records in the binary.
+# make build VERSION=v0.1.0 stamps both binaries' version; unset, it is dev, as in the
+# images of make image, so that strait version finds the daemons of the same tree equal
+# to the CLI. The commit is stamped from git (also where GOFLAGS has -buildvcs=false). A
+# plain go build falls back to what the go command records in the binary.
 VERSION ?=
 REVISION ?= $(shell git describe --always --dirty --abbrev=40 --match=no-tags 2>/dev/null)
-LDFLAGS := $(if $(VERSION),-X github.com/straitnet/strait/internal/cli.version=$(VERSION)) $(if $(REVISION),-X github.com/straitnet/strait/internal/cli.revision=$(REVISION))
+LDFLAGS := -X github.com/straitnet/strait/internal/cli.version=$(or $(VERSION),dev) $(if $(REVISION),-X github.com/straitnet/strait/internal/cli.revision=$(REVISION))
 
 # The binaries of a real node (the lab's nodes, issue 13), built from source: the kubelet from
 # test/k8sbin, containerd, its shim, ctr, runc and the CNI plugins from test/nodebin. runc links

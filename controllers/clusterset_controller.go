@@ -48,6 +48,9 @@ type Config struct {
 	MaxConcurrentMembers int
 	// Local is the connection for clusters without a kubeConfig: the hub's own cluster.
 	Local *rest.Config
+	// Self is this hub process and its build, put into every ClusterSet's status.hub
+	// (what strait version reads); nil leaves status.hub alone.
+	Self *straitv1.DaemonStatus
 }
 
 // ClusterSetReconciler reconciles ClusterSets.
@@ -249,6 +252,9 @@ func (r *ClusterSetReconciler) stalled(obj *straitv1.ClusterSet, reason, msg str
 }
 
 func (r *ClusterSetReconciler) patchStatus(ctx context.Context, base, obj *straitv1.ClusterSet) error {
+	if r.cfg.Self != nil {
+		obj.Status.Hub = r.cfg.Self.DeepCopy()
+	}
 	if apiEqualStatus(base, obj) {
 		return nil
 	}

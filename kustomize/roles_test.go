@@ -33,6 +33,7 @@ var (
 		"list leases.coordination.k8s.io", "watch leases.coordination.k8s.io", "delete leases.coordination.k8s.io strait-gateway",
 		"update leases.coordination.k8s.io strait-gateway -n kube-system",
 		"update memberships.strait.io", "patch peers.strait.io", "create peers.strait.io",
+		"patch memberships.strait.io", "update memberships.strait.io/status", "patch memberships.strait.io/status other",
 		"update nodes", "patch nodes", "list pods -A", "list configmaps",
 		"create events", "create events.events.k8s.io",
 	}
@@ -41,7 +42,8 @@ var (
 		"get configmaps", "update configmaps kube-proxy -n kube-system", "list configmaps -n kube-system",
 		"get services", "list services -A", "update services strait-dns",
 		"update memberships.strait.io", "patch peers.strait.io/status", "create serviceimports.multicluster.x-k8s.io",
-		"list leases.coordination.k8s.io",
+		"list leases.coordination.k8s.io", "patch memberships.strait.io", "update memberships.strait.io/status",
+		"patch memberships.strait.io/status other",
 	}
 	hubDenied = []string{
 		"list secrets", "watch secrets", "list secrets -A", "get secrets -n kube-system",
@@ -55,6 +57,9 @@ var (
 		"delete namespaces", "update services", "create gateways.strait.io", "patch gateways.strait.io",
 		"list leases.coordination.k8s.io", "update leases.coordination.k8s.io strait-gateway",
 		"update configmaps coredns -n kube-system",
+		// The daemons' builds in the Membership's status are theirs: strait version reads
+		// them, the hub's role does not grow for it.
+		"patch memberships.strait.io/status",
 	}
 )
 

@@ -385,6 +385,10 @@ type ClusterSetStatus struct {
 	// Summary counts for print columns.
 	// +optional
 	Summary ClusterSetSummary `json:"summary,omitempty"`
+
+	// Hub is the hub process that wrote this status, and its build.
+	// +optional
+	Hub *DaemonStatus `json:"hub,omitempty"`
 }
 
 // ClusterSetSummary holds the numbers people see in `kubectl get clustersets`.

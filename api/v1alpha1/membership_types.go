@@ -78,13 +78,22 @@ type MemberCable struct {
 	PSKSecretName string `json:"pskSecretName,omitempty"`
 }
 
-// MembershipStatus is written by the agents.
+// MembershipStatus is written by the member's daemons.
 type MembershipStatus struct {
 	// Conditions of the member's data plane.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// Daemons are the member's running agents and DNS servers, each entry written by
+	// the daemon it names (server-side apply, one field manager per daemon) when it
+	// starts and removed when it stops.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=5000
+	Daemons []DaemonStatus `json:"daemons,omitempty"`
 }
 
 // Membership is this cluster's identity in the clusterset; one per member, named

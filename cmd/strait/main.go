@@ -6,8 +6,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/straitnet/strait/controllers/diffcmd"
+	"github.com/straitnet/strait/controllers/showcmd"
 	"github.com/straitnet/strait/internal/cli"
 	"github.com/straitnet/strait/lab/labcmd"
+	"github.com/straitnet/strait/plan/exportcmd"
 	"github.com/straitnet/strait/plan/rendercmd"
 )
 
@@ -24,10 +26,13 @@ gateway tunnels, serves <svc>.<ns>.svc.clusterset.local, and lets clusters with
 overlapping CIDRs talk through globalnet NAT — all from one ClusterSet kept in git.
 
 strait is what people run: render shows what a ClusterSet means for every member, diff
-what a change to it would do in the hub and the members before it lands, lab runs
-whole clustersets on one machine. The daemons (hub, agent, dns, charon) are the
+what a change to it would do in the hub and the members before it lands, show what the
+clusterset is doing (connections, gateways, networks, exports, versions), export and
+unexport change the ClusterSet file's exports (git first), lab runs whole clustersets
+on one machine. The daemons (hub, agent, dns, charon) are the
 other binary, straitd.`,
 	}
-	root.AddCommand(rendercmd.NewCommand(), diffcmd.NewCommand(), labcmd.NewCommand(), cli.NewVersionCommand("strait"))
+	root.AddCommand(rendercmd.NewCommand(), diffcmd.NewCommand(), showcmd.NewShowCommand(), exportcmd.NewExportCommand(),
+		exportcmd.NewUnexportCommand(), labcmd.NewCommand(), showcmd.NewVersionCommand())
 	return root
 }

@@ -11,7 +11,7 @@ func TestPeoplesCommandsAreTheSubcommands(t *testing.T) {
 	for _, c := range newRootCmd().Commands() {
 		got = append(got, c.Name())
 	}
-	if strings.Join(got, " ") != "diff lab render version" {
-		t.Errorf("strait's subcommands are %v, want diff lab render version", got)
+	if strings.Join(got, " ") != "diff export lab render show unexport version" {
+		t.Errorf("strait's subcommands are %v, want diff export lab render show unexport version", got)
 	}
 }

@@ -21,6 +21,7 @@ import (
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
 	"github.com/straitnet/strait/controllers"
 	"github.com/straitnet/strait/internal/cli"
+	"github.com/straitnet/strait/internal/udiff"
 	"github.com/straitnet/strait/plan"
 )
 
@@ -36,29 +37,6 @@ const (
 	exitChanges = 1
 	exitError   = 2
 )
-
-// exitStatus carries the status cli.Main exits with; err nil means nothing more to print.
-type exitStatus struct {
-	code int
-	err  error
-}
-
-func (e *exitStatus) Error() string {
-	if e.err == nil {
-		return fmt.Sprintf("exit status %d", e.code)
-	}
-	return e.err.Error()
-}
-func (e *exitStatus) ExitStatus() int { return e.code }
-
-// Unwrap makes an exitStatus without an error cli.ErrReported: cli.Main then prints
-// nothing more.
-func (e *exitStatus) Unwrap() error {
-	if e.err == nil {
-		return cli.ErrReported
-	}
-	return e.err
-}
 
 type options struct {
 	file              string
@@ -128,7 +106,7 @@ that could be read are printed in any case.`,
 	f.StringVarP(&o.namespace, "namespace", "n", "", "the ClusterSet's namespace when the file names none (default strait-system)")
 	f.StringVar(&o.fieldManager, "field-manager", "", "apply the ClusterSet as this field manager (default: the manager that applied the live spec)")
 	f.StringArrayVar(&o.memberKubeconfigs, "member-kubeconfig", nil, "NAME=FILE: reach member NAME with this kubeconfig instead of its Secret in the hub (repeatable)")
-	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &exitStatus{code: exitError, err: err} })
+	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &cli.ExitStatus{Code: exitError, Err: err} })
 	return cmd
 }
 
@@ -137,11 +115,11 @@ func run(ctx context.Context, o *options, stdin io.Reader, stdout, stderr io.Wri
 		ctx = context.Background()
 	}
 	if o.file == "" {
-		return &exitStatus{code: exitError, err: errors.New("-f/--file is required: the ClusterSet file, or - for standard input")}
+		return &cli.ExitStatus{Code: exitError, Err: errors.New("-f/--file is required: the ClusterSet file, or - for standard input")}
 	}
 	d, file, err := prepare(o, stdin)
 	if err != nil {
-		return &exitStatus{code: exitError, err: err}
+		return &cli.ExitStatus{Code: exitError, Err: err}
 	}
 	diffs, err := d.diff(ctx, file)
 	var refused *refusedError
@@ -150,7 +128,7 @@ func run(ctx context.Context, o *options, stdin io.Reader, stdout, stderr io.Wri
 		for _, l := range refused.lines() {
 			fmt.Fprintln(stderr, "  "+l)
 		}
-		return &exitStatus{code: exitError}
+		return &cli.ExitStatus{Code: exitError}
 	}
 	changed, werr := printDiffs(stdout, diffs)
 	if werr != nil {
@@ -158,9 +136,9 @@ func run(ctx context.Context, o *options, stdin io.Reader, stdout, stderr io.Wri
 	}
 	switch {
 	case err != nil:
-		return &exitStatus{code: exitError, err: err}
+		return &cli.ExitStatus{Code: exitError, Err: err}
 	case changed > 0:
-		return &exitStatus{code: exitChanges}
+		return &cli.ExitStatus{Code: exitChanges}
 	}
 	return nil
 }
@@ -381,7 +359,7 @@ func printDiffs(w io.Writer, diffs []objectDiff) (int, error) {
 			return n, err
 		}
 		name := d.cluster + "/" + d.id
-		text := unifiedDiff(name+" (live)", name+" (merged)", from, to)
+		text := udiff.Unified(name+" (live)", name+" (merged)", from, to)
 		if text == "" {
 			continue
 		}

@@ -25,6 +25,7 @@ import (
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
 	"github.com/straitnet/strait/controllers"
 	"github.com/straitnet/strait/internal/cli"
+	"github.com/straitnet/strait/internal/daemonbuild"
 	"github.com/straitnet/strait/internal/kubewatch"
 	"github.com/straitnet/strait/webhook"
 )
@@ -145,8 +146,12 @@ func runHub(ctx context.Context, o *hubOptions) error {
 	if err != nil {
 		return err
 	}
+	// The pod's hostname is its name.
+	pod, _ := os.Hostname()
+	self := daemonbuild.Self(straitv1.DaemonHub, os.Getenv("NODE_NAME"), pod, time.Now())
 	r := controllers.NewClusterSetReconciler(mgr, m, controllers.Config{
-		RetryInterval: o.retryInterval, ProbeInterval: o.memberProbe, MaxConcurrentMembers: o.concurrentMembers})
+		RetryInterval: o.retryInterval, ProbeInterval: o.memberProbe, MaxConcurrentMembers: o.concurrentMembers,
+		Self: &self})
 	if err := r.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the ClusterSet controller: %w", err)
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -30,6 +31,7 @@ import (
 	"github.com/straitnet/strait/dns/server"
 	"github.com/straitnet/strait/dns/source"
 	"github.com/straitnet/strait/internal/cli"
+	"github.com/straitnet/strait/internal/daemonbuild"
 )
 
 type dnsOptions struct {
@@ -48,6 +50,7 @@ type dnsOptions struct {
 	upstream       string
 	corednsResync  time.Duration
 	cleanup        bool
+	publishBuild   bool
 	changedTTL     bool
 	changedCluster bool
 }
@@ -107,6 +110,7 @@ Metrics (Prometheus) and /healthz, /readyz are served on --metrics-addr.`,
 	f.StringVar(&o.upstream, "upstream", "", "address CoreDNS forwards to, IP:port (default: the --service cluster IP)")
 	f.DurationVar(&o.corednsResync, "coredns-resync", time.Minute, "how often the Corefile block is checked and put back")
 	f.BoolVar(&o.cleanup, "cleanup", false, "remove the block from CoreDNS's Corefile and exit")
+	f.BoolVar(&o.publishBuild, "publish-build", true, "keep this server's build in the Membership's status.daemons (what strait version reads), under its pod name (the hostname)")
 	return cmd
 }
 
@@ -186,6 +190,10 @@ func runDNS(ctx context.Context, o *dnsOptions) error {
 	if o.metricsAddr != "" {
 		n++
 		run("metrics", func() error { return serveMetrics(ctx, o.metricsAddr, reg, srv) })
+	}
+	if o.publishBuild {
+		n++
+		run("build", func() error { return keepBuild(ctx, cfg, o.namespace, log) })
 	}
 	if o.coredns {
 		n++
@@ -285,6 +293,30 @@ func serveMetrics(ctx context.Context, addr string, reg *prometheus.Registry, sr
 	}
 	return nil
 }
+
+// keepBuild keeps this server's build in the Membership's status until ctx ends, then
+// takes it out. The pod's hostname is its name.
+func keepBuild(ctx context.Context, cfg *rest.Config, namespace string, log *slog.Logger) error {
+	pod, err := os.Hostname()
+	if err != nil {
+		return fmt.Errorf("the pod's name: %w", err)
+	}
+	c, err := client.New(cfg, client.Options{})
+	if err != nil {
+		return err
+	}
+	self := daemonbuild.Self(straitv1.DaemonDNS, os.Getenv("NODE_NAME"), pod, time.Now())
+	daemonbuild.Keep(ctx, c, namespace, self, buildInterval, buildRetry,
+		func(err error) { log.Error("publishing the build", "err", err) })
+	return nil
+}
+
+// buildInterval and buildRetry: how often the build is put back into the Membership
+// (a no-op apply while it is there), and how soon after a failure.
+const (
+	buildInterval = 5 * time.Minute
+	buildRetry    = 5 * time.Second
+)
 
 func namespacedName(s string) (types.NamespacedName, error) {
 	ns, name, ok := strings.Cut(s, "/")

@@ -31,3 +31,28 @@ func Main(root *cobra.Command, args []string, stderr io.Writer) int {
 	}
 	return 0
 }
+
+// ExitStatus is a command's failure with the status Main exits with; Err nil means the
+// command printed what it had to say (Main then prints nothing more).
+type ExitStatus struct {
+	Code int
+	Err  error
+}
+
+func (e *ExitStatus) Error() string {
+	if e.Err == nil {
+		return fmt.Sprintf("exit status %d", e.Code)
+	}
+	return e.Err.Error()
+}
+
+// ExitStatus is the status Main exits with.
+func (e *ExitStatus) ExitStatus() int { return e.Code }
+
+// Unwrap makes an ExitStatus without an error ErrReported: Main then prints nothing more.
+func (e *ExitStatus) Unwrap() error {
+	if e.Err == nil {
+		return ErrReported
+	}
+	return e.Err
+}

@@ -37,6 +37,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
+	"github.com/straitnet/strait/internal/daemonbuild"
 	"github.com/straitnet/strait/internal/kubewatch"
 	"github.com/straitnet/strait/nodeagent/cable"
 	"github.com/straitnet/strait/nodeagent/gateway"
@@ -108,6 +109,8 @@ type Agent struct {
 	last       Desired
 	lastPeers  []straitv1.Peer
 	resolver   *endpointResolver
+	// self is this agent's entry in the Membership's status.daemons: its build.
+	self straitv1.DaemonStatus
 }
 
 // Scheme knows every type the agent reads or writes.
@@ -178,7 +181,8 @@ func New(restCfg *rest.Config, cfg Config) (*Agent, error) {
 	}
 	a = &Agent{cfg: cfg, dp: NewDataplane(cfg.Kernel), client: mgr.GetClient(), live: mgr.GetAPIReader(), kube: kube, mgr: mgr,
 		resolver: newEndpointResolver(cfg.Lookup, nil),
-		trigger:  make(chan event.GenericEvent, 1), metrics: met}
+		trigger:  make(chan event.GenericEvent, 1), metrics: met,
+		self: daemonbuild.Self(straitv1.DaemonAgent, cfg.NodeName, "", time.Now())}
 	all := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
 		return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: "node"}}}
 	})
@@ -354,6 +358,11 @@ func (a *Agent) sync(ctx context.Context) (time.Duration, error) {
 	a.mu.Unlock()
 	if m != nil {
 		errs = append(errs, a.publishGateway(ctx, m, self, snap.Links, capable, activeSelf, driver, want))
+		// From the informer's copy: a request only when the entry is missing (a new
+		// process, a Membership made again) or differs.
+		if !daemonbuild.Published(m, a.self) {
+			errs = append(errs, daemonbuild.Publish(ctx, a.client, ns, a.self))
+		}
 	}
 	// A hostname due for resolving again brings the next pass forward.
 	if refresh >= a.cfg.Resync {

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
+	"github.com/straitnet/strait/internal/daemonbuild"
 	"github.com/straitnet/strait/nodeagent/cable"
 	"github.com/straitnet/strait/nodeagent/kernel"
 )
@@ -135,10 +136,17 @@ func (a *Agent) updateLive(ctx context.Context, obj client.Object, mutate func()
 	return update()
 }
 
-// publishShutdown marks this node's Gateway passive after the Lease was released.
+// publishShutdown marks this node's Gateway passive after the Lease was released, then
+// takes this process's build out of the Membership (a new agent on the node publishes
+// its own at its first pass). The Gateway goes first: the other clusters route by it.
 func (a *Agent) publishShutdown() {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
+	a.markPassive(ctx)
+	_ = daemonbuild.Withdraw(ctx, a.client, a.cfg.Namespace, a.self)
+}
+
+func (a *Agent) markPassive(ctx context.Context) {
 	gw := &straitv1.Gateway{}
 	if err := a.client.Get(ctx, types.NamespacedName{Namespace: a.cfg.Namespace, Name: a.cfg.NodeName}, gw); err != nil {
 		return

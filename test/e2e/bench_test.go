@@ -1,8 +1,6 @@
 package e2e
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -16,8 +14,7 @@ import (
 	"time"
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
-	"github.com/straitnet/strait/lab/workload"
-	"github.com/straitnet/strait/test/netns"
+	"github.com/straitnet/strait/test/labtest"
 	"github.com/straitnet/strait/test/require"
 )
 
@@ -44,10 +41,9 @@ func BenchmarkCableThroughput(b *testing.B) {
 	env.Require(b)
 	env.RestoreClusterSetSpec(b)
 	ensurePSKSecret(b)
-	const iperfImage = "strait.io/lab/iperf3"
 	client := env.SourcePods(b, "c1")[0]
-	local := env.PodOn(b, "c1", env.NodeOfKind(b, "c1", true), iperfImage).Status.PodIP
-	remote := env.PodOn(b, "c2", env.NodeOfKind(b, "c2", false), iperfImage).Status.PodIP
+	local := env.PodOn(b, "c1", env.NodeOfKind(b, "c1", true), labtest.IPerf3Image).Status.PodIP
+	remote := env.PodOn(b, "c2", env.NodeOfKind(b, "c2", false), labtest.IPerf3Image).Status.PodIP
 	for _, driver := range []straitv1.CableDriver{straitv1.CableWireGuard, straitv1.CableIPsec, straitv1.CableVXLAN} {
 		b.Run(string(driver), func(b *testing.B) {
 			benchCable(b, driver, client.NS, local, remote, os.Getenv("STRAIT_BENCH_PERF"))
@@ -123,18 +119,11 @@ func project(rs []iperfResult, f func(iperfResult) float64) []float64 {
 	return out
 }
 
-// iperf runs one iperf3 client in network namespace ns (a real pod's /proc/<pid>/ns/net,
-// which ip-netns(8) refuses as a name, or a named namespace) against server. The
-// machine's CPU is counted from the end of the omitted seconds to the end of the run.
+// iperf runs one iperf3 client in network namespace ns against server and counts the
+// machine's CPU from the end of the omitted seconds to the end of the run.
 func iperf(ns, server string, run iperfRun) (iperfResult, error) {
-	if !strings.HasPrefix(ns, "/") {
-		ns = netns.Path(ns)
-	}
-	cmd := exec.Command("nsenter", "--net="+ns, "iperf3", "-c", server, "-p", strconv.Itoa(workload.IPerf3Port),
-		"-t", strconv.Itoa(run.seconds), "-O", strconv.Itoa(run.omit), "-J")
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Start(); err != nil {
+	c, err := labtest.StartIPerf3(ns, server, run.seconds, run.omit, time.Duration(run.seconds+run.omit+30)*time.Second)
+	if err != nil {
 		return iperfResult{}, err
 	}
 	time.Sleep(time.Duration(run.omit) * time.Second)
@@ -148,31 +137,16 @@ func iperf(ns, server string, run iperfRun) (iperfResult, error) {
 			cpuErr = errors.Join(cpuErr, fmt.Errorf("perf record: %w", err))
 		}
 	}
-	err := cmd.Wait()
+	got, err := c.Wait()
 	busy1, err1 := busyCPUSeconds()
 	if perf != nil {
 		cpuErr = errors.Join(cpuErr, perf.Wait())
 	}
 	if err != nil {
-		return iperfResult{}, fmt.Errorf("iperf3 -c %s from %s: %w: %s%s", server, ns, err, stdout.String(), stderr.String())
+		return iperfResult{}, err
 	}
 	if cpuErr = errors.Join(cpuErr, err1); cpuErr != nil {
 		return iperfResult{}, cpuErr
-	}
-	var r struct {
-		End struct {
-			SumReceived struct {
-				BitsPerSecond float64 `json:"bits_per_second"`
-				Bytes         float64 `json:"bytes"`
-			} `json:"sum_received"`
-		} `json:"end"`
-	}
-	if err := json.Unmarshal(stdout.Bytes(), &r); err != nil {
-		return iperfResult{}, fmt.Errorf("iperf3 output: %w", err)
-	}
-	got := r.End.SumReceived
-	if got.Bytes == 0 {
-		return iperfResult{}, fmt.Errorf("iperf3 -c %s from %s received nothing: %s", server, ns, stdout.String())
 	}
 	return iperfResult{gbps: got.BitsPerSecond / 1e9, cpuPerGB: (busy1 - busy0) / (got.Bytes / 1e9)}, nil
 }

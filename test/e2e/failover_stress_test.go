@@ -9,6 +9,7 @@ import (
 	"time"
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
+	"github.com/straitnet/strait/test/labtest"
 )
 
 // stressDrivers are the cable drivers of TestFailoverStaysFast's blocks of rounds, in
@@ -27,18 +28,18 @@ var stressClusters = []string{"c2", "c1", "c2", "c1"}
 // TestFailoverStaysFast: crash failovers round after round (20: five blocks of four),
 // across cable driver switches (commits to the lab's repo, as a person would make them)
 // and both clusters; every round's outage, from the SIGKILL on, stays within
-// crashFailoverBound. One round ran alone proves little: the outages this found before
-// came after a switch or a handful of handovers had left some state behind.
+// labtest.CrashFailoverBound. One round ran alone proves little: the outages this found
+// before came after a switch or a handful of handovers had left some state behind.
 func TestFailoverStaysFast(t *testing.T) {
 	env.Require(t)
 	env.RestoreClusterSetSpec(t)
 	ensurePSKSecret(t)
 	start := time.Now()
 	// The stopped agents not yet seen back, by cluster: the next round there waits.
-	pending := map[string]handover{}
+	pending := map[string]labtest.Handover{}
 	back := func(cluster string) {
 		if h, ok := pending[cluster]; ok {
-			h.waitBack(t)
+			h.WaitBack(t)
 			delete(pending, cluster)
 		}
 	}
@@ -60,14 +61,15 @@ func TestFailoverStaysFast(t *testing.T) {
 		}
 		for _, cluster := range stressClusters {
 			back(cluster)
-			h := stopActiveAgent(t, cluster, syscall.SIGKILL)
+			src, target := env.CrossTraffic(t, "c1", "c2")
+			h := env.StopActiveAgent(t, cluster, syscall.SIGKILL, src, target)
 			pending[cluster] = h
-			outages = append(outages, h.outage.longest)
-			round := fmt.Sprintf("round %d, %s, %s: %s → %s: %s", len(outages), driver, cluster, h.from, h.to, h.outage)
+			outages = append(outages, h.Outage.Longest)
+			round := fmt.Sprintf("round %d, %s, %s: %s → %s: %s", len(outages), driver, cluster, h.From, h.To, h.Outage)
 			rounds = append(rounds, round)
 			t.Log(round)
-			if !boundOutage(t, fmt.Sprintf("round %d (%s, %s)", len(outages), driver, cluster), h.outage, crashFailoverBound) {
-				logAgents(t)
+			if !labtest.BoundOutage(t, fmt.Sprintf("round %d (%s, %s)", len(outages), driver, cluster), h.Outage, labtest.CrashFailoverBound) {
+				env.LogAgents(t)
 			}
 		}
 	}

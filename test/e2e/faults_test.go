@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"net"
 	"strconv"
 	"strings"
 	"syscall"
@@ -18,13 +17,13 @@ import (
 
 // startResolver asks a name from a pod every 100 ms, each lookup given a second (the
 // search list included, as a program in the pod would).
-func startResolver(ns, name string) *prober {
+func startResolver(ns, name string) *labtest.Prober {
 	return startLookups(ns, name, 100*time.Millisecond, time.Second)
 }
 
 // startLookups asks a name from a pod every interval, each lookup given timeout.
-func startLookups(ns, name string, every, timeout time.Duration) *prober {
-	return startProbing(every, lookupAddress(ns, name, timeout))
+func startLookups(ns, name string, every, timeout time.Duration) *labtest.Prober {
+	return labtest.StartProbing(every, lookupAddress(ns, name, timeout))
 }
 
 // lookupAddress is one lookup of a name from a pod, given timeout; an answer is one with
@@ -41,30 +40,17 @@ func lookupAddress(ns, name string, timeout time.Duration) func() error {
 	}
 }
 
-// boundLost fails the test unless every try of a prober that retries (retryOnce) in a
-// fault's window was answered, with at most one in 50 retried: a fault that Strait
-// rides out costs no request, and a retry covers only this machine's noise (an outage
-// of even half a second fails a try and its retry).
-func boundLost(t testing.TB, what string, p *prober, least int) {
+// boundLost fails the test unless every try of a prober that retries
+// (labtest.RetryOnce) in a fault's window was answered, with at most one in 50 retried:
+// a fault that Strait rides out costs no request, and a retry covers only this
+// machine's noise (an outage of even half a second fails a try and its retry).
+func boundLost(t testing.TB, what string, p *labtest.Prober, least int) {
 	t.Helper()
-	tries, answers := p.counts()
-	retries := p.retries()
+	tries, answers := p.Counts()
+	retries := p.Retries()
 	if tries < least || answers != tries || retries > tries/50 {
 		t.Errorf("%s: %d of %d answered, %d retried; want all of at least %d, at most %d retried", what, answers, tries, retries, least, tries/50)
 	}
-}
-
-// crossTraffic is c1's first client pod and c2's whereami pod on a plain node, once
-// c1 reaches it.
-func crossTraffic(t testing.TB) (src labtest.Source, target string) {
-	t.Helper()
-	src = env.SourcePods(t, "c1")[0]
-	target = net.JoinHostPort(env.PodOn(t, "c2", env.NodeOfKind(t, "c2", false), labtest.WhereamiImage).Status.PodIP, "8080")
-	require.Eventually(t, labtest.Converge, "c1 → c2 "+target, func() error {
-		_, err := labtest.TryWhereami(src.NS, target)
-		return err
-	})
-	return src, target
 }
 
 // TestDataPathOutlivesTheHub: with strait hub scaled to zero, c1 → c2 traffic goes on
@@ -72,24 +58,24 @@ func crossTraffic(t testing.TB) (src labtest.Source, target string) {
 // scale-up brings it back.
 func TestDataPathOutlivesTheHub(t *testing.T) {
 	env.Require(t)
-	src, target := crossTraffic(t)
+	src, target := env.CrossTraffic(t, "c1", "c2")
 	const window = 15 * time.Second
 
 	t.Run("strait hub down", func(t *testing.T) {
 		scale := func(n int) {
-			kubectl(t, "hub", "-n", straitv1.SystemNamespace, "scale", "deployment/strait-hub", fmt.Sprintf("--replicas=%d", n))
+			env.Kubectl(t, "hub", "-n", straitv1.SystemNamespace, "scale", "deployment/strait-hub", fmt.Sprintf("--replicas=%d", n))
 		}
 		t.Cleanup(func() {
 			scale(2)
-			kubectl(t, "hub", "-n", straitv1.SystemNamespace, "rollout", "status", "deployment/strait-hub", "--timeout=3m")
+			env.Kubectl(t, "hub", "-n", straitv1.SystemNamespace, "rollout", "status", "deployment/strait-hub", "--timeout=3m")
 		})
-		p := startRetrying(50*time.Millisecond, retryOnce(getWhereami(src.NS, target)))
+		p := labtest.StartRetrying(50*time.Millisecond, labtest.RetryOnce(labtest.GetWhereami(src.NS, target)))
 		scale(0)
-		kubectl(t, "hub", "-n", straitv1.SystemNamespace, "wait", "--for=delete", "pod", "-l", "app.kubernetes.io/name="+labtest.HubApp, "--timeout=2m")
+		env.Kubectl(t, "hub", "-n", straitv1.SystemNamespace, "wait", "--for=delete", "pod", "-l", "app.kubernetes.io/name="+labtest.HubApp, "--timeout=2m")
 		time.Sleep(window)
-		gap := p.gap()
-		tries, answers := p.counts()
-		t.Logf("strait hub scaled to 0 for %s: %d/%d GETs c1 → c2 answered, %d on a retry (longest gap %s)", window, answers, tries, p.retries(), gap.Round(time.Millisecond))
+		gap := p.Gap()
+		tries, answers := p.Counts()
+		t.Logf("strait hub scaled to 0 for %s: %d/%d GETs c1 → c2 answered, %d on a retry (longest gap %s)", window, answers, tries, p.Retries(), gap.Round(time.Millisecond))
 		boundLost(t, "GETs c1 → c2 with strait hub down", p, 50)
 	})
 }
@@ -117,8 +103,8 @@ func TestStraitDNSRestart(t *testing.T) {
 	env.SignalContainer(t, victim, "dns", syscall.SIGKILL)
 	env.WaitRestarted(t, "c1", victim, "dns", restarts, 2*time.Minute)
 	time.Sleep(2 * time.Second)
-	gap := r.gap()
-	asked, resolved := r.counts()
+	gap := r.Gap()
+	asked, resolved := r.Counts()
 	t.Logf("one of c1's strait dns pods killed and restarted: %d/%d lookups answered, longest gap %s", resolved, asked, gap.Round(time.Millisecond))
 	if asked < 20 {
 		t.Fatalf("only %d lookups were made", asked)
@@ -154,7 +140,7 @@ func gatewayMetric(t testing.TB, ns, name string) (float64, error) {
 // same gateway renews.
 func TestMemberAPIServerDown(t *testing.T) {
 	env.Require(t)
-	src, target := crossTraffic(t)
+	src, target := env.CrossTraffic(t, "c1", "c2")
 	gw := env.ActiveGateway(t, "c2")
 	name := "whereami-cs.sample.svc.clusterset.local"
 	// The API server with the controller manager and the scheduler: with leader election
@@ -168,8 +154,8 @@ func TestMemberAPIServerDown(t *testing.T) {
 		}
 		pids = append(pids, pid)
 	}
-	p := startRetrying(50*time.Millisecond, retryOnce(getWhereami(src.NS, target)))
-	r := startRetrying(100*time.Millisecond, retryOnce(lookupAddress(src.NS, name, time.Second)))
+	p := labtest.StartRetrying(50*time.Millisecond, labtest.RetryOnce(labtest.GetWhereami(src.NS, target)))
+	r := labtest.StartRetrying(100*time.Millisecond, labtest.RetryOnce(lookupAddress(src.NS, name, time.Second)))
 	time.Sleep(time.Second)
 	for _, pid := range pids {
 		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
@@ -188,12 +174,12 @@ func TestMemberAPIServerDown(t *testing.T) {
 	if err != nil || holding != 1 {
 		t.Errorf("%s: strait_agent_gateway_holding %v (%v), want 1 while c2's API server is down", gw.Name, holding, err)
 	}
-	gap := p.gap()
-	r.gap()
-	tries, answers := p.counts()
-	asked, resolved := r.counts()
+	gap := p.Gap()
+	r.Gap()
+	tries, answers := p.Counts()
+	asked, resolved := r.Counts()
 	t.Logf("c2's API server down for %s: %d/%d GETs c1 → c2 answered, %d on a retry (longest gap %s); %d/%d lookups in c1 answered, %d on a retry",
-		window, answers, tries, p.retries(), gap.Round(time.Millisecond), resolved, asked, r.retries())
+		window, answers, tries, p.Retries(), gap.Round(time.Millisecond), resolved, asked, r.Retries())
 	boundLost(t, "GETs c1 → c2 while c2's API server was down", p, 50)
 	boundLost(t, "lookups of "+name+" in c1 while c2's API server was down", r, 50)
 

@@ -30,7 +30,7 @@ import (
 // standby; c1 → c2 goes on through the new gateway.
 func TestFrozenGatewayIsFencedOff(t *testing.T) {
 	env.Require(t)
-	src, target := crossTraffic(t)
+	src, target := env.CrossTraffic(t, "c1", "c2")
 	frozen := env.ActiveGateway(t, "c2")
 	agent := env.AgentPod(t, "c2", frozen.Name)
 	m := &straitv1.Membership{}
@@ -43,7 +43,7 @@ func TestFrozenGatewayIsFencedOff(t *testing.T) {
 	// c1's GETs from before the freeze: the standby must carry them within the crash
 	// failover's bound of the freeze. The frozen agent's process holds the node's
 	// WireGuard device, so no answer comes through the frozen node.
-	p := startProber(src.NS, target)
+	p := labtest.StartProber(src.NS, target)
 	time.Sleep(300 * time.Millisecond)
 	env.SignalContainer(t, agent, "agent", syscall.SIGSTOP)
 	stopped := time.Now()
@@ -68,16 +68,16 @@ func TestFrozenGatewayIsFencedOff(t *testing.T) {
 	t.Logf("c2's active gateway %s frozen; %s took over within %s", frozen.Name, next, time.Since(stopped).Round(time.Millisecond))
 	// Through the new gateway while the old one is still frozen: what breaks after the
 	// thaw is then the thaw's doing.
-	if !p.waitAnswered(stopped, 10*time.Second) {
-		logAgents(t)
+	if !p.WaitAnswered(stopped, 10*time.Second) {
+		env.LogAgents(t)
 		logCablePaths(t)
-		t.Fatalf("c1 → c2 through %s, %s frozen: %s", next, frozen.Name, p.since(stopped))
+		t.Fatalf("c1 → c2 through %s, %s frozen: %s", next, frozen.Name, p.Since(stopped))
 	}
 	time.Sleep(500 * time.Millisecond)
-	o := p.since(stopped)
+	o := p.Since(stopped)
 	t.Logf("c1 → c2 through %s after the freeze of %s: %s", next, frozen.Name, o)
-	if !boundOutage(t, fmt.Sprintf("c1 → c2 through %s after the freeze of %s", next, frozen.Name), o, crashFailoverBound) {
-		logAgents(t)
+	if !labtest.BoundOutage(t, fmt.Sprintf("c1 → c2 through %s after the freeze of %s", next, frozen.Name), o, labtest.CrashFailoverBound) {
+		env.LogAgents(t)
 		logCablePaths(t)
 	}
 
@@ -103,25 +103,25 @@ func TestFrozenGatewayIsFencedOff(t *testing.T) {
 		return nil
 	})
 
-	frozenProbe := startProber(src.NS, target)
+	frozenProbe := labtest.StartProber(src.NS, target)
 	time.Sleep(2 * time.Second)
-	frozenProbe.gap()
-	if tries, answers := frozenProbe.counts(); answers != tries || tries < 10 {
+	frozenProbe.Gap()
+	if tries, answers := frozenProbe.Counts(); answers != tries || tries < 10 {
 		t.Errorf("while %s is frozen, %d of %d GETs c1 → c2 answered through %s", frozen.Name, answers, tries, next)
 	}
 
 	thaw()
-	after := startProber(src.NS, target)
+	after := labtest.StartProber(src.NS, target)
 	time.Sleep(3 * time.Second)
 	if now := env.ActiveGateway(t, "c2").Name; now != next {
 		t.Errorf("after the thaw c2's active gateway is %s, want %s to keep it", now, next)
 	}
-	gap := after.gap()
-	tries, answers := after.counts()
+	gap := after.Gap()
+	tries, answers := after.Counts()
 	t.Logf("after the thaw: %d of %d GETs c1 → c2 answered, longest gap %s", answers, tries, gap.Round(time.Millisecond))
 	if answers != tries || tries < 20 {
 		t.Errorf("after the thaw %d of %d GETs c1 → c2 answered", answers, tries)
-		logAgents(t)
+		env.LogAgents(t)
 	}
 }
 
@@ -146,7 +146,7 @@ func fenceDrops(t testing.TB, ns string) int {
 func logCablePaths(t testing.TB) {
 	t.Helper()
 	for _, c := range members() {
-		t.Logf("%s's Peers:\n%s", c, kubectl(t, c, "-n", straitv1.SystemNamespace, "get", "peers", "-o", "wide"))
+		t.Logf("%s's Peers:\n%s", c, env.Kubectl(t, c, "-n", straitv1.SystemNamespace, "get", "peers", "-o", "wide"))
 		cl, _ := env.Topo.Cluster(c)
 		for _, n := range cl.Nodes {
 			out, err := exec.Command("ip", "netns", "exec", n.Namespace, "ip", "route", "show", "table", strconv.Itoa(route.Table)).CombinedOutput()

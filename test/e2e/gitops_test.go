@@ -312,9 +312,9 @@ func TestUpAgainRetriesAFailedSync(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	kubectl(t, topology.HubName, "-n", straitv1.SystemNamespace, "scale", "deployment/"+labtest.HubApp, "--replicas=0")
-	kubectl(t, topology.HubName, "-n", straitv1.SystemNamespace, "wait", "--for=delete", "pod", "-l", "app.kubernetes.io/name="+labtest.HubApp, "--timeout=2m")
-	kubectl(t, topology.HubName, "-n", flux.Namespace, "annotate", "--overwrite", "kustomization/"+flux.SyncName,
+	env.Kubectl(t, topology.HubName, "-n", straitv1.SystemNamespace, "scale", "deployment/"+labtest.HubApp, "--replicas=0")
+	env.Kubectl(t, topology.HubName, "-n", straitv1.SystemNamespace, "wait", "--for=delete", "pod", "-l", "app.kubernetes.io/name="+labtest.HubApp, "--timeout=2m")
+	env.Kubectl(t, topology.HubName, "-n", flux.Namespace, "annotate", "--overwrite", "kustomization/"+flux.SyncName,
 		meta.ReconcileRequestAnnotation+"="+time.Now().Format(time.RFC3339Nano))
 	require.Eventually(t, time.Minute, "Flux fails to apply the ClusterSet without the webhook", func() error {
 		s, err := env.Lab.Sync(ctx)

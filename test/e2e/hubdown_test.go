@@ -17,7 +17,7 @@ import (
 // (every 30 s) used to set the endpoint back, cutting c1 → c2 for ~10 s of every 30.
 func TestFailoverWithTheHubDown(t *testing.T) {
 	env.Require(t)
-	src, target := crossTraffic(t)
+	src, target := env.CrossTraffic(t, "c1", "c2")
 	// Whatever happens below, the lab is whole again for the next test: lab up restarts
 	// the hub's API server and waits for strait hub to be ready again.
 	t.Cleanup(func() { env.UpAgain(t) })
@@ -38,13 +38,13 @@ func TestFailoverWithTheHubDown(t *testing.T) {
 	agent := env.AgentPod(t, "c2", old)
 	// The node's kubelet must not restart the agent: the other gateway is to take over.
 	env.PauseKubelet(t, "c2", old)
-	p := startProber(src.NS, target)
+	p := labtest.StartProber(src.NS, target)
 	time.Sleep(300 * time.Millisecond)
 	env.SignalContainer(t, agent, "agent", syscall.SIGKILL)
 	killed := time.Now()
-	if !p.waitAnswered(killed, labtest.Converge) {
-		logAgents(t)
-		t.Fatalf("c1 → c2 not answered again after c2's gateway %s crashed, the hub down: %s", old, p.since(killed))
+	if !p.WaitAnswered(killed, labtest.Converge) {
+		env.LogAgents(t)
+		t.Fatalf("c1 → c2 not answered again after c2's gateway %s crashed, the hub down: %s", old, p.Since(killed))
 	}
 	// c1's gateway agent resyncs every 30 s: at least one resync falls in the window
 	// (before the fix, each cut c1 → c2 for ~10 s).
@@ -53,16 +53,16 @@ func TestFailoverWithTheHubDown(t *testing.T) {
 	// From the crash: the failover's bound until the first answer, then no gap longer
 	// than a second (today 60-270 ms) in the watch after it; one resync cutting the cable
 	// again, even for a second or two, breaks it.
-	o := p.since(killed)
+	o := p.Since(killed)
 	t.Logf("hub down, c2's gateway %s crashed: %s (watched %s after the first answer)", old, o, watch)
-	resumed := o.answered && o.resumed <= crashFailoverBound
+	resumed := o.Answered && o.Resumed <= labtest.CrashFailoverBound
 	if !resumed {
-		t.Errorf("c1 → c2 resumed %s after c2's gateway crashed, the hub down; the bound is %s", o.resumed.Round(time.Millisecond), crashFailoverBound)
+		t.Errorf("c1 → c2 resumed %s after c2's gateway crashed, the hub down; the bound is %s", o.Resumed.Round(time.Millisecond), labtest.CrashFailoverBound)
 	}
-	if o.after > time.Second {
-		t.Errorf("c1 → c2 went %s without an answer after it had resumed, the hub down; the bound is 1s", o.after.Round(time.Millisecond))
+	if o.After > time.Second {
+		t.Errorf("c1 → c2 went %s without an answer after it had resumed, the hub down; the bound is 1s", o.After.Round(time.Millisecond))
 	}
-	if !resumed || o.after > time.Second {
-		logAgents(t)
+	if !resumed || o.After > time.Second {
+		env.LogAgents(t)
 	}
 }

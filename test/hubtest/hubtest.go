@@ -20,6 +20,7 @@ import (
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
 	"github.com/straitnet/strait/controllers"
+	"github.com/straitnet/strait/internal/daemonbuild"
 	"github.com/straitnet/strait/test/clusters"
 	"github.com/straitnet/strait/test/freeport"
 	"github.com/straitnet/strait/webhook"
@@ -126,7 +127,9 @@ func RunController(env *clusters.Env, probe time.Duration, reg prometheus.Regist
 	if err != nil {
 		return nil, err
 	}
-	r := controllers.NewClusterSetReconciler(mgr, metrics, controllers.Config{ProbeInterval: probe, RetryInterval: 5 * time.Second})
+	// This process's build in status.hub, as straitd hub puts its own.
+	self := daemonbuild.Self(straitv1.DaemonHub, "", "hubtest", time.Now())
+	r := controllers.NewClusterSetReconciler(mgr, metrics, controllers.Config{ProbeInterval: probe, RetryInterval: 5 * time.Second, Self: &self})
 	if err := r.SetupWithManager(mgr); err != nil {
 		return nil, err
 	}

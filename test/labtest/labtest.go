@@ -88,7 +88,7 @@ func Main(m *testing.M, cfg Config, env *Env) int {
 	}
 	defer os.RemoveAll(tmp)
 	env.Strait = filepath.Join(tmp, "strait")
-	build := exec.Command("go", "build", "-o", tmp, "github.com/straitnet/strait/cmd/strait")
+	build := exec.Command("go", "build", "-ldflags", imageStamp(root), "-o", tmp, "github.com/straitnet/strait/cmd/strait")
 	build.Dir = root
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
@@ -177,6 +177,30 @@ func Main(m *testing.M, cfg Config, env *Env) int {
 	}
 	return code
 }
+
+// imageStamp is the linker flags that give strait the version and commit of the images
+// the lab runs, so that strait version compares the daemons with the build they came
+// from; none without make image's record of them.
+func imageStamp(root string) string {
+	v, r := imageBuild(root)
+	if v == "" {
+		return ""
+	}
+	return "-X github.com/straitnet/strait/internal/cli.version=" + v + " -X github.com/straitnet/strait/internal/cli.revision=" + r
+}
+
+// imageBuild is the version and commit make image gave the images (bin/images/.strait-id);
+// empty without it.
+func imageBuild(root string) (version, revision string) {
+	data, _ := os.ReadFile(filepath.Join(root, "bin", "images", ".strait-id"))
+	if f := strings.Fields(string(data)); len(f) == 2 {
+		return f[0], f[1]
+	}
+	return "", ""
+}
+
+// ImageBuild is the version and commit of the images the lab runs, and of Strait.
+func (e *Env) ImageBuild() (version, revision string) { return imageBuild(e.Root) }
 
 // UpAgain runs "lab up" on the running lab as a person would after a process died: it
 // restarts what is not running and changes nothing else.

@@ -5,16 +5,21 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/straitnet/strait/lab"
 	"github.com/straitnet/strait/lab/topology"
+	"github.com/straitnet/strait/lab/workload"
 	"github.com/straitnet/strait/test/labtest"
 	"github.com/straitnet/strait/test/netns"
 	"github.com/straitnet/strait/test/require"
@@ -26,21 +31,74 @@ const ClusterSet = "test/e2e/shapes/testdata/clusterset.yaml"
 
 // AcrossBothWays is what a user of each cluster checks of the other, from a pod on a
 // plain node and from one on a gateway node: the remote pod and ClusterIP answer and
-// see the caller's own pod IP, and the clusterset.local names answer.
+// see the caller's own pod IP, and the clusterset.local names answer (ClusterSetIP and
+// headless, with and without a cluster).
 func AcrossBothWays(t *testing.T, env *labtest.Env) {
 	t.Helper()
 	for _, dir := range [][2]string{{"c1", "c2"}, {"c2", "c1"}} {
 		from, to := dir[0], dir[1]
 		remote := env.PodOn(t, to, env.NodeOfKind(t, to, false), labtest.WhereamiImage)
-		for _, src := range env.SourcePods(t, from) {
+		sources := env.SourcePods(t, from)
+		for _, src := range sources {
 			// The first connection waits for the clusterset to have converged.
-			require.Eventually(t, labtest.Converge, fmt.Sprintf("%s → %s's pod %s", src.Name, to, remote.Status.PodIP), func() error {
-				_, err := labtest.TryWhereami(src.NS, net.JoinHostPort(remote.Status.PodIP, "8080"))
+			var a workload.Answer
+			require.Eventually(t, labtest.Converge, fmt.Sprintf("%s → %s's pod %s", src.Name, to, remote.Status.PodIP), func() (err error) {
+				a, err = labtest.TryWhereami(src.NS, net.JoinHostPort(remote.Status.PodIP, "8080"))
 				return err
 			})
+			t.Logf("figure: %s → %s from %s on %s (gateway node %v): caller seen %s, the pod's own %s", from, to, src.Name, src.Node, src.Gateway, a.Caller, src.IP)
 			env.CheckAcross(t, src, to, remote)
 		}
+		ClustersetNamesAnswer(t, env, sources[0], from, to)
 	}
+}
+
+// ClustersetNamesAnswer checks the clusterset.local names without a cluster from src, a
+// pod of cluster from, both clusters exporting: whereami-cs is answered by from's own
+// export (the local one first), and whereami-ss (headless) lists every ready
+// whereami-ss pod of both clusters, to's answering with the caller's pod IP.
+func ClustersetNamesAnswer(t *testing.T, env *labtest.Env, src labtest.Source, from, to string) {
+	t.Helper()
+	cs := lab.WhereamiCS + "." + lab.SampleNamespace + ".svc.clusterset.local"
+	headless := lab.WhereamiSS + "." + lab.SampleNamespace + ".svc.clusterset.local"
+	require.Eventually(t, labtest.Converge, src.Name+": "+cs, func() error {
+		a, err := labtest.TryWhereami(src.NS, net.JoinHostPort(cs, "80"))
+		if err == nil && a.Cluster != from {
+			err = fmt.Errorf("answered by %s, want %s (the local export first)", a.Cluster, from)
+		}
+		return err
+	})
+	local, remote := readyIPs(env.SamplePods(t, from, lab.WhereamiSS)), readyIPs(env.SamplePods(t, to, lab.WhereamiSS))
+	want := append(slices.Clone(local), remote...)
+	slices.Sort(want)
+	var ips []string
+	require.Eventually(t, labtest.Converge, src.Name+": "+headless, func() (err error) {
+		if ips, err = labtest.LookupInPod(context.Background(), src.NS, headless); err != nil {
+			return err
+		}
+		got := slices.Sorted(slices.Values(ips))
+		if !slices.Equal(got, want) {
+			return fmt.Errorf("%v, want every ready whereami-ss pod of %s and %s: %v", got, from, to, want)
+		}
+		return nil
+	})
+	t.Logf("%s → %s: %v", src.Name, headless, ips)
+	for _, ip := range remote {
+		if a, err := labtest.TryWhereami(src.NS, net.JoinHostPort(ip, "8080")); err != nil || a.Cluster != to || a.Caller != src.IP {
+			t.Errorf("%s → %s's %s (%s): %+v, %v; want %s answering the caller's pod IP %s", src.Name, to, headless, ip, a, err, to, src.IP)
+		}
+	}
+}
+
+// readyIPs are the pod IPs of the ready pods: what a headless service publishes.
+func readyIPs(pods []corev1.Pod) []string {
+	var out []string
+	for _, p := range pods {
+		if lab.PodReady(&p) == "Ready" && p.Status.PodIP != "" {
+			out = append(out, p.Status.PodIP)
+		}
+	}
+	return out
 }
 
 // OwnNetworkingIsUnchanged checks that Strait takes nothing from a cluster's own
@@ -79,6 +137,50 @@ func OwnNetworkingIsUnchanged(t *testing.T, env *labtest.Env) {
 					t.Errorf("%s: the CNI's masquerade is missing: %v\n%s", n.Name, err, out)
 				}
 			}
+			NodePortAnswers(t, env, c, src)
+		})
+	}
+}
+
+// NodePortName is the NodePort Service NodePortAnswers puts in front of whereami-cs.
+const NodePortName = "e2e-whereami-nodeport"
+
+// NodePortAnswers checks that a NodePort Service of the cluster (in front of
+// whereami-cs, made on first use) answers on a gateway node's address, from the pod src
+// on a plain node and from that plain node itself, as kube-proxy serves it.
+func NodePortAnswers(t *testing.T, env *labtest.Env, c topology.Cluster, src labtest.Source) {
+	t.Helper()
+	svcs := env.HostClient(t, c.Name).CoreV1().Services(lab.SampleNamespace)
+	ctx := context.Background()
+	svc, err := svcs.Create(ctx, &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: NodePortName, Namespace: lab.SampleNamespace},
+		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeNodePort, Selector: map[string]string{"app": lab.WhereamiCS},
+			Ports: []corev1.ServicePort{{Name: "main", Port: 80, TargetPort: intstr.FromInt32(workload.WhereamiPort), Protocol: corev1.ProtocolTCP}}},
+	}, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		svc, err = svcs.Get(ctx, NodePortName, metav1.GetOptions{})
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	var plain, gateway topology.Node
+	for _, n := range c.Nodes {
+		if n.Name == src.Node {
+			plain = n
+		}
+		if n.Gateway && gateway.Name == "" {
+			gateway = n
+		}
+	}
+	target := net.JoinHostPort(gateway.LANAddr.Addr().String(), strconv.Itoa(int(svc.Spec.Ports[0].NodePort)))
+	for _, from := range []struct{ name, ns string }{{"pod " + src.Name, src.NS}, {"node " + plain.Name, plain.Namespace}} {
+		// kube-proxy programs a new Service within a second or two.
+		require.Eventually(t, 30*time.Second, fmt.Sprintf("%s: %s → NodePort %s on %s", c.Name, from.name, target, gateway.Name), func() error {
+			a, err := labtest.TryWhereami(from.ns, target)
+			if err == nil && a.Cluster != c.Name {
+				err = fmt.Errorf("answered by %s, want %s", a.Cluster, c.Name)
+			}
+			return err
 		})
 	}
 }

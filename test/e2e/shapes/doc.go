@@ -4,8 +4,13 @@
 // nftables table of its own) and kube-proxy in iptables mode, two members of one
 // clusterset shaped differently. It checks what a user checks across clusters (the
 // caller's pod IP kept, to a pod and to a ClusterIP, from a gateway node and from a
-// plain node, both ways; clusterset.local names), that the clusters' own networking is
-// what it was, and that the bypass survives the CNI and kube-proxy rewriting their rules.
+// plain node, both ways; the clusterset.local names, headless included), a bulk
+// transfer through the cable with the CNI's MTU underneath (iperf3, against pod → pod
+// in the cluster), a gateway crash failover bounded from the crash, that the clusters'
+// own networking is what it was (pod → pod and ClusterIP unmasqueraded, the internet
+// masqueraded, NodePort), that the bypass survives the CNI and kube-proxy rewriting
+// their rules, and, last, that the uninstall takes the bypass away and leaves the CNI's
+// masquerade as it was.
 //
 // Each package below brings up one lab shape and runs Suite on it: kindflannel (c1
 // kindnet-masq in iptables and kube-proxy iptables, c2 flannel in iptables and

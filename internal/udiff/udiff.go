@@ -1,4 +1,4 @@
-package diffcmd
+package udiff
 
 import (
 	"fmt"
@@ -18,9 +18,9 @@ type edit struct {
 	line string
 }
 
-// unifiedDiff is the unified diff of two texts with the two header names, empty when
+// Unified is the unified diff of two texts with the two header names, empty when
 // they are equal. Either text may be empty: an object created or deleted.
-func unifiedDiff(fromName, toName, from, to string) string {
+func Unified(fromName, toName, from, to string) string {
 	if from == to {
 		return ""
 	}

@@ -1,4 +1,4 @@
-package diffcmd
+package udiff
 
 import (
 	"os"
@@ -30,7 +30,7 @@ func TestUnifiedDiffMatchesDiffU(t *testing.T) {
 	diffBin, err := exec.LookPath("diff")
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			got := unifiedDiff("a", "b", c.from, c.to)
+			got := Unified("a", "b", c.from, c.to)
 			if !strings.HasPrefix(got, "--- a\n+++ b\n@@ ") {
 				t.Fatalf("no header and hunk:\n%s", got)
 			}
@@ -51,7 +51,7 @@ func TestUnifiedDiffMatchesDiffU(t *testing.T) {
 			}
 		})
 	}
-	if got := unifiedDiff("a", "b", base, base); got != "" {
+	if got := Unified("a", "b", base, base); got != "" {
 		t.Errorf("equal texts give %q", got)
 	}
 }
