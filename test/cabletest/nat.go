@@ -6,6 +6,10 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
 )
 
 // NAT is how a site's gateway reaches the WAN.
@@ -48,11 +52,13 @@ func connectBehindNAT(t testing.TB, s Site) {
 	MustRun(t, "ip", "-n", s.RouterNS, "link", "set", "lan0", "up")
 	MustRun(t, "ip", "-n", s.GatewayNS, "route", "add", "default", "via", routerIP.String())
 	MustRun(t, "ip", "netns", "exec", s.RouterNS, "sysctl", "-qw", "net.ipv4.ip_forward=1")
-	// The conntrack sysctls exist once the namespace has a NAT table.
+	// The conntrack sysctls exist once the namespace has a NAT table. Timestamps tell
+	// a flow that lived on from one made again (cableFlow).
 	nft(t, s.RouterNS, routerRules(s))
 	for _, k := range []string{"net.netfilter.nf_conntrack_udp_timeout", "net.netfilter.nf_conntrack_udp_timeout_stream"} {
 		MustRun(t, "ip", "netns", "exec", s.RouterNS, "sysctl", "-qw", fmt.Sprintf("%s=%d", k, UDPTimeout))
 	}
+	MustRun(t, "ip", "netns", "exec", s.RouterNS, "sysctl", "-qw", "net.netfilter.nf_conntrack_timestamp=1")
 }
 
 // routerRules is the router's ruleset for s.
@@ -78,4 +84,36 @@ func nft(t testing.TB, ns, rules string) {
 	if out, err := cmd.Output(); err != nil {
 		t.Fatalf("nft in %s: %v: %s\n%s", ns, err, out, rules)
 	}
+}
+
+// cableFlow is the router's conntrack entry (its NAT mapping) for the UDP flow of s's
+// gateway from its cable port: its start time and the public port it was mapped to.
+func cableFlow(s Site, port int) (start uint64, public uint16, err error) {
+	h, err := netns.GetFromName(s.RouterNS)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer func() { _ = h.Close() }()
+	nl, err := netlink.NewHandleAt(h)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer nl.Close()
+	flows, err := nl.ConntrackTableList(netlink.ConntrackTable, unix.AF_INET)
+	if err != nil {
+		return 0, 0, fmt.Errorf("conntrack in %s: %w", s.RouterNS, err)
+	}
+	private := s.PrivateIP.AsSlice()
+	for _, f := range flows {
+		switch {
+		case f.Forward.Protocol != unix.IPPROTO_UDP:
+		case f.Forward.SrcIP.Equal(private) && f.Forward.SrcPort == uint16(port):
+			// Opened by the gateway (behind masquerade always).
+			return f.TimeStart, f.Reverse.DstPort, nil
+		case f.Reverse.SrcIP.Equal(private) && f.Reverse.SrcPort == uint16(port):
+			// Opened from the WAN, through a 1:1 mapping.
+			return f.TimeStart, f.Forward.DstPort, nil
+		}
+	}
+	return 0, 0, fmt.Errorf("no conntrack entry in %s for %s:%d", s.RouterNS, s.PrivateIP, port)
 }

@@ -98,15 +98,36 @@ func RunNAT(t *testing.T, s Suite, nat NAT) {
 	t.Run("an idle period past the NAT's UDP timeout leaves no gap", func(t *testing.T) {
 		idle := (UDPTimeout + 5) * time.Second
 		t.Logf("idle for %v (the router forgets UDP flows after %d s)", idle, UDPTimeout)
+		// The cable's keepalives must keep the router's mapping: the same conntrack entry
+		// before and after. A driver without them (vxlan, 1:1 only) needs none: its
+		// mapping is made again the same way.
+		keep := !s.NoNATTraversal
+		var before uint64
+		var port uint16
+		if keep {
+			var err error
+			if before, port, err = cableFlow(lab.B, int(s.Port)); err != nil {
+				t.Fatal(err)
+			}
+		}
 		time.Sleep(idle)
+		if keep {
+			after, portAfter, err := cableFlow(lab.B, int(s.Port))
+			if err != nil || after != before || portAfter != port {
+				t.Errorf("the router's mapping of the cable lapsed while idle: before started at %d to port %d, after: %d to port %d (%v)",
+					before, port, after, portAfter, err)
+			}
+		}
 		// From the side that cannot be dialed behind masquerade: only a mapping kept
-		// alive lets its packets in.
-		took := require.Eventually(t, 20*time.Second, "pod a → pod b after the idle period", func() error {
-			return Ping(lab.A.PodNS, lab.B.PodIP)
-		})
-		t.Logf("pod a → pod b answered %v after the idle period", took.Round(time.Millisecond))
-		if took > 2*time.Second {
-			t.Errorf("a gap of %v after the idle period, want at most 2 s", took.Round(time.Millisecond))
+		// alive lets its packets in. A mapping that lapsed costs a dead-peer detection
+		// (10 s) or more before the other side learns the new one.
+		gap, err := PingGap(lab.A.PodNS, lab.B.PodIP, 10*time.Second)
+		if err != nil {
+			t.Fatalf("pod a → pod b after the idle period: %v", err)
+		}
+		t.Logf("pod a → pod b after the idle period: the first %v of echoes unanswered", gap)
+		if gap > 2*time.Second {
+			t.Errorf("a gap of %v after the idle period, want at most 2 s", gap)
 		}
 	})
 
