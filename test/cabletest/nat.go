@@ -36,7 +36,8 @@ const natTable = "cabletest-nat"
 
 // UDPTimeout is the router's UDP conntrack timeout, for both unreplied and replied flows:
 // shorter than Linux's default (30 s / 120 s) so a test can idle past it, longer than
-// the cables' keepalives (WireGuard 10 s; IPsec's dead-peer detection every 10 s).
+// the cables' keepalives (WireGuard's and IPsec's NAT-T keepalive, 10 s; IPsec's
+// dead-peer detection after 10 s without inbound traffic).
 const UDPTimeout = 20
 
 // connectBehindNAT puts s's gateway behind its router: a private link between them, the

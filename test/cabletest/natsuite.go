@@ -14,8 +14,9 @@ import (
 // a router doing nat (nftables in the router's namespace), owning only a private
 // address. After Converge pod ↔ pod ICMP and TCP work; the connections report the
 // endpoint in use and the NAT; converging again changes nothing; after an idle period
-// longer than the router's UDP conntrack timeout the cable carries traffic again within
-// 2 s; cleanup leaves nothing. A driver without NAT traversal (Suite.NoNATTraversal) must
+// longer than the router's UDP conntrack timeout the router still holds the same mapping
+// (the driver's keepalives kept it) and at most 2 s of echoes go unanswered; cleanup
+// leaves nothing. A driver without NAT traversal (Suite.NoNATTraversal) must
 // refuse to run behind masquerade instead.
 func RunNAT(t *testing.T, s Suite, nat NAT) {
 	require.Root(t, "ping", "nft")
