@@ -61,25 +61,9 @@ func testMain(m *testing.M) int {
 		defer func() { _ = env.Stop() }()
 	}
 	if startError == nil {
-		var stopWebhook, stopHub func()
-		if stopWebhook, startError = hubtest.ServeWebhook(ctx, env); stopWebhook != nil {
-			defer stopWebhook()
-		}
-		if startError == nil {
-			if stopHub, startError = hubtest.RunController(env, time.Second, nil); stopHub != nil {
-				defer stopHub()
-			}
-		}
-	}
-	if startError == nil {
-		dir, err := os.MkdirTemp("", "strait-diff-test-")
-		if err != nil {
-			startError = err
-		} else {
-			defer os.RemoveAll(dir)
-			hubKubeconfig = filepath.Join(dir, "hub.kubeconfig")
-			startError = os.WriteFile(hubKubeconfig, env.Hub.KubeConfig, 0o600)
-		}
+		var stop func()
+		hubKubeconfig, stop, startError = hubtest.ServeHub(ctx, env)
+		defer stop()
 	}
 	return m.Run()
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"path/filepath"
 	"strconv"
 	"time"
 
@@ -158,3 +159,36 @@ func waitServing(port int, timeout time.Duration) error {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// ServeHub runs the webhook and the hub controller against env's hub and writes the
+// hub's kubeconfig to a file of its own, as a user of `strait diff` or `strait show`
+// holds it. stop undoes all of it, also after an error.
+func ServeHub(ctx context.Context, env *clusters.Env) (hubKubeconfig string, stop func(), err error) {
+	var stops []func()
+	stop = func() {
+		for i := len(stops) - 1; i >= 0; i-- {
+			stops[i]()
+		}
+	}
+	stopWebhook, err := ServeWebhook(ctx, env)
+	if stopWebhook != nil {
+		stops = append(stops, stopWebhook)
+	}
+	if err != nil {
+		return "", stop, err
+	}
+	stopHub, err := RunController(env, time.Second, nil)
+	if stopHub != nil {
+		stops = append(stops, stopHub)
+	}
+	if err != nil {
+		return "", stop, err
+	}
+	dir, err := os.MkdirTemp("", "strait-hub-")
+	if err != nil {
+		return "", stop, err
+	}
+	stops = append(stops, func() { _ = os.RemoveAll(dir) })
+	hubKubeconfig = filepath.Join(dir, "hub.kubeconfig")
+	return hubKubeconfig, stop, os.WriteFile(hubKubeconfig, env.Hub.KubeConfig, 0o600)
+}
