@@ -111,22 +111,32 @@ func TestStatusBehindNATOnAPIServer(t *testing.T) {
 	t.Run("both behind masquerade", func(t *testing.T) {
 		p := &straitv1.Peer{ObjectMeta: metav1.ObjectMeta{Name: "c2", Namespace: straitv1.SystemNamespace}}
 		patch(t, c, p, func() { p.Spec.Endpoint.IP, p.Spec.Endpoint.BehindMasquerade = "", true })
-		agents[active].driver.setDown(true)
-		require.Eventually(t, 10*time.Second, "the Peer's condition says both are behind masquerade", peerStatus(func(st straitv1.PeerStatus) error {
-			cond := apimeta.FindStatusCondition(st.Conditions, straitv1.ConditionConnected)
-			if cond == nil || cond.Status != metav1.ConditionFalse || cond.Reason != straitv1.ReasonBothBehindMasquerade {
-				return fmt.Errorf("condition %+v, want Connected False %s", cond, straitv1.ReasonBothBehindMasquerade)
-			}
-			for _, want := range []string{"c2", "both behind masquerade", "spec.clusters[].gateway.endpoint"} {
-				if !strings.Contains(cond.Message, want) {
-					return fmt.Errorf("condition message %q does not say %q", cond.Message, want)
+		bothMasqueraded := func(alive bool) func(straitv1.PeerStatus) error {
+			return func(st straitv1.PeerStatus) error {
+				cond := apimeta.FindStatusCondition(st.Conditions, straitv1.ConditionConnected)
+				if cond == nil || cond.Status != metav1.ConditionFalse || cond.Reason != straitv1.ReasonBothBehindMasquerade {
+					return fmt.Errorf("condition %+v, want Connected False %s", cond, straitv1.ReasonBothBehindMasquerade)
 				}
+				for _, want := range []string{"c2", "both behind masquerade", "spec.clusters[].gateway.endpoint"} {
+					if !strings.Contains(cond.Message, want) {
+						return fmt.Errorf("condition message %q does not say %q", cond.Message, want)
+					}
+				}
+				if said := strings.Contains(cond.Message, "a session opened before still carries traffic"); said != alive {
+					return fmt.Errorf("condition message %q: says the old session lives on %v, want %v", cond.Message, said, alive)
+				}
+				if st.State == "Connected" || st.Initiator != "None" {
+					return fmt.Errorf("state %s, initiator %q; want not Connected, None", st.State, st.Initiator)
+				}
+				return nil
 			}
-			if st.State == "Connected" || st.Initiator != "None" {
-				return fmt.Errorf("state %s, initiator %q; want not Connected, None", st.State, st.Initiator)
-			}
-			return nil
-		}))
+		}
+		// The ClusterSet changed under a live cable (a lab whose clusters can in fact
+		// be dialed): it still carries traffic, but the Peer says the pair cannot work.
+		require.Eventually(t, 10*time.Second, "the Peer's condition says both are behind masquerade, the old session alive",
+			peerStatus(bothMasqueraded(true)))
+		agents[active].driver.setDown(true)
+		require.Eventually(t, 10*time.Second, "the Peer's condition says both are behind masquerade", peerStatus(bothMasqueraded(false)))
 	})
 }
 

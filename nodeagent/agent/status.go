@@ -253,9 +253,18 @@ func (a *Agent) checkPeers(ctx context.Context) error {
 		st.State = "Connecting"
 		cond := metav1.Condition{Type: straitv1.ConditionConnected, Status: metav1.ConditionFalse, Reason: reason,
 			Message: msg, ObservedGeneration: p.Generation}
-		if reachable {
+		switch {
+		case bothMasqueraded:
+			// Not even a session opened before the ClusterSet said so (it lives on while
+			// both ends keep it) makes the pair work: none can be opened again after a
+			// failover or a restart.
+			st.State = "Error"
+			if reachable {
+				cond.Message += "; a session opened before still carries traffic, but no new one can be opened"
+			}
+		case reachable:
 			st.State, cond.Status, cond.Reason = "Connected", metav1.ConditionTrue, straitv1.ReasonConnected
-		} else if p.Spec.Endpoint == nil {
+		case p.Spec.Endpoint == nil:
 			st.State = "Error"
 		}
 		setCondition(&st.Conditions, cond)
