@@ -80,10 +80,12 @@ func ensureRouterNAT(ctx context.Context, r topology.Router) error {
 	if err := runIn(ctx, r.Namespace, script, "nft", "-f", "-"); err != nil {
 		return fmt.Errorf("table %s: %w", topology.RouterTable, err)
 	}
-	// The conntrack sysctls exist in a namespace once it has a NAT table.
+	// The conntrack sysctls exist in a namespace once it has a NAT table. Timestamps tell
+	// a mapping that lived on from one made again (a test idles past the timeout).
 	timeout := strconv.Itoa(topology.RouterUDPTimeout)
-	for _, k := range []string{"net/netfilter/nf_conntrack_udp_timeout", "net/netfilter/nf_conntrack_udp_timeout_stream"} {
-		if err := netns.Sysctl(r.Namespace, k, timeout); err != nil {
+	for k, v := range map[string]string{"net/netfilter/nf_conntrack_udp_timeout": timeout,
+		"net/netfilter/nf_conntrack_udp_timeout_stream": timeout, "net/netfilter/nf_conntrack_timestamp": "1"} {
+		if err := netns.Sysctl(r.Namespace, k, v); err != nil {
 			return err
 		}
 	}

@@ -2,6 +2,7 @@ package cabletest
 
 import (
 	"fmt"
+	"net/netip"
 	"os"
 	"os/exec"
 	"strings"
@@ -88,9 +89,17 @@ func nft(t testing.TB, ns, rules string) {
 }
 
 // cableFlow is the router's conntrack entry (its NAT mapping) for the UDP flow of s's
-// gateway from its cable port: its start time and the public port it was mapped to.
+// gateway from its cable port (RouterFlow).
 func cableFlow(s Site, port int) (start uint64, public uint16, err error) {
-	h, err := netns.GetFromName(s.RouterNS)
+	return RouterFlow(s.RouterNS, s.PrivateIP, port)
+}
+
+// RouterFlow is the conntrack entry of a NAT router (network namespace routerNS) for the
+// UDP flow of the gateway at private from its cable port: its start time (the namespace
+// needs nf_conntrack_timestamp on) and the public port it was mapped to. The same start
+// before and after an idle period says the mapping never lapsed.
+func RouterFlow(routerNS string, private netip.Addr, port int) (start uint64, public uint16, err error) {
+	h, err := netns.GetFromName(routerNS)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -102,19 +111,19 @@ func cableFlow(s Site, port int) (start uint64, public uint16, err error) {
 	defer nl.Close()
 	flows, err := nl.ConntrackTableList(netlink.ConntrackTable, unix.AF_INET)
 	if err != nil {
-		return 0, 0, fmt.Errorf("conntrack in %s: %w", s.RouterNS, err)
+		return 0, 0, fmt.Errorf("conntrack in %s: %w", routerNS, err)
 	}
-	private := s.PrivateIP.AsSlice()
+	ip := private.AsSlice()
 	for _, f := range flows {
 		switch {
 		case f.Forward.Protocol != unix.IPPROTO_UDP:
-		case f.Forward.SrcIP.Equal(private) && f.Forward.SrcPort == uint16(port):
+		case f.Forward.SrcIP.Equal(ip) && f.Forward.SrcPort == uint16(port):
 			// Opened by the gateway (behind masquerade always).
 			return f.TimeStart, f.Reverse.DstPort, nil
-		case f.Reverse.SrcIP.Equal(private) && f.Reverse.SrcPort == uint16(port):
+		case f.Reverse.SrcIP.Equal(ip) && f.Reverse.SrcPort == uint16(port):
 			// Opened from the WAN, through a 1:1 mapping.
 			return f.TimeStart, f.Forward.DstPort, nil
 		}
 	}
-	return 0, 0, fmt.Errorf("no conntrack entry in %s for %s:%d", s.RouterNS, s.PrivateIP, port)
+	return 0, 0, fmt.Errorf("no conntrack entry in %s for %s:%d", routerNS, private, port)
 }

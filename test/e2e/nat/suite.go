@@ -18,6 +18,7 @@ import (
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
 	"github.com/straitnet/strait/lab"
 	"github.com/straitnet/strait/lab/topology"
+	"github.com/straitnet/strait/test/cabletest"
 	"github.com/straitnet/strait/test/labtest"
 	"github.com/straitnet/strait/test/require"
 )
@@ -102,7 +103,20 @@ func throughTheNAT(t *testing.T, env *labtest.Env, nat string, driver straitv1.C
 		src, target := env.CrossTraffic(t, "c1", "c2")
 		idle := (topology.RouterUDPTimeout + 5) * time.Second
 		t.Logf("no traffic of c1's and c2's pods for %s (c2's router forgets a UDP flow after %d s)", idle, topology.RouterUDPTimeout)
+		// The cable's keepalives must keep c2's router's mapping: its conntrack entry of
+		// the cable the same one before and after.
+		c2, _ := env.Topo.Cluster("c2")
+		gw, port := env.ActiveGateway(t, "c2"), cablePort(t, env)
+		before, mapped, err := cabletest.RouterFlow(c2.Router.Namespace, gw.LANAddr.Addr(), port)
+		if err != nil {
+			t.Fatal(err)
+		}
 		time.Sleep(idle)
+		after, mappedAfter, err := cabletest.RouterFlow(c2.Router.Namespace, gw.LANAddr.Addr(), port)
+		if err != nil || after != before || mappedAfter != mapped {
+			t.Errorf("c2's router's mapping of %s's cable lapsed while idle: before started at %d to port %d, after: %d to port %d (%v)",
+				gw.Name, before, mapped, after, mappedAfter, err)
+		}
 		// From c1: behind masquerade only a mapping c2 kept alive lets its packets in.
 		resumed := time.Now()
 		p := labtest.StartProber(src.NS, target)
@@ -111,6 +125,19 @@ func throughTheNAT(t *testing.T, env *labtest.Env, nat string, driver straitv1.C
 		t.Logf("figure: after %s idle, c2 behind %s, %s: c1 → c2 %s", idle, nat, driver, o)
 		labtest.BoundOutage(t, fmt.Sprintf("c1 → c2 %s after %s idle", target, idle), o, IdleGapBound)
 	})
+}
+
+// cablePort is the UDP port the cable runs on (every gateway of the set listens there).
+func cablePort(t *testing.T, env *labtest.Env) int {
+	t.Helper()
+	var p straitv1.Peer
+	if err := env.Client(t, "c1").Get(context.Background(), client.ObjectKey{Namespace: straitv1.SystemNamespace, Name: "c2"}, &p); err != nil {
+		t.Fatal(err)
+	}
+	if p.Spec.Endpoint == nil {
+		t.Fatal("c1's Peer c2 has no endpoint")
+	}
+	return int(p.Spec.Endpoint.Port)
 }
 
 // requirePeer waits until the active gateway of local reports remote's Peer as the NAT
