@@ -44,7 +44,7 @@ func (r *ClusterSetReconciler) observe(ctx context.Context, obj *straitv1.Cluste
 			out[obj.Spec.Clusters[i].Name] = &plan.MemberFacts{}
 			continue
 		}
-		f, err := readFacts(ctx, c.member.Reader, wanted[c.name], memberExports)
+		f, err := readFacts(ctx, c.member.Reader, wanted[c.name], memberExports, endpointService(&obj.Spec.Clusters[i]))
 		if err != nil {
 			if c.err == nil {
 				c.err = err
@@ -89,7 +89,23 @@ func exportsByCluster(obj *straitv1.ClusterSet) map[string]map[types.NamespacedN
 // `strait diff` calls it with a direct client, so that its preview is computed from the
 // same facts.
 func ReadMemberFacts(ctx context.Context, rd client.Reader, obj *straitv1.ClusterSet, cluster string) (*plan.MemberFacts, error) {
-	return readFacts(ctx, rd, exportsByCluster(obj)[cluster], obj.Spec.ExportPolicy == straitv1.ExportPolicyMemberExports)
+	var svc *types.NamespacedName
+	for i := range obj.Spec.Clusters {
+		if obj.Spec.Clusters[i].Name == cluster {
+			svc = endpointService(&obj.Spec.Clusters[i])
+		}
+	}
+	return readFacts(ctx, rd, exportsByCluster(obj)[cluster], obj.Spec.ExportPolicy == straitv1.ExportPolicyMemberExports, svc)
+}
+
+// endpointService is the Service a cluster's gateways are reached through (endpoint type
+// LoadBalancer), or nil.
+func endpointService(c *straitv1.ClusterSpec) *types.NamespacedName {
+	ep := c.Gateway.Endpoint
+	if ep == nil || ep.Type != straitv1.EndpointLoadBalancer || ep.Service == nil {
+		return nil
+	}
+	return &types.NamespacedName{Namespace: ep.Service.Namespace, Name: ep.Service.Name}
 }
 
 // declaredExports are the namespace/name of every export in the spec.
@@ -101,8 +117,17 @@ func declaredExports(obj *straitv1.ClusterSet) map[types.NamespacedName]bool {
 	return out
 }
 
-func readFacts(ctx context.Context, rd client.Reader, declared map[types.NamespacedName]bool, memberExports bool) (*plan.MemberFacts, error) {
+func readFacts(ctx context.Context, rd client.Reader, declared map[types.NamespacedName]bool, memberExports bool, gwService *types.NamespacedName) (*plan.MemberFacts, error) {
 	f := &plan.MemberFacts{}
+	if gwService != nil {
+		svc := &corev1.Service{}
+		switch err := rd.Get(ctx, *gwService, svc); {
+		case err == nil:
+			f.GatewayService = svc
+		case !apierrors.IsNotFound(err):
+			return nil, fmt.Errorf("reading the gateways' service %s: %w", gwService, err)
+		}
+	}
 	inSystem := client.InNamespace(straitv1.SystemNamespace)
 
 	var gws straitv1.GatewayList

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"strconv"
 
 	"github.com/straitnet/strait/lab/topology"
 	"github.com/straitnet/strait/test/netns"
@@ -58,6 +59,35 @@ func ensureCNIMasquerade(ctx context.Context, c topology.Cluster) error {
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("%s: the %s masquerade (%s): %w", c.Name, c.Shape.CNI, c.Shape.Masquerade, err)
+	}
+	return nil
+}
+
+// ensureRouterNAT puts the cluster's gateways behind its router: the public addresses of
+// a 1:1 NAT on the router's WAN leg, its table (topology.Router.NATRuleset) and short UDP
+// conntrack timeouts (topology.RouterUDPTimeout). A router without gateway NAT is left
+// as it is. The table goes with the router's namespace on "lab down".
+func ensureRouterNAT(ctx context.Context, r topology.Router) error {
+	script := r.NATRuleset()
+	if script == "" {
+		return nil
+	}
+	for _, p := range r.PublicAddrs() {
+		if err := netns.IP(ctx, "-n", r.Namespace, "addr", "replace", p.String(), "dev", topology.NodeWANLink); err != nil {
+			return err
+		}
+	}
+	if err := runIn(ctx, r.Namespace, script, "nft", "-f", "-"); err != nil {
+		return fmt.Errorf("table %s: %w", topology.RouterTable, err)
+	}
+	// The conntrack sysctls exist in a namespace once it has a NAT table. Timestamps tell
+	// a mapping that lived on from one made again (a test idles past the timeout).
+	timeout := strconv.Itoa(topology.RouterUDPTimeout)
+	for k, v := range map[string]string{"net/netfilter/nf_conntrack_udp_timeout": timeout,
+		"net/netfilter/nf_conntrack_udp_timeout_stream": timeout, "net/netfilter/nf_conntrack_timestamp": "1"} {
+		if err := netns.Sysctl(r.Namespace, k, v); err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -177,6 +177,9 @@ func ensureNetwork(ctx context.Context, t *topology.Lab) error {
 		if err := ensureCNIMasquerade(ctx, c); err != nil {
 			return err
 		}
+		if err := ensureRouterNAT(ctx, c.Router); err != nil {
+			return fmt.Errorf("cluster %s's router: %w", c.Name, err)
+		}
 	}
 	// The hub's and the internet's routes lead through the members' LANs and routers.
 	if t.Hub != nil {

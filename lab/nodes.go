@@ -2,6 +2,7 @@ package lab
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -153,7 +154,10 @@ func (l *Lab) ensureRealNode(ctx context.Context, client kubernetes.Interface, r
 	annotations := map[string]string{}
 	if n.Gateway {
 		labels[topology.GatewayLabel] = "true"
-		// Gateways reach each other over the WAN, not their cluster's LAN.
+	}
+	if n.WANAddr.IsValid() {
+		// Gateways reach each other over the WAN, not their cluster's LAN. Behind the
+		// router's NAT they have no WAN address: the ClusterSet says how to reach them.
 		annotations[GatewayIPAnnotation] = n.WANAddr.Addr().String()
 	}
 	_, err := client.CoreV1().Nodes().Create(ctx, &corev1.Node{
@@ -168,8 +172,18 @@ func (l *Lab) ensureRealNode(ctx context.Context, client kubernetes.Interface, r
 		// cluster waits for flanneld) made it do.
 		// A merge patch of the status alone: the node lifecycle controller writes the new
 		// Node too (its taints), and an update would conflict with it.
-		patch := fmt.Sprintf(`{"status":{"addresses":[{"type":%q,"address":%q}]}}`, corev1.NodeInternalIP, n.LANAddr.Addr())
-		if _, err := client.CoreV1().Nodes().Patch(ctx, n.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}, "status"); err != nil {
+		// Behind a 1:1 NAT the node's public address is its ExternalIP, as a cloud
+		// provider's controller sets it (the kubelet then runs with an external cloud
+		// provider and keeps the addresses it finds).
+		addrs := []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: n.LANAddr.Addr().String()}}
+		if n.ExternalIP.IsValid() {
+			addrs = append(addrs, corev1.NodeAddress{Type: corev1.NodeExternalIP, Address: n.ExternalIP.String()})
+		}
+		body, err := json.Marshal(map[string]any{"status": map[string]any{"addresses": addrs}})
+		if err != nil {
+			return err
+		}
+		if _, err := client.CoreV1().Nodes().Patch(ctx, n.Name, types.MergePatchType, body, metav1.PatchOptions{}, "status"); err != nil {
 			return fmt.Errorf("node %s's address: %w", n.Name, err)
 		}
 	case !apierrors.IsAlreadyExists(err):
@@ -212,6 +226,7 @@ func (l *Lab) ensureRealNode(ctx context.Context, client kubernetes.Interface, r
 		Name: n.Name, NetNS: netns.Path(n.Namespace), NodeIP: n.LANAddr.Addr(), PodCIDR: n.PodCIDR,
 		KubeConfig: kc, BinDir: l.opts.NodeBin, Kubelet: l.opts.bin("kubelet"), StateDir: dir,
 		Images: images, SandboxImage: image.Pause, ClusterDNS: rn.dns, ClusterDomain: "cluster.local", Labels: labels, CNI: rn.cni,
+		ExternalCloudProvider: n.ExternalIP.IsValid(),
 	})
 	if err != nil {
 		return err

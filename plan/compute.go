@@ -244,6 +244,7 @@ func (p *Plan) membership(cluster string) *straitv1.Membership {
 			ServiceCIDRs:        canonicalCIDRs(c.ServiceCIDRs),
 			Cable:               straitv1.MemberCable{Driver: p.spec.Cable.Driver, Port: p.spec.Cable.Port},
 			GatewayNodeSelector: c.Gateway.NodeSelector,
+			GatewayEndpoint:     c.Gateway.Endpoint,
 			DNS:                 p.spec.DNS,
 		},
 	}
@@ -271,16 +272,7 @@ func (p *Plan) peer(cluster, remote string) *straitv1.Peer {
 			Labels: map[string]string{straitv1.LabelPeerCluster: remote}},
 		Spec: straitv1.PeerSpec{ClusterID: remote, CIDRs: cidrs},
 	}
-	if gw := p.observed[remote].activeGateway(); gw != nil {
-		peer.Spec.Endpoint = &straitv1.PeerEndpoint{
-			Gateway:       gw.Spec.NodeName,
-			IP:            gw.Spec.IP,
-			Port:          gw.Spec.Port,
-			PublicKey:     gw.Spec.PublicKey,
-			HealthCheckIP: gw.Spec.HealthCheckIP,
-			Driver:        gw.Spec.Driver,
-		}
-	}
+	peer.Spec.Endpoint = peerEndpoint(r.Gateway.Endpoint, p.observed[remote])
 	return peer
 }
 

@@ -30,6 +30,11 @@ type MemberFacts struct {
 	// ServiceExports in the member: the hub's and, where people made them, their own.
 	ServiceExports []mcsv1.ServiceExport
 
+	// GatewayService is the Service of type LoadBalancer the member's gateways are
+	// reached through (spec.clusters[].gateway.endpoint type LoadBalancer); nil otherwise
+	// or while it does not exist.
+	GatewayService *corev1.Service
+
 	// Membership and GlobalIngresses are the allocations the member holds; the hub reads
 	// them back so that a rebuilt hub renumbers nothing.
 	Membership      *straitv1.Membership
@@ -45,7 +50,7 @@ func (f *MemberFacts) activeGateway() *straitv1.Gateway {
 	var best *straitv1.Gateway
 	for i := range f.Gateways {
 		g := &f.Gateways[i]
-		if g.Spec.HAState != straitv1.HAActive || g.Spec.IP == "" {
+		if g.Spec.HAState != straitv1.HAActive {
 			continue
 		}
 		if best == nil || newerHeartbeat(g, best) {

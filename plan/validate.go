@@ -107,6 +107,7 @@ func validateClusters(spec *straitv1.ClusterSetSpec, path *field.Path) field.Err
 		}
 		errs = append(errs, validateKubeConfig(c.KubeConfig, p.Child("kubeConfig"))...)
 		errs = append(errs, validateNodeSelector(c.Gateway.NodeSelector, p.Child("gateway", "nodeSelector"))...)
+		errs = append(errs, validateEndpoint(c.Gateway.Endpoint, spec.Cable.Driver, p.Child("gateway", "endpoint"))...)
 		for _, kc := range []struct {
 			kind, example string
 			cidrs         []string

@@ -1,6 +1,8 @@
 package v1alpha1
 
 import (
+	"time"
+
 	"github.com/fluxcd/pkg/apis/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -114,6 +116,102 @@ type GatewaySelection struct {
 	// nodes labelled strait.io/gateway=true.
 	// +optional
 	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+
+	// Endpoint says where the other clusters' gateways send this cluster's tunnel
+	// traffic. Without it: each gateway node's InternalIP. A node's strait.io/gateway-ip
+	// annotation overrides it for that node alone.
+	// +optional
+	Endpoint *GatewayEndpoint `json:"endpoint,omitempty"`
+}
+
+// GatewayEndpointType says how a cluster's gateways are reached.
+// +kubebuilder:validation:Enum=InternalIP;Address;ExternalIP;LoadBalancer;DNSName;Masquerade
+type GatewayEndpointType string
+
+// Gateway endpoint types.
+const (
+	// EndpointInternalIP: each gateway node's InternalIP; no NAT in between.
+	EndpointInternalIP GatewayEndpointType = "InternalIP"
+	// EndpointAddress: fixed public addresses a NAT maps to the gateways (address for the
+	// whole cluster, or nodeAddresses one per gateway node, 1:1).
+	EndpointAddress GatewayEndpointType = "Address"
+	// EndpointExternalIP: each gateway node's ExternalIP, as a cloud provider sets it.
+	EndpointExternalIP GatewayEndpointType = "ExternalIP"
+	// EndpointLoadBalancer: the address of a Service of type LoadBalancer in the member.
+	EndpointLoadBalancer GatewayEndpointType = "LoadBalancer"
+	// EndpointDNSName: a DNS name that the dialing gateways resolve every
+	// refreshInterval.
+	EndpointDNSName GatewayEndpointType = "DNSName"
+	// EndpointMasquerade: behind a source NAT that forwards nothing in; this cluster's
+	// gateways dial out and keep the NAT's mapping alive, nobody dials them.
+	EndpointMasquerade GatewayEndpointType = "Masquerade"
+)
+
+// DefaultEndpointRefresh is how often a DNSName endpoint is resolved again by default.
+const DefaultEndpointRefresh = 60 * time.Second
+
+// GatewayEndpoint is how a cluster's gateways are reached from the other clusters.
+type GatewayEndpoint struct {
+	// Type: InternalIP, Address, ExternalIP, LoadBalancer, DNSName or Masquerade.
+	// +required
+	Type GatewayEndpointType `json:"type"`
+
+	// Address (type Address) is the one public address of every gateway of the cluster:
+	// a NAT that forwards the cable's port to whichever gateway is active.
+	// +optional
+	// +kubebuilder:validation:MaxLength=45
+	Address string `json:"address,omitempty"`
+
+	// NodeAddresses (type Address) are one public address per gateway node, each mapped
+	// 1:1 to its node (the cloud case); a standby's is advertised when it takes over.
+	// +optional
+	// +listType=map
+	// +listMapKey=node
+	// +kubebuilder:validation:MaxItems=64
+	NodeAddresses []NodeAddress `json:"nodeAddresses,omitempty"`
+
+	// Service (type LoadBalancer) is the Service in the member whose first
+	// status.loadBalancer.ingress address the other clusters send to.
+	// +optional
+	Service *ServiceReference `json:"service,omitempty"`
+
+	// DNSName (type DNSName) is resolved by the dialing gateways to its first IPv4
+	// address.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	DNSName string `json:"dnsName,omitempty"`
+
+	// RefreshInterval (type DNSName) is how often the dialing gateways resolve DNSName
+	// again: from 5s to 1h; 60s by default.
+	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:Pattern="^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$"
+	RefreshInterval *metav1.Duration `json:"refreshInterval,omitempty"`
+}
+
+// NodeAddress is one gateway node's public address.
+type NodeAddress struct {
+	// Node is the gateway node's name.
+	// +required
+	// +kubebuilder:validation:MaxLength=253
+	Node string `json:"node"`
+	// Address is its public IPv4 address.
+	// +required
+	// +kubebuilder:validation:MaxLength=45
+	Address string `json:"address"`
+}
+
+// ServiceReference names a Service in a member cluster.
+type ServiceReference struct {
+	// Namespace of the Service.
+	// +required
+	// +kubebuilder:validation:MaxLength=63
+	Namespace string `json:"namespace"`
+	// Name of the Service.
+	// +required
+	// +kubebuilder:validation:MaxLength=63
+	Name string `json:"name"`
 }
 
 // CableDriver names how gateways encapsulate traffic between clusters.

@@ -23,10 +23,18 @@ type GatewaySpec struct {
 	// HAState: active drives the cables, passive waits.
 	// +required
 	HAState HAState `json:"haState"`
-	// IP other gateways send tunnel traffic to.
-	// +required
+	// IP is the address other gateways send tunnel traffic to (the advertised address):
+	// the node's own, or a NAT's in front of it. Empty when the node cannot know it (the
+	// cluster is reached through a LoadBalancer Service or a DNS name, which the hub
+	// resolves into the Peers) or when nothing can dial it (behind masquerade only).
+	// +optional
 	// +kubebuilder:validation:MaxLength=45
-	IP string `json:"ip"`
+	IP string `json:"ip,omitempty"`
+	// LocalIP is the node's own address the cable binds and sends from; it differs from
+	// IP behind a NAT.
+	// +optional
+	// +kubebuilder:validation:MaxLength=45
+	LocalIP string `json:"localIP,omitempty"`
 	// Port the cable listens on.
 	// +required
 	Port int32 `json:"port"`
@@ -62,6 +70,7 @@ type GatewayStatus struct {
 // +kubebuilder:printcolumn:name="Node",type=string,JSONPath=`.spec.nodeName`
 // +kubebuilder:printcolumn:name="HA",type=string,JSONPath=`.spec.haState`
 // +kubebuilder:printcolumn:name="IP",type=string,JSONPath=`.spec.ip`
+// +kubebuilder:printcolumn:name="Local IP",type=string,JSONPath=`.spec.localIP`
 // +kubebuilder:printcolumn:name="Driver",type=string,JSONPath=`.spec.driver`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type Gateway struct {

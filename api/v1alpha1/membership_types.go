@@ -40,6 +40,11 @@ type MembershipSpec struct {
 	// +optional
 	GatewayNodeSelector map[string]string `json:"gatewayNodeSelector,omitempty"`
 
+	// GatewayEndpoint is how the other clusters reach this cluster's gateways, from the
+	// ClusterSet; nil for each node's InternalIP.
+	// +optional
+	GatewayEndpoint *GatewayEndpoint `json:"gatewayEndpoint,omitempty"`
+
 	// DNS settings for `straitd dns`.
 	// +optional
 	DNS DNSSpec `json:"dns,omitempty"`

@@ -29,10 +29,25 @@ type PeerEndpoint struct {
 	// +required
 	// +kubebuilder:validation:MaxLength=253
 	Gateway string `json:"gateway"`
-	// IP is the address this cluster's gateway sends tunnel traffic to.
-	// +required
+	// IP is the address this cluster's gateway sends tunnel traffic to: the remote
+	// gateway's advertised address. Empty when Hostname is to be resolved instead, or
+	// when the remote is behind masquerade.
+	// +optional
 	// +kubebuilder:validation:MaxLength=45
-	IP string `json:"ip"`
+	IP string `json:"ip,omitempty"`
+	// Hostname is resolved by this cluster's gateway to the address to send to, again
+	// every RefreshInterval (the remote's endpoint type DNSName).
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	Hostname string `json:"hostname,omitempty"`
+	// RefreshInterval is how often Hostname is resolved again.
+	// +optional
+	RefreshInterval *metav1.Duration `json:"refreshInterval,omitempty"`
+	// BehindMasquerade: the remote gateway cannot be dialed (it sits behind a source NAT
+	// that forwards nothing in); it dials this cluster's gateway, which learns its
+	// address from the authenticated handshake.
+	// +optional
+	BehindMasquerade bool `json:"behindMasquerade,omitempty"`
 	// Port the remote gateway listens on.
 	// +required
 	Port int32 `json:"port"`
@@ -74,6 +89,22 @@ type PeerStatus struct {
 	// one round's, not an average.
 	// +optional
 	LossPercent int32 `json:"lossPercent,omitempty"`
+	// Endpoint is the remote address and port the cable sends to now: the advertised one,
+	// or, behind a NAT, where the remote's authenticated packets come from.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	Endpoint string `json:"endpoint,omitempty"`
+	// NATDetected: a NAT sits between the two gateways (one of them does not own the
+	// address it is reached at, or the remote's packets come from an address or port it
+	// did not advertise).
+	// +optional
+	NATDetected bool `json:"natDetected,omitempty"`
+	// Initiator is the side that opens the cable: Local, Remote (this side only answers),
+	// Both (WireGuard and VXLAN without masquerade), or None when both are behind
+	// masquerade and neither can.
+	// +optional
+	// +kubebuilder:validation:Enum=Local;Remote;Both;None
+	Initiator string `json:"initiator,omitempty"`
 	// LastHandshake of the tunnel, where the driver knows one.
 	// +optional
 	LastHandshake *metav1.Time `json:"lastHandshake,omitempty"`
@@ -93,6 +124,9 @@ type PeerStatus struct {
 // +kubebuilder:printcolumn:name="Endpoint",type=string,JSONPath=`.spec.endpoint.ip`
 // +kubebuilder:printcolumn:name="Driver",type=string,JSONPath=`.spec.endpoint.driver`
 // +kubebuilder:printcolumn:name="State",type=string,JSONPath=`.status.state`
+// +kubebuilder:printcolumn:name="In use",type=string,JSONPath=`.status.endpoint`,priority=1
+// +kubebuilder:printcolumn:name="NAT",type=boolean,JSONPath=`.status.natDetected`,priority=1
+// +kubebuilder:printcolumn:name="Initiator",type=string,JSONPath=`.status.initiator`,priority=1
 // +kubebuilder:printcolumn:name="Latency(us)",type=integer,JSONPath=`.status.latencyMicros`
 // +kubebuilder:printcolumn:name="CIDRs",type=string,JSONPath=`.spec.cidrs`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`

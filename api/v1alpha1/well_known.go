@@ -75,12 +75,15 @@ const (
 	ReasonSuspended          = "Suspended"
 	ReasonConnected          = "Connected"
 	ReasonUnreachable        = "Unreachable"
-	ReasonNoActiveGateway    = "NoActiveGateway"
-	ReasonGatewayActive      = "GatewayActive"
-	ReasonGatewayLeaseLost   = "LeaseLost"
-	ReasonPruning            = "Pruning"
-	ReasonPruneFailed        = "PruneFailed"
-	ReasonApplied            = "Applied"
+	// ReasonBothBehindMasquerade: neither gateway of a pair can be dialed, so no cable
+	// between them can come up.
+	ReasonBothBehindMasquerade = "BothBehindMasquerade"
+	ReasonNoActiveGateway      = "NoActiveGateway"
+	ReasonGatewayActive        = "GatewayActive"
+	ReasonGatewayLeaseLost     = "LeaseLost"
+	ReasonPruning              = "Pruning"
+	ReasonPruneFailed          = "PruneFailed"
+	ReasonApplied              = "Applied"
 )
 
 // Finalizer is set on a ClusterSet by the hub so that deleting it first removes what the

@@ -108,12 +108,12 @@ func printTable(w io.Writer, r *Report, view string, now time.Time) error {
 	case viewGateways:
 		row("CLUSTER", "NODE", "HA", "ENDPOINT", "DRIVER", "READY", "HEARTBEAT")
 		for _, g := range r.Gateways {
-			row(g.Cluster, g.Node, string(g.HAState), g.Endpoint, string(g.Driver), g.Ready, age(g.LastHeartbeat, now))
+			row(g.Cluster, g.Node, string(g.HAState), orDash(g.Endpoint), string(g.Driver), g.Ready, age(g.LastHeartbeat, now))
 		}
 	case viewEndpoints:
 		row("CLUSTER", "ACTIVE GATEWAY", "ENDPOINT", "DRIVER", "HEALTH CHECK IP", "PUBLIC KEY")
 		for _, e := range r.Endpoints {
-			row(e.Cluster, e.Gateway, e.Endpoint, string(e.Driver), orDash(e.HealthCheckIP), orDash(e.PublicKey))
+			row(e.Cluster, e.Gateway, orDash(e.Endpoint), string(e.Driver), orDash(e.HealthCheckIP), orDash(e.PublicKey))
 		}
 	case viewNetworks:
 		row("CLUSTER", "POD CIDRS", "SERVICE CIDRS", "GLOBAL CIDR", "EGRESS IPS")

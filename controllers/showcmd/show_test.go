@@ -102,6 +102,7 @@ func seed(ctx context.Context) error {
 		c1: {gateway("c1-gw1", straitv1.HAActive, "192.0.2.11"), gateway("c1-gw2", straitv1.HAPassive, "192.0.2.12")},
 		c2: {gateway("c2-gw1", straitv1.HAActive, "192.0.2.21")},
 	}
+	gateways[c2][0].Spec.LocalIP = "10.2.255.1"
 	for m, gws := range gateways {
 		for i := range gws {
 			g := &gws[i]
@@ -124,7 +125,9 @@ func seed(ctx context.Context) error {
 		latency      int64
 		loss         int32
 		gateway, msg string
-	}{{c1, "c2", "Connected", 420, 0, "c1-gw1", "healthy"}, {c2, "c1", "Connecting", 0, 100, "c2-gw1", "no answer to 5 health checks"}} {
+		// inUse: c2's gateway sits behind a 1:1 NAT that also rewrites the port.
+		inUse string
+	}{{c1, "c2", "Connected", 420, 0, "c1-gw1", "healthy", "192.0.2.21:40123"}, {c2, "c1", "Connecting", 0, 100, "c2-gw1", "no answer to 5 health checks", ""}} {
 		peer := &straitv1.Peer{}
 		for {
 			err := p.m.Client.Get(ctx, types.NamespacedName{Namespace: straitv1.SystemNamespace, Name: p.peer}, peer)
@@ -145,7 +148,7 @@ func seed(ctx context.Context) error {
 		}
 		hs := metav1.NewTime(time.Now().Add(-30 * time.Second))
 		peer.Status = straitv1.PeerStatus{State: p.state, Gateway: p.gateway, LatencyMicros: p.latency, LossPercent: p.loss,
-			LastHandshake: &hs, RxBytes: 3 << 20, TxBytes: 5 << 10,
+			LastHandshake: &hs, RxBytes: 3 << 20, TxBytes: 5 << 10, Endpoint: p.inUse, NATDetected: p.inUse != "", Initiator: "Both",
 			Conditions: []metav1.Condition{{Type: straitv1.ConditionConnected, Status: status, Reason: p.state, Message: p.msg, LastTransitionTime: hs}}}
 		if err := p.m.Client.Status().Update(ctx, peer); err != nil {
 			return err
@@ -249,6 +252,34 @@ func TestShowConnectionsTellsWhichTunnelIsDown(t *testing.T) {
 	}
 	if !strings.Contains(errOut, "warning: c2 → c1: Connecting: no answer to 5 health checks") {
 		t.Errorf("stderr %q, want a warning naming c2 → c1 and why", errOut)
+	}
+}
+
+// Behind a NAT: the endpoint the cable uses, the NAT and the initiator beside the
+// advertised endpoint, and the gateway's own address beside its advertised one.
+func TestShowConnectionsAndGatewaysBehindNAT(t *testing.T) {
+	needEnv(t)
+	_, out, _ := strait(t, "show", "connections", "-o", "json")
+	var r Report
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, c := range r.Connections {
+		got = append(got, fmt.Sprintf("%s→%s %s in use %q nat %v initiator %s", c.Cluster, c.Peer, c.Endpoint, c.InUse, c.NATDetected, c.Initiator))
+	}
+	want := []string{`c1→c2 192.0.2.21:4500 in use "192.0.2.21:40123" nat true initiator Both`,
+		`c2→c1 192.0.2.11:4500 in use "" nat false initiator Both`}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("connections:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	_, out, _ = strait(t, "show", "gateways", "-o", "json", "--cluster", "c2")
+	r = Report{}
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Gateways) != 1 || r.Gateways[0].Endpoint != "192.0.2.21:4500" || r.Gateways[0].LocalIP != "10.2.255.1" {
+		t.Errorf("c2's gateways %+v, want c2-gw1 at 192.0.2.21:4500 with its own address 10.2.255.1", r.Gateways)
 	}
 }
 

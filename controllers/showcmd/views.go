@@ -35,9 +35,17 @@ type Connection struct {
 	Peer    string `json:"peer"`
 	// Gateway is the local node that reports the connection.
 	Gateway string `json:"gateway,omitempty"`
-	// RemoteGateway and Endpoint are where the cable goes: the peer's active gateway.
-	RemoteGateway string               `json:"remoteGateway,omitempty"`
-	Endpoint      string               `json:"endpoint,omitempty"`
+	// RemoteGateway and Endpoint are where the cable goes: the peer's active gateway
+	// and its advertised endpoint (a hostname to resolve, or "behind-masquerade" for a
+	// peer that dials this side).
+	RemoteGateway string `json:"remoteGateway,omitempty"`
+	Endpoint      string `json:"endpoint,omitempty"`
+	// InUse is the endpoint the cable sends to now (behind a NAT: the NAT's address and
+	// port); NATDetected says a NAT sits between the gateways; Initiator is the side that
+	// opens the cable (Local, Remote, Both; None when both are behind masquerade).
+	InUse         string               `json:"inUse,omitempty"`
+	NATDetected   bool                 `json:"natDetected,omitempty"`
+	Initiator     string               `json:"initiator,omitempty"`
 	Driver        straitv1.CableDriver `json:"driver,omitempty"`
 	State         string               `json:"state"`
 	LatencyMicros int64                `json:"latencyMicros,omitempty"`
@@ -51,10 +59,14 @@ type Connection struct {
 
 // GatewayNode is one gateway-capable node of a member, as its agent publishes it.
 type GatewayNode struct {
-	Cluster       string               `json:"cluster"`
-	Node          string               `json:"node"`
-	HAState       straitv1.HAState     `json:"haState"`
+	Cluster string           `json:"cluster"`
+	Node    string           `json:"node"`
+	HAState straitv1.HAState `json:"haState"`
+	// Endpoint is the advertised address and port ("" when the ClusterSet gives none the
+	// node can know: behind masquerade, a LoadBalancer, a DNS name); LocalIP the node's
+	// own address the cable binds, when it differs (behind a NAT).
 	Endpoint      string               `json:"endpoint"`
+	LocalIP       string               `json:"localIP,omitempty"`
 	Driver        straitv1.CableDriver `json:"driver"`
 	Ready         string               `json:"ready"`
 	LastHeartbeat *metav1.Time         `json:"lastHeartbeat,omitempty"`
@@ -135,6 +147,23 @@ func hostPort(ip string, port int32) string {
 	return net.JoinHostPort(ip, strconv.Itoa(int(port)))
 }
 
+// behindMasquerade is the endpoint of a peer that cannot be dialed: it dials this side.
+const behindMasquerade = "behind-masquerade"
+
+// advertisedEndpoint is where a Peer says its gateway is reached: an address or a
+// hostname with the port, or behindMasquerade.
+func advertisedEndpoint(e *straitv1.PeerEndpoint) string {
+	switch {
+	case e.IP != "":
+		return hostPort(e.IP, e.Port)
+	case e.Hostname != "":
+		return hostPort(e.Hostname, e.Port)
+	case e.BehindMasquerade:
+		return behindMasquerade
+	}
+	return ""
+}
+
 // connections are every member's Peers; a finding for each that is not Connected.
 func connections(st *State) ([]Connection, []string) {
 	var out []Connection
@@ -143,9 +172,10 @@ func connections(st *State) ([]Connection, []string) {
 		for _, p := range m.Peers {
 			c := Connection{Cluster: m.Name, Peer: p.Spec.ClusterID, Gateway: p.Status.Gateway, State: p.Status.State,
 				LatencyMicros: p.Status.LatencyMicros, LossPercent: p.Status.LossPercent, LastHandshake: p.Status.LastHandshake,
-				RxBytes: p.Status.RxBytes, TxBytes: p.Status.TxBytes}
+				RxBytes: p.Status.RxBytes, TxBytes: p.Status.TxBytes,
+				InUse: p.Status.Endpoint, NATDetected: p.Status.NATDetected, Initiator: p.Status.Initiator}
 			if e := p.Spec.Endpoint; e != nil {
-				c.RemoteGateway, c.Endpoint, c.Driver = e.Gateway, hostPort(e.IP, e.Port), e.Driver
+				c.RemoteGateway, c.Endpoint, c.Driver = e.Gateway, advertisedEndpoint(e), e.Driver
 			}
 			if c.State == "" {
 				c.State = "Unknown"
@@ -187,8 +217,12 @@ func gateways(st *State) ([]GatewayNode, []string) {
 			if g.Spec.HAState == straitv1.HAActive {
 				active++
 			}
-			out = append(out, GatewayNode{Cluster: m.Name, Node: g.Spec.NodeName, HAState: g.Spec.HAState,
-				Endpoint: hostPort(g.Spec.IP, g.Spec.Port), Driver: g.Spec.Driver, Ready: ready, LastHeartbeat: g.Status.LastHeartbeat})
+			gn := GatewayNode{Cluster: m.Name, Node: g.Spec.NodeName, HAState: g.Spec.HAState,
+				Endpoint: hostPort(g.Spec.IP, g.Spec.Port), Driver: g.Spec.Driver, Ready: ready, LastHeartbeat: g.Status.LastHeartbeat}
+			if g.Spec.LocalIP != g.Spec.IP {
+				gn.LocalIP = g.Spec.LocalIP
+			}
+			out = append(out, gn)
 		}
 		switch {
 		case active == 0:

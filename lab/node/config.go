@@ -46,6 +46,10 @@ type Config struct {
 	Labels map[string]string
 	// CNI is the node's pod network plugin (default CNIBridge).
 	CNI CNI
+	// ExternalCloudProvider runs the kubelet with --cloud-provider=external: it then
+	// keeps the Node's addresses when it finds any (a cloud provider's controller sets
+	// them; the lab does, with an ExternalIP) instead of replacing them with its own.
+	ExternalCloudProvider bool
 }
 
 // CNI is what the node's one CNI network runs.

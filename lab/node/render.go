@@ -194,6 +194,9 @@ func kubeletArgs(c Config, l layout) []string {
 		"--node-ip=" + c.NodeIP.String(),
 		"--v=1",
 	}
+	if c.ExternalCloudProvider {
+		args = append(args, "--cloud-provider=external")
+	}
 	if len(c.Labels) > 0 {
 		keys := make([]string, 0, len(c.Labels))
 		for k := range c.Labels {

@@ -37,8 +37,19 @@ const (
 	KubeProxyIPTables = "iptables"
 )
 
+// How a cluster's router puts its gateway nodes on the WAN (ClusterShape.GatewayNAT).
+const (
+	// GatewayNATOneToOne: the gateways have LAN addresses only; the router holds a public
+	// WAN address per gateway and maps it to that gateway both ways (a cloud's public IP),
+	// and the lab sets the gateway Node's ExternalIP to it, as a cloud provider does.
+	GatewayNATOneToOne = "oneToOne"
+	// GatewayNATMasquerade: the gateways have LAN addresses only; the router masquerades
+	// them to its own WAN address and forwards nothing in (a site's firewall).
+	GatewayNATMasquerade = "masquerade"
+)
+
 // ClusterShape is how one lab cluster's own networking is built. The zero value is the
-// lab's first shape: bridge, kube-proxy in nftables mode.
+// lab's first shape: bridge, kube-proxy in nftables mode, gateways on the WAN.
 type ClusterShape struct {
 	// CNI is bridge (default), kindnet-masq or flannel.
 	CNI string `json:"cni,omitempty"`
@@ -47,6 +58,10 @@ type ClusterShape struct {
 	Masquerade string `json:"masquerade,omitempty"`
 	// KubeProxyMode is nftables (default) or iptables.
 	KubeProxyMode string `json:"kubeProxyMode,omitempty"`
+	// GatewayNAT puts the gateway nodes behind the cluster's router: oneToOne or
+	// masquerade; empty, they own their WAN addresses. The lab builds only the network:
+	// how Strait reaches the gateways is the ClusterSet's (gateway.endpoint).
+	GatewayNAT string `json:"gatewayNAT,omitempty"`
 }
 
 // RoutesPods says whether the CNI routes pods between nodes itself (flannel's VXLAN):
@@ -62,7 +77,14 @@ func (s ClusterShape) String() string {
 	if s.Masquerades() {
 		out += " (masquerade in " + s.Masquerade + ")"
 	}
-	return out + ", kube-proxy " + s.KubeProxyMode
+	out += ", kube-proxy " + s.KubeProxyMode
+	switch s.GatewayNAT {
+	case GatewayNATOneToOne:
+		out += ", gateways behind 1:1 NAT"
+	case GatewayNATMasquerade:
+		out += ", gateways behind masquerade"
+	}
+	return out
 }
 
 // resolve fills the defaults and checks every field against what the lab can build.
@@ -79,6 +101,9 @@ func (s ClusterShape) resolve(fp *field.Path) (ClusterShape, field.ErrorList) {
 	}
 	if modes := []string{KubeProxyNFTables, KubeProxyIPTables}; !slices.Contains(modes, s.KubeProxyMode) {
 		errs = append(errs, field.NotSupported(fp.Child("kubeProxyMode"), s.KubeProxyMode, modes))
+	}
+	if nats := []string{"", GatewayNATOneToOne, GatewayNATMasquerade}; !slices.Contains(nats, s.GatewayNAT) {
+		errs = append(errs, field.NotSupported(fp.Child("gatewayNAT"), s.GatewayNAT, nats[1:]))
 	}
 	switch {
 	case s.Masquerades() && s.Masquerade == "":

@@ -87,6 +87,7 @@ func TestClusterShapeErrorsNameTheField(t *testing.T) {
 		{map[string]ClusterShape{"c1": {KubeProxyMode: "ipvs"}}, []string{`lab.clusters[c1].kubeProxyMode: Unsupported value: "ipvs"`}},
 		{map[string]ClusterShape{"c2": {CNI: CNIFlannel, Masquerade: "ebpf"}}, []string{`lab.clusters[c2].masquerade: Unsupported value: "ebpf"`}},
 		{map[string]ClusterShape{"c1": {Masquerade: MasqueradeNFTables}}, []string{`lab.clusters[c1].masquerade: Invalid value: "nftables": the bridge CNI never masquerades`}},
+		{map[string]ClusterShape{"c2": {GatewayNAT: "nat"}}, []string{`lab.clusters[c2].gatewayNAT: Unsupported value: "nat": supported values: "oneToOne", "masquerade"`}},
 		{map[string]ClusterShape{"c3": {CNI: CNIKindnetMasq}}, []string{`lab.clusters[c3]: Invalid value: "c3": not a cluster of the ClusterSet (its clusters: c1, c2)`}},
 	} {
 		spec := DefaultSpec("")

@@ -133,14 +133,18 @@ type Cluster struct {
 }
 
 // Node is one node: a namespace on the LAN, gateways also on the WAN (their cables run
-// there; everything else leaves through the cluster's router).
+// there; everything else leaves through the cluster's router), unless the cluster's
+// gateways are behind its router's NAT.
 type Node struct {
 	Name      string
 	Namespace string
 	Gateway   bool
 	LANAddr   netip.Prefix
-	// WANAddr is valid only on gateway nodes.
+	// WANAddr is valid only on gateway nodes not behind a NAT.
 	WANAddr netip.Prefix
+	// ExternalIP is a gateway's public address behind a 1:1 NAT, held by the router (the
+	// Node's ExternalIP, as a cloud provider sets it).
+	ExternalIP netip.Addr
 	// PodCIDR is the node's share of the cluster's pod CIDR; PodGateway (its first
 	// address) is the node's CNI bridge, every pod's gateway.
 	PodCIDR    netip.Prefix
@@ -326,13 +330,24 @@ func (l *Lab) computeCluster(c straitv1.ClusterSpec, index int, spec Spec, wanNe
 			Namespace: node.Namespace, Name: NodeLANLink, Addr: node.LANAddr,
 			PeerNamespace: cl.LANNamespace, Peer: fmt.Sprintf("%sn%d", Prefix, i+1), PeerBridge: true,
 		})
-		if gw {
+		switch {
+		case gw && shape.GatewayNAT == "":
 			node.WANAddr = netip.PrefixFrom(nthAddr(l.WANSubnet.Addr(), *wanNext), l.WANSubnet.Bits())
 			*wanNext++
 			cl.Links = append(cl.Links, Link{
 				Namespace: node.Namespace, Name: NodeWANLink, Addr: node.WANAddr,
 				PeerNamespace: WANNamespace, Peer: fmt.Sprintf("%sw%d-%d", Prefix, index, i+1), PeerBridge: true,
 			})
+		case gw:
+			// Behind the router: the gateway's only way out is its default route.
+			m := GatewayMapping{Node: name, Private: node.LANAddr.Addr()}
+			if shape.GatewayNAT == GatewayNATOneToOne {
+				m.Public = netip.PrefixFrom(nthAddr(l.WANSubnet.Addr(), *wanNext), l.WANSubnet.Bits())
+				node.ExternalIP = m.Public.Addr()
+				*wanNext++
+			}
+			cl.Router.GatewayNAT = shape.GatewayNAT
+			cl.Router.Gateways = append(cl.Router.Gateways, m)
 		}
 		cl.Nodes = append(cl.Nodes, node)
 	}

@@ -13,8 +13,8 @@ const (
 	// is in InternetNamespace.
 	HostLinkName = Prefix + "lab"
 	HostLinkPeer = Prefix + "host"
-	// RouterTable is the nftables table (family ip) a router's NAT belongs in, in the
-	// router's namespace. The routers do no NAT yet: nothing creates it today.
+	// RouterTable is the nftables table (family ip) of a router's NAT, in the router's
+	// namespace (Router.NATRuleset): only a router whose gateways are behind NAT has it.
 	RouterTable = "lab-router"
 	// EchoPort is where the internet namespace answers HTTP with the caller's address.
 	EchoPort = 80
@@ -24,7 +24,8 @@ var defaultRoute = netip.MustParsePrefix("0.0.0.0/0")
 
 // Router is a member cluster's way out: a namespace between its LAN and the WAN, the
 // default gateway of its nodes and control plane, as a real site's router is. It routes
-// between LAN and WAN and translates nothing.
+// between LAN and WAN and translates nothing but its gateways' addresses when the
+// cluster's gateways are behind it (GatewayNAT).
 type Router struct {
 	Namespace string
 	// LANAddr (the LAN's first address) is the nodes' default gateway.
@@ -34,6 +35,10 @@ type Router struct {
 	// nodes and its service CIDR via the first node (as the control plane's); the hub's
 	// address and CIDRs via the hub's leg on this LAN.
 	Routes []Route
+	// GatewayNAT is the cluster's ClusterShape.GatewayNAT; Gateways the gateway nodes it
+	// translates, in node order (none when GatewayNAT is empty).
+	GatewayNAT string
+	Gateways   []GatewayMapping
 }
 
 // Internet stands for the internet: a namespace on the WAN whose loopback holds Addr,

@@ -73,6 +73,8 @@ type Config struct {
 	// Metrics is where the agent's Prometheus metrics are registered
 	// (controller-runtime's metrics.Registry in the binary); nil: nowhere.
 	Metrics prometheus.Registerer
+	// Lookup resolves the Peers' endpoint hostnames; nil: the system's resolver.
+	Lookup LookupFunc
 }
 
 // Agent is `straitd agent` on one node.
@@ -106,6 +108,7 @@ type Agent struct {
 	watchingEP bool
 	last       Desired
 	lastPeers  []straitv1.Peer
+	resolver   *endpointResolver
 	// self is this agent's entry in the Membership's status.daemons: its build.
 	self straitv1.DaemonStatus
 }
@@ -177,7 +180,8 @@ func New(restCfg *rest.Config, cfg Config) (*Agent, error) {
 		return nil, err
 	}
 	a = &Agent{cfg: cfg, dp: NewDataplane(cfg.Kernel), client: mgr.GetClient(), live: mgr.GetAPIReader(), kube: kube, mgr: mgr,
-		trigger: make(chan event.GenericEvent, 1), metrics: met,
+		resolver: newEndpointResolver(cfg.Lookup, nil),
+		trigger:  make(chan event.GenericEvent, 1), metrics: met,
 		self: daemonbuild.Self(straitv1.DaemonAgent, cfg.NodeName, "", time.Now())}
 	all := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
 		return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: "node"}}}
@@ -322,6 +326,12 @@ func (a *Agent) sync(ctx context.Context) (time.Duration, error) {
 		return 0, fmt.Errorf("peers: %w", err)
 	}
 	snap.Peers = peers.Items
+	var refresh time.Duration
+	if capable {
+		var rerrs []error
+		snap.Resolved, refresh, rerrs = a.resolver.resolve(ctx, snap.Peers)
+		errs = append(errs, rerrs...)
+	}
 	nodes := &corev1.NodeList{}
 	if err := a.client.List(ctx, nodes); err != nil {
 		return 0, fmt.Errorf("nodes: %w", err)
@@ -347,14 +357,18 @@ func (a *Agent) sync(ctx context.Context) (time.Duration, error) {
 	a.last, a.lastPeers = want, snap.Peers
 	a.mu.Unlock()
 	if m != nil {
-		errs = append(errs, a.publishGateway(ctx, m, self, capable, activeSelf, driver, want))
+		errs = append(errs, a.publishGateway(ctx, m, self, snap.Links, capable, activeSelf, driver, want))
 		// From the informer's copy: a request only when the entry is missing (a new
 		// process, a Membership made again) or differs.
 		if !daemonbuild.Published(m, a.self) {
 			errs = append(errs, daemonbuild.Publish(ctx, a.client, ns, a.self))
 		}
 	}
-	return 0, errors.Join(errs...)
+	// A hostname due for resolving again brings the next pass forward.
+	if refresh >= a.cfg.Resync {
+		refresh = 0
+	}
+	return refresh, errors.Join(errs...)
 }
 
 // readPSK reads the cable's pre-shared key from the Secret the Membership names (the hub

@@ -19,10 +19,6 @@ import (
 	"github.com/straitnet/strait/nodeagent/route"
 )
 
-// AnnotationGatewayIP on a Node overrides the address other gateways send tunnel
-// traffic to (a public or NATed address); the node's InternalIP otherwise.
-const AnnotationGatewayIP = "strait.io/gateway-ip"
-
 // Snapshot is everything the node's data plane depends on, read at one moment.
 type Snapshot struct {
 	NodeName   string
@@ -44,6 +40,9 @@ type Snapshot struct {
 	Sticky map[string]bool
 	// Driver is this node's cable driver; nil on nodes that cannot be gateways.
 	Driver cable.Driver
+	// Resolved are the addresses the Peers' endpoint hostnames resolved to, by hostname
+	// (resolved by the agent on their refresh intervals, outside Compute).
+	Resolved map[string]netip.Addr
 	// PSK is the cable's pre-shared key (ipsec: the Secret the Membership names), read
 	// on gateway-capable nodes only.
 	PSK []byte
@@ -69,28 +68,6 @@ func GatewayCapable(m *straitv1.Membership, node *corev1.Node) bool {
 	return labels.SelectorFromSet(m.Spec.GatewayNodeSelector).Matches(labels.Set(node.Labels))
 }
 
-// InternalIP is the node's IPv4 InternalIP.
-func InternalIP(node *corev1.Node) netip.Addr {
-	for _, a := range node.Status.Addresses {
-		if a.Type == corev1.NodeInternalIP {
-			if ip, err := netip.ParseAddr(a.Address); err == nil && ip.Is4() {
-				return ip
-			}
-		}
-	}
-	return netip.Addr{}
-}
-
-// GatewayIP is where other gateways reach node.
-func GatewayIP(node *corev1.Node) netip.Addr {
-	if s := node.Annotations[AnnotationGatewayIP]; s != "" {
-		if ip, err := netip.ParseAddr(s); err == nil {
-			return ip
-		}
-	}
-	return InternalIP(node)
-}
-
 // Compute is the node's desired data plane. Without a Membership it is empty (so Apply
 // removes everything of ours); a node it cannot place (no such Node, no InternalIP, no
 // underlay device) is an error and nothing should be applied.
@@ -103,7 +80,7 @@ func Compute(s Snapshot) (Desired, error) {
 	if err != nil {
 		return Desired{}, err
 	}
-	n, errs := readNetwork(m, s.Peers)
+	n, errs := readNetwork(m, s.Peers, s.Resolved)
 
 	var gw route.Node
 	if g := pl.nodes[s.ActiveGateway]; g != nil {
@@ -177,7 +154,7 @@ type network struct {
 
 // readNetwork parses the Membership and the Peers. What does not parse is left out and
 // reported, so that one bad peer does not take the others down.
-func readNetwork(m *straitv1.Membership, peers []straitv1.Peer) (network, []error) {
+func readNetwork(m *straitv1.Membership, peers []straitv1.Peer, resolved map[string]netip.Addr) (network, []error) {
 	var n network
 	var errs []error
 	var err error
@@ -202,13 +179,13 @@ func readNetwork(m *straitv1.Membership, peers []straitv1.Peer) (network, []erro
 		// the old one: no cable to it until it runs ours (each driver would misread the
 		// other's endpoint: a WireGuard key is no IKE peer).
 		if ep := p.Spec.Endpoint; ep != nil && (ep.Driver == "" || ep.Driver == m.Spec.Cable.Driver) {
-			ip, err := netip.ParseAddr(ep.IP)
+			ip, err := remoteAddr(ep, resolved)
 			if err != nil {
-				errs = append(errs, fmt.Errorf("peer %s endpoint ip: %w", p.Name, err))
+				errs = append(errs, fmt.Errorf("peer %s: %w", p.Name, err))
 				continue
 			}
 			n.remotes = append(n.remotes, cable.Remote{ClusterID: p.Spec.ClusterID, IP: ip, Port: ep.Port,
-				PublicKey: ep.PublicKey, CIDRs: cidrs})
+				PublicKey: ep.PublicKey, CIDRs: cidrs, BehindMasquerade: ep.BehindMasquerade})
 		}
 	}
 	return n, errs
@@ -220,16 +197,16 @@ func readNetwork(m *straitv1.Membership, peers []straitv1.Peer) (network, []erro
 func gatewayPlane(s Snapshot, pl placement, n network, overhead int, routes kernel.State) (cable.Local, []kernel.State, error) {
 	m := s.Membership
 	hc := healthCheckIP(m, n.globalCIDR)
-	local := cable.Local{ClusterID: m.Spec.ClusterID, NodeName: s.NodeName, IP: GatewayIP(pl.self),
-		Port: m.Spec.Cable.Port, CIDRs: n.localCIDRs, HealthCheckIP: hc, PSK: s.PSK}
+	addrs, err := GatewayAddresses(m, pl.self, s.Links)
+	local := cable.Local{ClusterID: m.Spec.ClusterID, NodeName: s.NodeName, IP: addrs.Local, Advertised: addrs.Advertised,
+		BehindMasquerade: behindMasquerade(m), Port: m.Spec.Cable.Port, CIDRs: n.localCIDRs, HealthCheckIP: hc, PSK: s.PSK}
 	if n.globalnet != nil {
 		local.CIDRs = []netip.Prefix{n.globalCIDR}
 	}
 	parts := []kernel.State{{Routes: gateway.Routes(s.Driver, n.remotes, route.RouteMTU(pl.underlay.MTU, overhead, true))}}
-	var err error
 	if n.globalnet != nil {
-		var egress []netip.Addr
-		egress, err = addrs(n.globalnet.EgressIPs)
+		egress, gerr := parseAddrs(n.globalnet.EgressIPs)
+		err = errors.Join(err, gerr)
 		parts = append(parts, globalnet.Compute(globalnet.Input{LocalCIDRs: n.localCIDRs,
 			RemoteGlobalCIDRs: n.remoteCIDRs, EgressIPs: egress, Ingress: ingresses(s.Ingresses, s.Endpoints, s.Ports, s.Sticky)}))
 	}
@@ -351,7 +328,7 @@ func prefixes(ss []string) ([]netip.Prefix, error) {
 	return out, errors.Join(errs...)
 }
 
-func addrs(ss []string) ([]netip.Addr, error) {
+func parseAddrs(ss []string) ([]netip.Addr, error) {
 	var out []netip.Addr
 	var errs []error
 	for _, s := range ss {
@@ -366,3 +343,25 @@ func addrs(ss []string) ([]netip.Addr, error) {
 }
 
 func parseAddr(s string) (netip.Addr, error) { return netip.ParseAddr(s) }
+
+// remoteAddr is where the cable sends to a peer: its IP, the address its hostname last
+// resolved to, or nothing for a peer behind masquerade (it dials this gateway).
+func remoteAddr(ep *straitv1.PeerEndpoint, resolved map[string]netip.Addr) (netip.Addr, error) {
+	switch {
+	case ep.IP != "":
+		ip, err := netip.ParseAddr(ep.IP)
+		if err != nil {
+			return netip.Addr{}, fmt.Errorf("endpoint ip: %w", err)
+		}
+		return ip, nil
+	case ep.Hostname != "":
+		ip, ok := resolved[ep.Hostname]
+		if !ok {
+			return netip.Addr{}, fmt.Errorf("endpoint hostname %s has not resolved to an IPv4 address yet", ep.Hostname)
+		}
+		return ip, nil
+	case ep.BehindMasquerade:
+		return netip.Addr{}, nil
+	}
+	return netip.Addr{}, errors.New("endpoint has neither an ip, a hostname nor behindMasquerade")
+}

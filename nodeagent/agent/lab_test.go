@@ -35,6 +35,9 @@ type routedDriver struct {
 	// (with it unset Connections reports nothing); converges counts Converge calls.
 	down      bool
 	converges int
+	// nat, when set, makes Connections report every remote connected through a NAT at
+	// that endpoint, as a driver that learnt it from the handshake does.
+	nat netip.AddrPort
 }
 
 func (*routedDriver) Name() straitv1.CableDriver { return "routed" }
@@ -49,12 +52,16 @@ func (d *routedDriver) Converge(_ context.Context, local cable.Local, remotes []
 func (d *routedDriver) Connections(context.Context) ([]cable.Connection, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if !d.down {
+	if !d.down && !d.nat.IsValid() {
 		return nil, nil
 	}
 	var out []cable.Connection
 	for _, r := range d.converged {
-		out = append(out, cable.Connection{ClusterID: r.ClusterID})
+		c := cable.Connection{ClusterID: r.ClusterID}
+		if !d.down {
+			c.Connected, c.Endpoint, c.NATDetected = true, d.nat, true
+		}
+		out = append(out, c)
 	}
 	return out, nil
 }
@@ -78,6 +85,13 @@ func (d *routedDriver) setDown(down bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.down = down
+}
+
+// setNAT sets nat.
+func (d *routedDriver) setNAT(ep netip.AddrPort) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.nat = ep
 }
 
 func (d *routedDriver) convergeCount() int {

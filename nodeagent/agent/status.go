@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -18,11 +19,12 @@ import (
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
 	"github.com/straitnet/strait/internal/daemonbuild"
 	"github.com/straitnet/strait/nodeagent/cable"
+	"github.com/straitnet/strait/nodeagent/kernel"
 )
 
 // publishGateway writes this node's Gateway: active or passive, endpoint, public key,
 // health-check IP, heartbeat. A node that is no longer capable deletes its Gateway.
-func (a *Agent) publishGateway(ctx context.Context, m *straitv1.Membership, self *corev1.Node, capable, active bool, d cable.Driver, want Desired) error {
+func (a *Agent) publishGateway(ctx context.Context, m *straitv1.Membership, self *corev1.Node, links []kernel.Link, capable, active bool, d cable.Driver, want Desired) error {
 	gw := &straitv1.Gateway{ObjectMeta: metav1.ObjectMeta{Name: a.cfg.NodeName, Namespace: a.cfg.Namespace}}
 	if !capable || d == nil {
 		return client.IgnoreNotFound(a.client.Delete(ctx, gw))
@@ -33,8 +35,9 @@ func (a *Agent) publishGateway(ctx context.Context, m *straitv1.Membership, self
 	if active {
 		state = straitv1.HAActive
 	}
-	spec := straitv1.GatewaySpec{NodeName: a.cfg.NodeName, HAState: state, IP: GatewayIP(self).String(),
-		Port: m.Spec.Cable.Port, PublicKey: d.PublicKey(), Driver: m.Spec.Cable.Driver}
+	addrs, addrErr := GatewayAddresses(m, self, links)
+	spec := straitv1.GatewaySpec{NodeName: a.cfg.NodeName, HAState: state, LocalIP: addrString(addrs.Local),
+		IP: addrString(addrs.Advertised), Port: m.Spec.Cable.Port, PublicKey: d.PublicKey(), Driver: m.Spec.Cable.Driver}
 	if hc := want.Local.HealthCheckIP; hc.IsValid() {
 		spec.HealthCheckIP = hc.String()
 	}
@@ -64,9 +67,17 @@ func (a *Agent) publishGateway(ctx context.Context, m *straitv1.Membership, self
 		return fmt.Errorf("gateway %s status: %w", a.cfg.NodeName, err)
 	}
 	if active {
-		return a.demoteOthers(ctx)
+		addrErr = errors.Join(addrErr, a.demoteOthers(ctx))
 	}
-	return nil
+	return addrErr
+}
+
+// addrString is a's text, "" for the zero address (not "invalid IP").
+func addrString(a netip.Addr) string {
+	if !a.IsValid() {
+		return ""
+	}
+	return a.String()
 }
 
 // demoteOthers marks passive every other Gateway of the cluster that still claims to be
@@ -213,8 +224,18 @@ func (a *Agent) checkPeers(ctx context.Context) error {
 			}
 		}
 		reachable := known && c.Connected
+		if known && c.Endpoint.IsValid() {
+			st.Endpoint = c.Endpoint.String()
+		}
+		st.NATDetected = known && c.NATDetected
+		st.Initiator = initiator(driver.Name(), want.Local, p.Spec.ClusterID, p.Spec.Endpoint)
 		reason, msg := straitv1.ReasonUnreachable, "no endpoint"
-		if ep := p.Spec.Endpoint; ep != nil {
+		bothMasqueraded := st.Initiator == initiatorNone
+		if ep := p.Spec.Endpoint; bothMasqueraded {
+			reason, msg = straitv1.ReasonBothBehindMasquerade, fmt.Sprintf(
+				"this cluster and %s are both behind masquerade only: neither gateway can be dialed, so the cable cannot come up; give one of them an address the other can reach (its spec.clusters[].gateway.endpoint: type Address, ExternalIP, LoadBalancer or DNSName, with the NAT forwarding the cable's UDP port %d)",
+				p.Spec.ClusterID, ep.Port)
+		} else if ep != nil {
 			msg = "the cable reports no connection"
 			if hc, err := parseAddr(ep.HealthCheckIP); err == nil {
 				r, err := a.cfg.Prober.Probe(ctx, want.Local.HealthCheckIP, hc)
@@ -232,9 +253,18 @@ func (a *Agent) checkPeers(ctx context.Context) error {
 		st.State = "Connecting"
 		cond := metav1.Condition{Type: straitv1.ConditionConnected, Status: metav1.ConditionFalse, Reason: reason,
 			Message: msg, ObservedGeneration: p.Generation}
-		if reachable {
+		switch {
+		case bothMasqueraded:
+			// Not even a session opened before the ClusterSet said so (it lives on while
+			// both ends keep it) makes the pair work: none can be opened again after a
+			// failover or a restart.
+			st.State = "Error"
+			if reachable {
+				cond.Message += "; a session opened before still carries traffic, but no new one can be opened"
+			}
+		case reachable:
 			st.State, cond.Status, cond.Reason = "Connected", metav1.ConditionTrue, straitv1.ReasonConnected
-		} else if p.Spec.Endpoint == nil {
+		case p.Spec.Endpoint == nil:
 			st.State = "Error"
 		}
 		setCondition(&st.Conditions, cond)
@@ -252,4 +282,35 @@ func (a *Agent) checkPeers(ctx context.Context) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// Who opens a cable (PeerStatus.Initiator).
+const (
+	initiatorLocal  = "Local"
+	initiatorRemote = "Remote"
+	initiatorBoth   = "Both"
+	initiatorNone   = "None"
+)
+
+// initiator says which side opens the cable to a peer. A side behind masquerade must,
+// and the other then only answers; both behind it, neither can. Otherwise the driver
+// decides: IPsec's initiator is the cluster whose ID sorts first (so the two never race
+// to duplicate SAs); WireGuard and VXLAN send from both sides.
+func initiator(driver straitv1.CableDriver, local cable.Local, remote string, ep *straitv1.PeerEndpoint) string {
+	if ep == nil {
+		return ""
+	}
+	switch {
+	case local.BehindMasquerade && ep.BehindMasquerade:
+		return initiatorNone
+	case local.BehindMasquerade:
+		return initiatorLocal
+	case ep.BehindMasquerade:
+		return initiatorRemote
+	case driver != straitv1.CableIPsec:
+		return initiatorBoth
+	case local.ClusterID < remote:
+		return initiatorLocal
+	}
+	return initiatorRemote
 }

@@ -14,8 +14,18 @@ type Local struct {
 	ClusterID string
 	// NodeName of this gateway node.
 	NodeName string
-	// IP this gateway receives tunnel traffic on.
+	// IP is this gateway's own address for the cable: it binds and sources tunnel
+	// traffic from it and finds the underlay (MTU) by it. The node owns it.
 	IP netip.Addr
+	// Advertised is where the other clusters' gateways send tunnel traffic to: IP, or an
+	// address of a NAT in front of this gateway (a cloud's 1:1 public address) that the
+	// node does not own. Invalid when this cluster's gateways cannot be dialed at all
+	// (behind masquerade only).
+	Advertised netip.Addr
+	// BehindMasquerade: nothing can dial this gateway (its cluster's gateways share one
+	// source NAT that forwards nothing in), so it initiates every connection and keeps the
+	// NAT's mapping alive.
+	BehindMasquerade bool
 	// Port the cable listens on.
 	Port int32
 	// CIDRs of this cluster that remote clusters route here (pod and service CIDRs, or
@@ -31,10 +41,15 @@ type Local struct {
 // Remote is one remote cluster's active gateway and what it routes.
 type Remote struct {
 	ClusterID string
-	IP        netip.Addr
-	Port      int32
-	PublicKey string
-	CIDRs     []netip.Prefix
+	// IP is the remote gateway's advertised address, where tunnel traffic goes; invalid
+	// when the remote is behind masquerade only: this end then learns its address from
+	// the remote's authenticated handshake.
+	IP netip.Addr
+	// BehindMasquerade: the remote cannot be dialed; it initiates.
+	BehindMasquerade bool
+	Port             int32
+	PublicKey        string
+	CIDRs            []netip.Prefix
 }
 
 // Connection is the state of the cable to one remote cluster.
@@ -44,6 +59,12 @@ type Connection struct {
 	LastHandshake time.Time
 	RxBytes       int64
 	TxBytes       int64
+	// Endpoint is the remote address and port the cable sends to now: the advertised one,
+	// or where the remote's authenticated packets came from (behind a NAT).
+	Endpoint netip.AddrPort
+	// NATDetected: a NAT sits between the two gateways (the driver saw the other end at
+	// an address it did not advertise, or IKE's NAT detection said so).
+	NATDetected bool
 }
 
 // Routing is where a driver installs the routes to remote clusters' CIDRs through its own

@@ -3,6 +3,7 @@ package cabletest
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -111,8 +112,13 @@ func StartCharon(t testing.TB, ns, dir string, port int) (socket string, stop fu
 			}
 		}
 	})
-	require.Eventually(t, 10*time.Second, "charon opens its VICI socket", func() error {
-		_, err := os.Stat(c.VICISocket())
+	// A connection, not the file: charon binds the socket before it listens, and a
+	// driver that comes in between is refused.
+	require.Eventually(t, 10*time.Second, "charon accepts on its VICI socket", func() error {
+		conn, err := net.Dial("unix", c.VICISocket())
+		if err == nil {
+			_ = conn.Close()
+		}
 		return err
 	})
 	return c.VICISocket(), stop

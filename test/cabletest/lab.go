@@ -31,8 +31,14 @@ type Site struct {
 	ClusterID string
 	GatewayNS string
 	PodNS     string
-	// WANIP is the gateway's address on the WAN.
+	// WANIP is the gateway's address on the WAN: its own, or its NAT router's.
 	WANIP netip.Addr
+	// NAT is how the gateway sits behind RouterNS; NoNAT for a gateway on the WAN.
+	NAT NAT
+	// RouterNS is the NAT router between the gateway and the WAN (NAT only).
+	RouterNS string
+	// PrivateIP is the gateway's own address towards its router (NAT only).
+	PrivateIP netip.Addr
 	// GatewayPodIP is the gateway's address towards its pod, inside CIDR.
 	GatewayPodIP netip.Addr
 	// PodIP is the pod's address.
@@ -48,11 +54,17 @@ type Lab struct {
 
 // Namespaces of the lab.
 func (l *Lab) Namespaces() []string {
-	return []string{l.A.PodNS, l.B.PodNS, l.A.GatewayNS, l.B.GatewayNS, l.WANNS}
+	out := []string{l.A.PodNS, l.B.PodNS, l.A.GatewayNS, l.B.GatewayNS, l.WANNS}
+	if l.B.RouterNS != "" {
+		out = append(out, l.B.RouterNS)
+	}
+	return out
 }
 
 // NewLab builds the lab and removes it (and every process left in it) when t ends.
-func NewLab(t testing.TB) *Lab {
+func NewLab(t testing.TB) *Lab { return newLab(t, NoNAT) }
+
+func newLab(t testing.TB, nat NAT) *Lab {
 	t.Helper()
 	var b [3]byte
 	if _, err := rand.Read(b[:]); err != nil {
@@ -68,6 +80,9 @@ func NewLab(t testing.TB) *Lab {
 			WANIP: netip.MustParseAddr("198.18.0.2"), GatewayPodIP: netip.MustParseAddr("10.2.0.1"),
 			PodIP: netip.MustParseAddr("10.2.0.10"), CIDR: netip.MustParsePrefix("10.2.0.0/16")},
 	}
+	if nat != NoNAT {
+		l.B.NAT, l.B.RouterNS, l.B.PrivateIP = nat, id+"-rtb", netip.MustParseAddr("10.250.0.2")
+	}
 	t.Cleanup(func() { l.destroy(t) })
 	for _, ns := range l.Namespaces() {
 		if err := netns.Ensure(context.Background(), ns); err != nil {
@@ -78,10 +93,15 @@ func NewLab(t testing.TB) *Lab {
 	MustRun(t, "ip", "-n", l.WANNS, "link", "set", "br0", "up")
 	for i, s := range []Site{l.A, l.B} {
 		wanPort := fmt.Sprintf("w%d", i)
-		MustRun(t, "ip", "-n", s.GatewayNS, "link", "add", "eth0", "type", "veth", "peer", "name", wanPort, "netns", l.WANNS)
+		onWAN := s.GatewayNS
+		if s.NAT != NoNAT {
+			onWAN = s.RouterNS
+			connectBehindNAT(t, s)
+		}
+		MustRun(t, "ip", "-n", onWAN, "link", "add", "eth0", "type", "veth", "peer", "name", wanPort, "netns", l.WANNS)
 		MustRun(t, "ip", "-n", l.WANNS, "link", "set", wanPort, "master", "br0", "up")
-		MustRun(t, "ip", "-n", s.GatewayNS, "addr", "add", s.WANIP.String()+"/24", "dev", "eth0")
-		MustRun(t, "ip", "-n", s.GatewayNS, "link", "set", "eth0", "up")
+		MustRun(t, "ip", "-n", onWAN, "addr", "add", s.WANIP.String()+"/24", "dev", "eth0")
+		MustRun(t, "ip", "-n", onWAN, "link", "set", "eth0", "up")
 
 		MustRun(t, "ip", "-n", s.PodNS, "link", "add", "eth0", "type", "veth", "peer", "name", "pod0", "netns", s.GatewayNS)
 		MustRun(t, "ip", "-n", s.GatewayNS, "addr", "add", s.GatewayPodIP.String()+"/24", "dev", "pod0")
@@ -125,12 +145,23 @@ func MustRun(t testing.TB, name string, args ...string) string {
 
 // Local is the cable.Local of s's gateway.
 func (s Site) Local(port int32, psk []byte) cable.Local {
-	return cable.Local{ClusterID: s.ClusterID, NodeName: s.ClusterID + "-gw", IP: s.WANIP, Port: port,
-		CIDRs: []netip.Prefix{s.CIDR}, HealthCheckIP: s.GatewayPodIP, PSK: psk}
+	l := cable.Local{ClusterID: s.ClusterID, NodeName: s.ClusterID + "-gw", IP: s.WANIP, Advertised: s.WANIP,
+		Port: port, CIDRs: []netip.Prefix{s.CIDR}, HealthCheckIP: s.GatewayPodIP, PSK: psk}
+	switch s.NAT {
+	case NATOneToOne:
+		l.IP = s.PrivateIP
+	case NATMasquerade:
+		l.IP, l.Advertised, l.BehindMasquerade = s.PrivateIP, netip.Addr{}, true
+	}
+	return l
 }
 
 // Remote is the cable.Remote for s's gateway as seen from the other site.
 func (s Site) Remote(port int32, publicKey string) cable.Remote {
-	return cable.Remote{ClusterID: s.ClusterID, IP: s.WANIP, Port: port, PublicKey: publicKey,
+	r := cable.Remote{ClusterID: s.ClusterID, IP: s.WANIP, Port: port, PublicKey: publicKey,
 		CIDRs: []netip.Prefix{s.CIDR}}
+	if s.NAT == NATMasquerade {
+		r.IP, r.BehindMasquerade = netip.Addr{}, true
+	}
+	return r
 }

@@ -33,6 +33,8 @@ type Suite struct {
 	Roams bool
 	// ConnectTimeout bounds how long the first packet may take to get through.
 	ConnectTimeout time.Duration
+	// NoNATTraversal says the driver cannot run behind masquerade and must refuse to.
+	NoNATTraversal bool
 }
 
 type site struct {

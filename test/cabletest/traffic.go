@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/netip"
 	"os/exec"
+	"regexp"
 	"strconv"
 	"time"
 
@@ -22,6 +23,33 @@ func Ping(ns string, dst netip.Addr) error {
 	}
 	return nil
 }
+
+// pingEvery is how often PingGap sends an echo.
+const pingEvery = 100 * time.Millisecond
+
+// PingGap sends ICMP echoes from namespace ns to dst every 100 ms until one is answered
+// or deadline passes, and returns the gap: from the first echo sent to the first one
+// answered, by sequence number. It counts neither the time to start ping nor the
+// round trip, which on a loaded machine and through a userspace cable (libipsec) can
+// take longer than a lost packet would, so it tells a path that drops packets from
+// one that is only slow.
+func PingGap(ns string, dst netip.Addr, deadline time.Duration) (time.Duration, error) {
+	out, err := exec.Command("ip", "netns", "exec", ns, "ping", "-n", "-c", "1",
+		"-i", strconv.FormatFloat(pingEvery.Seconds(), 'f', -1, 64),
+		"-w", strconv.Itoa(int(deadline.Round(time.Second)/time.Second)), dst.String()).CombinedOutput()
+	if err != nil {
+		return 0, fmt.Errorf("ping %s from %s: no answer within %v: %w: %s", dst, ns, deadline, err, out)
+	}
+	m := icmpSeq.FindSubmatch(out)
+	if m == nil {
+		return 0, fmt.Errorf("ping %s from %s: no icmp_seq in its output: %s", dst, ns, out)
+	}
+	seq, _ := strconv.Atoi(string(m[1]))
+	return time.Duration(seq-1) * pingEvery, nil
+}
+
+// icmpSeq is an answered echo in ping's output.
+var icmpSeq = regexp.MustCompile(`bytes from [^ ]+ icmp_seq=(\d+)`)
 
 // TCP opens a TCP connection from namespace fromNS to a listener in toNS on dst and
 // checks that bytes make the round trip.

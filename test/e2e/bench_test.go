@@ -40,7 +40,7 @@ const (
 func BenchmarkCableThroughput(b *testing.B) {
 	env.Require(b)
 	env.RestoreClusterSetSpec(b)
-	ensurePSKSecret(b)
+	env.EnsurePSKSecret(b)
 	client := env.SourcePods(b, "c1")[0]
 	local := env.PodOn(b, "c1", env.NodeOfKind(b, "c1", true), labtest.IPerf3Image).Status.PodIP
 	remote := env.PodOn(b, "c2", env.NodeOfKind(b, "c2", false), labtest.IPerf3Image).Status.PodIP
@@ -54,13 +54,13 @@ func BenchmarkCableThroughput(b *testing.B) {
 // benchCable switches the ClusterSet to driver and measures b.N rounds of raw (to local)
 // and cable (to remote) throughput from the pod in network namespace ns.
 func benchCable(b *testing.B, driver straitv1.CableDriver, ns, local, remote, perfDir string) {
-	if err := env.UpdateClusterSet(b, func(cs *straitv1.ClusterSet) { setDriver(cs, driver) }); err != nil {
+	if err := env.UpdateClusterSet(b, func(cs *straitv1.ClusterSet) { labtest.SetDriver(cs, driver) }); err != nil {
 		b.Fatal(err)
 	}
 	for _, cluster := range members() {
-		waitActiveGateway(b, cluster, driver)
+		env.WaitActiveGateway(b, cluster, driver)
 	}
-	require.Eventually(b, switchTimeout, "iperf3 over "+string(driver), func() error {
+	require.Eventually(b, labtest.SwitchTimeout, "iperf3 over "+string(driver), func() error {
 		_, err := iperf(ns, remote, iperfRun{seconds: 1})
 		return err
 	})

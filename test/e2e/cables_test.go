@@ -10,28 +10,16 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/fluxcd/pkg/apis/meta"
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
 
 	"github.com/straitnet/strait/lab"
-	"github.com/straitnet/strait/lab/topology"
 	"github.com/straitnet/strait/nodeagent/cable/ipsec"
 	"github.com/straitnet/strait/nodeagent/cable/vxlan"
 	"github.com/straitnet/strait/nodeagent/cable/wireguard"
 	"github.com/straitnet/strait/test/labtest"
 	"github.com/straitnet/strait/test/require"
 )
-
-// switchTimeout bounds a cable driver switch until traffic flows; the time it took is
-// logged and measured by BenchmarkCableThroughput's docs.
-const switchTimeout = 2 * time.Minute
-
-// pskSecret is the hub Secret the ClusterSet's pskSecretRef names for ipsec.
-const pskSecret = "e2e-ipsec-psk"
 
 // TestCables switches the clusterset's cable driver through every driver and checks, for
 // each, what a user of each cluster sees from a pod on a plain node and from a pod on a
@@ -41,19 +29,19 @@ const pskSecret = "e2e-ipsec-psk"
 func TestCables(t *testing.T) {
 	env.Require(t)
 	env.RestoreClusterSetSpec(t)
-	ensurePSKSecret(t)
+	env.EnsurePSKSecret(t)
 	for _, driver := range []straitv1.CableDriver{straitv1.CableWireGuard, straitv1.CableIPsec, straitv1.CableVXLAN} {
 		t.Run(string(driver), func(t *testing.T) {
 			start := time.Now()
-			if err := env.UpdateClusterSet(t, func(cs *straitv1.ClusterSet) { setDriver(cs, driver) }); err != nil {
+			if err := env.UpdateClusterSet(t, func(cs *straitv1.ClusterSet) { labtest.SetDriver(cs, driver) }); err != nil {
 				t.Fatal(err)
 			}
 			for _, cluster := range members() {
-				waitActiveGateway(t, cluster, driver)
+				env.WaitActiveGateway(t, cluster, driver)
 			}
 			sources := env.SourcePods(t, "c1")
 			remote := env.SamplePods(t, "c2", lab.WhereamiSS)[0]
-			require.Eventually(t, switchTimeout, "c1 → c2's pod over "+string(driver), func() error {
+			require.Eventually(t, labtest.SwitchTimeout, "c1 → c2's pod over "+string(driver), func() error {
 				_, err := labtest.TryWhereami(sources[0].NS, net.JoinHostPort(remote.Status.PodIP, "8080"))
 				return err
 			})
@@ -119,49 +107,6 @@ func devicePackets(ns, dev string) (uint64, error) {
 		return 0, fmt.Errorf("ip -j link show %s: %d links: %s", dev, len(links), out)
 	}
 	return links[0].Stats.TX.Packets, nil
-}
-
-// setDriver makes cs use driver on its default port.
-func setDriver(cs *straitv1.ClusterSet, driver straitv1.CableDriver) {
-	cs.Spec.Cable.Driver, cs.Spec.Cable.Port = driver, 0
-	if driver == straitv1.CableIPsec {
-		cs.Spec.Cable.PSKSecretRef = &meta.LocalObjectReference{Name: pskSecret}
-	}
-}
-
-// ensurePSKSecret creates the hub's PSK Secret once.
-func ensurePSKSecret(t testing.TB) {
-	t.Helper()
-	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: pskSecret, Namespace: straitv1.SystemNamespace},
-		Data: map[string][]byte{"psk": []byte("a pre-shared key the e2e tests share")}}
-	if err := env.Client(t, topology.HubName).Create(context.Background(), s); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
-}
-
-// waitActiveGateway waits until the cluster's active Gateway publishes driver.
-func waitActiveGateway(t testing.TB, cluster string, driver straitv1.CableDriver) {
-	t.Helper()
-	require.Eventually(t, switchTimeout, cluster+": active gateway on "+string(driver), func() error {
-		gws := &straitv1.GatewayList{}
-		if err := env.Client(t, cluster).List(context.Background(), gws, client.InNamespace(straitv1.SystemNamespace)); err != nil {
-			return err
-		}
-		for _, g := range gws.Items {
-			if g.Spec.HAState == straitv1.HAActive && g.Spec.Driver == driver {
-				return nil
-			}
-		}
-		return fmt.Errorf("gateways: %v", gatewaySummary(gws.Items))
-	})
-}
-
-func gatewaySummary(gws []straitv1.Gateway) []string {
-	var out []string
-	for _, g := range gws {
-		out = append(out, fmt.Sprintf("%s %s %s", g.Name, g.Spec.HAState, g.Spec.Driver))
-	}
-	return out
 }
 
 // checkAcross is what a user of c1 checks of c2 from src.

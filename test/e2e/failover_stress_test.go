@@ -33,7 +33,7 @@ var stressClusters = []string{"c2", "c1", "c2", "c1"}
 func TestFailoverStaysFast(t *testing.T) {
 	env.Require(t)
 	env.RestoreClusterSetSpec(t)
-	ensurePSKSecret(t)
+	env.EnsurePSKSecret(t)
 	start := time.Now()
 	// The stopped agents not yet seen back, by cluster: the next round there waits.
 	pending := map[string]labtest.Handover{}
@@ -51,11 +51,11 @@ func TestFailoverStaysFast(t *testing.T) {
 				back(c)
 			}
 			switched := time.Now()
-			if err := env.UpdateClusterSet(t, func(cs *straitv1.ClusterSet) { setDriver(cs, driver) }); err != nil {
+			if err := env.UpdateClusterSet(t, func(cs *straitv1.ClusterSet) { labtest.SetDriver(cs, driver) }); err != nil {
 				t.Fatal(err)
 			}
 			for _, c := range members() {
-				waitActiveGateway(t, c, driver)
+				env.WaitActiveGateway(t, c, driver)
 			}
 			t.Logf("cable driver switched to %s in %s", driver, time.Since(switched).Round(time.Millisecond))
 		}

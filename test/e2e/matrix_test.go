@@ -80,13 +80,13 @@ const charonCrashBound = 5 * time.Second
 func TestCharonCrashUnderIPsec(t *testing.T) {
 	env.Require(t)
 	env.RestoreClusterSetSpec(t)
-	ensurePSKSecret(t)
-	if err := env.UpdateClusterSet(t, func(cs *straitv1.ClusterSet) { setDriver(cs, straitv1.CableIPsec) }); err != nil {
+	env.EnsurePSKSecret(t)
+	if err := env.UpdateClusterSet(t, func(cs *straitv1.ClusterSet) { labtest.SetDriver(cs, straitv1.CableIPsec) }); err != nil {
 		t.Fatal(err)
 	}
 	for round := 1; ; round++ {
 		for _, c := range members() {
-			waitActiveGateway(t, c, straitv1.CableIPsec)
+			env.WaitActiveGateway(t, c, straitv1.CableIPsec)
 		}
 		o, restart, pod := killCharon(t)
 		if o.Tries < 20 {

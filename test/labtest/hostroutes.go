@@ -46,8 +46,11 @@ func LabAddresses(t *topology.Lab, cs *straitv1.ClusterSet) []LabAddress {
 		for _, n := range c.Nodes {
 			add(n.LANAddr.Addr(), "%s", n.Name)
 			add(n.PodGateway.Next(), "a pod on %s (pod CIDR %s)", n.Name, c.PodCIDR)
-			if n.Gateway {
+			if n.WANAddr.IsValid() {
 				add(n.WANAddr.Addr(), "%s on the WAN", n.Name)
+			}
+			if n.ExternalIP.IsValid() {
+				add(n.ExternalIP, "%s's public address on its router", n.Name)
 			}
 		}
 	}

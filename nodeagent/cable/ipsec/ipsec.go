@@ -57,6 +57,9 @@ type Driver struct {
 	// where the other end is the initiator (its charon replaces the stale IKE SA with the
 	// new one, as both use the same identities).
 	restarted bool
+	// local and wanted are the last Converge's, for the endpoints Connections reports.
+	local  cable.Local
+	wanted map[string]cable.Remote
 }
 
 var _ cable.Driver = (*Driver)(nil)
@@ -187,7 +190,8 @@ func (d *Driver) Converge(ctx context.Context, local cable.Local, remotes []cabl
 	// leaving the other end to notice by dead-peer detection.
 	failed := len(wanted) < len(remotes)
 	for name, r := range wanted {
-		if !(initiates(local, r) || d.restarted) || hasLiveSA(sas[name], local, r) {
+		// Nobody dials a remote behind masquerade, not even after a restart: it will.
+		if !(initiates(local, r) || d.restarted) || !r.IP.IsValid() || hasLiveSA(sas[name], local, r) {
 			continue
 		}
 		// timeout -1: charon initiates in the background; Connections reports the outcome.
@@ -200,6 +204,7 @@ func (d *Driver) Converge(ctx context.Context, local cable.Local, remotes []cabl
 	if !failed {
 		d.restarted = false
 	}
+	d.local, d.wanted = local, wanted
 
 	if err := d.syncRoutes(routes); err != nil {
 		errs = append(errs, err)
@@ -207,9 +212,27 @@ func (d *Driver) Converge(ctx context.Context, local cable.Local, remotes []cabl
 	return errors.Join(errs...)
 }
 
-// current says whether sa runs between the two gateways that are active now.
+// current says whether sa runs between the two gateways that are active now. A remote
+// behind masquerade is wherever its NAT put it.
 func current(sa ikeSA, local cable.Local, r cable.Remote) bool {
-	return sa.RemoteHost == r.IP.Unmap().String() && sa.LocalHost == local.IP.Unmap().String()
+	remoteOK := !r.IP.IsValid() || sa.RemoteHost == r.IP.Unmap().String()
+	return remoteOK && sa.LocalHost == local.IP.Unmap().String()
+}
+
+// endpointOf is where sa reaches the remote and whether a NAT sits between: the
+// remote is not where it advertised itself (its NAT's address or port), or this
+// gateway's own address is not the one it advertises. IKE's own NAT detection cannot
+// say it here: the cable forces UDP encapsulation, which charon gets by faking a NAT.
+func endpointOf(sa ikeSA, local cable.Local, r cable.Remote) (netip.AddrPort, bool) {
+	ip, err := netip.ParseAddr(sa.RemoteHost)
+	if err != nil {
+		return netip.AddrPort{}, false
+	}
+	port, _ := strconv.ParseUint(sa.RemotePort, 10, 16)
+	ep := netip.AddrPortFrom(ip.Unmap(), uint16(port))
+	nat := local.BehindMasquerade || r.BehindMasquerade || local.IP != local.Advertised ||
+		ep != netip.AddrPortFrom(r.IP.Unmap(), uint16(r.Port))
+	return ep, nat
 }
 
 func hasLiveSA(list []ikeSA, local cable.Local, r cable.Remote) bool {
@@ -326,6 +349,7 @@ func (d *Driver) Connections(ctx context.Context) ([]cable.Connection, error) {
 			if secs, err := strconv.Atoi(sa.Established); err == nil {
 				c.LastHandshake = now.Add(-time.Duration(secs) * time.Second)
 			}
+			c.Endpoint, c.NATDetected = endpointOf(sa, d.local, d.wanted[name])
 			for _, ch := range sa.ChildSAs {
 				if ch.State != "INSTALLED" {
 					continue

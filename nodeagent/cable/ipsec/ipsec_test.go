@@ -87,6 +87,16 @@ func TestCable(t *testing.T) {
 	cabletest.Run(t, suite)
 }
 
+func TestCableThroughOneToOneNAT(t *testing.T) {
+	cabletest.RequireCharon(t)
+	cabletest.RunNAT(t, suite, cabletest.NATOneToOne)
+}
+
+func TestCableBehindMasquerade(t *testing.T) {
+	cabletest.RequireCharon(t)
+	cabletest.RunNAT(t, suite, cabletest.NATMasquerade)
+}
+
 func BenchmarkThroughput(b *testing.B) {
 	cabletest.RequireCharon(b)
 	cabletest.Throughput(b, suite)

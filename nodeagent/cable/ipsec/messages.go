@@ -26,9 +26,15 @@ func clusterOf(conn string) (string, bool) {
 	return strings.CutPrefix(conn, ConnPrefix)
 }
 
-// initiates says whether local initiates the connection to remote: the cluster whose ID
-// sorts first does, so the two ends never race to create duplicate SAs.
+// initiates says whether local initiates the connection to remote. A gateway behind
+// masquerade only initiates whatever the cluster IDs say: nothing can reach it until its
+// own packets opened a mapping in the NAT. Otherwise the cluster whose ID sorts first
+// does, so the two ends never race to create duplicate SAs (and, both behind
+// masquerade, neither reaches the other: the agent reports that on the Peer).
 func initiates(local cable.Local, remote cable.Remote) bool {
+	if local.BehindMasquerade != remote.BehindMasquerade {
+		return local.BehindMasquerade
+	}
 	return local.ClusterID < remote.ClusterID
 }
 
@@ -64,7 +70,7 @@ type child struct {
 // connFor is the connection to remote as charon is told it. IDs are cluster IDs, not
 // addresses, so a new gateway of the same cluster is the same peer.
 func connFor(local cable.Local, remote cable.Remote) (conn, error) {
-	if !local.IP.IsValid() || !remote.IP.IsValid() {
+	if !local.IP.IsValid() || (!remote.IP.IsValid() && !remote.BehindMasquerade) {
 		return conn{}, fmt.Errorf("remote %s: gateway addresses must be set", remote.ClusterID)
 	}
 	if len(remote.CIDRs) == 0 || len(local.CIDRs) == 0 {
@@ -82,12 +88,18 @@ func connFor(local cable.Local, remote cable.Remote) (conn, error) {
 		ch.DPDAction = "restart"
 		ch.CloseAction = "start"
 	}
+	// A remote behind masquerade is taken from any address and port: those are its
+	// NAT's, learnt from its IKE_SA_INIT, and the PSK and its ID authenticate it.
+	remoteAddr, remotePort := "%any", ""
+	if remote.IP.IsValid() {
+		remoteAddr, remotePort = remote.IP.Unmap().String(), fmt.Sprint(remote.Port)
+	}
 	return conn{
 		Version:     "2",
 		LocalAddrs:  []string{local.IP.Unmap().String()},
-		RemoteAddrs: []string{remote.IP.Unmap().String()},
+		RemoteAddrs: []string{remoteAddr},
 		LocalPort:   fmt.Sprint(local.Port),
-		RemotePort:  fmt.Sprint(remote.Port),
+		RemotePort:  remotePort,
 		Encap:       "yes",
 		Mobike:      "no",
 		DPDDelay:    dpdDelay,
@@ -118,6 +130,7 @@ type ikeSA struct {
 	State       string             `vici:"state"`
 	LocalHost   string             `vici:"local-host"`
 	RemoteHost  string             `vici:"remote-host"`
+	RemotePort  string             `vici:"remote-port"`
 	Established string             `vici:"established"`
 	ChildSAs    map[string]childSA `vici:"child-sas"`
 }

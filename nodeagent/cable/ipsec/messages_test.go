@@ -103,7 +103,7 @@ func TestCharonConf(t *testing.T) {
 	for _, want := range []string{
 		"load = kernel-libipsec kernel-netlink ", "vici ", "port_nat_t = 4599",
 		"socket = unix:///var/lib/strait/charon/charon.vici", "install_routes = no",
-		"routing_table = 220", "routing_table_prio = 32000",
+		"routing_table = 220", "routing_table_prio = 32000", "keep_alive = 10s",
 	} {
 		if !strings.Contains(conf, want) {
 			t.Errorf("strongswan.conf lacks %q:\n%s", want, conf)

@@ -1,7 +1,8 @@
 // Package vxlan is the unencrypted cable driver: one VXLAN device, strait-vx0, that carries
 // traffic gateway to gateway over the underlay.
 //
-// Every gateway gets a VTEP address derived from its underlay IPv4 address
+// Every gateway gets a VTEP address derived from its advertised IPv4 address (the one
+// remote gateways send to, behind a 1:1 NAT not the underlay address it binds)
 // (243.b.c.d for a.b.c.d), so both ends agree on next hops without exchanging anything
 // beyond what a Peer already says. The driver owns the device, its VTEP address, one
 // all-zero FDB entry per remote gateway (head-end replication: ARP for a remote VTEP

@@ -42,8 +42,10 @@ type Config struct {
 type Driver struct {
 	cfg Config
 	mu  sync.Mutex
-	// remotes of the last Converge, by underlay IP, to name clusters in Connections.
+	// remotes of the last Converge, by underlay IP, to name clusters in Connections, and
+	// local, to report the endpoints and a NAT.
 	remotes map[netip.Addr]string
+	local   cable.Local
 }
 
 var _ cable.Driver = (*Driver)(nil)
@@ -78,7 +80,12 @@ func (d *Driver) Converge(_ context.Context, local cable.Local, remotes []cable.
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	h := d.cfg.Netlink
-	vtep, err := VTEP(local.IP)
+	if !local.Advertised.IsValid() {
+		return errors.New("vxlan cable needs an address other gateways send to: it has no NAT traversal, so it cannot run behind masquerade")
+	}
+	// The VTEP follows the advertised address, not the bound one: the remote derives this
+	// end's VTEP from the address it sends to, and behind a 1:1 NAT that is not ours.
+	vtep, err := VTEP(local.Advertised)
 	if err != nil {
 		return err
 	}
@@ -112,6 +119,10 @@ func (d *Driver) Converge(_ context.Context, local cable.Local, remotes []cable.
 	var routes []devroute.Route
 	d.remotes = map[netip.Addr]string{}
 	for _, r := range remotes {
+		if !r.IP.IsValid() {
+			errs = append(errs, fmt.Errorf("remote %s: vxlan cable needs the remote gateway's address (it has no NAT traversal)", r.ClusterID))
+			continue
+		}
 		rv, err := VTEP(r.IP)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("remote %s: %w", r.ClusterID, err))
@@ -123,6 +134,7 @@ func (d *Driver) Converge(_ context.Context, local cable.Local, remotes []cable.
 			routes = append(routes, devroute.Route{Dst: c.Masked(), Gw: rv, Src: src})
 		}
 	}
+	d.local = local
 	if err := d.syncFDB(link, wantFDB); err != nil {
 		errs = append(errs, err)
 	}
@@ -267,7 +279,10 @@ func (d *Driver) Connections(_ context.Context) ([]cable.Connection, error) {
 	var out []cable.Connection
 	for _, n := range entries {
 		ip, _ := netip.AddrFromSlice(n.IP)
-		out = append(out, cable.Connection{ClusterID: d.remotes[ip.Unmap()], Connected: up})
+		// Every gateway listens on the clusterset's one cable port. VXLAN learns nothing
+		// from what arrives: the only NAT it can know of is its own 1:1 one.
+		out = append(out, cable.Connection{ClusterID: d.remotes[ip.Unmap()], Connected: up,
+			Endpoint: netip.AddrPortFrom(ip.Unmap(), uint16(d.local.Port)), NATDetected: d.local.IP != d.local.Advertised})
 	}
 	slices.SortFunc(out, func(a, b cable.Connection) int { return cmp.Compare(a.ClusterID, b.ClusterID) })
 	return out, nil

@@ -18,9 +18,13 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-var suite = cabletest.Suite{Port: 4799, ConnectTimeout: 5 * time.Second}
+var suite = cabletest.Suite{Port: 4799, ConnectTimeout: 5 * time.Second, NoNATTraversal: true}
 
 func TestCable(t *testing.T) { cabletest.Run(t, suite) }
+
+func TestCableThroughOneToOneNAT(t *testing.T) { cabletest.RunNAT(t, suite, cabletest.NATOneToOne) }
+
+func TestCableBehindMasquerade(t *testing.T) { cabletest.RunNAT(t, suite, cabletest.NATMasquerade) }
 
 func BenchmarkThroughput(b *testing.B) { cabletest.Throughput(b, suite) }
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"slices"
 	"sync"
@@ -70,6 +71,10 @@ type Driver struct {
 	userspace *userspaceDevice
 	// remotes of the last Converge by public key, to name clusters in Connections.
 	remotes map[wgtypes.Key]string
+	// advertised is each remote as its Peer gives it and local this gateway, both from
+	// the last Converge, to tell a NAT in Connections.
+	advertised map[wgtypes.Key]cable.Remote
+	local      cable.Local
 	// configured is the endpoint this driver last set for each peer (from its Peer
 	// object) and when, to tell a stale Peer from one the hub has updated.
 	configured map[wgtypes.Key]configuredEndpoint
@@ -107,7 +112,8 @@ func New(cfg Config) (*Driver, error) {
 	if err != nil {
 		return nil, fmt.Errorf("wgctrl: %w", err)
 	}
-	return &Driver{cfg: cfg, wg: wg, remotes: map[wgtypes.Key]string{}, configured: map[wgtypes.Key]configuredEndpoint{}}, nil
+	return &Driver{cfg: cfg, wg: wg, remotes: map[wgtypes.Key]string{}, advertised: map[wgtypes.Key]cable.Remote{},
+		configured: map[wgtypes.Key]configuredEndpoint{}}, nil
 }
 
 // Name implements cable.Driver.
@@ -145,6 +151,7 @@ func (d *Driver) Converge(_ context.Context, local cable.Local, remotes []cable.
 	peers := map[wgtypes.Key]wgtypes.PeerConfig{}
 	var routes []devroute.Route
 	d.remotes = map[wgtypes.Key]string{}
+	d.advertised = map[wgtypes.Key]cable.Remote{}
 	for _, r := range remotes {
 		key, err := wgtypes.ParseKey(r.PublicKey)
 		if err != nil {
@@ -154,9 +161,13 @@ func (d *Driver) Converge(_ context.Context, local cable.Local, remotes []cable.
 		ka := keepalive
 		pc := wgtypes.PeerConfig{
 			PublicKey:                   key,
-			Endpoint:                    &net.UDPAddr{IP: net.IP(r.IP.Unmap().AsSlice()), Port: int(r.Port)},
 			PersistentKeepaliveInterval: &ka,
 			ReplaceAllowedIPs:           true,
+		}
+		// A remote behind masquerade has no endpoint to set: WireGuard takes it from the
+		// remote's first authenticated packet (its NAT's address and port) and follows it.
+		if r.IP.IsValid() {
+			pc.Endpoint = &net.UDPAddr{IP: net.IP(r.IP.Unmap().AsSlice()), Port: int(r.Port)}
 		}
 		for _, c := range r.CIDRs {
 			pc.AllowedIPs = append(pc.AllowedIPs, net.IPNet{IP: net.IP(c.Masked().Addr().AsSlice()), Mask: net.CIDRMask(c.Bits(), c.Addr().BitLen())})
@@ -164,7 +175,9 @@ func (d *Driver) Converge(_ context.Context, local cable.Local, remotes []cable.
 		}
 		peers[key] = pc
 		d.remotes[key] = r.ClusterID
+		d.advertised[key] = r
 	}
+	d.local = local
 	if err := d.configure(local, peers); err != nil {
 		errs = append(errs, err)
 	}
@@ -262,6 +275,16 @@ func (d *Driver) configure(local cable.Local, want map[wgtypes.Key]wgtypes.PeerC
 	}
 	for key, pc := range want {
 		p, ok := have[key]
+		if pc.Endpoint == nil {
+			// Behind masquerade: the endpoint is the device's to learn, not ours to set.
+			delete(d.configured, key)
+			if ok && samePeer(p, pc) {
+				continue
+			}
+			cfg.Peers = append(cfg.Peers, pc)
+			changed = true
+			continue
+		}
 		if ok && d.roamed(p, pc, now) {
 			pc.Endpoint = p.Endpoint
 		} else {
@@ -324,8 +347,10 @@ func (d *Driver) roamed(p wgtypes.Peer, pc wgtypes.PeerConfig, now time.Time) bo
 	return !hs.IsZero() && hs.After(since) && now.Sub(hs) < rejectAfter
 }
 
+// samePeer says whether the device already has pc; a pc without an endpoint (a remote
+// behind masquerade) leaves whatever endpoint the device learnt.
 func samePeer(p wgtypes.Peer, pc wgtypes.PeerConfig) bool {
-	if p.Endpoint == nil || !p.Endpoint.IP.Equal(pc.Endpoint.IP) || p.Endpoint.Port != pc.Endpoint.Port {
+	if pc.Endpoint != nil && (p.Endpoint == nil || !p.Endpoint.IP.Equal(pc.Endpoint.IP) || p.Endpoint.Port != pc.Endpoint.Port) {
 		return false
 	}
 	if p.PersistentKeepaliveInterval != *pc.PersistentKeepaliveInterval {
@@ -358,13 +383,23 @@ func (d *Driver) Connections(_ context.Context) ([]cable.Connection, error) {
 	now := d.cfg.Now()
 	out := make([]cable.Connection, 0, len(dev.Peers))
 	for _, p := range dev.Peers {
-		out = append(out, cable.Connection{
+		c := cable.Connection{
 			ClusterID:     d.remotes[p.PublicKey],
 			Connected:     !p.LastHandshakeTime.IsZero() && now.Sub(p.LastHandshakeTime) < rejectAfter,
 			LastHandshake: p.LastHandshakeTime,
 			RxBytes:       p.ReceiveBytes,
 			TxBytes:       p.TransmitBytes,
-		})
+		}
+		if p.Endpoint != nil {
+			c.Endpoint = p.Endpoint.AddrPort()
+			c.Endpoint = netip.AddrPortFrom(c.Endpoint.Addr().Unmap(), c.Endpoint.Port())
+		}
+		r := d.advertised[p.PublicKey]
+		// A NAT shows as this end not owning what it advertises, or the other end's
+		// packets coming from somewhere it did not advertise.
+		c.NATDetected = d.local.BehindMasquerade || r.BehindMasquerade || d.local.IP != d.local.Advertised ||
+			(c.Endpoint.IsValid() && r.IP.IsValid() && c.Endpoint != netip.AddrPortFrom(r.IP.Unmap(), uint16(r.Port)))
+		out = append(out, c)
 	}
 	slices.SortFunc(out, func(a, b cable.Connection) int { return cmp.Compare(a.ClusterID, b.ClusterID) })
 	return out, nil
@@ -376,6 +411,7 @@ func (d *Driver) Cleanup(_ context.Context) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.remotes = map[wgtypes.Key]string{}
+	d.advertised = map[wgtypes.Key]cable.Remote{}
 	d.configured = map[wgtypes.Key]configuredEndpoint{}
 	var errs []error
 	if d.userspace != nil {

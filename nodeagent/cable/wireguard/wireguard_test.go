@@ -68,4 +68,8 @@ var suite = cabletest.Suite{
 
 func TestCable(t *testing.T) { cabletest.Run(t, suite) }
 
+func TestCableThroughOneToOneNAT(t *testing.T) { cabletest.RunNAT(t, suite, cabletest.NATOneToOne) }
+
+func TestCableBehindMasquerade(t *testing.T) { cabletest.RunNAT(t, suite, cabletest.NATMasquerade) }
+
 func BenchmarkThroughput(b *testing.B) { cabletest.Throughput(b, suite) }
