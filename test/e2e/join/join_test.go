@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -178,6 +179,30 @@ func TestJoinRegistersAThirdCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	require.Eventually(t, labtest.Converge, "the hub connected to c3 with the new token", func() error { return connected(t) })
+
+	// strait unexport: c3 stops exporting whereami-cs. c1's clusterset IP spanned c2's and
+	// c3's pods; after the commit it spans c2's alone.
+	slicesFrom := func(want ...string) func() error {
+		return func() error {
+			got, err := env.DerivedSliceClusters(t, "c1", lab.WhereamiCS)
+			if err == nil && !slices.Equal(got, want) {
+				err = fmt.Errorf("c1's derived slices of %s hold %v, want %v", lab.WhereamiCS, got, want)
+			}
+			return err
+		}
+	}
+	require.Eventually(t, labtest.Converge, "c3 in c1's derived slices", slicesFrom("c2", "c3"))
+	out, _, code = strait(t, "unexport", "sample/"+lab.WhereamiCS, "--clusters", "c3", "-f", file)
+	if code != 0 || !strings.Contains(out, "-      clusters:") {
+		t.Fatalf("strait unexport sample/%s --clusters c3: exit %d; want 0 and the export's clusters changed:\n%s", lab.WhereamiCS, code, out)
+	}
+	if data, err = os.ReadFile(file); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.CommitClusterSet(t, data, "clusterset: c3 stops exporting whereami-cs"); err != nil {
+		t.Fatalf("Flux did not apply the unexport: %v", err)
+	}
+	require.Eventually(t, labtest.Converge, "c3 out of c1's derived slices", slicesFrom("c2"))
 
 	// unjoin: refused while git names c3.
 	_, errOut, code = strait(t, "unjoin", "c3", "--hub-kubeconfig", hubKC, "--kubeconfig", c3KC)
