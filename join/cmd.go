@@ -211,7 +211,7 @@ func (o *options) changeFile(r *Result, edit func([]byte) ([]byte, error), defau
 	}
 	r.File = o.file
 	if string(after) != string(data) {
-		r.Diff = udiff.Unified("a/"+o.file, "b/"+o.file, string(data), string(after))
+		r.Diff = udiff.File(o.file, string(data), string(after))
 	}
 	if !o.commit {
 		return nil

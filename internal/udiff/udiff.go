@@ -2,6 +2,8 @@ package udiff
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 )
 
@@ -166,4 +168,18 @@ func hunkRange(line, count int) string {
 		return fmt.Sprintf("%d", line)
 	}
 	return fmt.Sprintf("%d,%d", line, count)
+}
+
+// File is the unified diff of a file's two versions, headed as git heads it: a/ and b/
+// before the path, relative to the working directory when the file is below it, and
+// without a leading slash otherwise (a//tmp/x read as a typo).
+func File(path, from, to string) string {
+	name := filepath.Clean(path)
+	if wd, err := os.Getwd(); err == nil && filepath.IsAbs(name) {
+		if rel, err := filepath.Rel(wd, name); err == nil && rel != ".." && !strings.HasPrefix(rel, "../") {
+			name = rel
+		}
+	}
+	name = strings.TrimPrefix(filepath.ToSlash(name), "/")
+	return Unified("a/"+name, "b/"+name, from, to)
 }

@@ -55,3 +55,19 @@ func TestUnifiedDiffMatchesDiffU(t *testing.T) {
 		t.Errorf("equal texts give %q", got)
 	}
 }
+
+func TestFileIsHeadedAsGitHeadsIt(t *testing.T) {
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ path, want string }{
+		{"clusterset.yaml", "--- a/clusterset.yaml\n+++ b/clusterset.yaml\n"},
+		{filepath.Join(wd, "sub", "clusterset.yaml"), "--- a/sub/clusterset.yaml\n+++ b/sub/clusterset.yaml\n"},
+		{"/elsewhere/clusterset.yaml", "--- a/elsewhere/clusterset.yaml\n+++ b/elsewhere/clusterset.yaml\n"},
+	} {
+		if got := File(c.path, "x\n", "y\n"); !strings.HasPrefix(got, c.want) {
+			t.Errorf("File(%q) is headed %q, want %q", c.path, strings.SplitN(got, "@@", 2)[0], c.want)
+		}
+	}
+}

@@ -120,7 +120,7 @@ func run(o *options, export bool, arg string, stdout, stderr io.Writer) error {
 	if err := os.WriteFile(o.file, after, info.Mode().Perm()); err != nil {
 		return err
 	}
-	if _, err := io.WriteString(stdout, udiff.Unified("a/"+o.file, "b/"+o.file, string(data), string(after))); err != nil {
+	if _, err := io.WriteString(stdout, udiff.File(o.file, string(data), string(after))); err != nil {
 		return err
 	}
 	if !o.commit {
