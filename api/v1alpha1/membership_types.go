@@ -88,7 +88,8 @@ type MembershipStatus struct {
 
 	// Daemons are the member's running agents and DNS servers, each entry written by
 	// the daemon it names (server-side apply, one field manager per daemon) when it
-	// starts and removed when it stops.
+	// starts and removed when it stops, or by the active gateway's agent once the
+	// daemon's node is gone.
 	// +optional
 	// +listType=map
 	// +listMapKey=name

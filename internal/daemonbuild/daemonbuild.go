@@ -4,14 +4,17 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
@@ -118,4 +121,61 @@ func Keep(ctx context.Context, c client.Client, namespace string, e straitv1.Dae
 		case <-time.After(wait):
 		}
 	}
+}
+
+// Gone are the entries of m whose node is not among nodes: a daemon whose node left the
+// cluster, or was killed with it, could not withdraw its own entry. An entry without a
+// node is never gone by this rule. A node list that lacks self (a cache not yet filled)
+// says nothing, and Gone returns none.
+func Gone(m *straitv1.Membership, nodes []corev1.Node, self string) []straitv1.DaemonStatus {
+	if m == nil {
+		return nil
+	}
+	have := map[string]bool{}
+	for _, n := range nodes {
+		have[n.Name] = true
+	}
+	if !have[self] {
+		return nil
+	}
+	var out []straitv1.DaemonStatus
+	for _, d := range m.Status.Daemons {
+		if d.Node != "" && !have[d.Node] {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// Prune takes the gone entries out of the Membership's status with one JSON patch that
+// tests, before each removal, that the entry still stands where m's copy has it: when
+// another daemon's write moved the list in between, the API server refuses the whole
+// patch and nothing is removed (the caller's next pass tries again on a fresh copy).
+func Prune(ctx context.Context, c client.Client, m *straitv1.Membership, gone []straitv1.DaemonStatus) error {
+	drop := map[string]bool{}
+	for _, d := range gone {
+		drop[d.Name] = true
+	}
+	var ops []map[string]any
+	// From the end: each removal leaves the indices before it where they were.
+	for i := len(m.Status.Daemons) - 1; i >= 0; i-- {
+		d := m.Status.Daemons[i]
+		if !drop[d.Name] {
+			continue
+		}
+		path := fmt.Sprintf("/status/daemons/%d", i)
+		ops = append(ops, map[string]any{"op": "test", "path": path + "/name", "value": d.Name},
+			map[string]any{"op": "remove", "path": path})
+	}
+	if len(ops) == 0 {
+		return nil
+	}
+	body, err := json.Marshal(ops)
+	if err != nil {
+		return err
+	}
+	if err := c.Status().Patch(ctx, m.DeepCopy(), client.RawPatch(types.JSONPatchType, body)); err != nil {
+		return fmt.Errorf("membership status, pruning the entries of daemons on gone nodes: %w", err)
+	}
+	return nil
 }

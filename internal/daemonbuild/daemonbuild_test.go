@@ -80,6 +80,57 @@ func TestEachDaemonKeepsItsOwnEntry(t *testing.T) {
 	if Published(m, a2) || !Published(m, a1) || !Published(m, dns) || len(m.Status.Daemons) != 2 {
 		t.Errorf("after %s withdrew: %+v, want %s and %s alone", a2.Name, m.Status.Daemons, a1.Name, dns.Name)
 	}
+
+	// Node c1-w1 is gone with its agent and its DNS server, neither of which withdrew.
+	// A copy the list moved under since refuses the patch whole; a fresh one prunes
+	// both and leaves c1-gw1's agent.
+	a3 := Self(straitv1.DaemonAgent, "c1-w2", "", now)
+	for _, e := range []straitv1.DaemonStatus{a2, a3} {
+		if err := Publish(ctx, c.Client, ns, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: straitv1.MembershipName}, m); err != nil {
+		t.Fatal(err)
+	}
+	nodes := []corev1.Node{{ObjectMeta: metav1.ObjectMeta{Name: "c1-gw1"}}, {ObjectMeta: metav1.ObjectMeta{Name: "c1-w2"}}}
+	if g := Gone(m, nodes[1:], "c1-gw1"); g != nil {
+		t.Errorf("Gone with a node list that lacks self: %+v, want nothing", g)
+	}
+	gone := Gone(m, nodes, "c1-gw1")
+	if len(gone) != 2 || gone[0].Node != "c1-w1" || gone[1].Node != "c1-w1" {
+		t.Fatalf("Gone: %+v, want c1-w1's agent and DNS server", gone)
+	}
+	// [a1 dns a2 a3]: the copy's patch tests dns at 1 and a2 at 2. a1 withdrawing moves
+	// them to 0 and 1, and the API server must refuse that patch whole.
+	stale := m.DeepCopy()
+	if err := Withdraw(ctx, c.Client, ns, a1); err != nil {
+		t.Fatal(err)
+	}
+	if err := Prune(ctx, c.Client, stale, gone); err == nil {
+		t.Error("a prune from a copy whose entries moved since went through, want it refused")
+	}
+	if err := c.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: straitv1.MembershipName}, m); err != nil {
+		t.Fatal(err)
+	}
+	if !Published(m, dns) || !Published(m, a2) || !Published(m, a3) || len(m.Status.Daemons) != 3 {
+		t.Errorf("after the refused prune: %+v, want %s, %s and %s as they were", m.Status.Daemons, dns.Name, a2.Name, a3.Name)
+	}
+	if err := Publish(ctx, c.Client, ns, a1); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: straitv1.MembershipName}, m); err != nil {
+		t.Fatal(err)
+	}
+	if err := Prune(ctx, c.Client, m, Gone(m, nodes, "c1-gw1")); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: straitv1.MembershipName}, m); err != nil {
+		t.Fatal(err)
+	}
+	if !Published(m, a1) || !Published(m, a3) || len(m.Status.Daemons) != 2 {
+		t.Errorf("after the prune: %+v, want %s and %s alone", m.Status.Daemons, a1.Name, a3.Name)
+	}
 }
 
 func TestSelfNamesTheEntryByNodeForAgentsAndByPodOtherwise(t *testing.T) {

@@ -363,6 +363,11 @@ func (a *Agent) sync(ctx context.Context) (time.Duration, error) {
 		if !daemonbuild.Published(m, a.self) {
 			errs = append(errs, daemonbuild.Publish(ctx, a.client, ns, a.self))
 		}
+		// The entries of daemons whose node is gone: they could not withdraw their
+		// own, and strait version would count them. One agent prunes, the active one.
+		if gone := daemonbuild.Gone(m, snap.Nodes, a.cfg.NodeName); activeSelf && len(gone) > 0 {
+			errs = append(errs, daemonbuild.Prune(ctx, a.client, m, gone))
+		}
 	}
 	// A hostname due for resolving again brings the next pass forward.
 	if refresh >= a.cfg.Resync {

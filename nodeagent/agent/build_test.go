@@ -10,6 +10,7 @@ import (
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
 	"github.com/straitnet/strait/internal/cli"
+	"github.com/straitnet/strait/internal/daemonbuild"
 	"github.com/straitnet/strait/test/require"
 )
 
@@ -53,5 +54,26 @@ func TestEveryAgentPublishesItsBuild(t *testing.T) {
 	}
 	if _, ok := got["agent/plain"]; ok || len(got) != 1 {
 		t.Errorf("after the plain node's agent stopped: %+v, want agent/gw1 alone", got)
+	}
+
+	// A daemon killed with its node leaves its entry: the active agent (gw1's, the only
+	// one) takes it out at a pass, within the resync (10 s here).
+	gone := daemonbuild.Self(straitv1.DaemonAgent, "gone", "", time.Now())
+	if err := daemonbuild.Publish(context.Background(), c, straitv1.SystemNamespace, gone); err != nil {
+		t.Fatal(err)
+	}
+	took, err := require.Within(15*time.Second, func() error {
+		got, err := entries()
+		if _, ok := got[gone.Name]; err == nil && ok {
+			err = fmt.Errorf("entries %+v: want %s gone (no Node of that name)", got, gone.Name)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("the entry of an agent on a node that does not exist went %s after it was written", took.Round(time.Millisecond))
+	if got, err = entries(); err != nil || len(got) != 1 {
+		t.Errorf("after the prune: %+v, %v; want agent/gw1 alone", got, err)
 	}
 }
