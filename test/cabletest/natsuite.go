@@ -137,30 +137,36 @@ func RunNAT(t *testing.T, s Suite, nat NAT) {
 
 // cleanupNothingLeft cleans both gateways up and checks nothing of the driver is left.
 func cleanupNothingLeft(t *testing.T, lab *Lab, a, b *site) {
-	t.Run("cleanup leaves nothing", func(t *testing.T) {
-		for _, x := range []*site{a, b} {
-			files, err := x.gw.Cleanup()
-			if err != nil {
-				t.Fatalf("cleanup %s: %v", x.ClusterID, err)
-			}
-			if files != "" {
-				t.Errorf("files left by %s's driver: %s", x.ClusterID, files)
-			}
-			if err := x.gw.Exit(); err != nil {
-				t.Errorf("gateway %s: %v", x.ClusterID, err)
-			}
-			if x.stop != nil {
-				x.stop()
-			}
-			if after := networkState(t, x.GatewayNS); after != x.baseline {
-				t.Errorf("%s differs from before the driver ran:\nbefore:\n%s\nafter:\n%s", x.GatewayNS, x.baseline, after)
-			}
-			if pids := netns.Pids(x.GatewayNS); len(pids) > 0 {
-				t.Errorf("processes left in %s: %v", x.GatewayNS, pids)
-			}
+	t.Run("cleanup leaves nothing", func(t *testing.T) { checkNothingLeft(t, lab, a, b) })
+}
+
+// checkNothingLeft has each gateway clean up after its driver and exit, then checks
+// that no file, network state or process of the driver is left and that the pods no
+// longer reach each other.
+func checkNothingLeft(t *testing.T, lab *Lab, a, b *site) {
+	t.Helper()
+	for _, x := range []*site{a, b} {
+		files, err := x.gw.Cleanup()
+		if err != nil {
+			t.Fatalf("cleanup %s: %v", x.ClusterID, err)
 		}
-		if err := Ping(lab.A.PodNS, lab.B.PodIP); err == nil {
-			t.Errorf("pod a still reaches pod b after cleanup")
+		if files != "" {
+			t.Errorf("files left by %s's driver: %s", x.ClusterID, files)
 		}
-	})
+		if err := x.gw.Exit(); err != nil {
+			t.Errorf("gateway %s: %v", x.ClusterID, err)
+		}
+		if x.stop != nil {
+			x.stop()
+		}
+		if after := networkState(t, x.GatewayNS); after != x.baseline {
+			t.Errorf("%s differs from before the driver ran:\nbefore:\n%s\nafter:\n%s", x.GatewayNS, x.baseline, after)
+		}
+		if pids := netns.Pids(x.GatewayNS); len(pids) > 0 {
+			t.Errorf("processes left in %s: %v", x.GatewayNS, pids)
+		}
+	}
+	if err := Ping(lab.A.PodNS, lab.B.PodIP); err == nil {
+		t.Errorf("pod a still reaches pod b after cleanup")
+	}
 }

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/straitnet/strait/nodeagent/cable"
-	"github.com/straitnet/strait/test/netns"
 	"github.com/straitnet/strait/test/require"
 )
 
@@ -184,30 +183,7 @@ func Run(t *testing.T, s Suite) {
 		// `straitd agent --cleanup` does); gateway b cleans up after itself.
 		a.gw.Kill()
 		a.gw = StartGateway(top, a.GatewayNS, a.env...)
-		for _, x := range []*site{a, b} {
-			files, err := x.gw.Cleanup()
-			if err != nil {
-				t.Fatalf("cleanup %s: %v", x.ClusterID, err)
-			}
-			if files != "" {
-				t.Errorf("files left by %s's driver: %s", x.ClusterID, files)
-			}
-			if err := x.gw.Exit(); err != nil {
-				t.Errorf("gateway %s: %v", x.ClusterID, err)
-			}
-			if x.stop != nil {
-				x.stop()
-			}
-			if after := networkState(t, x.GatewayNS); after != x.baseline {
-				t.Errorf("%s differs from before the driver ran:\nbefore:\n%s\nafter:\n%s", x.GatewayNS, x.baseline, after)
-			}
-			if pids := netns.Pids(x.GatewayNS); len(pids) > 0 {
-				t.Errorf("processes left in %s: %v", x.GatewayNS, pids)
-			}
-		}
-		if err := Ping(lab.A.PodNS, lab.B.PodIP); err == nil {
-			t.Errorf("pod a still reaches pod b after cleanup")
-		}
+		checkNothingLeft(t, lab, a, b)
 	})
 }
 

@@ -50,27 +50,7 @@ func gitCLI(t testing.TB, dir string, args ...string) string {
 // output, standard error and exit status, giving it two minutes.
 func exitCode(t testing.TB, bin string, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
-	return exitCodeWithin(t, 2*time.Minute, bin, args...)
-}
-
-// exitCodeWithin is exitCode with the time the command is given.
-func exitCodeWithin(t testing.TB, timeout time.Duration, bin string, args ...string) (stdout, stderr string, code int) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, args...)
-	var out, errOut strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	err := cmd.Run()
-	var exit *exec.ExitError
-	switch {
-	case err == nil:
-	case errors.As(err, &exit):
-		code = exit.ExitCode()
-	default:
-		t.Fatalf("%s %v: %v", bin, args, err)
-	}
-	return out.String(), errOut.String(), code
+	return labtest.Run(t, 2*time.Minute, bin, args...)
 }
 
 // straitDiff runs `strait diff -f file` with the lab hub's kubeconfig alone, as a user

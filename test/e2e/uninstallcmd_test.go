@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/straitnet/strait/lab/topology"
+	"github.com/straitnet/strait/test/labtest"
 )
 
 // TestStraitUninstallIsGitFirstAndLeavesNothing: strait uninstall, given the hub's and
@@ -72,7 +73,7 @@ func TestStraitUninstallIsGitFirstAndLeavesNothing(t *testing.T) {
 // straitLong runs the built strait with a timeout long enough for an uninstall.
 func straitLong(t *testing.T, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
-	return exitCodeWithin(t, 8*time.Minute, env.Strait, args...)
+	return labtest.Run(t, 8*time.Minute, env.Strait, args...)
 }
 
 // suspendKustomization sets a Flux Kustomization's spec.suspend in the hub.

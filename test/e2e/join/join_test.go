@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/netip"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -35,22 +34,9 @@ import (
 // strait runs the people's binary and returns its output and exit status.
 func strait(t *testing.T, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, env.Strait, args...)
-	var out, errOut strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	err := cmd.Run()
-	var exit *exec.ExitError
-	switch {
-	case err == nil:
-	case errors.As(err, &exit):
-		code = exit.ExitCode()
-	default:
-		t.Fatalf("strait %v: %v", args, err)
-	}
-	t.Logf("strait %s: exit %d\n%s%s", strings.Join(args, " "), code, out.String(), errOut.String())
-	return out.String(), errOut.String(), code
+	stdout, stderr, code = labtest.Run(t, 4*time.Minute, env.Strait, args...)
+	t.Logf("strait %s: exit %d\n%s%s", strings.Join(args, " "), code, stdout, stderr)
+	return stdout, stderr, code
 }
 
 // hubCluster is the ClusterSet's status of a cluster, nil when it has none.

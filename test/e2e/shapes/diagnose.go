@@ -1,9 +1,6 @@
 package shapes
 
 import (
-	"context"
-	"errors"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -22,22 +19,13 @@ func DiagnosePasses(t *testing.T, env *labtest.Env) {
 		members = append(members, c.Name)
 		args = append(args, "--member-kubeconfig", c.Name+"="+env.Lab.State().KubeconfigPath(c.Name))
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, env.Strait, args...)
-	var out, errOut strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	err := cmd.Run()
-	t.Logf("strait diagnose all: %v\n%s%s", err, out.String(), errOut.String())
-	var exit *exec.ExitError
-	if err != nil && !errors.As(err, &exit) {
-		t.Fatal(err)
-	}
-	if err != nil {
-		t.Errorf("strait diagnose all: %v, want exit 0", err)
+	out, errOut, code := labtest.Run(t, 2*time.Minute, env.Strait, args...)
+	t.Logf("strait diagnose all: exit %d\n%s%s", code, out, errOut)
+	if code != 0 {
+		t.Errorf("strait diagnose all: exit %d, want 0", code)
 	}
 	rows := 0
-	table, _, _ := strings.Cut(out.String(), "\n\n") // WHAT TO DO follows a blank line
+	table, _, _ := strings.Cut(out, "\n\n") // WHAT TO DO follows a blank line
 	for _, line := range strings.Split(table, "\n") {
 		f := strings.Fields(line)
 		if len(f) < 3 || f[0] == "CHECK" {
