@@ -28,13 +28,10 @@ import (
 // clusterset IPs, until the test ends.
 func runClusterSetIPWriter(t *testing.T, m *clusters.Cluster) {
 	t.Helper()
-	w, err := clustersetip.New(m.Config, slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
-	if err != nil {
-		t.Fatal(err)
-	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- w.Run(ctx) }()
+	go func() { done <- clustersetip.RunWithSource(ctx, m.Config, log) }()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {

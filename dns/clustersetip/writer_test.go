@@ -10,6 +10,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
@@ -37,22 +38,29 @@ func hubLabels(importName string) map[string]string {
 }
 
 func TestWantedIPsAreTheHubsDerivedServicesClusterIPs(t *testing.T) {
-	imp := func(name string, typ mcsv1.ServiceImportType) mcsv1.ServiceImport {
-		return mcsv1.ServiceImport{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: name}, Spec: mcsv1.ServiceImportSpec{Type: typ}}
+	imp := func(name string, typ mcsv1.ServiceImportType) clustersetip.Import {
+		return clustersetip.ImportOf(&mcsv1.ServiceImport{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: name}, Spec: mcsv1.ServiceImportSpec{Type: typ}})
 	}
-	svc := func(name string, labels map[string]string, ips ...string) corev1.Service {
-		return corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: name, Labels: labels},
-			Spec: corev1.ServiceSpec{ClusterIPs: ips}}
+	var derived []clustersetip.Derived
+	svc := func(name string, labels map[string]string, ips ...string) {
+		d, ok := clustersetip.DerivedOf(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: name, Labels: labels},
+			Spec: corev1.ServiceSpec{ClusterIPs: ips}})
+		if ok {
+			derived = append(derived, d)
+		}
+	}
+	svc("strait-web-1", hubLabels("web"), "10.96.0.10", "fd00::10")
+	svc("strait-db-1", hubLabels("db"), "10.96.0.11")
+	svc("strait-new-1", hubLabels("new"))
+	svc("strait-none-1", hubLabels("none"), corev1.ClusterIPNone)
+	// A Service that only says it is derived, without the hub's mark.
+	svc("mine", map[string]string{straitv1.LabelServiceImport: "mine"}, "10.96.0.12")
+	if len(derived) != 4 {
+		t.Fatalf("DerivedOf took %d Services, want the hub's 4: %v", len(derived), derived)
 	}
 	got := clustersetip.WantedIPs(
-		[]mcsv1.ServiceImport{imp("web", mcsv1.ClusterSetIP), imp("db", mcsv1.Headless), imp("new", mcsv1.ClusterSetIP), imp("mine", mcsv1.ClusterSetIP)},
-		[]corev1.Service{
-			svc("strait-web-1", hubLabels("web"), "10.96.0.10", "fd00::10"),
-			svc("strait-db-1", hubLabels("db"), "10.96.0.11"),
-			svc("strait-new-1", hubLabels("new")),
-			// A Service that only says it is derived, without the hub's mark.
-			svc("mine", map[string]string{straitv1.LabelServiceImport: "mine"}, "10.96.0.12"),
-		})
+		[]clustersetip.Import{imp("web", mcsv1.ClusterSetIP), imp("db", mcsv1.Headless), imp("new", mcsv1.ClusterSetIP), imp("mine", mcsv1.ClusterSetIP), imp("none", mcsv1.ClusterSetIP)},
+		derived)
 	want := map[types.NamespacedName][]string{{Namespace: "app", Name: "web"}: {"10.96.0.10", "fd00::10"}}
 	if len(got) != len(want) || !slices.Equal(got[types.NamespacedName{Namespace: "app", Name: "web"}], want[types.NamespacedName{Namespace: "app", Name: "web"}]) {
 		t.Errorf("WantedIPs = %v, want %v", got, want)
@@ -72,10 +80,10 @@ func TestClusterSetIPFollowsTheDerivedServiceAndSurvivesTheHubsApply(t *testing.
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "csip"}})).To(Succeed())
 
-	w, err := clustersetip.New(restConfig, slog.New(slog.NewTextHandler(os.Stderr, nil)))
-	g.Expect(err).NotTo(HaveOccurred())
 	done := make(chan error, 1)
-	go func() { done <- w.Run(ctx) }()
+	go func() {
+		done <- clustersetip.RunWithSource(ctx, restConfig, slog.New(slog.NewTextHandler(os.Stderr, nil)))
+	}()
 	defer func() {
 		cancel()
 		g.Expect(<-done).To(Succeed())
@@ -120,4 +128,21 @@ func TestClusterSetIPFollowsTheDerivedServiceAndSurvivesTheHubsApply(t *testing.
 	// The derived Service goes (the import became headless, say): so do the IPs.
 	g.Expect(c.Delete(ctx, live)).To(Succeed())
 	g.Eventually(ips, 5*time.Second, 20*time.Millisecond).Should(BeEmpty())
+}
+
+// An import deleted between the snapshot a pass read and its apply: the apply neither
+// fails the pass nor creates the import again.
+func TestAWriteToAnImportGoneMeanwhileCreatesNothing(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	scheme, err := source.Scheme()
+	g.Expect(err).NotTo(HaveOccurred())
+	c, err := client.New(restConfig, client.Options{Scheme: scheme})
+	g.Expect(err).NotTo(HaveOccurred())
+	w, err := clustersetip.New(restConfig, slog.New(slog.NewTextHandler(os.Stderr, nil)))
+	g.Expect(err).NotTo(HaveOccurred())
+	key := types.NamespacedName{Namespace: "default", Name: "gone"}
+	g.Expect(w.Write(ctx, key, []string{"10.96.0.10"})).To(Succeed())
+	err = c.Get(ctx, key, &mcsv1.ServiceImport{})
+	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the ServiceImport is there after the writer's apply: %v", err)
 }

@@ -172,8 +172,21 @@ func runDNS(ctx context.Context, o *dnsOptions) error {
 		ov.ClusterNames = &o.clusterNames
 	}
 	setGCPercent(log)
+	// The clusterset IPs' writer reads the imports from the snapshots the server answers
+	// from: strait dns holds one copy of them.
+	publish := srv.Publish
+	var writer *clustersetip.Writer
+	if o.clusterSetIPs {
+		if writer, err = clustersetip.New(cfg, log); err != nil {
+			return err
+		}
+		publish = func(snap *resolver.Snapshot) {
+			srv.Publish(snap)
+			writer.Observe(snap)
+		}
+	}
 	src, err := source.New(cfg, source.Options{Overrides: ov, Namespace: o.namespace,
-		OnError: func(err error) { log.Error("taking in an object", "err", err) }}, publishFirstThenFree(srv.Publish))
+		OnError: func(err error) { log.Error("taking in an object", "err", err) }}, publishFirstThenFree(publish))
 	if err != nil {
 		return err
 	}
@@ -199,13 +212,9 @@ func runDNS(ctx context.Context, o *dnsOptions) error {
 		n++
 		run("metrics", func() error { return serveMetrics(ctx, o.metricsAddr, reg, srv) })
 	}
-	if o.clusterSetIPs {
-		w, err := clustersetip.New(cfg, log)
-		if err != nil {
-			return err
-		}
+	if writer != nil {
 		n++
-		run("clusterset-ips", func() error { return w.Run(ctx) })
+		run("clusterset-ips", func() error { return writer.Run(ctx) })
 	}
 	if o.publishBuild {
 		n++

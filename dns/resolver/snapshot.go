@@ -179,6 +179,18 @@ func (s *Snapshot) Records() int {
 	return s.records
 }
 
+// EachImport calls f with every imported service of the snapshot, in no order, as its
+// ServiceImport says it: name, type, ports and clusterset IPs, without its sources. The
+// Service shares the snapshot's memory: f must not change it.
+func (s *Snapshot) EachImport(f func(Service)) {
+	if s == nil {
+		return
+	}
+	for _, e := range s.services {
+		f(Service{Namespace: e.namespace, Name: e.name, Headless: e.headless, Ports: e.ports, IPs: e.ips})
+	}
+}
+
 // Config the snapshot answers with.
 func (s *Snapshot) Config() Config { return s.cfg }
 
