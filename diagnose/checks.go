@@ -309,9 +309,13 @@ func firewall(m *member, o observed) Result {
 		return result(checkFirewall, m, Warn, "no active gateway: the cable could not be judged", "see the connections check")
 	}
 	port := m.membership.Spec.Cable.Port
-	var bad, ok []string
+	var bad, ok, unchecked []string
 	for _, p := range m.peers {
 		st := p.Status
+		if notChecked(p) {
+			unchecked = append(unchecked, p.Spec.ClusterID)
+			continue
+		}
 		remote := p.Spec.ClusterID
 		if r := memberNamed(o, remote); r != nil {
 			remote += " (" + endpointOf(r) + ")"
@@ -334,11 +338,27 @@ func firewall(m *member, o observed) Result {
 		return result(checkFirewall, m, Fail, strings.Join(bad, "; "),
 			fmt.Sprintf("nothing comes back through the cable: open UDP port %d both ways between the active gateways' endpoints (firewalls, security groups, the nodes' own nftables), then read the agents' logs there", port))
 	}
+	if len(unchecked) > 0 {
+		return result(checkFirewall, m, Warn, notCheckedDetail(unchecked), notCheckedFix)
+	}
 	if len(ok) == 0 {
 		return result(checkFirewall, m, Warn, "no Peer", "see the connections check")
 	}
 	return result(checkFirewall, m, Pass, fmt.Sprintf("UDP %d through %s: %s", port, gw.Spec.NodeName, strings.Join(ok, "; ")), "")
 }
+
+// notChecked is a Peer whose status nobody wrote yet: the active gateway's agent writes
+// it after each round of health checks (every --health-interval, 5 s by default), so a
+// Peer the hub has just written has none for a few seconds. That is no fault.
+func notChecked(p straitv1.Peer) bool {
+	return p.Status.State == "" && len(p.Status.Conditions) == 0
+}
+
+func notCheckedDetail(clusters []string) string {
+	return "not health-checked yet: the Peers of " + strings.Join(clusters, ", ") + " have no status"
+}
+
+const notCheckedFix = "the active gateway's agent writes each Peer's status after a round of health checks (--health-interval, 5 s): run diagnose again in a few seconds; if the status stays empty, read that agent's log"
 
 func conditionMessage(p straitv1.Peer) string {
 	for _, c := range p.Status.Conditions {
@@ -350,7 +370,7 @@ func conditionMessage(p straitv1.Peer) string {
 }
 
 func connections(m *member, o observed) Result {
-	var bad []string
+	var bad, unchecked []string
 	var actives []string
 	for _, g := range m.gateways {
 		if g.Spec.HAState == straitv1.HAActive {
@@ -372,6 +392,8 @@ func connections(m *member, o observed) Result {
 		switch {
 		case !ok:
 			bad = append(bad, "no Peer for "+x.name+" (the hub has not written it: is "+m.name+" in the same ClusterSet?)")
+		case notChecked(p):
+			unchecked = append(unchecked, x.name)
 		case p.Status.State != "Connected":
 			bad = append(bad, fmt.Sprintf("%s: %s (%s)", x.name, orDash(p.Status.State), conditionMessage(p)))
 		}
@@ -391,6 +413,9 @@ func connections(m *member, o observed) Result {
 	if len(bad) > 0 {
 		return result(checkConnections, m, Fail, strings.Join(bad, "; "),
 			"strait show connections shows each tunnel's state; the firewall, deployment and cni checks say where it breaks; the active gateways' agent logs say why")
+	}
+	if len(unchecked) > 0 {
+		return result(checkConnections, m, Warn, fmt.Sprintf("%s; pod → pod across from %d nodes", notCheckedDetail(unchecked), crossed), notCheckedFix)
 	}
 	return result(checkConnections, m, Pass, fmt.Sprintf("every Peer Connected (%d), active gateway %s, pod → pod across from %d nodes", len(m.peers), strings.Join(actives, ""), crossed), "")
 }

@@ -123,6 +123,29 @@ func TestFirewallFailsWhenNothingComesBackThroughTheCable(t *testing.T) {
 	}
 }
 
+// A Peer the hub has just written has no status until the active gateway's first round
+// of health checks: the firewall and connections checks warn and say to run again; they
+// do not send the operator to open a port that is open.
+func TestAPeerNotHealthCheckedYetWarns(t *testing.T) {
+	c1, c2 := twoMembers()
+	for _, m := range []*member{c1, c2} {
+		m.membership.Spec.Cable.Port = 51871
+		m.gateways = []straitv1.Gateway{{Spec: straitv1.GatewaySpec{NodeName: m.name + "-gw", HAState: straitv1.HAActive, IP: "198.18.0.1", Port: 51871}}}
+	}
+	c1.peers = []straitv1.Peer{{Spec: straitv1.PeerSpec{ClusterID: "c2"}}}
+	o := observed{members: []*member{c1, c2}, now: time.Now()}
+	for name, r := range map[string]Result{"firewall": firewall(c1, o), "connections": connections(c1, o)} {
+		if r.Status != Warn || !strings.Contains(r.Detail, "not health-checked yet") || !strings.Contains(r.Fix, "run diagnose again") {
+			t.Errorf("%s: %+v", name, r)
+		}
+	}
+	// Once written, a status that says the cable is down fails as before.
+	c1.peers[0].Status = straitv1.PeerStatus{State: "Connecting", LossPercent: 100}
+	if r := connections(c1, o); r.Status != Fail {
+		t.Errorf("connections, Connecting: %+v", r)
+	}
+}
+
 func TestSummarise(t *testing.T) {
 	for _, tc := range []struct {
 		in   []string

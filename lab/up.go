@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -144,6 +145,17 @@ func (l *Lab) up(ctx context.Context, o UpOptions) error {
 				return err
 			}
 			return l.waitClustersetDNS(ctx, *c, timeout)
+		}); err != nil {
+			return err
+		}
+	}
+	if t.Hub != nil {
+		if err := l.eachControlPlane(t, func(cp topology.ControlPlane) error {
+			c, ok := t.Cluster(cp.Cluster)
+			if !ok || slices.Contains(o.Spec.Unjoined, c.Name) {
+				return nil
+			}
+			return l.waitPeersConnected(ctx, *c, joinedOthers(t, o.Spec.Unjoined, c.Name), o.timeout())
 		}); err != nil {
 			return err
 		}
