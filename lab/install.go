@@ -75,6 +75,17 @@ func imageTag(ref string) string  { _, t, _ := strings.Cut(ref, ":"); return t }
 // installStrait installs Strait into a cluster the way a user does: `kubectl apply
 // --server-side -k` of the lab's overlay over kustomize/hub or kustomize/member.
 func (l *Lab) installStrait(ctx context.Context, cluster string, member bool) error {
+	if err := l.writeInstallOverlay(cluster, member); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	_, err := l.Kubectl(ctx, cluster, "apply", "--server-side", "-k", l.InstallDir(cluster))
+	return err
+}
+
+// writeInstallOverlay writes the lab's overlay for a cluster into its InstallDir.
+func (l *Lab) writeInstallOverlay(cluster string, member bool) error {
 	base := "hub"
 	if member {
 		base = "member"
@@ -92,13 +103,7 @@ func (l *Lab) installStrait(ctx context.Context, cluster string, member bool) er
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(dir, "kustomization.yaml"), overlay, 0o644); err != nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	defer cancel()
-	_, err = l.Kubectl(ctx, cluster, "apply", "--server-side", "-k", dir)
-	return err
+	return os.WriteFile(filepath.Join(dir, "kustomization.yaml"), overlay, 0o644)
 }
 
 // InstallDir is the overlay the lab installs Strait into a cluster from (kubectl

@@ -16,12 +16,12 @@ import (
 	"github.com/straitnet/strait/lab/topology"
 )
 
-// waitPeersConnected waits until the cluster holds a Peer for each of the others joined
+// WaitPeersConnected waits until the cluster holds a Peer for each of the others joined
 // with it and its active gateway has health-checked every one as Connected. Traffic may
 // cross before that (a cable's handshake is quicker than the first round of health
 // checks, every --health-interval), but strait show and strait diagnose read the Peers:
 // a lab called ready shows every cable up in them.
-func (l *Lab) waitPeersConnected(ctx context.Context, c topology.Cluster, others []string, timeout time.Duration) error {
+func (l *Lab) WaitPeersConnected(ctx context.Context, c topology.Cluster, others []string, timeout time.Duration) error {
 	cfg, err := l.inNamespaceConfig(c.Name, c.ControlPlane.Namespace)()
 	if err != nil {
 		return err

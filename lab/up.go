@@ -115,6 +115,9 @@ func (l *Lab) up(ctx context.Context, o UpOptions) error {
 		return err
 	}
 	if err := l.eachControlPlane(t, func(cp topology.ControlPlane) error {
+		if slices.Contains(o.Spec.Unjoined, cp.Cluster) {
+			return nil
+		}
 		client, err := l.clientset(cp)
 		if err != nil {
 			return err
@@ -144,6 +147,9 @@ func (l *Lab) up(ctx context.Context, o UpOptions) error {
 			if err := l.waitServices(ctx, *c, timeout); err != nil {
 				return err
 			}
+			if slices.Contains(o.Spec.Unjoined, c.Name) {
+				return nil // no strait dns to answer until strait join --install
+			}
 			return l.waitClustersetDNS(ctx, *c, timeout)
 		}); err != nil {
 			return err
@@ -155,7 +161,7 @@ func (l *Lab) up(ctx context.Context, o UpOptions) error {
 			if !ok || slices.Contains(o.Spec.Unjoined, c.Name) {
 				return nil
 			}
-			return l.waitPeersConnected(ctx, *c, joinedOthers(t, o.Spec.Unjoined, c.Name), o.timeout())
+			return l.WaitPeersConnected(ctx, *c, joinedOthers(t, o.Spec.Unjoined, c.Name), o.timeout())
 		}); err != nil {
 			return err
 		}
@@ -197,10 +203,17 @@ func (l *Lab) bootstrap(ctx context.Context, t *topology.Lab, rec *Record, cp to
 		return err
 	}
 	member := cp.Cluster != topology.HubName
-	if err := l.installStrait(ctx, cp.Cluster, member); err != nil {
-		return err
+	if slices.Contains(o.Spec.Unjoined, cp.Cluster) {
+		if err := l.writeInstallOverlay(cp.Cluster, member); err != nil {
+			return err
+		}
+		l.progress("%s: unjoined, Strait not installed (strait join --install %s installs it)", cp.Cluster, l.InstallDir(cp.Cluster))
+	} else {
+		if err := l.installStrait(ctx, cp.Cluster, member); err != nil {
+			return err
+		}
+		l.progress("%s: strait installed (kubectl apply --server-side -k %s)", cp.Cluster, l.InstallDir(cp.Cluster))
 	}
-	l.progress("%s: strait installed (kubectl apply --server-side -k %s)", cp.Cluster, l.InstallDir(cp.Cluster))
 	if !member {
 		if err := l.ensureHubNode(ctx, t, client); err != nil {
 			return fmt.Errorf("hub node: %w", err)

@@ -31,9 +31,10 @@ strait is what people run: render shows what a ClusterSet means for every member
 what a change to it would do in the hub and the members before it lands, join and
 unjoin register a member and undo it, show what the clusterset is doing (connections,
 gateways, networks, exports, versions), diagnose what breaks traffic between the
-members, benchmark measures their throughput and latency, gather a tarball for
-support, export and unexport change the ClusterSet file's exports (git first), lab runs
-whole clustersets on one machine. The daemons (hub, agent, dns, charon) are the other
+members, verify proves pod, service and DNS traffic with test pods of its own,
+benchmark measures their throughput and latency, gather a tarball for support,
+uninstall removes Strait in order, export and unexport change the ClusterSet file's
+exports (git first), lab runs whole clustersets on one machine. The daemons (hub, agent, dns, charon) are the other
 binary, straitd.`,
 	}
 	root.AddCommand(rendercmd.NewCommand(), diffcmd.NewCommand(), showcmd.NewShowCommand(), exportcmd.NewExportCommand(),

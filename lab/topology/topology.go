@@ -52,10 +52,12 @@ type Spec struct {
 	Clusters map[string]ClusterShape `json:"clusters,omitempty"`
 	// Networks pins the lab's own ranges; "lab up" chooses what is not pinned.
 	Networks Networks `json:"networks,omitzero"`
-	// Unjoined are clusters of the ClusterSet file the lab brings up (nodes, Strait's
-	// member install, the sample workloads) but leaves out of the ClusterSet it commits
-	// to git, with no kubeconfig Secret in the hub: clusters for `strait join` to
-	// register. Their entries give the lab their CIDRs.
+	// Unjoined are clusters of the ClusterSet file the lab brings up (nodes, cluster
+	// DNS, the sample workloads) without Strait and leaves out of the ClusterSet it
+	// commits to git, with no kubeconfig Secret in the hub: clusters for `strait join
+	// --install` to register as a person does one that never ran Strait. The lab writes
+	// the overlay it would install them from (InstallDir) without applying it. Their
+	// entries give the lab their CIDRs.
 	Unjoined []string `json:"unjoined,omitempty"`
 }
 

@@ -61,11 +61,14 @@ func hubKubeconfigOf(t *testing.T) []byte {
 	return s.Data["value"]
 }
 
-// c3 joins the lab's clusterset as a person registers a cluster: strait join with their
-// own credentials for c3 and the hub (the hub reaching c3 at its LAN address), the
-// entry it adds to the ClusterSet file and two exports from c3, one commit that Flux
-// applies. Then pods of c1 reach c3's pods and ClusterIP with the caller kept and c3's
-// clusterset names answer, and c3's pods reach c2 the same way. --rotate gives c3 a new
+// c3 joins the lab's clusterset as a person registers a cluster that never ran Strait:
+// strait join refuses without --install, saying so; strait join --install with their
+// own credentials for c3 and the hub (the hub reaching c3 at its LAN address) installs
+// Strait from the lab's overlay over kustomize/member, and the entry it adds to the
+// ClusterSet file and two exports from c3 go in one commit that Flux applies. Then
+// every cable is Connected, pods of c1 reach c3's pods and ClusterIP with the caller
+// kept and c3's clusterset names answer (strait dns put its block into c3's CoreDNS),
+// and c3's pods reach c2 the same way. --rotate gives c3 a new
 // token (the old one refused within the API server's 10 s token cache) with which the hub connects again. strait unjoin
 // refuses while git names c3, takes it out of the file, and once that is applied and
 // the hub pruned c3, deletes the hub's Secret and c3's token.
@@ -84,12 +87,26 @@ func TestJoinRegistersAThirdCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	before, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.HostClient(t, "c3").AppsV1().DaemonSets(straitv1.SystemNamespace).Get(ctx, "strait-agent", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("c3's strait-agent DaemonSet before the join: %v; want none (the lab leaves an unjoined cluster without Strait)", err)
+	}
+	_, errOut, code := strait(t, "join", "c3", "--kubeconfig", c3KC, "--server", server, "--hub-kubeconfig", hubKC, "-f", file)
+	if after, _ := os.ReadFile(file); code == 0 || !strings.Contains(errOut, "Strait is not installed there (give --install") || string(after) != string(before) {
+		t.Fatalf("strait join of a cluster without Strait, no --install: exit %d, the file changed: %v; want non-zero, saying to give --install, the file as it was", code, string(after) != string(before))
+	}
+
 	start := time.Now()
-	out, errOut, code := strait(t, "join", "c3", "--kubeconfig", c3KC, "--server", server, "--hub-kubeconfig", hubKC, "-f", file)
-	t.Logf("strait join: %.1fs", time.Since(start).Seconds())
+	out, errOut, code := strait(t, "join", "c3", "--kubeconfig", c3KC, "--server", server, "--hub-kubeconfig", hubKC,
+		"--install", env.Lab.InstallDir("c3"), "-f", file)
+	t.Logf("figure: strait join --install: %.1fs", time.Since(start).Seconds())
 	if code != 0 || !strings.Contains(out, "+    - name: c3\n+      kubeConfig: {secretRef: {name: c3-kubeconfig}}\n") ||
-		!strings.Contains(out, "+      serviceCIDRs: [\"10.110.0.0/16\"]\n") || !strings.Contains(errOut, "Secret strait-system/c3-kubeconfig in the hub") {
-		t.Fatalf("strait join: exit %d; want 0, the entry with c3's service CIDR added to the file, the hub's Secret named", code)
+		!strings.Contains(out, "+      serviceCIDRs: [\"10.110.0.0/16\"]\n") || !strings.Contains(errOut, "Secret strait-system/c3-kubeconfig in the hub") ||
+		!strings.Contains(errOut, "installing Strait in c3") {
+		t.Fatalf("strait join --install: exit %d; want 0, Strait installed, the entry with c3's service CIDR added to the file, the hub's Secret named", code)
 	}
 	data, err := os.ReadFile(file)
 	if err != nil {
@@ -121,6 +138,13 @@ func TestJoinRegistersAThirdCluster(t *testing.T) {
 		t.Fatalf("Flux did not apply the join: %v", err)
 	}
 	require.Eventually(t, labtest.Converge, "the hub connected to c3", func() error { return connected(t) })
+	for local, others := range map[string][]string{"c1": {"c2", "c3"}, "c2": {"c1", "c3"}, "c3": {"c1", "c2"}} {
+		c, _ := env.Topo.Cluster(local)
+		if err := env.Lab.WaitPeersConnected(ctx, *c, others, labtest.Converge); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Logf("figure: strait join --install → every cable Connected in %.1fs", time.Since(start).Seconds())
 
 	remote := env.SamplePods(t, "c3", lab.WhereamiSS)
 	if len(remote) == 0 {

@@ -23,7 +23,7 @@ import (
 )
 
 // strait join --install --sops: Strait's member install applied to c3 again (the lab's
-// overlay), and c3's kubeconfig Secret goes into the repo, encrypted to the lab's
+// overlay; unjoin leaves Strait installed), and c3's kubeconfig Secret goes into the repo, encrypted to the lab's
 // age recipient, named in the kustomization beside the ClusterSet; nothing is written to
 // the hub. One push, and Flux's kustomize-controller decrypts it into the hub with the
 // ClusterSet naming c3: the hub connects to c3 with it and c1's pods reach c3's.
