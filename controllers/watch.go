@@ -15,11 +15,13 @@ import (
 )
 
 // relevance is what, in members, can change a ClusterSet's plan: its exported services
-// (declared, or made in members under the MemberExports policy). Changes to other
-// Services and EndpointSlices do not wake the reconciler.
+// (declared, or made in members under the MemberExports policy) and the Services its
+// clusters' gateways are reached through (endpoint type LoadBalancer: a cloud writes
+// their address some time after the commit). Changes to other Services and
+// EndpointSlices do not wake the reconciler.
 type relevance struct {
 	mu            sync.RWMutex
-	exported      map[types.NamespacedName]bool
+	services      map[types.NamespacedName]bool // exported, or the gateways' LoadBalancer Service
 	memberExports bool
 }
 
@@ -29,28 +31,33 @@ func (r *ClusterSetReconciler) relevanceFor(cs types.NamespacedName) *relevance 
 }
 
 func (rel *relevance) update(obj *straitv1.ClusterSet, observed plan.Observed) {
-	exported := declaredExports(obj)
+	services := declaredExports(obj)
+	for i := range obj.Spec.Clusters {
+		if svc := endpointService(&obj.Spec.Clusters[i]); svc != nil {
+			services[*svc] = true
+		}
+	}
 	for _, f := range observed {
 		for i := range f.ServiceExports {
 			se := &f.ServiceExports[i]
-			exported[types.NamespacedName{Namespace: se.Namespace, Name: se.Name}] = true
+			services[types.NamespacedName{Namespace: se.Namespace, Name: se.Name}] = true
 		}
 	}
 	rel.mu.Lock()
-	rel.exported, rel.memberExports = exported, obj.Spec.ExportPolicy == straitv1.ExportPolicyMemberExports
+	rel.services, rel.memberExports = services, obj.Spec.ExportPolicy == straitv1.ExportPolicyMemberExports
 	rel.mu.Unlock()
 }
 
 func (rel *relevance) service(k types.NamespacedName) bool {
 	rel.mu.RLock()
 	defer rel.mu.RUnlock()
-	return rel.exported == nil || rel.exported[k]
+	return rel.services == nil || rel.services[k]
 }
 
 func (rel *relevance) anyExport() bool {
 	rel.mu.RLock()
 	defer rel.mu.RUnlock()
-	return rel.exported == nil || rel.memberExports
+	return rel.services == nil || rel.memberExports
 }
 
 // memberChanged is called by the member informers and probes. It enqueues the ClusterSet

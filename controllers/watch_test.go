@@ -22,7 +22,9 @@ func TestRelevantChange(t *testing.T) {
 	key := members.Key{ClusterSet: cs, Cluster: "c1"}
 	r := &ClusterSetReconciler{}
 	r.relevanceFor(cs).update(&straitv1.ClusterSet{Spec: straitv1.ClusterSetSpec{
-		Exports: []straitv1.ExportSpec{{Namespace: "shop", Name: "cart"}}}}, plan.Observed{})
+		Exports: []straitv1.ExportSpec{{Namespace: "shop", Name: "cart"}},
+		Clusters: []straitv1.ClusterSpec{{Name: "c2", Gateway: straitv1.GatewaySelection{Endpoint: &straitv1.GatewayEndpoint{
+			Type: straitv1.EndpointLoadBalancer, Service: &straitv1.ServiceReference{Namespace: "strait-system", Name: "strait-gateway"}}}}}}}, plan.Observed{})
 	ours := map[string]string{straitv1.LabelManagedBy: straitv1.ManagedByHub, straitv1.LabelClusterSet: plan.ClusterSetLabel(cs)}
 	peer := &straitv1.Peer{ObjectMeta: metav1.ObjectMeta{Namespace: "strait-system", Name: "c2", Labels: ours, ResourceVersion: "7"}}
 	peer.Generation = 2
@@ -45,6 +47,7 @@ func TestRelevantChange(t *testing.T) {
 	}{
 		{"exported service", &corev1.Service{ObjectMeta: meta("shop", "cart", nil)}, false, true},
 		{"other service", &corev1.Service{ObjectMeta: meta("shop", "other", nil)}, false, false},
+		{"the gateways' LoadBalancer service", &corev1.Service{ObjectMeta: meta("strait-system", "strait-gateway", nil)}, false, true},
 		{"slice of the exported service", &discoveryv1.EndpointSlice{ObjectMeta: meta("shop", "cart-x",
 			map[string]string{discoveryv1.LabelServiceName: "cart"})}, false, true},
 		{"slice of another service", &discoveryv1.EndpointSlice{ObjectMeta: meta("shop", "db-x",
