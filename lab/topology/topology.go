@@ -403,6 +403,16 @@ func (l *Lab) Cluster(name string) (*Cluster, bool) {
 	return nil, false
 }
 
+// Node finds a node of the cluster by name.
+func (c *Cluster) Node(name string) (Node, bool) {
+	for _, n := range c.Nodes {
+		if n.Name == name {
+			return n, true
+		}
+	}
+	return Node{}, false
+}
+
 // ControlPlanes lists every control plane, the hub's first.
 func (l *Lab) ControlPlanes() []ControlPlane {
 	var out []ControlPlane

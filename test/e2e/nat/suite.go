@@ -49,7 +49,8 @@ func Config(nat string, portBase int) labtest.Config {
 
 // Suite runs, for wireguard then ipsec, the seed checks both ways, the Peers' status, a
 // crash failover on c2 and an idle period past the router's UDP timeout. Under a 1:1
-// NAT vxlan must work too; behind masquerade the webhook must refuse it, and with both
+// NAT vxlan must work too, and c2 reached at per-node addresses, a LoadBalancer's and a
+// DNS name's; behind masquerade the webhook must refuse vxlan, and with both
 // clusters declared behind masquerade the Peers must say why no cable comes up.
 func Suite(t *testing.T, env *labtest.Env, nat string) {
 	env.Require(t)
@@ -58,6 +59,7 @@ func Suite(t *testing.T, env *labtest.Env, nat string) {
 	}
 	if nat == topology.GatewayNATOneToOne {
 		t.Run("vxlan", func(t *testing.T) { throughTheNAT(t, env, nat, straitv1.CableVXLAN, false) })
+		t.Run("reached as the ClusterSet says", func(t *testing.T) { reachedAsTheFileSays(t, env) })
 		return
 	}
 	t.Run("vxlan is refused behind masquerade", func(t *testing.T) { vxlanRefused(t, env) })
