@@ -25,10 +25,11 @@ import (
 // an API server whose objects are all in place; the facts observed in them are given.
 // cpu-s/op is the process's CPU time (user + system) over the measured reconciles, so
 // it holds on a machine shared with other work; max-RSS-MiB is the process's peak;
-// gc-cycles/op the garbage collections that ran during them; B/op what they allocated.
+// gc-cycles/op the garbage collections that ran during them; B/op what they allocated;
+// live-heap-MiB the heap a collection just before them marked live.
 // Each sub-benchmark starts from a collected and swept heap, so that the setup's
 // garbage is not collected or swept on a measured reconcile's account: one collection
-// of this heap (10 GiB live) costs about 9 CPU-s (runtime.GC, 2026-11-27), and the runs
+// of this heap costs about 9 CPU-s (runtime.GC, 2026-11-27), and the runs
 // of 2026-11-26 had one reconcile in three at 1.7 cpu-s beside others at 0.18–0.27,
 // not attributed then. A reconcile's own share of the collections is B/op over the
 // heap's growth allowance (GOGC=100: as much again as is live) times that cost.
@@ -52,6 +53,7 @@ func BenchmarkHubScale(b *testing.B) {
 		writes := 0
 		b.ReportAllocs()
 		runtime.GC()
+		live := heapLive()
 		gcs := gcCycles()
 		for b.Loop() {
 			// Each run flips the address: -count runs this function again in the
@@ -71,7 +73,7 @@ func BenchmarkHubScale(b *testing.B) {
 		if writes != 2*b.N {
 			b.Fatalf("the change made %d writes in %d reconciles, want 2 each", writes, b.N)
 		}
-		reportCPU(b, cpu, writes, gcCycles()-gcs)
+		reportCPU(b, cpu, writes, gcCycles()-gcs, live)
 	})
 	b.Run("full-reconcile", func(b *testing.B) {
 		h.resyncAlways()
@@ -80,20 +82,22 @@ func BenchmarkHubScale(b *testing.B) {
 		writes := 0
 		b.ReportAllocs()
 		runtime.GC()
+		live := heapLive()
 		gcs := gcCycles()
 		for b.Loop() {
 			start := cpuTime()
 			writes += h.reconcile(ctx, cs, obs)
 			cpu += cpuTime() - start
 		}
-		reportCPU(b, cpu, writes, gcCycles()-gcs)
+		reportCPU(b, cpu, writes, gcCycles()-gcs, live)
 	})
 }
 
-func reportCPU(b *testing.B, cpu time.Duration, writes int, gcs uint64) {
+func reportCPU(b *testing.B, cpu time.Duration, writes int, gcs uint64, live uint64) {
 	b.ReportMetric(cpu.Seconds()/float64(b.N), "cpu-s/op")
 	b.ReportMetric(float64(writes)/float64(b.N), "writes/op")
 	b.ReportMetric(float64(gcs)/float64(b.N), "gc-cycles/op")
+	b.ReportMetric(float64(live)/(1<<20), "live-heap-MiB")
 	b.ReportMetric(maxRSSMiB(), "max-RSS-MiB")
 	b.ReportMetric(0, "ns/op") // wall time on a shared machine says little
 }
@@ -179,6 +183,13 @@ func cpuTime() time.Duration {
 // gcCycles is how many garbage collections the process has completed.
 func gcCycles() uint64 {
 	m := []metrics.Sample{{Name: "/gc/cycles/total:gc-cycles"}}
+	metrics.Read(m)
+	return m[0].Value.Uint64()
+}
+
+// heapLive is the heap the last collection marked live, in bytes.
+func heapLive() uint64 {
+	m := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
 	metrics.Read(m)
 	return m[0].Value.Uint64()
 }
