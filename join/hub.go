@@ -10,11 +10,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
 	"github.com/straitnet/strait/controllers"
+	"github.com/straitnet/strait/internal/cli"
 )
 
 // kubeconfigKey is the key the hub reads a member's kubeconfig from (Flux's
@@ -25,11 +25,9 @@ const kubeconfigKey = "value"
 type hub struct{ c client.Client }
 
 func connectHub(kubeconfig, context string) (*hub, error) {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = kubeconfig
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: context}).ClientConfig()
+	cfg, err := cli.PersonConfig("the hub", kubeconfig, context, "--hub-kubeconfig")
 	if err != nil {
-		return nil, fmt.Errorf("the hub's kubeconfig: %w", err)
+		return nil, err
 	}
 	cfg.UserAgent, cfg.Timeout = userAgent, requestTimeout
 	c, err := client.New(cfg, client.Options{Scheme: controllers.NewScheme()})

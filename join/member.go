@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
+	"github.com/straitnet/strait/internal/cli"
 )
 
 // The names kustomize/member gives the hub's identity in a member (docs/hub.md).
@@ -41,11 +42,9 @@ type member struct {
 }
 
 func connectMember(kubeconfig, context string) (*member, error) {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = kubeconfig
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: context}).ClientConfig()
+	cfg, err := cli.PersonConfig("the member", kubeconfig, context, "--kubeconfig")
 	if err != nil {
-		return nil, fmt.Errorf("the member's kubeconfig: %w", err)
+		return nil, err
 	}
 	cfg.UserAgent, cfg.Timeout = userAgent, requestTimeout
 	kube, err := kubernetes.NewForConfig(cfg)

@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -205,11 +204,9 @@ func parseMemberKubeconfigs(flags []string) (map[string]string, error) {
 }
 
 func hubConfig(kubeconfig, context string) (*rest.Config, error) {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = kubeconfig
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: context}).ClientConfig()
+	cfg, err := cli.PersonConfig("the hub", kubeconfig, context, "--kubeconfig")
 	if err != nil {
-		return nil, fmt.Errorf("the hub's kubeconfig: %w", err)
+		return nil, err
 	}
 	cfg.UserAgent, cfg.Timeout = userAgent, requestTimeout
 	return cfg, nil

@@ -12,12 +12,12 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	mcsv1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
 	"github.com/straitnet/strait/controllers"
+	"github.com/straitnet/strait/internal/cli"
 )
 
 const (
@@ -51,11 +51,9 @@ type Member struct {
 // hubConfig loads the hub's kubeconfig as kubectl would: --kubeconfig, else KUBECONFIG,
 // else ~/.kube/config, and --context or the current one.
 func hubConfig(f hubFlags) (*rest.Config, error) {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = f.kubeconfig
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: f.context}).ClientConfig()
+	cfg, err := cli.PersonConfig("the hub", f.kubeconfig, f.context, "--kubeconfig")
 	if err != nil {
-		return nil, fmt.Errorf("the hub's kubeconfig: %w", err)
+		return nil, err
 	}
 	cfg.UserAgent, cfg.Timeout = userAgent, requestTimeout
 	return cfg, nil

@@ -27,3 +27,20 @@ func RESTConfig(kubeconfig, userAgent string) (*rest.Config, error) {
 	cfg.UserAgent = userAgent
 	return cfg, nil
 }
+
+// PersonConfig loads a person's kubeconfig for a cluster as kubectl does: the file named
+// (flag), else KUBECONFIG, else ~/.kube/config, with the context named or the current
+// one. what names the cluster in errors ("the hub"); with no kubeconfig at all, the
+// error says which flag gives one instead of client-go's KUBERNETES_MASTER advice.
+func PersonConfig(what, kubeconfig, context, flag string) (*rest.Config, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = kubeconfig
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: context}).ClientConfig()
+	switch {
+	case clientcmd.IsEmptyConfig(err):
+		return nil, fmt.Errorf("no kubeconfig for %s: give %s FILE, or set KUBECONFIG (the lab's: strait lab kubeconfig CLUSTER > FILE)", what, flag)
+	case err != nil:
+		return nil, fmt.Errorf("%s's kubeconfig: %w", what, err)
+	}
+	return cfg, nil
+}
