@@ -73,18 +73,16 @@ func ImageName(ref string) string { n, _, _ := strings.Cut(ref, ":"); return n }
 func imageTag(ref string) string  { _, t, _ := strings.Cut(ref, ":"); return t }
 
 // installStrait installs Strait into a cluster the way a user does: `kubectl apply
-// --server-side -k` of the lab's overlay over kustomize/hub or kustomize/member.
-func (l *Lab) installStrait(ctx context.Context, cluster string, member bool) error {
-	if err := l.writeInstallOverlay(cluster, member); err != nil {
-		return err
-	}
+// --server-side -k` of the lab's overlay (writeInstallOverlay).
+func (l *Lab) installStrait(ctx context.Context, cluster string) error {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	_, err := l.Kubectl(ctx, cluster, "apply", "--server-side", "-k", l.InstallDir(cluster))
 	return err
 }
 
-// writeInstallOverlay writes the lab's overlay for a cluster into its InstallDir.
+// writeInstallOverlay writes the lab's overlay for a cluster into its InstallDir: the
+// base kustomize/hub or kustomize/member with the lab's images and patches.
 func (l *Lab) writeInstallOverlay(cluster string, member bool) error {
 	base := "hub"
 	if member {

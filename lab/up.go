@@ -9,7 +9,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -115,7 +114,7 @@ func (l *Lab) up(ctx context.Context, o UpOptions) error {
 		return err
 	}
 	if err := l.eachControlPlane(t, func(cp topology.ControlPlane) error {
-		if slices.Contains(o.Spec.Unjoined, cp.Cluster) {
+		if o.Spec.IsUnjoined(cp.Cluster) {
 			return nil
 		}
 		client, err := l.clientset(cp)
@@ -147,7 +146,7 @@ func (l *Lab) up(ctx context.Context, o UpOptions) error {
 			if err := l.waitServices(ctx, *c, timeout); err != nil {
 				return err
 			}
-			if slices.Contains(o.Spec.Unjoined, c.Name) {
+			if o.Spec.IsUnjoined(c.Name) {
 				return nil // no strait dns to answer until strait join --install
 			}
 			return l.waitClustersetDNS(ctx, *c, timeout)
@@ -158,7 +157,7 @@ func (l *Lab) up(ctx context.Context, o UpOptions) error {
 	if t.Hub != nil {
 		if err := l.eachControlPlane(t, func(cp topology.ControlPlane) error {
 			c, ok := t.Cluster(cp.Cluster)
-			if !ok || slices.Contains(o.Spec.Unjoined, c.Name) {
+			if !ok || o.Spec.IsUnjoined(c.Name) {
 				return nil
 			}
 			return l.WaitPeersConnected(ctx, *c, joinedOthers(t, o.Spec.Unjoined, c.Name), o.timeout())
@@ -203,13 +202,13 @@ func (l *Lab) bootstrap(ctx context.Context, t *topology.Lab, rec *Record, cp to
 		return err
 	}
 	member := cp.Cluster != topology.HubName
-	if slices.Contains(o.Spec.Unjoined, cp.Cluster) {
-		if err := l.writeInstallOverlay(cp.Cluster, member); err != nil {
-			return err
-		}
+	if err := l.writeInstallOverlay(cp.Cluster, member); err != nil {
+		return err
+	}
+	if o.Spec.IsUnjoined(cp.Cluster) {
 		l.progress("%s: unjoined, Strait not installed (strait join --install %s installs it)", cp.Cluster, l.InstallDir(cp.Cluster))
 	} else {
-		if err := l.installStrait(ctx, cp.Cluster, member); err != nil {
+		if err := l.installStrait(ctx, cp.Cluster); err != nil {
 			return err
 		}
 		l.progress("%s: strait installed (kubectl apply --server-side -k %s)", cp.Cluster, l.InstallDir(cp.Cluster))

@@ -3,6 +3,7 @@ package topology
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -60,6 +61,9 @@ type Spec struct {
 	// entries give the lab their CIDRs.
 	Unjoined []string `json:"unjoined,omitempty"`
 }
+
+// IsUnjoined says whether the lab leaves cluster out of the ClusterSet (Unjoined).
+func (s Spec) IsUnjoined(cluster string) bool { return slices.Contains(s.Unjoined, cluster) }
 
 // DefaultSpec is the lab for an example ClusterSet: a hub, two gateway nodes and one
 // plain node per cluster, and the sample workloads.

@@ -1,7 +1,6 @@
 package nat
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -13,7 +12,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
 	"github.com/straitnet/strait/lab"
@@ -132,8 +130,8 @@ func throughTheNAT(t *testing.T, env *labtest.Env, nat string, driver straitv1.C
 // cablePort is the UDP port the cable runs on (every gateway of the set listens there).
 func cablePort(t *testing.T, env *labtest.Env) int {
 	t.Helper()
-	var p straitv1.Peer
-	if err := env.Client(t, "c1").Get(context.Background(), client.ObjectKey{Namespace: straitv1.SystemNamespace, Name: "c2"}, &p); err != nil {
+	p, err := peer(t, env, "c1", "c2")
+	if err != nil {
 		t.Fatal(err)
 	}
 	if p.Spec.Endpoint == nil {
@@ -169,7 +167,8 @@ func requirePeer(t *testing.T, env *labtest.Env, local, remote string, driver st
 	var last straitv1.Peer
 	require.Eventually(t, labtest.Converge, local+"'s Peer "+remote, func() error {
 		gw := env.ActiveGateway(t, remote)
-		if err := env.Client(t, local).Get(context.Background(), client.ObjectKey{Namespace: straitv1.SystemNamespace, Name: remote}, &last); err != nil {
+		var err error
+		if last, err = peer(t, env, local, remote); err != nil {
 			return err
 		}
 		ep, st := last.Spec.Endpoint, last.Status
@@ -248,8 +247,8 @@ func bothBehindMasquerade(t *testing.T, env *labtest.Env) {
 		local, remote := pair[0], pair[1]
 		var c *metav1.Condition
 		require.Eventually(t, labtest.Converge, local+"'s Peer "+remote+": both behind masquerade", func() error {
-			var p straitv1.Peer
-			if err := env.Client(t, local).Get(context.Background(), client.ObjectKey{Namespace: straitv1.SystemNamespace, Name: remote}, &p); err != nil {
+			p, err := peer(t, env, local, remote)
+			if err != nil {
 				return err
 			}
 			c = meta.FindStatusCondition(p.Status.Conditions, straitv1.ConditionConnected)
