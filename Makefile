@@ -88,7 +88,7 @@ BENCH_DIR := docs/bench
 # CoreDNS, the lab's cluster DNS, built from the Go module proxy outside the repository.
 COREDNS := $(BIN)/coredns
 
-.PHONY: all demo build host-deps lab lab-globalnet lab-down mcs-conformance generate manifests fmt vet lint test test-unit fuzz verify bench bench-lab bench-dns coredns k8s-binaries node-binaries images image flux-binaries flux-images tools clean help FORCE
+.PHONY: all demo build test-binaries host-deps lab lab-globalnet lab-down mcs-conformance generate manifests fmt vet lint test test-unit fuzz verify bench bench-lab bench-dns coredns k8s-binaries node-binaries images image flux-binaries flux-images tools clean help FORCE
 
 all: build
 
@@ -137,21 +137,38 @@ verify: generate manifests ## Fail on stale generated files, gofmt, go mod tidy,
 host-deps: ## Install the host tools the lab and the root tests run (root on Debian), or name the missing ones.
 	@hack/host-deps.sh
 
-test: host-deps k8s-binaries node-binaries images image flux-images $(COREDNS) ## Run every test (root-only tests need root; under CI=true they fail instead of skipping).
-	$(GO) test -count=1 -timeout 40m $$($(GO) list ./... | grep -v '^github.com/straitnet/strait/test/e2e')
+# Where the time of make test (and of .ci/run around it) went: hack/timed.sh appends a row
+# per step to STRAIT_TIMES, hack/steptimes adds the packages, tests and labs go test
+# reports, and prints the table at the end, also when a step failed. A make test of its
+# own starts the file afresh; one inside .ci/run (STRAIT_STEP set) adds to .ci/run's.
+export STRAIT_TIMES ?= $(BIN)/times.tsv
+STEPTIMES := $(BIN)/steptimes
+TIMED := hack/timed.sh
+OR_TABLE = || { $(STEPTIMES) table; exit 1; }
+
+$(STEPTIMES): $(wildcard hack/steptimes/*.go)
+	$(GO) build -o $@ ./hack/steptimes
+
+test-binaries: build k8s-binaries node-binaries images image flux-images $(COREDNS) $(STEPTIMES) ## What make test runs: every binary and image.
+
+test: host-deps test-binaries ## Run every test (root-only tests need root; under CI=true they fail instead of skipping); ends with the table of where the time went.
+	@[ -n "$${STRAIT_STEP:-}" ] || rm -f $(STRAIT_TIMES)
+	$(TIMED) "unit packages" bash -o pipefail -c '$(GO) test -count=1 -timeout 40m $$($(GO) list ./... | grep -v "^github.com/straitnet/strait/test/e2e") 2>&1 | $(STEPTIMES) tee' $(OR_TABLE)
 	@# What strait join --sops writes, decrypted by SOPS's own library (Flux's module graph).
-	cd test/fluxbin && $(GO) test -count=1 ./...
+	$(TIMED) "sops (test/fluxbin)" bash -c 'cd test/fluxbin && $(GO) test -count=1 ./...' $(OR_TABLE)
 	@# The lab runs three control planes, CoreDNS, kube-proxy and every strait daemon:
 	@# it gets the machine to itself rather than racing the other packages' API servers.
 	@# Each lab's API servers audit Strait's ServiceAccounts; each suite fails on a refused
 	@# request and leaves what they did in RBAC_USAGE; the roles are then held to the union.
 	@# The lab is one per machine: the suites hold its lock, as bench-gate-lab does.
+	@# Verbose, so that the table has every test's time.
 	rm -rf $(RBAC_USAGE)
-	flock $(LAB_LOCK) env STRAIT_RBAC_USAGE=$(RBAC_USAGE) $(GO) test -count=1 -p 1 -timeout 40m ./test/e2e/...
-	STRAIT_RBAC_USAGE=$(RBAC_USAGE) $(GO) test -count=1 -run '^TestRolesGrantOnlyWhatTheLabsUsed$$' -v ./kustomize/
+	$(TIMED) "e2e labs" flock $(LAB_LOCK) env STRAIT_RBAC_USAGE=$(RBAC_USAGE) bash -o pipefail -c '$(GO) test -count=1 -p 1 -v -timeout 40m ./test/e2e/... 2>&1 | $(STEPTIMES) tee' $(OR_TABLE)
+	$(TIMED) "RBAC roles against the labs' audit" env STRAIT_RBAC_USAGE=$(RBAC_USAGE) $(GO) test -count=1 -run '^TestRolesGrantOnlyWhatTheLabsUsed$$' -v ./kustomize/ $(OR_TABLE)
 	@# The MCS API conformance suite, every spec, on a lab of its own (about 5 minutes);
 	@# its report stays in bin/ (make mcs-conformance writes docs/mcs-conformance/).
-	MCS_CONFORMANCE_REPORT=$(BIN)/mcs-conformance/report KUBECTL=$(K8S_BIN)/kubectl hack/mcs-conformance.sh $(if $(MCS_CONFORMANCE),$(abspath $(MCS_CONFORMANCE)))
+	$(TIMED) "MCS conformance" env MCS_CONFORMANCE_REPORT=$(BIN)/mcs-conformance/report KUBECTL=$(K8S_BIN)/kubectl hack/mcs-conformance.sh $(if $(MCS_CONFORMANCE),$(abspath $(MCS_CONFORMANCE))) $(OR_TABLE)
+	@$(STEPTIMES) table
 
 test-unit: ## Pure tests only (no API servers, no root).
 	$(GO) test -count=1 -short ./...
