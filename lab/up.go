@@ -37,6 +37,9 @@ func (l *Lab) Up(ctx context.Context, o UpOptions) error {
 	if err := checkHostTools(); err != nil {
 		return err
 	}
+	if err := keepInheritedFromChildren(); err != nil {
+		return err
+	}
 	ctx, stop := l.watchComponents(ctx)
 	defer stop()
 	return exitCause(ctx, l.up(ctx, o))

@@ -85,26 +85,35 @@ func TestFailoverToARemadeGateway(t *testing.T) {
 // on, when c2's active gateway agent crashes and when it stops gracefully.
 func BenchmarkGatewayFailover(b *testing.B) {
 	env.Require(b)
-	var crash, graceful time.Duration
+	var crash, graceful, worstCrash, worstGraceful time.Duration
 	for i := range b.N {
 		for _, sig := range []syscall.Signal{syscall.SIGKILL, syscall.SIGTERM} {
 			src, target := env.CrossTraffic(b, "c1", "c2")
 			h := env.StopActiveAgent(b, "c2", sig, src, target)
 			gap := h.Outage.Longest
 			b.Logf("round %d, c2's active gateway agent got %s: %s", i+1, sig, h.Outage)
+			// A round over the failover's bound fails the benchmark: a mean of rounds
+			// would hide it behind a fast one.
 			if gap > labtest.FailoverBound(sig) {
 				env.LogAgents(b)
+				b.Errorf("round %d, %s: c1 → c2 went %s without an answer, over the bound %s", i+1, sig, gap.Round(time.Millisecond), labtest.FailoverBound(sig))
 			}
 			if sig == syscall.SIGKILL {
 				crash += gap
+				worstCrash = max(worstCrash, gap)
 			} else {
 				graceful += gap
+				worstGraceful = max(worstGraceful, gap)
 			}
 			h.WaitBack(b)
 		}
 	}
 	b.ReportMetric(float64(crash.Milliseconds())/float64(b.N), "ms-gap-crash")
 	b.ReportMetric(float64(graceful.Milliseconds())/float64(b.N), "ms-gap-graceful")
+	// The slowest round of each, which the bench gate holds: a regression in one round of
+	// two must not pass on the other's speed.
+	b.ReportMetric(float64(worstCrash.Milliseconds()), "ms-gap-crash-worst")
+	b.ReportMetric(float64(worstGraceful.Milliseconds()), "ms-gap-graceful-worst")
 }
 
 // TestAgentRestartKeepsTheDataPath: an agent that crashes is restarted by its kubelet
@@ -145,8 +154,11 @@ func TestAgentRestartKeepsTheDataPath(t *testing.T) {
 			if !gateway && answers != tries {
 				t.Errorf("%d of %d GETs failed while the agent on plain node %s restarted", tries-answers, tries, node)
 			}
-			if gateway && gap > 5*time.Second {
-				t.Errorf("c1 → c2 went %s without an answer while the active gateway's agent restarted", gap.Round(time.Millisecond))
+			// The agent's crash is a gateway crash: the restarted agent takes its Lease
+			// back, or the standby takes over once the 1 s Lease runs out (1.1 s seen), so
+			// the crash failover's bound holds.
+			if gateway && gap > labtest.CrashFailoverBound {
+				t.Errorf("c1 → c2 went %s without an answer while the active gateway's agent restarted (bound %s, a crash failover's)", gap.Round(time.Millisecond), labtest.CrashFailoverBound)
 			}
 		})
 	}

@@ -1,4 +1,4 @@
-package realnodes
+package e2e
 
 import (
 	"bufio"
