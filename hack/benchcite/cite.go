@@ -2,10 +2,7 @@ package benchcite
 
 import (
 	"fmt"
-	"maps"
 	"regexp"
-	"slices"
-	"strconv"
 	"strings"
 )
 
@@ -14,6 +11,10 @@ type Cite struct {
 	Line    int
 	Label   string
 	Figures []string // as the page writes them, thousands separators dropped
+	// Units are the figures' units as the page writes them ("ms", "CPU-s per GB"), ""
+	// where none is; a figure without one takes the next figure's ("1.104–1.129 s").
+	Units []string
+	Text  string // the page's line, which may name what the figures are
 }
 
 // Page is what a page cites: its references, and per footnote label the file it links
@@ -32,16 +33,15 @@ var (
 	// group is the figures that end a text: numbers (10,000 or 0.1307) each with an
 	// optional unit word, joined by separators, up to the text's end.
 	group = regexp.MustCompile(`(?:` + item + `)(?:` + sep + `(?:` + item + `))*\s*$`)
-	num   = regexp.MustCompile(number)
-	// fileNumber is a number anywhere in a run's output, glued to a unit or not
-	// ("1.106s", "1120 ms-gap-crash", "5.727e+03").
-	fileNumber = regexp.MustCompile(`\d+(?:\.\d+)?(?:[eE][+-]?\d+)?`)
-	thousands  = regexp.MustCompile(`(\d),(\d{3})\b`)
+	// itemUnit is one figure and the unit word after it, if any.
+	itemUnit  = regexp.MustCompile(`(` + number + `)(?:\s?(` + unit + `))?`)
+	thousands = regexp.MustCompile(`(\d),(\d{3})\b`)
 )
 
 const (
 	number = `(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?`
-	item   = number + `(?:\s?[A-Za-zµ%][A-Za-zµ%/\-]*(?:\s+per\s+[A-Za-z]+)?)?`
+	unit   = `[A-Za-zµ%][A-Za-zµ%/\-]*(?:\s+per\s+[A-Za-z]+)?`
+	item   = number + `(?:\s?` + unit + `)?`
 	sep    = `(?:\s*[,–/;]\s*|\s+(?:to|and)\s+)`
 )
 
@@ -76,34 +76,43 @@ func ParsePage(text string) (Page, []error) {
 		from := 0
 		for _, r := range ref.FindAllStringSubmatchIndex(line, -1) {
 			label := line[r[2]:r[3]]
-			figs, err := figures(line[from:r[0]])
+			figs, units, err := figures(line[from:r[0]])
 			from = r[1]
 			if err != nil {
 				errs = append(errs, fmt.Errorf("line %d: [^%s]: %w", n, label, err))
 				continue
 			}
-			p.Cites = append(p.Cites, Cite{Line: n, Label: label, Figures: figs})
+			p.Cites = append(p.Cites, Cite{Line: n, Label: label, Figures: figs, Units: units, Text: line})
 		}
 	}
 	return p, errs
 }
 
 // figures are the numbers that end text (the text between the previous reference, or
-// the line's start, and this one).
-func figures(text string) ([]string, error) {
+// the line's start, and this one), and their units.
+func figures(text string) (figs, units []string, err error) {
 	text = strings.ReplaceAll(text, "**", "") // a figure in bold is the same figure
 	loc := group.FindStringIndex(text)
 	if loc == nil {
-		return nil, fmt.Errorf("no figure just before it (in %q)", tail(text))
+		return nil, nil, fmt.Errorf("no figure just before it (in %q)", tail(text))
 	}
 	if s := loc[0]; s > 0 && isWordChar(text[s-1]) {
-		return nil, fmt.Errorf("the figure before it is glued to a word (in %q)", tail(text))
+		return nil, nil, fmt.Errorf("the figure before it is glued to a word (in %q)", tail(text))
 	}
-	var out []string
-	for _, f := range num.FindAllString(text[loc[0]:loc[1]], -1) {
-		out = append(out, strings.ReplaceAll(f, ",", ""))
+	for _, m := range itemUnit.FindAllStringSubmatch(text[loc[0]:loc[1]], -1) {
+		u := m[2]
+		if u == "to" || u == "and" {
+			u = "" // a separator, "1.104 to 1.129 s"
+		}
+		figs = append(figs, strings.ReplaceAll(m[1], ",", ""))
+		units = append(units, u)
 	}
-	return out, nil
+	for i := len(units) - 2; i >= 0; i-- {
+		if units[i] == "" {
+			units[i] = units[i+1]
+		}
+	}
+	return figs, units, nil
 }
 
 func isWordChar(c byte) bool {
@@ -115,91 +124,4 @@ func tail(s string) string {
 		return "…" + s[len(s)-40:]
 	}
 	return s
-}
-
-// Numbers are the numbers of a run's output, for Appears.
-type Numbers struct {
-	text   map[string]bool
-	values []float64
-}
-
-// NumbersOf reads every number out of a run's output.
-func NumbersOf(output string) Numbers {
-	ns := Numbers{text: map[string]bool{}}
-	for _, f := range fileNumber.FindAllString(thousands.ReplaceAllString(output, "$1$2"), -1) {
-		if ns.text[f] {
-			continue
-		}
-		ns.text[f] = true
-		if v, err := strconv.ParseFloat(f, 64); err == nil {
-			ns.values = append(ns.values, v)
-		}
-	}
-	return ns
-}
-
-// Appears reports whether figure is one of the run's numbers, as written or rounded to
-// the figure's decimals (0.158 for 0.1584, 1120 for 1120.4, 0.20 for 0.2).
-func (ns Numbers) Appears(figure string) bool {
-	if ns.text[figure] {
-		return true
-	}
-	decimals := 0
-	if i := strings.IndexByte(figure, '.'); i >= 0 {
-		decimals = len(figure) - i - 1
-	}
-	for _, v := range ns.values {
-		if strconv.FormatFloat(v, 'f', decimals, 64) == figure {
-			return true
-		}
-	}
-	return false
-}
-
-// Check checks one page: every reference has a footnote, every footnote links a run's
-// output that read returns (path relative to the page's folder), is used, and every
-// cited figure appears in the output its footnote links.
-func Check(text string, read func(path string) (string, error)) []error {
-	p, errs := ParsePage(text)
-	outputs := map[string]Numbers{}
-	used := map[string]bool{}
-	for _, label := range slices.Sorted(maps.Keys(p.Files)) {
-		path := p.Files[label]
-		if path == "" {
-			continue
-		}
-		out, err := read(path)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("footnote [^%s]: %w", label, err))
-			continue
-		}
-		if strings.TrimSpace(out) == "" {
-			errs = append(errs, fmt.Errorf("footnote [^%s]: %s is empty", label, path))
-			continue
-		}
-		outputs[label] = NumbersOf(out)
-	}
-	for _, c := range p.Cites {
-		used[c.Label] = true
-		path, ok := p.Files[c.Label]
-		if !ok {
-			errs = append(errs, fmt.Errorf("line %d: [^%s] has no footnote ([^%s]: [docs/bench/<file>](bench/<file>))", c.Line, c.Label, c.Label))
-			continue
-		}
-		ns, ok := outputs[c.Label]
-		if !ok {
-			continue // its file's error is reported once above
-		}
-		for _, f := range c.Figures {
-			if !ns.Appears(f) {
-				errs = append(errs, fmt.Errorf("line %d: %s is not in %s (cited as [^%s])", c.Line, f, path, c.Label))
-			}
-		}
-	}
-	for _, label := range slices.Sorted(maps.Keys(p.Files)) {
-		if !used[label] {
-			errs = append(errs, fmt.Errorf("footnote [^%s] (%s) is cited nowhere on the page", label, p.Files[label]))
-		}
-	}
-	return errs
 }

@@ -27,9 +27,10 @@ func IsStrait(user string) bool {
 
 // checkAudit reads the audit logs of the lab's API servers (lab/audit.go records
 // Strait's and Flux's ServiceAccounts). Any request RBAC refused, or any 403 of
-// Strait's, is an error, unless made during an uninstall or before a (re)started API
-// server was ready; with UsageDirEnv set, what was done is
-// written there for the check across suites.
+// Strait's, is an error, unless made in the moments after an uninstall deleted a role
+// that could grant it or a reinstall wrote it again (rbacaudit's windows, counted from
+// the change), or before a (re)started API server was ready; with UsageDirEnv set, what
+// was done is written there for the check across suites.
 func checkAudit(l *lab.Lab, suite string) error {
 	start := time.Now()
 	var us []*rbacaudit.Usage

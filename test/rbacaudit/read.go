@@ -47,10 +47,38 @@ const (
 	// "NAME" cannot VERB resource ...`), not in an admission plugin's.
 	rbacRefusal = `is forbidden: User "`
 	rbacGroup   = "rbac.authorization.k8s.io"
-	// rolesSettle is how long after RBAC objects are restored a refusal still counts
-	// as one of the change: the authorizer reads roles from an informer.
+	// afterRemoval is how long after an RBAC object is deleted a refusal it could
+	// explain is excused: a daemon on its way out of an uninstall is refused until its
+	// pod has stopped (a grace period of 30 s unless its manifest says less) or its
+	// ServiceAccount's deletion reaches the API server's token cache (10 s; it is then
+	// unauthenticated, a 401, no refusal). A daemon refused for longer outlived its
+	// uninstall, and that fails.
+	afterRemoval = 40 * time.Second
+	// rolesSettle is how long after a deleted RBAC object is written again a refusal
+	// it could explain is excused: the authorizer reads roles from an informer.
 	rolesSettle = 10 * time.Second
 )
+
+// rbacChange is a write of an RBAC object the audit log dates.
+type rbacChange struct {
+	// From, To: when the request was received and when it was answered.
+	From, To time.Time
+	Removal  bool // delete or deletecollection; otherwise create, update or patch
+	// Resource is roles, rolebindings, clusterroles or clusterrolebindings; Namespace
+	// "" for the cluster's; Name "" for a deletecollection.
+	Resource, Namespace, Name string
+}
+
+// grantsIn reports whether c's object could grant a request in namespace ns: a Role
+// or a RoleBinding only in its own namespace, a ClusterRole or a ClusterRoleBinding in
+// any (a RoleBinding may bind a ClusterRole). The log holds no rules and no subjects,
+// so this is as near as it can tell.
+func (c rbacChange) grantsIn(ns string) bool { return c.Namespace == "" || c.Namespace == ns }
+
+// removes reports whether removal c deleted the object write w writes again.
+func (c rbacChange) removes(w rbacChange) bool {
+	return c.Removal && c.Resource == w.Resource && c.Namespace == w.Namespace && (c.Name == "" || c.Name == w.Name) && !c.From.After(w.From)
+}
 
 // Read aggregates one API server's audit log (JSON lines) of cluster; notReady are the
 // spans in which that API server had started and was not ready yet. Every audited
@@ -58,12 +86,13 @@ const (
 // answered (a get of a missing object still used the grant), and a patch or update
 // answered 201 Created a use of create too; a 403 is a refusal.
 // Requests made by impersonation (kubectl auth can-i --as, tests acting as a daemon)
-// are not the daemon's and are left out. Writes of RBAC objects by anyone mark when
-// the cluster's roles were removed and restored.
+// are not the daemon's and are left out. Writes of RBAC objects by anyone date when
+// an object that could grant a refused request was removed or written again
+// (rolesChanging).
 func Read(r io.Reader, cluster string, notReady []Interval) (*Usage, error) {
 	uses := map[Access]int{}
 	var refused []Refusal
-	var removed, restored []time.Time
+	var changes []rbacChange
 	// A watch is logged when it starts and again when it ends: count it once.
 	seen := map[string]bool{}
 	sc := bufio.NewScanner(r)
@@ -87,16 +116,12 @@ func Read(r io.Reader, cluster string, notReady []Interval) (*Usage, error) {
 		if ev.ResponseStatus != nil {
 			code = ev.ResponseStatus.Code
 		}
-		if ev.ObjectRef.APIGroup == rbacGroup && ev.ObjectRef.Resource != "" {
+		if ev.ObjectRef.APIGroup == rbacGroup && ev.ObjectRef.Resource != "" && code < 300 {
 			switch ev.Verb {
-			case "delete", "deletecollection":
-				if code < 300 {
-					removed = append(removed, ev.RequestReceived)
-				}
-			case "create", "update", "patch":
-				if code < 300 {
-					restored = append(restored, ev.StageTimestamp)
-				}
+			case "delete", "deletecollection", "create", "update", "patch":
+				changes = append(changes, rbacChange{From: ev.RequestReceived, To: ev.StageTimestamp,
+					Removal:  ev.Verb == "delete" || ev.Verb == "deletecollection",
+					Resource: ev.ObjectRef.Resource, Namespace: ev.ObjectRef.Namespace, Name: ev.ObjectRef.Name})
 			}
 		}
 		if !strings.HasPrefix(ev.User.Username, "system:serviceaccount:") || ev.ImpersonatedUser != nil {
@@ -133,7 +158,7 @@ func Read(r io.Reader, cluster string, notReady []Interval) (*Usage, error) {
 	}
 	for i := range refused {
 		switch at := refused[i].At; {
-		case rolesChanging(at, removed, restored):
+		case rolesChanging(refused[i], changes):
 			refused[i].Excused = ExcusedRolesChanging
 		case slices.ContainsFunc(notReady, func(w Interval) bool { return w.contains(at) }):
 			refused[i].Excused = ExcusedAPIServerNotReady
@@ -168,22 +193,23 @@ func statusMessage(ev event) string {
 	return ev.ResponseStatus.Message
 }
 
-// rolesChanging: some RBAC object had been removed before at, and no RBAC object was
-// restored between that removal and rolesSettle before at.
-func rolesChanging(at time.Time, removed, restored []time.Time) bool {
-	var last time.Time
-	for _, t := range removed {
-		if !t.After(at) && t.After(last) {
-			last = t
+// rolesChanging reports whether an RBAC change explains refusal r: an object that could
+// grant it was deleted at most afterRemoval before it, or such an object deleted at any
+// time before was written again at most rolesSettle before it. Both windows are counted
+// from the change itself, so a deletion nothing restores excuses only the moments after
+// it, not every refusal until the cluster's next RBAC write.
+func rolesChanging(r Refusal, changes []rbacChange) bool {
+	for _, c := range changes {
+		if !c.grantsIn(r.Namespace) || r.At.Before(c.From) {
+			continue
+		}
+		if c.Removal && !r.At.After(c.From.Add(afterRemoval)) {
+			return true
+		}
+		if !c.Removal && !r.At.After(c.To.Add(rolesSettle)) &&
+			slices.ContainsFunc(changes, func(d rbacChange) bool { return d.removes(c) }) {
+			return true
 		}
 	}
-	if last.IsZero() {
-		return false
-	}
-	for _, t := range restored {
-		if t.After(last) && t.Add(rolesSettle).Before(at) {
-			return false
-		}
-	}
-	return true
+	return false
 }

@@ -67,16 +67,18 @@ type Refusal struct {
 	// ByRBAC: the authorizer refused it; otherwise admission did (a webhook, a policy).
 	ByRBAC bool   `json:"byRBAC"`
 	Reason string `json:"reason"`
-	// Excused says why the refusal is not the roles' fault, or is "": the cluster's RBAC
-	// objects had been deleted and not yet restored (an uninstall: a daemon on its way
-	// out is refused), or the API server had just started and was not ready (its RBAC
-	// informers still filling: a refusal then is upstream's, kubernetes#121635).
+	// Excused says why the refusal is not the roles' fault, or is "": an RBAC object
+	// that could grant it had been deleted moments before (an uninstall: a daemon on its
+	// way out is refused) or written again moments before after a deletion (a reinstall,
+	// before the authorizer's informer has it), or the API server had just started and
+	// was not ready (its RBAC informers still filling: a refusal then is upstream's,
+	// kubernetes#121635).
 	Excused string `json:"excused,omitempty"`
 }
 
 // The reasons a refusal is excused.
 const (
-	ExcusedRolesChanging     = "the cluster's RBAC objects were deleted and not yet restored"
+	ExcusedRolesChanging     = "an RBAC object that could grant it was deleted, or written again after a deletion, moments before"
 	ExcusedAPIServerNotReady = "the API server had started and was not ready yet"
 )
 
