@@ -63,6 +63,16 @@ func New(opts Options) *Lab {
 	if opts.Out == nil {
 		opts.Out = io.Discard
 	}
+	// Absolute, as `--k8s-bin bin/k8s/v1.37.1` means from where it was typed: the lab's
+	// processes start in other directories (the kubelet refused a relative path after the
+	// control planes had come up).
+	for _, p := range []*string{&opts.StateDir, &opts.K8sBin, &opts.CoreDNS, &opts.Strait, &opts.NodeBin, &opts.ImageDir, &opts.Kustomize} {
+		if *p != "" {
+			if abs, err := filepath.Abs(*p); err == nil {
+				*p = abs
+			}
+		}
+	}
 	return &Lab{opts: opts, state: State{Dir: opts.StateDir}}
 }
 
