@@ -9,9 +9,9 @@ CONTROLLER_GEN_VERSION := v0.23.0
 GOLANGCI_LINT_VERSION := v2.6.0
 KUSTOMIZE_VERSION := v5.8.0
 # The one Kubernetes version, from the Go constant the tests and the lab read too.
-K8S_VERSION := $(shell sed -n 's/^const Version = "\(v[0-9.]*\)"$$/\1/p' test/k8sversion/version.go)
+K8S_VERSION := $(shell sed -n 's/^const Version = "\(v[0-9.]*\)"$$/\1/p' internal/k8sversion/version.go)
 ifeq ($(K8S_VERSION),)
-$(error no Kubernetes version in test/k8sversion/version.go)
+$(error no Kubernetes version in internal/k8sversion/version.go)
 endif
 K8S_MINOR := $(word 2,$(subst ., ,$(K8S_VERSION)))
 

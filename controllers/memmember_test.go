@@ -18,6 +18,7 @@ import (
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
 	"github.com/straitnet/strait/controllers/members"
+	"github.com/straitnet/strait/internal/scheme"
 	"github.com/straitnet/strait/plan"
 )
 
@@ -53,7 +54,7 @@ func newMemMember(key members.Key) *memMember {
 	for _, pk := range prunable() {
 		kinds = append(kinds, pk.kind)
 	}
-	return &memMember{scheme: NewScheme(), objs: map[string]map[objKey]int64{}, exports: map[objKey]map[string]any{},
+	return &memMember{scheme: scheme.New(), objs: map[string]map[objKey]int64{}, exports: map[objKey]map[string]any{},
 		prints: members.NewPrints(memberPrints(key), kinds...)}
 }
 

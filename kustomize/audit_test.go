@@ -21,7 +21,7 @@ var rarelyUsed = []rbacaudit.Allowance{
 	{User: sa("strait-hub-access"), Grant: "create namespaces -A",
 		Why: "the namespace of an import that a member lacks (controllers/apply.go: a get, then a create); every lab cluster has the sample workloads' namespace"},
 	{User: sa("strait-hub-access"), Grant: "get globalingresses.strait.io -n strait-system",
-		Why: "strait diff reads each desired object with the hub's member credentials (controllers/diffcmd/members.go objectChange); GlobalIngresses exist only under globalnet, whose suite runs no strait diff"},
+		Why: "strait diff reads each desired object with the hub's member credentials (cmd/strait/diff/members.go objectChange); GlobalIngresses exist only under globalnet, whose suite runs no strait diff"},
 }
 
 // installedGrants are the grants of the overlays the labs install: kustomize/hub on the

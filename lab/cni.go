@@ -7,8 +7,8 @@ import (
 	"net/netip"
 	"strconv"
 
+	"github.com/straitnet/strait/internal/netns"
 	"github.com/straitnet/strait/lab/topology"
-	"github.com/straitnet/strait/test/netns"
 )
 
 // kindnetChain is the chain kindnet's masquerade agent keeps in iptables' nat table.

@@ -15,9 +15,9 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/straitnet/strait/internal/netns"
 	"github.com/straitnet/strait/internal/pki"
 	"github.com/straitnet/strait/lab/topology"
-	"github.com/straitnet/strait/test/netns"
 )
 
 // controlPlane is what one cluster's etcd and Kubernetes processes need.

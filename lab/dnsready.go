@@ -9,8 +9,8 @@ import (
 	"github.com/miekg/dns"
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
+	"github.com/straitnet/strait/internal/netns"
 	"github.com/straitnet/strait/lab/topology"
-	"github.com/straitnet/strait/test/netns"
 )
 
 // readyName is what "up" asks the cluster DNS until strait dns answers through CoreDNS.

@@ -15,8 +15,9 @@
 // ships; the lab daemon from the people's strait binary (Options.Strait). Nothing here is
 // imported by straitd: the lab is development infrastructure, not product.
 //
-// Subpackages: labcmd (the `strait lab` command), topology (pure: spec → namespaces,
-// links, addresses, routes), node (a real node), image (the nodes' images), forward (the
-// loopback TCP forwarder), workload (whereami, the image's program). The control planes'
-// certificates come from internal/pki.
+// Subpackages: topology (pure: spec → namespaces, links, addresses, routes), node (a
+// real node), image (the nodes' images), forward (the loopback TCP forwarder), workload
+// (whereami, the image's program). The `strait lab` command is cmd/strait/lab; the
+// network namespaces are internal/netns's; the control planes' certificates come from
+// internal/pki.
 package lab

@@ -11,10 +11,10 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/straitnet/strait/internal/netns"
 	"github.com/straitnet/strait/lab/hostnet"
 	"github.com/straitnet/strait/lab/node"
 	"github.com/straitnet/strait/lab/topology"
-	"github.com/straitnet/strait/test/netns"
 )
 
 // downWait bounds how long Down waits for the lab's processes to be gone once it has

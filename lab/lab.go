@@ -11,10 +11,10 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/straitnet/strait/internal/netns"
 	"github.com/straitnet/strait/lab/hostnet"
 	"github.com/straitnet/strait/lab/topology"
 	"github.com/straitnet/strait/plan"
-	"github.com/straitnet/strait/test/netns"
 )
 
 // Options say where things are.

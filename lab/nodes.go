@@ -20,11 +20,11 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/straitnet/strait/internal/netns"
 	"github.com/straitnet/strait/lab/flannel"
 	"github.com/straitnet/strait/lab/image"
 	"github.com/straitnet/strait/lab/node"
 	"github.com/straitnet/strait/lab/topology"
-	"github.com/straitnet/strait/test/netns"
 )
 
 // nodesDir holds the state directory of every real node (kept short: the kubelet's

@@ -11,8 +11,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/straitnet/strait/internal/netns"
 	"github.com/straitnet/strait/lab/topology"
-	"github.com/straitnet/strait/test/netns"
 )
 
 // labProcesses tells the lab's processes apart from the machine's: those inside one of

@@ -16,11 +16,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/straitnet/strait/internal/netns"
 	"github.com/straitnet/strait/lab/forward"
 	"github.com/straitnet/strait/lab/gitserver"
 	"github.com/straitnet/strait/lab/topology"
 	"github.com/straitnet/strait/lab/workload"
-	"github.com/straitnet/strait/test/netns"
 )
 
 // GatewayIPAnnotation is where strait agent reads the address other gateways send tunnel

@@ -12,10 +12,10 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	"github.com/straitnet/strait/internal/netns"
 	"github.com/straitnet/strait/internal/pki"
 	"github.com/straitnet/strait/lab/topology"
-	"github.com/straitnet/strait/plan/exportcmd"
-	"github.com/straitnet/strait/test/netns"
+	"github.com/straitnet/strait/plan/file"
 )
 
 // DefaultStateDir keeps pids, certificates, kubeconfigs, logs and data of the lab.
@@ -161,7 +161,7 @@ func (r *Record) JoinedClusterSet() ([]byte, error) {
 	data := r.ClusterSet
 	for _, name := range r.Spec.Unjoined {
 		var err error
-		if data, err = exportcmd.RemoveCluster(data, name); err != nil {
+		if data, err = file.RemoveCluster(data, name); err != nil {
 			return nil, fmt.Errorf("the ClusterSet without unjoined cluster %s: %w", name, err)
 		}
 	}

@@ -17,9 +17,9 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
+	"github.com/straitnet/strait/internal/netns"
 	"github.com/straitnet/strait/lab/flux"
 	"github.com/straitnet/strait/lab/topology"
-	"github.com/straitnet/strait/test/netns"
 )
 
 // Status prints every cluster's processes, nodes and pods.

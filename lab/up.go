@@ -18,8 +18,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
+	"github.com/straitnet/strait/internal/netns"
 	"github.com/straitnet/strait/lab/topology"
-	"github.com/straitnet/strait/test/netns"
 )
 
 // UpOptions are what "lab up" brings up.

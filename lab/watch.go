@@ -12,8 +12,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/straitnet/strait/internal/netns"
 	"github.com/straitnet/strait/lab/node"
-	"github.com/straitnet/strait/test/netns"
 )
 
 // ComponentExited is why "lab up" stopped early: a process it started is gone.

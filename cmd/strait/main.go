@@ -5,14 +5,14 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/straitnet/strait/controllers/diffcmd"
-	"github.com/straitnet/strait/controllers/showcmd"
-	"github.com/straitnet/strait/diagnose"
+	"github.com/straitnet/strait/cmd/strait/diagnose"
+	"github.com/straitnet/strait/cmd/strait/diff"
+	"github.com/straitnet/strait/cmd/strait/export"
+	"github.com/straitnet/strait/cmd/strait/join"
+	"github.com/straitnet/strait/cmd/strait/lab"
+	"github.com/straitnet/strait/cmd/strait/render"
+	"github.com/straitnet/strait/cmd/strait/show"
 	"github.com/straitnet/strait/internal/cli"
-	"github.com/straitnet/strait/join"
-	"github.com/straitnet/strait/lab/labcmd"
-	"github.com/straitnet/strait/plan/exportcmd"
-	"github.com/straitnet/strait/plan/rendercmd"
 )
 
 func main() {
@@ -37,8 +37,8 @@ uninstall removes Strait in order, export and unexport change the ClusterSet fil
 exports (git first), lab runs whole clustersets on one machine. The daemons (hub, agent, dns, charon) are the other
 binary, straitd.`,
 	}
-	root.AddCommand(rendercmd.NewCommand(), diffcmd.NewCommand(), showcmd.NewShowCommand(), exportcmd.NewExportCommand(),
-		exportcmd.NewUnexportCommand(), labcmd.NewCommand(), showcmd.NewVersionCommand(), diagnose.NewCommand(), diagnose.NewGatherCommand(), diagnose.NewVerifyCommand(), diagnose.NewBenchmarkCommand(), diagnose.NewUninstallCommand(),
+	root.AddCommand(render.NewCommand(), diff.NewCommand(), show.NewShowCommand(), export.NewExportCommand(),
+		export.NewUnexportCommand(), lab.NewCommand(), show.NewVersionCommand(), diagnose.NewCommand(), diagnose.NewGatherCommand(), diagnose.NewVerifyCommand(), diagnose.NewBenchmarkCommand(), diagnose.NewUninstallCommand(),
 		join.NewJoinCommand(), join.NewUnjoinCommand())
 	return root
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/straitnet/strait/internal/cli"
 	"github.com/straitnet/strait/internal/daemonbuild"
 	"github.com/straitnet/strait/internal/kubewatch"
+	"github.com/straitnet/strait/internal/scheme"
 	"github.com/straitnet/strait/webhook"
 )
 
@@ -120,9 +121,9 @@ func runHub(ctx context.Context, o *hubOptions) error {
 	if err != nil {
 		return err
 	}
-	scheme := controllers.NewScheme()
+	kinds := scheme.New()
 	opts := ctrl.Options{
-		Scheme:                        scheme,
+		Scheme:                        kinds,
 		Metrics:                       metricsserver.Options{BindAddress: o.metricsAddr},
 		HealthProbeBindAddress:        o.probeAddr,
 		LeaderElection:                o.leaderElect,

@@ -22,9 +22,9 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/strongswan/govici/vici"
 
+	"github.com/straitnet/strait/internal/netns"
 	"github.com/straitnet/strait/lab/image"
 	"github.com/straitnet/strait/nodeagent/cable/ipsec"
-	"github.com/straitnet/strait/test/netns"
 	"github.com/straitnet/strait/test/require"
 )
 

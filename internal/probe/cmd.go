@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/straitnet/strait/internal/cli"
 )
 
 // NewCommand is `straitd probe`: the subcommands strait diagnose runs in probe pods and
@@ -41,7 +43,7 @@ its probe pods. Each prints one JSON object and changes nothing.`,
 	serve := &cobra.Command{
 		Use: "serve", Short: "Serve probes on --port (TCP and UDP) and benchmarks on --bench-port (TCP) until stopped", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx, stop := signal.NotifyContext(ctxOf(cmd), syscall.SIGTERM, syscall.SIGINT)
+			ctx, stop := signal.NotifyContext(cli.Context(cmd), syscall.SIGTERM, syscall.SIGINT)
 			defer stop()
 			bench := make(chan error, 1)
 			go func() { bench <- ServeBench(ctx, net.JoinHostPort("", strconv.Itoa(benchPort))) }()
@@ -56,7 +58,7 @@ its probe pods. Each prints one JSON object and changes nothing.`,
 	throughput := &cobra.Command{
 		Use: "throughput HOST:PORT", Short: "Send to a probe pod's benchmark server for --for and print what it received", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			t, err := MeasureThroughput(ctxOf(cmd), args[0], benchFor, timeout)
+			t, err := MeasureThroughput(cli.Context(cmd), args[0], benchFor, timeout)
 			if err != nil {
 				return err
 			}
@@ -67,7 +69,7 @@ its probe pods. Each prints one JSON object and changes nothing.`,
 	latency := &cobra.Command{
 		Use: "latency HOST:PORT", Short: "Time --count round trips of 64-byte messages to a probe pod's benchmark server", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			l, err := MeasureLatency(ctxOf(cmd), args[0], count, timeout)
+			l, err := MeasureLatency(cli.Context(cmd), args[0], count, timeout)
 			if err != nil {
 				return err
 			}
@@ -79,7 +81,7 @@ its probe pods. Each prints one JSON object and changes nothing.`,
 	dial := &cobra.Command{
 		Use: "dial HOST:PORT", Short: "Send hellos to a probe server, connect, and print the source address it saw", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := Dial(ctxOf(cmd), args[0], nonce, timeout)
+			s, err := Dial(cli.Context(cmd), args[0], nonce, timeout)
 			if err != nil {
 				return err
 			}
@@ -90,14 +92,14 @@ its probe pods. Each prints one JSON object and changes nothing.`,
 	mtu := &cobra.Command{
 		Use: "mtu HOST:PORT", Short: "Send don't-fragment datagrams of the path MTU and a small one to a probe server", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return printJSON(cmd.OutOrStdout(), PathMTU(ctxOf(cmd), args[0], timeout))
+			return printJSON(cmd.OutOrStdout(), PathMTU(cli.Context(cmd), args[0], timeout))
 		},
 	}
 	var total, every time.Duration = 20 * time.Second, 100 * time.Millisecond
 	watch := &cobra.Command{
 		Use: "watch HOST:PORT", Short: "Connect to a probe server every --every for --for and print the longest gap", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return printJSON(cmd.OutOrStdout(), Watching(ctxOf(cmd), args[0], total, every, timeout))
+			return printJSON(cmd.OutOrStdout(), Watching(cli.Context(cmd), args[0], total, every, timeout))
 		},
 	}
 	watch.Flags().DurationVar(&total, "for", total, "how long to watch")
@@ -105,7 +107,7 @@ its probe pods. Each prints one JSON object and changes nothing.`,
 	lookup := &cobra.Command{
 		Use: "lookup NAME", Short: "Resolve NAME with the pod's resolver", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx, cancel := context.WithTimeout(ctxOf(cmd), timeout)
+			ctx, cancel := context.WithTimeout(cli.Context(cmd), timeout)
 			defer cancel()
 			addrs, err := Lookup(ctx, args[0])
 			if err != nil {
@@ -118,7 +120,7 @@ its probe pods. Each prints one JSON object and changes nothing.`,
 	node := &cobra.Command{
 		Use: "node", Short: "Print this node's facts: kube-proxy's mode and masquerade bit, the links' MTUs, Strait's nftables chains", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return printJSON(cmd.OutOrStdout(), Node(ctxOf(cmd), kubeProxy, straitTable))
+			return printJSON(cmd.OutOrStdout(), Node(cli.Context(cmd), kubeProxy, straitTable))
 		},
 	}
 	var to []string
@@ -136,13 +138,6 @@ its probe pods. Each prints one JSON object and changes nothing.`,
 	node.Flags().StringVar(&kubeProxy, "kube-proxy-metrics", kubeProxy, "kube-proxy's --metrics-bind-address")
 	cmd.AddCommand(serve, dial, watch, mtu, lookup, throughput, latency, node, flows)
 	return cmd
-}
-
-func ctxOf(cmd *cobra.Command) context.Context {
-	if ctx := cmd.Context(); ctx != nil {
-		return ctx
-	}
-	return context.Background()
 }
 
 func printJSON(w io.Writer, v any) error {

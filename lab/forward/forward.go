@@ -7,7 +7,7 @@ import (
 	"net"
 	"sync"
 
-	"github.com/straitnet/strait/test/netns"
+	"github.com/straitnet/strait/internal/netns"
 )
 
 // Forwarder accepts on a host address and dials Target inside Namespace (empty: the

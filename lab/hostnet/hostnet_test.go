@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/straitnet/strait/internal/netns"
 	"github.com/straitnet/strait/lab/topology"
-	"github.com/straitnet/strait/test/netns"
 	"github.com/straitnet/strait/test/require"
 )
 

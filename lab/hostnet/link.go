@@ -10,8 +10,8 @@ import (
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 
+	labnetns "github.com/straitnet/strait/internal/netns"
 	"github.com/straitnet/strait/lab/topology"
-	labnetns "github.com/straitnet/strait/test/netns"
 )
 
 // Ensure makes the host's link into the lab as hl says, level-triggered: the veth (made

@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/straitnet/strait/internal/netns"
 	"github.com/straitnet/strait/lab/image"
 	"github.com/straitnet/strait/lab/node"
 	"github.com/straitnet/strait/test/clusters"
-	"github.com/straitnet/strait/test/netns"
 	"github.com/straitnet/strait/test/require"
 )
 

@@ -11,9 +11,9 @@ import (
 
 	"github.com/vishvananda/netlink"
 
+	"github.com/straitnet/strait/internal/netns"
 	"github.com/straitnet/strait/lab/node"
 	"github.com/straitnet/strait/test/hostview"
-	"github.com/straitnet/strait/test/netns"
 )
 
 // hostState is what a node must leave as it found it (test/hostview).

@@ -28,10 +28,10 @@ import (
 	"k8s.io/client-go/tools/remotecommand"
 	"k8s.io/utils/ptr"
 
+	"github.com/straitnet/strait/internal/netns"
 	"github.com/straitnet/strait/lab/image"
 	"github.com/straitnet/strait/lab/node"
 	"github.com/straitnet/strait/test/clusters"
-	"github.com/straitnet/strait/test/netns"
 	"github.com/straitnet/strait/test/require"
 )
 

@@ -9,10 +9,10 @@ import (
 	"time"
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
+	"github.com/straitnet/strait/internal/netns"
 	"github.com/straitnet/strait/nodeagent/cable"
 	"github.com/straitnet/strait/nodeagent/cable/ipsec"
 	"github.com/straitnet/strait/nodeagent/cable/wireguard"
-	"github.com/straitnet/strait/test/netns"
 	"github.com/straitnet/strait/test/require"
 )
 

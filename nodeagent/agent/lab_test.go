@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
+	"github.com/straitnet/strait/internal/netns"
 	"github.com/straitnet/strait/nodeagent/cable"
 	"github.com/straitnet/strait/nodeagent/cable/ipsec"
 	"github.com/straitnet/strait/nodeagent/cable/vxlan"
@@ -20,7 +21,6 @@ import (
 	"github.com/straitnet/strait/nodeagent/kernel"
 	"github.com/straitnet/strait/nodeagent/route"
 	"github.com/straitnet/strait/test/cabletest"
-	"github.com/straitnet/strait/test/netns"
 	"github.com/straitnet/strait/test/require"
 )
 

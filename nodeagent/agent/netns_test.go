@@ -10,10 +10,10 @@ import (
 	"time"
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
+	"github.com/straitnet/strait/internal/netns"
 	"github.com/straitnet/strait/nodeagent/globalnet"
 	"github.com/straitnet/strait/nodeagent/health"
 	"github.com/straitnet/strait/nodeagent/kernel"
-	"github.com/straitnet/strait/test/netns"
 	"github.com/straitnet/strait/test/require"
 	"golang.org/x/sys/unix"
 )

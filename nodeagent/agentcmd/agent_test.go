@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/straitnet/strait/internal/netns"
 	"github.com/straitnet/strait/nodeagent/kernel"
 	"github.com/straitnet/strait/nodeagent/route"
-	"github.com/straitnet/strait/test/netns"
 	"github.com/straitnet/strait/test/require"
 )
 

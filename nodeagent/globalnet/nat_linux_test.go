@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/straitnet/strait/internal/netns"
 	"github.com/straitnet/strait/nodeagent/kernel"
-	"github.com/straitnet/strait/test/netns"
 	"github.com/straitnet/strait/test/require"
 )
 

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/straitnet/strait/test/netns"
+	"github.com/straitnet/strait/internal/netns"
 	"github.com/straitnet/strait/test/require"
 )
 

@@ -16,7 +16,7 @@ import (
 	vnetns "github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 
-	"github.com/straitnet/strait/test/netns"
+	"github.com/straitnet/strait/internal/netns"
 	"github.com/straitnet/strait/test/require"
 )
 

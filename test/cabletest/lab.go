@@ -10,8 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/straitnet/strait/internal/netns"
 	"github.com/straitnet/strait/nodeagent/cable"
-	"github.com/straitnet/strait/test/netns"
 )
 
 // Table and Protocol are the routing table and route protocol the lab gives drivers; the

@@ -12,7 +12,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/straitnet/strait/test/netns"
+	"github.com/straitnet/strait/internal/netns"
 )
 
 // Ping sends one ICMP echo from namespace ns to dst and reports whether it was answered.

@@ -18,8 +18,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
-	"github.com/straitnet/strait/controllers"
-	"github.com/straitnet/strait/test/k8sversion"
+	"github.com/straitnet/strait/internal/k8sversion"
+	"github.com/straitnet/strait/internal/scheme"
 )
 
 // KubeConfigKey is the key of the kubeconfig in a member's Secret in the hub (Flux's
@@ -65,7 +65,7 @@ type Env struct {
 }
 
 // NewScheme has the types the hub, the members and the tests use.
-func NewScheme() *runtime.Scheme { return controllers.NewScheme() }
+func NewScheme() *runtime.Scheme { return scheme.New() }
 
 // Start starts the hub and the members in parallel, installs the CRDs and registers
 // each member's kubeconfig in the hub. On error everything started is stopped.

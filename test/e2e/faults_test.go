@@ -10,8 +10,8 @@ import (
 	"time"
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
+	"github.com/straitnet/strait/internal/netns"
 	"github.com/straitnet/strait/test/labtest"
-	"github.com/straitnet/strait/test/netns"
 	"github.com/straitnet/strait/test/require"
 )
 

@@ -21,12 +21,12 @@ import (
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
 	"github.com/straitnet/strait/examples/clusterset/argocd"
+	"github.com/straitnet/strait/internal/netns"
 	"github.com/straitnet/strait/lab"
 	"github.com/straitnet/strait/lab/flux"
 	"github.com/straitnet/strait/lab/gitserver"
 	"github.com/straitnet/strait/lab/topology"
 	"github.com/straitnet/strait/test/labtest"
-	"github.com/straitnet/strait/test/netns"
 	"github.com/straitnet/strait/test/require"
 )
 

@@ -12,10 +12,10 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/straitnet/strait/internal/netns"
 	"github.com/straitnet/strait/lab"
 	"github.com/straitnet/strait/lab/topology"
 	"github.com/straitnet/strait/test/labtest"
-	"github.com/straitnet/strait/test/netns"
 )
 
 func TestPodsGetIPs(t *testing.T) {

@@ -10,9 +10,9 @@ import (
 	"github.com/vishvananda/netlink"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/straitnet/strait/internal/netns"
 	"github.com/straitnet/strait/lab/topology"
 	"github.com/straitnet/strait/nodeagent/route"
-	"github.com/straitnet/strait/test/netns"
 	"github.com/straitnet/strait/test/require"
 )
 

@@ -19,11 +19,11 @@ import (
 	"sigs.k8s.io/yaml"
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
-	"github.com/straitnet/strait/controllers"
+	"github.com/straitnet/strait/internal/netns"
+	"github.com/straitnet/strait/internal/scheme"
 	"github.com/straitnet/strait/lab"
 	"github.com/straitnet/strait/lab/gitserver"
 	"github.com/straitnet/strait/lab/topology"
-	"github.com/straitnet/strait/test/netns"
 	"github.com/straitnet/strait/test/require"
 )
 
@@ -35,7 +35,7 @@ func (e *Env) Client(t testing.TB, cluster string) client.Client {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := client.New(cfg, client.Options{Scheme: controllers.NewScheme()})
+	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,8 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/straitnet/strait/internal/netns"
 	"github.com/straitnet/strait/lab/workload"
-	"github.com/straitnet/strait/test/netns"
 )
 
 // IPerf3Image names the sample iperf3 server for PodOn (lab.SampleContainer).

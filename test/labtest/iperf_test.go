@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/straitnet/strait/internal/netns"
 	"github.com/straitnet/strait/lab/workload"
-	"github.com/straitnet/strait/test/netns"
 	"github.com/straitnet/strait/test/require"
 )
 

@@ -18,12 +18,12 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
+	"github.com/straitnet/strait/internal/netns"
 	"github.com/straitnet/strait/lab"
 	"github.com/straitnet/strait/lab/topology"
 	"github.com/straitnet/strait/plan"
 	"github.com/straitnet/strait/test/clusters"
 	"github.com/straitnet/strait/test/hostview"
-	"github.com/straitnet/strait/test/netns"
 	"github.com/straitnet/strait/test/require"
 )
 

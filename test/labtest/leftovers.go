@@ -10,8 +10,8 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/straitnet/strait/internal/netns"
 	"github.com/straitnet/strait/lab/topology"
-	"github.com/straitnet/strait/test/netns"
 )
 
 // labMarks are what makes a process the lab's, as a person would look for it after "lab

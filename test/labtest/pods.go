@@ -23,9 +23,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
+	"github.com/straitnet/strait/internal/netns"
 	"github.com/straitnet/strait/lab"
 	"github.com/straitnet/strait/lab/workload"
-	"github.com/straitnet/strait/test/netns"
 	"github.com/straitnet/strait/test/require"
 )
 

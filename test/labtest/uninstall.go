@@ -13,10 +13,10 @@ import (
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
 	"github.com/straitnet/strait/dns/corefile"
+	"github.com/straitnet/strait/internal/netns"
 	"github.com/straitnet/strait/lab/topology"
 	"github.com/straitnet/strait/nodeagent/kernel"
 	"github.com/straitnet/strait/nodeagent/route"
-	"github.com/straitnet/strait/test/netns"
 	"github.com/straitnet/strait/test/require"
 )
 

@@ -8,9 +8,9 @@ import (
 
 	"github.com/vishvananda/netlink"
 
+	"github.com/straitnet/strait/internal/netns"
 	"github.com/straitnet/strait/nodeagent/cable"
 	"github.com/straitnet/strait/nodeagent/cable/devroute"
-	"github.com/straitnet/strait/test/netns"
 	"github.com/straitnet/strait/test/require"
 )
 

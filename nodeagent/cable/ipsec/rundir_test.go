@@ -8,8 +8,8 @@ import (
 
 	"github.com/strongswan/govici/vici"
 
+	"github.com/straitnet/strait/internal/netns"
 	"github.com/straitnet/strait/test/cabletest"
-	"github.com/straitnet/strait/test/netns"
 )
 
 // The lab keeps its state under /run, and so does a pod whose emptyDir is mounted there:

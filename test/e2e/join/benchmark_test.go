@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/straitnet/strait/diagnose"
+	"github.com/straitnet/strait/cmd/strait/diagnose"
 )
 
 // strait benchmark between c1 and c2 with the person's own credentials: throughput and

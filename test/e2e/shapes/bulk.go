@@ -7,8 +7,8 @@ import (
 
 	"github.com/vishvananda/netlink"
 
+	"github.com/straitnet/strait/internal/netns"
 	"github.com/straitnet/strait/test/labtest"
-	"github.com/straitnet/strait/test/netns"
 	"github.com/straitnet/strait/test/require"
 )
 

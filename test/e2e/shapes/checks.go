@@ -17,11 +17,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/straitnet/strait/internal/netns"
 	"github.com/straitnet/strait/lab"
 	"github.com/straitnet/strait/lab/topology"
 	"github.com/straitnet/strait/lab/workload"
 	"github.com/straitnet/strait/test/labtest"
-	"github.com/straitnet/strait/test/netns"
 	"github.com/straitnet/strait/test/require"
 )
 

@@ -6,9 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/straitnet/strait/internal/netns"
 	"github.com/straitnet/strait/nodeagent/route"
 	"github.com/straitnet/strait/test/labtest"
-	"github.com/straitnet/strait/test/netns"
 )
 
 // bypass lists the agent's masquerade bypass on a node: the chain keep-remote-source

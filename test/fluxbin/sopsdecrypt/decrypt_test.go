@@ -14,12 +14,12 @@ import (
 )
 
 func TestSOPSDecryptsStraitJoinsSecret(t *testing.T) {
-	key, err := os.ReadFile("../../../join/testdata/age-test-identity.txt")
+	key, err := os.ReadFile("../../../cmd/strait/join/testdata/age-test-identity.txt")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Setenv("SOPS_AGE_KEY", strings.TrimSpace(string(key)))
-	data, err := os.ReadFile("../../../join/testdata/c3-kubeconfig.enc.yaml")
+	data, err := os.ReadFile("../../../cmd/strait/join/testdata/c3-kubeconfig.enc.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}

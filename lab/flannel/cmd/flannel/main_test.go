@@ -16,8 +16,8 @@ import (
 
 	"github.com/vishvananda/netlink"
 
+	"github.com/straitnet/strait/internal/netns"
 	"github.com/straitnet/strait/test/clusters"
-	"github.com/straitnet/strait/test/netns"
 	"github.com/straitnet/strait/test/require"
 )
 

@@ -1,0 +1,325 @@
+package diagnose
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	straitv1 "github.com/straitnet/strait/api/v1alpha1"
+	"github.com/straitnet/strait/internal/cli"
+	"github.com/straitnet/strait/internal/probe"
+)
+
+// What strait verify checks.
+const (
+	verifyConnectivity     = "connectivity"
+	verifyServiceDiscovery = "service-discovery"
+	verifyGatewayFailover  = "gateway-failover"
+)
+
+var verifyNames = []string{verifyConnectivity, verifyServiceDiscovery, verifyGatewayFailover}
+
+// failoverBound is the longest gap a gateway failover may leave: the agent releases the
+// gateway Lease when it stops, and the standby takes over within a second or two.
+const failoverBound = 10 * time.Second
+
+type verifyOptions struct {
+	members memberFlags
+	only    []string
+	output  string
+}
+
+// NewVerifyCommand is `strait verify`.
+func NewVerifyCommand() *cobra.Command {
+	o := &verifyOptions{}
+	cmd := &cobra.Command{
+		Use:   "verify [--only connectivity,service-discovery,gateway-failover]",
+		Short: "Prove the data path: pod → pod and pod → ClusterIP across with the caller's IP kept, the clusterset names, a gateway failover",
+		Long: `verify starts its own probe pods (Strait's image, "straitd probe serve") on every node of
+every member it is given, with your own credentials, and a ClusterIP Service in front of
+them, and removes them all when it ends:
+
+  connectivity       from a gateway node's and a plain node's pod of each member, a TCP
+                     connection to another member's pod IP and to its probe Service's
+                     ClusterIP; each must be answered, and the answer must name the
+                     caller's own pod IP (nothing masqueraded it)
+  service-discovery  every imported service's <name>.<ns>.svc.clusterset.local, looked up
+                     from a pod, answers with addresses in an exporting member's pod
+                     or service CIDRs
+  gateway-failover   the active gateway of the second member is stopped (its agent pod
+                     deleted, as a node drain does) while the first member's pod connects
+                     every 100 ms; the longest gap must stay under 10s, and another
+                     gateway must be active
+
+A summary table (or -o json|yaml); exit status 0 when everything passed, 2 on any
+failure, 3 when verify could not run.`,
+		Example: `  strait verify --context c1 --context c2
+  strait verify --only connectivity,service-discovery --member-kubeconfig c1=c1.kubeconfig --member-kubeconfig c2=c2.kubeconfig`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runVerify(cli.Context(cmd), o, cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
+	}
+	f := cmd.Flags()
+	addMemberFlags(cmd, &o.members)
+	f.StringSliceVar(&o.only, "only", verifyNames, "what to verify: "+strings.Join(verifyNames, ","))
+	f.StringVarP(&o.output, "output", "o", "", "output format: json or yaml (default: a table)")
+	_ = cmd.RegisterFlagCompletionFunc("only", cobra.FixedCompletions(verifyNames, cobra.ShellCompDirectiveNoFileComp))
+	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &cli.ExitStatus{Code: exitError, Err: err} })
+	return cmd
+}
+
+func runVerify(ctx context.Context, o *verifyOptions, stdout, stderr io.Writer) error {
+	for _, v := range o.only {
+		if !contains(verifyNames, v) {
+			return &cli.ExitStatus{Code: exitError, Err: fmt.Errorf("--only %s: want some of %s", v, strings.Join(verifyNames, ", "))}
+		}
+	}
+	if o.output != "" && o.output != "json" && o.output != "yaml" {
+		return &cli.ExitStatus{Code: exitError, Err: fmt.Errorf("-o/--output %q: want json or yaml (or nothing, for a table)", o.output)}
+	}
+	targets, err := o.members.targets()
+	if err != nil {
+		return &cli.ExitStatus{Code: exitError, Err: err}
+	}
+	progress := cli.Progress(stderr)
+	rep := &Report{}
+	obs := observed{probes: map[string][]probePod{}}
+	obs.members = readMembers(ctx, targets, rep)
+	if len(obs.members) < 2 || len(rep.Unreadable) > 0 {
+		printSide(stderr, rep)
+		return &cli.ExitStatus{Code: exitError, Err: fmt.Errorf("verify needs two members that can be read; found %d", len(obs.members))}
+	}
+	run := strconv.FormatInt(time.Now().UnixNano(), 36)
+	progress("starting probe pods and a probe Service in every member")
+	services := map[string]string{} // member -> ClusterIP
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 20*time.Second)
+		defer cancel()
+		for _, m := range obs.members {
+			_ = m.stopProbes(cctx, run)
+			_ = m.kube.CoreV1().Services(straitv1.SystemNamespace).Delete(cctx, "strait-verify-"+run, metav1.DeleteOptions{})
+		}
+	}()
+	for _, m := range obs.members {
+		if err := m.startProbes(ctx, run); err != nil {
+			return &cli.ExitStatus{Code: exitError, Err: fmt.Errorf("%s: %w", m.name, err)}
+		}
+		ip, err := m.probeService(ctx, run)
+		if err != nil {
+			return &cli.ExitStatus{Code: exitError, Err: fmt.Errorf("%s: %w", m.name, err)}
+		}
+		services[m.name] = ip
+	}
+	for _, m := range obs.members {
+		pods, err := m.waitProbes(ctx, run, 60*time.Second)
+		if err != nil {
+			return &cli.ExitStatus{Code: exitError, Err: err}
+		}
+		obs.probes[m.name] = pods
+	}
+	if contains(o.only, verifyConnectivity) {
+		progress("connectivity: pod → pod and pod → ClusterIP across, from gateway and plain nodes")
+		rep.Results = append(rep.Results, verifyConnections(ctx, obs, services)...)
+	}
+	if contains(o.only, verifyServiceDiscovery) {
+		progress("service-discovery: the clusterset.local names from a pod of each member")
+		rep.Results = append(rep.Results, verifyNamesResolve(ctx, obs)...)
+	}
+	if contains(o.only, verifyGatewayFailover) {
+		progress("gateway-failover: stopping %s's active gateway while %s's pod connects every 100 ms", obs.members[1].name, obs.members[0].name)
+		rep.Results = append(rep.Results, verifyFailover(ctx, obs))
+	}
+	if err := printReport(stdout, rep, o.output); err != nil {
+		return &cli.ExitStatus{Code: exitError, Err: err}
+	}
+	return exitOf(rep)
+}
+
+// probeService puts a ClusterIP Service in front of this run's probe pods.
+func (m *member) probeService(ctx context.Context, run string) (string, error) {
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "strait-verify-" + run, Namespace: straitv1.SystemNamespace, Labels: map[string]string{probeLabel: "true"}},
+		Spec: corev1.ServiceSpec{Selector: map[string]string{probeLabel: "true", "run": run}, Ports: []corev1.ServicePort{
+			{Name: "tcp", Protocol: corev1.ProtocolTCP, Port: probe.Port, TargetPort: intstr.FromInt32(probe.Port)},
+		}},
+	}
+	created, err := m.kube.CoreV1().Services(straitv1.SystemNamespace).Create(ctx, svc, metav1.CreateOptions{})
+	if err != nil {
+		return "", fmt.Errorf("creating the probe Service: %w", err)
+	}
+	return created.Spec.ClusterIP, nil
+}
+
+// sources are a member's probe pods to dial from: one on a gateway node, one on a plain node.
+func sources(pods []probePod) []probePod {
+	var out []probePod
+	for _, gw := range []bool{true, false} {
+		for _, p := range pods {
+			if p.gateway == gw {
+				out = append(out, p)
+				break
+			}
+		}
+	}
+	return out
+}
+
+func verifyConnections(ctx context.Context, obs observed, services map[string]string) []Result {
+	var out []Result
+	for _, a := range obs.members {
+		for _, b := range obs.members {
+			if a == b || len(obs.probes[b.name]) == 0 {
+				continue
+			}
+			to := pickPlain(obs.probes[b.name])
+			var bad, good []string
+			for _, p := range sources(obs.probes[a.name]) {
+				for _, target := range []struct{ what, ip string }{{"pod " + to.ip, to.ip}, {"ClusterIP " + services[b.name], services[b.name]}} {
+					var seen probe.Seen
+					// The first tries may meet kube-proxy before it programmed the new Service.
+					var err error
+					for try := 0; try < 5; try++ {
+						if err = a.execJSON(ctx, p.name, "probe", []string{"/straitd", "probe", "dial", "--timeout", "2s", net.JoinHostPort(target.ip, strconv.Itoa(probe.Port))}, &seen); err == nil {
+							break
+						}
+						time.Sleep(time.Second)
+					}
+					from := fmt.Sprintf("%s (%s) → %s", p.node, p.ip, target.what)
+					switch {
+					case err != nil:
+						bad = append(bad, from+": "+err.Error())
+					case seen.Seen != p.ip:
+						bad = append(bad, fmt.Sprintf("%s: answered, but the caller arrived as %s", from, seen.Seen))
+					default:
+						good = append(good, from)
+					}
+				}
+			}
+			r := Result{Check: verifyConnectivity, Cluster: a.name + "→" + b.name, Status: Pass, Detail: strings.Join(good, "; ") + ": caller's IP kept"}
+			if len(bad) > 0 {
+				r.Status, r.Detail = Fail, strings.Join(bad, "; ")
+				r.Fix = "strait diagnose says where the path breaks (cni, firewall, connections)"
+			}
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func verifyNamesResolve(ctx context.Context, obs observed) []Result {
+	var out []Result
+	for _, m := range obs.members {
+		ls := lookups(ctx, m, obs.probes[m.name])
+		r := Result{Check: verifyServiceDiscovery, Cluster: m.name, Status: Pass}
+		var bad, good []string
+		for _, l := range ls {
+			switch owner := ownerOf(obs, l.addrs); {
+			case l.err != nil || len(l.addrs) == 0:
+				bad = append(bad, fmt.Sprintf("%s: %v", l.name, l.err))
+			case owner == "":
+				bad = append(bad, fmt.Sprintf("%s: %s, in no member's CIDRs", l.name, strings.Join(l.addrs, ",")))
+			default:
+				good = append(good, fmt.Sprintf("%s → %s (%s)", l.name, strings.Join(l.addrs, ","), owner))
+			}
+		}
+		switch {
+		case len(bad) > 0:
+			r.Status, r.Detail, r.Fix = Fail, strings.Join(bad, "; "), "strait diagnose dns"
+		case len(good) == 0:
+			r.Status, r.Detail, r.Fix = Warn, "no imported service to look up", "export a service in the ClusterSet (strait export) to verify the names"
+		default:
+			r.Detail = strings.Join(good, "; ")
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// ownerOf names the members whose pod or service CIDRs hold the addresses ("" when one
+// is in none): an exporting member answers with its own.
+func ownerOf(obs observed, addrs []string) string {
+	var owners []string
+	for _, a := range addrs {
+		ip, err := netip.ParseAddr(a)
+		if err != nil {
+			return ""
+		}
+		owner := ""
+		for _, m := range obs.members {
+			for _, c := range append(append([]string{}, m.membership.Spec.PodCIDRs...), m.membership.Spec.ServiceCIDRs...) {
+				if p, err := netip.ParsePrefix(c); err == nil && p.Contains(ip) {
+					owner = m.name
+				}
+			}
+		}
+		if owner == "" {
+			return ""
+		}
+		owners = appendNew(owners, owner)
+	}
+	return strings.Join(owners, ",")
+}
+
+func verifyFailover(ctx context.Context, obs observed) Result {
+	a, b := obs.members[0], obs.members[1]
+	r := Result{Check: verifyGatewayFailover, Cluster: a.name + "→" + b.name}
+	gw := activeGateway(b)
+	if gw == nil || len(b.gateways) < 2 {
+		r.Status, r.Detail, r.Fix = Warn, fmt.Sprintf("%s has %d gateway-capable nodes", b.name, len(b.gateways)), "label a second node for the gateway selector to have a standby"
+		return r
+	}
+	from, to := pickPlain(obs.probes[a.name]), pickPlain(obs.probes[b.name])
+	agent := b.agentOn(gw.Spec.NodeName)
+	if agent == nil {
+		r.Status, r.Detail = Fail, "no running agent on the active gateway "+gw.Spec.NodeName
+		return r
+	}
+	type watched struct {
+		w   probe.Watch
+		err error
+	}
+	done := make(chan watched, 1)
+	go func() {
+		var w probe.Watch
+		err := a.execJSON(ctx, from.name, "probe", []string{"/straitd", "probe", "watch", "--for", "20s", "--every", "100ms", "--timeout", "500ms",
+			net.JoinHostPort(to.ip, strconv.Itoa(probe.Port))}, &w)
+		done <- watched{w, err}
+	}()
+	time.Sleep(3 * time.Second)
+	stopped := time.Now()
+	err := b.kube.CoreV1().Pods(straitv1.SystemNamespace).Delete(ctx, agent.Name, metav1.DeleteOptions{})
+	res := <-done
+	newActive := ""
+	gws := &straitv1.GatewayList{}
+	if lerr := b.c.List(ctx, gws); lerr == nil {
+		for _, g := range gws.Items {
+			if g.Spec.HAState == straitv1.HAActive {
+				newActive = g.Spec.NodeName
+			}
+		}
+	}
+	gap := time.Duration(res.w.LongestGap) * time.Millisecond
+	r.Detail = fmt.Sprintf("stopped %s's active gateway %s at %s; longest gap %s (%d of %d tries answered); active now %s",
+		b.name, gw.Spec.NodeName, stopped.Format("15:04:05"), gap, res.w.Answers, res.w.Tries, orDash(newActive))
+	switch {
+	case errors.Join(err, res.err) != nil:
+		r.Status, r.Detail = Fail, errors.Join(err, res.err).Error()
+	case gap > failoverBound || newActive == "" || newActive == gw.Spec.NodeName:
+		r.Status, r.Fix = Fail, "strait show gateways; the agents' logs on both gateway nodes say why the standby did not take over"
+	default:
+		r.Status = Pass
+	}
+	return r
+}
