@@ -26,17 +26,17 @@ const (
 // black hole: nothing, or seconds-long stalls after every retransmission).
 const CableFloor = 100e6
 
-// BulkTransferHasNoBlackHole sends one TCP stream (iperf3) from a pod on a plain node
-// of each cluster to an iperf3 pod on a plain node of the other, through the cable with
-// the CNI's MTU underneath (flannel's VXLAN takes 50 bytes off the pod's link), and
-// from the same pod to one on a gateway node of its own cluster. Both must complete,
-// with no half-second without a byte sent, and the cable above CableFloor; it logs both
-// throughputs and their ratio.
-func BulkTransferHasNoBlackHole(t *testing.T, env *labtest.Env) {
+// BulkTransferHasNoBlackHole sends, in every direction of edges, one TCP stream
+// (iperf3) from a pod on a plain node of the sending cluster to an iperf3 pod on a plain
+// node of the receiving one, through the cable with the CNIs' MTU underneath (flannel's
+// VXLAN takes 50 bytes off the pod's link), and from the same pod to one on a gateway
+// node of its own cluster. Both must complete, with no half-second without a byte sent,
+// and the cable above CableFloor; it logs both throughputs and their ratio.
+func BulkTransferHasNoBlackHole(t *testing.T, env *labtest.Env, edges []Edge) {
 	require.Root(t, "iperf3") // the client runs from the host, in the pod's namespace
-	for _, dir := range [][2]string{{"c1", "c2"}, {"c2", "c1"}} {
-		from, to := dir[0], dir[1]
-		t.Run(from+" → "+to, func(t *testing.T) {
+	for _, e := range edges {
+		from, to := e.From, e.To
+		t.Run(e.String(), func(t *testing.T) {
 			src := env.SourcePods(t, from)[0]
 			remote := env.PodOn(t, to, env.NodeOfKind(t, to, false), labtest.IPerf3Image)
 			local := env.PodOn(t, from, env.NodeOfKind(t, from, true), labtest.IPerf3Image)

@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	straitv1 "github.com/straitnet/strait/api/v1alpha1"
 	"github.com/straitnet/strait/internal/netns"
 	"github.com/straitnet/strait/lab"
 	"github.com/straitnet/strait/lab/topology"
@@ -25,18 +26,25 @@ import (
 	"github.com/straitnet/strait/test/require"
 )
 
-// ClusterSet is the manifest both shape labs run: c1 and c2 both export whereami, so
-// traffic is checked both ways.
+// ClusterSet is the manifest the shapes lab runs: c1, c2 and c3 all export whereami, so
+// every cluster both sends and receives traffic between clusters.
 const ClusterSet = "test/e2e/shapes/testdata/clusterset.yaml"
 
-// AcrossBothWays is what a user of each cluster checks of the other, from a pod on a
-// plain node and from one on a gateway node: the remote pod and ClusterIP answer and
-// see the caller's own pod IP, and the clusterset.local names answer (ClusterSetIP and
-// headless, with and without a cluster).
-func AcrossBothWays(t *testing.T, env *labtest.Env) {
+// spreadConnections is how many connections to a clusterset IP ClustersetNamesAnswer
+// makes. kube-proxy picks at random among the pods behind it, two in each of three
+// clusters: a cluster answers fewer than a tenth of 100 with a chance of 1.1e-8 (3.4e-8
+// for any of the three).
+const spreadConnections = 100
+
+// Across is what a user of each cluster checks of another, in every direction of
+// edges, from a pod on a plain node and from one on a gateway node: the remote pod and
+// ClusterIP answer and see the caller's own pod IP, and the clusterset.local names
+// answer (ClusterSetIP and headless, with and without a cluster).
+func Across(t *testing.T, env *labtest.Env, edges []Edge) {
 	t.Helper()
-	for _, dir := range [][2]string{{"c1", "c2"}, {"c2", "c1"}} {
-		from, to := dir[0], dir[1]
+	exporters := ExportingClusters(t, env)
+	for _, e := range edges {
+		from, to := e.From, e.To
 		remote := env.PodOn(t, to, env.NodeOfKind(t, to, false), labtest.WhereamiImage)
 		sources := env.SourcePods(t, from)
 		for _, src := range sources {
@@ -49,17 +57,48 @@ func AcrossBothWays(t *testing.T, env *labtest.Env) {
 			t.Logf("figure: %s → %s from %s on %s (gateway node %v): caller seen %s, the pod's own %s", from, to, src.Name, src.Node, src.Gateway, a.Caller, src.IP)
 			env.CheckAcross(t, src, to, remote)
 		}
-		ClustersetNamesAnswer(t, env, sources[0], from, to)
+		ClustersetNamesAnswer(t, env, sources[0], from, exporters)
 	}
 }
 
+// ExportingClusters are the clusters the lab's ClusterSet exports whereami-cs and
+// whereami-ss from (the checks want both from the same clusters; an export without
+// clusters is every member's).
+func ExportingClusters(t *testing.T, env *labtest.Env) []string {
+	t.Helper()
+	cs := env.ClusterSet(t)
+	var members []string
+	for _, c := range cs.Spec.Clusters {
+		members = append(members, c.Name)
+	}
+	var out [][]string
+	for _, name := range []string{lab.WhereamiCS, lab.WhereamiSS} {
+		i := slices.IndexFunc(cs.Spec.Exports, func(x straitv1.ExportSpec) bool {
+			return x.Namespace == lab.SampleNamespace && x.Name == name
+		})
+		if i < 0 {
+			t.Fatalf("the ClusterSet exports no %s/%s", lab.SampleNamespace, name)
+		}
+		from := slices.Clone(cs.Spec.Exports[i].Clusters)
+		if len(from) == 0 {
+			from = slices.Clone(members)
+		}
+		slices.Sort(from)
+		out = append(out, from)
+	}
+	if !slices.Equal(out[0], out[1]) {
+		t.Fatalf("the ClusterSet exports %s from %v and %s from %v: the checks want both from the same clusters", lab.WhereamiCS, out[0], lab.WhereamiSS, out[1])
+	}
+	return out[0]
+}
+
 // ClustersetNamesAnswer checks the clusterset.local names without a cluster from src, a
-// pod of cluster from, both clusters exporting: whereami-cs resolves to from's
-// clusterset IP (the derived Service's cluster IP, in from's service CIDR), whose
-// connections reach the pods of both clusters with the caller's pod IP kept, and
-// whereami-ss (headless) lists every ready whereami-ss pod of both clusters, to's
-// answering with the caller's pod IP.
-func ClustersetNamesAnswer(t *testing.T, env *labtest.Env, src labtest.Source, from, to string) {
+// pod of cluster from, every cluster of exporters exporting: whereami-cs resolves to
+// from's clusterset IP (the derived Service's cluster IP, in from's service CIDR),
+// whose connections reach the pods of every exporting cluster with the caller's pod IP
+// kept, and whereami-ss (headless) lists every ready whereami-ss pod of every exporting
+// cluster, each of the other clusters' answering with the caller's pod IP.
+func ClustersetNamesAnswer(t *testing.T, env *labtest.Env, src labtest.Source, from string, exporters []string) {
 	t.Helper()
 	cs := lab.WhereamiCS + "." + lab.SampleNamespace + ".svc.clusterset.local"
 	headless := lab.WhereamiSS + "." + lab.SampleNamespace + ".svc.clusterset.local"
@@ -71,18 +110,23 @@ func ClustersetNamesAnswer(t *testing.T, env *labtest.Env, src labtest.Source, f
 		}
 		return err
 	})
-	// 40 connections leave a cluster out with a chance of 2^-39 when kube-proxy picks at
-	// random among four pods, two in each.
-	spread := labtest.Connect(40, func() (workload.Answer, error) {
+	spread := labtest.Connect(spreadConnections, func() (workload.Answer, error) {
 		return labtest.TryWhereami(src.NS, net.JoinHostPort(ip, "80"))
 	})
 	t.Logf("%s → %s (%s): %s", src.Name, cs, ip, spread)
-	spread.CheckBalanced(t, 0.1, from, to)
+	spread.CheckBalanced(t, 0.1, exporters...)
 	if len(spread.Callers) != 1 || spread.Callers[src.IP] == 0 {
 		t.Errorf("%s → %s: whereami saw callers %v, want the caller's pod IP %s alone", src.Name, cs, spread.Callers, src.IP)
 	}
-	local, remote := readyIPs(env.SamplePods(t, from, lab.WhereamiSS)), readyIPs(env.SamplePods(t, to, lab.WhereamiSS))
-	want := append(slices.Clone(local), remote...)
+	var want []string
+	remote := map[string][]string{} // the other clusters' ready pods
+	for _, c := range exporters {
+		ips := readyIPs(env.SamplePods(t, c, lab.WhereamiSS))
+		want = append(want, ips...)
+		if c != from {
+			remote[c] = ips
+		}
+	}
 	slices.Sort(want)
 	var ips []string
 	require.Eventually(t, labtest.Converge, src.Name+": "+headless, func() (err error) {
@@ -91,14 +135,16 @@ func ClustersetNamesAnswer(t *testing.T, env *labtest.Env, src labtest.Source, f
 		}
 		got := slices.Sorted(slices.Values(ips))
 		if !slices.Equal(got, want) {
-			return fmt.Errorf("%v, want every ready whereami-ss pod of %s and %s: %v", got, from, to, want)
+			return fmt.Errorf("%v, want every ready whereami-ss pod of %v: %v", got, exporters, want)
 		}
 		return nil
 	})
 	t.Logf("%s → %s: %v", src.Name, headless, ips)
-	for _, ip := range remote {
-		if a, err := labtest.TryWhereami(src.NS, net.JoinHostPort(ip, "8080")); err != nil || a.Cluster != to || a.Caller != src.IP {
-			t.Errorf("%s → %s's %s (%s): %+v, %v; want %s answering the caller's pod IP %s", src.Name, to, headless, ip, a, err, to, src.IP)
+	for _, c := range exporters {
+		for _, ip := range remote[c] {
+			if a, err := labtest.TryWhereami(src.NS, net.JoinHostPort(ip, "8080")); err != nil || a.Cluster != c || a.Caller != src.IP {
+				t.Errorf("%s → %s's %s (%s): %+v, %v; want %s answering the caller's pod IP %s", src.Name, c, headless, ip, a, err, c, src.IP)
+			}
 		}
 	}
 }
@@ -220,10 +266,11 @@ func Masquerade(c topology.Cluster, n topology.Node) (string, error) {
 }
 
 // BypassSurvivesRewrites removes every CNI masquerade rule and kills every kube-proxy,
-// then lets them come back as they do in a cluster: a restarted flanneld writes its
-// rules anew, kindnet's come back with lab up (kindnet's resync), as does kube-proxy,
-// which writes all its rules anew. Traffic between clusters then still keeps the caller.
-func BypassSurvivesRewrites(t *testing.T, env *labtest.Env) {
+// on every node of every cluster, then lets them come back as they do in a cluster: a
+// restarted flanneld writes its rules anew, kindnet's come back with lab up (kindnet's
+// resync), as does kube-proxy, which writes all its rules anew. Traffic between
+// clusters then still keeps the caller, in every direction of edges (Across).
+func BypassSurvivesRewrites(t *testing.T, env *labtest.Env, edges []Edge) {
 	ctx := context.Background()
 	for _, c := range env.Topo.Clusters {
 		_, remove := masqueradeOf(c.Shape)
@@ -267,5 +314,5 @@ func BypassSurvivesRewrites(t *testing.T, env *labtest.Env) {
 			})
 		}
 	}
-	AcrossBothWays(t, env)
+	Across(t, env, edges)
 }

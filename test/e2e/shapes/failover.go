@@ -8,17 +8,18 @@ import (
 	"github.com/straitnet/strait/test/labtest"
 )
 
-// GatewayCrashFailsOver crashes (SIGKILL) the agent of c2's active gateway, then c1's,
-// while c1's pod on a plain node GETs c2's pod on a plain node: the other gateway takes
+// GatewayCrashFailsOver crashes (SIGKILL), one after the other, the agent of each
+// crash's cluster's active gateway while a pod of the flow's sending cluster on a plain
+// node GETs a pod of its receiving cluster on a plain node: the other gateway takes
 // over and the GETs are answered again within labtest.CrashFailoverBound of the crash,
 // with the CNI's masquerade and kube-proxy's rules of the shape on the way.
-func GatewayCrashFailsOver(t *testing.T, env *labtest.Env) {
-	for _, cluster := range []string{"c2", "c1"} {
-		t.Run(cluster, func(t *testing.T) {
-			src, target := env.CrossTraffic(t, "c1", "c2")
-			h := env.FailOver(t, cluster, syscall.SIGKILL, src, target)
-			t.Logf("figure: failover, %s's active gateway %s crashed, %s took over: c1 → c2 from a plain node without an answer for %s from the crash (bound %s)",
-				cluster, h.From, h.To, h.Outage.Longest.Round(time.Millisecond), labtest.CrashFailoverBound)
+func GatewayCrashFailsOver(t *testing.T, env *labtest.Env, crashes []Crash) {
+	for _, c := range crashes {
+		t.Run(c.Cluster+" while "+c.Flow.String(), func(t *testing.T) {
+			src, target := env.CrossTraffic(t, c.Flow.From, c.Flow.To)
+			h := env.FailOver(t, c.Cluster, syscall.SIGKILL, src, target)
+			t.Logf("figure: failover, %s's active gateway %s crashed, %s took over: %s from a plain node without an answer for %s from the crash (bound %s)",
+				c.Cluster, h.From, h.To, c.Flow, h.Outage.Longest.Round(time.Millisecond), labtest.CrashFailoverBound)
 		})
 	}
 }
