@@ -44,6 +44,7 @@ SECCOMP_SYSROOT := $(BIN)/cache/seccomp-sysroot
 CONTAINERD_PKG := github.com/containerd/containerd/v2
 CNI_PKG := github.com/containernetworking/plugins/plugins
 IMAGES_STAMP := $(BIN)/images/.built
+CONFORMANCE_IMAGES_STAMP := $(BIN)/images/.conformance-built
 
 # flannel, the CNI of the lab's `cni: flannel` clusters (issue 25): flanneld at the release
 # lab/flannel pins, by go install under flannel's own go.mod (its client-go and netlink
@@ -88,7 +89,7 @@ BENCH_DIR := docs/bench
 # CoreDNS, the lab's cluster DNS, built from the Go module proxy outside the repository.
 COREDNS := $(BIN)/coredns
 
-.PHONY: all demo build test-binaries host-deps lab lab-globalnet lab-down mcs-conformance generate manifests fmt vet lint test test-unit fuzz verify bench bench-lab bench-dns coredns k8s-binaries node-binaries images image flux-binaries flux-images tools clean help FORCE
+.PHONY: all demo build test-binaries lab-node-binaries lab-images host-deps lab lab-globalnet lab-down mcs-conformance generate manifests fmt vet lint test test-unit fuzz verify bench bench-lab bench-dns coredns k8s-binaries node-binaries images image flux-binaries flux-images tools clean help FORCE
 
 all: build
 
@@ -255,13 +256,23 @@ $(K8S_BIN)/kube-%:
 	mkdir -p $(K8S_BIN)
 	cd test/k8sbin && $(GO) build -ldflags "-X k8s.io/component-base/version.gitVersion=$(K8S_VERSION) -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$(K8S_MINOR)" -o $@ k8s.io/kubernetes/cmd/kube-$*
 
-node-binaries: $(K8S_BIN)/kubelet $(addprefix $(NODE_BIN)/,$(NODE_BINARIES)) $(NODE_BIN)/flanneld $(NODE_BIN)/flannel ## Build kubelet, containerd, runc, CNI plugins, flanneld for real nodes.
+node-binaries: lab-node-binaries $(NODE_BIN)/flanneld $(NODE_BIN)/flannel ## Build kubelet, containerd, runc, CNI plugins, flanneld for real nodes.
 
-images: $(IMAGES_STAMP) $(FLANNEL_IMAGE_STAMP) ## Build the real nodes' images (pause, whereami, iperf3, busybox, tools, flannel, the MCS conformance suite's socat and netshoot) into bin/images from Go programs and Debian packages.
+# What the default lab's nodes run (make lab): no flannel.
+lab-node-binaries: $(K8S_BIN)/kubelet $(addprefix $(NODE_BIN)/,$(NODE_BINARIES))
+
+images: $(IMAGES_STAMP) $(FLANNEL_IMAGE_STAMP) $(CONFORMANCE_IMAGES_STAMP) ## Build the real nodes' images (pause, whereami, iperf3, busybox, tools, flannel, the MCS conformance suite's socat and netshoot) into bin/images from Go programs and Debian packages.
+
+# What the default lab's pods run (make lab): no flannel, no conformance suite.
+lab-images: $(IMAGES_STAMP)
 
 # Rebuilt when their programs change; the Debian packages are cached in bin/cache/debs.
 $(IMAGES_STAMP): $(wildcard lab/image/*.go lab/image/*/*.go lab/workload/*.go lab/workload/cmd/*/*.go hack/labimages/*.go)
 	$(GO) run ./hack/labimages -out $(BIN)/images -cache $(BIN)/cache/debs
+	touch $@
+
+$(CONFORMANCE_IMAGES_STAMP): $(wildcard lab/image/*.go hack/labimages/*.go)
+	$(GO) run ./hack/labimages -conformance -out $(BIN)/images -cache $(BIN)/cache/debs
 	touch $@
 
 $(FLANNEL_IMAGE_STAMP): $(NODE_BIN)/flanneld $(wildcard lab/image/*.go lab/flannel/*.go hack/flannelimage/*.go)
@@ -369,13 +380,15 @@ $(KUSTOMIZE):
 $(COREDNS):
 	hack/build-coredns.sh $(COREDNS)
 
-lab: host-deps build k8s-binaries node-binaries images image flux-images $(COREDNS) ## Bring up the default lab (root): clusters c1, c2 and a hub, real nodes in network namespaces; fails when the seed checks (strait lab check) fail.
+# make lab and lab-globalnet build only what their labs run (no flannel, no conformance
+# images): make test builds the rest.
+lab: host-deps build k8s-binaries lab-node-binaries lab-images image flux-images $(COREDNS) ## Bring up the default lab (root): clusters c1, c2 and a hub, real nodes in network namespaces; fails when the seed checks (strait lab check) fail.
 	$(BIN)/strait lab up --example basic
 	$(BIN)/strait lab status
 	@# c2's exports from c1's client pod: an empty answer or a failed GET fails make lab.
 	$(BIN)/strait lab check
 
-lab-globalnet: host-deps build k8s-binaries node-binaries images image flux-images $(COREDNS) ## The globalnet lab (root): g1 and g2 with identical CIDRs, through global IPs.
+lab-globalnet: host-deps build k8s-binaries lab-node-binaries lab-images image flux-images $(COREDNS) ## The globalnet lab (root): g1 and g2 with identical CIDRs, through global IPs.
 	$(BIN)/strait lab up --example globalnet
 	$(BIN)/strait lab status
 	@# g2's exports from g1's client pod, answered with global IPs (both clusters use pods

@@ -174,15 +174,20 @@ func (o Options) fluxImages() ([]string, error) {
 	return refs, nil
 }
 
-// installFlux installs Flux into the hub from its install manifest (kubectl apply
-// --server-side -f, as `flux install` applies its own), waits for its controllers, and
-// applies the repo's flux/ directory, which starts the sync.
-func (l *Lab) installFlux(ctx context.Context, t *topology.Lab, client kubernetes.Interface, timeout time.Duration) error {
-	start := time.Now()
-	if _, err := l.Kubectl(ctx, topology.HubName, "apply", "--server-side", "--force-conflicts",
-		"-f", filepath.Join(l.opts.ImageDir, flux.InstallFile)); err != nil {
-		return err
-	}
+// applyFluxControllers installs Flux into the hub from its install manifest (kubectl
+// apply --server-side -f, as `flux install` applies its own): CRDs, RBAC and the
+// controllers, which wait for nothing of Strait's, so the lab starts them beside strait
+// hub; syncFlux then starts the sync.
+func (l *Lab) applyFluxControllers(ctx context.Context) error {
+	_, err := l.Kubectl(ctx, topology.HubName, "apply", "--server-side", "--force-conflicts",
+		"-f", filepath.Join(l.opts.ImageDir, flux.InstallFile))
+	return err
+}
+
+// syncFlux waits for Flux's controllers (applied at start) and applies the repo's flux/
+// directory, which points them at the lab's repo: from then on the ClusterSet comes from
+// git.
+func (l *Lab) syncFlux(ctx context.Context, t *topology.Lab, client kubernetes.Interface, start time.Time, timeout time.Duration) error {
 	if err := l.waitWorkloads(ctx, topology.HubName, flux.Namespace, client, timeout); err != nil {
 		return err
 	}

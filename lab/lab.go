@@ -49,7 +49,10 @@ func (o Options) bin(name string) string { return filepath.Join(o.K8sBin, name) 
 type Lab struct {
 	opts  Options
 	state State
-	mu    sync.Mutex
+	// mu guards the progress output and early.
+	mu sync.Mutex
+	// early are the real nodes "up" prepares while the control planes come up.
+	early map[string]*early
 }
 
 // New returns a Lab; nothing is touched until a method is called.

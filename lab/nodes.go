@@ -119,42 +119,79 @@ type realNode struct {
 // then starts a real node (containerd, runc, CNI bridge, kubelet) in each node's network
 // namespace that is not already up, all at once.
 func (l *Lab) ensureRealNodes(ctx context.Context, c topology.Cluster, client kubernetes.Interface, withSamples bool) error {
-	images, cni := memberImages(withSamples), node.CNIBridge
-	if on, _ := flannelOf(c); on {
-		images, cni = append(images, flannel.Image), node.CNIFlannel
-	}
-	errs := make([]error, len(c.Nodes))
+	rns := l.memberRealNodes(c, withSamples)
+	errs := make([]error, len(rns))
 	var wg sync.WaitGroup
-	for i, n := range c.Nodes {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[i] = l.ensureRealNode(ctx, client, realNode{cluster: c.Name, node: n, kubeconfig: l.state.LANKubeconfig(c.Name),
-				dns: []netip.Addr{c.DNSServiceIP}, images: images, cni: cni})
-		}()
+	for i, rn := range rns {
+		wg.Go(func() { errs[i] = l.ensureRealNode(ctx, client, rn) })
 	}
 	wg.Wait()
 	return errors.Join(errs...)
 }
 
-// ensureHubNode starts the hub's node in the hub's namespace, reaching the API server on
+// memberRealNodes are the real nodes of a member cluster.
+func (l *Lab) memberRealNodes(c topology.Cluster, withSamples bool) []realNode {
+	images, cni := memberImages(withSamples), node.CNIBridge
+	if on, _ := flannelOf(c); on {
+		images, cni = append(images, flannel.Image), node.CNIFlannel
+	}
+	var rns []realNode
+	for _, n := range c.Nodes {
+		rns = append(rns, realNode{cluster: c.Name, node: n, kubeconfig: l.state.LANKubeconfig(c.Name),
+			dns: []netip.Addr{c.DNSServiceIP}, images: images, cni: cni})
+	}
+	return rns
+}
+
+// hubRealNode is the hub's node, in the hub's namespace, reaching the API server on
 // loopback, where strait hub runs.
-func (l *Lab) ensureHubNode(ctx context.Context, t *topology.Lab, client kubernetes.Interface) error {
+func (l *Lab) hubRealNode(t *topology.Lab) (realNode, error) {
 	images, err := l.opts.hubImages()
+	return realNode{cluster: topology.HubName, node: *t.HubNode, kubeconfig: l.state.InNamespaceKubeconfig(topology.HubName),
+		dns: []netip.Addr{t.HubDNSServiceIP()}, images: images}, err
+}
+
+// ensureHubNode starts the hub's node.
+func (l *Lab) ensureHubNode(ctx context.Context, t *topology.Lab, client kubernetes.Interface) error {
+	rn, err := l.hubRealNode(t)
 	if err != nil {
 		return err
 	}
-	return l.ensureRealNode(ctx, client, realNode{cluster: topology.HubName, node: *t.HubNode, kubeconfig: l.state.InNamespaceKubeconfig(topology.HubName),
-		dns: []netip.Addr{t.HubDNSServiceIP()}, images: images})
+	return l.ensureRealNode(ctx, client, rn)
+}
+
+// nodeLabels are the labels the lab gives a node's Node.
+func nodeLabels(n topology.Node) map[string]string {
+	labels := map[string]string{}
+	if n.Gateway {
+		labels[topology.GatewayLabel] = "true"
+	}
+	return labels
+}
+
+// nodeConfig is how lab/node starts rn, with kubeconfig (empty to prepare it).
+func (l *Lab) nodeConfig(rn realNode, kubeconfig []byte) (node.Config, error) {
+	var images []string
+	for _, ref := range rn.images {
+		p, err := l.opts.imageTarball(ref)
+		if err != nil {
+			return node.Config{}, err
+		}
+		images = append(images, p)
+	}
+	n := rn.node
+	return node.Config{
+		Name: n.Name, NetNS: netns.Path(n.Namespace), NodeIP: n.LANAddr.Addr(), PodCIDR: n.PodCIDR,
+		KubeConfig: kubeconfig, BinDir: l.opts.NodeBin, Kubelet: l.opts.bin("kubelet"), StateDir: l.state.nodeDir(n.Name),
+		Images: images, SandboxImage: image.Pause, ClusterDNS: rn.dns, ClusterDomain: "cluster.local", Labels: nodeLabels(n), CNI: rn.cni,
+		ExternalCloudProvider: n.ExternalIP.IsValid(),
+	}, nil
 }
 
 func (l *Lab) ensureRealNode(ctx context.Context, client kubernetes.Interface, rn realNode) error {
 	n := rn.node
-	labels := map[string]string{}
+	labels := nodeLabels(n)
 	annotations := map[string]string{}
-	if n.Gateway {
-		labels[topology.GatewayLabel] = "true"
-	}
 	if n.WANAddr.IsValid() {
 		// Gateways reach each other over the WAN, not their cluster's LAN. Behind the
 		// router's NAT they have no WAN address: the ClusterSet says how to reach them.
@@ -189,6 +226,9 @@ func (l *Lab) ensureRealNode(ctx context.Context, client kubernetes.Interface, r
 	case !apierrors.IsAlreadyExists(err):
 		return fmt.Errorf("registering node %s: %w", n.Name, err)
 	}
+	if e := l.takeEarly(n.Name); e != nil {
+		return l.startEarly(ctx, rn, e)
+	}
 	dir := l.state.nodeDir(n.Name)
 	if _, err := os.Stat(filepath.Join(dir, "node.json")); err == nil {
 		_, containerd := l.state.Pid(rn.cluster, "containerd-"+n.Name)
@@ -210,24 +250,15 @@ func (l *Lab) ensureRealNode(ctx context.Context, client kubernetes.Interface, r
 	if err != nil {
 		return err
 	}
-	var images []string
-	for _, ref := range rn.images {
-		p, err := l.opts.imageTarball(ref)
-		if err != nil {
-			return err
-		}
-		images = append(images, p)
+	cfg, err := l.nodeConfig(rn, kc)
+	if err != nil {
+		return err
 	}
 	if err := os.MkdirAll(l.state.nodesDir(), 0o755); err != nil {
 		return err
 	}
 	start := time.Now()
-	nd, err := node.Start(ctx, node.Config{
-		Name: n.Name, NetNS: netns.Path(n.Namespace), NodeIP: n.LANAddr.Addr(), PodCIDR: n.PodCIDR,
-		KubeConfig: kc, BinDir: l.opts.NodeBin, Kubelet: l.opts.bin("kubelet"), StateDir: dir,
-		Images: images, SandboxImage: image.Pause, ClusterDNS: rn.dns, ClusterDomain: "cluster.local", Labels: labels, CNI: rn.cni,
-		ExternalCloudProvider: n.ExternalIP.IsValid(),
-	})
+	nd, err := node.Start(ctx, cfg)
 	if err != nil {
 		return err
 	}

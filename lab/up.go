@@ -84,6 +84,13 @@ func (l *Lab) up(ctx context.Context, o UpOptions) error {
 	if t.HostLink != nil {
 		l.progress("host: %s routes %s into the lab", t.HostLink.Name, prefixList(t.HostLink.Routes))
 	}
+	// The nodes' containerd and images need no API server: they start with the control
+	// planes, and each kubelet once its API server answers.
+	prepared, err := l.prepareNodes(ctx, t, o.Spec.SampleWorkloads)
+	defer prepared()
+	if err != nil {
+		return err
+	}
 	l.progress("control planes: %d (etcd, kube-apiserver, kube-controller-manager, kube-scheduler)", len(t.ControlPlanes()))
 	if err := l.eachControlPlane(t, func(cp topology.ControlPlane) error {
 		c := controlPlane{cp: cp, hostPort: rec.hostPort(t, cp.Cluster)}
@@ -273,10 +280,16 @@ func (l *Lab) bootstrapHub(ctx context.Context, t *topology.Lab, rec *Record, cl
 	if err := l.hubSecrets(ctx, t, client, committed, timeout); err != nil {
 		return fmt.Errorf("hub secrets: %w", err)
 	}
+	// Flux's controllers roll out beside strait hub; the sync is wired once strait hub
+	// (its webhook) is ready, so that the first apply is judged, not refused.
+	fluxStart := time.Now()
+	if err := l.applyFluxControllers(ctx); err != nil {
+		return err
+	}
 	if err := l.waitStrait(ctx, topology.HubName, client, timeout); err != nil {
 		return err
 	}
-	return l.installFlux(ctx, t, client, timeout)
+	return l.syncFlux(ctx, t, client, fluxStart, timeout)
 }
 
 // waitPodsReady waits until every sample pod of a member is Ready.

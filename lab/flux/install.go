@@ -103,11 +103,19 @@ func (r Release) controllerOverlay(fsys filesys.FileSystem, controller, src stri
 	if err != nil {
 		return err
 	}
+	// The one way the lab's install differs from `flux install` beyond the
+	// ServiceAccounts: the readiness probe every 2 s, not the default 10, so that the
+	// controllers are Ready within 2 s of answering (lab up waits for them).
+	readiness, err := jsonPatch("add", "/spec/template/spec/containers/0/readinessProbe/periodSeconds", 2)
+	if err != nil {
+		return err
+	}
 	rbac := func(kind string) *types.Selector {
 		return &types.Selector{ResId: resid.ResId{Gvk: resid.Gvk{Group: "rbac.authorization.k8s.io", Kind: kind}}}
 	}
 	k.Patches = []types.Patch{
 		{Target: &types.Selector{ResId: resid.ResId{Gvk: resid.Gvk{Group: "apps", Kind: "Deployment"}, Name: controller}}, Patch: account},
+		{Target: &types.Selector{ResId: resid.ResId{Gvk: resid.Gvk{Group: "apps", Kind: "Deployment"}, Name: controller}}, Patch: readiness},
 		{Target: rbac("RoleBinding"), Patch: subjects},
 		{Target: rbac("ClusterRoleBinding"), Patch: subjects},
 	}

@@ -200,3 +200,25 @@ func TestLocateRefusesAReleaseItCannotUse(t *testing.T) {
 		t.Errorf("release of both at v1.9.6: %+v, %v", r, err)
 	}
 }
+
+// TestControllersAreProbedForReadinessEvery2s: the lab's one change to the controllers'
+// Deployments beyond their ServiceAccounts; the probe itself stays upstream's.
+func TestControllersAreProbedForReadinessEvery2s(t *testing.T) {
+	objs, err := pinned(t).Objects()
+	if err != nil {
+		t.Fatal(err)
+	}
+	deployments := byKind(objs, "Deployment")
+	for _, c := range Controllers() {
+		d := deployments[c]
+		if d == nil {
+			t.Fatalf("no Deployment %s", c)
+		}
+		containers, _, _ := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "containers")
+		probe, _, _ := unstructured.NestedMap(containers[0].(map[string]any), "readinessProbe")
+		period, _, _ := unstructured.NestedInt64(probe, "periodSeconds")
+		if _, ok := probe["httpGet"]; !ok || period != 2 {
+			t.Errorf("%s: readinessProbe %v, want upstream's httpGet every 2 s", c, probe)
+		}
+	}
+}

@@ -41,8 +41,8 @@ type Sources struct {
 }
 
 // Catalog is every image the lab's nodes run: the sandbox (pause), whereami, iperf3,
-// busybox, the client's tools (busybox with curl, dig, iperf3 and socat) and the MCS
-// conformance suite's two.
+// busybox and the client's tools (busybox with curl, dig, iperf3 and socat). `make lab`
+// builds these alone.
 func Catalog(ctx context.Context, src Sources) ([]Spec, error) {
 	pause, err := goProgram(ctx, src.Module, "./lab/image/pause", "pause")
 	if err != nil {
@@ -64,6 +64,23 @@ func Catalog(ctx context.Context, src Sources) ([]Spec, error) {
 	if err != nil {
 		return nil, err
 	}
+	base := BaseFiles()
+	return []Spec{
+		{Ref: Pause, Layers: []Files{pause}, Entrypoint: []string{"/pause"}},
+		{Ref: Whereami, Layers: []Files{base, whereami}, Entrypoint: []string{"/whereami"}},
+		{Ref: Busybox, Layers: []Files{base, busybox}, Cmd: []string{"sh"}},
+		{Ref: Tools, Layers: []Files{base, busybox, tools}, Cmd: []string{"sh"}},
+		{Ref: IPerf3, Layers: []Files{base, busybox, iperf3}, Entrypoint: []string{"iperf3", "-s"}},
+	}, nil
+}
+
+// ConformanceCatalog is the MCS conformance suite's two images (make test and make
+// mcs-conformance load them into a lab; make lab needs neither).
+func ConformanceCatalog(ctx context.Context, src Sources) ([]Spec, error) {
+	busybox, err := BusyboxFiles(ctx, src.Debian)
+	if err != nil {
+		return nil, err
+	}
 	socat, err := src.Debian.Files(ctx, []string{"socat"})
 	if err != nil {
 		return nil, err
@@ -74,11 +91,6 @@ func Catalog(ctx context.Context, src Sources) ([]Spec, error) {
 	}
 	base := BaseFiles()
 	return []Spec{
-		{Ref: Pause, Layers: []Files{pause}, Entrypoint: []string{"/pause"}},
-		{Ref: Whereami, Layers: []Files{base, whereami}, Entrypoint: []string{"/whereami"}},
-		{Ref: Busybox, Layers: []Files{base, busybox}, Cmd: []string{"sh"}},
-		{Ref: Tools, Layers: []Files{base, busybox, tools}, Cmd: []string{"sh"}},
-		{Ref: IPerf3, Layers: []Files{base, busybox, iperf3}, Entrypoint: []string{"iperf3", "-s"}},
 		{Ref: ConformanceSocat, Layers: []Files{base, busybox, socat}, Entrypoint: []string{"socat"}},
 		{Ref: ConformanceNetshoot, Layers: []Files{base, busybox, netshoot}, Cmd: []string{"sh"}},
 	}, nil

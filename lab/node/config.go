@@ -69,7 +69,11 @@ const (
 var label = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
 
 // Validate says which field is wrong and why.
-func (c Config) Validate() error {
+func (c Config) Validate() error { return c.validate(true) }
+
+// validate is Validate, the kubeconfig required only with kubeconfig: Prepare runs
+// before the API server it reaches is up.
+func (c Config) validate(kubeconfig bool) error {
 	var errs []string
 	bad := func(field, value, why string) { errs = append(errs, fmt.Sprintf("%s %q: %s", field, value, why)) }
 	if !label.MatchString(c.Name) || len(c.Name) > 63 {
@@ -87,7 +91,7 @@ func (c Config) Validate() error {
 	if !c.PodCIDR.IsValid() || !c.PodCIDR.Addr().Is4() || c.PodCIDR.Bits() > 30 || c.PodCIDR.Masked() != c.PodCIDR {
 		bad("podCIDR", c.PodCIDR.String(), "must be an IPv4 network of at least 4 addresses, with no host bits")
 	}
-	if len(c.KubeConfig) == 0 {
+	if kubeconfig && len(c.KubeConfig) == 0 {
 		bad("kubeConfig", "", "is required")
 	}
 	for field, p := range map[string]string{"binDir": c.BinDir, "kubelet": c.Kubelet, "stateDir": c.StateDir} {

@@ -45,8 +45,27 @@ func (n *Node) Timings() Timings { return n.timings }
 // images imported, then the kubelet, and returns once the kubelet answers its health
 // check. On failure it removes everything it made and says which component failed,
 // where its log is and how the log ends.
-func Start(ctx context.Context, c Config) (_ *Node, retErr error) {
+func Start(ctx context.Context, c Config) (*Node, error) {
 	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	n, err := Prepare(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	if err := n.StartKubelet(ctx, c.KubeConfig); err != nil {
+		return nil, err
+	}
+	return n, nil
+}
+
+// Prepare does the part of Start that needs no API server: the node's state, cgroups
+// and mount namespace, containerd with the images imported. A lab runs it while the
+// control planes come up (importing the images is most of a node's start), then
+// StartKubelet once its API server answers. c.KubeConfig may be empty. On failure it
+// removes everything it made.
+func Prepare(ctx context.Context, c Config) (_ *Node, retErr error) {
+	if err := c.validate(false); err != nil {
 		return nil, err
 	}
 	l := layout{dir: filepath.Clean(c.StateDir)}
@@ -80,10 +99,9 @@ func Start(ctx context.Context, c Config) (_ *Node, retErr error) {
 		return nil, err
 	}
 	n := &Node{cfg: c, layout: l}
-	env := []string{"PATH=" + c.BinDir + ":/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/root"}
 	var err error
 	t0 := time.Now()
-	n.containerd, err = startComponent("containerd", c, l, env, filepath.Join(c.BinDir, "containerd"), "--config", l.containerdConfig())
+	n.containerd, err = startComponent("containerd", c, l, n.env(), filepath.Join(c.BinDir, "containerd"), "--config", l.containerdConfig())
 	if err != nil {
 		return nil, err
 	}
@@ -94,16 +112,41 @@ func Start(ctx context.Context, c Config) (_ *Node, retErr error) {
 	if err := n.importImages(ctx); err != nil {
 		return nil, err
 	}
-	t2 := time.Now()
-	n.kubelet, err = startComponent("kubelet", c, l, env, append([]string{c.Kubelet}, kubeletArgs(c, l)...)...)
+	n.timings = Timings{Containerd: t1.Sub(t0), Images: time.Since(t1)}
+	return n, nil
+}
+
+// StartKubelet starts the kubelet of a prepared node with kubeconfig and returns once it
+// answers its health check. On failure it tears the node down.
+func (n *Node) StartKubelet(ctx context.Context, kubeconfig []byte) (retErr error) {
+	defer func() {
+		if retErr != nil {
+			retErr = errors.Join(fmt.Errorf("node %s: %w", n.cfg.Name, retErr), Teardown(n.layout.dir))
+		}
+	}()
+	if len(kubeconfig) == 0 {
+		return errors.New("kubeConfig is required")
+	}
+	n.cfg.KubeConfig = kubeconfig
+	if err := os.WriteFile(n.layout.kubeconfig(), kubeconfig, 0o600); err != nil {
+		return err
+	}
+	start := time.Now()
+	var err error
+	n.kubelet, err = startComponent("kubelet", n.cfg, n.layout, n.env(), append([]string{n.cfg.Kubelet}, kubeletArgs(n.cfg, n.layout)...)...)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if err := n.kubelet.waitFor(ctx, "healthz", 60*time.Second, n.healthz); err != nil {
-		return nil, err
+		return err
 	}
-	n.timings = Timings{Containerd: t1.Sub(t0), Images: t2.Sub(t1), Kubelet: time.Since(t2)}
-	return n, nil
+	n.timings.Kubelet = time.Since(start)
+	return nil
+}
+
+// env is the environment of the node's daemons.
+func (n *Node) env() []string {
+	return []string{"PATH=" + n.cfg.BinDir + ":/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/root"}
 }
 
 func writeConfigs(c Config, l layout) error {
@@ -119,7 +162,6 @@ func writeConfigs(c Config, l layout) error {
 		l.containerdConfig(): []byte(containerdConfig(c, l)),
 		filepath.Join(l.cniConfDir(), "10-strait.conflist"): cni,
 		l.kubeletConfig(): kubelet,
-		l.kubeconfig():    c.KubeConfig,
 		l.resolvConf():    []byte(resolvConf(c.ClusterDNS)),
 	}
 	for path, data := range files {

@@ -14,15 +14,18 @@ import (
 	"github.com/straitnet/strait/test/require"
 )
 
-// TestGatewayFailover: the active gateway's agent crashes (SIGKILL: its Lease must
-// expire) or stops (SIGTERM: it releases the Lease); the other gateway takes over and
-// cross-cluster traffic resumes within the failover bound, in either cluster.
+// TestGatewayFailover: the active gateway's agent stops (SIGTERM: it releases the
+// Lease); the other gateway takes over and cross-cluster traffic resumes within the
+// graceful failover's bound, in either cluster. Crashes (SIGKILL: the Lease must expire)
+// are TestFailoverStaysFast's twenty rounds, ten in each cluster, under the same bound
+// and measurement; BenchmarkGatewayFailover, which make test runs for the bench gate,
+// times both kinds again in c2.
 func TestGatewayFailover(t *testing.T) {
 	env.Require(t)
 	for _, tc := range []struct {
 		cluster string
 		sig     syscall.Signal
-	}{{"c2", syscall.SIGKILL}, {"c2", syscall.SIGTERM}, {"c1", syscall.SIGKILL}} {
+	}{{"c2", syscall.SIGTERM}, {"c1", syscall.SIGTERM}} {
 		t.Run(fmt.Sprintf("%s %s", tc.cluster, tc.sig), func(t *testing.T) {
 			src, target := env.CrossTraffic(t, "c1", "c2")
 			env.FailOver(t, tc.cluster, tc.sig, src, target)

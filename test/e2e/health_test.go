@@ -2,12 +2,14 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"os/exec"
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -26,11 +28,13 @@ import (
 // answered only when both cross, so it is lost with probability lossExpected = 1 − (1 −
 // 0.5)² = 75 %, each independently of the others. The mean of the rounds' LossPercent
 // over a window is then the loss of all its probes, a binomial share with standard
-// deviation σ = √(0.75 · 0.25 / probes). lossRounds rounds of five probes (120, two
-// minutes at the default 5 s --health-interval) give σ = 3.95 points; the test allows
-// lossSigmas σ (±13.8 points at 120 probes: a correct agent fails it about once in 2,000
-// runs), so a Peer that counts one direction's loss (50 %, 6.3 σ off) or reads the last
-// round's share wrongly fails it.
+// deviation σ = √(0.75 · 0.25 / probes). lossRounds rounds of five probes (120) give
+// σ = 3.95 points; the test allows lossSigmas σ (±13.8 points at 120 probes: a correct
+// agent fails it about once in 2,000 runs), so a Peer that counts one direction's loss
+// (50 %, 6.3 σ off) or reads the last round's share wrongly fails it. Half the rounds
+// are read from c1's Peer c2 and half from c2's Peer c1, at once: both gateways probe
+// through the same lossy WAN, each probe lost independently, so the 120 probes take one
+// minute at the default 5 s --health-interval instead of two.
 const (
 	wanLossDrop  = 50
 	lossExpected = 0.75
@@ -42,8 +46,9 @@ const (
 // (kubectl get peers' LATENCY column) and so does the active gateway's
 // strait_agent_peer_latency_seconds — on the lab's gateways, whichever node is active and
 // whether or not a pod runs there; while the WAN drops half the UDP packets each way, the
-// loss c1's Peer c2 reads averages 75 % within the binomial spread of its probes, the
-// metric says what the Peer says, and the loss falls back to zero when the WAN heals.
+// loss c1's Peer c2 and c2's Peer c1 read averages 75 % within the binomial spread of
+// their probes, c1's metric says what its Peer says, and the loss falls back to zero when
+// the WAN heals.
 func TestPeerHealthIsMeasured(t *testing.T) {
 	env.Require(t)
 	for _, pair := range [][2]string{{"c1", "c2"}, {"c2", "c1"}} {
@@ -51,7 +56,22 @@ func TestPeerHealthIsMeasured(t *testing.T) {
 	}
 
 	heal := dropOnWAN(t, wanLossDrop)
-	rounds := healthRounds(t, "c1", "c2", lossRounds)
+	pairs := [][2]string{{"c1", "c2"}, {"c2", "c1"}}
+	read := make([][]healthRound, len(pairs))
+	errs := make([]error, len(pairs))
+	var wg sync.WaitGroup
+	for i, pair := range pairs {
+		c := env.Client(t, pair[0])
+		wg.Go(func() { read[i], errs[i] = healthRounds(t, c, pair[0], pair[1], lossRounds/len(pairs)) })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	var rounds []healthRound
+	for _, r := range read {
+		rounds = append(rounds, r...)
+	}
 	var sum, sent, received int
 	var percents []string
 	for _, r := range rounds {
@@ -61,14 +81,14 @@ func TestPeerHealthIsMeasured(t *testing.T) {
 	}
 	mean := float64(sum) / float64(len(rounds)) / 100
 	tolerance := lossSigmas * math.Sqrt(lossExpected*(1-lossExpected)/float64(sent))
-	t.Logf("WAN drops %d%% of UDP each way: c1's Peer c2 read %s %% loss over %d rounds (%d of %d probes answered): mean %.1f %%, want %.0f ± %.1f %%",
+	t.Logf("WAN drops %d%% of UDP each way: c1's Peer c2 and c2's Peer c1 read %s %% loss over %d rounds (%d of %d probes answered): mean %.1f %%, want %.0f ± %.1f %%",
 		wanLossDrop, strings.Join(percents, " "), len(rounds), received, sent, 100*mean, 100*lossExpected, 100*tolerance)
 	if math.Abs(mean-lossExpected) > tolerance {
-		t.Errorf("c1's Peer c2 read %.1f %% loss on average over %d probes while the WAN dropped %d%% each way; want %.0f ± %.1f %% (%.1f σ)",
+		t.Errorf("the Peers read %.1f %% loss on average over %d probes while the WAN dropped %d%% each way; want %.0f ± %.1f %% (%.1f σ)",
 			100*mean, sent, wanLossDrop, 100*lossExpected, 100*tolerance, lossSigmas)
 	}
 	if lost := 1 - float64(received)/float64(sent); math.Abs(lost-mean) > 0.005 {
-		t.Errorf("c1's Peer c2: the rounds' LossPercent average %.1f %%, their messages say %.1f %% of the probes went unanswered", 100*mean, 100*lost)
+		t.Errorf("the Peers: the rounds' LossPercent average %.1f %%, their messages say %.1f %% of the probes went unanswered", 100*mean, 100*lost)
 	}
 	require.Eventually(t, 2*time.Minute, "strait_agent_peer_loss_ratio says what c1's Peer c2 says", func() error {
 		st, err := peerStatus(t, "c1", "c2")
@@ -110,8 +130,9 @@ var answeredChecks = regexp.MustCompile(`^(\d+) of (\d+) health checks to `)
 // rounds that lost every probe differ in what was sent) and says in its Connected
 // message how many probes it sent and how many were answered. The first write seen may
 // be of a round that began before the call, and does not count.
-func healthRounds(t *testing.T, cluster, remote string, n int) []healthRound {
-	t.Helper()
+// It reads through c, a client of cluster, and reports through t only with Logf and
+// Errorf, so that it can run beside another.
+func healthRounds(t *testing.T, c client.Client, cluster, remote string, n int) ([]healthRound, error) {
 	var rounds []healthRound
 	var last string
 	seen := 0
@@ -119,10 +140,10 @@ func healthRounds(t *testing.T, cluster, remote string, n int) []healthRound {
 	// no faster reading than twice a second.
 	for deadline := time.Now().Add(time.Duration(n+2) * 10 * time.Second); len(rounds) < n; time.Sleep(500 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("%s's Peer %s: %d of %d health-check rounds seen", cluster, remote, len(rounds), n)
+			return rounds, fmt.Errorf("%s's Peer %s: %d of %d health-check rounds seen", cluster, remote, len(rounds), n)
 		}
-		p, err := peer(t, cluster, remote)
-		if err != nil {
+		p := &straitv1.Peer{}
+		if err := c.Get(context.Background(), client.ObjectKey{Namespace: straitv1.SystemNamespace, Name: remote}, p); err != nil {
 			t.Logf("%s's Peer %s: %v", cluster, remote, err)
 			continue
 		}
@@ -148,7 +169,7 @@ func healthRounds(t *testing.T, cluster, remote string, n int) []healthRound {
 		r.sent, _ = strconv.Atoi(m[2])
 		rounds = append(rounds, r)
 	}
-	return rounds
+	return rounds, nil
 }
 
 // latencyMeasured waits until cluster's Peer remote shows what the active gateway

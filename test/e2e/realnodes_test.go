@@ -47,7 +47,10 @@ func TestEveryNodeIsARealReadyNodeRunningTheSamples(t *testing.T) {
 	for _, c := range env.Topo.Clusters {
 		checkNodes(t, c.Name, c.Nodes)
 		cs := env.HostClient(t, c.Name)
-		pods, err := cs.CoreV1().Pods(lab.SampleNamespace).List(ctx, metav1.ListOptions{})
+		// The sample workloads' pods, not those the tests before this one pinned to
+		// nodes in the same namespace (labtest's PodOn: app=e2e-<image>).
+		pods, err := cs.CoreV1().Pods(lab.SampleNamespace).List(ctx, metav1.ListOptions{
+			LabelSelector: "app in (" + strings.Join([]string{lab.WhereamiCS, lab.WhereamiSS, lab.Client, lab.IPerf3}, ",") + ")"})
 		if err != nil {
 			t.Fatal(err)
 		}
