@@ -162,19 +162,18 @@ test: host-deps test-binaries ## Run every test (root-only tests need root; unde
 	@# Each lab's API servers audit Strait's ServiceAccounts; each suite fails on a refused
 	@# request and leaves what they did in RBAC_USAGE; the roles are then held to the union.
 	@# The lab is one per machine: the suites hold its lock, as bench-gate-lab does.
-	@# Verbose, so that the table has every test's time. The basic lab (test/e2e) also
-	@# measures the bench gate's lab benchmark, after its tests: its figures go to
+	@# Verbose, so that the table has every test's time. The basic lab (test/e2e) also runs
+	@# the MCS API conformance suite, every spec (TestMCSConformance; its report stays in
+	@# bin/mcs-conformance/report, make mcs-conformance writes docs/mcs-conformance/ from a
+	@# lab of its own), and measures the bench gate's lab benchmark after its tests: its figures go to
 	@# BENCH_GATE_LAB_OUT, which make bench-gate BENCH_GATE_LAB_FROM_TEST=1 (.ci/run) reads
 	@# instead of bringing a lab up again for it.
 	rm -rf $(RBAC_USAGE)
 	@mkdir -p $(dir $(BENCH_GATE_LAB_OUT))
 	hack/bench-header.sh 'make test (test/e2e, -bench $(GATE_LAB_BENCH) -benchtime $(GATE_LAB_BENCHTIME))' > $(BENCH_GATE_LAB_OUT)
-	$(TIMED) "e2e labs" flock $(LAB_LOCK) env STRAIT_RBAC_USAGE=$(RBAC_USAGE) bash -o pipefail -c '$(GO) test -count=1 -p 1 -v -timeout 45m -bench "$(GATE_LAB_BENCH)" -benchtime $(GATE_LAB_BENCHTIME) ./test/e2e/... 2>&1 | $(STEPTIMES) tee | tee $(BIN)/e2e.log' $(OR_TABLE)
+	$(TIMED) "e2e labs" flock $(LAB_LOCK) env STRAIT_RBAC_USAGE=$(RBAC_USAGE) $(if $(MCS_CONFORMANCE),MCS_CONFORMANCE=$(abspath $(MCS_CONFORMANCE))) bash -o pipefail -c '$(GO) test -count=1 -p 1 -v -timeout 45m -bench "$(GATE_LAB_BENCH)" -benchtime $(GATE_LAB_BENCHTIME) ./test/e2e/... 2>&1 | $(STEPTIMES) tee | tee $(BIN)/e2e.log' $(OR_TABLE)
 	grep -E '^(goos|goarch|pkg|cpu|Benchmark)' $(BIN)/e2e.log >> $(BENCH_GATE_LAB_OUT)
 	$(TIMED) "RBAC roles against the labs' audit" env STRAIT_RBAC_USAGE=$(RBAC_USAGE) $(GO) test -count=1 -run '^TestRolesGrantOnlyWhatTheLabsUsed$$' -v ./kustomize/ $(OR_TABLE)
-	@# The MCS API conformance suite, every spec, on a lab of its own (about 5 minutes);
-	@# its report stays in bin/ (make mcs-conformance writes docs/mcs-conformance/).
-	$(TIMED) "MCS conformance" env MCS_CONFORMANCE_REPORT=$(BIN)/mcs-conformance/report KUBECTL=$(K8S_BIN)/kubectl hack/mcs-conformance.sh $(if $(MCS_CONFORMANCE),$(abspath $(MCS_CONFORMANCE))) $(OR_TABLE)
 	@$(STEPTIMES) table
 
 test-unit: ## Pure tests only (no API servers, no root).

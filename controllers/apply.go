@@ -190,21 +190,16 @@ func (w *memberWriter) write(ctx context.Context, p *plan.Plan, cluster string, 
 	if psk.err != nil {
 		errs = append(errs, psk.err)
 	}
-	if err := w.ensureNamespaces(ctx, objs); err != nil {
+	terminating, err := w.ensureNamespaces(ctx, objs)
+	if err != nil {
 		return errors.Join(append(errs, err)...)
 	}
 	res.inventory = map[string]int32{}
-	desired := map[objKey]bool{}
-	var going []error
 	for _, o := range objs {
-		kind := o.GetObjectKind().GroupVersionKind().Kind
-		k := keyOf(kind, o)
-		desired[k] = true
-		res.inventory[kind]++
-		n, err := w.apply(ctx, k, o)
-		res.applied += n
-		errs, going = appendApplyError(errs, going, err)
+		res.inventory[o.GetObjectKind().GroupVersionKind().Kind]++
 	}
+	desired, applyErrs, going := w.applyEach(ctx, objs, terminating, res)
+	errs = append(errs, applyErrs...)
 	errs = append(errs, w.exportConditions(ctx, p.ServiceExportConditions(cluster))...)
 	// A failed apply may have left an object out: prune only on a complete write, so
 	// nothing is deleted because of a transient error.
@@ -216,6 +211,36 @@ func (w *memberWriter) write(ctx context.Context, p *plan.Plan, cluster string, 
 		}
 	}
 	return summarize(append(errs, going...))
+}
+
+// applyEach applies objs and returns the keys it wanted and its errors: errs hold back
+// the prune, going do not (a namespace being deleted takes its objects with it). Into a
+// namespace being deleted (terminating, and any a refusal reveals) nothing is sent: the
+// API server refuses every write there, and a pass retried every few hundred
+// milliseconds sent hundreds while the MCS conformance suite deleted its namespaces. The
+// pass still fails, so it is retried and the object written once the namespace is gone
+// and made again.
+func (w *memberWriter) applyEach(ctx context.Context, objs []client.Object, terminating map[string]bool, res *memberResult) (desired map[objKey]bool, errs, going []error) {
+	desired = map[objKey]bool{}
+	for _, o := range objs {
+		kind := o.GetObjectKind().GroupVersionKind().Kind
+		k := keyOf(kind, o)
+		desired[k] = true
+		ns := o.GetNamespace()
+		if terminating[ns] {
+			going = append(going, fmt.Errorf("%s %s/%s: namespace %s is being deleted", kind, ns, o.GetName(), ns))
+			continue
+		}
+		n, err := w.apply(ctx, k, o)
+		res.applied += n
+		if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
+			// Found out by the refusal: looked at again next pass.
+			terminating[ns] = true
+			w.table.setNamespace(ns, false)
+		}
+		errs, going = appendApplyError(errs, going, err)
+	}
+	return desired, errs, going
 }
 
 // appendApplyError sorts an apply's error: the API server refusing to create an object
@@ -271,8 +296,9 @@ func CheckMembershipOwner(ctx context.Context, rd client.Reader, cs types.Namesp
 // ensureNamespaces creates the namespaces the objects live in when the member lacks
 // them (an import's namespace need not exist where it is imported). They are never
 // deleted: people's objects may live there too.
-func (w *memberWriter) ensureNamespaces(ctx context.Context, objs []client.Object) error {
+func (w *memberWriter) ensureNamespaces(ctx context.Context, objs []client.Object) (terminating map[string]bool, _ error) {
 	seen := map[string]bool{}
+	terminating = map[string]bool{}
 	var errs []error
 	for _, o := range objs {
 		ns := o.GetNamespace()
@@ -280,7 +306,12 @@ func (w *memberWriter) ensureNamespaces(ctx context.Context, objs []client.Objec
 			continue
 		}
 		seen[ns] = true
-		err := w.m.Client.Get(ctx, types.NamespacedName{Name: ns}, &corev1.Namespace{})
+		got := &corev1.Namespace{}
+		err := w.m.Client.Get(ctx, types.NamespacedName{Name: ns}, got)
+		if err == nil && got.DeletionTimestamp != nil {
+			terminating[ns] = true
+			continue
+		}
 		if apierrors.IsNotFound(err) {
 			err = w.m.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns,
 				Labels: map[string]string{straitv1.LabelManagedBy: straitv1.ManagedByHub}}})
@@ -294,7 +325,7 @@ func (w *memberWriter) ensureNamespaces(ctx context.Context, objs []client.Objec
 		}
 		w.table.setNamespace(ns, true)
 	}
-	return errors.Join(errs...)
+	return terminating, errors.Join(errs...)
 }
 
 // apply server-side applies one object (and the status of a ServiceImport), unless the

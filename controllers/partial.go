@@ -54,18 +54,12 @@ func (w *memberWriter) writeGroups(ctx context.Context, p *plan.Plan, cluster st
 	if psk.err != nil {
 		errs = append(errs, psk.err)
 	}
-	if err := w.ensureNamespaces(ctx, objs); err != nil {
+	terminating, err := w.ensureNamespaces(ctx, objs)
+	if err != nil {
 		return errors.Join(append(errs, err)...)
 	}
-	desired := map[objKey]bool{}
-	var going []error
-	for _, o := range objs {
-		k := keyOf(o.GetObjectKind().GroupVersionKind().Kind, o)
-		desired[k] = true
-		n, err := w.apply(ctx, k, o)
-		res.applied += n
-		errs, going = appendApplyError(errs, going, err)
-	}
+	desired, applyErrs, going := w.applyEach(ctx, objs, terminating, res)
+	errs = append(errs, applyErrs...)
 	conds := map[types.NamespacedName][]metav1.Condition{}
 	for k, c := range p.ServiceExportConditions(cluster) {
 		if changed[k.String()] {

@@ -2,6 +2,8 @@ package controllers_test
 
 import (
 	"context"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -10,6 +12,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	mcsv1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
@@ -36,6 +40,11 @@ func TestTerminatingNamespaceDoesNotHoldBackPrunes(t *testing.T) {
 	f.create(t, cs)
 	b := types.NamespacedName{Namespace: "stays", Name: "b"}
 	g.Eventually(func() error { return c2.Get(ctx, b, &mcsv1.ServiceImport{}) }, 20*time.Second, 50*time.Millisecond).Should(Succeed())
+	// The hub fails its passes over c2 (going/a cannot be written) and retries them, but
+	// sends nothing into the namespace being deleted: every such write is refused, and
+	// retried passes sent hundreds in a lab (the API servers' audit counted them).
+	time.Sleep(2 * time.Second)
+	g.Expect(refusedWrites(t, f.env.Member("c2").Config)).To(BeZero(), "writes c2's API server refused (into the terminating namespace going)")
 
 	f.update(t, cs, func(c *straitv1.ClusterSet) { c.Spec.Exports = c.Spec.Exports[:1] })
 	start := time.Now()
@@ -43,4 +52,35 @@ func TestTerminatingNamespaceDoesNotHoldBackPrunes(t *testing.T) {
 		return apierrors.IsNotFound(c2.Get(ctx, b, &mcsv1.ServiceImport{}))
 	}, 10*time.Second, 50*time.Millisecond).Should(BeTrue(), "c2's import of stays/b is still there: the terminating namespace held back the prune")
 	t.Logf("stays/b unexported → gone from c2 in %s, while c2's namespace going is terminating", time.Since(start).Round(time.Millisecond))
+}
+
+// refusedWrites is how many writes cfg's API server refused with 403, by its own
+// apiserver_request_total: in envtest, whose clients are administrators, that is the
+// NamespaceLifecycle admission refusing to create in a namespace being deleted.
+func refusedWrites(t *testing.T, cfg *rest.Config) int {
+	t.Helper()
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := cs.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, line := range strings.Split(string(body), "\n") {
+		if !strings.HasPrefix(line, "apiserver_request_total{") || !strings.Contains(line, `code="403"`) {
+			continue
+		}
+		if !strings.Contains(line, `verb="APPLY"`) && !strings.Contains(line, `verb="PATCH"`) && !strings.Contains(line, `verb="POST"`) {
+			continue
+		}
+		f := strings.Fields(line)
+		v, err := strconv.ParseFloat(f[len(f)-1], 64)
+		if err != nil {
+			t.Fatalf("%q: %v", line, err)
+		}
+		n += int(v)
+	}
+	return n
 }

@@ -40,24 +40,12 @@ func lookupAddress(ns, name string, timeout time.Duration) func() error {
 	}
 }
 
-// boundLost fails the test unless every try of a prober that retries
-// (labtest.RetryOnce) in a fault's window was answered, with at most one in 50 retried,
-// and no stretch without an answer was longer than maxGap: a fault that Strait rides
-// out costs no request, and a retry covers only this machine's noise. The gap bound is
-// what makes "no request lost" mean no outage: each allowed retry could otherwise hide
-// up to a second of one.
+// boundLost fails the test unless p rode the fault out (labtest's Prober.RodeOut): at
+// least least tries, all answered, at most one in 50 retried, no gap over maxGap.
 func boundLost(t testing.TB, what string, p *labtest.Prober, least int, maxGap time.Duration) {
 	t.Helper()
-	gap := p.Gap()
-	tries, answers := p.Counts()
-	retries := p.Retries()
-	if tries < least || answers != tries || retries > tries/50 {
-		t.Errorf("%s: %d of %d answered, %d retried; want all of at least %d, at most %d retried", what, answers, tries, retries, least, tries/50)
-	}
-	if gap > maxGap {
-		from, to := p.Longest()
-		t.Errorf("%s: %s without an answer (%s to %s), want at most %s", what, gap.Round(time.Millisecond),
-			from.Format("15:04:05.000"), to.Format("15:04:05.000"), maxGap)
+	if err := p.RodeOut(least, maxGap); err != nil {
+		t.Errorf("%s: %v", what, err)
 	}
 }
 
@@ -130,9 +118,8 @@ func TestStraitDNSRestart(t *testing.T) {
 	// longer silence is strait dns not answering at all, which the share of failures
 	// below would let through: lookups that fail take ten times as long as those that
 	// succeed, so half the window could pass without an answer under a 10 % share.
-	if gap > dnsRestartGap {
-		t.Errorf("c1 resolved nothing of %s for %s (%s to %s; the kill at %s), want at most %s", name, gap.Round(time.Millisecond),
-			from.Format("15:04:05.000"), to.Format("15:04:05.000"), killed.Format("15:04:05.000"), dnsRestartGap)
+	if err := r.GapWithin(dnsRestartGap); err != nil {
+		t.Errorf("c1 resolving %s while one strait dns pod restarted (killed at %s): %v", name, killed.Format("15:04:05.000"), err)
 	}
 	if asked < 20 {
 		t.Fatalf("only %d lookups were made", asked)

@@ -55,9 +55,14 @@ func TestShowAllAndVersionWithTheHubKubeconfigAlone(t *testing.T) {
 	if !strings.HasPrefix(out, "strait "+version+" (revision "+revision+", ") {
 		t.Errorf("strait version's first line: want strait %s (revision %s, …)", version, revision)
 	}
-	short := revision
+	// As strait prints it: the commit's first 12 hex digits, and -dirty after a build
+	// from a tree with uncommitted changes.
+	short, dirty := strings.CutSuffix(revision, "-dirty")
 	if len(short) >= 12 {
 		short = short[:12]
+	}
+	if dirty {
+		short += "-dirty"
 	}
 	count := map[string]int{}
 	for _, line := range strings.Split(out, "\n")[1:] {

@@ -1,7 +1,9 @@
 package labtest
 
 import (
+	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -247,4 +249,39 @@ func BoundOutage(t testing.TB, what string, o Outage, bound time.Duration) bool 
 	}
 	t.Errorf("%s: %s; the bound is %s from the fault", what, o, bound)
 	return false
+}
+
+// RodeOut says how a fault the data path should ride out was not ridden out, or nil:
+// at least least tries, every one answered, at most one in 50 retried (RetryOnce: a
+// retry covers this machine's noise, not an outage), and no stretch without an answer
+// longer than maxGap. The gap bound is what makes "none lost" mean no outage: every
+// allowed retry could otherwise hide up to a second of one, and a serial prober whose
+// failures take longer than its answers can be silent for long with few failures.
+func (p *Prober) RodeOut(least int, maxGap time.Duration) error {
+	gap := p.GapWithin(maxGap)
+	tries, answers := p.Counts()
+	retries := p.Retries()
+	var errs []string
+	if tries < least || answers != tries || retries > tries/50 {
+		errs = append(errs, fmt.Sprintf("%d of %d answered, %d retried; want all of at least %d, at most %d retried", answers, tries, retries, least, tries/50))
+	}
+	if gap != nil {
+		errs = append(errs, gap.Error())
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	return errors.New(strings.Join(errs, "; "))
+}
+
+// GapWithin stops the prober and says how its longest time without an answer exceeded
+// bound (naming when it began and ended), or nil: a share of failed tries alone lets a
+// serial prober, whose failures take longer than its answers, be silent for long.
+func (p *Prober) GapWithin(bound time.Duration) error {
+	from, to := p.Longest()
+	if gap := to.Sub(from); gap > bound {
+		return fmt.Errorf("%s without an answer (%s to %s), want at most %s", gap.Round(time.Millisecond),
+			from.Format("15:04:05.000"), to.Format("15:04:05.000"), bound)
+	}
+	return nil
 }
