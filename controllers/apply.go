@@ -54,6 +54,12 @@ func (r *ClusterSetReconciler) writeMembers(ctx context.Context, obj *straitv1.C
 	for name, c := range conns {
 		res := &memberResult{}
 		results[name] = res
+		if c.removed && c.sameAs != "" {
+			// One cluster under two names, one name gone: nothing to prune here that
+			// the other's pass does not (see matchRemoved).
+			res.cleaned = true
+			continue
+		}
 		if !c.reachable() {
 			res.err, res.unreachable = c.err, true
 			continue

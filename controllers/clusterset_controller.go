@@ -194,11 +194,16 @@ func (r *ClusterSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	conns := r.connect(ctx, obj)
 	observed := r.observe(ctx, obj, conns)
 	r.relevanceFor(req.NamespacedName).update(obj, observed)
+	// What the members showed can make the spec invalid too (two entries reaching one
+	// cluster, a global CIDR full): Stalled as well, before anything is written, so
+	// every member keeps what it holds. A fix may come without a new generation (a
+	// kubeconfig Secret pointed at the right cluster; Secrets are not watched): it is
+	// looked at again on the interval.
 	p, errs := spec.Compute(observed)
 	if len(errs) > 0 {
 		r.stalled(obj, straitv1.ReasonValidationFailed, errs.ToAggregate().Error())
 		r.metrics.errors.WithLabelValues(csLabel, "validation").Inc()
-		return ctrl.Result{}, nil
+		return ctrl.Result{RequeueAfter: jitter(reconcileInterval(obj))}, nil
 	}
 
 	results := r.writeMembers(ctx, obj, p, conns)

@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"sync"
@@ -14,6 +15,7 @@ import (
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
 	"github.com/straitnet/strait/controllers/members"
+	"github.com/straitnet/strait/plan"
 )
 
 // conn is one member as this reconcile sees it.
@@ -28,6 +30,11 @@ type conn struct {
 	removed bool
 	// noKubeConfig: the kubeconfig could not be read (the Secret is gone or broken).
 	noKubeConfig bool
+	// sameAs is, for a removed cluster, the cluster of the spec it is (the same
+	// kube-system UID): a second entry for one cluster taken out. What the hub wrote
+	// there is that cluster's now, and its own pass prunes the rest; pruning by label
+	// through this connection would take that cluster's objects too.
+	sameAs string
 }
 
 func (c *conn) reachable() bool { return c.member != nil && c.err == nil }
@@ -62,7 +69,31 @@ func (r *ClusterSetReconciler) connect(ctx context.Context, obj *straitv1.Cluste
 		}()
 	}
 	wg.Wait()
+	r.matchRemoved(cs, conns)
 	return conns
+}
+
+// matchRemoved finds the removed clusters that are a cluster still in the spec (an
+// entry registered twice, taken out) and marks them sameAs it. That cluster's next pass
+// is a full one, so that it prunes what was written there under the other name.
+func (r *ClusterSetReconciler) matchRemoved(cs types.NamespacedName, conns map[string]*conn) {
+	kept := map[types.UID]string{}
+	for _, c := range conns {
+		if !c.removed && c.member != nil {
+			if uid := c.member.KnownKubeSystemUID(); uid != "" {
+				kept[uid] = c.name
+			}
+		}
+	}
+	for _, c := range conns {
+		if !c.removed || c.member == nil {
+			continue
+		}
+		if same, ok := kept[c.member.KnownKubeSystemUID()]; ok {
+			c.sameAs = same
+			r.appliedFor(members.Key{ClusterSet: cs, Cluster: same}).failed()
+		}
+	}
 }
 
 func (r *ClusterSetReconciler) connectOne(ctx context.Context, obj *straitv1.ClusterSet, cs types.NamespacedName, c *conn) {
@@ -82,11 +113,19 @@ func (r *ClusterSetReconciler) connectOne(ctx context.Context, obj *straitv1.Clu
 			return
 		}
 	}
-	if err := c.member.Probe(ctx); err != nil {
-		c.err = err
-		return
+	err := c.member.Probe(ctx)
+	// Which cluster this is, before anything is written to it or to another entry: two
+	// entries that are one cluster stall the ClusterSet (plan's sameClusters), and a
+	// removed entry that is a cluster still in the spec is not pruned (matchRemoved).
+	// It is read as soon as the API server answers, while the informers may still be
+	// listing, so that a second connection to a cluster is known before the first one
+	// writes.
+	if err == nil || errors.Is(err, members.ErrListing) {
+		if _, uerr := c.member.KubeSystemUID(ctx); uerr != nil && err == nil {
+			err = uerr
+		}
 	}
-	c.err = nil
+	c.err = err
 }
 
 // restConfig reads a member's kubeconfig. Without a reference, the member is the hub's
@@ -112,7 +151,7 @@ func KubeConfigFromSecret(ctx context.Context, secrets client.Reader, ns string,
 	var data []byte
 	if ref.Key != "" {
 		data = sec.Data[ref.Key]
-	} else if data = sec.Data["value"]; len(data) == 0 {
+	} else if data = sec.Data[plan.DefaultKubeConfigKey]; len(data) == 0 {
 		data = sec.Data["value.yaml"]
 	}
 	if len(data) == 0 {
@@ -132,7 +171,7 @@ func KubeConfigFromSecret(ctx context.Context, secrets client.Reader, ns string,
 
 func keyOrDefault(k string) string {
 	if k == "" {
-		return "value"
+		return plan.DefaultKubeConfigKey
 	}
 	return k
 }

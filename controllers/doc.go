@@ -3,13 +3,16 @@
 //
 // One reconcile: get the ClusterSet → deferred status patch → finalizer and deletion →
 // suspend → validate and default once (plan.Check, the webhook's validator) → connect to
-// the members (package members) → read observed facts → compute the plan → skip each
-// member whose inputs (plan.MemberDigest) are those of its last successful pass, unless
-// its connection changed, the watch saw someone else change the hub's objects there, or
-// the resync (spec.interval) is due → server-side apply per member under the field
-// manager strait-hub (the IPsec key read from the hub's
-// Secret into the plan's PSK Secret) → prune what is labelled for the ClusterSet but no
-// longer desired, and everything in clusters that left it → release the clusters that
+// the members (package members; which cluster each is, its kube-system UID) → read
+// observed facts → compute the plan (refused, and the ClusterSet Stalled with nothing
+// written, when the facts make the spec invalid: one cluster under two entries) → skip
+// each member whose inputs (plan.MemberDigest) are those of its last successful pass,
+// unless its connection changed, the watch saw someone else change the hub's objects
+// there, or the resync (spec.interval) is due → server-side apply per member under the
+// field manager strait-hub (the IPsec key read from the hub's Secret into the plan's PSK
+// Secret) → prune what is labelled for the ClusterSet but no longer desired, and
+// everything in clusters that left it (not in a cluster that left while the spec still
+// has it under another name: what is there is that entry's) → release the clusters that
 // left and hold nothing more → status: the plan's, plus what only the reconcile observed
 // (reachability, apply and prune results), with Flux's Ready/Reconciling/Stalled
 // conditions.

@@ -33,26 +33,29 @@ func watchedKinds() []members.Watch {
 }
 
 // observe reads every member's facts from its informers. An unreachable member's facts
-// are what was last seen; a member never seen has none.
+// are what was last seen; a member never seen has none. Which cluster a member is (its
+// kube-system UID) is the connection's, read when it was made.
 func (r *ClusterSetReconciler) observe(ctx context.Context, obj *straitv1.ClusterSet, conns map[string]*conn) plan.Observed {
 	wanted := exportsByCluster(obj)
 	memberExports := obj.Spec.ExportPolicy == straitv1.ExportPolicyMemberExports
 	out := plan.Observed{}
 	for i := range obj.Spec.Clusters {
-		c := conns[obj.Spec.Clusters[i].Name]
-		if c == nil || c.member == nil || !c.member.Synced() {
-			out[obj.Spec.Clusters[i].Name] = &plan.MemberFacts{}
+		name := obj.Spec.Clusters[i].Name
+		c := conns[name]
+		out[name] = &plan.MemberFacts{}
+		if c == nil || c.member == nil {
 			continue
 		}
-		f, err := readFacts(ctx, c.member.Reader, wanted[c.name], memberExports, endpointService(&obj.Spec.Clusters[i]))
-		if err != nil {
-			if c.err == nil {
+		if c.member.Synced() {
+			f, err := readFacts(ctx, c.member.Reader, wanted[c.name], memberExports, endpointService(&obj.Spec.Clusters[i]))
+			if err != nil && c.err == nil {
 				c.err = err
 			}
-			out[c.name] = &plan.MemberFacts{}
-			continue
+			if err == nil {
+				out[name] = f
+			}
 		}
-		out[c.name] = f
+		out[name].KubeSystemUID = c.member.KnownKubeSystemUID()
 	}
 	return out
 }

@@ -37,7 +37,7 @@ type Plan struct {
 	digestOnce sync.Once
 	digests    *digests
 	// Status is the ClusterSet status the plan implies: per cluster its gateway,
-	// global CIDR and connections, the exports and their counts. The hub adds what it
+	// global CIDR, connections and kube-system UID, the exports and their counts. The hub adds what it
 	// alone observes while it reconciles: per cluster Connected, Ready and the
 	// inventory, summary.clusters, the clusters that left, and the ClusterSet's
 	// conditions.
@@ -45,8 +45,9 @@ type Plan struct {
 }
 
 // Compute validates cs and computes every member's desired objects from it and from the
-// facts observed in the members. It returns field errors, and no plan, when cs is invalid
-// or globalnet runs out of addresses; the caller then keeps members as they are.
+// facts observed in the members. It returns field errors, and no plan, when cs is invalid,
+// when two clusters are observed to be one, or when globalnet runs out of addresses; the
+// caller then keeps members as they are.
 func Compute(cs *straitv1.ClusterSet, observed Observed) (*Plan, field.ErrorList) {
 	v, errs := Check(cs)
 	if len(errs) > 0 {
@@ -56,11 +57,15 @@ func Compute(cs *straitv1.ClusterSet, observed Observed) (*Plan, field.ErrorList
 }
 
 // Compute computes every member's desired objects from the checked spec and the facts
-// observed in the members. It returns field errors, and no plan, when globalnet runs out
-// of addresses.
+// observed in the members. It returns field errors, and no plan, when two clusters reach
+// the same API server (their kube-system namespaces have one UID) or when globalnet runs
+// out of addresses.
 func (v *ValidSpec) Compute(observed Observed) (*Plan, field.ErrorList) {
 	if observed == nil {
 		observed = Observed{}
+	}
+	if errs := sameClusters(v.spec.Clusters, observed); len(errs) > 0 {
+		return nil, errs
 	}
 	p := &Plan{
 		clusterSet: v.clusterSet,

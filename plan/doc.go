@@ -8,7 +8,8 @@
 //     the defaulted spec Compute starts from;
 //   - globalnet IPAM: sticky allocation of global CIDRs, egress IPs and global IPs,
 //     reading previous allocations back from what members hold;
-//   - Compute: Membership, Peers, GlobalIngresses, the Multi-Cluster Services objects
+//   - Compute: refuses two clusters the members show to be one (the same kube-system
+//     UID); then Membership, Peers, GlobalIngresses, the Multi-Cluster Services objects
 //     (ServiceExport, ServiceImport, EndpointSlice) and, with the ipsec cable, the
 //     pre-shared key's Secret (its data left to the hub) for each member; and the
 //     ClusterSet status they imply (all but what the hub observes while it writes).

@@ -3,6 +3,7 @@ package plan
 import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/types"
 	mcsv1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
@@ -17,6 +18,11 @@ type Observed map[string]*MemberFacts
 // cannot reach now, what it last saw there. Whether it reaches the member is the hub's
 // own observation and no input of the plan.
 type MemberFacts struct {
+	// KubeSystemUID is the UID of the member's kube-system namespace: which cluster the
+	// kubeconfig reaches, however it reaches it. Empty when it was not read. Two clusters
+	// of one UID are one cluster registered twice, which Compute refuses.
+	KubeSystemUID types.UID
+
 	// Gateways published by the member's agents.
 	Gateways []straitv1.Gateway
 	// Peers in the member, for the connection status the active gateway reports.

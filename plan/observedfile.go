@@ -3,6 +3,7 @@ package plan
 import (
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
@@ -10,7 +11,8 @@ import (
 )
 
 // DecodeObserved adds the objects of a YAML stream (Services, EndpointSlices,
-// ServiceExports, Gateways, Peers, a Membership, GlobalIngresses, or a v1 List of them)
+// ServiceExports, Gateways, Peers, a Membership, GlobalIngresses, the kube-system
+// Namespace, or a v1 List of them)
 // to the facts of one member, as `kubectl get -o yaml` prints them. Unknown kinds and
 // unknown fields are errors naming the document.
 func DecodeObserved(name string, data []byte, f *MemberFacts) error {
@@ -64,10 +66,20 @@ func decodeObservedDoc(doc []byte, f *MemberFacts) error {
 		}
 		f.Membership = &m
 		return nil
+	case "Namespace":
+		var ns corev1.Namespace
+		if err := yaml.UnmarshalStrict(doc, &ns); err != nil {
+			return err
+		}
+		if ns.Name != metav1.NamespaceSystem {
+			return fmt.Errorf("namespace %q: of the namespaces only kube-system is a fact (its UID tells which cluster this is)", ns.Name)
+		}
+		f.KubeSystemUID = ns.UID
+		return nil
 	case "":
 		return fmt.Errorf("no kind")
 	}
-	return fmt.Errorf("kind %s is not an observed fact (want Service, EndpointSlice, ServiceExport, Gateway, Peer, Membership or GlobalIngress)", tm.Kind)
+	return fmt.Errorf("kind %s is not an observed fact (want Service, EndpointSlice, ServiceExport, Gateway, Peer, Membership, GlobalIngress or the kube-system Namespace)", tm.Kind)
 }
 
 func appendStrict[T any](doc []byte, into *[]T) error {

@@ -12,8 +12,8 @@ import (
 const MaxStatusExports = 1000
 
 // status is the ClusterSet status the plan implies: per cluster its active gateway,
-// global CIDR and connections; per export its type, sources and conflicts; and the
-// export counts of the summary. What only the hub observes while it reconciles (whether
+// global CIDR, connections and the kube-system UID observed there; per export its type,
+// sources and conflicts; and the export counts of the summary. What only the hub observes while it reconciles (whether
 // it reaches a member, what it wrote and pruned there) is the hub's to add.
 func (p *Plan) status() straitv1.ClusterSetStatus {
 	var st straitv1.ClusterSetStatus
@@ -26,6 +26,7 @@ func (p *Plan) status() straitv1.ClusterSetStatus {
 		gwc := metav1.Condition{Type: straitv1.ConditionGatewayReady, Status: metav1.ConditionFalse,
 			Reason: straitv1.ReasonNoActiveGateway, Message: "no gateway node is active"}
 		if f != nil {
+			cs.KubeSystemUID = string(f.KubeSystemUID)
 			if gw := f.activeGateway(); gw != nil {
 				cs.ActiveGateway = gw.Spec.NodeName
 				gwc.Status, gwc.Reason, gwc.Message = metav1.ConditionTrue, straitv1.ReasonGatewayActive,

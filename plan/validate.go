@@ -123,6 +123,7 @@ func validateClusters(spec *straitv1.ClusterSetSpec, path *field.Path) field.Err
 			errs = append(errs, field.Forbidden(p.Child("globalCIDR"), fmt.Sprintf("cluster %s pins globalCIDR %s but spec.globalnet.enabled is false", c.Name, c.GlobalCIDR)))
 		}
 	}
+	errs = append(errs, sameKubeConfigs(spec.Clusters, path)...)
 	if !GlobalnetEnabled(spec) {
 		errs = append(errs, overlaps(prefixes)...)
 	} else {

@@ -110,6 +110,15 @@ func TestValidate(t *testing.T) {
 		{name: "kubeconfig Secret without a name", mutate: func(cs *straitv1.ClusterSet) {
 			cs.Spec.Clusters[0].KubeConfig = &meta.KubeConfigReference{SecretRef: &meta.SecretKeyReference{}}
 		}, want: [][]string{{"spec.clusters[0].kubeConfig.secretRef.name", "Required"}}},
+		{name: "two clusters of one kubeconfig Secret", mutate: func(cs *straitv1.ClusterSet) {
+			cs.Spec.Clusters[0].KubeConfig = &meta.KubeConfigReference{SecretRef: &meta.SecretKeyReference{Name: "c1-kubeconfig"}}
+			cs.Spec.Clusters[1].KubeConfig = &meta.KubeConfigReference{SecretRef: &meta.SecretKeyReference{Name: "c1-kubeconfig", Key: "value"}}
+		}, want: [][]string{{"spec.clusters[1].kubeConfig.secretRef", `"c1-kubeconfig"`, "spec.clusters[0] (c1)", "spec.clusters[1] (c2)",
+			"Secret c1-kubeconfig key value", "registered twice"}}},
+		{name: "one Secret, two keys", mutate: func(cs *straitv1.ClusterSet) {
+			cs.Spec.Clusters[0].KubeConfig = &meta.KubeConfigReference{SecretRef: &meta.SecretKeyReference{Name: "members", Key: "c1"}}
+			cs.Spec.Clusters[1].KubeConfig = &meta.KubeConfigReference{SecretRef: &meta.SecretKeyReference{Name: "members", Key: "c2"}}
+		}},
 		{name: "kubeconfig from a ConfigMap", mutate: func(cs *straitv1.ClusterSet) {
 			cs.Spec.Clusters[0].KubeConfig = &meta.KubeConfigReference{ConfigMapRef: &meta.LocalObjectReference{Name: "id"}}
 		}, want: [][]string{{"spec.clusters[0].kubeConfig.configMapRef", "not supported", "secretRef"}}},

@@ -479,6 +479,14 @@ type ClusterStatus struct {
 	// +optional
 	Inventory map[string]int32 `json:"inventory,omitempty"`
 
+	// KubeSystemUID is the UID of the member's kube-system namespace, as the hub read it
+	// when it connected: which cluster the kubeconfig reaches. Two clusters of one UID
+	// are one cluster registered twice: the hub stalls the ClusterSet, and strait join
+	// refuses to join a cluster under a second name.
+	// +optional
+	// +kubebuilder:validation:MaxLength=128
+	KubeSystemUID string `json:"kubeSystemUID,omitempty"`
+
 	// KubeConfig is the reference the hub connects to the member with. It is kept after
 	// the cluster leaves spec.clusters, together with a Ready=False condition with reason
 	// Pruning, until the hub has removed everything it wrote there; a cluster that only

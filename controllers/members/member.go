@@ -9,6 +9,9 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -43,6 +46,9 @@ type Member struct {
 	disco  *discovery.DiscoveryClient
 	mu     sync.Mutex
 	health Health
+	// kubeSystemUID, once read, is which cluster this connection reaches; it cannot
+	// change while the connection stands (a new kubeconfig is a new connection).
+	kubeSystemUID types.UID
 }
 
 // Health is what the last probe found.
@@ -139,6 +145,10 @@ func (m *Member) setHealth(err error) {
 	}
 }
 
+// ErrListing is Probe's answer while the API server answers but the informers have not
+// listed the member's objects yet.
+var ErrListing = errors.New("the member's objects are still being listed")
+
 // Probe checks the member now, updating Health, and returns the error if any. The
 // reconciler calls it before writing, so a member that went away since the last
 // periodic probe is found before a write waits on it.
@@ -155,7 +165,7 @@ func (m *Member) Probe(ctx context.Context) error {
 		select {
 		case <-m.syncedCh:
 		case <-pctx.Done():
-			return errors.New("the member's objects are still being listed")
+			return ErrListing
 		}
 	}
 	m.setHealth(nil)
@@ -175,3 +185,33 @@ func (m *Member) Print(kind string) (Print, bool) {
 
 // Synced says whether the informers have listed the member at least once.
 func (m *Member) Synced() bool { return m.synced.Load() }
+
+// KubeSystemUID returns the UID of the member's kube-system namespace: which cluster the
+// connection reaches, however the kubeconfig reaches it. It is read once, by a direct
+// get (the hub's role in the member grants get on namespaces), and kept for the life of
+// the connection, so that it is known while the member is unreachable too.
+func (m *Member) KubeSystemUID(ctx context.Context) (types.UID, error) {
+	m.mu.Lock()
+	uid := m.kubeSystemUID
+	m.mu.Unlock()
+	if uid != "" {
+		return uid, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, m.opts.ProbeTimeout)
+	defer cancel()
+	ns := &corev1.Namespace{}
+	if err := m.Client.Get(ctx, client.ObjectKey{Name: metav1.NamespaceSystem}, ns); err != nil {
+		return "", fmt.Errorf("reading namespace %s, whose UID tells which cluster this is: %w", metav1.NamespaceSystem, err)
+	}
+	m.mu.Lock()
+	m.kubeSystemUID = ns.UID
+	m.mu.Unlock()
+	return ns.UID, nil
+}
+
+// KnownKubeSystemUID is the UID KubeSystemUID read, or "" before it has.
+func (m *Member) KnownKubeSystemUID() types.UID {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.kubeSystemUID
+}

@@ -24,7 +24,8 @@ const (
 	// requestTimeout bounds each request: an unreachable cluster is an error after
 	// seconds, not a hang.
 	requestTimeout = 15 * time.Second
-	// exitRefused: unjoin of a cluster git still names.
+	// exitRefused: unjoin of a cluster git still names, join of a cluster the hub has
+	// under another name.
 	exitRefused = 2
 )
 

@@ -153,3 +153,34 @@ func (h *hub) deleteSecret(ctx context.Context, namespace, name string) (bool, e
 	}
 	return true, nil
 }
+
+// knownMember is a cluster a ClusterSet in the hub has as a member (in spec.clusters, or
+// in status alone while the hub prunes it), found by the kube-system UID the hub read
+// there.
+type knownMember struct {
+	clusterSet, name string
+	inSpec           bool
+}
+
+// memberOfUID returns the members the hub's ClusterSets record with the kube-system
+// UID uid (status.clusters[].kubeSystemUID, which the hub writes when it connects).
+func (h *hub) memberOfUID(ctx context.Context, uid string) ([]knownMember, error) {
+	list := &straitv1.ClusterSetList{}
+	if err := h.c.List(ctx, list); err != nil {
+		return nil, fmt.Errorf("listing the hub's ClusterSets: %w", err)
+	}
+	var out []knownMember
+	for _, cs := range list.Items {
+		for _, c := range cs.Status.Clusters {
+			if c.KubeSystemUID != uid {
+				continue
+			}
+			k := knownMember{clusterSet: cs.Namespace + "/" + cs.Name, name: c.Name}
+			for _, s := range cs.Spec.Clusters {
+				k.inSpec = k.inSpec || s.Name == c.Name
+			}
+			out = append(out, k)
+		}
+	}
+	return out, nil
+}

@@ -67,7 +67,13 @@ resources of the kustomization.yaml beside it, and committed with the file by --
 The Kustomization that applies the repo needs decryption: {provider: sops, secretRef:
 {name: sops-age}}, whose Secret holds the age identity (docs/gitops.md).
 
-Progress goes to standard error. Exit status: 0 done, 1 an error.`,
+Before any of it, join refuses (exit 2) a cluster the hub already has under another
+name: the hub records each member's kube-system namespace UID in the ClusterSet's
+status.clusters when it connects, and join reads the new cluster's. One cluster is one
+member; with --sops there is no hub to ask, and the hub stalls the ClusterSet instead.
+
+Progress goes to standard error. Exit status: 0 done, 1 an error, 2 refused (the cluster
+is a member under another name).`,
 		Example: `  # Register c3, its CIDRs into the ClusterSet file, and commit:
   strait join c3 --kubeconfig c3.kubeconfig --hub-context hub -f clusterset/clusterset.yaml --commit
   git push
@@ -156,6 +162,11 @@ func runJoin(ctx context.Context, o *joinOptions, name string, stdout, stderr io
 		if h, err = connectHub(o.hubKubeconfig, o.hubContext); err != nil {
 			return err
 		}
+		if err := refuseKnownCluster(ctx, m, h, name); err != nil {
+			return err
+		}
+	} else {
+		progress("no hub to ask whether it has this cluster under another name (--sops): if it does, the hub stalls the ClusterSet, naming both entries")
 	}
 	if o.install != "" {
 		start := time.Now()
@@ -230,6 +241,39 @@ func runJoin(ctx context.Context, o *joinOptions, name string, stdout, stderr io
 		_, err = fmt.Fprintf(stdout, "committed %s\n", r.Commit)
 	}
 	return err
+}
+
+// refuseKnownCluster refuses (exit 2) to join a cluster the hub has under another name:
+// one cluster is one member, its name its cluster ID. The hub records which cluster
+// each member is (status.clusters[].kubeSystemUID) when it connects; join compares the
+// new cluster's kube-system UID with those. The same name again is a rejoin (--rotate)
+// and passes.
+func refuseKnownCluster(ctx context.Context, m *member, h *hub, name string) error {
+	uid, err := m.kubeSystemUID(ctx)
+	if err != nil {
+		return err
+	}
+	known, err := h.memberOfUID(ctx, uid)
+	if err != nil {
+		return err
+	}
+	for _, k := range known {
+		switch {
+		case k.name == name:
+			continue
+		case k.inSpec:
+			return exitError(exitRefused, fmt.Errorf(
+				"the cluster --kubeconfig reaches is already a member as %s: ClusterSet %s status.clusters[%s].kubeSystemUID is %s, the UID of its kube-system namespace; "+
+					"one cluster is one member: keep the name %s (strait join %s --rotate for a new token), or take it out first (strait unjoin %s) and join it as %s then",
+				k.name, k.clusterSet, k.name, uid, k.name, k.name, k.name, name))
+		default:
+			return exitError(exitRefused, fmt.Errorf(
+				"the cluster --kubeconfig reaches left ClusterSet %s as %s, and the hub is still removing what it wrote there (status.clusters[%s].kubeSystemUID is %s, the UID of its kube-system namespace): "+
+					"wait until it is pruned (strait unjoin %s --hub-context HUB waits for it), then join it as %s",
+				k.clusterSet, k.name, k.name, uid, k.name, name))
+		}
+	}
+	return nil
 }
 
 func serverOf(server string, m *member) string {

@@ -54,6 +54,16 @@ func connectMember(kubeconfig, context string) (*member, error) {
 	return &member{cfg: cfg, kube: kube}, nil
 }
 
+// kubeSystemUID is the UID of the member's kube-system namespace: which cluster this
+// is, whatever address or credentials reach it (the hub records it per member).
+func (m *member) kubeSystemUID(ctx context.Context) (string, error) {
+	ns, err := m.kube.CoreV1().Namespaces().Get(ctx, metav1.NamespaceSystem, metav1.GetOptions{})
+	if err != nil {
+		return "", fmt.Errorf("reading namespace %s of the member, whose UID tells whether the hub has it already: %w", metav1.NamespaceSystem, err)
+	}
+	return string(ns.UID), nil
+}
+
 // token is the hub-access token Secret's state after ensureToken.
 type token struct {
 	value, ca []byte

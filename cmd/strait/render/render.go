@@ -39,7 +39,9 @@ strait.io/target-cluster naming its member. Pipe one member's objects to kubectl
 
 --observed DIR reads what members hold, so imports can be previewed: DIR/<cluster>.yaml
 or DIR/<cluster>/*.yaml, with Services, EndpointSlices, ServiceExports and Gateways as
-'kubectl get -o yaml' prints them.
+'kubectl get -o yaml' prints them, and the kube-system Namespace (its UID says which
+cluster it is: two clusters of one UID are one cluster registered twice, refused as
+the hub refuses them).
 
 With the ipsec cable each member also gets the Secret strait-ipsec-psk; render shows
 it without data, which the hub copies from the ClusterSet's pskSecretRef.
