@@ -318,3 +318,45 @@ func TestARefusalBeforeTheAPIServerIsReadyIsExcused(t *testing.T) {
 		t.Errorf("failing refusals %v, want the Secrets list made after the API server was ready", fail)
 	}
 }
+
+// terminatingRefusal is the NamespaceLifecycle admission refusing the hub's apply of an
+// import into a namespace being deleted, at second s after 08:31:00.
+func terminatingRefusal(s float64, ns string) string {
+	at := time.Date(2026, 11, 28, 8, 31, 0, 0, time.UTC).Add(time.Duration(s * float64(time.Second)))
+	return `{"auditID":"t-` + at.Format("150405.000") + `-` + ns + `","stage":"ResponseComplete","verb":"patch","user":{"username":"system:serviceaccount:strait-system:strait-hub-access"},` +
+		`"objectRef":{"resource":"serviceimports","namespace":"` + ns + `","name":"hello","apiGroup":"multicluster.x-k8s.io"},` +
+		`"responseStatus":{"code":403,"message":"serviceimports.multicluster.x-k8s.io \"hello\" is forbidden: unable to create new content in namespace ` + ns + ` because it is being terminated"},` +
+		`"requestReceivedTimestamp":"` + at.Format(time.RFC3339Nano) + `","annotations":{"authorization.k8s.io/decision":"allow"}}`
+}
+
+// TestOnlyTheFirstWritesIntoATerminatingNamespaceAreExcused: a write racing its
+// namespace's deletion is refused by admission, not the roles, and excused with those
+// of the same writer in that namespace within two seconds (one pass); a refusal there
+// later is a writer retrying into a namespace it knows is going (the hub's storm of
+// hundreds while the MCS conformance suite ran) and fails.
+func TestOnlyTheFirstWritesIntoATerminatingNamespaceAreExcused(t *testing.T) {
+	log := strings.Join([]string{
+		terminatingRefusal(0, "mcs-1"), terminatingRefusal(0.4, "mcs-1"),
+		terminatingRefusal(1, "mcs-2"),
+		terminatingRefusal(5, "mcs-1"), terminatingRefusal(5.5, "mcs-1"),
+	}, "\n")
+	u, err := Read(strings.NewReader(log), "c2", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var excused, failing []string
+	for _, r := range u.Refused {
+		if r.Excused == ExcusedNamespaceTerminating {
+			excused = append(excused, r.At.Format("05.0")+" "+r.Namespace)
+		}
+	}
+	for _, r := range u.Refusals(func(string) bool { return true }) {
+		failing = append(failing, r.At.Format("05.0")+" "+r.Namespace)
+	}
+	if got, want := strings.Join(excused, ", "), "00.0 mcs-1, 00.4 mcs-1, 01.0 mcs-2"; got != want {
+		t.Errorf("excused %s, want %s", got, want)
+	}
+	if got, want := strings.Join(failing, ", "), "05.0 mcs-1, 05.5 mcs-1"; got != want {
+		t.Errorf("failing %s, want %s", got, want)
+	}
+}

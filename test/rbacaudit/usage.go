@@ -72,7 +72,8 @@ type Refusal struct {
 	// way out is refused) or written again moments before after a deletion (a reinstall,
 	// before the authorizer's informer has it), or the API server had just started and
 	// was not ready (its RBAC informers still filling: a refusal then is upstream's,
-	// kubernetes#121635).
+	// kubernetes#121635), or the write met its namespace being deleted and was among the
+	// first of the writer's there (ExcusedNamespaceTerminating).
 	Excused string `json:"excused,omitempty"`
 }
 
@@ -80,6 +81,9 @@ type Refusal struct {
 const (
 	ExcusedRolesChanging     = "an RBAC object that could grant it was deleted, or written again after a deletion, moments before"
 	ExcusedAPIServerNotReady = "the API server had started and was not ready yet"
+	// ExcusedNamespaceTerminating: admission's, the write met its namespace's deletion
+	// (racedNamespaceDeletion), not the roles.
+	ExcusedNamespaceTerminating = "the first writes into a namespace being deleted, before the writer could know"
 )
 
 // Interval is a span of time.
