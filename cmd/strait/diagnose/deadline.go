@@ -117,7 +117,7 @@ func (t answeredTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 // unansweredError is a node that did not answer a call through its kubelet in time.
 type unansweredError struct {
 	node  string
-	what  string // the call: "exec of straitd probe node in pod strait-agent-x"
+	what  string // the call not answered: "exec of straitd probe node in pod strait-agent-x, through the API server and the node's kubelet"
 	after time.Duration
 	// started: the kubelet took the call up, but it did not end within its own bound
 	// and the node timeout (a node whose processes froze).
@@ -128,7 +128,7 @@ func (e *unansweredError) Error() string {
 	if e.started {
 		return fmt.Sprintf("node %s: %s did not end within %s", e.node, e.what, roundOff(e.after))
 	}
-	return fmt.Sprintf("node %s did not answer within %s (%s, through the API server and the node's kubelet)", e.node, roundOff(e.after), e.what)
+	return fmt.Sprintf("node %s did not answer within %s (%s)", e.node, roundOff(e.after), e.what)
 }
 
 // notReadyError is a node its Ready condition says is not ready: it is asked nothing.
@@ -175,6 +175,14 @@ type notAskedError struct {
 }
 
 func (e *notAskedError) Error() string {
+	var u *unansweredError
+	if errors.As(e.cause, &u) {
+		// The call it did not answer is named once, where it failed.
+		if u.started {
+			return fmt.Sprintf("%s not asked: on node %s a call did not end within %s before", e.what, u.node, roundOff(u.after))
+		}
+		return fmt.Sprintf("%s not asked: node %s did not answer within %s before", e.what, u.node, roundOff(u.after))
+	}
 	return fmt.Sprintf("%s not asked: %v", e.what, e.cause)
 }
 
@@ -264,6 +272,9 @@ func onNode[T any](ctx context.Context, m *member, node, what string, runs time.
 				after += runs
 			}
 			err := &unansweredError{node: node, what: what, after: after, started: started}
+			if !started {
+				err.what += ", through the API server and the node's kubelet"
+			}
 			m.failNode(node, err)
 			return zero, err
 		case <-ctx.Done():

@@ -220,7 +220,7 @@ func TestAProbePodItsKubeletNeverTakesUpFailsItsNode(t *testing.T) {
 		t.Errorf("took %s, want less than %s", took, short.node+short.podStart)
 	}
 	nodes, ok := line(rep.Results, checkNodes, "c2")
-	if !ok || !strings.Contains(nodes.Detail, "node c2-node did not answer within") || !strings.Contains(nodes.Detail, "its kubelet did not take up probe pod strait-diagnose-c2-node") {
+	if !ok || !strings.Contains(nodes.Detail, "node c2-node did not answer within") || !strings.Contains(nodes.Detail, "probe pod strait-diagnose-c2-node never taken up by the node's kubelet") {
 		t.Errorf("nodes c2: %+v, want the probe pod that was never taken up named", nodes)
 	}
 	for _, c := range []string{"c1", "c2"} {

@@ -119,7 +119,7 @@ func (m *member) waitProbes(ctx context.Context, run string) ([]probePod, error)
 				case p.Status.Phase == corev1.PodRunning && p.Status.PodIP != "":
 					out = append(out, probePod{name: p.Name, node: node, ip: p.Status.PodIP, gateway: m.gatewayCapable(node)})
 				case !takenUp(p) && since > m.timeouts.node:
-					m.failNode(node, &unansweredError{node: node, what: "its kubelet did not take up probe pod " + p.Name, after: since})
+					m.failNode(node, &unansweredError{node: node, what: "probe pod " + p.Name + " never taken up by the node's kubelet", after: since})
 				case takenUp(p) && since > m.timeouts.node+m.timeouts.podStart:
 					m.failNode(node, &podStartError{node: node, pod: p.Name, state: podMessage(p), after: m.timeouts.podStart})
 				default:

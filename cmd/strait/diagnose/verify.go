@@ -334,8 +334,13 @@ func verifyFailover(ctx context.Context, obs observed) Result {
 			standbys = append(standbys, g.Spec.NodeName)
 		}
 	}
-	if err := b.nodeError(gw.Spec.NodeName); err != nil || len(standbys) == 0 {
-		r.Status, r.Detail = Fail, fmt.Sprintf("not tried: %s's active gateway %s and its standbys must answer (see the nodes lines); stopping the active one now would leave %s without a gateway", b.name, gw.Spec.NodeName, b.name)
+	switch {
+	case b.nodeError(gw.Spec.NodeName) != nil:
+		r.Status, r.Detail = Fail, fmt.Sprintf("not tried: %s's active gateway %s does not answer (see the nodes line): its agent pod cannot be stopped through its kubelet", b.name, gw.Spec.NodeName)
+	case len(standbys) == 0:
+		r.Status, r.Detail = Fail, fmt.Sprintf("not tried: no standby of %s's active gateway %s answers (see the nodes line): stopping it would leave %s without a gateway", b.name, gw.Spec.NodeName, b.name)
+	}
+	if r.Status == Fail {
 		r.Fix = "make the gateway nodes answer (the nodes lines say what to do), then verify again"
 		return r
 	}
