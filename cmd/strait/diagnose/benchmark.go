@@ -76,7 +76,7 @@ measurement that failed).`,
 		},
 	}
 	addMemberFlags(cmd, &o.members)
-	addTimeoutFlags(cmd, &o.timeouts, true)
+	addTimeoutFlags(cmd, &o.timeouts, true, missedLeftOut)
 	f := cmd.Flags()
 	f.BoolVar(&o.intra, "intra-cluster", false, "only the baseline: between two nodes of the first member")
 	f.DurationVar(&o.span, "for", o.span, "throughput: how long to send")

@@ -88,7 +88,7 @@ be read).`,
 	}
 	f := cmd.Flags()
 	addMemberFlags(cmd, &o.members)
-	addTimeoutFlags(cmd, &o.timeouts, true)
+	addTimeoutFlags(cmd, &o.timeouts, true, missedNodesLine)
 	f.StringVarP(&o.file, "file", "f", "", "check the CIDRs against this ClusterSet file (default: each member's Membership)")
 	f.StringVarP(&o.output, "output", "o", "", "output format: json or yaml (default: a table)")
 	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"json", "yaml"}, cobra.ShellCompDirectiveNoFileComp))

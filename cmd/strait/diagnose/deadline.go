@@ -54,15 +54,26 @@ func defaultTimeouts() timeouts {
 	return timeouts{node: defaultNodeTimeout, podStart: defaultPodStartTimeout}
 }
 
+// The consequences of a missed deadline, for the flags' help.
+const (
+	missedNodesLine = "a node that does not is a failed \"nodes\" line and is asked nothing more"
+	missedLeftOut   = "a node that does not is named on standard error and left out (during a measurement, named in the error)"
+	missedTarball   = "a node that does not is asked nothing more, and its part of the tarball is missing, named in errors.txt"
+)
+
 // addTimeoutFlags adds --node-timeout and, for the commands that start probe pods,
-// --pod-start-timeout.
-func addTimeoutFlags(cmd *cobra.Command, t *timeouts, podStart bool) {
+// --pod-start-timeout; missed says what a node that misses a deadline is.
+func addTimeoutFlags(cmd *cobra.Command, t *timeouts, podStart bool, missed string) {
 	*t = defaultTimeouts()
+	calls := "take up an exec or answer a log read"
+	if podStart {
+		calls = "take up an exec, answer a log read or take up a probe pod"
+	}
 	cmd.Flags().DurationVar(&t.node, "node-timeout", t.node,
-		"how long a node's kubelet may take to take up an exec, answer a log read or take up a probe pod; a node that does not is a failed \"nodes\" line and is asked nothing more (give a slow, loaded cluster longer)")
+		fmt.Sprintf("how long a node's kubelet may take to %s; %s (give a slow, loaded cluster longer)", calls, missed))
 	if podStart {
 		cmd.Flags().DurationVar(&t.podStart, "pod-start-timeout", t.podStart,
-			"how long a probe pod may take to run once its kubelet took it up (its node is then reported, the others go on)")
+			"how long a probe pod may take to run once its kubelet took it up; "+missed)
 	}
 }
 

@@ -74,7 +74,7 @@ an errors.txt), 3 nothing could be read.`,
 	}
 	f := cmd.Flags()
 	addMemberFlags(cmd, &o.members)
-	addTimeoutFlags(cmd, &o.timeouts, false)
+	addTimeoutFlags(cmd, &o.timeouts, false, missedTarball)
 	f.StringVar(&o.dir, "dir", ".", "where to write the tarball")
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &cli.ExitStatus{Code: exitError, Err: err} })
 	return cmd

@@ -83,7 +83,7 @@ failure, 3 when verify could not run.`,
 	}
 	f := cmd.Flags()
 	addMemberFlags(cmd, &o.members)
-	addTimeoutFlags(cmd, &o.timeouts, true)
+	addTimeoutFlags(cmd, &o.timeouts, true, missedNodesLine)
 	f.StringSliceVar(&o.only, "only", verifyNames, "what to verify: "+strings.Join(verifyNames, ","))
 	f.StringVarP(&o.output, "output", "o", "", "output format: json or yaml (default: a table)")
 	_ = cmd.RegisterFlagCompletionFunc("only", cobra.FixedCompletions(verifyNames, cobra.ShellCompDirectiveNoFileComp))
