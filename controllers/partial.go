@@ -4,14 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
-	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	mcsv1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
 	"github.com/straitnet/strait/plan"
@@ -81,7 +78,8 @@ func (w *memberWriter) writeGroups(ctx context.Context, p *plan.Plan, cluster st
 }
 
 // pruneGroup deletes the objects of one group the member holds but the plan no longer
-// wants, found by their names (the base group's by listing).
+// wants: the base group's found by listing, an export group's where plan.ExportGroupOf
+// says the plan puts them.
 func (w *memberWriter) pruneGroup(ctx context.Context, group string, desired map[objKey]bool) (int, error) {
 	sel := client.MatchingLabels{straitv1.LabelManagedBy: straitv1.ManagedByHub, straitv1.LabelClusterSet: plan.ClusterSetLabel(w.cs)}
 	var held []client.Object
@@ -96,42 +94,26 @@ func (w *memberWriter) pruneGroup(ctx context.Context, group string, desired map
 		// The PSK Secret is not watched; prune by name as a full pass does.
 		return w.prunePSK(ctx, desired, held)
 	}
-	ns, name, ok := strings.Cut(group, "/")
-	if !ok {
-		return 0, fmt.Errorf("group %q names no export", group)
+	// Where the export's objects live is the plan's to say, as it names them.
+	eg, err := plan.ExportGroupOf(group)
+	if err != nil {
+		return 0, err
 	}
-	for _, o := range []client.Object{&mcsv1.ServiceExport{}, &mcsv1.ServiceImport{}} {
-		if err := w.m.Reader.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, o); err == nil {
+	for _, o := range eg.Named {
+		if err := w.m.Reader.Get(ctx, client.ObjectKeyFromObject(o), o); err == nil {
 			held = append(held, o)
 		} else if client.IgnoreNotFound(err) != nil {
 			return 0, err
 		}
 	}
-	gi := &straitv1.GlobalIngress{}
-	if err := w.m.Reader.Get(ctx, types.NamespacedName{Namespace: straitv1.SystemNamespace, Name: name + "." + ns}, gi); err == nil {
-		held = append(held, gi)
-	} else if client.IgnoreNotFound(err) != nil {
-		return 0, err
+	for _, labels := range eg.SliceLabels {
+		slices, err := w.list(ctx, &discoveryv1.EndpointSliceList{}, sel, client.InNamespace(eg.SliceNamespace), client.MatchingLabels(labels))
+		if err != nil {
+			return 0, err
+		}
+		held = append(held, slices...)
 	}
-	derived := &corev1.Service{}
-	if err := w.m.Reader.Get(ctx, types.NamespacedName{Namespace: ns, Name: plan.DerivedServiceName(name)}, derived); err == nil {
-		held = append(held, derived)
-	} else if client.IgnoreNotFound(err) != nil {
-		return 0, err
-	}
-	slices, err := w.list(ctx, &discoveryv1.EndpointSliceList{}, sel, client.InNamespace(ns),
-		client.MatchingLabels{mcsv1.LabelServiceName: name})
-	if err != nil {
-		return 0, err
-	}
-	held = append(held, slices...)
-	// The derived Service's slices carry the import's name in Strait's own label, not
-	// the MCS one (strait dns must not read them).
-	if slices, err = w.list(ctx, &discoveryv1.EndpointSliceList{}, sel, client.InNamespace(ns),
-		client.MatchingLabels{straitv1.LabelServiceImport: name}); err != nil {
-		return 0, err
-	}
-	return w.pruneHeld(ctx, desired, append(held, slices...))
+	return w.pruneHeld(ctx, desired, held)
 }
 
 // prunePSK prunes the held objects and, unless desired, the PSK Secret.

@@ -5,15 +5,17 @@
 // workloads run from locally built images (lab/image), and a forwarder puts every API
 // server on the host's loopback.
 //
-// It owns everything named with the "sl-" prefix (namespaces, links inside them,
-// /etc/netns/sl-*) and its state directory (default /run/strait-lab), the real nodes'
-// state under it included. It must not touch any other namespace, link, process or file:
-// "lab down" removes exactly what carries the prefix or is listed in the state directory,
-// also after a crash of "lab up".
+// It owns everything named with the "sl-" prefix (namespaces, links inside them, the
+// host's one link into the lab, /etc/netns/sl-*), its state directory (default
+// /run/strait-lab), the real nodes' state under it included, and the real nodes'
+// cgroups ("strait-node-<id>", recorded there; lab/node). It must not touch any other
+// namespace, link, process, cgroup or file: "lab down" removes exactly what carries the
+// prefix or is listed in the state directory, also after a crash of "lab up".
 //
 // Strait's own daemons run from the straitd binary (Options.Straitd), the one the image
-// ships; the lab daemon from the people's strait binary (Options.Strait). Nothing here is
-// imported by straitd: the lab is development infrastructure, not product.
+// ships; the lab daemon from the people's strait binary (Options.Strait). The lab ships
+// in that people's binary (`strait lab`) and never in the image: nothing here is
+// imported by straitd (cmd/straitd's deps_test.go).
 //
 // Subpackages: topology (pure: spec → namespaces, links, addresses, routes), node (a
 // real node), image (the nodes' images), forward (the loopback TCP forwarder), workload

@@ -298,7 +298,7 @@ func (p *Plan) globalIngresses(cluster string, want func(*exportPlan) bool) []cl
 		}
 		gi := &straitv1.GlobalIngress{
 			TypeMeta:   metav1.TypeMeta{APIVersion: straitv1.GroupVersion.String(), Kind: "GlobalIngress"},
-			ObjectMeta: metav1.ObjectMeta{Name: e.name + "." + e.namespace, Namespace: straitv1.SystemNamespace},
+			ObjectMeta: metav1.ObjectMeta{Name: GlobalIngressName(e.namespace, e.name), Namespace: straitv1.SystemNamespace},
 			Spec:       straitv1.GlobalIngressSpec{ServiceName: e.name, ServiceNamespace: e.namespace},
 		}
 		if !src.headless {

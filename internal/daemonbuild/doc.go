@@ -6,6 +6,8 @@
 // `strait version` and `strait show versions` read both through what the hub may already
 // read in its members.
 //
-// It owns only those entries: it never writes a Membership's spec (the hub's) nor another
-// daemon's entry.
+// It owns only those entries: it never writes a Membership's spec (the hub's), and
+// another daemon's entry only to take it out once that daemon's node has left the
+// cluster (Gone, Prune: the active gateway's agent does it, since a daemon killed with
+// its node could not withdraw its own).
 package daemonbuild

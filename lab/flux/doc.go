@@ -8,6 +8,7 @@
 // the locally built images, Flux's labels), so nothing of Flux is copied into this
 // repository and a new pinned version brings its own CRDs and RBAC.
 //
-// It reads the module cache and runs `go mod download` in the wrapper module; it must not
-// write anywhere, talk to a cluster or build anything but image specs in memory.
+// It reads the module cache and runs `go mod download` in the wrapper module (which
+// fills the module cache, the one place it writes to); it must not write anywhere else,
+// talk to a cluster or build anything but image specs in memory.
 package flux

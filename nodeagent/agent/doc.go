@@ -7,5 +7,10 @@
 // status. Triggers: watch events, netlink events, the election, and a periodic full
 // resync.
 //
-// It writes only Gateway objects and Peer status; it never writes what the hub owns.
+// It writes Gateway objects (its node's; on the active gateway, another node's still
+// marked active is marked passive), Peer status, its own build's entry in the
+// Membership's status.daemons (internal/daemonbuild; the active gateway also takes out
+// the entries of nodes that are gone) and, through the cable driver factory it is given,
+// the cluster's WireGuard key Secret when it is missing. It never writes what the hub
+// owns: the Membership's spec, the Peers' spec, the MCS objects.
 package agent

@@ -23,11 +23,12 @@ const (
 )
 
 type benchmarkOptions struct {
-	members memberFlags
-	intra   bool
-	span    time.Duration
-	count   int
-	output  string
+	members  memberFlags
+	intra    bool
+	span     time.Duration
+	count    int
+	output   string
+	timeouts timeouts
 }
 
 // NewBenchmarkCommand is `strait benchmark`.
@@ -50,7 +51,10 @@ way to the active gateway, as most pods' does) to a pod of the second member, an
 baseline between two nodes inside the first member; then the ratio, across ÷ inside (for
 latency, of the average round trip). With --intra-cluster only the baseline is measured.
 
-The pods run the agent's image, which every node holds; nothing else is written.
+The pods run the agent's image, which every node holds; nothing else is written. A node
+whose kubelet does not take its probe pod or an exec up within --node-timeout, or whose
+probe pod does not run within --pod-start-timeout, is named on standard error and left
+out; the pods are picked among the others.
 
 Exit status: 0 measured, 3 an error (a bad flag, a member that could not be read, a
 measurement that failed).`,
@@ -72,6 +76,7 @@ measurement that failed).`,
 		},
 	}
 	addMemberFlags(cmd, &o.members)
+	addTimeoutFlags(cmd, &o.timeouts, true, missedLeftOut)
 	f := cmd.Flags()
 	f.BoolVar(&o.intra, "intra-cluster", false, "only the baseline: between two nodes of the first member")
 	f.DurationVar(&o.span, "for", o.span, "throughput: how long to send")
@@ -110,6 +115,9 @@ func runBenchmark(ctx context.Context, o *benchmarkOptions, measure string, stdo
 	if o.span < time.Second || o.count < 1 {
 		return fail(fmt.Errorf("--for %s, --count %d: want at least 1s and 1", o.span, o.count))
 	}
+	if err := o.timeouts.validate(); err != nil {
+		return fail(err)
+	}
 	targets, err := o.members.targets()
 	if err != nil {
 		return fail(err)
@@ -124,7 +132,7 @@ func runBenchmark(ctx context.Context, o *benchmarkOptions, measure string, stdo
 		if len(members) == want {
 			break
 		}
-		m := connect(t)
+		m := connect(t, o.timeouts)
 		if m.err == nil {
 			m.read(ctx)
 		}
@@ -154,8 +162,14 @@ func runBenchmark(ctx context.Context, o *benchmarkOptions, measure string, stdo
 		}
 	}
 	for _, m := range members {
-		if pods[m], err = m.waitProbes(ctx, run, 60*time.Second); err != nil {
+		if pods[m], err = m.waitProbes(ctx, run); err != nil {
 			return fail(err)
+		}
+		for _, n := range m.failedNodes() {
+			fmt.Fprintf(stderr, "warning: %s: %v: left out\n", m.name, m.nodeError(n))
+		}
+		if len(pods[m]) == 0 {
+			return fail(fmt.Errorf("no probe pod of %s runs: %s", m.name, hungNodeFix(m.failedNodes(), o.timeouts, true)))
 		}
 	}
 	a := members[0]
@@ -184,10 +198,12 @@ func runBenchmark(ctx context.Context, o *benchmarkOptions, measure string, stdo
 		var err error
 		if measure == benchThroughput {
 			r.Throughput = &probe.Throughput{}
-			err = a.execJSON(ctx, from.name, "probe", []string{"/straitd", "probe", "throughput", "--for", o.span.String(), addr}, r.Throughput)
+			// Its own bound: a connection of 3 s, --for of sending, the receiver's answer within 33 s.
+			err = a.execJSON(ctx, from.node, from.name, "probe", []string{"/straitd", "probe", "throughput", "--for", o.span.String(), addr}, o.span+36*time.Second, r.Throughput)
 		} else {
 			r.Latency = &probe.Latency{}
-			err = a.execJSON(ctx, from.name, "probe", []string{"/straitd", "probe", "latency", "--count", strconv.Itoa(o.count), addr}, r.Latency)
+			// Its own bound: a connection of 3 s, then each round trip within 3 s.
+			err = a.execJSON(ctx, from.node, from.name, "probe", []string{"/straitd", "probe", "latency", "--count", strconv.Itoa(o.count), addr}, time.Duration(o.count+1)*3*time.Second, r.Latency)
 		}
 		if err != nil {
 			return fail(fmt.Errorf("%s %s: %w", measure, p.between, err))

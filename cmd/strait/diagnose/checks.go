@@ -125,6 +125,8 @@ func kubeProxy(m *member) Result {
 	for _, n := range m.nodes {
 		f, ok := m.facts[n.Name]
 		switch {
+		case !ok && (m.nodeError(n.Name) != nil || nodeFailed(m.factsErr[n.Name])):
+			// The node did not answer: the nodes line says so, and what to do.
 		case !ok:
 			unread = append(unread, fmt.Sprintf("%s: %v", n.Name, m.factsErr[n.Name]))
 		case f.KubeProxy.Error != "":
@@ -145,6 +147,7 @@ func kubeProxy(m *member) Result {
 	if len(bits) > 0 {
 		detail += ", masquerade bit " + strings.Join(bits, ",")
 	}
+	detail += leftOut(m)
 	if len(unread) > 0 {
 		return result(checkKubeProxy, m, Warn, strings.Join(append([]string{detail}, unread...), "; "),
 			"where kube-proxy's metrics endpoint (127.0.0.1:10249) does not answer, kube-proxy may be replaced (Cilium, kube-router) or bind elsewhere: check its mode by hand")
@@ -215,12 +218,22 @@ func cni(m *member, o observed) Result {
 	}
 	switch {
 	case len(bad) > 0:
-		return result(checkCNI, m, Fail, "remote traffic is masqueraded: "+strings.Join(bad, "; "),
+		return result(checkCNI, m, Fail, "remote traffic is masqueraded: "+strings.Join(bad, "; ")+leftOut(m),
 			strings.Join(append(fix, "a masquerade on the way (the CNI's, kube-proxy's) rewrites the pod's address and the other cluster's answers go astray; Strait's agent keeps every masquerade off remote CIDRs with its chain "+route.SourceChain+" (priority srcnat-10): check that the agent runs on those nodes (strait diagnose deployment) and read its log"), "; "))
 	case crossed == 0:
-		return result(checkCNI, m, Warn, "no probe reached another member, so the source address could not be compared", "see the connections check")
+		return result(checkCNI, m, Warn, "no probe reached another member, so the source address could not be compared"+leftOut(m), "see the connections check")
 	}
-	return result(checkCNI, m, Pass, "the pod's own address arrives in the other members, from "+strings.Join(ok, ", "), "")
+	return result(checkCNI, m, Pass, "the pod's own address arrives in the other members, from "+strings.Join(ok, ", ")+leftOut(m), "")
+}
+
+// leftOut names, for a check's detail, the nodes of m that did not answer ("" when all
+// did): the nodes line says why and what to do.
+func leftOut(m *member) string {
+	nodes := m.failedNodes()
+	if len(nodes) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; %s left out (see the nodes line)", strings.Join(nodes, ", "))
 }
 
 // translation is a node where a probe's source was rewritten, and to what.

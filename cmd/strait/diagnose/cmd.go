@@ -25,9 +25,10 @@ const (
 )
 
 type options struct {
-	members memberFlags
-	file    string
-	output  string
+	members  memberFlags
+	file     string
+	output   string
+	timeouts timeouts
 }
 
 // NewCommand is `strait diagnose`.
@@ -59,8 +60,16 @@ check and member, pass, warn or fail, and for each warning or failure what to do
 The probes run Strait's own image (the agent's), "straitd probe", in pods diagnose
 starts in strait-system on every node and removes before it ends. Nothing else is written.
 
-Exit status: 0 every check passed, 1 a warning and no failure, 2 a check failed, 3
-diagnose could not run (a bad flag, a member that could not be read).`,
+Every exec, log read and probe pod goes through a node's kubelet, and has a deadline: a
+node whose kubelet does not take an exec up or a pod within --node-timeout (10s), that
+is not Ready, or whose probe pod does not run within --pod-start-timeout (30s) after, is
+a failed "nodes" line naming it and what to do, printed first; nothing more is asked of
+it, and the other checks run without it. With a hung node, diagnose all ends within a
+minute.
+
+Exit status: 0 every check passed, 1 a warning and no failure, 2 a check failed (a
+"nodes" line among them), 3 diagnose could not run (a bad flag, a member that could not
+be read).`,
 		Example: `  # Every check, every context of the current kubeconfig that is a member:
   strait diagnose
 
@@ -79,6 +88,7 @@ diagnose could not run (a bad flag, a member that could not be read).`,
 	}
 	f := cmd.Flags()
 	addMemberFlags(cmd, &o.members)
+	addTimeoutFlags(cmd, &o.timeouts, true, missedNodesLine)
 	f.StringVarP(&o.file, "file", "f", "", "check the CIDRs against this ClusterSet file (default: each member's Membership)")
 	f.StringVarP(&o.output, "output", "o", "", "output format: json or yaml (default: a table)")
 	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"json", "yaml"}, cobra.ShellCompDirectiveNoFileComp))
@@ -133,6 +143,9 @@ func run(ctx context.Context, o *options, args []string, stdout, stderr io.Write
 	if err == nil && o.output != "" && o.output != "json" && o.output != "yaml" {
 		err = fmt.Errorf("-o/--output %q: want json or yaml (or nothing, for a table)", o.output)
 	}
+	if err == nil {
+		err = o.timeouts.validate()
+	}
 	if err != nil {
 		return &cli.ExitStatus{Code: exitError, Err: err}
 	}
@@ -141,34 +154,42 @@ func run(ctx context.Context, o *options, args []string, stdout, stderr io.Write
 		return &cli.ExitStatus{Code: exitError, Err: err}
 	}
 	progress := cli.Progress(stderr)
-	obs := observed{probes: map[string][]probePod{}, lookups: map[string][]lookup{}, now: time.Now()}
 	rep := &Report{}
 	progress("reading %d clusters", len(targets))
-	obs.members = readMembers(ctx, targets, rep)
-	if len(obs.members) == 0 {
+	members := readMembers(ctx, targets, o.timeouts, rep)
+	if len(members) == 0 {
 		printSide(stderr, rep)
 		return &cli.ExitStatus{Code: exitError, Err: errors.New("no member to diagnose")}
 	}
-	if err := o.expected(&obs); err != nil {
+	if err := diagnoseMembers(ctx, members, checks, o, rep, progress); err != nil {
 		return &cli.ExitStatus{Code: exitError, Err: err}
 	}
+	if err := printReport(stdout, rep, o.output); err != nil {
+		return &cli.ExitStatus{Code: exitError, Err: err}
+	}
+	printSide(stderr, rep)
+	return exitOf(rep)
+}
+
+// diagnoseMembers runs the checks over the members read and puts the results into rep:
+// first a "nodes" line for each member with a node that did not answer, then the checks.
+// An error only when diagnose cannot run (the file given cannot be read).
+func diagnoseMembers(ctx context.Context, members []*member, checks []string, o *options, rep *Report, progress func(string, ...any)) error {
+	obs := observed{members: members, probes: map[string][]probePod{}, lookups: map[string][]lookup{}, now: time.Now()}
+	if err := o.expected(&obs); err != nil {
+		return err
+	}
 	if needs(checks, checkKubeProxy, checkCNI) {
-		progress("reading every node's facts in its agent (straitd probe node)")
-		for _, m := range obs.members {
-			m.readFacts(ctx)
-		}
+		progress("reading every node's facts in its agent (straitd probe node), each node within %s", o.timeouts.node)
+		readFacts(ctx, obs.members)
 	}
 	if needs(checks, checkCNI, checkMTU, checkConnections, checkDNS) {
 		if err := probeAcross(ctx, &obs, contains(checks, checkMTU), progress); err != nil {
 			rep.Unreadable = append(rep.Unreadable, err.Error())
 		}
 	}
-	rep.Results = judge(obs, checks)
-	if err := printReport(stdout, rep, o.output); err != nil {
-		return &cli.ExitStatus{Code: exitError, Err: err}
-	}
-	printSide(stderr, rep)
-	return exitOf(rep)
+	rep.Results = append(nodeResults(obs.members, o.timeouts), judge(obs, checks)...)
+	return nil
 }
 
 // expected are the CIDRs to compare with: the file's, or each Membership's.
@@ -202,12 +223,15 @@ func probeAcross(ctx context.Context, obs *observed, measureMTU bool, progress f
 	run := strconv.FormatInt(time.Now().UnixNano(), 36)
 	var names []string
 	var errs []error
-	progress("starting probe pods (straitd probe serve) on every node")
+	progress("starting probe pods (straitd probe serve) on every node that answers")
+	started := map[*member]bool{}
 	for _, m := range obs.members {
 		names = append(names, m.name)
 		if err := m.startProbes(ctx, run); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", m.name, err))
+			continue
 		}
+		started[m] = true
 	}
 	defer func() {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 20*time.Second)
@@ -217,7 +241,10 @@ func probeAcross(ctx context.Context, obs *observed, measureMTU bool, progress f
 		}
 	}()
 	for _, m := range obs.members {
-		pods, err := m.waitProbes(ctx, run, 60*time.Second)
+		if !started[m] {
+			continue
+		}
+		pods, err := m.waitProbes(ctx, run)
 		if err != nil {
 			errs = append(errs, err)
 		}
@@ -229,15 +256,11 @@ func probeAcross(ctx context.Context, obs *observed, measureMTU bool, progress f
 		obs.lookups[m.name] = lookups(ctx, m, obs.probes[m.name])
 	}
 	readArrivals(ctx, obs)
-	for _, m := range obs.members {
-		var to []string
-		for _, a := range obs.across {
-			if a.from == m.name {
-				to = appendNew(to, a.toPod.ip)
-			}
-		}
-		m.readFlows(ctx, to)
+	to := map[string][]string{}
+	for _, a := range obs.across {
+		to[a.from] = appendNew(to[a.from], a.toPod.ip)
 	}
+	readFlows(ctx, obs.members, to)
 	return errors.Join(errs...)
 }
 

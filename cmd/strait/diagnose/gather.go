@@ -29,8 +29,9 @@ import (
 )
 
 type gatherOptions struct {
-	members memberFlags
-	dir     string
+	members  memberFlags
+	dir      string
+	timeouts timeouts
 }
 
 // NewGatherCommand is `strait gather`.
@@ -58,6 +59,10 @@ DIR/strait-gather-TIME.tar.gz:
   CLUSTER/secrets.txt            the Secrets of strait-system by name and labels, read as
                                  metadata only: no Secret's data is ever read
 
+A log and a kernel dump are read through their node's kubelet, within --node-timeout:
+a node that does not answer in time is asked nothing more, its part is missing from the
+tarball, and errors.txt (and standard error) says which and why; the rest is gathered.
+
 Exit status: 0 all was gathered, 1 something could not be (the tarball holds the rest and
 an errors.txt), 3 nothing could be read.`,
 		Example: `  strait gather --context hub --context c1 --context c2 --dir /tmp
@@ -69,6 +74,7 @@ an errors.txt), 3 nothing could be read.`,
 	}
 	f := cmd.Flags()
 	addMemberFlags(cmd, &o.members)
+	addTimeoutFlags(cmd, &o.timeouts, false, missedTarball)
 	f.StringVar(&o.dir, "dir", ".", "where to write the tarball")
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &cli.ExitStatus{Code: exitError, Err: err} })
 	return cmd
@@ -94,6 +100,9 @@ func (a *archive) failed(format string, args ...any) {
 }
 
 func runGather(ctx context.Context, o *gatherOptions, stdout, stderr io.Writer) error {
+	if err := o.timeouts.validate(); err != nil {
+		return &cli.ExitStatus{Code: exitError, Err: err}
+	}
 	targets, err := o.members.targets()
 	if err != nil {
 		return &cli.ExitStatus{Code: exitError, Err: err}
@@ -113,7 +122,7 @@ func runGather(ctx context.Context, o *gatherOptions, stdout, stderr io.Writer) 
 	read := 0
 	for _, t := range targets {
 		fmt.Fprintf(stderr, "… gathering %s (%s)\n", t.name, t.from)
-		m := connect(t)
+		m := connect(t, o.timeouts)
 		if m.err != nil {
 			a.failed("%s: %v", t.name, m.err)
 			continue
@@ -126,6 +135,9 @@ func runGather(ctx context.Context, o *gatherOptions, stdout, stderr io.Writer) 
 		read++
 		versions += fmt.Sprintf("%s: Kubernetes %s\n", t.name, v.GitVersion)
 		gatherCluster(ctx, m, a)
+		if nodes := m.failedNodes(); len(nodes) > 0 {
+			a.failed("%s: what to do about %s: %s", t.name, strings.Join(nodes, ", "), hungNodeFix(nodes, o.timeouts, false))
+		}
 	}
 	a.add("versions.txt", []byte(versions))
 	if len(a.errs) > 0 {
@@ -256,29 +268,34 @@ func gatherLogs(ctx context.Context, m *member, a *archive) {
 	}
 	tail := int64(5000)
 	for _, p := range pods.Items {
+		node := p.Spec.NodeName
 		for _, c := range p.Spec.Containers {
-			logs, err := m.kube.CoreV1().Pods(p.Namespace).GetLogs(p.Name, &corev1.PodLogOptions{Container: c.Name, TailLines: &tail}).DoRaw(ctx)
+			logs, err := m.log(ctx, node, p.Name, &corev1.PodLogOptions{Container: c.Name, TailLines: &tail})
 			if err != nil {
-				a.failed("%s: log of %s/%s: %v", m.name, p.Name, c.Name, err)
+				a.failed("%s: log of %s/%s on node %s missing: %v", m.name, p.Name, c.Name, orDash(node), err)
 				continue
 			}
 			a.add(fmt.Sprintf("%s/logs/%s_%s.log", m.name, p.Name, c.Name), logs)
 			if restarted(p, c.Name) {
-				if prev, err := m.kube.CoreV1().Pods(p.Namespace).GetLogs(p.Name, &corev1.PodLogOptions{Container: c.Name, TailLines: &tail, Previous: true}).DoRaw(ctx); err == nil {
+				if prev, err := m.log(ctx, node, p.Name, &corev1.PodLogOptions{Container: c.Name, TailLines: &tail, Previous: true}); err == nil {
 					a.add(fmt.Sprintf("%s/logs/%s_%s.previous.log", m.name, p.Name, c.Name), prev)
 				}
 			}
 		}
 		if p.Labels["app.kubernetes.io/name"] == agentDaemonSet && p.Status.Phase == corev1.PodRunning {
-			out, err := m.exec(ctx, p.Name, agentContainer, []string{"/straitd", "agent", "--dump"})
+			out, err := m.exec(ctx, node, p.Name, agentContainer, []string{"/straitd", "agent", "--dump"}, dumpRuns)
 			if err != nil {
-				a.failed("%s: straitd agent --dump on %s: %v", m.name, p.Spec.NodeName, err)
+				a.failed("%s: dump/%s.txt (straitd agent --dump) missing: %v", m.name, node, err)
 				continue
 			}
 			a.add(fmt.Sprintf("%s/dump/%s.txt", m.name, p.Spec.NodeName), out)
 		}
 	}
 }
+
+// dumpRuns is the longest `straitd agent --dump` runs: it reads the node's links,
+// routes, rules and nftables through netlink.
+const dumpRuns = 5 * time.Second
 
 func restarted(p corev1.Pod, container string) bool {
 	for _, s := range p.Status.ContainerStatuses {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -106,6 +107,15 @@ type member struct {
 	c    client.Client
 	err  error
 
+	// timeouts bound every call into a node (deadline.go); execFn makes the execs
+	// (spdyExec) and logFn reads the logs (kubeLog), or a test's fakes do.
+	timeouts timeouts
+	execFn   execFunc
+	logFn    func(ctx context.Context, pod string, opts *corev1.PodLogOptions) ([]byte, error)
+	// mu guards failed: the nodes asked nothing more in this run, and why.
+	mu     sync.Mutex
+	failed map[string]error
+
 	version      string
 	membership   *straitv1.Membership
 	peers        []straitv1.Peer
@@ -127,16 +137,17 @@ type member struct {
 	// flows are each node's conntrack entries towards the other members' probe pods,
 	// read after the probes crossed.
 	flows map[string][]probe.Flow
+	// probesCreated is when this run's probe pods were created (waitProbes' deadlines).
+	probesCreated time.Time
 }
 
-// connect makes the clients of a target.
 // readMembers connects to each target and reads it; those that cannot be read go into
 // rep.Unreadable, those without a Membership (no member of a ClusterSet) into
 // rep.Skipped, and the members are returned in the targets' order.
-func readMembers(ctx context.Context, targets []target, rep *Report) []*member {
+func readMembers(ctx context.Context, targets []target, to timeouts, rep *Report) []*member {
 	var out []*member
 	for _, t := range targets {
-		m := connect(t)
+		m := connect(t, to)
 		if m.err == nil {
 			m.read(ctx)
 		}
@@ -152,8 +163,10 @@ func readMembers(ctx context.Context, targets []target, rep *Report) []*member {
 	return out
 }
 
-func connect(t target) *member {
-	m := &member{name: t.name, from: t.from, cfg: t.cfg}
+// connect makes the clients of a target.
+func connect(t target, to timeouts) *member {
+	m := &member{name: t.name, from: t.from, cfg: t.cfg, timeouts: to}
+	m.execFn, m.logFn = m.spdyExec, m.kubeLog
 	var err error
 	if m.kube, err = kubernetes.NewForConfig(t.cfg); err == nil {
 		m.c, err = client.New(t.cfg, client.Options{Scheme: scheme.New()})
@@ -198,6 +211,11 @@ func (m *member) read(ctx context.Context) {
 	}
 	m.peers, m.gateways, m.nodes, m.imports = peers.Items, gws.Items, nodes.Items, imports.Items
 	sort.Slice(m.nodes, func(i, j int) bool { return m.nodes[i].Name < m.nodes[j].Name })
+	for _, n := range m.nodes {
+		if !nodeReady(n) {
+			m.failNode(n.Name, &notReadyError{node: n.Name, cond: readyCondition(n)})
+		}
+	}
 	sort.Slice(m.gateways, func(i, j int) bool { return m.gateways[i].Name < m.gateways[j].Name })
 	if ds, err := m.kube.AppsV1().DaemonSets(ns).Get(ctx, agentDaemonSet, metav1.GetOptions{}); err == nil {
 		m.agents = ds
@@ -256,41 +274,78 @@ func (m *member) readServiceCIDRs(ctx context.Context) ([]string, error) {
 	return out, nil
 }
 
-// readFacts execs `straitd probe node` in every node's agent container.
-func (m *member) readFacts(ctx context.Context) {
-	m.facts, m.factsErr = map[string]probe.NodeFacts{}, map[string]error{}
-	for _, n := range m.nodes {
-		pod := m.agentOn(n.Name)
-		if pod == nil {
-			m.factsErr[n.Name] = errors.New("no running agent on the node to read it from")
-			continue
+// The longest each probe exec'd in an agent runs by its own timeouts, beside the node
+// timeout (onNode): `straitd probe node` asks kube-proxy's metrics endpoint twice with 2 s
+// each; `straitd probe flows` reads the node's conntrack table.
+const (
+	nodeFactsRuns = 5 * time.Second
+	flowsRuns     = 5 * time.Second
+)
+
+// nodesAtOnce is how many nodes are asked at once: a hung one holds its slot for the
+// node timeout while the others go on.
+const nodesAtOnce = 8
+
+// eachNode runs ask for every node of the members, nodesAtOnce at a time, and returns
+// when all have returned.
+func eachNode(members []*member, ask func(m *member, node string)) {
+	var wg sync.WaitGroup
+	slots := make(chan struct{}, nodesAtOnce)
+	for _, m := range members {
+		for _, n := range m.nodes {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				slots <- struct{}{}
+				defer func() { <-slots }()
+				ask(m, n.Name)
+			}()
 		}
-		var f probe.NodeFacts
-		if err := m.execJSON(ctx, pod.Name, agentContainer, []string{"/straitd", "probe", "node"}, &f); err != nil {
-			m.factsErr[n.Name] = err
-			continue
-		}
-		m.facts[n.Name] = f
 	}
+	wg.Wait()
+}
+
+// readFacts execs `straitd probe node` in every node's agent container, on all members'
+// nodes at once.
+func readFacts(ctx context.Context, members []*member) {
+	for _, m := range members {
+		m.facts, m.factsErr = map[string]probe.NodeFacts{}, map[string]error{}
+	}
+	eachNode(members, func(m *member, node string) {
+		var f probe.NodeFacts
+		err := errors.New("no running agent on the node to read it from")
+		if pod := m.agentOn(node); pod != nil {
+			err = m.execJSON(ctx, node, pod.Name, agentContainer, []string{"/straitd", "probe", "node"}, nodeFactsRuns, &f)
+		}
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		if err != nil {
+			m.factsErr[node] = err
+			return
+		}
+		m.facts[node] = f
+	})
 }
 
 // readFlows execs `straitd probe flows` in every node's agent container: the conntrack
-// entries towards the addresses, which say what source each connection left with.
-func (m *member) readFlows(ctx context.Context, to []string) {
-	m.flows = map[string][]probe.Flow{}
-	if len(to) == 0 {
-		return
+// entries towards each member's addresses (to), which say what source each connection
+// left with.
+func readFlows(ctx context.Context, members []*member, to map[string][]string) {
+	for _, m := range members {
+		m.flows = map[string][]probe.Flow{}
 	}
-	for _, n := range m.nodes {
-		pod := m.agentOn(n.Name)
-		if pod == nil {
-			continue
+	eachNode(members, func(m *member, node string) {
+		pod := m.agentOn(node)
+		if pod == nil || len(to[m.name]) == 0 {
+			return
 		}
 		var f []probe.Flow
-		if err := m.execJSON(ctx, pod.Name, agentContainer, []string{"/straitd", "probe", "flows", "--to", strings.Join(to, ",")}, &f); err == nil {
-			m.flows[n.Name] = f
+		if err := m.execJSON(ctx, node, pod.Name, agentContainer, []string{"/straitd", "probe", "flows", "--to", strings.Join(to[m.name], ",")}, flowsRuns, &f); err == nil {
+			m.mu.Lock()
+			m.flows[node] = f
+			m.mu.Unlock()
 		}
-	}
+	})
 }
 
 // agentOn is the running agent pod of a node.

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -15,8 +16,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/tools/remotecommand"
 	"k8s.io/utils/ptr"
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
@@ -56,8 +55,8 @@ func (m *member) startProbes(ctx context.Context, run string) error {
 	pods := m.kube.CoreV1().Pods(straitv1.SystemNamespace)
 	_ = pods.DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}, metav1.ListOptions{LabelSelector: probeLabel + ",run!=" + run})
 	for _, n := range m.nodes {
-		if !nodeReady(n) {
-			continue
+		if m.nodeError(n.Name) != nil {
+			continue // not Ready, or it did not answer: see the nodes line
 		}
 		p := &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Name: "strait-diagnose-" + n.Name, Namespace: straitv1.SystemNamespace,
@@ -89,33 +88,61 @@ func (m *member) startProbes(ctx context.Context, run string) error {
 			return fmt.Errorf("creating probe pod %s: %w", p.Name, err)
 		}
 	}
+	m.probesCreated = time.Now()
 	return nil
 }
 
-// waitProbes waits until every probe pod runs, and returns them.
-func (m *member) waitProbes(ctx context.Context, run string, timeout time.Duration) ([]probePod, error) {
+// waitProbes waits until the probe pods of this run are Running with an IP, and returns
+// those that are. A pod its kubelet has not taken up (written no status) within the node
+// timeout of its creation, or that does not run within the pod-start timeout after, or
+// ended, is left out and its node asked nothing more (see the nodes line); the others go
+// on. An error only when the pods cannot be listed.
+func (m *member) waitProbes(ctx context.Context, run string) ([]probePod, error) {
 	var out []probePod
-	err := wait.PollUntilContextTimeout(ctx, 300*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+	var lastErr error
+	for {
 		list, err := m.kube.CoreV1().Pods(straitv1.SystemNamespace).List(ctx, metav1.ListOptions{LabelSelector: probeLabel + ",run=" + run})
+		since := time.Since(m.probesCreated)
 		if err != nil {
-			return false, nil
-		}
-		out = out[:0]
-		for _, p := range list.Items {
-			if p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded {
-				return false, fmt.Errorf("probe pod %s on %s ended: %s", p.Name, p.Spec.NodeName, podMessage(p))
+			if lastErr = err; since > m.timeouts.node+m.timeouts.podStart {
+				return nil, fmt.Errorf("listing the probe pods in %s: %w", m.name, lastErr)
 			}
-			if p.Status.Phase != corev1.PodRunning || p.Status.PodIP == "" {
-				return false, nil
+		} else {
+			out = out[:0]
+			waiting := 0
+			for _, p := range list.Items {
+				node := p.Spec.NodeName
+				switch {
+				case m.nodeError(node) != nil:
+				case p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded:
+					m.failNode(node, &podStartError{node: node, pod: p.Name, state: podMessage(p), ended: true})
+				case p.Status.Phase == corev1.PodRunning && p.Status.PodIP != "":
+					out = append(out, probePod{name: p.Name, node: node, ip: p.Status.PodIP, gateway: m.gatewayCapable(node)})
+				case !takenUp(p) && since > m.timeouts.node:
+					m.failNode(node, &unansweredError{node: node, what: "probe pod " + p.Name + " never taken up by the node's kubelet", after: since})
+				case takenUp(p) && since > m.timeouts.node+m.timeouts.podStart:
+					m.failNode(node, &podStartError{node: node, pod: p.Name, state: podMessage(p), after: m.timeouts.podStart})
+				default:
+					waiting++
+				}
 			}
-			out = append(out, probePod{name: p.Name, node: p.Spec.NodeName, ip: p.Status.PodIP, gateway: m.gatewayCapable(p.Spec.NodeName)})
+			if waiting == 0 {
+				sort.Slice(out, func(i, j int) bool { return out[i].node < out[j].node })
+				return out, nil
+			}
 		}
-		return len(out) > 0, nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("probe pods in %s: %w", m.name, err)
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(300 * time.Millisecond):
+		}
 	}
-	return out, nil
+}
+
+// takenUp says whether a pod's kubelet has written its status (its host IP, conditions):
+// the API server writes none for a pod created on a node.
+func takenUp(p corev1.Pod) bool {
+	return p.Status.HostIP != "" || len(p.Status.Conditions) > 0 || p.Status.Phase != corev1.PodPending && p.Status.Phase != ""
 }
 
 func podMessage(p corev1.Pod) string {
@@ -123,8 +150,11 @@ func podMessage(p corev1.Pod) string {
 		if t := s.State.Terminated; t != nil {
 			return fmt.Sprintf("%s (exit %d) %s", t.Reason, t.ExitCode, t.Message)
 		}
+		if w := s.State.Waiting; w != nil {
+			return strings.TrimSpace(fmt.Sprintf("%s: %s %s", p.Status.Phase, w.Reason, w.Message))
+		}
 	}
-	return string(p.Status.Phase) + " " + p.Status.Message
+	return strings.TrimSpace(string(p.Status.Phase) + " " + p.Status.Message)
 }
 
 // stopProbes removes the probe pods of this run.
@@ -134,12 +164,18 @@ func (m *member) stopProbes(ctx context.Context, run string) error {
 }
 
 func nodeReady(n corev1.Node) bool {
-	for _, c := range n.Status.Conditions {
+	c := readyCondition(n)
+	return c != nil && c.Status == corev1.ConditionTrue
+}
+
+// readyCondition is a node's Ready condition, nil without one.
+func readyCondition(n corev1.Node) *corev1.NodeCondition {
+	for i, c := range n.Status.Conditions {
 		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionTrue
+			return &n.Status.Conditions[i]
 		}
 	}
-	return false
+	return nil
 }
 
 // gatewayCapable says whether a node has a Gateway object (the agent publishes one on
@@ -153,29 +189,19 @@ func (m *member) gatewayCapable(node string) bool {
 	return false
 }
 
-// exec runs argv in a container of a pod in strait-system through the API server and the
-// kubelet, as kubectl exec does, and returns its standard output.
-func (m *member) exec(ctx context.Context, pod, container string, argv []string) ([]byte, error) {
-	req := m.kube.CoreV1().RESTClient().Post().Resource("pods").Namespace(straitv1.SystemNamespace).Name(pod).SubResource("exec").
-		VersionedParams(&corev1.PodExecOptions{Container: container, Command: argv, Stdout: true, Stderr: true}, scheme.ParameterCodec)
-	ex, err := remotecommand.NewSPDYExecutor(m.cfg, "POST", req.URL())
-	if err != nil {
-		return nil, err
-	}
-	var stdout, stderr bytes.Buffer
-	if err := ex.StreamWithContext(ctx, remotecommand.StreamOptions{Stdout: &stdout, Stderr: &stderr}); err != nil {
-		msg := strings.TrimSpace(stderr.String())
-		if msg == "" {
-			return nil, fmt.Errorf("exec %s in %s: %w", strings.Join(argv, " "), pod, err)
-		}
-		return nil, errors.New(strings.TrimPrefix(msg, "error: "))
-	}
-	return stdout.Bytes(), nil
+// exec runs argv in a container of a pod on node, through the API server and the node's
+// kubelet, as kubectl exec does, and returns its standard output. runs is the longest
+// the command runs by its own timeouts; onNode bounds the rest.
+func (m *member) exec(ctx context.Context, node, pod, container string, argv []string, runs time.Duration) ([]byte, error) {
+	return onNode(ctx, m, node, fmt.Sprintf("exec of %s in pod %s", describe(argv), pod), runs,
+		func(ctx context.Context, answered func()) ([]byte, error) {
+			return m.execFn(ctx, pod, container, argv, answered)
+		})
 }
 
 // execJSON runs argv and decodes its JSON output into v.
-func (m *member) execJSON(ctx context.Context, pod, container string, argv []string, v any) error {
-	out, err := m.exec(ctx, pod, container, argv)
+func (m *member) execJSON(ctx context.Context, node, pod, container string, argv []string, runs time.Duration, v any) error {
+	out, err := m.exec(ctx, node, pod, container, argv, runs)
 	if err != nil {
 		return err
 	}
@@ -184,6 +210,16 @@ func (m *member) execJSON(ctx context.Context, pod, container string, argv []str
 	}
 	return nil
 }
+
+// The longest the probes exec'd in probe pods run by their own timeouts (internal/probe):
+// dial sends three hellos 20 ms apart, then connects and reads, each for --timeout (3 s
+// here); mtu tries a small datagram three times for --timeout (1 s here), then up to six
+// sizes three times each; lookup resolves for 3 s.
+const (
+	dialRuns   = 7 * time.Second
+	mtuRuns    = 22 * time.Second
+	lookupRuns = 4 * time.Second
+)
 
 // across is what one probe pod saw dialling another member's probe pod.
 type across struct {
@@ -211,10 +247,10 @@ func dialAcross(ctx context.Context, m *member, mine []probePod, others map[stri
 		for _, p := range mine {
 			a := across{from: m.name, to: other, fromPod: p, toPod: to, nonce: m.name + "/" + p.name}
 			addr := net.JoinHostPort(to.ip, strconv.Itoa(probe.Port))
-			a.dialErr = m.execJSON(ctx, p.name, "probe", []string{"/straitd", "probe", "dial", "--nonce", a.nonce, "--timeout", "3s", addr}, &a.seen)
+			a.dialErr = m.execJSON(ctx, p.node, p.name, "probe", []string{"/straitd", "probe", "dial", "--nonce", a.nonce, "--timeout", "3s", addr}, dialRuns, &a.seen)
 			if measureMTU && p == pickPlain(mine) {
 				var mtu probe.MTU
-				if a.mtuErr = m.execJSON(ctx, p.name, "probe", []string{"/straitd", "probe", "mtu", "--timeout", "1s", addr}, &mtu); a.mtuErr == nil {
+				if a.mtuErr = m.execJSON(ctx, p.node, p.name, "probe", []string{"/straitd", "probe", "mtu", "--timeout", "1s", addr}, mtuRuns, &mtu); a.mtuErr == nil {
 					a.mtu = &mtu
 				}
 			}
@@ -244,7 +280,7 @@ func lookups(ctx context.Context, m *member, mine []probePod) []lookup {
 		var res struct {
 			Addresses []string `json:"addresses"`
 		}
-		err := m.execJSON(ctx, mine[0].name, "probe", []string{"/straitd", "probe", "lookup", name}, &res)
+		err := m.execJSON(ctx, mine[0].node, mine[0].name, "probe", []string{"/straitd", "probe", "lookup", name}, lookupRuns, &res)
 		out = append(out, lookup{name: name, pod: mine[0].name, addrs: res.Addresses, err: err})
 	}
 	return out
@@ -266,7 +302,7 @@ func readArrivals(ctx context.Context, obs *observed) {
 		key := a.to + "/" + a.toPod.name
 		if _, ok := seen[key]; !ok {
 			if m := memberNamed(*obs, a.to); m != nil {
-				seen[key] = probe.SeenIn(m.podLog(ctx, a.toPod.name))
+				seen[key] = probe.SeenIn(m.podLog(ctx, a.toPod))
 			}
 		}
 		a.arrived = seen[key][a.nonce]
@@ -274,10 +310,27 @@ func readArrivals(ctx context.Context, obs *observed) {
 }
 
 // podLog is a probe pod's log ("" when it cannot be read).
-func (m *member) podLog(ctx context.Context, pod string) string {
-	b, err := m.kube.CoreV1().Pods(straitv1.SystemNamespace).GetLogs(pod, &corev1.PodLogOptions{}).DoRaw(ctx)
+func (m *member) podLog(ctx context.Context, p probePod) string {
+	b, err := m.log(ctx, p.node, p.name, &corev1.PodLogOptions{})
 	if err != nil {
 		return ""
 	}
 	return string(b)
+}
+
+// log reads a container's log of a pod in strait-system on node, through the API
+// server and the node's kubelet, within the node timeout.
+func (m *member) log(ctx context.Context, node, pod string, opts *corev1.PodLogOptions) ([]byte, error) {
+	what := "log of pod " + pod
+	if opts.Container != "" {
+		what += " container " + opts.Container
+	}
+	return onNode(ctx, m, node, what, 0, func(ctx context.Context, _ func()) ([]byte, error) {
+		return m.logFn(ctx, pod, opts)
+	})
+}
+
+// kubeLog reads a container's log of a pod in strait-system through the API server.
+func (m *member) kubeLog(ctx context.Context, pod string, opts *corev1.PodLogOptions) ([]byte, error) {
+	return m.kube.CoreV1().Pods(straitv1.SystemNamespace).GetLogs(pod, opts).DoRaw(ctx)
 }

@@ -100,7 +100,7 @@ func runUninstall(ctx context.Context, o *uninstallOptions, stdout, stderr io.Wr
 	removed := func(format string, a ...any) { fmt.Fprintf(stdout, "removed "+format+"\n", a...) }
 	var clusters []*cluster
 	for _, t := range targets {
-		m := connect(t)
+		m := connect(t, defaultTimeouts()) // uninstall asks no node anything
 		if m.err != nil {
 			return &cli.ExitStatus{Code: exitError, Err: fmt.Errorf("%s: %w", t.name, m.err)}
 		}

@@ -34,10 +34,15 @@ var verifyNames = []string{verifyConnectivity, verifyServiceDiscovery, verifyGat
 // gateway Lease when it stops, and the standby takes over within a second or two.
 const failoverBound = 10 * time.Second
 
+// watchRuns is the longest gateway-failover's `straitd probe watch --for 20s --every
+// 100ms --timeout 500ms` runs by its own timeouts: 20 s, then the last try.
+const watchRuns = 22 * time.Second
+
 type verifyOptions struct {
-	members memberFlags
-	only    []string
-	output  string
+	members  memberFlags
+	only     []string
+	output   string
+	timeouts timeouts
 }
 
 // NewVerifyCommand is `strait verify`.
@@ -62,6 +67,11 @@ them, and removes them all when it ends:
                      every 100 ms; the longest gap must stay under 10s, and another
                      gateway must be active
 
+Every exec and probe pod goes through a node's kubelet and has a deadline, as in strait
+diagnose: a node that does not take an exec or its probe pod up within --node-timeout,
+is not Ready, or whose probe pod does not run within --pod-start-timeout, is a failed
+"nodes" line naming it, printed first, and the rest is verified without it.
+
 A summary table (or -o json|yaml); exit status 0 when everything passed, 2 on any
 failure, 3 when verify could not run.`,
 		Example: `  strait verify --context c1 --context c2
@@ -73,6 +83,7 @@ failure, 3 when verify could not run.`,
 	}
 	f := cmd.Flags()
 	addMemberFlags(cmd, &o.members)
+	addTimeoutFlags(cmd, &o.timeouts, true, missedNodesLine)
 	f.StringSliceVar(&o.only, "only", verifyNames, "what to verify: "+strings.Join(verifyNames, ","))
 	f.StringVarP(&o.output, "output", "o", "", "output format: json or yaml (default: a table)")
 	_ = cmd.RegisterFlagCompletionFunc("only", cobra.FixedCompletions(verifyNames, cobra.ShellCompDirectiveNoFileComp))
@@ -89,6 +100,9 @@ func runVerify(ctx context.Context, o *verifyOptions, stdout, stderr io.Writer) 
 	if o.output != "" && o.output != "json" && o.output != "yaml" {
 		return &cli.ExitStatus{Code: exitError, Err: fmt.Errorf("-o/--output %q: want json or yaml (or nothing, for a table)", o.output)}
 	}
+	if err := o.timeouts.validate(); err != nil {
+		return &cli.ExitStatus{Code: exitError, Err: err}
+	}
 	targets, err := o.members.targets()
 	if err != nil {
 		return &cli.ExitStatus{Code: exitError, Err: err}
@@ -96,7 +110,7 @@ func runVerify(ctx context.Context, o *verifyOptions, stdout, stderr io.Writer) 
 	progress := cli.Progress(stderr)
 	rep := &Report{}
 	obs := observed{probes: map[string][]probePod{}}
-	obs.members = readMembers(ctx, targets, rep)
+	obs.members = readMembers(ctx, targets, o.timeouts, rep)
 	if len(obs.members) < 2 || len(rep.Unreadable) > 0 {
 		printSide(stderr, rep)
 		return &cli.ExitStatus{Code: exitError, Err: fmt.Errorf("verify needs two members that can be read; found %d", len(obs.members))}
@@ -123,7 +137,7 @@ func runVerify(ctx context.Context, o *verifyOptions, stdout, stderr io.Writer) 
 		services[m.name] = ip
 	}
 	for _, m := range obs.members {
-		pods, err := m.waitProbes(ctx, run, 60*time.Second)
+		pods, err := m.waitProbes(ctx, run)
 		if err != nil {
 			return &cli.ExitStatus{Code: exitError, Err: err}
 		}
@@ -141,6 +155,7 @@ func runVerify(ctx context.Context, o *verifyOptions, stdout, stderr io.Writer) 
 		progress("gateway-failover: stopping %s's active gateway while %s's pod connects every 100 ms", obs.members[1].name, obs.members[0].name)
 		rep.Results = append(rep.Results, verifyFailover(ctx, obs))
 	}
+	rep.Results = append(nodeResults(obs.members, o.timeouts), rep.Results...)
 	if err := printReport(stdout, rep, o.output); err != nil {
 		return &cli.ExitStatus{Code: exitError, Err: err}
 	}
@@ -176,11 +191,21 @@ func sources(pods []probePod) []probePod {
 	return out
 }
 
+// verifyDialRuns is the longest `straitd probe dial --timeout 2s` runs by its own
+// timeouts: a connection and a read of 2 s each.
+const verifyDialRuns = 5 * time.Second
+
 func verifyConnections(ctx context.Context, obs observed, services map[string]string) []Result {
 	var out []Result
 	for _, a := range obs.members {
 		for _, b := range obs.members {
-			if a == b || len(obs.probes[b.name]) == 0 {
+			if a == b {
+				continue
+			}
+			if len(obs.probes[a.name]) == 0 || len(obs.probes[b.name]) == 0 {
+				out = append(out, Result{Check: verifyConnectivity, Cluster: a.name + "→" + b.name, Status: Fail,
+					Detail: "no probe pod runs in " + strings.Join(noProbes(obs, a, b), " and ") + " to connect from or to (see the nodes lines)",
+					Fix:    "make the nodes answer (the nodes lines say what to do), then verify again"})
 				continue
 			}
 			to := pickPlain(obs.probes[b.name])
@@ -191,8 +216,8 @@ func verifyConnections(ctx context.Context, obs observed, services map[string]st
 					// The first tries may meet kube-proxy before it programmed the new Service.
 					var err error
 					for try := 0; try < 5; try++ {
-						if err = a.execJSON(ctx, p.name, "probe", []string{"/straitd", "probe", "dial", "--timeout", "2s", net.JoinHostPort(target.ip, strconv.Itoa(probe.Port))}, &seen); err == nil {
-							break
+						if err = a.execJSON(ctx, p.node, p.name, "probe", []string{"/straitd", "probe", "dial", "--timeout", "2s", net.JoinHostPort(target.ip, strconv.Itoa(probe.Port))}, verifyDialRuns, &seen); err == nil || nodeFailed(err) {
+							break // a node that does not answer is asked no more
 						}
 						time.Sleep(time.Second)
 					}
@@ -218,9 +243,26 @@ func verifyConnections(ctx context.Context, obs observed, services map[string]st
 	return out
 }
 
+// noProbes names those of the members that have no probe pod running.
+func noProbes(obs observed, ms ...*member) []string {
+	var out []string
+	for _, m := range ms {
+		if len(obs.probes[m.name]) == 0 {
+			out = appendNew(out, m.name)
+		}
+	}
+	return out
+}
+
 func verifyNamesResolve(ctx context.Context, obs observed) []Result {
 	var out []Result
 	for _, m := range obs.members {
+		if len(obs.probes[m.name]) == 0 {
+			out = append(out, Result{Check: verifyServiceDiscovery, Cluster: m.name, Status: Fail,
+				Detail: "no probe pod runs in " + m.name + " to look the names up from (see the nodes lines)",
+				Fix:    "make the nodes answer (the nodes lines say what to do), then verify again"})
+			continue
+		}
 		ls := lookups(ctx, m, obs.probes[m.name])
 		r := Result{Check: verifyServiceDiscovery, Cluster: m.name, Status: Pass}
 		var bad, good []string
@@ -280,6 +322,28 @@ func verifyFailover(ctx context.Context, obs observed) Result {
 		r.Status, r.Detail, r.Fix = Warn, fmt.Sprintf("%s has %d gateway-capable nodes", b.name, len(b.gateways)), "label a second node for the gateway selector to have a standby"
 		return r
 	}
+	if len(obs.probes[a.name]) == 0 || len(obs.probes[b.name]) == 0 {
+		r.Status, r.Detail = Fail, "no probe pod runs in "+strings.Join(noProbes(obs, a, b), " and ")+" to watch the failover with (see the nodes lines)"
+		r.Fix = "make the nodes answer (the nodes lines say what to do), then verify again"
+		return r
+	}
+	// Stopping the active gateway when no standby answers would leave b without one.
+	var standbys []string
+	for _, g := range b.gateways {
+		if g.Spec.NodeName != gw.Spec.NodeName && b.nodeError(g.Spec.NodeName) == nil {
+			standbys = append(standbys, g.Spec.NodeName)
+		}
+	}
+	switch {
+	case b.nodeError(gw.Spec.NodeName) != nil:
+		r.Status, r.Detail = Fail, fmt.Sprintf("not tried: %s's active gateway %s does not answer (see the nodes line): its agent pod cannot be stopped through its kubelet", b.name, gw.Spec.NodeName)
+	case len(standbys) == 0:
+		r.Status, r.Detail = Fail, fmt.Sprintf("not tried: no standby of %s's active gateway %s answers (see the nodes line): stopping it would leave %s without a gateway", b.name, gw.Spec.NodeName, b.name)
+	}
+	if r.Status == Fail {
+		r.Fix = "make the gateway nodes answer (the nodes lines say what to do), then verify again"
+		return r
+	}
 	from, to := pickPlain(obs.probes[a.name]), pickPlain(obs.probes[b.name])
 	agent := b.agentOn(gw.Spec.NodeName)
 	if agent == nil {
@@ -293,8 +357,8 @@ func verifyFailover(ctx context.Context, obs observed) Result {
 	done := make(chan watched, 1)
 	go func() {
 		var w probe.Watch
-		err := a.execJSON(ctx, from.name, "probe", []string{"/straitd", "probe", "watch", "--for", "20s", "--every", "100ms", "--timeout", "500ms",
-			net.JoinHostPort(to.ip, strconv.Itoa(probe.Port))}, &w)
+		err := a.execJSON(ctx, from.node, from.name, "probe", []string{"/straitd", "probe", "watch", "--for", "20s", "--every", "100ms", "--timeout", "500ms",
+			net.JoinHostPort(to.ip, strconv.Itoa(probe.Port))}, watchRuns, &w)
 		done <- watched{w, err}
 	}()
 	time.Sleep(3 * time.Second)

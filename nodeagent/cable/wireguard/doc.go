@@ -10,5 +10,7 @@
 // the same peer roam to the new gateway's address.
 //
 // The driver owns strait-wg, its peers and the routes to every remote's CIDRs through
-// strait-wg in Strait's table with Strait's route protocol; it touches nothing else.
+// strait-wg in Strait's table with Strait's route protocol, and touches nothing else on
+// the node; in the member's API it reads and, when missing, creates the key Secret
+// (LoadOrCreateKey), nothing else.
 package wireguard
