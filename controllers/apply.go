@@ -220,12 +220,14 @@ func (w *memberWriter) write(ctx context.Context, p *plan.Plan, cluster string, 
 }
 
 // applyEach applies objs and returns the keys it wanted and its errors: errs hold back
-// the prune, going do not (a namespace being deleted takes its objects with it). Into a
-// namespace being deleted (terminating, and any a refusal reveals) nothing is sent: the
-// API server refuses every write there, and a pass retried every few hundred
-// milliseconds sent hundreds while the MCS conformance suite deleted its namespaces. The
-// pass still fails, so it is retried and the object written once the namespace is gone
-// and made again.
+// the prune, going do not. A namespace being deleted takes everything in it, so a
+// refusal there does not hold back the member's prune (a person deleting a namespace
+// that holds an import would otherwise stall every unexport in that member until the
+// namespace is gone). Into such a namespace (terminating, and any a refusal reveals)
+// nothing more is sent: the API server refuses every write there, and passes retried
+// every few hundred milliseconds sent hundreds while the MCS conformance suite deleted
+// its namespaces. The pass still fails, so it is retried, and the object is written
+// once the namespace is gone and made again.
 func (w *memberWriter) applyEach(ctx context.Context, objs []client.Object, terminating map[string]bool, res *memberResult) (desired map[objKey]bool, errs, going []error) {
 	desired = map[objKey]bool{}
 	for _, o := range objs {
@@ -239,31 +241,18 @@ func (w *memberWriter) applyEach(ctx context.Context, objs []client.Object, term
 		}
 		n, err := w.apply(ctx, k, o)
 		res.applied += n
-		if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
+		switch {
+		case err == nil:
+		case apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause):
 			// Found out by the refusal: looked at again next pass.
 			terminating[ns] = true
 			w.table.setNamespace(ns, false)
+			going = append(going, err)
+		default:
+			errs = append(errs, err)
 		}
-		errs, going = appendApplyError(errs, going, err)
 	}
 	return desired, errs, going
-}
-
-// appendApplyError sorts an apply's error: the API server refusing to create an object
-// in a namespace being deleted goes to going, any other to errs. A namespace being
-// deleted takes everything in it, so such a refusal does not hold back the member's
-// prune (a person deleting a namespace that holds an import would otherwise stall every
-// unexport in that member until the namespace is gone); it still fails the pass, which
-// is retried, so the object is written if the namespace comes back.
-func appendApplyError(errs, going []error, err error) ([]error, []error) {
-	switch {
-	case err == nil:
-	case apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause):
-		going = append(going, err)
-	default:
-		errs = append(errs, err)
-	}
-	return errs, going
 }
 
 // summarize keeps the first few errors of a member, so that a member refusing every
@@ -300,8 +289,9 @@ func CheckMembershipOwner(ctx context.Context, rd client.Reader, cs types.Namesp
 }
 
 // ensureNamespaces creates the namespaces the objects live in when the member lacks
-// them (an import's namespace need not exist where it is imported). They are never
-// deleted: people's objects may live there too.
+// them (an import's namespace need not exist where it is imported), and says which are
+// being deleted (applyEach writes nothing there). They are never deleted: people's
+// objects may live there too.
 func (w *memberWriter) ensureNamespaces(ctx context.Context, objs []client.Object) (terminating map[string]bool, _ error) {
 	seen := map[string]bool{}
 	terminating = map[string]bool{}

@@ -8,35 +8,9 @@ import (
 	"github.com/straitnet/strait/internal/udiff"
 )
 
-// basic is the basic example as a user keeps it, with comments in and around the exports.
-const basic = `# Two clusters with disjoint CIDRs.
-apiVersion: strait.io/v1alpha1
-kind: ClusterSet
-metadata:
-  name: demo
-  namespace: strait-system
-spec:
-  clusters:
-    - name: c1
-      podCIDRs: ["10.8.0.0/16"]   # the nodes' spec.podCIDRs
-      serviceCIDRs: ["10.88.0.0/16"]
-    - name: c2
-      podCIDRs: ["10.9.0.0/16"]
-      serviceCIDRs: ["10.99.0.0/16"]
-    - name: c3
-      podCIDRs: ["10.7.0.0/16"]
-      serviceCIDRs: ["10.77.0.0/16"]
-  cable:
-    driver: wireguard
-  # Exported services.
-  exports:
-    # The ClusterSetIP one.
-    - namespace: sample
-      name: whereami-cs
-      clusters: ["c2"]
-    - namespace: sample
-      name: everywhere
-`
+// basic is the basic example as a user keeps it, with comments in and around the
+// exports (testdata/basic.yaml; cmd/strait/export's tests edit it too).
+var basic = readFile("testdata/basic.yaml")
 
 // diffOf is what strait export prints for the change, without its headers.
 func diffOf(t *testing.T, before string, c Change) string {
@@ -185,4 +159,13 @@ func TestBadInputIsRefusedNamingFieldAndValue(t *testing.T) {
 			t.Errorf("%+v: error %v, want it to contain %q", tc.c, err, tc.want)
 		}
 	}
+}
+
+// readFile is a test file's content; a package whose fixture is missing cannot run.
+func readFile(path string) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		panic(err)
+	}
+	return string(data)
 }

@@ -142,8 +142,8 @@ func healthRounds(t *testing.T, c client.Client, cluster, remote string, n int) 
 		if time.Now().After(deadline) {
 			return rounds, fmt.Errorf("%s's Peer %s: %d of %d health-check rounds seen", cluster, remote, len(rounds), n)
 		}
-		p := &straitv1.Peer{}
-		if err := c.Get(context.Background(), client.ObjectKey{Namespace: straitv1.SystemNamespace, Name: remote}, p); err != nil {
+		p, err := peerVia(c, remote)
+		if err != nil {
 			t.Logf("%s's Peer %s: %v", cluster, remote, err)
 			continue
 		}
@@ -213,8 +213,13 @@ func latencyMeasured(t *testing.T, cluster, remote string, driver straitv1.Cable
 
 // peer is cluster's Peer for remote, read from its API server.
 func peer(t *testing.T, cluster, remote string) (*straitv1.Peer, error) {
+	return peerVia(env.Client(t, cluster), remote)
+}
+
+// peerVia is the Peer for remote, read through c, a client of its cluster.
+func peerVia(c client.Client, remote string) (*straitv1.Peer, error) {
 	p := &straitv1.Peer{}
-	err := env.Client(t, cluster).Get(context.Background(), client.ObjectKey{Namespace: straitv1.SystemNamespace, Name: remote}, p)
+	err := c.Get(context.Background(), client.ObjectKey{Namespace: straitv1.SystemNamespace, Name: remote}, p)
 	return p, err
 }
 

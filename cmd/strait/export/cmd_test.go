@@ -13,35 +13,9 @@ import (
 	"github.com/straitnet/strait/internal/cli"
 )
 
-// basic is the basic example as a user keeps it, with comments in and around the exports.
-const basic = `# Two clusters with disjoint CIDRs.
-apiVersion: strait.io/v1alpha1
-kind: ClusterSet
-metadata:
-  name: demo
-  namespace: strait-system
-spec:
-  clusters:
-    - name: c1
-      podCIDRs: ["10.8.0.0/16"]   # the nodes' spec.podCIDRs
-      serviceCIDRs: ["10.88.0.0/16"]
-    - name: c2
-      podCIDRs: ["10.9.0.0/16"]
-      serviceCIDRs: ["10.99.0.0/16"]
-    - name: c3
-      podCIDRs: ["10.7.0.0/16"]
-      serviceCIDRs: ["10.77.0.0/16"]
-  cable:
-    driver: wireguard
-  # Exported services.
-  exports:
-    # The ClusterSetIP one.
-    - namespace: sample
-      name: whereami-cs
-      clusters: ["c2"]
-    - namespace: sample
-      name: everywhere
-`
+// basic is the ClusterSet file plan/file's edit tests edit: the basic example as a user
+// keeps it, with comments in and around the exports.
+var basic = readFile("../../../plan/file/testdata/basic.yaml")
 
 // strait export with --commit in a clusterset repo: the diff printed, the file changed
 // and committed alone (a staged change to another file stays staged), nothing else.
@@ -131,4 +105,13 @@ func TestCompletionFromTheFile(t *testing.T) {
 			t.Errorf("%v: %q, want %q", tc.args[1:], out.String(), tc.want)
 		}
 	}
+}
+
+// readFile is a test file's content; a package whose fixture is missing cannot run.
+func readFile(path string) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		panic(err)
+	}
+	return string(data)
 }
