@@ -192,20 +192,14 @@ func (w *memberWriter) write(ctx context.Context, p *plan.Plan, cluster string, 
 		return err
 	}
 	objs := withPSK(p.Objects(cluster), psk)
-	var errs []error
-	if psk.err != nil {
-		errs = append(errs, psk.err)
-	}
-	terminating, err := w.ensureNamespaces(ctx, objs)
+	desired, errs, going, err := w.applyAll(ctx, objs, psk, res)
 	if err != nil {
-		return errors.Join(append(errs, err)...)
+		return err
 	}
 	res.inventory = map[string]int32{}
 	for _, o := range objs {
 		res.inventory[o.GetObjectKind().GroupVersionKind().Kind]++
 	}
-	desired, applyErrs, going := w.applyEach(ctx, objs, terminating, res)
-	errs = append(errs, applyErrs...)
 	errs = append(errs, w.exportConditions(ctx, p.ServiceExportConditions(cluster))...)
 	// A failed apply may have left an object out: prune only on a complete write, so
 	// nothing is deleted because of a transient error.
@@ -217,6 +211,20 @@ func (w *memberWriter) write(ctx context.Context, p *plan.Plan, cluster string, 
 		}
 	}
 	return summarize(append(errs, going...))
+}
+
+// applyAll makes the namespaces objs need, then applies them (applyEach); errs has the
+// PSK's error first, if any. err is a namespace that could not be made: nothing applied.
+func (w *memberWriter) applyAll(ctx context.Context, objs []client.Object, psk pskData, res *memberResult) (desired map[objKey]bool, errs, going []error, err error) {
+	if psk.err != nil {
+		errs = append(errs, psk.err)
+	}
+	terminating, err := w.ensureNamespaces(ctx, objs)
+	if err != nil {
+		return nil, nil, nil, errors.Join(append(errs, err)...)
+	}
+	desired, applyErrs, going := w.applyEach(ctx, objs, terminating, res)
+	return desired, append(errs, applyErrs...), going, nil
 }
 
 // applyEach applies objs and returns the keys it wanted and its errors: errs hold back

@@ -46,17 +46,10 @@ func (w *memberWriter) writeGroups(ctx context.Context, p *plan.Plan, cluster st
 	if err := w.checkOwner(ctx); err != nil {
 		return err
 	}
-	objs := withPSK(p.ObjectsOf(cluster, changed), psk)
-	var errs []error
-	if psk.err != nil {
-		errs = append(errs, psk.err)
-	}
-	terminating, err := w.ensureNamespaces(ctx, objs)
+	desired, errs, going, err := w.applyAll(ctx, withPSK(p.ObjectsOf(cluster, changed), psk), psk, res)
 	if err != nil {
-		return errors.Join(append(errs, err)...)
+		return err
 	}
-	desired, applyErrs, going := w.applyEach(ctx, objs, terminating, res)
-	errs = append(errs, applyErrs...)
 	conds := map[types.NamespacedName][]metav1.Condition{}
 	for k, c := range p.ServiceExportConditions(cluster) {
 		if changed[k.String()] {

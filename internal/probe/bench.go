@@ -56,20 +56,7 @@ func ServeBench(ctx context.Context, addr string) error {
 		return err
 	}
 	defer ln.Close()
-	go func() {
-		<-ctx.Done()
-		ln.Close()
-	}()
-	for {
-		c, err := ln.Accept()
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			return err
-		}
-		go serveBench(c)
-	}
+	return acceptEach(ctx, ln, func(c net.Conn) { go serveBench(c) })
 }
 
 func serveBench(c net.Conn) {

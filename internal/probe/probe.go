@@ -57,11 +57,7 @@ func Serve(ctx context.Context, addr string, log io.Writer) error {
 		return err
 	}
 	defer pc.Close()
-	go func() {
-		<-ctx.Done()
-		ln.Close()
-		pc.Close()
-	}()
+	closeWhenDone(ctx, pc)
 	go func() {
 		buf := make([]byte, 65536)
 		for {
@@ -76,19 +72,12 @@ func Serve(ctx context.Context, addr string, log io.Writer) error {
 			_, _ = pc.WriteTo([]byte(strconv.Itoa(n)), from)
 		}
 	}()
-	for {
-		c, err := ln.Accept()
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			return err
-		}
+	return acceptEach(ctx, ln, func(c net.Conn) {
 		host, _, _ := net.SplitHostPort(c.RemoteAddr().String())
 		_ = c.SetWriteDeadline(time.Now().Add(time.Second))
 		_, _ = fmt.Fprintln(c, host)
 		c.Close()
-	}
+	})
 }
 
 // Dial sends a probe server hellos with nonce (three, a few milliseconds apart: UDP may
@@ -243,4 +232,30 @@ func Watching(ctx context.Context, addr string, total, every, timeout time.Durat
 	}
 	w.LongestGap = max(w.LongestGap, time.Since(last).Milliseconds())
 	return w
+}
+
+// closeWhenDone closes each of cs when ctx ends: a server's listeners, so that its
+// accept and read loops return.
+func closeWhenDone(ctx context.Context, cs ...io.Closer) {
+	context.AfterFunc(ctx, func() {
+		for _, c := range cs {
+			c.Close()
+		}
+	})
+}
+
+// acceptEach hands each connection ln accepts to handle until ctx ends (nil), which
+// closes ln, or Accept fails (its error).
+func acceptEach(ctx context.Context, ln net.Listener, handle func(net.Conn)) error {
+	closeWhenDone(ctx, ln)
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		handle(c)
+	}
 }

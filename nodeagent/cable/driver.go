@@ -1,8 +1,10 @@
 package cable
 
 import (
+	"cmp"
 	"context"
 	"net/netip"
+	"slices"
 	"time"
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
@@ -65,6 +67,12 @@ type Connection struct {
 	// NATDetected: a NAT sits between the two gateways (the driver saw the other end at
 	// an address it did not advertise, or IKE's NAT detection said so).
 	NATDetected bool
+}
+
+// ByCluster is how a driver's Connections are ordered: by ClusterID.
+func ByCluster(cs []Connection) []Connection {
+	slices.SortFunc(cs, func(a, b Connection) int { return cmp.Compare(a.ClusterID, b.ClusterID) })
+	return cs
 }
 
 // Routing is where a driver installs the routes to remote clusters' CIDRs through its own

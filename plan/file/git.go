@@ -3,6 +3,7 @@ package file
 import (
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -36,4 +37,13 @@ func GitCommit(file, msg string, stdout, stderr io.Writer, also ...string) error
 	}
 	_, err = fmt.Fprintf(stdout, "committed %s", out)
 	return err
+}
+
+// Rewrite writes data over file, keeping its permissions: the edited ClusterSet file.
+func Rewrite(file string, data []byte) error {
+	info, err := os.Stat(file)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(file, data, info.Mode().Perm())
 }

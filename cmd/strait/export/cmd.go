@@ -109,11 +109,7 @@ func run(o *options, export bool, arg string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", o.file, err)
 	}
-	info, err := os.Stat(o.file)
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(o.file, after, info.Mode().Perm()); err != nil {
+	if err := file.Rewrite(o.file, after); err != nil {
 		return err
 	}
 	if _, err := io.WriteString(stdout, udiff.File(o.file, string(data), string(after))); err != nil {

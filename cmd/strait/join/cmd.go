@@ -168,11 +168,7 @@ func (o *options) changeFile(r *Result, edit func([]byte) ([]byte, error), defau
 	} else if err != nil {
 		return fmt.Errorf("%s: %w", o.file, err)
 	}
-	info, err := os.Stat(o.file)
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(o.file, after, info.Mode().Perm()); err != nil {
+	if err := file.Rewrite(o.file, after); err != nil {
 		return err
 	}
 	r.File = o.file

@@ -1,14 +1,12 @@
 package ipsec
 
 import (
-	"cmp"
 	"context"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
 	"net/netip"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -363,8 +361,7 @@ func (d *Driver) Connections(ctx context.Context) ([]cable.Connection, error) {
 		}
 		out = append(out, c)
 	}
-	slices.SortFunc(out, func(a, b cable.Connection) int { return cmp.Compare(a.ClusterID, b.ClusterID) })
-	return out, nil
+	return cable.ByCluster(out), nil
 }
 
 // Cleanup implements cable.Driver: it unloads our connections and key, closes their SAs

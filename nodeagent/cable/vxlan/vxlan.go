@@ -1,7 +1,6 @@
 package vxlan
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -284,8 +283,7 @@ func (d *Driver) Connections(_ context.Context) ([]cable.Connection, error) {
 		out = append(out, cable.Connection{ClusterID: d.remotes[ip.Unmap()], Connected: up,
 			Endpoint: netip.AddrPortFrom(ip.Unmap(), uint16(d.local.Port)), NATDetected: d.local.IP != d.local.Advertised})
 	}
-	slices.SortFunc(out, func(a, b cable.Connection) int { return cmp.Compare(a.ClusterID, b.ClusterID) })
-	return out, nil
+	return cable.ByCluster(out), nil
 }
 
 // Cleanup implements cable.Driver: deleting the device takes its address, FDB entries and

@@ -1,7 +1,6 @@
 package wireguard
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -401,8 +400,7 @@ func (d *Driver) Connections(_ context.Context) ([]cable.Connection, error) {
 			(c.Endpoint.IsValid() && r.IP.IsValid() && c.Endpoint != netip.AddrPortFrom(r.IP.Unmap(), uint16(r.Port)))
 		out = append(out, c)
 	}
-	slices.SortFunc(out, func(a, b cable.Connection) int { return cmp.Compare(a.ClusterID, b.ClusterID) })
-	return out, nil
+	return cable.ByCluster(out), nil
 }
 
 // Cleanup implements cable.Driver: it stops the embedded device or deletes the kernel
