@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/straitnet/strait/plan"
+	"github.com/straitnet/strait/test/benchcpu"
 	"github.com/straitnet/strait/test/bigset"
 )
 
@@ -14,11 +15,13 @@ func BenchmarkCompute(b *testing.B) {
 	cs, obs := bigset.New(bigset.Clusters, bigset.Exports)
 	b.ReportAllocs()
 	b.ResetTimer()
+	cpu := benchcpu.Start(b)
 	for b.Loop() {
 		if _, errs := plan.Compute(cs, obs); len(errs) > 0 {
 			b.Fatal(errs.ToAggregate())
 		}
 	}
+	cpu.Report()
 }
 
 // BenchmarkMemberObjects: materializing one member's objects (Membership, 254 Peers,
@@ -32,11 +35,13 @@ func BenchmarkMemberObjects(b *testing.B) {
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
+	cpu := benchcpu.Start(b)
 	for b.Loop() {
 		if objs := p.Objects("c007"); len(objs) < 20000 {
 			b.Fatalf("only %d objects", len(objs))
 		}
 	}
+	cpu.Report()
 }
 
 // TestBigClusterSetFitsInEtcd: a ClusterSet with 255 clusters and 10,000 exports, with
@@ -75,12 +80,15 @@ func TestBigClusterSetFitsInEtcd(t *testing.T) {
 func BenchmarkMemberDigests(b *testing.B) {
 	cs, obs := bigset.New(bigset.Clusters, bigset.Exports)
 	b.ReportAllocs()
+	cpu := benchcpu.Start(b)
 	for b.Loop() {
 		b.StopTimer()
+		cpu.Pause()
 		p, errs := plan.Compute(cs, obs)
 		if len(errs) > 0 {
 			b.Fatal(errs.ToAggregate())
 		}
+		cpu.Resume()
 		b.StartTimer()
 		for _, c := range p.Clusters() {
 			if p.MemberDigest(c) == 0 {
@@ -88,4 +96,5 @@ func BenchmarkMemberDigests(b *testing.B) {
 			}
 		}
 	}
+	cpu.Report()
 }

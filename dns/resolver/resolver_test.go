@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/miekg/dns"
+	"github.com/straitnet/strait/test/benchcpu"
 )
 
 // Clusters: c1 is local, c2 and c3 are connected, c4 is not.
@@ -201,9 +202,11 @@ func TestSnapshotSize(t *testing.T) {
 func BenchmarkResolve(b *testing.B) {
 	s := fixture(nil)
 	b.ReportAllocs()
+	cpu := benchcpu.Start(b)
 	for b.Loop() {
 		s.Resolve("api.default.svc.clusterset.local.", dns.TypeA)
 	}
+	cpu.Report()
 }
 
 // TestResolveAllocations: a ClusterSetIP answer is one allocation, the record with its

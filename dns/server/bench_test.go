@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/straitnet/strait/dns/resolver"
+	"github.com/straitnet/strait/test/benchcpu"
 )
 
 // tenThousand is a snapshot of 10,000 ClusterSetIP services exported by three clusters,
@@ -49,6 +50,7 @@ func BenchmarkServeUDP(b *testing.B) {
 	udp := <-addr
 	b.ReportAllocs()
 	b.ResetTimer()
+	cpu := benchcpu.Start(b)
 	b.RunParallel(func(pb *testing.PB) {
 		conn, err := dns.Dial("udp", udp)
 		if err != nil {
@@ -72,6 +74,7 @@ func BenchmarkServeUDP(b *testing.B) {
 			}
 		}
 	})
+	cpu.Report()
 }
 
 // BenchmarkAnswer is the handler's work for one question, without sockets.
@@ -85,10 +88,12 @@ func BenchmarkAnswer(b *testing.B) {
 	}
 	b.ReportAllocs()
 	i := 0
+	cpu := benchcpu.Start(b)
 	for b.Loop() {
 		s.answer(qs[i%len(qs)], false)
 		i++
 	}
+	cpu.Report()
 }
 
 // udpWriter is a dns.ResponseWriter over UDP that keeps the last message written.

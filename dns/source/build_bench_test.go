@@ -11,6 +11,7 @@ import (
 	mcsv1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
+	"github.com/straitnet/strait/test/benchcpu"
 )
 
 // benchService is service i of a member with n imports exported by three clusters (as
@@ -66,6 +67,7 @@ func BenchmarkRebuild(b *testing.B) {
 	snap := s.build(straitv1.SystemNamespace, o, 0)
 	b.ReportAllocs()
 	i := 0
+	cpu := benchcpu.Start(b)
 	for b.Loop() {
 		_, slices := benchService(i % 10000)
 		if i/10000%2 == 0 {
@@ -78,6 +80,7 @@ func BenchmarkRebuild(b *testing.B) {
 		snap = s.build(straitv1.SystemNamespace, o, uint32(i))
 		i++
 	}
+	cpu.Report()
 	if snap.Services() != 10000 {
 		b.Fatalf("%d services", snap.Services())
 	}

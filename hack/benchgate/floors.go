@@ -21,6 +21,16 @@ package main
 //     (BenchmarkServeUDP 45 us). Margin max(300 %, 2 x maxdev), rounded up to 50 %: these
 //     floors catch a slowdown of several times (an accidentally quadratic pass), the
 //     counts catch the rest.
+//   - CPU time per op (cpu-ns/op, test/benchcpu: the process's user and system time over
+//     the loop), which replaces the wall time of plan's, the resolver's and the answer's
+//     pure computation, and joins it for the UDP round trip and the source's rebuild:
+//     three quiet runs on 2026-11-28 agree within 10 %, and one beside two busy loops
+//     (load 4) read 1.0-1.33 times their median (Compute 85 ms, Answer 639 ns) where
+//     the wall time read 1.8-2.7 times, and Rebuild 2.9 times (6.9 ms; its wall time 5.4
+//     times). Margin 50 % (Answer 75 %, Rebuild 200 %): a pass that does half as much
+//     work again fails, where the wall time could only be held at sixteen times. Those
+//     three runs' counts and wall times joined the calibration: the Today of every
+//     floor of those benchmarks is the median over all six.
 //   - a ratio of two servers measured back to back in the same seconds (strait dns
 //     against CoreDNS hosts): they share the load, the runs agree within 6 %. Margin
 //     max(25 %, 2 x maxdev).
@@ -40,28 +50,30 @@ package main
 func floors() []floor {
 	return []floor{
 		// plan, the hub's pure computation over 255 members x 10,000 exports.
-		{Bench: "Compute", Unit: "allocs/op", Today: 284355, Margin: 0.10},       // 284355, 284356, 284354
-		{Bench: "Compute", Unit: "B/op", Today: 30106853, Margin: 0.10},          // 30105341, 30111875, 30106853
-		{Bench: "Compute", Unit: "ns/op", Today: 66541538, Margin: 6.50},         // 63.0 ms, 68.3 ms, 66.5 ms; loaded runs before: 148 ms, 628 ms, 125 ms: maxdev 325 %
-		{Bench: "MemberObjects", Unit: "allocs/op", Today: 713459, Margin: 0.10}, // 713459, 713461, 713459
-		{Bench: "MemberObjects", Unit: "B/op", Today: 70642537, Margin: 0.10},    // 70642532, 70642670, 70642537
-		{Bench: "MemberObjects", Unit: "ns/op", Today: 88077228, Margin: 4.50},   // 84.9 ms, 90.6 ms, 88.1 ms; loaded runs before: maxdev 208 %
-		{Bench: "MemberDigests", Unit: "allocs/op", Today: 121306, Margin: 0.10}, // 121301, 121306, 121307
-		{Bench: "MemberDigests", Unit: "B/op", Today: 4861318, Margin: 0.10},     // 4860926, 4861318, 4861548
-		{Bench: "MemberDigests", Unit: "ns/op", Today: 45965333, Margin: 15.50},  // 42.3 ms, 46.0 ms, 46.1 ms; loaded runs before: 42.3 ms, 496 ms, 57.5 ms: maxdev 763 %
+		{Bench: "Compute", Unit: "allocs/op", Today: 284355.5, Margin: 0.10},        // 284355, 284356, 284354
+		{Bench: "Compute", Unit: "B/op", Today: 30112692.5, Margin: 0.10},           // 30105341, 30111875, 30106853
+		{Bench: "Compute", Unit: "cpu-ns/op", Today: 75397278, Margin: 0.50},        // 8.013e+07, 7.54e+07, 7.308e+07 (2026-11-28, quiet); one run beside two busy loops: see the comment above
+		{Bench: "MemberObjects", Unit: "allocs/op", Today: 713461, Margin: 0.10},    // 713459, 713461, 713459
+		{Bench: "MemberObjects", Unit: "B/op", Today: 70642678.5, Margin: 0.10},     // 70642532, 70642670, 70642537
+		{Bench: "MemberObjects", Unit: "cpu-ns/op", Today: 117763462, Margin: 0.50}, // 1.178e+08, 1.214e+08, 1.119e+08 (2026-11-28, quiet); one run beside two busy loops: see the comment above
+		{Bench: "MemberDigests", Unit: "allocs/op", Today: 121313, Margin: 0.10},    // 121301, 121306, 121307
+		{Bench: "MemberDigests", Unit: "B/op", Today: 4861878.5, Margin: 0.10},      // 4860926, 4861318, 4861548
+		{Bench: "MemberDigests", Unit: "cpu-ns/op", Today: 68531300, Margin: 0.50},  // 6.938e+07, 6.788e+07, 6.853e+07 (2026-11-28, quiet); one run beside two busy loops: see the comment above
 		// strait dns: the resolver, the server's answer and a UDP round trip, a rebuild.
 		{Bench: "Resolve", Unit: "allocs/op", Today: 1, Margin: 0.10},                                        // 1 in all three
 		{Bench: "Resolve", Unit: "B/op", Today: 80, Margin: 0.10},                                            // 80 in all three
-		{Bench: "Resolve", Unit: "ns/op", Today: 173.2, Margin: 3.00},                                        // 168.8, 185.1, 173.2; loaded runs before: maxdev 137 %
+		{Bench: "Resolve", Unit: "cpu-ns/op", Today: 198.8, Margin: 0.50},                                    // 198.8, 219.6, 198.4 (2026-11-28, quiet); one run beside two busy loops: see the comment above
 		{Bench: "Answer", Unit: "allocs/op", Today: 3, Margin: 0.10},                                         // 3 in all three
 		{Bench: "Answer", Unit: "B/op", Today: 248, Margin: 0.10},                                            // 248 in all three
-		{Bench: "Answer", Unit: "ns/op", Today: 351.2, Margin: 3.00},                                         // 340.9, 360.3, 351.2; loaded runs before: maxdev 63 %
+		{Bench: "Answer", Unit: "cpu-ns/op", Today: 480.3, Margin: 0.75},                                     // 476.7, 480.3, 489.4 (2026-11-28, quiet); one run beside two busy loops: see the comment above
 		{Bench: "ServeUDP", Unit: "allocs/op", Today: 18, Margin: 0.10},                                      // 18 in all three
-		{Bench: "ServeUDP", Unit: "B/op", Today: 1219, Margin: 0.10},                                         // 1219, 1217, 1220
-		{Bench: "ServeUDP", Unit: "ns/op", Today: 9020, Margin: 3.00},                                        // 9020, 8928, 10131; loaded runs before: maxdev 22 %
+		{Bench: "ServeUDP", Unit: "B/op", Today: 1219.5, Margin: 0.10},                                       // 1219, 1217, 1220
+		{Bench: "ServeUDP", Unit: "ns/op", Today: 11010, Margin: 3.00},                                       // 9020, 8928, 10131; loaded runs before: maxdev 22 %
+		{Bench: "ServeUDP", Unit: "cpu-ns/op", Today: 19204, Margin: 0.50},                                   // 1.819e+04, 2.128e+04, 1.92e+04 (2026-11-28, quiet); one run beside two busy loops: see the comment above
 		{Bench: "Rebuild", Unit: "allocs/op", Today: 79, Margin: 0.10},                                       // 79 in all three
-		{Bench: "Rebuild", Unit: "B/op", Today: 792156, Margin: 0.10},                                        // 792153, 792156, 792159
-		{Bench: "Rebuild", Unit: "ns/op", Today: 2347892, Margin: 3.00},                                      // 2.32 ms, 2.41 ms, 2.35 ms; loaded runs before: maxdev 54 %
+		{Bench: "Rebuild", Unit: "B/op", Today: 792155.5, Margin: 0.10},                                      // 792153, 792156, 792159
+		{Bench: "Rebuild", Unit: "ns/op", Today: 2334476, Margin: 3.00},                                      // 2.32 ms, 2.41 ms, 2.35 ms; loaded runs before: maxdev 54 %
+		{Bench: "Rebuild", Unit: "cpu-ns/op", Today: 2357622, Margin: 2.00},                                  // 2.33e+06, 2.358e+06, 2.958e+06 (2026-11-28, quiet); one run beside two busy loops: see the comment above
 		{Bench: "DNSAgainstCoreDNSHosts", Unit: "qps-ratio", Today: 1.735, Margin: 0.25, MoreIsBetter: true}, // 1.735, 1.788, 1.696: maxdev 3 %
 		{Bench: "DNSAgainstCoreDNSHosts", Unit: "anon-MiB", Today: 20.27, Margin: 0.50},                      // 20.27, 20.02, 20.41; loaded runs before: 17.68-19.95, maxdev 11 %
 		// The hub: an export until every one of 10 members holds its ServiceImport.

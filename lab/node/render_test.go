@@ -72,8 +72,8 @@ func TestConfigsPointAtTheNodesOwnPathsAndPinThePauseImage(t *testing.T) {
 		t.Errorf("kubelet config: evictionHard %v, want absolute disk thresholds", kc["evictionHard"])
 	}
 	// Repeated fault tests in one lab must not wait out minutes of crash-loop back-off.
-	if bo, _ := kc["crashLoopBackOff"].(map[string]any); bo["maxContainerRestartPeriod"] != "10s" {
-		t.Errorf("kubelet config: crashLoopBackOff %v, want maxContainerRestartPeriod 10s", kc["crashLoopBackOff"])
+	if bo, _ := kc["crashLoopBackOff"].(map[string]any); bo["maxContainerRestartPeriod"] != "1s" {
+		t.Errorf("kubelet config: crashLoopBackOff %v, want maxContainerRestartPeriod 1s", kc["crashLoopBackOff"])
 	}
 	var cni struct {
 		Plugins []struct {

@@ -1,11 +1,14 @@
-package threeclusters
+package join
 
 import (
 	"context"
 	"fmt"
 	"net"
 	"net/netip"
+	"os"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -16,17 +19,69 @@ import (
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
 	"github.com/straitnet/strait/lab"
+	"github.com/straitnet/strait/lab/topology"
 	"github.com/straitnet/strait/lab/workload"
 	"github.com/straitnet/strait/plan"
 	"github.com/straitnet/strait/test/labtest"
 	"github.com/straitnet/strait/test/require"
 )
 
-const name = "whereami-cs.sample.svc.clusterset.local"
+// csName is whereami-cs's clusterset name.
+const csName = "whereami-cs.sample.svc.clusterset.local"
 
 // connections is how many connections a balance check makes: enough that each of two
 // clusters answering a fair share below 30% is out of the question (p < 1e-10 at 50%).
 const connections = 300
+
+// threeJoined makes the lab the clusterset IP tests' trio, as a person would, unless it
+// is one already: c3 in the ClusterSet (strait join --install with the overlay the lab
+// installs from: the join tests before leave Strait installed in c3 and c3 out of git)
+// and whereami-cs exported from c1 and c2 (strait export), in one commit that Flux
+// applies; then the hub connected to c3 and every cable Connected. c3 exports nothing of
+// whereami-cs: from c3 neither export is local.
+func threeJoined(t *testing.T) {
+	t.Helper()
+	exporters := func() []string {
+		for _, e := range env.ClusterSet(t).Spec.Exports {
+			if e.Namespace == lab.SampleNamespace && e.Name == lab.WhereamiCS {
+				return slices.Sorted(slices.Values(e.Clusters))
+			}
+		}
+		return nil
+	}
+	if connected(t) == nil && slices.Equal(exporters(), []string{"c1", "c2"}) {
+		return
+	}
+	file := filepath.Join(t.TempDir(), "clusterset.yaml")
+	if err := os.WriteFile(file, env.RepoClusterSet(t), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if hubCluster(t, "c3") == nil {
+		c3, _ := env.Topo.Cluster("c3")
+		server := "https://" + net.JoinHostPort(c3.ControlPlane.LANAddr.Addr().String(), strconv.Itoa(topology.APIPort))
+		if _, _, code := strait(t, "join", "c3", "--kubeconfig", env.Lab.State().KubeconfigPath("c3"), "--server", server,
+			"--hub-kubeconfig", env.Lab.State().KubeconfigPath(topology.HubName), "--install", env.Lab.InstallDir("c3"), "-f", file); code != 0 {
+			t.Fatalf("strait join c3 --install: exit %d", code)
+		}
+	}
+	if _, _, code := strait(t, "export", "sample/"+lab.WhereamiCS, "--clusters", "c1,c2", "-f", file); code != 0 {
+		t.Fatalf("strait export sample/%s --clusters c1,c2: exit %d", lab.WhereamiCS, code)
+	}
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.CommitClusterSet(t, data, "clusterset: c3 joins, c1 and c2 export whereami-cs"); err != nil {
+		t.Fatalf("Flux did not apply the trio: %v", err)
+	}
+	require.Eventually(t, labtest.Converge, "the hub connected to c3", func() error { return connected(t) })
+	for local, others := range map[string][]string{"c1": {"c2", "c3"}, "c2": {"c1", "c3"}, "c3": {"c1", "c2"}} {
+		c, _ := env.Topo.Cluster(local)
+		if err := env.Lab.WaitPeersConnected(context.Background(), *c, others, labtest.Converge); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
 
 // clusterIP is whereami-cs's ClusterIP in a cluster.
 func clusterIP(t *testing.T, cluster string) string {
@@ -54,13 +109,14 @@ func serviceCIDR(t *testing.T, cluster string) netip.Prefix {
 // seeing the caller's own pod IP.
 func TestClusterSetIPBalancesOverBothClusters(t *testing.T) {
 	env.Require(t)
+	threeJoined(t)
 	ns, clientIP := env.ClientNamespace(t, "c3")
 	ip := env.ClusterSetIP(t, "c3", lab.WhereamiCS)
 	if !serviceCIDR(t, "c3").Contains(netip.MustParseAddr(ip)) {
 		t.Fatalf("c3's clusterset IP %s is not in c3's service CIDR %s", ip, serviceCIDR(t, "c3"))
 	}
-	require.Eventually(t, labtest.Converge, "c3: "+name+" answers the clusterset IP", func() error {
-		ips, err := labtest.LookupInPod(context.Background(), ns, name)
+	require.Eventually(t, labtest.Converge, "c3: "+csName+" answers the clusterset IP", func() error {
+		ips, err := labtest.LookupInPod(context.Background(), ns, csName)
 		if err == nil && !slices.Equal(ips, []string{ip}) {
 			err = fmt.Errorf("= %v, want [%s]", ips, ip)
 		}
@@ -85,6 +141,7 @@ func TestClusterSetIPBalancesOverBothClusters(t *testing.T) {
 // IP in c3 that answers datagrams from both clusters' pods.
 func TestUDPThroughTheClusterSetIP(t *testing.T) {
 	env.Require(t)
+	threeJoined(t)
 	const svc = "whereami-udp"
 	env.RestoreClusterSetSpec(t)
 	for _, c := range []string{"c1", "c2"} {
@@ -152,6 +209,7 @@ func derivedAffinity(t *testing.T, affinity corev1.ServiceAffinity) {
 // clusters: from c3 every connection to the clusterset IP reaches the same pod.
 func TestSessionAffinityHolds(t *testing.T) {
 	env.Require(t)
+	threeJoined(t)
 	for _, c := range []string{"c1", "c2"} {
 		setAffinity(t, c, corev1.ServiceAffinityClientIP)
 	}
@@ -178,6 +236,7 @@ func TestSessionAffinityHolds(t *testing.T) {
 // the clusterset IP, which stays the same; put back, c1 answers again.
 func TestClusterLeavingTheExportDropsOut(t *testing.T) {
 	env.Require(t)
+	threeJoined(t)
 	env.RestoreClusterSetSpec(t)
 	ip := env.ClusterSetIP(t, "c3", lab.WhereamiCS)
 	ns, _ := env.ClientNamespace(t, "c3")
@@ -222,6 +281,7 @@ func TestClusterLeavingTheExportDropsOut(t *testing.T) {
 // ClusterIP every time; in c3, which does not, c1's and c2's ClusterIPs in turn.
 func TestLocalFirstAnswersOneCluster(t *testing.T) {
 	env.Require(t)
+	threeJoined(t)
 	env.RestoreClusterSetSpec(t)
 	if err := env.UpdateClusterSet(t, func(cs *straitv1.ClusterSet) {
 		cs.Spec.DNS.ServiceAnswer = straitv1.ServiceAnswerLocalFirst
@@ -230,23 +290,23 @@ func TestLocalFirstAnswersOneCluster(t *testing.T) {
 	}
 	c1, _ := env.ClientNamespace(t, "c1")
 	own := clusterIP(t, "c1")
-	require.Eventually(t, labtest.Converge, "c1: "+name+" answers c1's own ClusterIP", func() error {
-		ips, err := labtest.LookupInPod(context.Background(), c1, name)
+	require.Eventually(t, labtest.Converge, "c1: "+csName+" answers c1's own ClusterIP", func() error {
+		ips, err := labtest.LookupInPod(context.Background(), c1, csName)
 		if err == nil && !slices.Equal(ips, []string{own}) {
 			err = fmt.Errorf("= %v, want [%s]", ips, own)
 		}
 		return err
 	})
 	for i := range 10 {
-		if ips, err := labtest.LookupInPod(context.Background(), c1, name); err != nil || !slices.Equal(ips, []string{own}) {
+		if ips, err := labtest.LookupInPod(context.Background(), c1, csName); err != nil || !slices.Equal(ips, []string{own}) {
 			t.Fatalf("lookup %d from c1: %v %v, want c1's own %s", i, ips, err, own)
 		}
 	}
 	c3, _ := env.ClientNamespace(t, "c3")
 	want := []string{clusterIP(t, "c1"), clusterIP(t, "c2")}
 	seen := map[string]bool{}
-	require.Eventually(t, labtest.Converge, "c3: "+name+" answers both exporting clusters in turn", func() error {
-		ips, err := labtest.LookupInPod(context.Background(), c3, name)
+	require.Eventually(t, labtest.Converge, "c3: "+csName+" answers both exporting clusters in turn", func() error {
+		ips, err := labtest.LookupInPod(context.Background(), c3, csName)
 		if err != nil {
 			return err
 		}
@@ -290,6 +350,7 @@ func derivedSlicesHold(t *testing.T, cluster string, clusters ...string) time.Du
 // seconds, and comes back once its pods are ready again.
 func TestPreferLocalKeepsAnExportingClusterLocal(t *testing.T) {
 	env.Require(t)
+	threeJoined(t)
 	env.RestoreClusterSetSpec(t)
 	t.Cleanup(func() { scaleWhereami(t, "c1", 2) })
 	if err := env.UpdateClusterSet(t, func(cs *straitv1.ClusterSet) {

@@ -1,0 +1,60 @@
+package benchcpu
+
+import (
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Unit is the metric's unit.
+const Unit = "cpu-ns/op"
+
+// Meter counts the process's CPU time while it runs; a benchmark pauses it where it
+// stops its timer.
+type Meter struct {
+	b       *testing.B
+	total   time.Duration
+	started time.Duration
+	running bool
+}
+
+// Start starts a Meter: call it where the timed loop begins (after b.ResetTimer), and
+// Report after the loop.
+func Start(b *testing.B) *Meter {
+	m := &Meter{b: b}
+	m.Resume()
+	return m
+}
+
+// Pause stops counting, beside b.StopTimer.
+func (m *Meter) Pause() {
+	if m.running {
+		m.total += Used() - m.started
+		m.running = false
+	}
+}
+
+// Resume counts again, beside b.StartTimer.
+func (m *Meter) Resume() {
+	if !m.running {
+		m.started = Used()
+		m.running = true
+	}
+}
+
+// Report stops the Meter and reports its time per op as cpu-ns/op.
+func (m *Meter) Report() {
+	m.Pause()
+	if m.b.N > 0 {
+		m.b.ReportMetric(float64(m.total.Nanoseconds())/float64(m.b.N), Unit)
+	}
+}
+
+// Used is the CPU time the process has used so far, user and system.
+func Used() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
