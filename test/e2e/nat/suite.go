@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -26,105 +27,145 @@ import (
 // dead-peer detection (10 s) or a new handshake, far more.
 const IdleGapBound = 2 * time.Second
 
-// Config is the lab of a NAT package: c2's gateways behind its router's NAT of the kind
-// nat; behind masquerade, c1's behind a 1:1 NAT, so that c2 has an address to dial and
-// both can be declared behind masquerade. A hub, two gateways and a plain node a
-// cluster, the sample workloads.
-func Config(nat string, portBase int) labtest.Config {
-	shapes := map[string]topology.ClusterShape{"c2": {GatewayNAT: nat}}
-	file := "test/e2e/nat/testdata/onetoone.yaml"
-	if nat == topology.GatewayNATMasquerade {
-		shapes["c1"] = topology.ClusterShape{GatewayNAT: topology.GatewayNATOneToOne}
-		file = "test/e2e/nat/testdata/masquerade.yaml"
-	}
+// A pair is two clusters of the lab whose cable the NAT in front of the second one's
+// gateways carries: from dials or is dialled, to sits behind nat.
+type pair struct{ from, to, nat string }
+
+// The lab's pairs: c2's gateways behind a 1:1 NAT (the cloud case), reached from c1,
+// whose gateways have their own WAN addresses; c3's behind a masquerade that forwards
+// nothing in, reached from c2, which is behind its 1:1 NAT (so that c3 has an address to
+// dial). c1 and c3 are connected too, and not checked here.
+var (
+	oneToOne   = pair{from: "c1", to: "c2", nat: topology.GatewayNATOneToOne}
+	masquerade = pair{from: "c2", to: "c3", nat: topology.GatewayNATMasquerade}
+	pairs      = []pair{oneToOne, masquerade}
+)
+
+// masqueradeIndex is c3's entry in the ClusterSet's spec.clusters.
+const masqueradeIndex = 2
+
+// Config is the lab of the NAT checks: c2's gateways behind its router's 1:1 NAT and
+// c3's behind its router's masquerade, c1's on the WAN; a hub, two gateways and a plain
+// node a cluster, the sample workloads. One lab for both kinds of NAT: two labs of two
+// clusters cost .ci/run about two minutes more.
+func Config(portBase int) labtest.Config {
 	return labtest.Config{
-		ClusterSet: file,
+		ClusterSet: "test/e2e/nat/testdata/nat.yaml",
 		Spec: topology.Spec{ClusterSet: "nat", Hub: true, Gateways: 2, Workers: 1, SampleWorkloads: true,
-			Clusters: shapes},
+			Clusters: map[string]topology.ClusterShape{
+				oneToOne.to:   {GatewayNAT: topology.GatewayNATOneToOne},
+				masquerade.to: {GatewayNAT: topology.GatewayNATMasquerade},
+			}},
 		PortBase: portBase,
 	}
 }
 
-// Suite runs, for wireguard then ipsec, the seed checks both ways, the Peers' status, a
-// crash failover on c2 and an idle period past the router's UDP timeout. Under a 1:1
-// NAT vxlan must work too, and c2 reached at per-node addresses, a LoadBalancer's and a
-// DNS name's; behind masquerade the webhook must refuse vxlan, and with both
-// clusters declared behind masquerade the Peers must say why no cable comes up.
-func Suite(t *testing.T, env *labtest.Env, nat string) {
+// Suite runs, for wireguard then ipsec, for each pair the seed checks both ways and the
+// Peers' status, a crash failover of the NATed cluster's gateway, and an idle period
+// past the routers' UDP timeout (one period for both pairs). Then: a commit of vxlan is
+// refused while c3 is behind masquerade, and with c3 out of the ClusterSet vxlan works
+// through c2's 1:1 NAT; c2 is reached at per-node addresses, a LoadBalancer's and a DNS
+// name's; and with c2 declared behind masquerade too, the Peers of c2 and c3 say why no
+// cable comes up.
+func Suite(t *testing.T, env *labtest.Env) {
 	env.Require(t)
 	for _, d := range []straitv1.CableDriver{straitv1.CableWireGuard, straitv1.CableIPsec} {
-		t.Run(string(d), func(t *testing.T) { throughTheNAT(t, env, nat, d, true) })
-	}
-	if nat == topology.GatewayNATOneToOne {
-		t.Run("vxlan", func(t *testing.T) { throughTheNAT(t, env, nat, straitv1.CableVXLAN, false) })
-		t.Run("reached as the ClusterSet says", func(t *testing.T) { reachedAsTheFileSays(t, env) })
-		return
+		t.Run(string(d), func(t *testing.T) { throughTheNATs(t, env, d) })
 	}
 	t.Run("vxlan is refused behind masquerade", func(t *testing.T) { vxlanRefused(t, env) })
+	t.Run("vxlan through the 1:1 NAT", func(t *testing.T) { vxlanThroughOneToOne(t, env) })
+	t.Run("reached as the ClusterSet says", func(t *testing.T) { reachedAsTheFileSays(t, env) })
 	t.Run("both behind masquerade: the Peers say so", func(t *testing.T) { bothBehindMasquerade(t, env) })
 }
 
-// throughTheNAT switches the cable to driver and checks it through the NAT; faults adds
-// the crash failover on c2 and the idle period.
-func throughTheNAT(t *testing.T, env *labtest.Env, nat string, driver straitv1.CableDriver, faults bool) {
+// throughTheNATs switches the cable to driver and checks each pair through its NAT, then
+// the faults: a crash failover behind each NAT, an idle period.
+func throughTheNATs(t *testing.T, env *labtest.Env, driver straitv1.CableDriver) {
 	start := time.Now()
 	if err := env.SwitchCable(t, driver); err != nil {
 		t.Fatal(err)
 	}
-	env.CrossTraffic(t, "c1", "c2")
-	t.Logf("figure: c2 behind %s, %s: ClusterSet updated → c1 → c2 answered in %s", nat, driver, time.Since(start).Round(time.Millisecond))
-	t.Run("pods, ClusterIPs and clusterset names answer both ways, the caller kept", func(t *testing.T) {
-		for _, pair := range [][2]string{{"c1", "c2"}, {"c2", "c1"}} {
-			remote := env.SamplePods(t, pair[1], lab.WhereamiSS)[0]
-			for _, src := range env.SourcePods(t, pair[0]) {
-				env.CheckAcross(t, src, pair[1], remote)
-			}
-		}
-	})
-	t.Run("the Peers show the endpoint in use, the NAT and the initiator", func(t *testing.T) {
-		for _, pair := range [][2]string{{"c1", "c2"}, {"c2", "c1"}} {
-			requirePeer(t, env, pair[0], pair[1], driver)
-		}
-	})
-	if !faults {
-		return
+	for _, p := range pairs {
+		env.CrossTraffic(t, p.from, p.to)
 	}
-	t.Run("a crash of c2's active gateway fails over within the bound", func(t *testing.T) {
-		src, target := env.CrossTraffic(t, "c1", "c2")
-		h := env.FailOver(t, "c2", syscall.SIGKILL, src, target)
-		t.Logf("figure: failover, c2 behind %s, %s: %s crashed, %s took over: c1 → c2 from a plain node without an answer for %s from the crash (bound %s)",
-			nat, driver, h.From, h.To, h.Outage.Longest.Round(time.Millisecond), labtest.CrashFailoverBound)
-		// The new active gateway is the one advertised (behind a 1:1 NAT its own public
-		// address) and the one c1's cable reaches.
-		requirePeer(t, env, "c1", "c2", driver)
-		requirePeer(t, env, "c2", "c1", driver)
-	})
-	t.Run("an idle period past the router's UDP timeout leaves no gap", func(t *testing.T) {
-		src, target := env.CrossTraffic(t, "c1", "c2")
-		idle := (topology.RouterUDPTimeout + 5) * time.Second
-		t.Logf("no traffic of c1's and c2's pods for %s (c2's router forgets a UDP flow after %d s)", idle, topology.RouterUDPTimeout)
-		// The cable's keepalives must keep c2's router's mapping: its conntrack entry of
-		// the cable the same one before and after.
-		c2, _ := env.Topo.Cluster("c2")
-		gw, port := env.ActiveGateway(t, "c2"), cablePort(t, env)
-		before, mapped, err := cabletest.RouterFlow(c2.Router.Namespace, gw.LANAddr.Addr(), port)
-		if err != nil {
+	t.Logf("figure: %s: ClusterSet updated → c1 → c2 and c2 → c3 answered in %s", driver, time.Since(start).Round(time.Millisecond))
+	for _, p := range pairs {
+		t.Run(p.to+" behind "+p.nat, func(t *testing.T) { seedChecks(t, env, p, driver) })
+	}
+	for _, p := range pairs {
+		t.Run("a crash of "+p.to+"'s active gateway behind "+p.nat+" fails over within the bound", func(t *testing.T) {
+			src, target := env.CrossTraffic(t, p.from, p.to)
+			h := env.FailOver(t, p.to, syscall.SIGKILL, src, target)
+			t.Logf("figure: failover, %s behind %s, %s: %s crashed, %s took over: %s → %s from a plain node without an answer for %s from the crash (bound %s)",
+				p.to, p.nat, driver, h.From, h.To, p.from, p.to, h.Outage.Longest.Round(time.Millisecond), labtest.CrashFailoverBound)
+			// The new active gateway is the one advertised (behind a 1:1 NAT its own
+			// public address) and the one the other side's cable reaches.
+			requirePeer(t, env, p.from, p.to, driver)
+			requirePeer(t, env, p.to, p.from, driver)
+		})
+	}
+	t.Run("an idle period past the routers' UDP timeout leaves no gap", func(t *testing.T) { idle(t, env, driver) })
+}
+
+// seedChecks: pods, ClusterIPs and clusterset names answer both ways between the pair,
+// the caller kept, and each side's Peer shows the endpoint in use, the NAT and the
+// initiator.
+func seedChecks(t *testing.T, env *labtest.Env, p pair, driver straitv1.CableDriver) {
+	for _, ends := range [][2]string{{p.from, p.to}, {p.to, p.from}} {
+		remote := env.SamplePods(t, ends[1], lab.WhereamiSS)[0]
+		for _, src := range env.SourcePods(t, ends[0]) {
+			env.CheckAcross(t, src, ends[1], remote)
+		}
+	}
+	requirePeer(t, env, p.from, p.to, driver)
+	requirePeer(t, env, p.to, p.from, driver)
+}
+
+// idle leaves the pods without traffic past the routers' UDP timeout: each cable's
+// keepalives must keep its router's mapping (the NATed gateway's conntrack entry of the
+// cable the same before and after), and then each pair answers at once: behind
+// masquerade only a mapping the NATed side kept alive lets the other's packets in.
+func idle(t *testing.T, env *labtest.Env, driver straitv1.CableDriver) {
+	type watched struct {
+		pair
+		src    labtest.Source
+		target string
+		router string
+		gw     topology.Node
+		start  uint64
+		mapped uint16
+	}
+	port := cablePort(t, env)
+	var ws []watched
+	for _, p := range pairs {
+		w := watched{pair: p}
+		w.src, w.target = env.CrossTraffic(t, p.from, p.to)
+		c, _ := env.Topo.Cluster(p.to)
+		w.router, w.gw = c.Router.Namespace, env.ActiveGateway(t, p.to)
+		var err error
+		if w.start, w.mapped, err = cabletest.RouterFlow(w.router, w.gw.LANAddr.Addr(), port); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(idle)
-		after, mappedAfter, err := cabletest.RouterFlow(c2.Router.Namespace, gw.LANAddr.Addr(), port)
-		if err != nil || after != before || mappedAfter != mapped {
-			t.Errorf("c2's router's mapping of %s's cable lapsed while idle: before started at %d to port %d, after: %d to port %d (%v)",
-				gw.Name, before, mapped, after, mappedAfter, err)
+		ws = append(ws, w)
+	}
+	period := (topology.RouterUDPTimeout + 5) * time.Second
+	t.Logf("no traffic of the pods for %s (the routers forget a UDP flow after %d s)", period, topology.RouterUDPTimeout)
+	time.Sleep(period)
+	for _, w := range ws {
+		after, mappedAfter, err := cabletest.RouterFlow(w.router, w.gw.LANAddr.Addr(), port)
+		if err != nil || after != w.start || mappedAfter != w.mapped {
+			t.Errorf("%s's router's mapping of %s's cable lapsed while idle: before started at %d to port %d, after: %d to port %d (%v)",
+				w.to, w.gw.Name, w.start, w.mapped, after, mappedAfter, err)
 		}
-		// From c1: behind masquerade only a mapping c2 kept alive lets its packets in.
+	}
+	for _, w := range ws {
 		resumed := time.Now()
-		p := labtest.StartProber(src.NS, target)
+		pr := labtest.StartProber(w.src.NS, w.target)
 		time.Sleep(3 * time.Second)
-		o := p.Since(resumed)
-		t.Logf("figure: after %s idle, c2 behind %s, %s: c1 → c2 %s", idle, nat, driver, o)
-		labtest.BoundOutage(t, fmt.Sprintf("c1 → c2 %s after %s idle", target, idle), o, IdleGapBound)
-	})
+		o := pr.Since(resumed)
+		t.Logf("figure: after %s idle, %s behind %s, %s: %s → %s %s", period, w.to, w.nat, driver, w.from, w.to, o)
+		labtest.BoundOutage(t, fmt.Sprintf("%s → %s %s after %s idle", w.from, w.to, w.target, period), o, IdleGapBound)
+	}
 }
 
 // cablePort is the UDP port the cable runs on (every gateway of the set listens there).
@@ -210,18 +251,18 @@ func advertised(n topology.Node) string {
 	return n.WANAddr.Addr().String()
 }
 
-// vxlanRefused: a commit that switches to vxlan while c2 is behind masquerade is refused
-// by the hub's webhook with the field and why (Flux reports it), and the cable runs on.
+// vxlanRefused: a commit that switches to vxlan while c3 is behind masquerade is refused
+// by the hub's webhook with the field and why (Flux reports it), and the cables run on.
 func vxlanRefused(t *testing.T, env *labtest.Env) {
 	env.RestoreClusterSetSpec(t)
 	before := env.ClusterSet(t)
 	err := env.UpdateClusterSet(t, func(cs *straitv1.ClusterSet) { labtest.SetDriver(cs, straitv1.CableVXLAN) })
 	var refused *lab.SyncError
 	if !errors.As(err, &refused) {
-		t.Fatalf("a commit of vxlan with c2 behind masquerade: %v, want Flux to report it refused", err)
+		t.Fatalf("a commit of vxlan with %s behind masquerade: %v, want Flux to report it refused", masquerade.to, err)
 	}
 	t.Logf("refused: %s", refused.Status.Message)
-	for _, want := range []string{"spec.clusters[1].gateway.endpoint.type", "vxlan", "masquerade"} {
+	for _, want := range []string{fmt.Sprintf("spec.clusters[%d].gateway.endpoint.type", masqueradeIndex), "vxlan", "masquerade"} {
 		if !strings.Contains(refused.Status.Message, want) {
 			t.Errorf("the refusal %q does not name %q", refused.Status.Message, want)
 		}
@@ -230,21 +271,47 @@ func vxlanRefused(t *testing.T, env *labtest.Env) {
 		t.Errorf("the ClusterSet changed after a refused commit: generation %d → %d, driver %s → %s",
 			before.Generation, after.Generation, before.Spec.Cable.Driver, after.Spec.Cable.Driver)
 	}
-	env.CrossTraffic(t, "c1", "c2")
+	for _, p := range pairs {
+		env.CrossTraffic(t, p.from, p.to)
+	}
 }
 
-// bothBehindMasquerade declares c1 behind masquerade too: neither side can dial, and
-// each Peer says so (initiator None, Connected False with reason BothBehindMasquerade
-// and what to change) instead of retrying in silence. The revert puts c1 back.
-func bothBehindMasquerade(t *testing.T, env *labtest.Env) {
+// vxlanThroughOneToOne: with c3 (behind masquerade) out of the ClusterSet, vxlan is
+// accepted and carries c1 ↔ c2 through c2's 1:1 NAT, and the Peers show it; the revert
+// puts c3 back and the cable it had.
+func vxlanThroughOneToOne(t *testing.T, env *labtest.Env) {
 	env.RestoreClusterSetSpec(t)
+	start := time.Now()
 	if err := env.UpdateClusterSet(t, func(cs *straitv1.ClusterSet) {
-		cs.Spec.Clusters[0].Gateway.Endpoint = &straitv1.GatewayEndpoint{Type: straitv1.EndpointMasquerade}
+		cs.Spec.Clusters = slices.DeleteFunc(cs.Spec.Clusters, func(c straitv1.ClusterSpec) bool { return c.Name == masquerade.to })
+		for i := range cs.Spec.Exports {
+			cs.Spec.Exports[i].Clusters = slices.DeleteFunc(cs.Spec.Exports[i].Clusters, func(c string) bool { return c == masquerade.to })
+		}
+		labtest.SetDriver(cs, straitv1.CableVXLAN)
 	}); err != nil {
 		t.Fatal(err)
 	}
-	for _, pair := range [][2]string{{"c1", "c2"}, {"c2", "c1"}} {
-		local, remote := pair[0], pair[1]
+	for _, c := range []string{oneToOne.from, oneToOne.to} {
+		env.WaitActiveGateway(t, c, straitv1.CableVXLAN)
+	}
+	env.CrossTraffic(t, oneToOne.from, oneToOne.to)
+	t.Logf("figure: %s out, vxlan: ClusterSet updated → c1 → c2 answered in %s", masquerade.to, time.Since(start).Round(time.Millisecond))
+	seedChecks(t, env, oneToOne, straitv1.CableVXLAN)
+}
+
+// bothBehindMasquerade declares c2 behind masquerade too: neither c2 nor c3 can dial the
+// other, and each Peer says so (initiator None, Connected False with reason
+// BothBehindMasquerade and what to change) instead of retrying in silence. The revert
+// puts c2 back.
+func bothBehindMasquerade(t *testing.T, env *labtest.Env) {
+	env.RestoreClusterSetSpec(t)
+	if err := env.UpdateClusterSet(t, func(cs *straitv1.ClusterSet) {
+		cs.Spec.Clusters[1].Gateway.Endpoint = &straitv1.GatewayEndpoint{Type: straitv1.EndpointMasquerade}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for _, ends := range [][2]string{{masquerade.from, masquerade.to}, {masquerade.to, masquerade.from}} {
+		local, remote := ends[0], ends[1]
 		var c *metav1.Condition
 		require.Eventually(t, labtest.Converge, local+"'s Peer "+remote+": both behind masquerade", func() error {
 			p, err := peer(t, env, local, remote)
