@@ -133,11 +133,7 @@ func (l *Lab) memberKubeconfig(ctx context.Context, m topology.Cluster, timeout 
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := l.inNamespaceConfig(cluster, m.ControlPlane.Namespace)()
-	if err != nil {
-		return nil, err
-	}
-	client, err := kubernetes.NewForConfig(cfg)
+	client, err := l.clientset(m.ControlPlane)
 	if err != nil {
 		return nil, err
 	}

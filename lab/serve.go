@@ -69,11 +69,7 @@ func (l *Lab) Serve(ctx context.Context) error {
 		run("forwarder "+cp.Cluster, f.Run)
 	}
 	for _, cp := range t.ControlPlanes() {
-		cfg, err := l.inNamespaceConfig(cp.Cluster, cp.Namespace)()
-		if err != nil {
-			return err
-		}
-		client, err := kubernetes.NewForConfig(cfg)
+		client, err := l.clientset(cp)
 		if err != nil {
 			return err
 		}

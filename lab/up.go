@@ -294,11 +294,7 @@ func (l *Lab) bootstrapHub(ctx context.Context, t *topology.Lab, rec *Record, cl
 
 // waitPodsReady waits until every sample pod of a member is Ready.
 func (l *Lab) waitPodsReady(ctx context.Context, cp topology.ControlPlane, timeout time.Duration) error {
-	cfg, err := l.inNamespaceConfig(cp.Cluster, cp.Namespace)()
-	if err != nil {
-		return err
-	}
-	client, err := kubernetes.NewForConfig(cfg)
+	client, err := l.clientset(cp)
 	if err != nil {
 		return err
 	}
@@ -357,11 +353,7 @@ func (l *Lab) clientset(cp topology.ControlPlane) (kubernetes.Interface, error) 
 // on its ClusterIP over TCP, which means kube-proxy has programmed them. The Services
 // the hub derives for clusterset IPs are left out.
 func (l *Lab) waitServices(ctx context.Context, c topology.Cluster, timeout time.Duration) error {
-	cfg, err := l.inNamespaceConfig(c.Name, c.ControlPlane.Namespace)()
-	if err != nil {
-		return err
-	}
-	client, err := kubernetes.NewForConfig(cfg)
+	client, err := l.clientset(c.ControlPlane)
 	if err != nil {
 		return err
 	}

@@ -230,20 +230,22 @@ func (h *hasher) json(v any) {
 func (h *hasher) importPorts(ports []mcsv1.ServicePort) {
 	h.u64(uint64(len(ports)))
 	for _, sp := range ports {
-		h.str(sp.Name)
-		h.str(string(sp.Protocol))
-		h.optStr(sp.AppProtocol)
-		h.u64(uint64(sp.Port))
+		h.port(sp.Name, sp.Protocol, sp.AppProtocol, sp.Port)
 	}
+}
+
+// port hashes what an import's port and a Service's have in common.
+func (h *hasher) port(name string, protocol corev1.Protocol, appProtocol *string, port int32) {
+	h.str(name)
+	h.str(string(protocol))
+	h.optStr(appProtocol)
+	h.u64(uint64(port))
 }
 
 func (h *hasher) servicePorts(ports []corev1.ServicePort) {
 	h.u64(uint64(len(ports)))
 	for _, sp := range ports {
-		h.str(sp.Name)
-		h.str(string(sp.Protocol))
-		h.optStr(sp.AppProtocol)
-		h.u64(uint64(sp.Port))
+		h.port(sp.Name, sp.Protocol, sp.AppProtocol, sp.Port)
 		h.str(sp.TargetPort.String())
 		h.u64(uint64(sp.NodePort))
 	}
