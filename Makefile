@@ -89,7 +89,7 @@ BENCH_DIR := docs/bench
 # CoreDNS, the lab's cluster DNS, built from the Go module proxy outside the repository.
 COREDNS := $(BIN)/coredns
 
-.PHONY: all demo build test-binaries lab-node-binaries lab-images host-deps lab lab-globalnet lab-down mcs-conformance generate manifests fmt vet lint test test-unit fuzz verify bench bench-lab bench-dns coredns k8s-binaries node-binaries images image flux-binaries flux-images tools clean help FORCE
+.PHONY: all demo build test-binaries lab-binaries lab-node-binaries lab-images host-deps lab lab-globalnet lab-down mcs-conformance generate manifests fmt vet lint test test-unit fuzz verify bench bench-lab bench-dns coredns k8s-binaries node-binaries images image flux-binaries flux-images tools clean help FORCE
 
 all: build
 
@@ -395,14 +395,19 @@ $(COREDNS):
 	hack/build-coredns.sh $(COREDNS)
 
 # make lab and lab-globalnet build only what their labs run (no flannel, no conformance
-# images): make test builds the rest.
-lab: host-deps build k8s-binaries lab-node-binaries lab-images image flux-images $(COREDNS) ## Bring up the default lab (root): clusters c1, c2 and a hub, real nodes in network namespaces; fails when the seed checks (strait lab check) fail.
+# images; make test builds the rest): the Go programs three builds at a time, as
+# test-binaries does, then the images one at a time.
+lab-binaries: build
+	$(MAKE) -j3 k8s-binaries lab-node-binaries flux-binaries $(COREDNS)
+	$(MAKE) lab-images image flux-images
+
+lab: host-deps lab-binaries ## Bring up the default lab (root): clusters c1, c2 and a hub, real nodes in network namespaces; fails when the seed checks (strait lab check) fail.
 	$(BIN)/strait lab up --example basic
 	$(BIN)/strait lab status
 	@# c2's exports from c1's client pod: an empty answer or a failed GET fails make lab.
 	$(BIN)/strait lab check
 
-lab-globalnet: host-deps build k8s-binaries lab-node-binaries lab-images image flux-images $(COREDNS) ## The globalnet lab (root): g1 and g2 with identical CIDRs, through global IPs.
+lab-globalnet: host-deps lab-binaries ## The globalnet lab (root): g1 and g2 with identical CIDRs, through global IPs.
 	$(BIN)/strait lab up --example globalnet
 	$(BIN)/strait lab status
 	@# g2's exports from g1's client pod, answered with global IPs (both clusters use pods
