@@ -2,6 +2,7 @@ package cabletest
 
 import (
 	"fmt"
+	"net"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -91,14 +92,17 @@ func nft(t testing.TB, ns, rules string) {
 // cableFlow is the router's conntrack entry (its NAT mapping) for the UDP flow of s's
 // gateway from its cable port (RouterFlow).
 func cableFlow(s Site, port int) (start uint64, public uint16, err error) {
-	return RouterFlow(s.RouterNS, s.PrivateIP, port)
+	return RouterFlow(s.RouterNS, s.PrivateIP, port, netip.Addr{})
 }
 
 // RouterFlow is the conntrack entry of a NAT router (network namespace routerNS) for the
-// UDP flow of the gateway at private from its cable port: its start time (the namespace
-// needs nf_conntrack_timestamp on) and the public port it was mapped to. The same start
-// before and after an idle period says the mapping never lapsed.
-func RouterFlow(routerNS string, private netip.Addr, port int) (start uint64, public uint16, err error) {
+// UDP flow of the gateway at private from its cable port to peer, the other end's
+// address on the WAN (any peer when invalid: a gateway with one cable): its start time
+// (the namespace needs nf_conntrack_timestamp on) and the public port it was mapped to.
+// The same start before and after an idle period says the mapping never lapsed. A
+// gateway of a set of three has a flow per remote cluster on the same port, so the peer
+// tells them apart.
+func RouterFlow(routerNS string, private netip.Addr, port int, peer netip.Addr) (start uint64, public uint16, err error) {
 	h, err := netns.GetFromName(routerNS)
 	if err != nil {
 		return 0, 0, err
@@ -114,16 +118,17 @@ func RouterFlow(routerNS string, private netip.Addr, port int) (start uint64, pu
 		return 0, 0, fmt.Errorf("conntrack in %s: %w", routerNS, err)
 	}
 	ip := private.AsSlice()
+	from := func(a net.IP) bool { return !peer.IsValid() || a.Equal(peer.AsSlice()) }
 	for _, f := range flows {
 		switch {
 		case f.Forward.Protocol != unix.IPPROTO_UDP:
-		case f.Forward.SrcIP.Equal(ip) && f.Forward.SrcPort == uint16(port):
+		case f.Forward.SrcIP.Equal(ip) && f.Forward.SrcPort == uint16(port) && from(f.Forward.DstIP):
 			// Opened by the gateway (behind masquerade always).
 			return f.TimeStart, f.Reverse.DstPort, nil
-		case f.Reverse.SrcIP.Equal(ip) && f.Reverse.SrcPort == uint16(port):
+		case f.Reverse.SrcIP.Equal(ip) && f.Reverse.SrcPort == uint16(port) && from(f.Forward.SrcIP):
 			// Opened from the WAN, through a 1:1 mapping.
 			return f.TimeStart, f.Forward.DstPort, nil
 		}
 	}
-	return 0, 0, fmt.Errorf("no conntrack entry in %s for %s:%d", routerNS, private, port)
+	return 0, 0, fmt.Errorf("no conntrack entry in %s for %s:%d to %s", routerNS, private, port, peer)
 }

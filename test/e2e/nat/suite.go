@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
@@ -132,6 +133,7 @@ func idle(t *testing.T, env *labtest.Env, driver straitv1.CableDriver) {
 		target string
 		router string
 		gw     topology.Node
+		peer   netip.Addr
 		start  uint64
 		mapped uint16
 	}
@@ -142,8 +144,11 @@ func idle(t *testing.T, env *labtest.Env, driver straitv1.CableDriver) {
 		w.src, w.target = env.CrossTraffic(t, p.from, p.to)
 		c, _ := env.Topo.Cluster(p.to)
 		w.router, w.gw = c.Router.Namespace, env.ActiveGateway(t, p.to)
+		// The other end of the cable on the WAN: from's active gateway where it is
+		// reached (behind its 1:1 NAT, its public address).
+		w.peer = netip.MustParseAddr(advertised(env.ActiveGateway(t, p.from)))
 		var err error
-		if w.start, w.mapped, err = cabletest.RouterFlow(w.router, w.gw.LANAddr.Addr(), port); err != nil {
+		if w.start, w.mapped, err = cabletest.RouterFlow(w.router, w.gw.LANAddr.Addr(), port, w.peer); err != nil {
 			t.Fatal(err)
 		}
 		ws = append(ws, w)
@@ -152,10 +157,10 @@ func idle(t *testing.T, env *labtest.Env, driver straitv1.CableDriver) {
 	t.Logf("no traffic of the pods for %s (the routers forget a UDP flow after %d s)", period, topology.RouterUDPTimeout)
 	time.Sleep(period)
 	for _, w := range ws {
-		after, mappedAfter, err := cabletest.RouterFlow(w.router, w.gw.LANAddr.Addr(), port)
+		after, mappedAfter, err := cabletest.RouterFlow(w.router, w.gw.LANAddr.Addr(), port, w.peer)
 		if err != nil || after != w.start || mappedAfter != w.mapped {
-			t.Errorf("%s's router's mapping of %s's cable lapsed while idle: before started at %d to port %d, after: %d to port %d (%v)",
-				w.to, w.gw.Name, w.start, w.mapped, after, mappedAfter, err)
+			t.Errorf("%s's router's mapping of %s's cable to %s lapsed while idle: before started at %d to port %d, after: %d to port %d (%v)",
+				w.to, w.gw.Name, w.peer, w.start, w.mapped, after, mappedAfter, err)
 		}
 	}
 	for _, w := range ws {
