@@ -164,7 +164,8 @@ test-binaries: build $(STEPTIMES) ## What make test runs: every binary and image
 # 61 % idle; at 3, 295 s, and at 4, 242 s, but then an envtest API server answered so
 # late that TestElectionOnARealAPIServer's holder lost its deleted Lease to the standby
 # (1 run of 2 at 3, in CI; 1 of 1 at 4), as a starved agent rightly would. Left at the
-# default until that test holds its order under the load (2026-11-28).
+# default until that test holds its order under the load (2026-11-28): on a 6-s term it
+# did not fail, but took 20 s longer, which a step that waits on it gives back.
 UNIT_PARALLEL ?=
 
 test: host-deps test-binaries ## Run every test (root-only tests need root; under CI=true they fail instead of skipping); ends with the table of where the time went.

@@ -380,9 +380,8 @@ func deletedLeaseStaysWithItsHolder(t *testing.T, api *rest.Config) {
 	// What is tested is the order (the holder writes the Lease again before a standby
 	// has counted a whole term since it went), not how fast: with FastTiming an API
 	// server that takes over RenewDeadline (0.7 s) to answer, as an envtest one does
-	// beside the other packages' on two cores, rightly moves the gateway, and with a
-	// term of 3 s so did one beside two other packages' API servers (go test -p 3).
-	timing := Timing{LeaseDuration: 6 * time.Second, RenewDeadline: 4 * time.Second, RetryPeriod: 250 * time.Millisecond}
+	// beside the other packages' on two cores, rightly moves the gateway.
+	timing := Timing{LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 250 * time.Millisecond}
 	if err := timing.Validate(); err != nil {
 		t.Fatal(err)
 	}
