@@ -137,13 +137,7 @@ func TestJoinRegistersAThirdCluster(t *testing.T) {
 	if _, err := env.CommitClusterSet(t, data, "clusterset: join c3"); err != nil {
 		t.Fatalf("Flux did not apply the join: %v", err)
 	}
-	require.Eventually(t, labtest.Converge, "the hub connected to c3", func() error { return connected(t) })
-	for local, others := range map[string][]string{"c1": {"c2", "c3"}, "c2": {"c1", "c3"}, "c3": {"c1", "c2"}} {
-		c, _ := env.Topo.Cluster(local)
-		if err := env.Lab.WaitPeersConnected(ctx, *c, others, labtest.Converge); err != nil {
-			t.Fatal(err)
-		}
-	}
+	threeConnected(t)
 	t.Logf("figure: strait join --install → every cable Connected in %.1fs", time.Since(start).Seconds())
 
 	remote := env.SamplePods(t, "c3", lab.WhereamiSS)
@@ -256,6 +250,19 @@ func connected(t *testing.T) error {
 		return fmt.Errorf("c3 not Connected: %+v", cond)
 	}
 	return nil
+}
+
+// threeConnected waits until the hub is connected to c3 and every cluster's Peers of
+// the other two are Connected.
+func threeConnected(t *testing.T) {
+	t.Helper()
+	require.Eventually(t, labtest.Converge, "the hub connected to c3", func() error { return connected(t) })
+	for local, others := range map[string][]string{"c1": {"c2", "c3"}, "c2": {"c1", "c3"}, "c3": {"c1", "c2"}} {
+		c, _ := env.Topo.Cluster(local)
+		if err := env.Lab.WaitPeersConnected(context.Background(), *c, others, labtest.Converge); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 // tryKubeconfig reads the kubernetes Service with a kubeconfig whose server is c3's LAN

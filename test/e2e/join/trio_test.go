@@ -74,13 +74,7 @@ func threeJoined(t *testing.T) {
 	if _, err := env.CommitClusterSet(t, data, "clusterset: c3 joins, c1 and c2 export whereami-cs"); err != nil {
 		t.Fatalf("Flux did not apply the trio: %v", err)
 	}
-	require.Eventually(t, labtest.Converge, "the hub connected to c3", func() error { return connected(t) })
-	for local, others := range map[string][]string{"c1": {"c2", "c3"}, "c2": {"c1", "c3"}, "c3": {"c1", "c2"}} {
-		c, _ := env.Topo.Cluster(local)
-		if err := env.Lab.WaitPeersConnected(context.Background(), *c, others, labtest.Converge); err != nil {
-			t.Fatal(err)
-		}
-	}
+	threeConnected(t)
 }
 
 // clusterIP is whereami-cs's ClusterIP in a cluster.
