@@ -358,6 +358,13 @@ func (l *Lab) WaitSynced(ctx context.Context, commit string, timeout time.Durati
 			if retry, err = requestReconcile(ctx, c, kustomizations()); err != nil {
 				return s, err
 			}
+		case failed && webhookUncalled(s.Message) && (retry == "" || s.Handled == retry):
+			// Not a refusal: the API server could not reach the hub's webhook (its pod
+			// just started after an install, its endpoint not yet routed). Flux tries
+			// again after its retryInterval; ask it now, until the deadline.
+			if retry, err = requestReconcile(ctx, c, kustomizations()); err != nil {
+				return s, err
+			}
 		case failed && (retry == "" || s.Handled == retry):
 			return s, &SyncError{Revision: want, Status: s}
 		}
@@ -374,6 +381,13 @@ func (l *Lab) WaitSynced(ctx context.Context, commit string, timeout time.Durati
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
+}
+
+// webhookUncalled says a failed sync's message is the API server failing to call an
+// admission webhook (connection refused, a timeout), which passes, and not a webhook's
+// refusal ("admission webhook ... denied the request"), which is the commit's.
+func webhookUncalled(message string) bool {
+	return strings.Contains(message, "failed calling webhook")
 }
 
 // gitStatus is the repo's head and Flux's view of it for lab status.

@@ -82,3 +82,18 @@ func TestRepoOfABadClusterSetIsRefused(t *testing.T) {
 		t.Errorf("a repo of a ClusterSet that is no YAML: error %v", err)
 	}
 }
+
+// A sync the API server failed because it could not call the hub's webhook is waited
+// through; one the webhook refused is the commit's and ends the wait.
+func TestAnUncalledWebhookIsNotARefusal(t *testing.T) {
+	const (
+		uncalled = `ClusterSet/strait-system/demo dry-run failed (InternalError): Internal error occurred: failed calling webhook "clustersets.strait.io": failed to call webhook: Post "https://strait-hub-webhook.strait-system.svc:443/validate-strait-io-v1alpha1-clusterset?timeout=10s": context deadline exceeded`
+		refused  = `ClusterSet/strait-system/demo dry-run failed: admission webhook "clustersets.strait.io" denied the request: spec.clusters[1].podCIDRs[0]: Invalid value: "10.8.0.0/16": overlaps c1's`
+	)
+	if !webhookUncalled(uncalled) {
+		t.Errorf("webhookUncalled(%q) = false, want true: the API server could not call the webhook", uncalled)
+	}
+	if webhookUncalled(refused) {
+		t.Errorf("webhookUncalled(%q) = true, want false: the webhook refused the commit", refused)
+	}
+}
