@@ -152,8 +152,8 @@ $(STEPTIMES): $(wildcard hack/steptimes/*.go)
 
 # The Go programs first, three builds at a time: with the build cache warm each is mostly
 # its linker, one core's work, so on 2 cores three at once took 57 s where one after
-# another took 104 s (a fresh clone's bin/, against .ci/run's log, 2026-11-28). The images after them, one at a time:
-# they share the Debian package cache.
+# another took 104 s (a fresh clone's bin/, against .ci/run's log, 2026-11-28). The
+# images after them, one at a time: they share the Debian package cache.
 test-binaries: build $(STEPTIMES) ## What make test runs: every binary and image.
 	$(MAKE) -j3 k8s-binaries node-binaries flux-binaries $(COREDNS)
 	$(MAKE) images image flux-images

@@ -15,6 +15,7 @@ import (
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
 	"github.com/straitnet/strait/controllers/members"
 	"github.com/straitnet/strait/plan"
+	"github.com/straitnet/strait/test/benchcpu"
 	"github.com/straitnet/strait/test/bigset"
 )
 
@@ -61,9 +62,9 @@ func BenchmarkHubScale(b *testing.B) {
 			} else {
 				svc.ClusterIP = ips[0]
 			}
-			start := cpuTime()
+			start := benchcpu.Used()
 			writes += h.reconcile(ctx, cs, obs)
-			cpu += cpuTime() - start
+			cpu += benchcpu.Used() - start
 		}
 		// c007's GlobalIngress and its own EndpointSlice of the service, and nothing
 		// else: a write more is a pass that touched what did not change.
@@ -79,9 +80,9 @@ func BenchmarkHubScale(b *testing.B) {
 		writes := 0
 		m := startMeasuring(b)
 		for b.Loop() {
-			start := cpuTime()
+			start := benchcpu.Used()
 			writes += h.reconcile(ctx, cs, obs)
-			cpu += cpuTime() - start
+			cpu += benchcpu.Used() - start
 		}
 		m.report(b, cpu, writes)
 	})
@@ -175,15 +176,6 @@ func (h *scaleHub) resyncAlways() {
 		return
 	}
 	h.r.cfg.ResyncInterval = time.Nanosecond
-}
-
-// cpuTime is the CPU time the process has used, user and system.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // gcCycles is how many garbage collections the process has completed.
