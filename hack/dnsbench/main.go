@@ -42,6 +42,8 @@ type options struct {
 	dnsperf     string
 	work        string
 	udpSockets  int
+	// plugins are the CoreDNS servers run beside strait dns, one per plugin.
+	plugins []string
 }
 
 func main() {
@@ -59,7 +61,15 @@ func main() {
 	flag.StringVar(&o.dnsperf, "dnsperf", "dnsperf", "dnsperf binary")
 	flag.StringVar(&o.work, "work", "", "scratch directory (default: a new temporary one, removed after)")
 	flag.IntVar(&o.udpSockets, "udp-sockets", 2, "UDP sockets of each server (strait --udp-sockets, CoreDNS multisocket)")
+	plugins := flag.String("coredns-plugins", "hosts,file", "CoreDNS servers to run beside strait dns, one per plugin (hosts, file); the bench line needs hosts")
 	flag.Parse()
+	for _, p := range strings.Split(*plugins, ",") {
+		if p != "hosts" && p != "file" {
+			fmt.Fprintf(os.Stderr, "dnsbench: -coredns-plugins %q: %q is neither hosts nor file\n", *plugins, p)
+			os.Exit(2)
+		}
+		o.plugins = append(o.plugins, p)
+	}
 	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "dnsbench:", err)
 		os.Exit(1)
@@ -283,7 +293,7 @@ func startServers(o options, kubeconfig, metricsAddr string, names []string) ([]
 		"--coredns=false", "--metrics-addr", metricsAddr, "--udp-sockets", strconv.Itoa(o.udpSockets)), addr); err != nil {
 		return servers, err
 	}
-	for _, plugin := range []string{"hosts", "file"} {
+	for _, plugin := range o.plugins {
 		port, err := freeport.Port()
 		if err != nil {
 			return servers, err

@@ -380,13 +380,15 @@ func deletedLeaseStaysWithItsHolder(t *testing.T, api *rest.Config) {
 	// What is tested is the order (the holder writes the Lease again before a standby
 	// has counted a whole term since it went), not how fast: with FastTiming an API
 	// server that takes over RenewDeadline (0.7 s) to answer, as an envtest one does
-	// beside the other packages' on two cores, rightly moves the gateway.
-	timing := Timing{LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 250 * time.Millisecond}
+	// beside the other packages' on two cores, rightly moves the gateway, and with a
+	// term of 3 s so did one beside two other packages' API servers (go test -p 3).
+	timing := Timing{LeaseDuration: 6 * time.Second, RenewDeadline: 4 * time.Second, RetryPeriod: 250 * time.Millisecond}
 	if err := timing.Validate(); err != nil {
 		t.Fatal(err)
 	}
 	cs := []*candidate{campaignTimed(t, api, ns, "gw1", rec, nil, timing), campaignTimed(t, api, ns, "gw2", rec, nil, timing)}
-	holder := activeOne(t, 5*time.Second, cs...)
+	// A candidate that finds no Lease may wait up to a term before it takes one.
+	holder := activeOne(t, timing.LeaseDuration+5*time.Second, cs...)
 	kube, err := kubernetes.NewForConfig(api)
 	if err != nil {
 		t.Fatal(err)
