@@ -47,6 +47,11 @@ func (l *Lab) Up(ctx context.Context, o UpOptions) error {
 
 func (l *Lab) up(ctx context.Context, o UpOptions) error {
 	start := time.Now()
+	if mounted, err := mountState(l.state.Dir); err != nil {
+		return err
+	} else if mounted {
+		l.progress("state: %s is a tmpfs until lab down", l.state.Dir)
+	}
 	rec := &Record{Spec: o.Spec, ClusterSet: o.ClusterSet, PortBase: l.opts.PortBase}
 	if old, err := l.state.ReadRecord(); err == nil {
 		a, _ := json.Marshal(old.Spec)
@@ -212,6 +217,14 @@ func (l *Lab) bootstrap(ctx context.Context, t *topology.Lab, rec *Record, cp to
 		return err
 	}
 	member := cp.Cluster != topology.HubName
+	// Flux's controllers are applied beside Strait's install, before the hub's node and
+	// the members' tokens the hub's Secrets wait for: their pods then start as soon as
+	// the node is Ready (after those waits they were the hub's last 4-7 s).
+	fluxApplied := make(chan error, 1)
+	fluxStart := time.Now()
+	if !member {
+		go func() { fluxApplied <- l.applyFluxControllers(ctx) }()
+	}
 	if err := l.writeInstallOverlay(cp.Cluster, member); err != nil {
 		return err
 	}
@@ -233,7 +246,7 @@ func (l *Lab) bootstrap(ctx context.Context, t *topology.Lab, rec *Record, cp to
 		if err := l.ensureClusterDNS(ctx, *t.Hub, t.HubDNSServiceIP(), client); err != nil {
 			return fmt.Errorf("hub DNS: %w", err)
 		}
-		return l.bootstrapHub(ctx, t, rec, client, o.timeout())
+		return l.bootstrapHub(ctx, t, rec, client, fluxApplied, fluxStart, o.timeout())
 	}
 	c, _ := t.Cluster(cp.Cluster)
 	if err := l.ensureClusterDNS(ctx, c.ControlPlane, c.DNSServiceIP, client); err != nil {
@@ -272,7 +285,8 @@ func (l *Lab) bootstrap(ctx context.Context, t *topology.Lab, rec *Record, cp to
 // bootstrapHub creates in the hub what a user creates out of band, before the ClusterSet
 // syncs (the members' kubeconfig Secrets, the PSK), waits for strait hub, installs Flux
 // and points it at the lab's repo: the ClusterSet comes from git.
-func (l *Lab) bootstrapHub(ctx context.Context, t *topology.Lab, rec *Record, client kubernetes.Interface, timeout time.Duration) error {
+func (l *Lab) bootstrapHub(ctx context.Context, t *topology.Lab, rec *Record, client kubernetes.Interface,
+	fluxApplied <-chan error, fluxStart time.Time, timeout time.Duration) error {
 	committed, err := rec.JoinedClusterSet()
 	if err != nil {
 		return err
@@ -282,9 +296,8 @@ func (l *Lab) bootstrapHub(ctx context.Context, t *topology.Lab, rec *Record, cl
 	}
 	// Flux's controllers roll out beside strait hub; the sync is wired once strait hub
 	// (its webhook) is ready, so that the first apply is judged, not refused.
-	fluxStart := time.Now()
-	if err := l.applyFluxControllers(ctx); err != nil {
-		return err
+	if err := <-fluxApplied; err != nil {
+		return fmt.Errorf("flux's controllers: %w", err)
 	}
 	if err := l.waitStrait(ctx, topology.HubName, client, timeout); err != nil {
 		return err
