@@ -43,8 +43,10 @@ var (
 	// pairs.
 	benchValues = regexp.MustCompile(`^\s*\d+((?:\s+` + valueNumber + `\s+` + unitWord + `)+)\s*$`)
 	benchPair   = regexp.MustCompile(`(` + valueNumber + `)\s+(` + unitWord + `)`)
-	// logLine is a test's log line ("    failover_test.go:290: round 1, … 1.109s").
-	logLine = regexp.MustCompile(`^\s+[\w.-]+_test\.go:\d+: (.*)$`)
+	// logLine is a test's log line ("    failover_test.go:290: round 1, … 1.109s"), also
+	// one a helper of the test logged from a file of the test's package that is not a
+	// _test.go ("    suite.go:120: …": test/e2e/nat's).
+	logLine = regexp.MustCompile(`^\s+[\w.-]+\.go:\d+: (.*)$`)
 	// logMeasure is a number with its unit glued or one space after it; "round 1," and
 	// "c2's" have none.
 	logMeasure = regexp.MustCompile(`(` + valueNumber + `) ?(` + unitWord + `)`)
