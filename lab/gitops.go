@@ -339,6 +339,22 @@ func requestReconcile(ctx context.Context, c dynamic.Interface, r schema.GroupVe
 // answer: WaitSynced asks for a new attempt, as `flux reconcile kustomization` does, and
 // judges that one.
 func (l *Lab) WaitSynced(ctx context.Context, commit string, timeout time.Duration) (SyncStatus, error) {
+	return l.waitSync(ctx, commit, timeout, false)
+}
+
+// WaitApplied is WaitSynced that ends as soon as Flux has applied commit and every
+// ClusterSet in the hub is Ready at the generation it applied (as kstatus, Flux's health
+// check, judges it: observedGeneration current, Ready True, neither Reconciling nor
+// Stalled), without waiting for Flux to see that itself: its health check looks every
+// 5 s, the first time right after the apply, so it says Ready 5 s after the commit at the
+// earliest. A test's commit waits so (labtest's CommitClusterSet); what a person sees
+// after lab up, Flux's own Ready, is WaitSynced's. A commit whose ClusterSet does not
+// become Ready ends as in WaitSynced, with Flux's verdict.
+func (l *Lab) WaitApplied(ctx context.Context, commit string, timeout time.Duration) (SyncStatus, error) {
+	return l.waitSync(ctx, commit, timeout, true)
+}
+
+func (l *Lab) waitSync(ctx context.Context, commit string, timeout time.Duration, applied bool) (SyncStatus, error) {
 	c, err := l.fluxClient()
 	if err != nil {
 		return SyncStatus{}, err
@@ -353,6 +369,8 @@ func (l *Lab) WaitSynced(ctx context.Context, commit string, timeout time.Durati
 		switch {
 		case err != nil:
 		case s.Applied == want && s.Ready == "True":
+			return s, nil
+		case applied && healthChecking(s, want) && clusterSetsReady(ctx, c):
 			return s, nil
 		case failed && !read:
 			if retry, err = requestReconcile(ctx, c, kustomizations()); err != nil {
@@ -381,6 +399,50 @@ func (l *Lab) WaitSynced(ctx context.Context, commit string, timeout time.Durati
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
+}
+
+// healthChecking says Flux applied want and is checking the health of what it applied
+// (kustomize-controller's message while it waits).
+func healthChecking(s SyncStatus, want string) bool {
+	return s.Attempted == want && s.Ready == "Unknown" && strings.HasPrefix(s.Message, "Running health checks for revision "+want+" ")
+}
+
+// clusterSetsReady says every ClusterSet in the hub is Ready at its generation, as
+// kstatus judges a custom resource: observedGeneration current, Ready True, and no
+// Reconciling or Stalled condition True.
+func clusterSetsReady(ctx context.Context, c dynamic.Interface) bool {
+	list, err := c.Resource(straitv1.GroupVersion.WithResource("clustersets")).List(ctx, metav1.ListOptions{})
+	if err != nil || len(list.Items) == 0 {
+		return false
+	}
+	for _, cs := range list.Items {
+		if !kstatusCurrent(cs.Object, cs.GetGeneration()) {
+			return false
+		}
+	}
+	return true
+}
+
+// kstatusCurrent is kstatus' verdict Current for an object with conditions.
+func kstatusCurrent(obj map[string]any, generation int64) bool {
+	observed, _, _ := unstructured.NestedInt64(obj, "status", "observedGeneration")
+	if observed != generation {
+		return false
+	}
+	conds, _, _ := unstructured.NestedSlice(obj, "status", "conditions")
+	ready := false
+	for _, c := range conds {
+		m, _ := c.(map[string]any)
+		switch m["type"] {
+		case "Ready":
+			ready = m["status"] == "True"
+		case "Reconciling", "Stalled":
+			if m["status"] == "True" {
+				return false
+			}
+		}
+	}
+	return ready
 }
 
 // webhookUncalled says a failed sync's message is the API server failing to call an

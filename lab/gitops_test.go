@@ -97,3 +97,49 @@ func TestAnUncalledWebhookIsNotARefusal(t *testing.T) {
 		t.Errorf("webhookUncalled(%q) = true, want false: the webhook refused the commit", refused)
 	}
 }
+
+// TestAppliedIsFluxsHealthCheckAhead: WaitApplied ends where Flux's next health check
+// would say Ready: Flux applied the commit and checks its health, and the ClusterSet is
+// Current as kstatus judges it; not for another commit's check, a ClusterSet a generation
+// behind, not Ready, or Ready but still Reconciling or Stalled.
+func TestAppliedIsFluxsHealthCheckAhead(t *testing.T) {
+	want := "main@sha1:aaaa"
+	checking := SyncStatus{Attempted: want, Ready: "Unknown", Reason: "Progressing",
+		Message: "Running health checks for revision " + want + " with a timeout of 30s"}
+	if !healthChecking(checking, want) {
+		t.Errorf("%s: not taken for the health check of %s", checking, want)
+	}
+	other := checking
+	other.Message = "Running health checks for revision main@sha1:aaaab with a timeout of 30s"
+	for _, s := range []SyncStatus{other, {Attempted: want, Ready: "False", Message: checking.Message},
+		{Attempted: "main@sha1:bbbb", Ready: "Unknown", Message: checking.Message}} {
+		if healthChecking(s, want) {
+			t.Errorf("%s: taken for the health check of %s", s, want)
+		}
+	}
+	obj := func(observed int64, conds ...map[string]any) map[string]any {
+		var cs []any
+		for _, c := range conds {
+			cs = append(cs, c)
+		}
+		return map[string]any{"status": map[string]any{"observedGeneration": observed, "conditions": cs}}
+	}
+	cond := func(typ, status string) map[string]any { return map[string]any{"type": typ, "status": status} }
+	for _, tc := range []struct {
+		name string
+		obj  map[string]any
+		want bool
+	}{
+		{"Ready at its generation", obj(3, cond("Ready", "True")), true},
+		{"a generation behind", obj(2, cond("Ready", "True")), false},
+		{"not Ready", obj(3, cond("Ready", "False")), false},
+		{"no Ready condition", obj(3), false},
+		{"Ready but Reconciling", obj(3, cond("Ready", "True"), cond("Reconciling", "True")), false},
+		{"Ready but Stalled", obj(3, cond("Stalled", "True"), cond("Ready", "True")), false},
+		{"Ready, Stalled False", obj(3, cond("Ready", "True"), cond("Stalled", "False")), true},
+	} {
+		if got := kstatusCurrent(tc.obj, 3); got != tc.want {
+			t.Errorf("%s: kstatusCurrent = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

@@ -123,11 +123,13 @@ func (e *Env) PushClusterSet(t testing.TB, data []byte, message string) string {
 	return commit
 }
 
-// WaitSynced waits until Flux reports commit applied, or refused (then it returns the
-// lab.SyncError).
+// WaitSynced waits until Flux applied commit and the ClusterSet is Ready at it, or
+// Flux refused it or gave up on its health (then it returns the lab.SyncError). It does
+// not wait for Flux's own health check to see the ClusterSet Ready (lab.WaitApplied: up
+// to 5 s a commit); a test about what Flux reports waits with lab.WaitSynced.
 func (e *Env) WaitSynced(t testing.TB, commit string) error {
 	t.Helper()
-	_, err := e.Lab.WaitSynced(context.Background(), commit, 2*time.Minute)
+	_, err := e.Lab.WaitApplied(context.Background(), commit, 2*time.Minute)
 	if se := (*lab.SyncError)(nil); err != nil && !errors.As(err, &se) {
 		t.Fatal(err)
 	}

@@ -2,8 +2,10 @@ package labtest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -64,8 +66,18 @@ func (e *Env) Uninstall(t testing.TB) {
 			return nil
 		})
 	}
-	for _, c := range e.Topo.Clusters {
-		e.Kubectl(t, c.Name, "delete", "-k", e.Lab.InstallDir(c.Name), "--ignore-not-found", "--wait", "--timeout=3m")
+	// The members side by side, as strait uninstall takes them: most of each is waiting
+	// for its namespace to go.
+	errs := make([]error, len(e.Topo.Clusters))
+	var wg sync.WaitGroup
+	for i, c := range e.Topo.Clusters {
+		wg.Go(func() {
+			_, errs[i] = e.Lab.Kubectl(ctx, c.Name, "delete", "-k", e.Lab.InstallDir(c.Name), "--ignore-not-found", "--wait", "--timeout=3m")
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
 	}
 	e.Kubectl(t, topology.HubName, "delete", "-k", e.Lab.InstallDir(topology.HubName), "--ignore-not-found", "--wait", "--timeout=3m")
 }
