@@ -137,12 +137,16 @@ func (e *Env) WaitSynced(t testing.TB, commit string) error {
 }
 
 // RestoreClusterSetSpec commits the repo's ClusterSet as it is now back when the test
-// ends (a revert), so tests sharing the lab each start from the lab's own ClusterSet.
+// ends (a revert), so tests sharing the lab each start from the lab's own ClusterSet,
+// and waits for Flux itself to say it is Ready (lab.WaitSynced): a health check of the
+// revert still running would judge the next test's faults (a cut link, an API server
+// down) and hold that test's commits behind it.
 func (e *Env) RestoreClusterSetSpec(t testing.TB) {
 	t.Helper()
 	data := e.RepoClusterSet(t)
 	t.Cleanup(func() {
-		if _, err := e.CommitClusterSet(t, data, "e2e: revert "+t.Name()); err != nil {
+		commit := e.PushClusterSet(t, data, "e2e: revert "+t.Name())
+		if _, err := e.Lab.WaitSynced(context.Background(), commit, 2*time.Minute); err != nil {
 			t.Errorf("restoring the ClusterSet: %v", err)
 		}
 	})
