@@ -77,7 +77,7 @@ func (l *Lab) Down(ctx context.Context) error {
 		errs = append(errs, os.RemoveAll(d))
 	}
 	if l.state.Dir != "" && l.state.Dir != "/" {
-		errs = append(errs, unmountState(l.state.Dir), os.RemoveAll(l.state.Dir))
+		errs = append(errs, os.RemoveAll(l.state.Dir))
 	}
 	return errors.Join(errs...)
 }

@@ -47,11 +47,6 @@ func (l *Lab) Up(ctx context.Context, o UpOptions) error {
 
 func (l *Lab) up(ctx context.Context, o UpOptions) error {
 	start := time.Now()
-	if mounted, err := mountState(l.state.Dir); err != nil {
-		return err
-	} else if mounted {
-		l.progress("state: %s is a tmpfs until lab down", l.state.Dir)
-	}
 	rec := &Record{Spec: o.Spec, ClusterSet: o.ClusterSet, PortBase: l.opts.PortBase}
 	if old, err := l.state.ReadRecord(); err == nil {
 		a, _ := json.Marshal(old.Spec)
