@@ -68,13 +68,13 @@ func hubGitURL(t *topology.Lab) string {
 // path, and durations that suit tests. A push to the lab's git server asks for a sync at
 // once (as a forge's webhook to Flux's receiver would); the GitRepository's interval
 // catches commits made without a push. The health-check timeout is short so that a
-// ClusterSet that does not become Ready shows as a failed sync within a test: 20 s, where
-// the labs' first syncs were Ready 5-7 s after they were set up (17 lab ups of one CI
-// run), and Flux tries a failed sync again 10 s after.
+// ClusterSet that does not become Ready shows as a failed sync within a test: 30 s, the
+// least kustomize-controller takes (a shorter spec.timeout is raised to it), and Flux
+// tries a failed sync again 10 s after.
 func labSync(t *topology.Lab) flux.Sync {
 	return flux.Sync{URL: hubGitURL(t), Branch: gitserver.Branch, Path: "./" + repoClusterSetDir,
 		TargetNamespace: straitv1.SystemNamespace, GitInterval: time.Minute, Interval: 10 * time.Minute,
-		RetryInterval: 10 * time.Second, Timeout: 20 * time.Second, DecryptionSecret: sopsSecret}
+		RetryInterval: 10 * time.Second, Timeout: 30 * time.Second, DecryptionSecret: sopsSecret}
 }
 
 // repoFiles are the first commit of the lab's repo.

@@ -105,12 +105,12 @@ func TestAnUncalledWebhookIsNotARefusal(t *testing.T) {
 func TestAppliedIsFluxsHealthCheckAhead(t *testing.T) {
 	want := "main@sha1:aaaa"
 	checking := SyncStatus{Attempted: want, Ready: "Unknown", Reason: "Progressing",
-		Message: "Running health checks for revision " + want + " with a timeout of 20s"}
+		Message: "Running health checks for revision " + want + " with a timeout of 30s"}
 	if !healthChecking(checking, want) {
 		t.Errorf("%s: not taken for the health check of %s", checking, want)
 	}
 	other := checking
-	other.Message = "Running health checks for revision main@sha1:aaaab with a timeout of 20s"
+	other.Message = "Running health checks for revision main@sha1:aaaab with a timeout of 30s"
 	for _, s := range []SyncStatus{other, {Attempted: want, Ready: "False", Message: checking.Message},
 		{Attempted: "main@sha1:bbbb", Ready: "Unknown", Message: checking.Message}} {
 		if healthChecking(s, want) {

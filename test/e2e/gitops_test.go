@@ -176,7 +176,7 @@ func TestFluxWaitsForTheClusterSet(t *testing.T) {
 		t.Fatalf("a commit while c2 is unreachable: %v, want the Kustomization not Ready", err)
 	}
 	t.Logf("c2 unreachable: Kustomization Ready=%s after %s: %s", unhealthy.Status.Ready, time.Since(start).Round(time.Millisecond), unhealthy.Status.Message)
-	// Flux's message is its poller's last error ("health check failed after 20s: ..."),
+	// Flux's message is its poller's last error ("health check failed after 30s: ..."),
 	// which may not name the object: the ClusterSet's own Ready condition does.
 	if unhealthy.Status.Reason != "HealthCheckFailed" || !strings.Contains(unhealthy.Status.Message, "health check failed") {
 		t.Errorf("Kustomization reason %s message %q, want HealthCheckFailed", unhealthy.Status.Reason, unhealthy.Status.Message)
