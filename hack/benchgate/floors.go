@@ -82,7 +82,11 @@ func floors() []floor {
 		{Bench: "Failover", Unit: "ms-crash", Today: 1009, Margin: 0.25},     // 1009 in all three: maxdev 0 %
 		{Bench: "Failover", Unit: "ms-graceful", Today: 16.67, Margin: 3.00}, // 14, 18, 16.67; 30 in a run before
 		// The lab: c1 -> c2 GETs while c2's active gateway agent crashes or stops.
-		{Bench: "GatewayFailover", Unit: "ms-gap-crash", Today: 1110, Margin: 0.50},   // 1110, 1108, 1129: maxdev 2 %; rounds of 1.41 s seen
-		{Bench: "GatewayFailover", Unit: "ms-gap-graceful", Today: 166, Margin: 3.00}, // 157, 166, 415: maxdev 150 %
+		// Each of the benchmark's rounds also fails it over the tests' bounds (3 s, 1 s); the
+		// worst round is held here, a mean of two could hide one (issue 33).
+		{Bench: "GatewayFailover", Unit: "ms-gap-crash", Today: 1068, Margin: 0.50},         // 1063, 1074, 1068: maxdev 1 %; 1108-1129 on 2026-11-26
+		{Bench: "GatewayFailover", Unit: "ms-gap-crash-worst", Today: 1070, Margin: 0.50},   // 1064, 1075, 1070: maxdev 1 %
+		{Bench: "GatewayFailover", Unit: "ms-gap-graceful", Today: 404.5, Margin: 1.00},     // 404.5, 404.5, 334.5: maxdev 17 %; 157-415 on 2026-11-26
+		{Bench: "GatewayFailover", Unit: "ms-gap-graceful-worst", Today: 405, Margin: 1.00}, // 405, 406, 404: maxdev 0 %; rounds of 507 ms seen on 2026-11-26
 	}
 }
