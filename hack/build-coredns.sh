@@ -20,7 +20,8 @@ go mod init corednsbuild >/dev/null 2>&1
 # Cloud DNS, etcd, Datadog's tracer): most of its build. This main links the plugins
 # the lab's Corefiles, strait dns's block and the DNS benchmark use, and a few a person
 # debugging the lab reaches for, as CoreDNS's docs build a custom one; their code is
-# the release's own.
+# the release's own. With empty Go caches on a 2-core machine: 85 s and 101 modules
+# (421 MB), against 140 s and 205 modules (1.6 GB) for CoreDNS's own main.
 plugins=(any bind bufsize cache cancel chaos debug errors file forward health hosts
   kubernetes loadbalance local log loop metadata metrics minimal multisocket ready reload
   rewrite root template whoami)
