@@ -166,8 +166,8 @@ test-binaries: build $(STEPTIMES) ## What make test runs: every binary and image
 # standby on a 3-s term, as a starved agent rightly would: that subtest now runs on a 6-s
 # term, which it held at 3. 4 is not used: it leaves no headroom for the bounds.
 UNIT_PARALLEL ?= 3
-# The slowest unit packages, started first so that none of them is the step's tail (go
-# test starts packages in the order given): at 3, the packages' times add up to 750 s.
+# The slowest unit packages, named first so that none of them is the step's tail (go test
+# schedules the packages about in the order given): at 3, their times add up to 750 s.
 MODULE := github.com/straitnet/strait
 UNIT_SLOW_FIRST := nodeagent/agent controllers nodeagent/gateway kustomize nodeagent/cable/wireguard \
 	nodeagent/cable/ipsec cmd/strait/diff lab/node hack/straitimage nodeagent/cable/vxlan

@@ -11,8 +11,10 @@ import (
 	"time"
 
 	"github.com/fluxcd/pkg/apis/meta"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
@@ -410,41 +412,27 @@ func healthChecking(s SyncStatus, want string) bool {
 }
 
 // clusterSetsReady says every ClusterSet in the hub is Ready at its generation, as
-// kstatus judges a custom resource: observedGeneration current, Ready True, and no
-// Reconciling or Stalled condition True.
+// kstatus judges a custom resource (kstatusCurrent).
 func clusterSetsReady(ctx context.Context, c dynamic.Interface) bool {
 	list, err := c.Resource(straitv1.GroupVersion.WithResource("clustersets")).List(ctx, metav1.ListOptions{})
 	if err != nil || len(list.Items) == 0 {
 		return false
 	}
-	for _, cs := range list.Items {
-		if !kstatusCurrent(cs.Object, cs.GetGeneration()) {
+	for _, u := range list.Items {
+		var cs straitv1.ClusterSet
+		if runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &cs) != nil || !kstatusCurrent(cs) {
 			return false
 		}
 	}
 	return true
 }
 
-// kstatusCurrent is kstatus' verdict Current for an object with conditions.
-func kstatusCurrent(obj map[string]any, generation int64) bool {
-	observed, _, _ := unstructured.NestedInt64(obj, "status", "observedGeneration")
-	if observed != generation {
-		return false
-	}
-	conds, _, _ := unstructured.NestedSlice(obj, "status", "conditions")
-	ready := false
-	for _, c := range conds {
-		m, _ := c.(map[string]any)
-		switch m["type"] {
-		case "Ready":
-			ready = m["status"] == "True"
-		case "Reconciling", "Stalled":
-			if m["status"] == "True" {
-				return false
-			}
-		}
-	}
-	return ready
+// kstatusCurrent is kstatus' verdict Current for a ClusterSet: observedGeneration
+// current, Ready True, and no Reconciling or Stalled condition True.
+func kstatusCurrent(cs straitv1.ClusterSet) bool {
+	c := cs.Status.Conditions
+	return cs.Status.ObservedGeneration == cs.Generation && apimeta.IsStatusConditionTrue(c, "Ready") &&
+		!apimeta.IsStatusConditionTrue(c, "Reconciling") && !apimeta.IsStatusConditionTrue(c, "Stalled")
 }
 
 // webhookUncalled says a failed sync's message is the API server failing to call an

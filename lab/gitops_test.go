@@ -7,8 +7,10 @@ import (
 	"strings"
 	"testing"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
+	straitv1 "github.com/straitnet/strait/api/v1alpha1"
 	"github.com/straitnet/strait/lab/topology"
 	"github.com/straitnet/strait/test/clusters"
 )
@@ -117,17 +119,17 @@ func TestAppliedIsFluxsHealthCheckAhead(t *testing.T) {
 			t.Errorf("%s: taken for the health check of %s", s, want)
 		}
 	}
-	obj := func(observed int64, conds ...map[string]any) map[string]any {
-		var cs []any
-		for _, c := range conds {
-			cs = append(cs, c)
-		}
-		return map[string]any{"status": map[string]any{"observedGeneration": observed, "conditions": cs}}
+	obj := func(observed int64, conds ...metav1.Condition) straitv1.ClusterSet {
+		cs := straitv1.ClusterSet{ObjectMeta: metav1.ObjectMeta{Generation: 3}}
+		cs.Status.ObservedGeneration, cs.Status.Conditions = observed, conds
+		return cs
 	}
-	cond := func(typ, status string) map[string]any { return map[string]any{"type": typ, "status": status} }
+	cond := func(typ string, status metav1.ConditionStatus) metav1.Condition {
+		return metav1.Condition{Type: typ, Status: status}
+	}
 	for _, tc := range []struct {
 		name string
-		obj  map[string]any
+		obj  straitv1.ClusterSet
 		want bool
 	}{
 		{"Ready at its generation", obj(3, cond("Ready", "True")), true},
@@ -138,7 +140,7 @@ func TestAppliedIsFluxsHealthCheckAhead(t *testing.T) {
 		{"Ready but Stalled", obj(3, cond("Stalled", "True"), cond("Ready", "True")), false},
 		{"Ready, Stalled False", obj(3, cond("Ready", "True"), cond("Stalled", "False")), true},
 	} {
-		if got := kstatusCurrent(tc.obj, 3); got != tc.want {
+		if got := kstatusCurrent(tc.obj); got != tc.want {
 			t.Errorf("%s: kstatusCurrent = %v, want %v", tc.name, got, tc.want)
 		}
 	}

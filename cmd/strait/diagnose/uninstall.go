@@ -100,10 +100,11 @@ func runUninstall(ctx context.Context, o *uninstallOptions, stdout, stderr io.Wr
 	// The members are uninstalled side by side, so their lines come from several
 	// goroutines: one at a time, each whole.
 	var out sync.Mutex
+	say := cli.Progress(stderr)
 	progress := func(format string, a ...any) {
 		out.Lock()
 		defer out.Unlock()
-		cli.Progress(stderr)(format, a...)
+		say(format, a...)
 	}
 	removed := func(format string, a ...any) {
 		out.Lock()
