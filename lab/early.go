@@ -2,6 +2,7 @@ package lab
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"time"
@@ -39,11 +40,18 @@ func (l *Lab) prepareNodes(ctx context.Context, t *topology.Lab, withSamples boo
 		return func() {}, err
 	}
 	var all []*early
+	// The first node of each image set without a seed imports the set and saves its
+	// seed; the others of the set wait for it and link the seed (lab/node's seeds).
+	makers := map[string]*early{}
 	for _, rn := range rns {
 		if _, err := os.Stat(filepath.Join(l.state.nodeDir(rn.node.Name), "node.json")); err == nil {
 			continue
 		}
 		cfg, err := l.nodeConfig(rn, nil)
+		if err != nil {
+			return func() {}, err
+		}
+		seed, err := node.SeedPath(cfg)
 		if err != nil {
 			return func() {}, err
 		}
@@ -55,13 +63,31 @@ func (l *Lab) prepareNodes(ctx context.Context, t *topology.Lab, withSamples boo
 		l.early[rn.node.Name] = e
 		l.mu.Unlock()
 		all = append(all, e)
+		var after *early
+		if seed != "" && !node.SeedSaved(seed) {
+			if after = makers[seed]; after == nil {
+				makers[seed] = e
+			}
+		}
 		go func() {
 			defer close(e.done)
+			if after != nil {
+				select {
+				case <-after.done:
+				case <-ctx.Done():
+					e.err = ctx.Err()
+					return
+				}
+			}
 			e.node, e.err = node.Prepare(ctx, cfg)
 		}()
 	}
 	if len(all) > 0 {
-		l.progress("nodes: %d preparing (containerd, images) while the control planes start", len(all))
+		how := "from their image sets' seeds"
+		if len(makers) > 0 {
+			how = fmt.Sprintf("%d importing their image set first, then the others from its seed", len(makers))
+		}
+		l.progress("nodes: %d preparing (containerd, images: %s) while the control planes start", len(all), how)
 	}
 	return func() {
 		for _, e := range all {
@@ -101,7 +127,7 @@ func (l *Lab) startEarly(ctx context.Context, rn realNode, e *early) error {
 		return err
 	}
 	tm := e.node.Timings()
-	l.progress("%s: real node up %.1fs after its API server (containerd %.1fs and images %.1fs while the control planes came up; kubelet %.1fs)",
-		rn.node.Name, time.Since(start).Seconds(), tm.Containerd.Seconds(), tm.Images.Seconds(), tm.Kubelet.Seconds())
+	l.progress("%s: real node up %.1fs after its API server (containerd %.1fs and images %.1fs by %s while the control planes came up; kubelet %.1fs)",
+		rn.node.Name, time.Since(start).Seconds(), tm.Containerd.Seconds(), tm.Images.Seconds(), tm.ImagesFrom, tm.Kubelet.Seconds())
 	return nil
 }

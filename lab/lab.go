@@ -26,14 +26,17 @@ type Options struct {
 	K8sBin string
 	// CoreDNS is the coredns binary.
 	CoreDNS string
-	// Strait is the people's strait binary: the lab daemon (strait lab serve) and the
-	// the lab daemon (strait lab serve).
+	// Strait is the strait binary the lab runs as its daemon (strait lab serve).
 	Strait string
 	// NodeBin holds containerd, its shim, ctr, runc and the CNI plugins (make
 	// node-binaries); the kubelet is in K8sBin.
 	NodeBin string
 	// ImageDir holds the image tarballs real nodes import (make images, make image).
 	ImageDir string
+	// Seeds keeps, per set of images a node imports, the containerd root one node made
+	// by importing them, which the next nodes of the set start from (lab/node's seeds).
+	// Default: ImageDir/seeds. It outlives the lab, as the images do.
+	Seeds string
 	// Kustomize is Strait's kustomize directory (hub, member, crd): the lab installs
 	// from it as users do.
 	Kustomize string
@@ -66,10 +69,13 @@ func New(opts Options) *Lab {
 	if opts.Out == nil {
 		opts.Out = io.Discard
 	}
+	if opts.Seeds == "" && opts.ImageDir != "" {
+		opts.Seeds = filepath.Join(opts.ImageDir, "seeds")
+	}
 	// Absolute, as `--k8s-bin bin/k8s/v1.37.1` means from where it was typed: the lab's
 	// processes start in other directories (the kubelet refused a relative path after the
 	// control planes had come up).
-	for _, p := range []*string{&opts.StateDir, &opts.K8sBin, &opts.CoreDNS, &opts.Strait, &opts.NodeBin, &opts.ImageDir, &opts.Kustomize} {
+	for _, p := range []*string{&opts.StateDir, &opts.K8sBin, &opts.CoreDNS, &opts.Strait, &opts.NodeBin, &opts.ImageDir, &opts.Seeds, &opts.Kustomize} {
 		if *p != "" {
 			if abs, err := filepath.Abs(*p); err == nil {
 				*p = abs

@@ -183,7 +183,7 @@ func (l *Lab) nodeConfig(rn realNode, kubeconfig []byte) (node.Config, error) {
 	return node.Config{
 		Name: n.Name, NetNS: netns.Path(n.Namespace), NodeIP: n.LANAddr.Addr(), PodCIDR: n.PodCIDR,
 		KubeConfig: kubeconfig, BinDir: l.opts.NodeBin, Kubelet: l.opts.bin("kubelet"), StateDir: l.state.nodeDir(n.Name),
-		Images: images, SandboxImage: image.Pause, ClusterDNS: rn.dns, ClusterDomain: "cluster.local", Labels: nodeLabels(n), CNI: rn.cni,
+		Images: images, SandboxImage: image.Pause, Seeds: l.opts.Seeds, ClusterDNS: rn.dns, ClusterDomain: "cluster.local", Labels: nodeLabels(n), CNI: rn.cni,
 		ExternalCloudProvider: n.ExternalIP.IsValid(),
 	}, nil
 }
@@ -266,8 +266,8 @@ func (l *Lab) ensureRealNode(ctx context.Context, client kubernetes.Interface, r
 		return err
 	}
 	tm := nd.Timings()
-	l.progress("%s: real node up in %.1fs (containerd %.1fs, images %.1fs, kubelet %.1fs)", n.Name,
-		time.Since(start).Seconds(), tm.Containerd.Seconds(), tm.Images.Seconds(), tm.Kubelet.Seconds())
+	l.progress("%s: real node up in %.1fs (containerd %.1fs, images %.1fs by %s, kubelet %.1fs)", n.Name,
+		time.Since(start).Seconds(), tm.Containerd.Seconds(), tm.Images.Seconds(), tm.ImagesFrom, tm.Kubelet.Seconds())
 	return nil
 }
 

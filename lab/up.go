@@ -135,13 +135,25 @@ func (l *Lab) up(ctx context.Context, o UpOptions) error {
 	}); err != nil {
 		return err
 	}
+	// Flux says Ready on its next health check, up to 5 s after the ClusterSet is: the
+	// members' checks go on from the apply, and ready waits for both.
+	fluxReady := func() error { return nil }
 	if t.Hub != nil {
 		synced := time.Now()
-		s, err := l.WaitSynced(ctx, head, o.timeout())
+		s, err := l.WaitApplied(ctx, head, o.timeout())
 		if err != nil {
 			return err
 		}
 		l.progress("hub: flux applied %s, ClusterSet Ready (%.1fs after the sync was set up)", s.Applied, time.Since(synced).Seconds())
+		done := make(chan error, 1)
+		go func() {
+			_, err := l.WaitSynced(ctx, head, o.timeout())
+			if err == nil {
+				l.progress("hub: flux's Kustomization Ready (%.1fs after the sync was set up)", time.Since(synced).Seconds())
+			}
+			done <- err
+		}()
+		fluxReady = func() error { return <-done }
 	}
 	if o.Spec.SampleWorkloads {
 		timeout := o.timeout()
@@ -174,6 +186,9 @@ func (l *Lab) up(ctx context.Context, o UpOptions) error {
 		}); err != nil {
 			return err
 		}
+	}
+	if err := fluxReady(); err != nil {
+		return err
 	}
 	l.progress("ready in %.1fs", time.Since(start).Seconds())
 	return nil

@@ -39,6 +39,11 @@ type Config struct {
 	// starts; SandboxImage (the pause image's name) must be one of them.
 	Images       []string
 	SandboxImage string
+	// Seeds, when set, is a directory of seeds (seed.go): a node whose image set has a
+	// seed there starts its containerd from it instead of importing Images; one that
+	// has none imports them and leaves its seed there for the next. Nodes of one set
+	// started at once each import: start one first.
+	Seeds string
 	// ClusterDNS and ClusterDomain go to the pods' resolv.conf (optional).
 	ClusterDNS    []netip.Addr
 	ClusterDomain string

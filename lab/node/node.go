@@ -32,8 +32,11 @@ type Node struct {
 type Timings struct {
 	// Containerd is from its start until it answers on its socket.
 	Containerd time.Duration
-	// Images is the import of every image.
+	// Images is the import of every image, or the linking of their seed.
 	Images time.Duration
+	// ImagesFrom says how the images came: "import", "import, seed saved" (the node
+	// made its set's seed, containerd restarted on it) or "seed".
+	ImagesFrom string
 	// Kubelet is from its start until its health check passes.
 	Kubelet time.Duration
 }
@@ -98,22 +101,59 @@ func Prepare(ctx context.Context, c Config) (_ *Node, retErr error) {
 	if err := createMountNS(l, []string{l.dir, c.BinDir, filepath.Dir(c.Kubelet)}); err != nil {
 		return nil, err
 	}
-	n := &Node{cfg: c, layout: l}
-	var err error
-	t0 := time.Now()
-	n.containerd, err = startComponent("containerd", c, l, n.env(), filepath.Join(c.BinDir, "containerd"), "--config", l.containerdConfig())
+	seed, err := SeedPath(c)
 	if err != nil {
 		return nil, err
 	}
-	if err := n.containerd.waitFor(ctx, "socket", 30*time.Second, n.ctrVersion); err != nil {
+	n := &Node{cfg: c, layout: l, timings: Timings{ImagesFrom: "import"}}
+	t0 := time.Now()
+	if seed != "" && SeedSaved(seed) {
+		if err := linkSeed(ctx, seed, l.containerdRoot()); err != nil {
+			return nil, fmt.Errorf("%w (remove the seed to import the images instead)", err)
+		}
+		n.timings.ImagesFrom = "seed"
+	}
+	tLinked := time.Now()
+	if err := n.startContainerd(ctx); err != nil {
 		return nil, err
 	}
 	t1 := time.Now()
-	if err := n.importImages(ctx); err != nil {
-		return nil, err
+	if n.timings.ImagesFrom != "seed" {
+		if err := n.importImages(ctx); err != nil {
+			return nil, err
+		}
+		if seed != "" {
+			if err := n.saveSeed(ctx, seed); err != nil {
+				return nil, err
+			}
+			n.timings.ImagesFrom = "import, seed saved"
+		}
 	}
-	n.timings = Timings{Containerd: t1.Sub(t0), Images: time.Since(t1)}
+	n.timings.Containerd = t1.Sub(tLinked)
+	n.timings.Images = time.Since(t1) + tLinked.Sub(t0)
 	return n, nil
+}
+
+// startContainerd starts the node's containerd and waits for its socket.
+func (n *Node) startContainerd(ctx context.Context) error {
+	var err error
+	n.containerd, err = startComponent("containerd", n.cfg, n.layout, n.env(), filepath.Join(n.cfg.BinDir, "containerd"), "--config", n.layout.containerdConfig())
+	if err != nil {
+		return err
+	}
+	return n.containerd.waitFor(ctx, "socket", 30*time.Second, n.ctrVersion)
+}
+
+// saveSeed stops containerd, so that its databases are closed and whole, keeps its root
+// as the seed of the node's image set, and starts containerd again.
+func (n *Node) saveSeed(ctx context.Context, seed string) error {
+	if err := n.containerd.stop(10 * time.Second); err != nil {
+		return fmt.Errorf("stopping containerd to save its seed: %w", err)
+	}
+	if err := saveSeed(ctx, n.layout.containerdRoot(), seed, n.cfg.Images); err != nil {
+		return err
+	}
+	return n.startContainerd(ctx)
 }
 
 // StartKubelet starts the kubelet of a prepared node with kubeconfig and returns once it

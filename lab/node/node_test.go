@@ -3,7 +3,6 @@ package node_test
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -14,7 +13,6 @@ import (
 	osexec "os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -36,11 +34,13 @@ import (
 )
 
 // TestNodesRunPodsFromLocalImagesAndLeaveNothing starts two real nodes (containerd, runc,
-// kubelet) at once against a real API server, runs pods from the locally built images
-// with imagePullPolicy Never and IfNotPresent, reads a pod's log and execs into it through
-// the API server, sends HTTP from a pod on one node to a pod on the other over routes
-// between their pod CIDRs, then tears the nodes down from what is on disk and checks
-// nothing of them is left on the host.
+// kubelet) against a real API server, the first importing the locally built images and
+// saving their seed, the second from that seed; removes the image the second node's pod
+// will run from the first node (containerd's garbage collection then deletes its blobs
+// and snapshots there), runs pods with imagePullPolicy Never and IfNotPresent, reads a
+// pod's log and execs into it through the API server, sends HTTP from a pod on one node
+// to a pod on the other over routes between their pod CIDRs, then tears the nodes down
+// from what is on disk and checks nothing of them is left on the host.
 func TestNodesRunPodsFromLocalImagesAndLeaveNothing(t *testing.T) {
 	require.Root(t, "nsenter")
 	testStart := time.Now()
@@ -76,12 +76,14 @@ func TestNodesRunPodsFromLocalImagesAndLeaveNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	seeds := filepath.Join(tmp, "seeds")
 	t.Cleanup(func() { _ = os.Remove(tmp) })
+	t.Cleanup(func() { _ = os.RemoveAll(seeds) })
 	t.Cleanup(func() { _ = node.TeardownAll(tmp) })
 
 	x := byte(rand.IntN(250) + 1)
-	a := plan(t, cfg, bins, tmp, x, 0, image.Tools)
-	b := plan(t, cfg, bins, tmp, x, 1, image.Whereami)
+	a := plan(t, cfg, bins, tmp, x, 0, seeds)
+	b := plan(t, cfg, bins, tmp, x, 1, seeds)
 	// Each node routes the other's pod CIDR over a direct link, as the lab's nodes do.
 	netns.Veth(t, a.ns, "peer", b.ns, "peer")
 	a.ns.AddAddr(t, "peer", fmt.Sprintf("10.252.%d.9/30", x))
@@ -91,12 +93,22 @@ func TestNodesRunPodsFromLocalImagesAndLeaveNothing(t *testing.T) {
 	t.Logf("API server and namespaces ready after %s", time.Since(testStart).Round(time.Millisecond))
 
 	started := time.Now()
-	na, nb := startNodes(t, ctx, a.cfg, b.cfg)
-	for _, n := range []*node.Node{na, nb} {
+	na := startNode(t, ctx, a.cfg)
+	nb := startNode(t, ctx, b.cfg)
+	for n, want := range map[*node.Node]string{na: "import, seed saved", nb: "seed"} {
 		tm := n.Timings()
-		t.Logf("node %s: started in %s (containerd %s, images %s, kubelet healthy %s)", n.Name(),
+		t.Logf("node %s: started in %s (containerd %s, images %s by %s, kubelet healthy %s)", n.Name(),
 			(tm.Containerd + tm.Images + tm.Kubelet).Round(time.Millisecond), tm.Containerd.Round(time.Millisecond),
-			tm.Images.Round(time.Millisecond), tm.Kubelet.Round(time.Millisecond))
+			tm.Images.Round(time.Millisecond), tm.ImagesFrom, tm.Kubelet.Round(time.Millisecond))
+		if tm.ImagesFrom != want {
+			t.Errorf("node %s got its images by %q, want %q", n.Name(), tm.ImagesFrom, want)
+		}
+	}
+	// The first node's garbage collection must not reach the seed or the second's store.
+	seedBlobs := blobsUnder(t, seeds)
+	removeImage(t, ctx, bins, a.cfg.StateDir, "whereami")
+	if left := blobsUnder(t, seeds); left != seedBlobs {
+		t.Errorf("the seed held %d blobs, and %d after the first node removed an image", seedBlobs, left)
 	}
 	for _, n := range []*node.Node{na, nb} {
 		waitFor(t, ctx, n, "node Ready", func() error { return nodeReady(ctx, cs, n.Name()) })
@@ -158,8 +170,9 @@ type plannedNode struct {
 // plan makes node i's namespace with a veth to the host in 10.252.x.(4i)/30 (a range
 // neither the lab nor another test uses), so that the API server on the host reaches the
 // kubelet and the kubelet (through a forwarder on the host's end) the API server; pods
-// in 10.253.x.(128i)/25. The node imports the pause image and img.
-func plan(t *testing.T, cfg *rest.Config, bins artifacts, stateRoot string, x byte, i int, img string) plannedNode {
+// in 10.253.x.(128i)/25. The node imports the pause, tools and whereami images, or
+// starts from their seed in seeds.
+func plan(t *testing.T, cfg *rest.Config, bins artifacts, stateRoot string, x byte, i int, seeds string) plannedNode {
 	hostIP := netip.AddrFrom4([4]byte{10, 252, x, byte(4*i + 1)})
 	ns := netns.New(t, fmt.Sprintf("node%d", i))
 	vethToHost(t, ns, fmt.Sprintf("stn%d-%d", x, i), hostIP, hostIP.Next())
@@ -173,28 +186,62 @@ func plan(t *testing.T, cfg *rest.Config, bins artifacts, stateRoot string, x by
 		PodCIDR:    netip.PrefixFrom(netip.AddrFrom4([4]byte{10, 253, x, byte(128 * i)}), 25),
 		KubeConfig: kubeconfig(t, cfg, "https://"+forward(t, hostIP, api.Host)),
 		BinDir:     bins.node, Kubelet: bins.kubelet, StateDir: filepath.Join(stateRoot, name),
-		Images:       []string{bins.image(image.Pause), bins.image(img)},
-		SandboxImage: image.Pause,
+		Images:       []string{bins.image(image.Pause), bins.image(image.Tools), bins.image(image.Whereami)},
+		SandboxImage: image.Pause, Seeds: seeds,
 	}}
 }
 
-// startNodes starts the nodes at once, as the lab does.
-func startNodes(t *testing.T, ctx context.Context, cfgs ...node.Config) (*node.Node, *node.Node) {
-	nodes := make([]*node.Node, len(cfgs))
-	errs := make([]error, len(cfgs))
-	var wg sync.WaitGroup
-	for i, c := range cfgs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			nodes[i], errs[i] = node.Start(ctx, c)
-		}()
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+func startNode(t *testing.T, ctx context.Context, c node.Config) *node.Node {
+	n, err := node.Start(ctx, c)
+	if err != nil {
 		t.Fatal(err)
 	}
-	return nodes[0], nodes[1]
+	return n
+}
+
+// blobsUnder counts the content blobs of the seeds under dir.
+func blobsUnder(t *testing.T, dir string) int {
+	blobs, err := filepath.Glob(filepath.Join(dir, "*", "root", "io.containerd.content.v1.content", "blobs", "sha256", "*"))
+	if err != nil || len(blobs) == 0 {
+		t.Fatalf("no seed blobs under %s (%v)", dir, err)
+	}
+	return len(blobs)
+}
+
+// removeImage removes the image whose name contains name from the node at stateDir (its
+// name and the CRI plugin's reference by ID) and checks that containerd's garbage
+// collection deleted its blobs.
+func removeImage(t *testing.T, ctx context.Context, bins artifacts, stateDir, name string) {
+	ctr := func(args ...string) string {
+		argv := append([]string{"--address", filepath.Join(stateDir, "containerd", "containerd.sock"), "--namespace", "k8s.io"}, args...)
+		out, err := osexec.CommandContext(ctx, filepath.Join(bins.node, "ctr"), argv...).Output()
+		if err != nil {
+			t.Fatalf("ctr %v: %v", args, err)
+		}
+		return string(out)
+	}
+	// REF TYPE DIGEST SIZE ...: the refs of the image are those with its digest.
+	rows := strings.Split(strings.TrimSpace(ctr("images", "ls")), "\n")[1:]
+	var digest string
+	for _, row := range rows {
+		if f := strings.Fields(row); len(f) > 2 && strings.Contains(f[0], name) {
+			digest = f[2]
+		}
+	}
+	if digest == "" {
+		t.Fatalf("no image named like %q on %s", name, stateDir)
+	}
+	refs := []string{"images", "rm", "--sync"}
+	for _, row := range rows {
+		if f := strings.Fields(row); len(f) > 2 && f[2] == digest {
+			refs = append(refs, f[0])
+		}
+	}
+	before := len(strings.Fields(ctr("content", "ls", "-q")))
+	ctr(refs...)
+	if after := len(strings.Fields(ctr("content", "ls", "-q"))); after >= before {
+		t.Fatalf("removing %v from %s left %d blobs of %d: garbage collection deleted nothing", refs[3:], stateDir, after, before)
+	}
 }
 
 func podIP(t *testing.T, ctx context.Context, cs kubernetes.Interface, pod string, cidr netip.Prefix) netip.Addr {
