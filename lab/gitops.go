@@ -235,6 +235,10 @@ type SyncStatus struct {
 	Applied, Attempted string
 	// Ready is the Ready condition's status, with its reason and message.
 	Ready, Reason, Message string
+	// Healthy and HealthMessage are the Healthy condition's status and message: while
+	// Flux checks a revision's health, Unknown and "Running health checks for revision
+	// <revision> ..." (Ready then says only "Reconciliation in progress").
+	Healthy, HealthMessage string
 	// Handled is the last reconcile request (reconcile.fluxcd.io/requestedAt) Flux
 	// acted on.
 	Handled string
@@ -289,6 +293,11 @@ func readSync(ctx context.Context, c dynamic.Interface) (SyncStatus, error) {
 	if err != nil {
 		return SyncStatus{}, err
 	}
+	return syncStatusOf(k), nil
+}
+
+// syncStatusOf reads a Kustomization's status.
+func syncStatusOf(k *unstructured.Unstructured) SyncStatus {
 	var s SyncStatus
 	s.Applied, _, _ = unstructured.NestedString(k.Object, "status", "lastAppliedRevision")
 	s.Attempted, _, _ = unstructured.NestedString(k.Object, "status", "lastAttemptedRevision")
@@ -296,13 +305,17 @@ func readSync(ctx context.Context, c dynamic.Interface) (SyncStatus, error) {
 	conds, _, _ := unstructured.NestedSlice(k.Object, "status", "conditions")
 	for _, c := range conds {
 		m, _ := c.(map[string]any)
-		if m["type"] == "Ready" {
+		switch m["type"] {
+		case "Ready":
 			s.Ready, _ = m["status"].(string)
 			s.Reason, _ = m["reason"].(string)
 			s.Message, _ = m["message"].(string)
+		case "Healthy":
+			s.Healthy, _ = m["status"].(string)
+			s.HealthMessage, _ = m["message"].(string)
 		}
 	}
-	return s, nil
+	return s
 }
 
 // Push commits changes to the repo (paths as gitserver.Repo.Change takes them) and asks
@@ -408,7 +421,8 @@ func (l *Lab) waitSync(ctx context.Context, commit string, timeout time.Duration
 // healthChecking says Flux applied want and is checking the health of what it applied
 // (kustomize-controller's message while it waits).
 func healthChecking(s SyncStatus, want string) bool {
-	return s.Attempted == want && s.Ready == "Unknown" && strings.HasPrefix(s.Message, "Running health checks for revision "+want+" ")
+	return s.Attempted == want && s.Ready == "Unknown" && s.Healthy == "Unknown" &&
+		strings.HasPrefix(s.HealthMessage, "Running health checks for revision "+want+" ")
 }
 
 // clusterSetsReady says every ClusterSet in the hub is Ready at its generation, as

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
@@ -106,17 +107,31 @@ func TestAnUncalledWebhookIsNotARefusal(t *testing.T) {
 // behind, not Ready, or Ready but still Reconciling or Stalled.
 func TestAppliedIsFluxsHealthCheckAhead(t *testing.T) {
 	want := "main@sha1:aaaa"
-	checking := SyncStatus{Attempted: want, Ready: "Unknown", Reason: "Progressing",
-		Message: "Running health checks for revision " + want + " with a timeout of 30s"}
-	if !healthChecking(checking, want) {
-		t.Errorf("%s: not taken for the health check of %s", checking, want)
+	// A Kustomization as kustomize-controller v1.9.6 writes it while it checks a
+	// revision's health: Ready stays "Reconciliation in progress" from the start of the
+	// reconcile, Reconciling and Healthy say what runs.
+	kustomization := func(attempted, healthy, message string) *unstructured.Unstructured {
+		return &unstructured.Unstructured{Object: map[string]any{"status": map[string]any{
+			"lastAttemptedRevision": attempted,
+			"conditions": []any{
+				map[string]any{"type": "Reconciling", "status": "True", "reason": "Progressing", "message": message},
+				map[string]any{"type": "Ready", "status": "Unknown", "reason": "Progressing", "message": "Reconciliation in progress"},
+				map[string]any{"type": "Healthy", "status": healthy, "reason": "Progressing", "message": message},
+			},
+		}}}
 	}
-	other := checking
-	other.Message = "Running health checks for revision main@sha1:aaaab with a timeout of 30s"
-	for _, s := range []SyncStatus{other, {Attempted: want, Ready: "False", Message: checking.Message},
-		{Attempted: "main@sha1:bbbb", Ready: "Unknown", Message: checking.Message}} {
-		if healthChecking(s, want) {
-			t.Errorf("%s: taken for the health check of %s", s, want)
+	checking := "Running health checks for revision " + want + " with a timeout of 30s"
+	if s := syncStatusOf(kustomization(want, "Unknown", checking)); !healthChecking(s, want) {
+		t.Errorf("%s: not taken for the health check of %s", s, want)
+	}
+	for _, k := range []*unstructured.Unstructured{
+		kustomization(want, "Unknown", "Running health checks for revision main@sha1:aaaab with a timeout of 30s"),
+		kustomization("main@sha1:bbbb", "Unknown", checking),
+		kustomization(want, "Unknown", "Building manifests for revision "+want+" with a timeout of 30s"),
+		kustomization(want, "False", checking),
+	} {
+		if s := syncStatusOf(k); healthChecking(s, want) {
+			t.Errorf("%s (Healthy %s: %s): taken for the health check of %s", s, s.Healthy, s.HealthMessage, want)
 		}
 	}
 	obj := func(observed int64, conds ...metav1.Condition) straitv1.ClusterSet {

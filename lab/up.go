@@ -144,12 +144,12 @@ func (l *Lab) up(ctx context.Context, o UpOptions) error {
 		if err != nil {
 			return err
 		}
-		l.progress("hub: flux applied %s, ClusterSet Ready (%.1fs after the sync was set up)", s.Applied, time.Since(synced).Seconds())
+		l.progress("hub: flux applied %s, ClusterSet Ready (%.1fs after Strait was up in every cluster)", s.Attempted, time.Since(synced).Seconds())
 		done := make(chan error, 1)
 		go func() {
 			_, err := l.WaitSynced(ctx, head, o.timeout())
 			if err == nil {
-				l.progress("hub: flux's Kustomization Ready (%.1fs after the sync was set up)", time.Since(synced).Seconds())
+				l.progress("hub: flux's Kustomization Ready (%.1fs after Strait was up in every cluster)", time.Since(synced).Seconds())
 			}
 			done <- err
 		}()
