@@ -44,15 +44,15 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		applied: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "strait_hub_objects_applied_total",
 			Help: "Objects server-side applied into members.",
-		}, []string{"clusterset", "cluster"}),
+		}, []string{"clusterset", "member"}),
 		pruned: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "strait_hub_objects_pruned_total",
 			Help: "Objects deleted from members because they are no longer desired.",
-		}, []string{"clusterset", "cluster"}),
+		}, []string{"clusterset", "member"}),
 		memberPasses: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "strait_hub_member_applies_total",
 			Help: "Passes over a member: every object applied (those in place skipped) and leftovers pruned. A member whose inputs did not change is not passed over, except at the resync.",
-		}, []string{"clusterset", "cluster"}),
+		}, []string{"clusterset", "member"}),
 	}
 	for _, c := range []prometheus.Collector{m.reconcileDuration, m.members, m.membersConnected, m.exports, m.errors, m.applied, m.pruned, m.memberPasses} {
 		if err := reg.Register(c); err != nil {

@@ -108,8 +108,8 @@ func (f *fixture) memberApplies(g Gomega, cs *straitv1.ClusterSet, clusters ...s
 			for _, l := range m.GetLabel() {
 				labels[l.GetName()] = l.GetValue()
 			}
-			if _, ok := out[labels["cluster"]]; ok && labels["clusterset"] == cs.Namespace+"."+cs.Name {
-				out[labels["cluster"]] = m.GetCounter().GetValue()
+			if _, ok := out[labels["member"]]; ok && labels["clusterset"] == cs.Namespace+"."+cs.Name {
+				out[labels["member"]] = m.GetCounter().GetValue()
 			}
 		}
 	}

@@ -85,7 +85,7 @@ func TestHubCommand(t *testing.T) {
 		body := get(g, "http://"+metricsAddr+"/metrics")
 		g.Expect(body).To(ContainSubstring(`strait_hub_members_connected{clusterset="strait-system.prod"} 1`))
 		g.Expect(body).To(ContainSubstring(`strait_hub_reconcile_duration_seconds_count{clusterset="strait-system.prod"}`))
-		g.Expect(body).To(ContainSubstring(`strait_hub_objects_applied_total{cluster="c1",clusterset="strait-system.prod"}`))
+		g.Expect(body).To(ContainSubstring(`strait_hub_objects_applied_total{clusterset="strait-system.prod",member="c1"}`))
 	}, 10*time.Second, 200*time.Millisecond).Should(Succeed())
 	g.Expect(get(g, "http://"+probeAddr+"/readyz")).To(Equal("ok"))
 }

@@ -264,10 +264,10 @@ func failoverScenario(t testing.TB, cfg *rest.Config) (graceful, crash time.Dura
 	require.Eventually(t, 5*time.Second, "the same in the active gateway's metrics, none in the passive one's", func() error {
 		got, passive := gathered(t, agents[first].metrics), gathered(t, agents[second].metrics)
 		for series, want := range map[string]float64{
-			"strait_agent_gateway_active":                     1,
-			`strait_agent_peer_connected{cluster="c2"}`:       1,
-			`strait_agent_peer_latency_seconds{cluster="c2"}`: 0.0015,
-			`strait_agent_peer_loss_ratio{cluster="c2"}`:      0.2,
+			"strait_agent_gateway_active":                  1,
+			`strait_agent_peer_connected{peer="c2"}`:       1,
+			`strait_agent_peer_latency_seconds{peer="c2"}`: 0.0015,
+			`strait_agent_peer_loss_ratio{peer="c2"}`:      0.2,
 			// A pass may fail now and then (a write conflict); the last one must not.
 			"strait_agent_last_sync_ok": 1,
 		} {
@@ -281,7 +281,7 @@ func failoverScenario(t testing.TB, cfg *rest.Config) (graceful, crash time.Dura
 		if v, ok := passive["strait_agent_gateway_active"]; !ok || v != 0 {
 			return fmt.Errorf("%s: strait_agent_gateway_active %v (present: %v)", second, v, ok)
 		}
-		if _, ok := passive[`strait_agent_peer_connected{cluster="c2"}`]; ok {
+		if _, ok := passive[`strait_agent_peer_connected{peer="c2"}`]; ok {
 			return fmt.Errorf("the passive gateway %s reports peer health", second)
 		}
 		return nil

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -20,16 +21,46 @@ type metrics struct {
 	peerConnected *prometheus.GaugeVec
 	peerLatency   *prometheus.GaugeVec
 	peerLoss      *prometheus.GaugeVec
-	cableRx       *prometheus.GaugeVec
-	cableTx       *prometheus.GaugeVec
+	cableBytes    *cableBytes
+}
+
+// cableBytes reports the cable driver's byte counts of the last health round as
+// counters: the driver counts (a WireGuard peer's, an IPsec SA's, a VXLAN device's), and
+// a count that goes back to zero (a cable made again) is a counter reset to Prometheus.
+type cableBytes struct {
+	rx, tx *prometheus.Desc
+	mu     sync.Mutex
+	round  []peerHealth
+}
+
+func (c *cableBytes) Describe(ch chan<- *prometheus.Desc) { ch <- c.rx; ch <- c.tx }
+
+func (c *cableBytes) Collect(ch chan<- prometheus.Metric) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, p := range c.round {
+		if p.conn != nil {
+			ch <- prometheus.MustNewConstMetric(c.rx, prometheus.CounterValue, float64(p.conn.RxBytes), p.peer)
+			ch <- prometheus.MustNewConstMetric(c.tx, prometheus.CounterValue, float64(p.conn.TxBytes), p.peer)
+		}
+	}
+}
+
+func (c *cableBytes) set(round []peerHealth) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.round = round
 }
 
 // newMetrics registers the agent's metrics with reg (controller-runtime's
 // metrics.Registry in the binary); a nil reg keeps them unregistered (tests run several
 // agents in one process). holding is read at every scrape.
+//
+// The remote cluster of a per-peer series is its "peer" label: "cluster" is the
+// scrape's, the member whose Prometheus reads this agent (docs/observability.md).
 func newMetrics(reg prometheus.Registerer, holding func() bool) (*metrics, error) {
 	perPeer := func(name, help string) *prometheus.GaugeVec {
-		return prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: "On the active gateway: " + help}, []string{"cluster"})
+		return prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: "On the active gateway: " + help}, []string{"peer"})
 	}
 	m := &metrics{
 		active: prometheus.NewGauge(prometheus.GaugeOpts{
@@ -63,16 +94,18 @@ func newMetrics(reg prometheus.Registerer, holding func() bool) (*metrics, error
 			"round-trip time of the last health checks to the remote gateway, through the cable."),
 		peerLoss: perPeer("strait_agent_peer_loss_ratio",
 			"share of the last round's health checks that went unanswered."),
-		cableRx: perPeer("strait_agent_cable_rx_bytes",
-			"bytes received from the remote cluster, as the cable driver counts them."),
-		cableTx: perPeer("strait_agent_cable_tx_bytes",
-			"bytes sent to the remote cluster, as the cable driver counts them."),
+		cableBytes: &cableBytes{
+			rx: prometheus.NewDesc("strait_agent_cable_rx_bytes_total",
+				"On the active gateway: bytes received from the remote cluster, as the cable driver counts them (from zero when the cable is made again).", []string{"peer"}, nil),
+			tx: prometheus.NewDesc("strait_agent_cable_tx_bytes_total",
+				"On the active gateway: bytes sent to the remote cluster, as the cable driver counts them (from zero when the cable is made again).", []string{"peer"}, nil),
+		},
 	}
 	if reg == nil {
 		return m, nil
 	}
 	for _, c := range []prometheus.Collector{m.active, m.holding, m.syncDuration, m.syncErrors, m.fenceErrors, m.lastSyncOK, m.peerConnected,
-		m.peerLatency, m.peerLoss, m.cableRx, m.cableTx} {
+		m.peerLatency, m.peerLoss, m.cableBytes} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -82,7 +115,7 @@ func newMetrics(reg prometheus.Registerer, holding func() bool) (*metrics, error
 
 // peerHealth is one health round's result for one remote cluster.
 type peerHealth struct {
-	cluster   string
+	peer      string
 	connected bool
 	// probed: latency and loss were measured this round.
 	probed      bool
@@ -113,21 +146,18 @@ func boolValue(b bool) float64 {
 	return 0
 }
 
-// setPeers replaces the per-cluster series with this round's (none when this node is
-// not the active gateway), so a removed peer's series goes too.
+// setPeers replaces the per-peer series with this round's (none when this node is not
+// the active gateway), so a removed peer's series goes too.
 func (m *metrics) setPeers(round []peerHealth) {
-	for _, v := range []*prometheus.GaugeVec{m.peerConnected, m.peerLatency, m.peerLoss, m.cableRx, m.cableTx} {
+	for _, v := range []*prometheus.GaugeVec{m.peerConnected, m.peerLatency, m.peerLoss} {
 		v.Reset()
 	}
 	for _, p := range round {
-		m.peerConnected.WithLabelValues(p.cluster).Set(boolValue(p.connected))
+		m.peerConnected.WithLabelValues(p.peer).Set(boolValue(p.connected))
 		if p.probed {
-			m.peerLatency.WithLabelValues(p.cluster).Set(p.latencySecs)
-			m.peerLoss.WithLabelValues(p.cluster).Set(p.lossRatio)
-		}
-		if p.conn != nil {
-			m.cableRx.WithLabelValues(p.cluster).Set(float64(p.conn.RxBytes))
-			m.cableTx.WithLabelValues(p.cluster).Set(float64(p.conn.TxBytes))
+			m.peerLatency.WithLabelValues(p.peer).Set(p.latencySecs)
+			m.peerLoss.WithLabelValues(p.peer).Set(p.lossRatio)
 		}
 	}
+	m.cableBytes.set(round)
 }

@@ -53,38 +53,38 @@ func TestPeerMetricsFollowTheRound(t *testing.T) {
 		t.Fatal(err)
 	}
 	m.setPeers([]peerHealth{
-		{cluster: "c2", connected: true, probed: true, latencySecs: 0.002, lossRatio: 0,
+		{peer: "c2", connected: true, probed: true, latencySecs: 0.002, lossRatio: 0,
 			conn: &cable.Connection{ClusterID: "c2", Connected: true, RxBytes: 1000, TxBytes: 2000}},
-		{cluster: "c3"},
+		{peer: "c3"},
 	})
 	got := gathered(t, reg)
 	for series, want := range map[string]float64{
-		`strait_agent_peer_connected{cluster="c2"}`:       1,
-		`strait_agent_peer_latency_seconds{cluster="c2"}`: 0.002,
-		`strait_agent_peer_loss_ratio{cluster="c2"}`:      0,
-		`strait_agent_cable_rx_bytes{cluster="c2"}`:       1000,
-		`strait_agent_cable_tx_bytes{cluster="c2"}`:       2000,
-		`strait_agent_peer_connected{cluster="c3"}`:       0,
+		`strait_agent_peer_connected{peer="c2"}`:       1,
+		`strait_agent_peer_latency_seconds{peer="c2"}`: 0.002,
+		`strait_agent_peer_loss_ratio{peer="c2"}`:      0,
+		`strait_agent_cable_rx_bytes_total{peer="c2"}`: 1000,
+		`strait_agent_cable_tx_bytes_total{peer="c2"}`: 2000,
+		`strait_agent_peer_connected{peer="c3"}`:       0,
 	} {
 		if v, ok := got[series]; !ok || v != want {
 			t.Errorf("%s = %v (present: %v), want %v", series, v, ok, want)
 		}
 	}
 	// c3 was never probed and has no cable: no latency or bytes to report.
-	for _, series := range []string{`strait_agent_peer_latency_seconds{cluster="c3"}`, `strait_agent_cable_rx_bytes{cluster="c3"}`} {
+	for _, series := range []string{`strait_agent_peer_latency_seconds{peer="c3"}`, `strait_agent_cable_rx_bytes_total{peer="c3"}`} {
 		if _, ok := got[series]; ok {
 			t.Errorf("%s reported for a peer without a measurement", series)
 		}
 	}
 
-	m.setPeers([]peerHealth{{cluster: "c3", connected: true}})
+	m.setPeers([]peerHealth{{peer: "c3", connected: true}})
 	got = gathered(t, reg)
-	if _, ok := got[`strait_agent_peer_connected{cluster="c2"}`]; ok {
+	if _, ok := got[`strait_agent_peer_connected{peer="c2"}`]; ok {
 		t.Error("a removed peer's series stays")
 	}
 	m.setPeers(nil)
 	for series := range gathered(t, reg) {
-		if strings.Contains(series, "cluster=") {
+		if strings.Contains(series, "peer=") {
 			t.Errorf("%s stays after this node stopped being the active gateway", series)
 		}
 	}

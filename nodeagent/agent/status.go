@@ -214,7 +214,7 @@ func (a *Agent) checkPeers(ctx context.Context) error {
 	for _, p := range peers {
 		st := straitv1.PeerStatus{Gateway: a.cfg.NodeName, Conditions: p.Status.Conditions}
 		c, known := conns[p.Spec.ClusterID]
-		health := peerHealth{cluster: p.Spec.ClusterID}
+		health := peerHealth{peer: p.Spec.ClusterID}
 		if known {
 			health.conn = &c
 			st.RxBytes, st.TxBytes = c.RxBytes, c.TxBytes

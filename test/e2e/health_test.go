@@ -244,7 +244,7 @@ func peerMetric(t *testing.T, cluster, name, remote string) (float64, error) {
 	if err != nil {
 		return 0, err
 	}
-	prefix := fmt.Sprintf("%s{cluster=%q} ", name, remote)
+	prefix := fmt.Sprintf("%s{peer=%q} ", name, remote)
 	for _, line := range strings.Split(string(body), "\n") {
 		if v, ok := strings.CutPrefix(line, prefix); ok {
 			return strconv.ParseFloat(v, 64)
