@@ -91,7 +91,7 @@ BENCH_DIR := docs/bench
 # CoreDNS, the lab's cluster DNS, built from the Go module proxy outside the repository.
 COREDNS := $(BIN)/coredns
 
-.PHONY: all demo build test-binaries lab-binaries lab-node-binaries lab-images host-deps lab lab-globalnet lab-down mcs-conformance generate manifests fmt vet lint test test-unit fuzz verify bench bench-lab bench-dns coredns k8s-binaries node-binaries images image flux-binaries flux-images tools clean help FORCE
+.PHONY: all demo build prometheus-binaries test-binaries lab-binaries lab-node-binaries lab-images host-deps lab lab-globalnet lab-down mcs-conformance generate manifests fmt vet lint test test-unit fuzz verify bench bench-lab bench-dns coredns k8s-binaries node-binaries images image flux-binaries flux-images tools clean help FORCE
 
 all: build
 
@@ -112,9 +112,10 @@ build: ## Build bin/strait (people's CLI) and bin/straitd (the daemons, the imag
 generate: $(CONTROLLER_GEN) ## Generate deepcopy code.
 	$(CONTROLLER_GEN) object paths=./api/...
 
-manifests: $(CONTROLLER_GEN) ## Generate CRDs (ours and the MCS ones from sigs.k8s.io/mcs-api).
+manifests: $(CONTROLLER_GEN) ## Generate CRDs (ours and the MCS ones from sigs.k8s.io/mcs-api) and the monitoring component's PrometheusRules.
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=kustomize/crd/bases
 	$(GO) run ./hack/mcscrds kustomize/crd/mcs
+	$(GO) run ./hack/promrules kustomize/components/monitoring
 
 fmt: ## gofmt the tree.
 	gofmt -w $$(git ls-files '*.go')
@@ -159,7 +160,7 @@ $(STEPTIMES): $(wildcard hack/steptimes/*.go)
 # another took 104 s (a fresh clone's bin/, against .ci/run's log, 2026-11-28). The
 # images after them, one at a time: they share the Debian package cache.
 test-binaries: build $(STEPTIMES) ## What make test runs: every binary and image.
-	$(MAKE) -j3 k8s-binaries node-binaries flux-binaries $(COREDNS)
+	$(MAKE) -j3 k8s-binaries node-binaries flux-binaries $(COREDNS) prometheus-binaries
 	$(MAKE) images image flux-images
 
 # How many unit packages go test runs at once (go test's default is GOMAXPROCS). The slow
@@ -397,6 +398,19 @@ $(KUSTOMIZE):
 
 $(COREDNS):
 	hack/build-coredns.sh $(COREDNS)
+
+# Prometheus and promtool for the monitoring tests (test/promcheck holds the version),
+# from source as every other binary here, with Kubernetes' service discovery alone
+# (remove_all_sd drops the clouds' SDKs, enable_kubernetes_sd keeps the one the scrape
+# uses); the web UI's assets are not built, the API is all the tests read. Not in make lab.
+PROMETHEUS_VERSION := $(shell sed -n 's/^const Version = "\(v[0-9.]*\)"$$/\1/p' test/promcheck/promcheck.go)
+PROMETHEUS_BIN := $(BIN)/prometheus/$(PROMETHEUS_VERSION)
+PROMETHEUS_MOD := github.com/prometheus/prometheus
+prometheus-binaries: $(PROMETHEUS_BIN)/prometheus $(PROMETHEUS_BIN)/promtool ## Build prometheus and promtool from source into bin/prometheus/<version>.
+
+$(PROMETHEUS_BIN)/prometheus $(PROMETHEUS_BIN)/promtool &:
+	mkdir -p $(PROMETHEUS_BIN)
+	GOBIN=$(PROMETHEUS_BIN) $(GO) install -tags remove_all_sd,enable_kubernetes_sd $(PROMETHEUS_MOD)/cmd/prometheus@$(PROMETHEUS_VERSION) $(PROMETHEUS_MOD)/cmd/promtool@$(PROMETHEUS_VERSION)
 
 # make lab and lab-globalnet build only what their labs run (no flannel, no conformance
 # images; make test builds the rest): the Go programs three builds at a time, as

@@ -254,6 +254,7 @@ func (r *ClusterSetReconciler) stalled(obj *straitv1.ClusterSet, reason, msg str
 	apimeta.RemoveStatusCondition(&obj.Status.Conditions, meta.ReconcilingCondition)
 	obj.Status.ObservedGeneration = obj.Generation
 	r.event(obj, "Warning", reason, "Validate", "%s", msg)
+	r.metrics.recordStalled(plan.ClusterSetLabel(clusterSetName(obj)), obj.Generation)
 }
 
 func (r *ClusterSetReconciler) patchStatus(ctx context.Context, base, obj *straitv1.ClusterSet) error {

@@ -51,6 +51,7 @@ func TestTypeConflictIsReported(t *testing.T) {
 		cur := f.get(g, cs)
 		g.Expect(cur.Status.Exports).To(ConsistOf(And(HaveField("Name", "api"), HaveField("Conflict", ContainSubstring("c2")))))
 		g.Expect(cur.Status.Summary.Conflicts).To(Equal(int32(1)))
+		g.Expect(f.gauge(g, "strait_hub_export_conflicts", cs)).To(Equal(1.0))
 	}, 15*time.Second, 100*time.Millisecond).Should(Succeed())
 }
 

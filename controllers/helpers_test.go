@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	straitv1 "github.com/straitnet/strait/api/v1alpha1"
 	"github.com/straitnet/strait/test/clusters"
 )
 
@@ -49,4 +50,36 @@ func serveService(t *testing.T, m *clusters.Cluster, ns, name, clusterIP string,
 		_ = client.IgnoreNotFound(m.Client.Delete(ctx, slice))
 		_ = client.IgnoreNotFound(m.Client.Delete(ctx, svc))
 	})
+}
+
+// gauge reads a hub series of cs as a scrape would: the family name's series whose
+// clusterset label is cs's and, when member is given, whose member label is it. It
+// fails g when there is none.
+func (f *fixture) gauge(g Gomega, name string, cs *straitv1.ClusterSet, member ...string) float64 {
+	families, err := f.metrics.Gather()
+	g.Expect(err).NotTo(HaveOccurred())
+	want := map[string]string{"clusterset": cs.Namespace + "." + cs.Name}
+	if len(member) > 0 {
+		want["member"] = member[0]
+	}
+	for _, fam := range families {
+		if fam.GetName() != name {
+			continue
+		}
+	series:
+		for _, m := range fam.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			for k, v := range want {
+				if labels[k] != v {
+					continue series
+				}
+			}
+			return m.GetGauge().GetValue()
+		}
+	}
+	g.Expect(name).To(BeEmpty(), "no series %s%v", name, want)
+	return 0
 }

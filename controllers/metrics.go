@@ -1,6 +1,9 @@
 package controllers
 
 import (
+	"sync"
+	"time"
+
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -14,6 +17,19 @@ type Metrics struct {
 	applied           *prometheus.CounterVec
 	pruned            *prometheus.CounterVec
 	memberPasses      *prometheus.CounterVec
+
+	// What the alerts read (kustomize/components/monitoring/rules/hub.rules.yaml).
+	generation       *prometheus.GaugeVec
+	stalled          *prometheus.GaugeVec
+	conflicts        *prometheus.GaugeVec
+	memberConnected  *prometheus.GaugeVec
+	memberGeneration *prometheus.GaugeVec
+	memberAppliedAt  *prometheus.GaugeVec
+
+	// mu guards held: per ClusterSet, per member, the generation the member last held
+	// whole, since this process started.
+	mu   sync.Mutex
+	held map[string]map[string]heldState
 }
 
 // NewMetrics registers the hub's metrics with reg (controller-runtime's
@@ -53,8 +69,34 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "strait_hub_member_applies_total",
 			Help: "Passes over a member: every object applied (those in place skipped) and leftovers pruned. A member whose inputs did not change is not passed over, except at the resync.",
 		}, []string{"clusterset", "member"}),
+		generation: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "strait_hub_clusterset_generation",
+			Help: "The ClusterSet's metadata.generation the hub last reconciled.",
+		}, []string{"clusterset"}),
+		stalled: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "strait_hub_clusterset_stalled",
+			Help: "1 while the ClusterSet is Stalled: its spec cannot work, and every member keeps its last good state.",
+		}, []string{"clusterset"}),
+		conflicts: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "strait_hub_export_conflicts",
+			Help: "Exports whose clusters disagree on the service (a Conflict condition on the export).",
+		}, []string{"clusterset"}),
+		memberConnected: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "strait_hub_member_connected",
+			Help: "1 while the hub reaches the member's API server.",
+		}, []string{"clusterset", "member"}),
+		memberGeneration: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "strait_hub_member_applied_generation",
+			Help: "The last ClusterSet generation whose objects the member held all of (0: none since the hub started).",
+		}, []string{"clusterset", "member"}),
+		memberAppliedAt: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "strait_hub_member_last_applied_timestamp_seconds",
+			Help: "When the hub last found the member holding every object of the current generation (Unix time; 0: not since the hub started).",
+		}, []string{"clusterset", "member"}),
+		held: map[string]map[string]heldState{},
 	}
-	for _, c := range []prometheus.Collector{m.reconcileDuration, m.members, m.membersConnected, m.exports, m.errors, m.applied, m.pruned, m.memberPasses} {
+	for _, c := range []prometheus.Collector{m.reconcileDuration, m.members, m.membersConnected, m.exports, m.errors, m.applied, m.pruned, m.memberPasses,
+		m.generation, m.stalled, m.conflicts, m.memberConnected, m.memberGeneration, m.memberAppliedAt} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -62,7 +104,73 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	return m, nil
 }
 
+// memberState is what one reconcile found of a member.
+type memberState struct {
+	name      string
+	connected bool
+	// holds: the member holds every object of the reconciled generation.
+	holds bool
+}
+
+// recordMembers sets the per-member series of ClusterSet cs at generation gen from one
+// reconcile's findings; members no longer in it lose their series.
+func (m *Metrics) recordMembers(cs string, gen int64, members []memberState, now time.Time) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	prev := m.held[cs]
+	held := map[string]heldState{}
+	for _, p := range []*prometheus.GaugeVec{m.memberConnected, m.memberGeneration, m.memberAppliedAt} {
+		p.DeletePartialMatch(prometheus.Labels{"clusterset": cs})
+	}
+	for _, ms := range members {
+		h := prev[ms.name]
+		if ms.holds {
+			h = heldState{generation: gen, at: now}
+		}
+		held[ms.name] = h
+		at := 0.0
+		if !h.at.IsZero() {
+			at = float64(h.at.Unix())
+		}
+		m.memberConnected.WithLabelValues(cs, ms.name).Set(boolValue(ms.connected))
+		m.memberGeneration.WithLabelValues(cs, ms.name).Set(float64(h.generation))
+		m.memberAppliedAt.WithLabelValues(cs, ms.name).Set(at)
+	}
+	m.held[cs] = held
+	m.generation.WithLabelValues(cs).Set(float64(gen))
+	m.stalled.WithLabelValues(cs).Set(0)
+}
+
+// heldState is the generation a member last held whole, and when the hub found it so.
+type heldState struct {
+	generation int64
+	at         time.Time
+}
+
+// recordStalled says ClusterSet cs is Stalled at generation gen; the members' series
+// stay as they were (they keep their last good state).
+func (m *Metrics) recordStalled(cs string, gen int64) {
+	m.generation.WithLabelValues(cs).Set(float64(gen))
+	m.stalled.WithLabelValues(cs).Set(1)
+}
+
+func boolValue(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
 func (m *Metrics) forget(cs string) {
+	m.mu.Lock()
+	delete(m.held, cs)
+	m.mu.Unlock()
+	m.generation.DeleteLabelValues(cs)
+	m.stalled.DeleteLabelValues(cs)
+	m.conflicts.DeleteLabelValues(cs)
+	for _, p := range []*prometheus.GaugeVec{m.memberConnected, m.memberGeneration, m.memberAppliedAt} {
+		p.DeletePartialMatch(prometheus.Labels{"clusterset": cs})
+	}
 	m.reconcileDuration.DeleteLabelValues(cs)
 	m.members.DeleteLabelValues(cs)
 	m.membersConnected.DeleteLabelValues(cs)

@@ -34,6 +34,8 @@ func TestInvalidClusterSetStalls(t *testing.T) {
 		ready := apimeta.FindStatusCondition(cur.Status.Conditions, meta.ReadyCondition)
 		g.Expect(ready.Status).To(Equal(metav1.ConditionFalse))
 		g.Expect(apimeta.FindStatusCondition(cur.Status.Conditions, meta.ReconcilingCondition)).To(BeNil())
+		g.Expect(f.gauge(g, "strait_hub_clusterset_stalled", cs)).To(Equal(1.0))
+		g.Expect(f.gauge(g, "strait_hub_clusterset_generation", cs)).To(Equal(float64(cur.Generation)))
 	}, 10*time.Second, 100*time.Millisecond).Should(Succeed())
 
 	g.Consistently(func(g Gomega) {
@@ -48,4 +50,6 @@ func TestInvalidClusterSetStalls(t *testing.T) {
 	f.update(t, cs, func(c *straitv1.ClusterSet) { c.Spec.Clusters[1].PodCIDRs = []string{"10.2.0.0/16"} })
 	cur := f.waitReady(t, cs)
 	g.Expect(apimeta.FindStatusCondition(cur.Status.Conditions, meta.StalledCondition)).To(BeNil())
+	g.Expect(f.gauge(g, "strait_hub_clusterset_stalled", cs)).To(Equal(0.0))
+	g.Expect(f.gauge(g, "strait_hub_member_applied_generation", cs, "c2")).To(Equal(float64(cur.Generation)))
 }

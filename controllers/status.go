@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/fluxcd/pkg/apis/meta"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -42,6 +43,19 @@ func (r *ClusterSetReconciler) setStatus(obj *straitv1.ClusterSet, p *plan.Plan,
 	setReadiness(obj, st.Summary, t)
 	r.changeEvent(obj, results)
 	r.recordStatus(plan.ClusterSetLabel(clusterSetName(obj)), len(obj.Spec.Clusters), st.Summary, t)
+	r.recordMembers(obj)
+}
+
+// recordMembers sets the per-member series from the status just written: Connected, and
+// Ready (every object of this generation in place).
+func (r *ClusterSetReconciler) recordMembers(obj *straitv1.ClusterSet) {
+	var members []memberState
+	for _, c := range obj.Status.Clusters {
+		members = append(members, memberState{name: c.Name,
+			connected: apimeta.IsStatusConditionTrue(c.Conditions, straitv1.ConditionConnected),
+			holds:     apimeta.IsStatusConditionTrue(c.Conditions, meta.ReadyCondition)})
+	}
+	r.metrics.recordMembers(plan.ClusterSetLabel(clusterSetName(obj)), obj.Generation, members, time.Now())
 }
 
 // tally counts, over one reconcile, the members the hub reached and lists those it did
@@ -139,6 +153,7 @@ func (r *ClusterSetReconciler) recordStatus(cs string, members int, summary stra
 	r.metrics.members.WithLabelValues(cs).Set(float64(members))
 	r.metrics.membersConnected.WithLabelValues(cs).Set(float64(t.connected))
 	r.metrics.exports.WithLabelValues(cs).Set(float64(summary.Exports))
+	r.metrics.conflicts.WithLabelValues(cs).Set(float64(summary.Conflicts))
 	if len(t.unreachable) > 0 {
 		r.metrics.errors.WithLabelValues(cs, "unreachable").Add(float64(len(t.unreachable)))
 	}

@@ -28,6 +28,7 @@ func TestUnreachableMemberDoesNotStopTheOthers(t *testing.T) {
 	f.waitReady(t, cs)
 
 	c2 := f.env.Member("c2")
+	start0 := time.Now()
 	g.Expect(c2.StopAPIServer()).To(Succeed())
 	t.Cleanup(func() { _ = c2.StartAPIServer() })
 
@@ -62,13 +63,29 @@ func TestUnreachableMemberDoesNotStopTheOthers(t *testing.T) {
 			return f.env.Member(n).Client.Get(ctx, types.NamespacedName{Namespace: "web", Name: "front"}, &mcsv1.ServiceImport{})
 		}, 15*time.Second, 100*time.Millisecond).Should(Succeed(), "member %s", n)
 	}
+	// What the alerts read: c2 unreachable and a generation behind, the others current.
+	g.Eventually(func(g Gomega) {
+		gen := f.gauge(g, "strait_hub_clusterset_generation", cs)
+		g.Expect(gen).To(Equal(float64(f.get(g, cs).Generation)))
+		g.Expect(f.gauge(g, "strait_hub_member_connected", cs, "c2")).To(Equal(0.0))
+		g.Expect(f.gauge(g, "strait_hub_member_applied_generation", cs, "c2")).To(BeNumerically("<", gen))
+		for _, n := range []string{"c1", "c3"} {
+			g.Expect(f.gauge(g, "strait_hub_member_connected", cs, n)).To(Equal(1.0), n)
+			g.Expect(f.gauge(g, "strait_hub_member_applied_generation", cs, n)).To(Equal(gen), n)
+		}
+	}, 15*time.Second, 100*time.Millisecond).Should(Succeed())
 
 	// c2 comes back and converges, without waiting for the ClusterSet's interval.
 	g.Expect(c2.StartAPIServer()).To(Succeed())
 	g.Eventually(func() error {
 		return c2.Client.Get(ctx, types.NamespacedName{Namespace: "web", Name: "front"}, &mcsv1.ServiceImport{})
 	}, 20*time.Second, 100*time.Millisecond).Should(Succeed())
-	f.waitReady(t, cs)
+	back := f.waitReady(t, cs)
+	g.Eventually(func(g Gomega) {
+		g.Expect(f.gauge(g, "strait_hub_member_connected", cs, "c2")).To(Equal(1.0))
+		g.Expect(f.gauge(g, "strait_hub_member_applied_generation", cs, "c2")).To(Equal(float64(back.Generation)))
+		g.Expect(f.gauge(g, "strait_hub_member_last_applied_timestamp_seconds", cs, "c2")).To(BeNumerically(">=", float64(start0.Unix())))
+	}, 5*time.Second, 100*time.Millisecond).Should(Succeed())
 
 	// What c2 gets after its outage is seen at once: the hub's informers of c2 were
 	// built afresh when it answered again, instead of waiting out client-go's relist

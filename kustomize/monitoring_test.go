@@ -44,6 +44,12 @@ func TestMonitorsSelectTheDaemonsMetricsPorts(t *testing.T) {
 							scraped[name] = true
 						}
 					}
+				case "PrometheusRule":
+					var pr monitoringv1.PrometheusRule
+					strictFrom(t, o, &pr)
+					if len(pr.Spec.Groups) == 0 {
+						t.Errorf("PrometheusRule %s has no rule groups", pr.Name)
+					}
 				case "ServiceMonitor":
 					var sm monitoringv1.ServiceMonitor
 					strictFrom(t, o, &sm)

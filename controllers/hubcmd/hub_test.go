@@ -23,6 +23,7 @@ import (
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
 	"github.com/straitnet/strait/test/clusters"
 	"github.com/straitnet/strait/test/freeport"
+	"github.com/straitnet/strait/test/promcheck"
 )
 
 // `straitd hub` as a person runs it: against a hub kubeconfig, with leader election and
@@ -87,6 +88,8 @@ func TestHubCommand(t *testing.T) {
 		g.Expect(body).To(ContainSubstring(`strait_hub_reconcile_duration_seconds_count{clusterset="strait-system.prod"}`))
 		g.Expect(body).To(ContainSubstring(`strait_hub_objects_applied_total{clusterset="strait-system.prod",member="c1"}`))
 	}, 10*time.Second, 200*time.Millisecond).Should(Succeed())
+	// The hub's own series as a user's CI would lint them.
+	promcheck.Metrics(t, []byte(get(g, "http://"+metricsAddr+"/metrics")), "strait_hub_")
 	g.Expect(get(g, "http://"+probeAddr+"/readyz")).To(Equal("ok"))
 }
 

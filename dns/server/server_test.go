@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/straitnet/strait/dns/resolver"
+	"github.com/straitnet/strait/test/promcheck"
 )
 
 func testSnapshot() *resolver.Snapshot {
@@ -172,4 +173,18 @@ func wireSize(t *testing.T, m *dns.Msg) int {
 		t.Fatal(err)
 	}
 	return len(b)
+}
+
+// TestMetricsPassPromtool answers a question of each kind the server counts, then lints
+// the server's series as a user's CI would.
+func TestMetricsPassPromtool(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m, err := NewMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.observe(dns.TypeA, dns.RcodeSuccess, 0.0001)
+	m.observe(dns.TypeAAAA, dns.RcodeNameError, 0.0002)
+	m.snapshot(testSnapshot())
+	promcheck.Metrics(t, promcheck.Gathered(t, reg), "strait_dns_")
 }

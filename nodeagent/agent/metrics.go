@@ -12,7 +12,10 @@ import (
 // metrics are the agent's Prometheus metrics: what Submariner's gateway exports (its
 // connections' state, latency and bytes) plus the agent's own convergence.
 type metrics struct {
-	active        prometheus.Gauge
+	active    prometheus.Gauge
+	takeovers prometheus.Counter
+	// wasActive is the last setActive's; only the agent's sync loop calls it.
+	wasActive     bool
 	holding       prometheus.GaugeFunc
 	syncDuration  prometheus.Histogram
 	syncErrors    prometheus.Counter
@@ -67,6 +70,10 @@ func newMetrics(reg prometheus.Registerer, holding func() bool) (*metrics, error
 			Name: "strait_agent_gateway_active",
 			Help: "1 while this node is the cluster's active gateway.",
 		}),
+		takeovers: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "strait_agent_gateway_takeovers_total",
+			Help: "Times this node became the cluster's active gateway; summed over a cluster's agents, its failovers and handovers.",
+		}),
 		holding: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "strait_agent_gateway_holding",
 			Help: "1 while this node stays the active gateway without renewing its Lease, because the API server answers no gateway.",
@@ -104,7 +111,7 @@ func newMetrics(reg prometheus.Registerer, holding func() bool) (*metrics, error
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.active, m.holding, m.syncDuration, m.syncErrors, m.fenceErrors, m.lastSyncOK, m.peerConnected,
+	for _, c := range []prometheus.Collector{m.active, m.takeovers, m.holding, m.syncDuration, m.syncErrors, m.fenceErrors, m.lastSyncOK, m.peerConnected,
 		m.peerLatency, m.peerLoss, m.cableBytes} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
@@ -135,7 +142,13 @@ func (m *metrics) synced(took time.Duration, err error) {
 
 func (m *metrics) fenceFailed() { m.fenceErrors.Inc() }
 
+// setActive records whether this node is the active gateway, counting each time it
+// becomes it.
 func (m *metrics) setActive(active bool) {
+	if active && !m.wasActive {
+		m.takeovers.Inc()
+	}
+	m.wasActive = active
 	m.active.Set(boolValue(active))
 }
 

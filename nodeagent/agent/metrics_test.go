@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/straitnet/strait/nodeagent/cable"
+	"github.com/straitnet/strait/test/promcheck"
 )
 
 // gathered is every series of reg by its name and labels as PromQL writes them
@@ -77,6 +78,9 @@ func TestPeerMetricsFollowTheRound(t *testing.T) {
 		}
 	}
 
+	// The agent's series as a user's CI would lint them.
+	promcheck.Metrics(t, promcheck.Gathered(t, reg), "strait_agent_")
+
 	m.setPeers([]peerHealth{{peer: "c3", connected: true}})
 	got = gathered(t, reg)
 	if _, ok := got[`strait_agent_peer_connected{peer="c2"}`]; ok {
@@ -86,6 +90,25 @@ func TestPeerMetricsFollowTheRound(t *testing.T) {
 	for series := range gathered(t, reg) {
 		if strings.Contains(series, "peer=") {
 			t.Errorf("%s stays after this node stopped being the active gateway", series)
+		}
+	}
+}
+
+// TestTakeoversCountBecomingActive: each time the node becomes the active gateway counts
+// once, however many passes it stays so.
+func TestTakeoversCountBecomingActive(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m, err := newMetrics(reg, func() bool { return false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, step := range []struct {
+		active bool
+		want   float64
+	}{{false, 0}, {true, 1}, {true, 1}, {false, 1}, {false, 1}, {true, 2}} {
+		m.setActive(step.active)
+		if got := gathered(t, reg)["strait_agent_gateway_takeovers_total"]; got != step.want {
+			t.Fatalf("after pass %d (active %v): %v takeovers, want %v", i, step.active, got, step.want)
 		}
 	}
 }
