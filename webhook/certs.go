@@ -6,12 +6,14 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"net"
 	"os"
 	"path/filepath"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -57,6 +59,18 @@ type CertRotator struct {
 	now  func() time.Time
 	// waiting: the last Ensure did not find the webhook configuration (and said so once).
 	waiting bool
+	// expiry is the NotAfter of the serving certificate last written, in Unix seconds
+	// (0 before the first).
+	expiry atomic.Int64
+}
+
+// Expiry is when the serving certificate this replica serves expires; zero before
+// Ensure first wrote one.
+func (r *CertRotator) Expiry() time.Time {
+	if s := r.expiry.Load(); s != 0 {
+		return time.Unix(s, 0)
+	}
+	return time.Time{}
 }
 
 // NewCertRotator returns a rotator writing through c, an uncached client.
@@ -244,6 +258,11 @@ func (r *CertRotator) writeFiles(b *certBundle) error {
 		}
 		if err := os.Rename(tmp, path); err != nil {
 			return err
+		}
+	}
+	if blk, _ := pem.Decode(b.cert); blk != nil {
+		if c, err := x509.ParseCertificate(blk.Bytes); err == nil {
+			r.expiry.Store(c.NotAfter.Unix())
 		}
 	}
 	return nil

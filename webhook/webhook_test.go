@@ -243,6 +243,8 @@ func TestCertificatesAreInjectedAndRotated(t *testing.T) {
 	again := &corev1.Secret{}
 	g.Expect(env.Hub.Client.Get(ctx, rotator.opts.Secret, again)).To(Succeed())
 	g.Expect(again.ResourceVersion).To(Equal(sec.ResourceVersion))
+	// What strait_hub_webhook_certificate_expiry_timestamp_seconds reports: a year ahead.
+	g.Expect(other.Expiry()).To(BeTemporally("~", time.Now().Add(365*24*time.Hour), 48*time.Hour))
 
 	// Eleven months later the serving certificate has less than a third of its life
 	// left: a new one is issued from the same CA and written where the server reads it.
@@ -256,6 +258,7 @@ func TestCertificatesAreInjectedAndRotated(t *testing.T) {
 	onDisk, err := os.ReadFile(certDir + "/tls.crt")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(onDisk).To(Equal(rotated.Data[corev1.TLSCertKey]))
+	g.Expect(later.Expiry()).To(BeTemporally("~", time.Now().Add(330*24*time.Hour+365*24*time.Hour), 48*time.Hour))
 
 	// The API server still reaches the webhook with the new certificate.
 	cs := clusterSet("after-rotation")

@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 	"go.uber.org/zap/zapcore"
 	"k8s.io/apimachinery/pkg/types"
@@ -193,6 +194,17 @@ func startCertRotation(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, 
 		CertDir:              o.webhookCertDir,
 		Log:                  mgr.GetLogger().WithName("webhook-certs"),
 	})
+	if err := metrics.Registry.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "strait_hub_webhook_certificate_expiry_timestamp_seconds",
+		Help: "When the webhook's serving certificate this replica serves expires (Unix time; renewed when a third of its life is left).",
+	}, func() float64 {
+		if e := rot.Expiry(); !e.IsZero() {
+			return float64(e.Unix())
+		}
+		return 0
+	})); err != nil {
+		return err
+	}
 	ensure := func() error { return rot.Ensure(ctx) }
 	if err := retryTransient(ctx, mgr.GetLogger(), "issuing the webhook certificate", time.Minute, ensure); err != nil {
 		return fmt.Errorf("issuing the webhook certificate: %w", err)
