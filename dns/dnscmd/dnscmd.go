@@ -186,7 +186,11 @@ func runDNS(ctx context.Context, o *dnsOptions) error {
 		}
 	}
 	src, err := source.New(cfg, source.Options{Overrides: ov, Namespace: o.namespace,
-		OnError: func(err error) { log.Error("taking in an object", "err", err) }}, publishFirstThenFree(publish))
+		OnError: func(err error) { log.Error("taking in an object", "err", err) },
+		OnListWatchError: func(resource string, err error) {
+			metrics.SourceError(resource)
+			log.Error("listing or watching", "resource", resource, "err", err)
+		}}, publishFirstThenFree(publish))
 	if err != nil {
 		return err
 	}

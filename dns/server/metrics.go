@@ -11,10 +11,12 @@ import (
 
 // Metrics of the DNS server, registered on the Registerer given to NewMetrics.
 type Metrics struct {
-	queries  *prometheus.CounterVec
-	latency  prometheus.Histogram
-	services prometheus.Gauge
-	records  prometheus.Gauge
+	queries      *prometheus.CounterVec
+	latency      prometheus.Histogram
+	services     prometheus.Gauge
+	records      prometheus.Gauge
+	built        prometheus.Gauge
+	sourceErrors *prometheus.CounterVec
 
 	// counters caches the label lookups of the hot path, keyed by qtype<<16|rcode.
 	counters sync.Map
@@ -40,8 +42,16 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Namespace: "strait", Subsystem: "dns", Name: "snapshot_records",
 			Help: "Addresses the snapshot being served answers with.",
 		}),
+		built: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: "strait", Subsystem: "dns", Name: "snapshot_timestamp_seconds",
+			Help: "When the snapshot being served was built (Unix time): after every change of the imports, their endpoints, the Peers or the Membership.",
+		}),
+		sourceErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "strait", Subsystem: "dns", Name: "source_errors_total",
+			Help: "Failed lists and watches of the resources the snapshot is built from; while they fail, answers come from the last snapshot.",
+		}, []string{"resource"}),
 	}
-	for _, c := range []prometheus.Collector{m.queries, m.latency, m.services, m.records} {
+	for _, c := range []prometheus.Collector{m.queries, m.latency, m.services, m.records, m.built, m.sourceErrors} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -66,4 +76,8 @@ func (m *Metrics) observe(qtype uint16, rcode int, seconds float64) {
 func (m *Metrics) snapshot(s *resolver.Snapshot) {
 	m.services.Set(float64(s.Services()))
 	m.records.Set(float64(s.Records()))
+	m.built.SetToCurrentTime()
 }
+
+// SourceError counts a failed list or watch of resource.
+func (m *Metrics) SourceError(resource string) { m.sourceErrors.WithLabelValues(resource).Inc() }

@@ -185,6 +185,15 @@ func TestMetricsPassPromtool(t *testing.T) {
 	}
 	m.observe(dns.TypeA, dns.RcodeSuccess, 0.0001)
 	m.observe(dns.TypeAAAA, dns.RcodeNameError, 0.0002)
+	before := time.Now().Unix()
 	m.snapshot(testSnapshot())
+	m.SourceError("serviceimports")
+	m.SourceError("serviceimports")
+	if got := testutil.ToFloat64(m.sourceErrors.WithLabelValues("serviceimports")); got != 2 {
+		t.Errorf("strait_dns_source_errors_total{resource=serviceimports} = %v after two errors", got)
+	}
+	if got := testutil.ToFloat64(m.built); got < float64(before) {
+		t.Errorf("strait_dns_snapshot_timestamp_seconds = %v, before the snapshot (%d)", got, before)
+	}
 	promcheck.Metrics(t, promcheck.Gathered(t, reg), "strait_dns_")
 }

@@ -35,6 +35,10 @@ type Options struct {
 	// OnError is told about objects the source could not take in; nil drops them. The
 	// previous snapshot keeps being served meanwhile.
 	OnError func(error)
+	// OnListWatchError is told about every List or Watch of a resource that failed (an
+	// API server away, a permission missing); nil drops them. Meanwhile the snapshot
+	// being served is what the last successful ones saw.
+	OnListWatchError func(resource string, err error)
 }
 
 // Source watches the member's ServiceImports, MCS EndpointSlices, Peers and Membership
@@ -122,7 +126,10 @@ func New(cfg *rest.Config, opts Options, publish func(*resolver.Snapshot)) (*Sou
 			ns = opts.Namespace
 		}
 		selector := w.selector
-		lw := toolscache.NewFilteredListWatchFromClient(rc, w.resource, ns, func(o *metav1.ListOptions) { o.LabelSelector = selector })
+		var lw toolscache.ListerWatcher = toolscache.NewFilteredListWatchFromClient(rc, w.resource, ns, func(o *metav1.ListOptions) { o.LabelSelector = selector })
+		if opts.OnListWatchError != nil {
+			lw = reportingErrors(lw, func(err error) { opts.OnListWatchError(w.resource, err) })
+		}
 		store := kindStore{s: s.state, kind: w.kind, onError: opts.OnError}
 		s.reflectors = append(s.reflectors, toolscache.NewReflectorWithOptions(kubewatch.Resuming(lw), w.example, store,
 			toolscache.ReflectorOptions{Name: "strait-dns/" + w.resource}))
