@@ -61,6 +61,7 @@ func TestClusterSetWritesEveryMember(t *testing.T) {
 			g.Expect(valid).NotTo(BeNil())
 			g.Expect(valid.Status).To(Equal(metav1.ConditionFalse))
 			g.Expect(valid.Reason).To(Equal(string(mcsv1.ServiceExportReasonNoService)))
+			g.Expect(f.gauge(g, "strait_hub_exports_invalid", cs)).To(Equal(1.0))
 		}, 10*time.Second, 100*time.Millisecond).Should(Succeed())
 	}
 	// Per-cluster status: connected, with the objects counted.

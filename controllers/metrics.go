@@ -22,6 +22,7 @@ type Metrics struct {
 	generation       *prometheus.GaugeVec
 	stalled          *prometheus.GaugeVec
 	conflicts        *prometheus.GaugeVec
+	invalid          *prometheus.GaugeVec
 	memberConnected  *prometheus.GaugeVec
 	memberGeneration *prometheus.GaugeVec
 	memberAppliedAt  *prometheus.GaugeVec
@@ -81,6 +82,10 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "strait_hub_export_conflicts",
 			Help: "Exports whose clusters disagree on the service (a Conflict condition on the export).",
 		}, []string{"clusterset"}),
+		invalid: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "strait_hub_exports_invalid",
+			Help: "Exports that a cluster they name cannot serve (no such Service, or a type the MCS API does not export).",
+		}, []string{"clusterset"}),
 		memberConnected: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "strait_hub_member_connected",
 			Help: "1 while the hub reaches the member's API server.",
@@ -96,7 +101,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		held: map[string]map[string]heldState{},
 	}
 	for _, c := range []prometheus.Collector{m.reconcileDuration, m.members, m.membersConnected, m.exports, m.errors, m.applied, m.pruned, m.memberPasses,
-		m.generation, m.stalled, m.conflicts, m.memberConnected, m.memberGeneration, m.memberAppliedAt} {
+		m.generation, m.stalled, m.conflicts, m.invalid, m.memberConnected, m.memberGeneration, m.memberAppliedAt} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -168,6 +173,7 @@ func (m *Metrics) forget(cs string) {
 	m.generation.DeleteLabelValues(cs)
 	m.stalled.DeleteLabelValues(cs)
 	m.conflicts.DeleteLabelValues(cs)
+	m.invalid.DeleteLabelValues(cs)
 	for _, p := range []*prometheus.GaugeVec{m.memberConnected, m.memberGeneration, m.memberAppliedAt} {
 		p.DeletePartialMatch(prometheus.Labels{"clusterset": cs})
 	}

@@ -154,6 +154,7 @@ func (r *ClusterSetReconciler) recordStatus(cs string, members int, summary stra
 	r.metrics.membersConnected.WithLabelValues(cs).Set(float64(t.connected))
 	r.metrics.exports.WithLabelValues(cs).Set(float64(summary.Exports))
 	r.metrics.conflicts.WithLabelValues(cs).Set(float64(summary.Conflicts))
+	r.metrics.invalid.WithLabelValues(cs).Set(float64(summary.Invalid))
 	if len(t.unreachable) > 0 {
 		r.metrics.errors.WithLabelValues(cs, "unreachable").Add(float64(len(t.unreachable)))
 	}

@@ -345,6 +345,9 @@ func TestMissingServiceIsNotValid(t *testing.T) {
 	if find[*mcsv1.ServiceImport](p.Objects("c2"), "app", "web") != nil {
 		t.Error("an export without a service was imported")
 	}
+	if got := p.Status.Summary.Invalid; got != 1 {
+		t.Errorf("summary.invalid = %d, want 1", got)
+	}
 }
 
 func TestMemberExportsPolicy(t *testing.T) {

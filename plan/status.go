@@ -44,7 +44,7 @@ func (p *Plan) status() straitv1.ClusterSetStatus {
 		cs.Conditions = []metav1.Condition{gwc}
 		st.Clusters = append(st.Clusters, cs)
 	}
-	conflicts := int32(0)
+	conflicts, invalid := int32(0), int32(0)
 	var healthy []straitv1.ExportStatus
 	for _, e := range p.exports {
 		es := straitv1.ExportStatus{Namespace: e.namespace, Name: e.name, Conflict: e.conflictSummary()}
@@ -56,6 +56,9 @@ func (p *Plan) status() straitv1.ClusterSetStatus {
 		}
 		if len(e.conflicts) > 0 {
 			conflicts++
+		}
+		if len(e.noService) > 0 || len(e.invalidType) > 0 {
+			invalid++
 		}
 		if len(e.conflicts) > 0 || len(e.sources) == 0 {
 			st.Exports = append(st.Exports, es)
@@ -73,6 +76,7 @@ func (p *Plan) status() straitv1.ClusterSetStatus {
 	st.Summary = straitv1.ClusterSetSummary{
 		Exports:   int32(len(p.exports)),
 		Conflicts: conflicts,
+		Invalid:   invalid,
 	}
 	return st
 }

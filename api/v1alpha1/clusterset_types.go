@@ -447,6 +447,11 @@ type ClusterSetSummary struct {
 	// Conflicts is the number of exports with a Conflict.
 	// +optional
 	Conflicts int32 `json:"conflicts,omitempty"`
+	// Invalid is the number of exports that a cluster they name cannot serve: it has no
+	// such Service, or one of a type the Multi-Cluster Services API does not export
+	// (the ServiceExport's Valid condition is False there).
+	// +optional
+	Invalid int32 `json:"invalid,omitempty"`
 }
 
 // ClusterStatus is the state of one member.
