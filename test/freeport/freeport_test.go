@@ -23,17 +23,30 @@ func TestAddrBindsInBothProtocols(t *testing.T) {
 // TestPortSkipsAPortHeldInUDP: the first TCP port offered is one held in UDP (as by a
 // DNS client's socket); Port must pass it by and return one free in both.
 func TestPortSkipsAPortHeldInUDP(t *testing.T) {
-	held, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	// A UDP port whose TCP twin is free: another test's process may hold the twin.
+	var held net.PacketConn
+	var first net.Listener
+	for try := 0; try < 20 && first == nil; try++ {
+		h, err := net.ListenPacket("udp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, err := net.Listen("tcp", h.LocalAddr().String())
+		if err != nil {
+			_ = h.Close()
+			continue
+		}
+		held, first = h, l
+	}
+	if first == nil {
+		t.Fatal("no UDP port with its TCP twin free in 20 tries")
 	}
 	defer held.Close()
-	heldAddr := held.LocalAddr().String()
 	offered := 0
 	got, err := port(func() (net.Listener, error) {
 		offered++
 		if offered == 1 {
-			return net.Listen("tcp", heldAddr) // free in TCP, taken in UDP
+			return first, nil // free in TCP, taken in UDP
 		}
 		return net.Listen("tcp", "127.0.0.1:0")
 	})
