@@ -124,9 +124,7 @@ func (m *Metrics) recordMembers(cs string, gen int64, members []memberState, now
 	defer m.mu.Unlock()
 	prev := m.held[cs]
 	held := map[string]heldState{}
-	for _, p := range []*prometheus.GaugeVec{m.memberConnected, m.memberGeneration, m.memberAppliedAt} {
-		p.DeletePartialMatch(prometheus.Labels{"clusterset": cs})
-	}
+	m.forgetMembers(cs)
 	for _, ms := range members {
 		h := prev[ms.name]
 		if ms.holds {
@@ -144,6 +142,13 @@ func (m *Metrics) recordMembers(cs string, gen int64, members []memberState, now
 	m.held[cs] = held
 	m.generation.WithLabelValues(cs).Set(float64(gen))
 	m.stalled.WithLabelValues(cs).Set(0)
+}
+
+// forgetMembers removes the per-member series of ClusterSet cs.
+func (m *Metrics) forgetMembers(cs string) {
+	for _, p := range []*prometheus.GaugeVec{m.memberConnected, m.memberGeneration, m.memberAppliedAt} {
+		p.DeletePartialMatch(prometheus.Labels{"clusterset": cs})
+	}
 }
 
 // heldState is the generation a member last held whole, and when the hub found it so.
@@ -174,9 +179,7 @@ func (m *Metrics) forget(cs string) {
 	m.stalled.DeleteLabelValues(cs)
 	m.conflicts.DeleteLabelValues(cs)
 	m.invalid.DeleteLabelValues(cs)
-	for _, p := range []*prometheus.GaugeVec{m.memberConnected, m.memberGeneration, m.memberAppliedAt} {
-		p.DeletePartialMatch(prometheus.Labels{"clusterset": cs})
-	}
+	m.forgetMembers(cs)
 	m.reconcileDuration.DeleteLabelValues(cs)
 	m.members.DeleteLabelValues(cs)
 	m.membersConnected.DeleteLabelValues(cs)

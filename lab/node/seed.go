@@ -82,27 +82,35 @@ func SeedSaved(seed string) bool {
 	return err == nil
 }
 
-// linkSeed gives root, a containerd root not yet in use, the seed's files: directories
-// made anew, files hard-linked (copied when the seed is on another filesystem), the
-// databases copied. Every attribute is kept, overlayfs's opaque-directory xattrs among
-// them.
+// linkSeed gives root, a containerd root not yet in use, the seed's files.
 func linkSeed(ctx context.Context, seed, root string) error {
-	link := sameFilesystem(seed, filepath.Dir(root))
 	if err := os.MkdirAll(root, 0o700); err != nil {
 		return err
 	}
+	if err := copyRoot(ctx, filepath.Join(seed, "root"), root); err != nil {
+		return fmt.Errorf("link seed %s: %w", seed, err)
+	}
+	return nil
+}
+
+// copyRoot gives the containerd root to (an existing directory) the seed's part of the
+// root from: directories made anew, files hard-linked (copied when the two are on
+// different filesystems), the databases copied. Every attribute is kept, overlayfs's
+// opaque-directory xattrs among them.
+func copyRoot(ctx context.Context, from, to string) error {
+	link := sameFilesystem(from, to)
 	for _, d := range seedDirs() {
-		if err := copyTree(ctx, link, filepath.Join(seed, "root", d), root); err != nil {
-			return fmt.Errorf("link seed %s: %w", seed, err)
+		if err := copyTree(ctx, link, filepath.Join(from, d), to); err != nil {
+			return err
 		}
 	}
 	for _, db := range seedDatabases() {
-		dst := filepath.Join(root, db)
+		dst := filepath.Join(to, db)
 		if err := os.Remove(dst); err != nil {
-			return fmt.Errorf("link seed %s: %w", seed, err)
+			return err
 		}
-		if err := copyTree(ctx, false, filepath.Join(seed, "root", db), dst); err != nil {
-			return fmt.Errorf("link seed %s: %w", seed, err)
+		if err := copyTree(ctx, false, filepath.Join(from, db), dst); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -124,20 +132,8 @@ func saveSeed(ctx context.Context, root, path string, images []string) error {
 		return err
 	}
 	defer os.RemoveAll(tmp)
-	link := sameFilesystem(root, dir)
-	for _, d := range seedDirs() {
-		if err := copyTree(ctx, link, filepath.Join(root, d), filepath.Join(tmp, "root")); err != nil {
-			return fmt.Errorf("save seed: %w", err)
-		}
-	}
-	for _, db := range seedDatabases() {
-		dst := filepath.Join(tmp, "root", db)
-		if err := os.Remove(dst); err != nil {
-			return fmt.Errorf("save seed: %w", err)
-		}
-		if err := copyTree(ctx, false, filepath.Join(root, db), dst); err != nil {
-			return fmt.Errorf("save seed: %w", err)
-		}
+	if err := copyRoot(ctx, root, filepath.Join(tmp, "root")); err != nil {
+		return fmt.Errorf("save seed: %w", err)
 	}
 	if err := os.WriteFile(filepath.Join(tmp, "images.txt"), []byte(strings.Join(images, "\n")+"\n"), 0o644); err != nil {
 		return err
