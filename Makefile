@@ -91,6 +91,14 @@ BENCH_DIR := docs/bench
 # CoreDNS, the lab's cluster DNS, built from the Go module proxy outside the repository.
 COREDNS := $(BIN)/coredns
 
+# prometheus-operator's CRDs of the kinds the monitoring component uses, which the lab
+# applies (lab/monitoring/crds): generated as upstream generates them (controller-gen
+# crd:crdVersions=v1) from its Go types at the version go.mod pins, loaded by import path
+# from this module so that the Kubernetes types they embed are the ones Strait builds with.
+PROM_OPERATOR_MONITORING := github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring
+MONITORING_CRDS := podmonitors servicemonitors prometheusrules
+MONITORING_CRDS_DIR := lab/monitoring/crds
+
 .PHONY: all demo build prometheus-binaries test-binaries lab-binaries lab-node-binaries lab-images host-deps lab lab-globalnet lab-down mcs-conformance generate manifests fmt vet lint test test-unit fuzz verify bench bench-lab bench-dns coredns k8s-binaries node-binaries images image flux-binaries flux-images tools clean help FORCE
 
 all: build
@@ -112,10 +120,14 @@ build: ## Build bin/strait (people's CLI) and bin/straitd (the daemons, the imag
 generate: $(CONTROLLER_GEN) ## Generate deepcopy code.
 	$(CONTROLLER_GEN) object paths=./api/...
 
-manifests: $(CONTROLLER_GEN) ## Generate CRDs (ours and the MCS ones from sigs.k8s.io/mcs-api) and the monitoring component's PrometheusRules.
+manifests: $(CONTROLLER_GEN) ## Generate CRDs (ours, the MCS ones from sigs.k8s.io/mcs-api, the lab's prometheus-operator ones) and the monitoring component's PrometheusRules.
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=kustomize/crd/bases
 	$(GO) run ./hack/mcscrds kustomize/crd/mcs
 	$(GO) run ./hack/promrules kustomize/components/monitoring
+	rm -rf $(BIN)/tmp-monitoring-crds
+	$(CONTROLLER_GEN) crd:crdVersions=v1 paths=$(PROM_OPERATOR_MONITORING)/v1 output:crd:dir=$(BIN)/tmp-monitoring-crds
+	cp $(foreach k,$(MONITORING_CRDS),$(BIN)/tmp-monitoring-crds/monitoring.coreos.com_$(k).yaml) $(MONITORING_CRDS_DIR)/
+	rm -rf $(BIN)/tmp-monitoring-crds
 
 fmt: ## gofmt the tree.
 	gofmt -w $$(git ls-files '*.go')
@@ -128,8 +140,8 @@ lint: $(GOLANGCI_LINT) ## golangci-lint.
 
 verify: generate manifests ## Fail on stale generated files, gofmt, go mod tidy, shellcheck, the README layout, .gitignore, vet, lint.
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
-	@git diff --exit-code -- api kustomize || { echo "generated files are stale: run 'make generate manifests' and commit"; exit 1; }
-	@test -z "$$(git status --porcelain -- api kustomize)" || { echo "untracked generated files:"; git status --porcelain -- api kustomize; exit 1; }
+	@git diff --exit-code -- api kustomize $(MONITORING_CRDS_DIR) || { echo "generated files are stale: run 'make generate manifests' and commit"; exit 1; }
+	@test -z "$$(git status --porcelain -- api kustomize $(MONITORING_CRDS_DIR))" || { echo "untracked generated files:"; git status --porcelain -- api kustomize $(MONITORING_CRDS_DIR); exit 1; }
 	@for mod in $$(git ls-files go.mod '*/go.mod'); do \
 	  dir=$$(dirname $$mod); \
 	  (cd $$dir && $(GO) mod tidy -diff) || { echo "go mod tidy would change $$mod: run 'cd $$dir && go mod tidy' and commit"; exit 1; }; \
@@ -399,11 +411,11 @@ $(KUSTOMIZE):
 $(COREDNS):
 	hack/build-coredns.sh $(COREDNS)
 
-# Prometheus and promtool for the monitoring tests (test/promcheck holds the version),
+# Prometheus and promtool for the monitoring tests (lab/monitoring holds the version),
 # from source as every other binary here, with Kubernetes' service discovery alone
 # (remove_all_sd drops the clouds' SDKs, enable_kubernetes_sd keeps the one the scrape
 # uses); the web UI's assets are not built, the API is all the tests read. Not in make lab.
-PROMETHEUS_VERSION := $(shell sed -n 's/^const Version = "\(v[0-9.]*\)"$$/\1/p' test/promcheck/promcheck.go)
+PROMETHEUS_VERSION := $(shell sed -n 's/^const PrometheusVersion = "\(v[0-9.]*\)"$$/\1/p' lab/monitoring/version.go)
 PROMETHEUS_BIN := $(BIN)/prometheus/$(PROMETHEUS_VERSION)
 PROMETHEUS_MOD := github.com/prometheus/prometheus
 prometheus-binaries: $(PROMETHEUS_BIN)/prometheus $(PROMETHEUS_BIN)/promtool ## Build prometheus and promtool from source into bin/prometheus/<version>.

@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"time"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -15,8 +18,16 @@ import (
 // so a person's or a controller's later changes survive "lab up" run again.
 type applier struct{ c client.Client }
 
+// newApplier is an applier of client-go's kinds and CRDs.
 func newApplier(cfg *rest.Config) (*applier, error) {
-	c, err := client.New(cfg, client.Options{})
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		return nil, err
+	}
+	if err := apiextensionsv1.AddToScheme(s); err != nil {
+		return nil, err
+	}
+	c, err := client.New(cfg, client.Options{Scheme: s})
 	if err != nil {
 		return nil, err
 	}

@@ -18,7 +18,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/yaml"
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
@@ -43,7 +42,9 @@ const (
 // beside Strait's: the base (kustomize/hub or kustomize/member) with the images set to
 // the locally built tag, and on members charon's --libipsec, since the lab's kernels have
 // no ESP (docs/cable-drivers.md tells users of such kernels to add it the same way).
-func installOverlay(base string, member bool) ([]byte, error) {
+// A lab with monitoring adds the monitoring component (its relative path, or "") as
+// docs/install.md tells users to.
+func installOverlay(base string, member bool, monitoring string) ([]byte, error) {
 	k := map[string]any{
 		"apiVersion": "kustomize.config.k8s.io/v1beta1",
 		"kind":       "Kustomization",
@@ -52,6 +53,9 @@ func installOverlay(base string, member bool) ([]byte, error) {
 			{"name": ImageName(StraitdImage), "newTag": imageTag(StraitdImage)},
 			{"name": ImageName(CharonImage), "newTag": imageTag(CharonImage)},
 		},
+	}
+	if monitoring != "" {
+		k["components"] = []string{monitoring}
 	}
 	if member {
 		k["patches"] = []map[string]any{{
@@ -83,7 +87,7 @@ func (l *Lab) installStrait(ctx context.Context, cluster string) error {
 
 // writeInstallOverlay writes the lab's overlay for a cluster into its InstallDir: the
 // base kustomize/hub or kustomize/member with the lab's images and patches.
-func (l *Lab) writeInstallOverlay(cluster string, member bool) error {
+func (l *Lab) writeInstallOverlay(cluster string, member, monitoring bool) error {
 	base := "hub"
 	if member {
 		base = "member"
@@ -94,7 +98,13 @@ func (l *Lab) writeInstallOverlay(cluster string, member bool) error {
 	if err != nil {
 		return err
 	}
-	overlay, err := installOverlay(rel, member)
+	var component string
+	if monitoring {
+		if component, err = filepath.Rel(dir, filepath.Join(l.opts.Kustomize, "components", "monitoring", base)); err != nil {
+			return err
+		}
+	}
+	overlay, err := installOverlay(rel, member, component)
 	if err != nil {
 		return err
 	}
@@ -137,36 +147,13 @@ func (l *Lab) memberKubeconfig(ctx context.Context, m topology.Cluster, timeout 
 	if err != nil {
 		return nil, err
 	}
-	var token []byte
-	deadline := time.Now().Add(timeout)
-	for {
-		s, err := client.CoreV1().Secrets(straitv1.SystemNamespace).Get(ctx, hubAccessTokenSecret, metav1.GetOptions{})
-		if err == nil && len(s.Data[corev1.ServiceAccountTokenKey]) > 0 {
-			token = s.Data[corev1.ServiceAccountTokenKey]
-			break
-		}
-		if time.Now().After(deadline) {
-			if err == nil {
-				err = errors.New("the member's token controller has not filled it")
-			}
-			return nil, fmt.Errorf("%s: no token in Secret %s/%s after %s: %w", cluster, straitv1.SystemNamespace, hubAccessTokenSecret, timeout, err)
-		}
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(300 * time.Millisecond):
-		}
+	token, err := waitToken(ctx, client, straitv1.SystemNamespace, hubAccessTokenSecret, timeout)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", cluster, err)
 	}
-	kc := clientcmdapi.NewConfig()
-	for name, c := range lan.Clusters {
-		kc.Clusters[name] = c
-		kc.AuthInfos["strait-hub-access"] = &clientcmdapi.AuthInfo{Token: string(token)}
-		kc.Contexts[cluster] = &clientcmdapi.Context{Cluster: name, AuthInfo: "strait-hub-access", Namespace: straitv1.SystemNamespace}
-		kc.CurrentContext = cluster
-		break
-	}
-	if kc.CurrentContext == "" {
-		return nil, fmt.Errorf("%s: no cluster in %s", cluster, l.state.LANKubeconfig(cluster))
+	kc, err := tokenKubeconfig(lan, cluster, "strait-hub-access", straitv1.SystemNamespace, token)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %s: %w", cluster, l.state.LANKubeconfig(cluster), err)
 	}
 	return clientcmd.Write(*kc)
 }

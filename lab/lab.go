@@ -40,6 +40,9 @@ type Options struct {
 	// Kustomize is Strait's kustomize directory (hub, member, crd): the lab installs
 	// from it as users do.
 	Kustomize string
+	// Prometheus is the prometheus binary a lab with monitoring runs (make
+	// prometheus-binaries).
+	Prometheus string
 	// PortBase is the host loopback port of the first control plane's forwarder.
 	PortBase int
 	// Out receives progress lines.
@@ -75,7 +78,7 @@ func New(opts Options) *Lab {
 	// Absolute, as `--k8s-bin bin/k8s/v1.37.1` means from where it was typed: the lab's
 	// processes start in other directories (the kubelet refused a relative path after the
 	// control planes had come up).
-	for _, p := range []*string{&opts.StateDir, &opts.K8sBin, &opts.CoreDNS, &opts.Strait, &opts.NodeBin, &opts.ImageDir, &opts.Seeds, &opts.Kustomize} {
+	for _, p := range []*string{&opts.StateDir, &opts.K8sBin, &opts.CoreDNS, &opts.Strait, &opts.NodeBin, &opts.ImageDir, &opts.Seeds, &opts.Kustomize, &opts.Prometheus} {
 		if *p != "" {
 			if abs, err := filepath.Abs(*p); err == nil {
 				*p = abs

@@ -19,6 +19,7 @@ import (
 	"github.com/straitnet/strait/internal/netns"
 	"github.com/straitnet/strait/lab/forward"
 	"github.com/straitnet/strait/lab/gitserver"
+	"github.com/straitnet/strait/lab/monitoring"
 	"github.com/straitnet/strait/lab/topology"
 	"github.com/straitnet/strait/lab/workload"
 )
@@ -35,7 +36,7 @@ const daemonKey = "_lab"
 func (s State) DaemonPid() (int, bool) { return s.Pid(daemonKey, "daemon") }
 
 // Serve is the lab daemon until ctx ends: the loopback forwarder of every control
-// plane, the Corefile sync of every cluster, the git server of the clusterset repo on
+// plane (and of the hub's Prometheus in a lab with monitoring), the Corefile sync of every cluster, the git server of the clusterset repo on
 // the hub's LAN address (for Flux) and on the host's loopback (for people), which asks
 // Flux to sync after every push, and the internet namespace's echo of the caller's
 // address.
@@ -67,6 +68,13 @@ func (l *Lab) Serve(ctx context.Context) error {
 			Namespace: cp.Namespace, Target: fmt.Sprintf("127.0.0.1:%d", topology.APIPort),
 		}
 		run("forwarder "+cp.Cluster, f.Run)
+	}
+	if r.Spec.Monitoring && t.Hub != nil {
+		f := forward.Forwarder{
+			Listen:    fmt.Sprintf("127.0.0.1:%d", r.PrometheusHostPort()),
+			Namespace: t.Hub.Namespace, Target: fmt.Sprintf("127.0.0.1:%d", monitoring.Port),
+		}
+		run("forwarder hub prometheus", f.Run)
 	}
 	for _, cp := range t.ControlPlanes() {
 		client, err := l.clientset(cp)

@@ -74,6 +74,14 @@ func (l *Lab) up(ctx context.Context, o UpOptions) error {
 	if err := l.opts.checkNodeArtifacts(t, o.Spec.SampleWorkloads); err != nil {
 		return err
 	}
+	if o.Spec.Monitoring {
+		if t.Hub == nil {
+			return errors.New("monitoring: a lab without a hub has no Prometheus to federate into; set hub: true")
+		}
+		if _, err := os.Stat(l.opts.Prometheus); err != nil || l.opts.Prometheus == "" {
+			return fmt.Errorf("monitoring: missing the prometheus binary %q (make prometheus-binaries): %w", l.opts.Prometheus, err)
+		}
+	}
 	if err := l.state.WriteRecord(rec); err != nil {
 		return err
 	}
@@ -135,6 +143,12 @@ func (l *Lab) up(ctx context.Context, o UpOptions) error {
 	}); err != nil {
 		return err
 	}
+	monitoringReady := func() error { return nil }
+	if o.Spec.Monitoring && t.Hub != nil {
+		done := make(chan error, 1)
+		go func() { done <- l.upMonitoring(ctx, t, rec, o) }()
+		monitoringReady = func() error { return <-done }
+	}
 	// Flux says Ready on its next health check, up to 5 s after the ClusterSet is: the
 	// members' checks go on from the apply, and ready waits for both.
 	fluxReady := func() error { return nil }
@@ -190,6 +204,9 @@ func (l *Lab) up(ctx context.Context, o UpOptions) error {
 	if err := fluxReady(); err != nil {
 		return err
 	}
+	if err := monitoringReady(); err != nil {
+		return err
+	}
 	l.progress("ready in %.1fs", time.Since(start).Seconds())
 	return nil
 }
@@ -235,8 +252,13 @@ func (l *Lab) bootstrap(ctx context.Context, t *topology.Lab, rec *Record, cp to
 	if !member {
 		go func() { fluxApplied <- l.applyFluxControllers(ctx) }()
 	}
-	if err := l.writeInstallOverlay(cp.Cluster, member); err != nil {
+	if err := l.writeInstallOverlay(cp.Cluster, member, o.Spec.Monitoring); err != nil {
 		return err
+	}
+	if o.Spec.Monitoring {
+		if err := ensureMonitoringCRDs(ctx, a, o.timeout()); err != nil {
+			return fmt.Errorf("%s: monitoring CRDs: %w", cp.Cluster, err)
+		}
 	}
 	if o.Spec.IsUnjoined(cp.Cluster) {
 		l.progress("%s: unjoined, Strait not installed (strait join --install %s installs it)", cp.Cluster, l.InstallDir(cp.Cluster))

@@ -60,6 +60,12 @@ type Spec struct {
 	// the overlay it would install them from (InstallDir) without applying it. Their
 	// entries give the lab their CIDRs.
 	Unjoined []string `json:"unjoined,omitempty"`
+	// Monitoring runs a Prometheus in every cluster as a platform team runs it (each
+	// member's scrapes that member's agents and strait dns, the hub's scrapes strait hub
+	// and federates the members'), installs the monitoring.coreos.com CRDs and Strait's
+	// monitoring components, and evaluates Strait's alerts with their durations
+	// shortened (docs/lab.md). Off by default: it needs make prometheus-binaries.
+	Monitoring bool `json:"monitoring,omitempty"`
 }
 
 // IsUnjoined says whether the lab leaves cluster out of the ClusterSet (Unjoined).

@@ -86,7 +86,8 @@ func TestDataPathOutlivesTheHub(t *testing.T) {
 }
 
 // TestStraitDNSRestart: one of c1's two strait dns pods crashes; clusterset names keep
-// resolving through the other, and the crashed one comes back.
+// resolving through the other, the crashed one comes back, and c1's Prometheus does not
+// take it for strait dns down (StraitDNSDown never goes pending).
 func TestStraitDNSRestart(t *testing.T) {
 	env.Require(t)
 	src := env.SourcePods(t, "c1")[0]
@@ -102,6 +103,7 @@ func TestStraitDNSRestart(t *testing.T) {
 		t.Fatalf("c1 has %d strait dns pods, want 2", len(pods))
 	}
 	victim := pods[0]
+	alerts := env.WatchAlerts(t, "c1")
 	restarts := labtest.Restarts(victim, "dns")
 	r := startResolver(src.NS, name)
 	time.Sleep(time.Second)
@@ -131,6 +133,8 @@ func TestStraitDNSRestart(t *testing.T) {
 	if failed := asked - resolved; failed > asked/10 {
 		t.Errorf("%d of %d lookups failed while one strait dns pod restarted", failed, asked)
 	}
+	// The alert's `for:` (5 s in the lab) has passed since the kill, and more.
+	alerts.Never(t, "StraitDNSDown")
 }
 
 // dnsRestartGap bounds the longest time without an answer while one of two strait dns
@@ -153,6 +157,12 @@ func gatewayMetric(t testing.TB, ns, name string) (float64, error) {
 	return 0, fmt.Errorf("no %s in the agent's metrics", name)
 }
 
+// memberProbeDetect bounds the time from a member's API server going (or coming back)
+// to the hub's strait_hub_member_connected saying so: the hub probes every member's
+// /readyz every 5 s (--member-probe-interval; a refused connection fails at once), and
+// the change of health reconciles the ClusterSet, which sets the series.
+const memberProbeDetect = 5*time.Second + time.Second
+
 // TestMemberAPIServerDown: c2's control plane (kube-apiserver, controller manager,
 // scheduler) is killed for 15 s. c2's active gateway holds the gateway (it cannot renew
 // its Lease, and neither can anyone else), so c1 → c2 goes on and c1 keeps resolving
@@ -174,6 +184,7 @@ func TestMemberAPIServerDown(t *testing.T) {
 		}
 		pids = append(pids, pid)
 	}
+	hub := env.WatchAlerts(t, labtest.HubCluster)
 	p := labtest.StartRetrying(50*time.Millisecond, labtest.RetryOnce(labtest.GetWhereami(src.NS, target)))
 	r := labtest.StartRetrying(100*time.Millisecond, labtest.RetryOnce(lookupAddress(src.NS, name, time.Second)))
 	time.Sleep(time.Second)
@@ -182,14 +193,19 @@ func TestMemberAPIServerDown(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	killed := time.Now()
 	restarted := false
 	t.Cleanup(func() {
 		if !restarted {
 			env.UpAgain(t)
 		}
 	})
+	// 15 s, and longer if need be until the hub's Prometheus fires
+	// StraitHubMemberUnreachable for c2.
 	const window = 15 * time.Second
 	time.Sleep(window)
+	unreachable := map[string]string{"member": "c2"}
+	hub.Fired(t, "StraitHubMemberUnreachable", unreachable, killed, labtest.AlertBound(memberProbeDetect, 2*time.Minute))
 	holding, err := gatewayMetric(t, gw.Namespace, "strait_agent_gateway_holding")
 	if err != nil || holding != 1 {
 		t.Errorf("%s: strait_agent_gateway_holding %v (%v), want 1 while c2's API server is down", gw.Name, holding, err)
@@ -211,8 +227,11 @@ func TestMemberAPIServerDown(t *testing.T) {
 		}
 		return nil
 	})
+	undone := time.Now()
 	env.UpAgain(t)
 	restarted = true
+	// Restarting the control plane is the lab's time: the bound starts when lab up has.
+	hub.Resolved(t, "StraitHubMemberUnreachable", unreachable, undone, time.Since(undone)+labtest.ResolveBound(memberProbeDetect))
 	require.Eventually(t, labtest.Converge, gw.Name+" renews its Lease again", func() error {
 		v, err := gatewayMetric(t, gw.Namespace, "strait_agent_gateway_holding")
 		if err == nil && v != 0 {

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/straitnet/strait/lab/monitoring"
 	"github.com/straitnet/strait/lab/topology"
 	"github.com/straitnet/strait/test/labtest"
 )
@@ -19,8 +20,17 @@ func TestFailoverWithTheHubDown(t *testing.T) {
 	env.Require(t)
 	src, target := env.CrossTraffic(t, "c1", "c2")
 	// Whatever happens below, the lab is whole again for the next test: lab up restarts
-	// the hub's API server and waits for strait hub to be ready again.
-	t.Cleanup(func() { env.UpAgain(t) })
+	// the hub's API server and waits for strait hub to be ready again (at the end, or
+	// here if the test stops before).
+	upAgain := false
+	t.Cleanup(func() {
+		if !upAgain {
+			env.UpAgain(t)
+		}
+	})
+	hubAlerts, c2Alerts := env.WatchAlerts(t, labtest.HubCluster), env.WatchAlerts(t, "c2")
+	// A failover of a test before stays in StraitGatewayFailover for its window.
+	c2Alerts.Quiet(t, time.Minute, "StraitGatewayFailover", "StraitAgentDown")
 	hubs := env.StraitPods(t, topology.HubName, labtest.HubApp, "")
 	pid, ok := env.Lab.State().Pid(topology.HubName, "kube-apiserver")
 	if !ok {
@@ -29,6 +39,7 @@ func TestFailoverWithTheHubDown(t *testing.T) {
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
+	hubKilled := time.Now()
 	// strait hub's pods keep running without their API server; stop them too (the
 	// kubelet restarts them, and without an API server they cannot start).
 	for _, h := range hubs {
@@ -37,7 +48,7 @@ func TestFailoverWithTheHubDown(t *testing.T) {
 	old := env.ActiveGateway(t, "c2").Name
 	agent := env.AgentPod(t, "c2", old)
 	// The node's kubelet must not restart the agent: the other gateway is to take over.
-	env.PauseKubelet(t, "c2", old)
+	resume := env.PauseKubelet(t, "c2", old)
 	p := labtest.StartProber(src.NS, target)
 	time.Sleep(300 * time.Millisecond)
 	env.SignalContainer(t, agent, "agent", syscall.SIGKILL)
@@ -65,4 +76,25 @@ func TestFailoverWithTheHubDown(t *testing.T) {
 	if !resumed || o.After > time.Second {
 		env.LogAgents(t)
 	}
+
+	// What the on-call engineer is told, by each cluster's own Prometheus: the hub's
+	// has scraped no strait hub since the kill; c2's saw its gateway move at once (an
+	// info alert that goes again once the move is out of its window, 5m in the rule) and
+	// the killed agent unscraped since the crash.
+	hubAlerts.Fired(t, "StraitHubDown", nil, hubKilled, labtest.AlertBound(0, 2*time.Minute))
+	moved := c2Alerts.Fired(t, "StraitGatewayFailover", nil, killed, labtest.AlertBound(labtest.CrashFailoverBound, 0))
+	agentDown := map[string]string{"node": old}
+	c2Alerts.Fired(t, "StraitAgentDown", agentDown, killed, labtest.AlertBound(0, 2*time.Minute))
+	c2Alerts.Resolved(t, "StraitGatewayFailover", nil, killed.Add(moved), labtest.ResolveBound(5*time.Minute/monitoring.LabScale))
+	// The faults undone: the kubelet goes on (and starts the agent again), lab up starts
+	// the hub's API server, and returns once every Prometheus scrapes all its targets
+	// (so each alert has resolved, or does at the next evaluation).
+	undone := time.Now()
+	resume()
+	env.UpAgain(t)
+	upAgain = true
+	// lab up's restarts are the lab's time: each bound starts when lab up has.
+	restarted := time.Since(undone)
+	hubAlerts.Resolved(t, "StraitHubDown", nil, undone, restarted+labtest.ResolveBound(0))
+	c2Alerts.Resolved(t, "StraitAgentDown", agentDown, undone, restarted+labtest.ResolveBound(0))
 }

@@ -25,8 +25,10 @@ func TestMain(m *testing.M) {
 	os.Exit(labtest.Main(m, labtest.Config{
 		ClusterSet: basicClusterSet,
 		// Two gateway-capable nodes for failover, and a plain node whose pods reach the
-		// other cluster through vx-strait.
-		Spec:     topology.Spec{ClusterSet: "basic", Hub: true, Gateways: 2, Workers: 1, SampleWorkloads: true},
+		// other cluster through vx-strait; a Prometheus in every cluster, so that the
+		// fault tests see their faults' alerts fire and resolve.
+		Spec: topology.Spec{ClusterSet: "basic", Hub: true, Gateways: 2, Workers: 1, SampleWorkloads: true,
+			Monitoring: true},
 		PortBase: 26443,
 		BeforeUp: crashUpThenDown,
 	}, &env))

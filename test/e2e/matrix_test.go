@@ -32,11 +32,19 @@ func TestWANPartitionHeals(t *testing.T) {
 	env.Require(t)
 	src, target := env.CrossTraffic(t, "c1", "c2")
 	before := env.ActiveGateway(t, "c2").Name
+	alerts := map[string]*labtest.AlertWatch{"c1": env.WatchAlerts(t, "c1"), "c2": env.WatchAlerts(t, "c2")}
 	p := labtest.StartProber(src.NS, target)
 	time.Sleep(time.Second)
 	heal := dropOnWAN(t, 100)
+	cut := time.Now()
+	// The partition lasts 10 s, and longer if need be until both clusters' Prometheus
+	// fire StraitPeerNotConnected for the cable.
 	const partition = 10 * time.Second
 	time.Sleep(partition)
+	peerDown := labtest.AlertBound(peerHealthDetect, time.Minute)
+	for c, w := range alerts {
+		w.Fired(t, "StraitPeerNotConnected", map[string]string{"peer": otherMember(c)}, cut, peerDown)
+	}
 	// The heal is the fault measured from: the clock starts before the rule goes.
 	healed := time.Now()
 	heal()
@@ -61,6 +69,23 @@ func TestWANPartitionHeals(t *testing.T) {
 		}
 		return err
 	})
+	for c, w := range alerts {
+		w.Resolved(t, "StraitPeerNotConnected", map[string]string{"peer": otherMember(c)}, healed, labtest.ResolveBound(peerHealthDetect))
+	}
+}
+
+// peerHealthDetect bounds the time from a cable's fault (or its heal) to the agent's
+// strait_agent_peer_connected saying so: the active gateway health-checks every peer
+// every 5 s (--health-interval), a round being 5 probes 100 ms apart, each given a
+// second.
+const peerHealthDetect = 5*time.Second + 1500*time.Millisecond
+
+// otherMember is the basic lab's other member.
+func otherMember(c string) string {
+	if c == "c1" {
+		return "c2"
+	}
+	return "c1"
 }
 
 // charonCrashBound bounds c1 → c2's outage from the kill of charon on c2's active

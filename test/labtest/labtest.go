@@ -24,6 +24,7 @@ import (
 	"github.com/straitnet/strait/plan"
 	"github.com/straitnet/strait/test/clusters"
 	"github.com/straitnet/strait/test/hostview"
+	"github.com/straitnet/strait/test/promcheck"
 	"github.com/straitnet/strait/test/require"
 )
 
@@ -74,7 +75,13 @@ func Main(m *testing.M, cfg Config, env *Env) int {
 		return 1
 	}
 	env.Root, env.K8sBin, env.CoreDNS = root, clusters.Assets(root), filepath.Join(root, "bin", "coredns")
-	if reason := prerequisites(env); reason != "" {
+	reason := prerequisites(env)
+	if p := filepath.Join(promcheck.Bin(root), "prometheus"); reason == "" && cfg.Spec.Monitoring {
+		if _, err := os.Stat(p); err != nil {
+			reason = "missing " + p + " (make prometheus-binaries)"
+		}
+	}
+	if reason != "" {
 		if require.CI() {
 			return require.MainSkip("lab tests: %s", reason)
 		}
@@ -98,7 +105,8 @@ func Main(m *testing.M, cfg Config, env *Env) int {
 	l := lab.New(lab.Options{StateDir: filepath.Join(tmp, "state"), K8sBin: env.K8sBin,
 		CoreDNS: env.CoreDNS, Strait: env.Strait, PortBase: cfg.PortBase, Out: os.Stderr,
 		NodeBin: filepath.Join(root, "bin", "node"), ImageDir: filepath.Join(root, "bin", "images"),
-		Kustomize: filepath.Join(root, "kustomize")})
+		Prometheus: filepath.Join(promcheck.Bin(root), "prometheus"),
+		Kustomize:  filepath.Join(root, "kustomize")})
 	env.Lab = l
 	// An interrupted run (Ctrl-C, a killed go test) takes its lab down too: nothing else
 	// would, and the next run's nodes would find their cgroups taken.

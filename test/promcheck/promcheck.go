@@ -11,15 +11,15 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/common/expfmt"
 
+	"github.com/straitnet/strait/lab/monitoring"
 	"github.com/straitnet/strait/test/clusters"
 	"github.com/straitnet/strait/test/require"
 )
 
-// Version is the Prometheus release the Makefile builds (it reads it from here).
-const Version = "v0.316.0"
-
 // Bin is the directory of prometheus and promtool under the checkout at root.
-func Bin(root string) string { return filepath.Join(root, "bin", "prometheus", Version) }
+func Bin(root string) string {
+	return filepath.Join(root, "bin", "prometheus", monitoring.PrometheusVersion)
+}
 
 // Promtool is the path of promtool, or skips t (fails it under CI) when it is not built.
 func Promtool(t testing.TB) string {

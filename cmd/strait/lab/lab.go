@@ -14,16 +14,19 @@ import (
 
 	"github.com/straitnet/strait/internal/k8sversion"
 	"github.com/straitnet/strait/lab"
+	"github.com/straitnet/strait/lab/monitoring"
 	"github.com/straitnet/strait/lab/topology"
 )
 
 type labOptions struct {
-	state    string
-	k8sBin   string
-	coredns  string
-	nodeBin  string
-	images   string
-	portBase int
+	state   string
+	k8sBin  string
+	coredns string
+	// prometheus is the prometheus binary of a lab with monitoring.
+	prometheus string
+	nodeBin    string
+	images     string
+	portBase   int
 }
 
 // NewCommand is `strait lab`.
@@ -55,6 +58,7 @@ in the state directory; "lab down" removes all of it, also after a crash of "lab
 	f.StringVar(&o.state, "state", defaultStateDir(), "state directory (pids, certificates, kubeconfigs, logs); env STRAIT_LAB_STATE")
 	f.StringVar(&o.k8sBin, "k8s-bin", "", "directory with etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kube-proxy (default $KUBEBUILDER_ASSETS, else bin/k8s/"+k8sversion.Version+" next to this binary or in the repo)")
 	f.StringVar(&o.coredns, "coredns", "", "coredns binary (default bin/coredns next to this binary or in the repo; make coredns)")
+	f.StringVar(&o.prometheus, "prometheus", "", "prometheus binary of a lab file with monitoring: true (default bin/prometheus/"+monitoring.PrometheusVersion+"/prometheus in the repo; make prometheus-binaries)")
 	f.StringVar(&o.nodeBin, "node-bin", "", "real nodes: directory with containerd, runc and the CNI plugins (default bin/node next to this binary or in the repo; make node-binaries)")
 	f.StringVar(&o.images, "images", "", "real nodes: directory with the image tarballs (default bin/images next to this binary or in the repo; make images)")
 	f.IntVar(&o.portBase, "port-base", 16443, "host loopback port of the hub's API server forwarder; members follow")
@@ -119,9 +123,10 @@ func (o *labOptions) lab(out *os.File) *lab.Lab {
 		k8s = firstExisting(os.Getenv("KUBEBUILDER_ASSETS"), find("", "k8s", k8sversion.Version))
 	}
 	coredns := find(o.coredns, "coredns")
+	prometheus := find(o.prometheus, "prometheus", monitoring.PrometheusVersion, "prometheus")
 	nodeBin, images := find(o.nodeBin, "node"), find(o.images, "images")
 	return lab.New(lab.Options{StateDir: o.state, K8sBin: k8s, CoreDNS: coredns, Strait: exe,
-		NodeBin: nodeBin, ImageDir: images, Kustomize: filepath.Join(root, "kustomize"), PortBase: o.portBase, Out: out})
+		NodeBin: nodeBin, ImageDir: images, Prometheus: prometheus, Kustomize: filepath.Join(root, "kustomize"), PortBase: o.portBase, Out: out})
 }
 
 func signalContext() (context.Context, context.CancelFunc) {
