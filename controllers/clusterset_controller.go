@@ -208,7 +208,7 @@ func (r *ClusterSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 
 	results := r.writeMembers(ctx, obj, p, conns)
 	r.releaseLeftClusters(obj, results)
-	r.setStatus(obj, p, conns, results)
+	r.setStatus(obj, p, conns, results, start)
 	return r.result(obj, results), nil
 }
 

@@ -27,10 +27,15 @@ type Metrics struct {
 	memberGeneration *prometheus.GaugeVec
 	memberAppliedAt  *prometheus.GaugeVec
 
+	// The SLOs (propagation.go).
+	clusterSetPropagation *prometheus.HistogramVec
+	exportPropagation     *prometheus.HistogramVec
+
 	// mu guards held: per ClusterSet, per member, the generation the member last held
-	// whole, since this process started.
-	mu   sync.Mutex
-	held map[string]map[string]heldState
+	// whole, since this process started; and propagating.
+	mu          sync.Mutex
+	held        map[string]map[string]heldState
+	propagating map[string]*propagating
 }
 
 // NewMetrics registers the hub's metrics with reg (controller-runtime's
@@ -98,10 +103,13 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "strait_hub_member_last_applied_timestamp_seconds",
 			Help: "When the hub last found the member holding every object of the current generation (Unix time; 0: not since the hub started).",
 		}, []string{"clusterset", "member"}),
-		held: map[string]map[string]heldState{},
+		held:        map[string]map[string]heldState{},
+		propagating: map[string]*propagating{},
 	}
+	m.clusterSetPropagation, m.exportPropagation = newPropagationHistograms()
 	for _, c := range []prometheus.Collector{m.reconcileDuration, m.members, m.membersConnected, m.exports, m.errors, m.applied, m.pruned, m.memberPasses,
-		m.generation, m.stalled, m.conflicts, m.invalid, m.memberConnected, m.memberGeneration, m.memberAppliedAt} {
+		m.generation, m.stalled, m.conflicts, m.invalid, m.memberConnected, m.memberGeneration, m.memberAppliedAt,
+		m.clusterSetPropagation, m.exportPropagation} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -174,7 +182,10 @@ func boolValue(b bool) float64 {
 func (m *Metrics) forget(cs string) {
 	m.mu.Lock()
 	delete(m.held, cs)
+	delete(m.propagating, cs)
 	m.mu.Unlock()
+	m.clusterSetPropagation.DeleteLabelValues(cs)
+	m.exportPropagation.DeleteLabelValues(cs)
 	m.generation.DeleteLabelValues(cs)
 	m.stalled.DeleteLabelValues(cs)
 	m.conflicts.DeleteLabelValues(cs)

@@ -22,7 +22,10 @@ import (
 // Ready=True only when every member holds its objects; otherwise Ready=False with
 // Reconciling=True, because the hub retries; Stalled is only for specs that cannot work
 // (see stalled).
-func (r *ClusterSetReconciler) setStatus(obj *straitv1.ClusterSet, p *plan.Plan, conns map[string]*conn, results map[string]*memberResult) {
+//
+// seen is when the reconcile began: the propagation of what it saw first is timed from
+// then.
+func (r *ClusterSetReconciler) setStatus(obj *straitv1.ClusterSet, p *plan.Plan, conns map[string]*conn, results map[string]*memberResult, seen time.Time) {
 	prev := map[string]*straitv1.ClusterStatus{}
 	for i := range obj.Status.Clusters {
 		prev[obj.Status.Clusters[i].Name] = &obj.Status.Clusters[i]
@@ -43,19 +46,25 @@ func (r *ClusterSetReconciler) setStatus(obj *straitv1.ClusterSet, p *plan.Plan,
 	setReadiness(obj, st.Summary, t)
 	r.changeEvent(obj, results)
 	r.recordStatus(plan.ClusterSetLabel(clusterSetName(obj)), len(obj.Spec.Clusters), st.Summary, t)
-	r.recordMembers(obj)
+	r.recordMembers(obj, p.ServedExports(), seen)
 }
 
 // recordMembers sets the per-member series from the status just written: Connected, and
-// Ready (every object of this generation in place).
-func (r *ClusterSetReconciler) recordMembers(obj *straitv1.ClusterSet) {
+// Ready (every object of this generation in place); and, once every member is Ready,
+// how long the generation and the exports seen first at seen took to propagate.
+func (r *ClusterSetReconciler) recordMembers(obj *straitv1.ClusterSet, exports []string, seen time.Time) {
 	var members []memberState
+	all := len(obj.Status.Clusters) > 0
 	for _, c := range obj.Status.Clusters {
-		members = append(members, memberState{name: c.Name,
+		ms := memberState{name: c.Name,
 			connected: apimeta.IsStatusConditionTrue(c.Conditions, straitv1.ConditionConnected),
-			holds:     apimeta.IsStatusConditionTrue(c.Conditions, meta.ReadyCondition)})
+			holds:     apimeta.IsStatusConditionTrue(c.Conditions, meta.ReadyCondition)}
+		all = all && ms.holds
+		members = append(members, ms)
 	}
-	r.metrics.recordMembers(plan.ClusterSetLabel(clusterSetName(obj)), obj.Generation, members, time.Now())
+	cs, now := plan.ClusterSetLabel(clusterSetName(obj)), time.Now()
+	r.metrics.recordMembers(cs, obj.Generation, members, now)
+	r.metrics.recordPropagation(cs, obj.Generation, exports, seen, all, now)
 }
 
 // tally counts, over one reconcile, the members the hub reached and lists those it did

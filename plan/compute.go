@@ -92,6 +92,18 @@ func (v *ValidSpec) Compute(observed Observed) (*Plan, field.ErrorList) {
 // Clusters are the member names, sorted.
 func (p *Plan) Clusters() []string { return p.clusters }
 
+// ServedExports are the exports that at least one cluster serves, each an import in
+// every member, as "namespace/name", sorted.
+func (p *Plan) ServedExports() []string {
+	var out []string
+	for _, e := range p.exports {
+		if len(e.sources) > 0 {
+			out = append(out, e.nsName)
+		}
+	}
+	return out
+}
+
 // Allocation is a cluster's globalnet allocation; nil without globalnet.
 func (p *Plan) Allocation(cluster string) *ClusterAllocation { return p.alloc[cluster] }
 

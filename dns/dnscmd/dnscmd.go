@@ -190,7 +190,9 @@ func runDNS(ctx context.Context, o *dnsOptions) error {
 		OnListWatchError: func(resource string, err error) {
 			metrics.SourceError(resource)
 			log.Error("listing or watching", "resource", resource, "err", err)
-		}}, publishFirstThenFree(publish))
+		},
+		OnServed: metrics.Propagated,
+	}, publishFirstThenFree(publish))
 	if err != nil {
 		return err
 	}

@@ -92,7 +92,7 @@ func (s *Server) reply(r *dns.Msg, tcp bool) *dns.Msg {
 		if len(r.Question) > 0 {
 			qtype = r.Question[0].Qtype
 		}
-		s.metrics.observe(qtype, m.Rcode, s.now().Sub(start).Seconds())
+		s.metrics.observe(qtype, m.Rcode, start, s.now())
 	}
 	return m
 }

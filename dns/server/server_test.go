@@ -183,10 +183,21 @@ func TestMetricsPassPromtool(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m.observe(dns.TypeA, dns.RcodeSuccess, 0.0001)
-	m.observe(dns.TypeAAAA, dns.RcodeNameError, 0.0002)
+	t0 := time.Now()
+	m.observe(dns.TypeA, dns.RcodeSuccess, t0, t0.Add(100*time.Microsecond))
 	before := time.Now().Unix()
 	m.snapshot(testSnapshot())
+	// Answers from a snapshot published 30 s before them; a change served 40 ms after
+	// its watch event.
+	published := time.Unix(0, m.published.Load())
+	m.observe(dns.TypeAAAA, dns.RcodeNameError, published.Add(30*time.Second), published.Add(30*time.Second+200*time.Microsecond))
+	m.Propagated(40 * time.Millisecond)
+	if n, sum := histogramOf(t, reg, "strait_dns_answer_snapshot_age_seconds"); n != 1 || sum < 29.99 || sum > 30.01 {
+		t.Errorf("strait_dns_answer_snapshot_age_seconds: %d answers, sum %v; want the one after the snapshot, 30 s", n, sum)
+	}
+	if n, sum := histogramOf(t, reg, "strait_dns_propagation_seconds"); n != 1 || sum != 0.04 {
+		t.Errorf("strait_dns_propagation_seconds: %d, sum %v; want 1, 0.04", n, sum)
+	}
 	m.SourceError("serviceimports")
 	m.SourceError("serviceimports")
 	if got := testutil.ToFloat64(m.sourceErrors.WithLabelValues("serviceimports")); got != 2 {
@@ -196,4 +207,21 @@ func TestMetricsPassPromtool(t *testing.T) {
 		t.Errorf("strait_dns_snapshot_timestamp_seconds = %v, before the snapshot (%d)", got, before)
 	}
 	promcheck.Metrics(t, promcheck.Gathered(t, reg), "strait_dns_")
+}
+
+// histogramOf is the count and sum of a histogram family's one series.
+func histogramOf(t *testing.T, reg *prometheus.Registry, name string) (uint64, float64) {
+	t.Helper()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() == name && len(f.GetMetric()) == 1 {
+			h := f.GetMetric()[0].GetHistogram()
+			return h.GetSampleCount(), h.GetSampleSum()
+		}
+	}
+	t.Fatalf("no histogram %s with one series", name)
+	return 0, 0
 }

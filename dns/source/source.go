@@ -39,6 +39,9 @@ type Options struct {
 	// API server away, a permission missing); nil drops them. Meanwhile the snapshot
 	// being served is what the last successful ones saw.
 	OnListWatchError func(resource string, err error)
+	// OnServed is told, after every snapshot but the first (what the initial lists
+	// found), how long ago the first change it took in arrived; nil drops it.
+	OnServed func(sinceChange time.Duration)
 }
 
 // Source watches the member's ServiceImports, MCS EndpointSlices, Peers and Membership
@@ -53,6 +56,10 @@ type Source struct {
 	serial     uint32
 	// lastBuild is how long the last rebuild took.
 	lastBuild time.Duration
+	// mu guards changed: when the first change not yet in a published snapshot
+	// arrived (zero: none).
+	mu      sync.Mutex
+	changed time.Time
 }
 
 // Scheme has every type the source reads, and the Kubernetes built-in types, for the
@@ -183,6 +190,11 @@ func (s *Source) Run(ctx context.Context) error {
 }
 
 func (s *Source) markDirty() {
+	s.mu.Lock()
+	if s.changed.IsZero() {
+		s.changed = time.Now()
+	}
+	s.mu.Unlock()
 	select {
 	case s.dirty <- struct{}{}:
 	default:
@@ -191,7 +203,14 @@ func (s *Source) markDirty() {
 
 func (s *Source) rebuild() {
 	start := time.Now()
+	s.mu.Lock()
+	changed := s.changed
+	s.changed = time.Time{}
+	s.mu.Unlock()
 	s.serial++
 	s.publish(s.state.build(s.opts.Namespace, s.opts.Overrides, s.serial))
 	s.lastBuild = time.Since(start)
+	if s.serial > 1 && !changed.IsZero() && s.opts.OnServed != nil {
+		s.opts.OnServed(time.Since(changed))
+	}
 }

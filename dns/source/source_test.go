@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"net"
 	"sort"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/miekg/dns"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -41,6 +43,12 @@ type fixture struct {
 // start runs strait dns (source and server) against the API server on loopback.
 func start(t *testing.T) *fixture {
 	t.Helper()
+	return startWith(t, nil)
+}
+
+// startWith is start with the source's OnServed.
+func startWith(t *testing.T, onServed func(time.Duration)) *fixture {
+	t.Helper()
 	scheme, err := source.Scheme()
 	if err != nil {
 		t.Fatal(err)
@@ -51,7 +59,7 @@ func start(t *testing.T) *fixture {
 	}
 	srv := server.New(server.Options{Addr: "127.0.0.1:0"}, nil)
 	src, err := source.New(restConfig, source.Options{Debounce: 10 * time.Millisecond,
-		OnError: func(err error) { t.Errorf("source: %v", err) }}, srv.Publish)
+		OnError: func(err error) { t.Errorf("source: %v", err) }, OnServed: onServed}, srv.Publish)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -265,4 +273,56 @@ func TestAnswersFollowTheAPIServer(t *testing.T) {
 	}
 	f.eventually(web, dns.TypeA, "NXDOMAIN []")
 	f.eventually("kubernetes.default.svc.cluster.local.", dns.TypeA, "REFUSED []")
+}
+
+// TestServedChangesAreTimed: a snapshot that takes in a change says how long the change
+// took from its watch event to being served, which is never longer than a client waited
+// from the write to the answer it brought; the first snapshot, of what the initial lists
+// found, is not timed.
+func TestServedChangesAreTimed(t *testing.T) {
+	var mu sync.Mutex
+	var served []time.Duration
+	f := startWith(t, func(d time.Duration) {
+		mu.Lock()
+		defer mu.Unlock()
+		served = append(served, d)
+	})
+	ctx := context.Background()
+	for _, o := range []client.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: straitv1.SystemNamespace}},
+		&straitv1.Membership{ObjectMeta: metav1.ObjectMeta{Namespace: straitv1.SystemNamespace, Name: straitv1.MembershipName},
+			Spec: straitv1.MembershipSpec{ClusterSet: "strait-system/lab", ClusterID: "c1", PodCIDRs: []string{"10.1.0.0/16"},
+				ServiceCIDRs: []string{"10.101.0.0/16"}, Cable: straitv1.MemberCable{Driver: straitv1.CableWireGuard, Port: 4500}}},
+	} {
+		if err := f.c.Create(ctx, o); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+	}
+	f.eventually("dns-version.clusterset.local.", dns.TypeTXT, `NOERROR [dns-version.clusterset.local.	5	IN	TXT	"1.0.0"]`)
+	mu.Lock()
+	before := len(served)
+	mu.Unlock()
+
+	const name = "timed.served.svc.clusterset.local."
+	port := []discoveryv1.EndpointPort{{Name: ptr("http"), Port: ptr[int32](80), Protocol: ptr(corev1.ProtocolTCP)}}
+	wrote := time.Now()
+	f.create(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "served"}},
+		&mcsv1.ServiceImport{ObjectMeta: metav1.ObjectMeta{Namespace: "served", Name: "timed"},
+			Spec: mcsv1.ServiceImportSpec{Type: mcsv1.Headless, Ports: []mcsv1.ServicePort{{Name: "http", Protocol: corev1.ProtocolTCP, Port: 80}}}},
+		mcsSlice("served", "timed", "c2", port, endpoint("10.2.0.7", true, "")))
+	f.eventually(name, dns.TypeA, "NOERROR [10.2.0.7]")
+	waited := time.Since(wrote)
+	require.Eventually(t, time.Second, "a timed snapshot", func() error {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(served) == before {
+			return fmt.Errorf("no snapshot timed since the change (%d before)", before)
+		}
+		for _, d := range served[before:] {
+			if d <= 0 || d > waited {
+				return fmt.Errorf("a change served %s after its watch event, but the answer came %s after the write", d, waited)
+			}
+		}
+		return nil
+	})
 }

@@ -64,6 +64,9 @@ type Config struct {
 	// Cables builds cable drivers; nil: this node never runs a cable.
 	Cables CableFactory
 	Prober health.Prober
+	// FailoverProber, one echo request a check, times a failover to this node (the
+	// first answer of every peer through the new cable); nil: Prober.
+	FailoverProber health.Prober
 	// MetricsAddr and HealthAddr: "0" disables.
 	MetricsAddr, HealthAddr string
 	// PeerPort is the other agents' metrics port, where they answer APIServerProbePath;
@@ -306,7 +309,9 @@ func (a *Agent) sync(ctx context.Context) (time.Duration, error) {
 		lease = l
 	}
 	activeSelf, settled := a.isActive()
-	a.metrics.setActive(activeSelf)
+	if a.metrics.setActive(activeSelf) {
+		a.becameActive()
+	}
 	holder, wait := activeHolder(a.cfg.NodeName, lease, holderState{active: activeSelf, settled: settled, capable: capable},
 		a.cfg.Election.RenewDeadline, time.Now())
 	if wait {
@@ -561,6 +566,7 @@ func (a *Agent) ensureDriver(ctx context.Context, m *straitv1.Membership, capabl
 		return nil, fmt.Errorf("cable %s: %w", m.Spec.Cable.Driver, err)
 	}
 	a.driver, a.driverKind = d, m.Spec.Cable.Driver
+	a.metrics.cableDriver(string(d.Name()))
 	// A driver that can lose its state behind the agent's back (charon restarting) is
 	// watched for as long as it is the agent's, so that the agent converges at once.
 	if w, ok := d.(cable.Watcher); ok && a.running != nil {

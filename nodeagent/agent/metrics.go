@@ -15,7 +15,9 @@ type metrics struct {
 	active    prometheus.Gauge
 	takeovers prometheus.Counter
 	// wasActive is the last setActive's; only the agent's sync loop calls it.
-	wasActive     bool
+	wasActive bool
+	// failover: the failover SLO, on the agent that took the gateway over (failover.go).
+	failover      *prometheus.HistogramVec
 	holding       prometheus.GaugeFunc
 	syncDuration  prometheus.Histogram
 	syncErrors    prometheus.Counter
@@ -101,6 +103,11 @@ func newMetrics(reg prometheus.Registerer, holding func() bool) (*metrics, error
 			"round-trip time of the last health checks to the remote gateway, through the cable."),
 		peerLoss: perPeer("strait_agent_peer_loss_ratio",
 			"share of the last round's health checks that went unanswered."),
+		failover: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "strait_agent_failover_seconds",
+			Help:    "On the agent that took the gateway over: from the old holder's term running out (or its release) to this node's cable carrying a health check answered by every peer (this node's clock).",
+			Buckets: []float64{0.25, 0.5, 1, 1.5, 2, 3, 5, 10, 30, 60},
+		}, []string{"driver"}),
 		cableBytes: &cableBytes{
 			rx: prometheus.NewDesc("strait_agent_cable_rx_bytes_total",
 				"On the active gateway: bytes received from the remote cluster, as the cable driver counts them (from zero when the cable is made again).", []string{"peer"}, nil),
@@ -111,7 +118,7 @@ func newMetrics(reg prometheus.Registerer, holding func() bool) (*metrics, error
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.active, m.takeovers, m.holding, m.syncDuration, m.syncErrors, m.fenceErrors, m.lastSyncOK, m.peerConnected,
+	for _, c := range []prometheus.Collector{m.active, m.takeovers, m.holding, m.failover, m.syncDuration, m.syncErrors, m.fenceErrors, m.lastSyncOK, m.peerConnected,
 		m.peerLatency, m.peerLoss, m.cableBytes} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
@@ -143,13 +150,24 @@ func (m *metrics) synced(took time.Duration, err error) {
 func (m *metrics) fenceFailed() { m.fenceErrors.Inc() }
 
 // setActive records whether this node is the active gateway, counting each time it
-// becomes it.
-func (m *metrics) setActive(active bool) {
-	if active && !m.wasActive {
+// becomes it, and says whether it just did.
+func (m *metrics) setActive(active bool) (became bool) {
+	became = active && !m.wasActive
+	if became {
 		m.takeovers.Inc()
 	}
 	m.wasActive = active
 	m.active.Set(boolValue(active))
+	return became
+}
+
+// cableDriver makes the failover series of a gateway's driver, at zero: the first
+// failover is then an increase Prometheus sees (a series that starts at one is not).
+func (m *metrics) cableDriver(driver string) { m.failover.WithLabelValues(driver) }
+
+// failedOver records a failover to this node, done in took.
+func (m *metrics) failedOver(driver string, took time.Duration) {
+	m.failover.WithLabelValues(driver).Observe(took.Seconds())
 }
 
 func boolValue(b bool) float64 {

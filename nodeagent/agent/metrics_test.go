@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -76,6 +77,18 @@ func TestPeerMetricsFollowTheRound(t *testing.T) {
 		if _, ok := got[series]; ok {
 			t.Errorf("%s reported for a peer without a measurement", series)
 		}
+	}
+
+	// A failover to this node, timed: one observation for its driver.
+	if became := m.setActive(true); !became {
+		t.Error("setActive(true) on a standby did not say it became active")
+	}
+	if m.setActive(true) {
+		t.Error("setActive(true) on the active gateway said it became active again")
+	}
+	m.failedOver("wireguard", 1200*time.Millisecond)
+	if n := gathered(t, reg)[`strait_agent_failover_seconds{driver="wireguard"}_count`]; n != 1 {
+		t.Errorf("strait_agent_failover_seconds{driver=wireguard} counted %v failovers, want 1", n)
 	}
 
 	// The agent's series as a user's CI would lint them.

@@ -150,9 +150,12 @@ func runAgent(ctx context.Context, o *agentOptions, stdout, stderr io.Writer) er
 	a, err := agent.New(cfg, agent.Config{
 		NodeName: o.nodeName, Namespace: o.namespace, Resync: o.resync, HealthInterval: o.healthInterval,
 		Election: o.election, Kernel: k,
-		Cables:      cableFactory(cfg, o.namespace, o.viciSocket, nl, log),
-		Prober:      health.NewICMP(ns, 5, 100*time.Millisecond, time.Second),
-		MetricsAddr: o.metricsAddr, HealthAddr: o.healthAddr, Metrics: ctrlmetrics.Registry,
+		Cables: cableFactory(cfg, o.namespace, o.viciSocket, nl, log),
+		Prober: health.NewICMP(ns, 5, 100*time.Millisecond, time.Second),
+		// One request, answered within a quarter second or counted lost: a failover's
+		// first answers are timed to within the check's interval (failover.go).
+		FailoverProber: health.NewICMP(ns, 1, 0, 250*time.Millisecond),
+		MetricsAddr:    o.metricsAddr, HealthAddr: o.healthAddr, Metrics: ctrlmetrics.Registry,
 	})
 	if err != nil {
 		return err

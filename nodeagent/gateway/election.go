@@ -54,6 +54,11 @@ type Elector struct {
 	termEnd, fenced time.Time
 	fenceErr        error
 	fenceWritten    bool
+	// takeoverFrom and takeoverOf: when this node last took the Lease over from another
+	// holder, the moment that holder's term ran out or its release was seen (this node's
+	// clock), and who it was.
+	takeoverFrom time.Time
+	takeoverOf   string
 	// watched is the Lease as the watch saw it last (nil: none); seen counts changes.
 	watched *coordinationv1.Lease
 	seen    uint64
@@ -177,12 +182,23 @@ func (e *Elector) campaign(ctx context.Context) (*coordinationv1.Lease, time.Tim
 	log := logr.FromContextOrDiscard(ctx)
 	var obs observation
 	known, seen := false, uint64(0)
+	// releasedBy released the Lease when this campaign saw it at releasedAt.
+	var releasedBy string
+	var releasedAt time.Time
+	see := func(l *coordinationv1.Lease) {
+		before := obs.holder()
+		obs = obs.next(l, time.Now())
+		if before != "" && before != e.identity && obs.holder() == "" {
+			releasedBy, releasedAt = before, obs.at
+		}
+	}
 	// recount: the API server did not answer a write; the holder may be holding through
 	// that (see lead), so its term counts afresh from the first answered read.
 	recount := false
 	for ctx.Err() == nil {
 		if w, n := e.fromWatch(); n != seen {
-			obs, known, seen = obs.next(w, time.Now()), true, n
+			see(w)
+			known, seen = true, n
 		}
 		if !known {
 			l, err := e.get(ctx)
@@ -191,12 +207,14 @@ func (e *Elector) campaign(ctx context.Context) (*coordinationv1.Lease, time.Tim
 				e.sleep(ctx, e.timing.RetryPeriod)
 				continue
 			}
-			obs, known = obs.next(l, time.Now()), true
+			see(l)
+			known = true
 			if recount {
 				obs, recount = observation{lease: l, at: time.Now()}, false
 			}
 		}
-		wait := obs.remaining(e.identity, e.timing.LeaseDuration, time.Now())
+		checked := time.Now()
+		wait := obs.remaining(e.identity, e.timing.LeaseDuration, checked)
 		if wait > 0 {
 			e.settle()
 			e.sleep(ctx, wait)
@@ -213,8 +231,13 @@ func (e *Elector) campaign(ctx context.Context) (*coordinationv1.Lease, time.Tim
 		e.settle()
 		switch {
 		case err == nil:
-			if obs.holder() != "" && obs.holder() != e.identity {
-				log.Info("took over the gateway Lease", "from", obs.holder(), "expiredFor", -wait)
+			switch prev := obs.holder(); {
+			case prev != "" && prev != e.identity:
+				log.Info("took over the gateway Lease", "from", prev, "expiredFor", -wait)
+				e.tookOver(checked.Add(wait), prev) // wait <= 0: the term ran out -wait before it was checked
+			case prev == "" && releasedBy != "":
+				log.Info("took over the released gateway Lease", "from", releasedBy, "releasedFor", sent.Sub(releasedAt))
+				e.tookOver(releasedAt, releasedBy)
 			}
 			return l, sent
 		case apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err):
@@ -232,6 +255,22 @@ func (e *Elector) campaign(ctx context.Context) (*coordinationv1.Lease, time.Tim
 		}
 	}
 	return nil, time.Time{}
+}
+
+func (e *Elector) tookOver(from time.Time, previous string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.takeoverFrom, e.takeoverOf = from, previous
+}
+
+// Takeover says when the term of the holder this node last took the Lease over from
+// ended, by this node's clock (its expiry as this standby counted it, or its release as
+// the watch showed it), and who held it; zero when this node has taken no Lease over
+// from another (its first Lease, or its own again).
+func (e *Elector) Takeover() (from time.Time, previous string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.takeoverFrom, e.takeoverOf
 }
 
 // lead renews the Lease every RetryPeriod. It returns nil after stepping down (someone

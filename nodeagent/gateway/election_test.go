@@ -318,6 +318,9 @@ func releasedLeaseIsTakenAtOnce(t *testing.T, api *rest.Config) {
 	for range 6 {
 		holder := activeOne(t, 5*time.Second, cs["gw1"], cs["gw2"])
 		other := cs[map[string]string{"gw1": "gw2", "gw2": "gw1"}[holder.name]]
+		// A standby that saw the holder: one that first looks after the release finds a
+		// free Lease, and does not know when its last term ended.
+		until(t, 2*time.Second, other.name+" has seen "+holder.name+" hold", other.el.Settled)
 		start := time.Now()
 		holder.stop()
 		// The old data path carries traffic while the new gateway converges, for no
@@ -327,6 +330,11 @@ func releasedLeaseIsTakenAtOnce(t *testing.T, api *rest.Config) {
 		}
 		until(t, 2*time.Second, other.name+" takes over", other.el.Active)
 		took = append(took, time.Since(start))
+		// The failover is timed from the release, as the new holder saw it.
+		if from, prev := other.el.Takeover(); prev != holder.name || from.Before(start) || from.After(time.Now()) {
+			t.Errorf("%s took over from %q released at %s; want %s, released between the stop (%s) and now",
+				other.name, prev, from.Format(time.StampMicro), holder.name, start.Format(time.StampMicro))
+		}
 		cs[holder.name] = campaign(t, api, ns, holder.name, rec)
 	}
 	t.Logf("released Lease taken over in %s", spread(took))
@@ -357,6 +365,14 @@ func cutOffHolderStepsDownAndIsReplaced(t *testing.T, api *rest.Config) {
 		until(t, 50*time.Millisecond, holder.name+" empties its fence on stepping down", func() bool { return holder.fence.term().IsZero() })
 		until(t, 3*time.Second, other.name+" takes over", other.el.Active)
 		took = append(took, time.Since(start))
+		// The failover is timed from the cut-off holder's term running out, as the new
+		// holder counted it: a whole term after the last renewal it saw, which came at
+		// most a retry period (and an API server's answer) before the cut.
+		earliest := start.Add(timing.LeaseDuration - timing.RetryPeriod - 200*time.Millisecond)
+		if from, prev := other.el.Takeover(); prev != holder.name || from.Before(earliest) || from.After(time.Now()) {
+			t.Errorf("%s took over from %q whose term ended at %s; want %s, its term ending between %s and now",
+				other.name, prev, from.Format(time.StampMicro), holder.name, earliest.Format(time.StampMicro))
+		}
 		holder.cut.Set(false)
 	}
 	t.Logf("cut-off holder stepped down after %s; replaced after %s (lease %v, renew deadline %v, retry %v)",

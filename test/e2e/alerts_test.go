@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,43 +16,9 @@ import (
 	"github.com/straitnet/strait/test/labtest"
 )
 
-// The faults of the fault matrix that fire their alerts here rather than in the tests
-// that cause them for the data path (matrix_test.go, faults_test.go, hubdown_test.go):
-// every strait dns pod of a member stopped, and an export whose clusters disagree.
-
-// TestEveryStraitDNSDownAlerts: c1's strait dns is scaled to zero; c1's Prometheus fires
-// StraitDNSDown within its bound of the last pod's going, and resolves it once strait dns
-// is back. (One of two pods restarting alerts nothing: TestStraitDNSRestart.)
-func TestEveryStraitDNSDownAlerts(t *testing.T) {
-	env.Require(t)
-	alerts := env.WatchAlerts(t, "c1")
-	alerts.Quiet(t, time.Minute, "StraitDNSDown")
-	n := len(env.StraitPods(t, "c1", labtest.DNSApp, ""))
-	scale := func(n int) {
-		env.Kubectl(t, "c1", "-n", straitv1.SystemNamespace, "scale", "deployment/strait-dns", fmt.Sprintf("--replicas=%d", n))
-	}
-	back := func() {
-		scale(n)
-		env.Kubectl(t, "c1", "-n", straitv1.SystemNamespace, "rollout", "status", "deployment/strait-dns", "--timeout=2m")
-	}
-	restored := false
-	t.Cleanup(func() {
-		if !restored {
-			back()
-		}
-	})
-	stopped := time.Now()
-	scale(0)
-	env.Kubectl(t, "c1", "-n", straitv1.SystemNamespace, "wait", "--for=delete", "pod", "-l", "app.kubernetes.io/name="+labtest.DNSApp, "--timeout=2m")
-	// Stopping is the kubelet's and strait dns's own shutdown; the bound starts when the
-	// last pod is gone (its scrape failed before that at the latest).
-	gone := time.Since(stopped)
-	alerts.Fired(t, "StraitDNSDown", nil, stopped, gone+labtest.AlertBound(0, time.Minute))
-	back()
-	restored = true
-	// Back: the pods are Ready, and Prometheus discovers them by its watch of pods.
-	alerts.Resolved(t, "StraitDNSDown", nil, time.Now(), labtest.ResolveBound(labtest.DiscoveryDetect))
-}
+// The fault of the alerts' matrix that no test caused before: an export whose clusters
+// disagree. The others fire their alerts in the tests that cause them for the data path
+// or diagnose (matrix_test.go, faults_test.go, hubdown_test.go, diagnose_test.go).
 
 // TestExportConflictAlerts: a commit exports a Service that is ClusterIP in c1 and
 // headless in c2; the hub's Prometheus fires StraitExportConflict for the ClusterSet
@@ -92,4 +59,23 @@ func TestExportConflictAlerts(t *testing.T) {
 		t.Fatal(err)
 	}
 	alerts.Resolved(t, "StraitExportConflict", match, reverted, time.Since(reverted)+labtest.ResolveBound(0))
+}
+
+// diagnoseNamesTheRunbook: `strait diagnose deployment --prometheus URL` (the hub's
+// Prometheus on the host, through the lab daemon's forwarder) has a failing "alerts" line
+// for the critical alert firing in cluster, naming its runbook.
+func diagnoseNamesTheRunbook(t *testing.T, cluster, alert string) {
+	t.Helper()
+	rec, err := env.Lab.State().ReadRecord()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The federation brings the member's alert to the hub's Prometheus within a scrape.
+	time.Sleep(2 * lab.PrometheusInterval)
+	out, errOut, code := exitCode(t, env.Strait, "diagnose", "deployment", "--member-kubeconfig", cluster+"="+env.Lab.State().KubeconfigPath(cluster),
+		"--prometheus", fmt.Sprintf("http://127.0.0.1:%d", rec.PrometheusHostPort()))
+	line := strings.Join(fields(out, "alerts", cluster), " ")
+	if code != 2 || !strings.Contains(line, "fail") || !strings.Contains(line, alert) || !strings.Contains(out, "runbooks.md#"+strings.ToLower(alert)) {
+		t.Errorf("strait diagnose deployment --prometheus: exit %d, want 2 with a failing alerts line for %s in %s and its runbook:\n%s%s", code, alert, cluster, out, errOut)
+	}
 }

@@ -136,11 +136,26 @@ func TestDiagnoseFindsEachFault(t *testing.T) {
 		}
 	})
 
+	// Every strait dns pod of c1 stopped is also a fault of the alerts' matrix: c1's
+	// Prometheus fires StraitDNSDown, diagnose given the hub's Prometheus names its
+	// runbook, and it resolves once strait dns is back (one of two pods restarting
+	// alerts nothing: TestStraitDNSRestart).
 	t.Run("missing CoreDNS block", func(t *testing.T) {
 		ctx := context.Background()
 		kube := env.HostClient(t, "c1")
+		alerts := env.WatchAlerts(t, "c1")
+		alerts.Quiet(t, time.Minute, "StraitDNSDown")
+		stopped := time.Now()
 		scaleDNS(t, "c1", 0)
-		defer restoreDNS(t, "c1")
+		// Stopping is the kubelet's and strait dns's own shutdown; the bound starts when
+		// the last pod is gone (its scrape failed before that at the latest).
+		gone := time.Since(stopped)
+		restored := false
+		defer func() {
+			if !restored {
+				restoreDNS(t, "c1")
+			}
+		}()
 		cm, err := kube.CoreV1().ConfigMaps("kube-system").Get(ctx, "coredns", metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
@@ -155,6 +170,13 @@ func TestDiagnoseFindsEachFault(t *testing.T) {
 		out := diagnose(t, 2, "dns")
 		want(t, out, "dns", "c1", "fail", "no strait-dns block")
 		want(t, out, "dns", "c2", "pass")
+		alerts.Fired(t, "StraitDNSDown", nil, stopped, gone+labtest.AlertBound(0, time.Minute))
+		diagnoseNamesTheRunbook(t, "c1", "StraitDNSDown")
+		restoreDNS(t, "c1")
+		restored = true
+		// Back: the pods are Ready (and the Corefile has their block again); Prometheus
+		// discovers them by its watch of pods.
+		alerts.Resolved(t, "StraitDNSDown", nil, time.Now(), labtest.ResolveBound(labtest.DiscoveryDetect))
 	})
 
 	t.Run("masquerading CNI without the bypass", func(t *testing.T) {

@@ -2,6 +2,7 @@ package diagnose
 
 import (
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
+	"github.com/straitnet/strait/internal/alerts"
 	"github.com/straitnet/strait/internal/probe"
 	"github.com/straitnet/strait/nodeagent/route"
 )
@@ -175,5 +177,24 @@ func TestSeenInReadsTheServersLog(t *testing.T) {
 	got := probe.SeenIn("seen c1/p1 10.8.2.4\nseen c1/p1 10.8.2.4\nseen c1/p2 10.250.1.13\nsomething else\n")
 	if strings.Join(got["c1/p1"], ",") != "10.8.2.4" || strings.Join(got["c1/p2"], ",") != "10.250.1.13" {
 		t.Errorf("%v", got)
+	}
+}
+
+// A firing alert is a diagnose line in the cluster it fires in: fail when critical,
+// warn otherwise, naming its runbook; none firing is one pass line.
+func TestFiringAlertsAreLinesWithTheirRunbooks(t *testing.T) {
+	got := judgeAlerts([]alerts.Alert{
+		{Name: "StraitPeerNotConnected", Severity: "critical", Cluster: "c1", About: "peer=c2", Runbook: alerts.RunbookBase + "straitpeernotconnected"},
+		{Name: "StraitExportConflict", Severity: "warning", About: "clusterset=strait-system.demo", Runbook: alerts.RunbookBase + "straitexportconflict"},
+	})
+	want := []Result{
+		{Check: checkAlerts, Cluster: "c1", Status: Fail, Detail: "StraitPeerNotConnected firing (peer=c2)", Fix: "runbook: " + alerts.RunbookBase + "straitpeernotconnected"},
+		{Check: checkAlerts, Cluster: "hub", Status: Warn, Detail: "StraitExportConflict firing (clusterset=strait-system.demo)", Fix: "runbook: " + alerts.RunbookBase + "straitexportconflict"},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got %+v\nwant %+v", got, want)
+	}
+	if none := judgeAlerts(nil); len(none) != 1 || none[0].Status != Pass {
+		t.Errorf("no alert firing: %+v, want one pass line", none)
 	}
 }

@@ -29,6 +29,8 @@ type options struct {
 	file     string
 	output   string
 	timeouts timeouts
+	// prometheus, when set, adds a line for each of Strait's alerts firing there.
+	prometheus string
 }
 
 // NewCommand is `strait diagnose`.
@@ -57,6 +59,10 @@ check and member, pass, warn or fail, and for each warning or failure what to do
                inside the ClusterSet's (the file given with -f, else the Membership the
                hub wrote from the ClusterSet)
 
+With --prometheus URL (the hub's Prometheus, which federates the members'), an "alerts"
+line follows for each of Strait's alerts firing there, in the cluster it fires in: fail
+for a critical one, warn for the others, each naming its runbook in docs/runbooks.md.
+
 The probes run Strait's own image (the agent's), "straitd probe", in pods diagnose
 starts in strait-system on every node and removes before it ends. Nothing else is written.
 
@@ -72,6 +78,9 @@ Exit status: 0 every check passed, 1 a warning and no failure, 2 a check failed 
 be read).`,
 		Example: `  # Every check, every context of the current kubeconfig that is a member:
   strait diagnose
+
+  # The deployment checks, and the alerts the hub's Prometheus has firing:
+  strait diagnose deployment --prometheus http://127.0.0.1:9090
 
   # Two members of one kubeconfig, the CIDRs against the file in git (before a commit):
   strait diagnose cidrs --context c1 --context c2 -f clusterset/clusterset.yaml
@@ -90,6 +99,7 @@ be read).`,
 	addMemberFlags(cmd, &o.members)
 	addTimeoutFlags(cmd, &o.timeouts, true, missedNodesLine)
 	f.StringVarP(&o.file, "file", "f", "", "check the CIDRs against this ClusterSet file (default: each member's Membership)")
+	f.StringVar(&o.prometheus, "prometheus", "", "also list Strait's alerts firing in this Prometheus (the hub's, which federates the members'), each with its runbook")
 	f.StringVarP(&o.output, "output", "o", "", "output format: json or yaml (default: a table)")
 	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"json", "yaml"}, cobra.ShellCompDirectiveNoFileComp))
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &cli.ExitStatus{Code: exitError, Err: err} })
@@ -163,6 +173,14 @@ func run(ctx context.Context, o *options, args []string, stdout, stderr io.Write
 	}
 	if err := diagnoseMembers(ctx, members, checks, o, rep, progress); err != nil {
 		return &cli.ExitStatus{Code: exitError, Err: err}
+	}
+	if o.prometheus != "" {
+		progress("reading the alerts firing in %s", o.prometheus)
+		lines, err := alertResults(ctx, o.prometheus)
+		if err != nil {
+			rep.Unreadable = append(rep.Unreadable, err.Error())
+		}
+		rep.Results = append(rep.Results, lines...)
 	}
 	if err := printReport(stdout, rep, o.output); err != nil {
 		return &cli.ExitStatus{Code: exitError, Err: err}

@@ -53,7 +53,7 @@ func (o *showOptions) completeClusters(cmd *cobra.Command, _ []string, _ string)
 func NewShowCommand() *cobra.Command {
 	o := &showOptions{}
 	cmd := &cobra.Command{
-		Use:   "show connections|gateways|endpoints|networks|exports|versions|all",
+		Use:   "show connections|gateways|endpoints|networks|exports|versions|all|slo",
 		Short: "Show what the clusterset is doing, per member: connections, gateways, networks, exports, versions",
 		Long: `show reads the hub's ClusterSet and, through the kubeconfig Secrets it names there (the
 hub's own member credentials), every member's Peers, Gateways, Membership and
@@ -70,6 +70,8 @@ reads nothing in a member the hub may not already read. It writes nothing.
   exports      every ServiceExport with its Valid, Ready and Conflict conditions
   versions     the hub's and every agent's and strait dns's build, and this strait's
   all          all of them
+  slo          (from Prometheus, --prometheus URL) the cross-cluster SLOs' percentiles
+               and the alerts firing, with their runbooks
 
 Output: aligned tables, or -o json|yaml for scripts. What should be looked at (a
 connection that is not Connected, a member without an active gateway, an export that is
@@ -102,6 +104,7 @@ hub, or a member, could not be read; the views of the others are printed).`,
 		}
 		cmd.AddCommand(sub)
 	}
+	cmd.AddCommand(newSLOCommand(o))
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &cli.ExitStatus{Code: exitError, Err: err} })
 	return cmd
 }

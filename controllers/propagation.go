@@ -1,0 +1,92 @@
+package controllers
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Propagation on the hub's own clock (docs/observability.md, "SLOs"): from the
+// reconcile that first sees a new ClusterSet generation, or a new export, to the first
+// reconcile that finds every member holding every object it implies. Only what comes
+// after a process's first reconcile of a ClusterSet is timed: what that reconcile finds
+// was there before, and when it came is not known.
+
+// propagationBuckets span a pass over a few members (tenths of a second) to a member
+// that was unreachable for minutes.
+var propagationBuckets = []float64{0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300}
+
+func newPropagationHistograms() (clusterSet, export *prometheus.HistogramVec) {
+	clusterSet = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "strait_hub_clusterset_propagation_seconds",
+		Help:    "From the hub's first reconcile of a new ClusterSet generation to the first that found every member holding every object of it (the hub's clock).",
+		Buckets: propagationBuckets,
+	}, []string{"clusterset"})
+	export = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "strait_hub_export_propagation_seconds",
+		Help:    "From the hub's first reconcile that saw an export served by a cluster (a ClusterSet entry or a member's ServiceExport) to the first that found every member holding its import and EndpointSlices (the hub's clock).",
+		Buckets: propagationBuckets,
+	}, []string{"clusterset"})
+	return clusterSet, export
+}
+
+// propagating is what the hub times for one ClusterSet.
+type propagating struct {
+	generation int64
+	seen       time.Time
+	// timed: observed already, or there before the process's first reconcile.
+	timed   bool
+	exports map[string]*exportSeen
+}
+
+type exportSeen struct {
+	seen  time.Time
+	timed bool
+}
+
+// recordPropagation takes one reconcile of ClusterSet cs at generation gen, which
+// started at seen, found the served exports (namespace/name) and, at now, whether every
+// member holds every object: the first time they all do after a new generation or
+// export, its propagation is observed.
+func (m *Metrics) recordPropagation(cs string, gen int64, exports []string, seen time.Time, everyMemberHolds bool, now time.Time) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	st, known := m.propagating[cs]
+	if !known {
+		// The series start at zero: the first observation is then an increase
+		// Prometheus sees (a series that starts at one is not).
+		m.clusterSetPropagation.WithLabelValues(cs)
+		m.exportPropagation.WithLabelValues(cs)
+		st = &propagating{generation: gen, timed: true, exports: map[string]*exportSeen{}}
+		for _, e := range exports {
+			st.exports[e] = &exportSeen{timed: true}
+		}
+		m.propagating[cs] = st
+		return
+	}
+	if gen != st.generation {
+		st.generation, st.seen, st.timed = gen, seen, false
+	}
+	current := make(map[string]*exportSeen, len(exports))
+	for _, e := range exports {
+		if s, ok := st.exports[e]; ok {
+			current[e] = s
+		} else {
+			current[e] = &exportSeen{seen: seen}
+		}
+	}
+	st.exports = current
+	if !everyMemberHolds {
+		return
+	}
+	if !st.timed {
+		m.clusterSetPropagation.WithLabelValues(cs).Observe(now.Sub(st.seen).Seconds())
+		st.timed = true
+	}
+	for _, s := range st.exports {
+		if !s.timed {
+			m.exportPropagation.WithLabelValues(cs).Observe(now.Sub(s.seen).Seconds())
+			s.timed = true
+		}
+	}
+}

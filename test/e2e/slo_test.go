@@ -1,0 +1,314 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/prometheus/common/model"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kfields "k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/watch"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	mcsv1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
+
+	straitv1 "github.com/straitnet/strait/api/v1alpha1"
+	"github.com/straitnet/strait/lab"
+	"github.com/straitnet/strait/nodeagent/gateway"
+	"github.com/straitnet/strait/test/labtest"
+)
+
+// promScalar is the value of a query that sums to one series in cluster's Prometheus (0
+// when it has none yet).
+func promScalar(t *testing.T, cluster, query string) float64 {
+	t.Helper()
+	api, err := lab.PrometheusAPI(env.Topo, cluster)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	v, _, _, err := api.Query(ctx, query, time.Now())
+	if err != nil {
+		t.Fatalf("%s's Prometheus: %s: %v", cluster, query, err)
+	}
+	vec, _ := v.(model.Vector)
+	if len(vec) == 0 {
+		return 0
+	}
+	return float64(vec[0].Value)
+}
+
+// histogramTotals are a histogram family's _count and _sum over all its series.
+type histogramTotals struct{ count, sum float64 }
+
+// histogramNow is family's totals over the series matching selector ("" or a PromQL
+// label selector such as {node="c2-gw-1"}): a daemon that goes takes its series with it,
+// so a total over every daemon can drop while another's grows.
+func histogramNow(t *testing.T, cluster, family, selector string) histogramTotals {
+	t.Helper()
+	return histogramTotals{promScalar(t, cluster, "sum("+family+"_count"+selector+")"), promScalar(t, cluster, "sum("+family+"_sum"+selector+")")}
+}
+
+// oneObservation waits until cluster's Prometheus has scraped exactly one observation of
+// family more than before, and returns its value (the increase of _sum).
+func oneObservation(t *testing.T, cluster, family, selector string, before histogramTotals) float64 {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		now := histogramNow(t, cluster, family, selector)
+		switch n := now.count - before.count; {
+		case n == 1:
+			return now.sum - before.sum
+		case n > 1:
+			t.Fatalf("%s: %s counted %v observations, want the one event's", cluster, family, n)
+		case time.Now().After(deadline):
+			t.Fatalf("%s: %s counted no observation in 15 s (count %v)", cluster, family, now.count)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// settledHistogram is a family's totals once two scrapes have passed, so that an
+// observation made just before is in them and not taken for the next event's.
+func settledHistogram(t *testing.T, cluster, family, selector string) histogramTotals {
+	t.Helper()
+	time.Sleep(2*lab.PrometheusInterval + 200*time.Millisecond)
+	return histogramNow(t, cluster, family, selector)
+}
+
+// sloTolerance: how far a histogram's one observation may be from the test's own
+// measurement of the same event, each side measured to within its polling.
+type sloTolerance struct{ early, late time.Duration }
+
+func (tol sloTolerance) check(t *testing.T, what string, metric float64, measured time.Duration) {
+	t.Helper()
+	got := time.Duration(metric * float64(time.Second))
+	t.Logf("%s: the histogram's observation %s, measured by the test %s", what, got.Round(time.Millisecond), measured.Round(time.Millisecond))
+	if got < measured-tol.early || got > measured+tol.late {
+		t.Errorf("%s: the histogram observed %s, the test measured %s: want within [-%s, +%s] of it",
+			what, got.Round(time.Millisecond), measured.Round(time.Millisecond), tol.early, tol.late)
+	}
+}
+
+// TestSLOMetricsAgreeWithTheTests: one event of each kind the hub's and the agents' SLO
+// histograms time, measured by the test from outside as well, against the histogram's
+// one observation read through the lab's Prometheus.
+func TestSLOMetricsAgreeWithTheTests(t *testing.T) {
+	env.Require(t)
+	t.Run("a pushed export reaches every member", pushPropagation)
+	t.Run("a gateway handover", handoverFailover)
+	// After both events: every panel has something to draw, and strait show slo has
+	// both to show.
+	t.Run("every dashboard panel has data", dashboardHasData)
+	t.Run("strait show slo", showSLO)
+}
+
+// showSLO: `strait show slo` against the hub's Prometheus on the host (the lab daemon's
+// forwarder, as lab up prints it) lists the events just caused, with their counts and
+// percentiles.
+func showSLO(t *testing.T) {
+	rec, err := env.Lab.State().ReadRecord()
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := fmt.Sprintf("http://127.0.0.1:%d", rec.PrometheusHostPort())
+	out, err := exec.Command(env.Strait, "show", "slo", "--prometheus", url, "-o", "json").Output()
+	if err != nil {
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 1 { // 1: an alert firing, which the table says
+			t.Fatalf("strait show slo --prometheus %s: %v", url, err)
+		}
+	}
+	var r struct {
+		SLOs []struct {
+			SLO, For string
+			Count    float64
+			P99      float64 `json:"p99Seconds"`
+		} `json:"slos"`
+	}
+	if err := json.Unmarshal(out, &r); err != nil {
+		t.Fatalf("strait show slo -o json: %v\n%s", err, out)
+	}
+	for _, want := range []struct{ slo, of string }{
+		{"ClusterSet into every member", straitv1.SystemNamespace + ".demo"},
+		{"export into every member", straitv1.SystemNamespace + ".demo"},
+		{"change into DNS answers", "c1"},
+		{"failover", "c2/wireguard"},
+		{"DNS answer", "c1"},
+	} {
+		found := false
+		for _, s := range r.SLOs {
+			if s.SLO == want.slo && s.For == want.of {
+				found = s.Count >= 1 && s.P99 > 0
+				t.Logf("%s for %s: %v observations, p99 %.3fs", s.SLO, s.For, s.Count, s.P99)
+			}
+		}
+		if !found {
+			t.Errorf("strait show slo has no %q for %s with an observation and a p99:\n%s", want.slo, want.of, out)
+		}
+	}
+}
+
+// dashboardHasData runs every query of the monitoring component's dashboards against
+// the hub's Prometheus, which federates the members', as Grafana would: each must
+// parse and return series.
+func dashboardHasData(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join(env.Root, "kustomize", "components", "monitoring", "dashboards", "*.json"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no dashboards (%v)", err)
+	}
+	api, err := lab.PrometheusAPI(env.Topo, labtest.HubCluster)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var d struct {
+			Panels []struct {
+				Title, Type string
+				Targets     []struct{ Expr string }
+			}
+		}
+		if err := json.Unmarshal(data, &d); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		queries := 0
+		for _, p := range d.Panels {
+			for _, q := range p.Targets {
+				queries++
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				v, _, _, err := api.Query(ctx, q.Expr, time.Now())
+				cancel()
+				vec, _ := v.(model.Vector)
+				switch {
+				case err != nil:
+					t.Errorf("%s: panel %q: %s: %v", filepath.Base(f), p.Title, q.Expr, err)
+				case len(vec) == 0:
+					t.Errorf("%s: panel %q: %s returns no series", filepath.Base(f), p.Title, q.Expr)
+				}
+			}
+		}
+		t.Logf("%s: %d panels, %d queries, each answered with series", filepath.Base(f), len(d.Panels), queries)
+	}
+}
+
+// pushPropagation: from the ClusterSet's new generation in the hub (the test watches
+// for it every 10 ms) to c2's exported service's ServiceImport in both members and its
+// EndpointSlice in c1 (polled every 10 ms), against strait_hub_clusterset_propagation_seconds
+// and strait_hub_export_propagation_seconds, which time from the reconcile that saw the
+// generation (or the export) to the one that found every member holding it.
+//
+// Tolerance: the hub starts its clock when its reconcile starts, after its watch and
+// queue (a few ms, later than the test's 10-ms poll can see: early 100 ms), and stops it
+// after every object of every member is applied (the derived Service and its slices
+// after the import, and the hub's checks), which the test's three objects do not all
+// show (late 300 ms).
+func pushPropagation(t *testing.T) {
+	env.RestoreClusterSetSpec(t)
+	const svc = "whereami-slo"
+	exportNew(t, svc)
+	const sets, exports = "strait_hub_clusterset_propagation_seconds", "strait_hub_export_propagation_seconds"
+	beforeSets, beforeExports := settledHistogram(t, labtest.HubCluster, sets, ""), histogramNow(t, labtest.HubCluster, exports, "")
+	hub, c1, c2 := env.Client(t, labtest.HubCluster), env.Client(t, "c1"), env.Client(t, "c2")
+	gen := env.ClusterSet(t).Generation
+	env.PushClusterSet(t, labtest.ChangeClusterSet(t, env.RepoClusterSet(t), func(cs *straitv1.ClusterSet) { withExport(cs, svc, true) }),
+		"e2e: export "+svc+" to time its propagation")
+	ctx := context.Background()
+	var sawGeneration, everywhere time.Time
+	key := client.ObjectKey{Namespace: lab.SampleNamespace, Name: svc}
+	for deadline := time.Now().Add(time.Minute); everywhere.IsZero(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the export of %s did not reach both members in a minute (generation seen %v)", svc, !sawGeneration.IsZero())
+		}
+		if sawGeneration.IsZero() {
+			list := &straitv1.ClusterSetList{}
+			if err := hub.List(ctx, list); err == nil && len(list.Items) == 1 && list.Items[0].Generation > gen {
+				sawGeneration = time.Now()
+			}
+			continue
+		}
+		slices := &discoveryv1.EndpointSliceList{}
+		if c1.Get(ctx, key, &mcsv1.ServiceImport{}) == nil && c2.Get(ctx, key, &mcsv1.ServiceImport{}) == nil &&
+			c1.List(ctx, slices, client.InNamespace(lab.SampleNamespace), client.MatchingLabels{mcsv1.LabelServiceName: svc, mcsv1.LabelSourceCluster: "c2"}) == nil &&
+			len(slices.Items) > 0 {
+			everywhere = time.Now()
+		}
+	}
+	measured := everywhere.Sub(sawGeneration)
+	tol := sloTolerance{early: 100 * time.Millisecond, late: 300 * time.Millisecond}
+	tol.check(t, "the ClusterSet's new generation to every member", oneObservation(t, labtest.HubCluster, sets, "", beforeSets), measured)
+	tol.check(t, "the new export to every member", oneObservation(t, labtest.HubCluster, exports, "", beforeExports), measured)
+}
+
+// handoverFailover: c2's active gateway agent stops (SIGTERM: it releases the Lease, and
+// the release's renewTime, written on this machine's one clock, is when); from the
+// release to the first GET c1 → c2 sent after it and answered (every 50 ms), against
+// strait_agent_failover_seconds of the agent that took over, which times from the
+// release as its watch saw it to its first health check answered by c1 through the new
+// cable.
+//
+// Tolerance: the GETs and the agent's checks cross the same cable, but each is sent on
+// its own beat: the GETs every 50 ms (early 100 ms), the checks every 100 ms, and a check
+// sent before the cable was up is given up after 250 ms before the next (late 400 ms).
+func handoverFailover(t *testing.T) {
+	const family = "strait_agent_failover_seconds"
+	src, target := env.CrossTraffic(t, "c1", "c2")
+	// The standby's own series: the stopped agent's go with it.
+	active := env.ActiveGateway(t, "c2")
+	c2, _ := env.Topo.Cluster("c2")
+	var standby string
+	for _, n := range c2.Nodes {
+		if n.Gateway && n.Name != active.Name {
+			standby = n.Name
+		}
+	}
+	selector := fmt.Sprintf(`{node=%q}`, standby)
+	before := settledHistogram(t, "c2", family, selector)
+	releases := make(chan time.Time, 4)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	w, err := env.HostClient(t, "c2").CoordinationV1().Leases(straitv1.SystemNamespace).Watch(ctx, metav1.ListOptions{
+		FieldSelector: kfields.OneTermEqualSelector("metadata.name", gateway.LeaseName).String()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	go func() {
+		for ev := range w.ResultChan() {
+			if l, ok := ev.Object.(*coordinationv1.Lease); ok && ev.Type == watch.Modified && l.Spec.HolderIdentity == nil && l.Spec.RenewTime != nil {
+				releases <- l.Spec.RenewTime.Time
+			}
+		}
+	}()
+	p := labtest.StartProber(src.NS, target)
+	h := env.StopActiveAgent(t, "c2", syscall.SIGTERM, src, target)
+	var released time.Time
+	select {
+	case released = <-releases:
+	case <-time.After(5 * time.Second):
+		t.Fatalf("c2's Lease was not seen released by %s", h.From)
+	}
+	o := p.Since(released)
+	if !o.Answered {
+		t.Fatalf("c1 → c2 not answered after the release: %s", o)
+	}
+	tol := sloTolerance{early: 100 * time.Millisecond, late: 400 * time.Millisecond}
+	if h.To != standby {
+		t.Fatalf("c2's gateway moved to %s, not to the standby %s", h.To, standby)
+	}
+	tol.check(t, fmt.Sprintf("c2's handover %s → %s (wireguard)", h.From, h.To), oneObservation(t, "c2", family, selector, before), o.Resumed)
+	h.WaitBack(t)
+}
