@@ -64,9 +64,9 @@ type Config struct {
 	// Cables builds cable drivers; nil: this node never runs a cable.
 	Cables CableFactory
 	Prober health.Prober
-	// FailoverProber, one echo request a check, times a failover to this node (the
-	// first answer of every peer through the new cable); nil: Prober.
-	FailoverProber health.Prober
+	// FailoverProber times a failover to this node: the first answer of every peer
+	// through the new cable; nil: failovers are not timed.
+	FailoverProber health.FirstReplier
 	// MetricsAddr and HealthAddr: "0" disables.
 	MetricsAddr, HealthAddr string
 	// PeerPort is the other agents' metrics port, where they answer APIServerProbePath;

@@ -5,6 +5,9 @@ import (
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	straitv1 "github.com/straitnet/strait/api/v1alpha1"
+	"github.com/straitnet/strait/nodeagent/cable"
 )
 
 // The failover SLO (docs/observability.md): the agent that takes the gateway over
@@ -12,9 +15,9 @@ import (
 // standby counted it) or its release (as the watch showed it) to its own cable up and
 // a health check through it answered by every peer.
 
-// failoverProbeEvery is how often a new active gateway health-checks the peers that
-// have not answered yet; each check is one echo request (FailoverProber).
-const failoverProbeEvery = 100 * time.Millisecond
+// failoverProbeEvery is how often a new active gateway sends a health check to each
+// peer until one is answered (health.FirstReplier): the timing's precision.
+const failoverProbeEvery = 50 * time.Millisecond
 
 // failoverGiveUp ends a timing no peer completes: a peer down is not a failover's time.
 const failoverGiveUp = 2 * time.Minute
@@ -35,60 +38,73 @@ func (a *Agent) becameActive() {
 	go a.timeFailover(log.IntoContext(ctx, a.mgr.GetLogger().WithName("failover")), from, previous)
 }
 
-// timeFailover health-checks every peer through the new cable until each has answered
-// once, then records the failover: from from to the last of the first answers.
+// timeFailover waits for this node's first pass as the active gateway (its cable
+// made, the peers known), then health-checks every peer through the cable every
+// failoverProbeEvery until each has answered once, and records the failover: from from
+// to the last of the first answers.
 func (a *Agent) timeFailover(ctx context.Context, from time.Time, previous string) {
-	prober := a.cfg.FailoverProber
-	if prober == nil {
-		prober = a.cfg.Prober
-	}
-	if prober == nil {
+	fr := a.cfg.FailoverProber
+	if fr == nil {
 		return
 	}
-	answered := map[string]time.Time{}
-	for deadline := time.Now().Add(failoverGiveUp); time.Now().Before(deadline); {
+	ctx, cancel := context.WithTimeout(ctx, failoverGiveUp)
+	defer cancel()
+	var want Desired
+	var peers []straitv1.Peer
+	var driver cable.Driver
+	for {
 		if !a.stillActive() {
 			return // lost again before it was done: no failover of this node's to time
 		}
 		a.mu.Lock()
-		want, peers, driver := a.last, a.lastPeers, a.driver
+		want, peers, driver = a.last, a.lastPeers, a.driver
 		a.mu.Unlock()
 		if want.Active && driver != nil && len(peers) > 0 {
-			done := true
-			var last time.Time
-			for _, p := range peers {
-				id := p.Spec.ClusterID
-				if at, ok := answered[id]; ok {
-					last = later(last, at)
-					continue
-				}
-				done = false
-				if p.Spec.Endpoint == nil {
-					continue
-				}
-				hc, err := parseAddr(p.Spec.Endpoint.HealthCheckIP)
-				if err != nil {
-					continue
-				}
-				sent := time.Now()
-				if r, err := prober.Probe(ctx, want.Local.HealthCheckIP, hc); err == nil && r.Received > 0 {
-					answered[id] = sent.Add(r.RTT)
-				}
-			}
-			if done {
-				took := last.Sub(from)
-				a.metrics.failedOver(string(driver.Name()), took)
-				log.FromContext(ctx).Info("failover done: every peer answers through this node's cable",
-					"from", previous, "took", took.String(), "driver", driver.Name())
-				return
-			}
+			break
 		}
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(failoverProbeEvery):
+		case <-time.After(failoverProbeEvery / 2):
 		}
 	}
+	type answer struct {
+		peer string
+		at   time.Time
+		err  error
+	}
+	answers := make(chan answer, len(peers))
+	asked := 0
+	for _, p := range peers {
+		if p.Spec.Endpoint == nil {
+			continue // a peer that has no gateway cannot answer: not this failover's
+		}
+		hc, err := parseAddr(p.Spec.Endpoint.HealthCheckIP)
+		if err != nil {
+			continue
+		}
+		asked++
+		go func() {
+			at, err := fr.FirstReply(ctx, want.Local.HealthCheckIP, hc, failoverProbeEvery)
+			answers <- answer{p.Spec.ClusterID, at, err}
+		}()
+	}
+	var last time.Time
+	for range asked {
+		r := <-answers
+		if r.err != nil {
+			log.FromContext(ctx).V(1).Info("failover not timed: a peer did not answer through the cable", "peer", r.peer, "error", r.err.Error())
+			return
+		}
+		last = later(last, r.at)
+	}
+	if asked == 0 || !a.stillActive() {
+		return
+	}
+	took := last.Sub(from)
+	a.metrics.failedOver(string(driver.Name()), took)
+	log.FromContext(ctx).Info("failover done: every peer answers through this node's cable",
+		"from", previous, "took", took.String(), "driver", driver.Name())
 }
 
 func later(a, b time.Time) time.Time {

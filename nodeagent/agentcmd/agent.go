@@ -147,15 +147,15 @@ func runAgent(ctx context.Context, o *agentOptions, stdout, stderr io.Writer) er
 	ctrl.SetLogger(log)
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	prober := health.NewICMP(ns, 5, 100*time.Millisecond, time.Second)
 	a, err := agent.New(cfg, agent.Config{
 		NodeName: o.nodeName, Namespace: o.namespace, Resync: o.resync, HealthInterval: o.healthInterval,
 		Election: o.election, Kernel: k,
 		Cables: cableFactory(cfg, o.namespace, o.viciSocket, nl, log),
-		Prober: health.NewICMP(ns, 5, 100*time.Millisecond, time.Second),
-		// One request, answered within a quarter second or counted lost: a failover's
-		// first answers are timed to within the check's interval (failover.go).
-		FailoverProber: health.NewICMP(ns, 1, 0, 250*time.Millisecond),
-		MetricsAddr:    o.metricsAddr, HealthAddr: o.healthAddr, Metrics: ctrlmetrics.Registry,
+		// One ICMP socket kind for both: the rounds of health checks, and the first
+		// answers that time a failover to this node (failover.go).
+		Prober: prober, FailoverProber: prober,
+		MetricsAddr: o.metricsAddr, HealthAddr: o.healthAddr, Metrics: ctrlmetrics.Registry,
 	})
 	if err != nil {
 		return err

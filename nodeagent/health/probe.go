@@ -146,3 +146,53 @@ func (p *ICMP) Probe(ctx context.Context, src, dst netip.Addr) (Result, error) {
 	}
 	return res, nil
 }
+
+// FirstReplier times when a path starts to carry traffic.
+type FirstReplier interface {
+	// FirstReply sends an echo request from src to dst every interval, without waiting
+	// for the one before, and returns when the first answer to any of them arrived; an
+	// error when ctx ends first.
+	FirstReply(ctx context.Context, src, dst netip.Addr, every time.Duration) (time.Time, error)
+}
+
+// FirstReply implements FirstReplier: its precision is every, whatever the round trip.
+func (p *ICMP) FirstReply(ctx context.Context, src, dst netip.Addr, every time.Duration) (time.Time, error) {
+	conn, err := p.listen(src)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("icmp socket on %s: %w", src, err)
+	}
+	defer conn.Close() // ends the reader below
+	id := int(p.seq.Add(1)&0xffff) ^ 0x5354
+	answered := make(chan time.Time, 1)
+	go func() {
+		buf := make([]byte, 1500)
+		for {
+			n, from, err := conn.ReadFrom(buf)
+			if err != nil {
+				return
+			}
+			at := time.Now()
+			m, err := icmp.ParseMessage(1, buf[:n])
+			if err != nil || m.Type != ipv4.ICMPTypeEchoReply || from.String() != dst.String() {
+				continue
+			}
+			if e, ok := m.Body.(*icmp.Echo); ok && e.ID == id {
+				answered <- at
+				return
+			}
+		}
+	}()
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for seq := 0; ; seq++ {
+		b, _ := (&icmp.Message{Type: ipv4.ICMPTypeEcho, Body: &icmp.Echo{ID: id, Seq: seq & 0xffff, Data: []byte("strait-failover")}}).Marshal(nil)
+		_, _ = conn.WriteTo(b, &net.IPAddr{IP: dst.AsSlice()}) // a path not up yet refuses: try on
+		select {
+		case at := <-answered:
+			return at, nil
+		case <-ctx.Done():
+			return time.Time{}, fmt.Errorf("no answer from %s: %w", dst, ctx.Err())
+		case <-tick.C:
+		}
+	}
+}

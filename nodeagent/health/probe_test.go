@@ -2,7 +2,9 @@ package health
 
 import (
 	"context"
+	"fmt"
 	"net/netip"
+	"os/exec"
 	"testing"
 	"time"
 
@@ -32,5 +34,52 @@ func TestICMPProbe(t *testing.T) {
 	}
 	if r.Received != 0 || r.LossPercent() != 100 {
 		t.Fatalf("unreachable peer: %+v", r)
+	}
+}
+
+// FirstReply answers with the moment the first reply came, once the path carries
+// traffic, however many requests went unanswered before; and gives up with ctx.
+func TestFirstReplyTimesAPathComingUp(t *testing.T) {
+	require.Root(t)
+	a, b := netns.New(t, "fa"), netns.New(t, "fb")
+	netns.Veth(t, a, "eth0", b, "eth0")
+	a.AddAddr(t, "eth0", "10.98.0.1/24")
+	b.AddAddr(t, "eth0", "10.98.0.2/24")
+	p := NewICMP(a.Handle, 1, 0, 100*time.Millisecond)
+	src, dst := netip.MustParseAddr("10.98.0.1"), netip.MustParseAddr("10.98.0.2")
+	// The path to dst opens 300 ms from now (an unreachable route until then, as a cable
+	// not made yet): the requests before go nowhere.
+	ip := func(args ...string) error {
+		out, err := exec.Command("ip", append([]string{"-n", a.Name, "route"}, args...)...).CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("ip route %v: %w: %s", args, err, out)
+		}
+		return nil
+	}
+	if err := ip("add", "unreachable", "10.98.0.2/32"); err != nil {
+		t.Fatal(err)
+	}
+	up := make(chan time.Time, 1)
+	go func() {
+		time.Sleep(300 * time.Millisecond)
+		if err := ip("del", "unreachable", "10.98.0.2/32"); err != nil {
+			t.Error(err)
+		}
+		up <- time.Now()
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	at, err := p.FirstReply(ctx, src, dst, 20*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if late := at.Sub(<-up); late < 0 || late > 100*time.Millisecond {
+		t.Errorf("first reply %s after the path opened; want within the 20-ms beat and a neighbour lookup", late)
+	}
+	// Nobody at all: it gives up when ctx ends.
+	short, cancel2 := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel2()
+	if _, err := p.FirstReply(short, src, netip.MustParseAddr("10.98.0.3"), 20*time.Millisecond); err == nil {
+		t.Error("a reply from an address nobody has")
 	}
 }
