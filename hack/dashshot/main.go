@@ -220,6 +220,9 @@ func drawLines(b *strings.Builder, ss []series, unit string, x, y, pw, ph int) {
 func format(v float64, unit string) string {
 	switch unit {
 	case "s":
+		if v != 0 && math.Abs(v) < 0.001 {
+			return fmt.Sprintf("%.0f µs", v*1e6)
+		}
 		if math.Abs(v) < 1 {
 			return fmt.Sprintf("%.0f ms", v*1000)
 		}
