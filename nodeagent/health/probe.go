@@ -96,30 +96,17 @@ func (p *ICMP) Probe(ctx context.Context, src, dst netip.Addr) (Result, error) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		buf := make([]byte, 1500)
-		for {
-			n, from, err := conn.ReadFrom(buf)
-			if err != nil {
-				return
-			}
-			at := time.Now()
-			m, err := icmp.ParseMessage(1, buf[:n])
-			if err != nil || m.Type != ipv4.ICMPTypeEchoReply || from.String() != dst.String() {
-				continue
-			}
-			e, ok := m.Body.(*icmp.Echo)
-			if !ok || e.ID != id {
-				continue
-			}
+		readReplies(conn, dst, id, func(seq int, at time.Time) bool {
 			mu.Lock()
-			t0, ok := sent[e.Seq]
-			delete(sent, e.Seq)
+			t0, ok := sent[seq]
+			delete(sent, seq)
 			mu.Unlock()
 			if ok {
 				res.Received++
 				total += at.Sub(t0)
 			}
-		}
+			return true
+		})
 	}()
 	for i := 0; i < p.count; i++ {
 		b, _ := (&icmp.Message{Type: ipv4.ICMPTypeEcho, Body: &icmp.Echo{ID: id, Seq: i, Data: []byte("strait-health")}}).Marshal(nil)
@@ -164,24 +151,10 @@ func (p *ICMP) FirstReply(ctx context.Context, src, dst netip.Addr, every time.D
 	defer conn.Close() // ends the reader below
 	id := int(p.seq.Add(1)&0xffff) ^ 0x5354
 	answered := make(chan time.Time, 1)
-	go func() {
-		buf := make([]byte, 1500)
-		for {
-			n, from, err := conn.ReadFrom(buf)
-			if err != nil {
-				return
-			}
-			at := time.Now()
-			m, err := icmp.ParseMessage(1, buf[:n])
-			if err != nil || m.Type != ipv4.ICMPTypeEchoReply || from.String() != dst.String() {
-				continue
-			}
-			if e, ok := m.Body.(*icmp.Echo); ok && e.ID == id {
-				answered <- at
-				return
-			}
-		}
-	}()
+	go readReplies(conn, dst, id, func(_ int, at time.Time) bool {
+		answered <- at
+		return false
+	})
 	tick := time.NewTicker(every)
 	defer tick.Stop()
 	for seq := 0; ; seq++ {
@@ -193,6 +166,26 @@ func (p *ICMP) FirstReply(ctx context.Context, src, dst netip.Addr, every time.D
 		case <-ctx.Done():
 			return time.Time{}, fmt.Errorf("no answer from %s: %w", dst, ctx.Err())
 		case <-tick.C:
+		}
+	}
+}
+
+// readReplies hands each echo reply from dst to echo requests of id to reply, with its
+// sequence number and when it arrived, until reply returns false or conn is closed.
+func readReplies(conn *icmp.PacketConn, dst netip.Addr, id int, reply func(seq int, at time.Time) bool) {
+	buf := make([]byte, 1500)
+	for {
+		n, from, err := conn.ReadFrom(buf)
+		if err != nil {
+			return
+		}
+		at := time.Now()
+		m, err := icmp.ParseMessage(1, buf[:n])
+		if err != nil || m.Type != ipv4.ICMPTypeEchoReply || from.String() != dst.String() {
+			continue
+		}
+		if e, ok := m.Body.(*icmp.Echo); ok && e.ID == id && !reply(e.Seq, at) {
+			return
 		}
 	}
 }
