@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"net/netip"
 	"os"
@@ -310,10 +309,7 @@ func (l *Lab) LoadImages(ctx context.Context, tarballs ...string) error {
 func kubeletHealthy(ctx context.Context, ns string) error {
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
-	hc := &http.Client{Transport: &http.Transport{DisableKeepAlives: true,
-		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			return netns.Dial(ctx, ns, network, addr)
-		}}}
+	hc := &http.Client{Transport: inNamespace(ns)}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://127.0.0.1:"+strconv.Itoa(node.HealthzPort)+"/healthz", nil)
 	if err != nil {
 		return err

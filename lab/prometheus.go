@@ -68,15 +68,20 @@ func PrometheusAPI(t *topology.Lab, cluster string) (promv1.API, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, err := promapi.NewClient(promapi.Config{Address: "http://" + addr.String(), RoundTripper: &http.Transport{
-		DisableKeepAlives: true,
-		DialContext: func(ctx context.Context, network, a string) (net.Conn, error) {
-			return netns.Dial(ctx, ns, network, a)
-		}}})
+	c, err := promapi.NewClient(promapi.Config{Address: "http://" + addr.String(), RoundTripper: inNamespace(ns)})
 	if err != nil {
 		return nil, err
 	}
 	return promv1.NewAPI(c), nil
+}
+
+// inNamespace is an HTTP transport that dials inside network namespace ns, a connection
+// a request.
+func inNamespace(ns string) *http.Transport {
+	return &http.Transport{DisableKeepAlives: true,
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			return netns.Dial(ctx, ns, network, addr)
+		}}
 }
 
 // prometheusDir keeps a cluster's Prometheus configuration, rules, kubeconfig and data.
@@ -158,10 +163,7 @@ func (l *Lab) ensurePrometheus(ctx context.Context, cp topology.ControlPlane, fe
 func reloadPrometheus(ctx context.Context, ns string) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	hc := &http.Client{Transport: &http.Transport{DisableKeepAlives: true,
-		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			return netns.Dial(ctx, ns, network, addr)
-		}}}
+	hc := &http.Client{Transport: inNamespace(ns)}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, fmt.Sprintf("http://127.0.0.1:%d/-/reload", monitoring.Port), nil)
 	if err != nil {
 		return err
