@@ -228,9 +228,9 @@ func (e *Elector) campaign(ctx context.Context) (*coordinationv1.Lease, time.Tim
 		}
 		sent := time.Now()
 		l, err := e.acquire(ctx, obs)
-		e.settle()
 		switch {
 		case err == nil:
+			e.settle()
 			switch prev := obs.holder(); {
 			case prev != "" && prev != e.identity:
 				log.Info("took over the gateway Lease", "from", prev, "expiredFor", -wait)
@@ -241,7 +241,10 @@ func (e *Elector) campaign(ctx context.Context) (*coordinationv1.Lease, time.Tim
 			}
 			return l, sent
 		case apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err):
-			known = false // someone else wrote first: read who
+			// Someone else wrote first, or the watch's first list came from a stale
+			// cache: read who holds it. Not settled yet: this standby has not seen the
+			// holder, so it could not time a release it is about to see.
+			known = false
 		case unanswered(err):
 			// The API server does not answer, and a holder holds through that: once it
 			// answers again, the holder's next renewal (every RetryPeriod) must come
