@@ -22,6 +22,7 @@ import (
 	mcsv1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
+	"github.com/straitnet/strait/dns/source"
 	"github.com/straitnet/strait/lab"
 	"github.com/straitnet/strait/nodeagent/gateway"
 	"github.com/straitnet/strait/test/labtest"
@@ -106,6 +107,7 @@ func (tol sloTolerance) check(t *testing.T, what string, metric float64, measure
 func TestSLOMetricsAgreeWithTheTests(t *testing.T) {
 	env.Require(t)
 	t.Run("a pushed export reaches every member", pushPropagation)
+	t.Run("a member's ServiceExport reaches every member and its DNS", memberExportPropagation)
 	t.Run("a gateway crash", crashFailover)
 	// After both events: every panel has something to draw, and strait show slo has
 	// both to show.
@@ -262,6 +264,88 @@ func pushPropagation(t *testing.T) {
 	tol := sloTolerance{early: 100 * time.Millisecond, late: 400 * time.Millisecond}
 	tol.check(t, "the ClusterSet's new generation to every member", oneObservation(t, labtest.HubCluster, sets, "", beforeSets), measured)
 	tol.check(t, "the new export to every member", oneObservation(t, labtest.HubCluster, exports, "", beforeExports), measured)
+}
+
+// memberExportPropagation: a ServiceExport made in c2 (the ClusterSet honouring its
+// members' exports), from its create to its ServiceImport in both members and its
+// EndpointSlice in c1 (polled every 10 ms), against strait_hub_export_propagation_seconds,
+// and on to c1's pods resolving its clusterset.local name through CoreDNS (polled every
+// 10 ms), against c1's strait_dns_propagation_seconds.
+//
+// Tolerance, the hub's part: its clock starts when the reconcile that saw the export
+// starts, after its watch of c2 and its queue (early 150 ms), and stops as the push's does
+// (late 400 ms). The member's part: strait dns observes once per snapshot it builds (each
+// of c1's two pods, one snapshot per burst of the import, its slices and the derived
+// Service), each from the first change it serves, so every observation is at least the
+// source's debounce, and their mean is no more than the interval from the import's arrival
+// to the answer (late 150 ms: the polls and the lookup's path through CoreDNS).
+func memberExportPropagation(t *testing.T) {
+	env.RestoreClusterSetSpec(t)
+	if err := env.UpdateClusterSet(t, func(cs *straitv1.ClusterSet) { cs.Spec.ExportPolicy = straitv1.ExportPolicyMemberExports }); err != nil {
+		t.Fatal(err)
+	}
+	const svc = "whereami-slo-mcs"
+	exportNew(t, svc)
+	const exports, dns = "strait_hub_export_propagation_seconds", "strait_dns_propagation_seconds"
+	beforeExports, beforeDNS := settledHistogram(t, labtest.HubCluster, exports, ""), histogramNow(t, "c1", dns, "")
+	c1, c2 := env.Client(t, "c1"), env.Client(t, "c2")
+	ctx := context.Background()
+	export := &mcsv1.ServiceExport{ObjectMeta: metav1.ObjectMeta{Namespace: lab.SampleNamespace, Name: svc}}
+	name := svc + "." + lab.SampleNamespace + ".svc.clusterset.local"
+	client1 := env.SourcePods(t, "c1")[0].NS
+	// The clients' first request of a kind looks the kind up (discovery): not in the
+	// interval measured.
+	key := client.ObjectKey{Namespace: lab.SampleNamespace, Name: svc}
+	_ = c2.Get(ctx, key, &mcsv1.ServiceExport{})
+	_ = c1.Get(ctx, key, &mcsv1.ServiceImport{})
+	_ = c1.List(ctx, &discoveryv1.EndpointSliceList{}, client.InNamespace(lab.SampleNamespace))
+	start := time.Now()
+	if err := c2.Create(ctx, export); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c2.Delete(context.Background(), export) })
+	// arrived: the first of what the hub writes into c1 for the export (its import, its
+	// slices; the derived Service is strait dns's own).
+	var arrived, everywhere, answered time.Time
+	for deadline := time.Now().Add(time.Minute); answered.IsZero() || everywhere.IsZero(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("c2's ServiceExport of %s: not imported in both members and answered in c1 in a minute (arrived in c1 %v, everywhere %v, answered %v)",
+				svc, !arrived.IsZero(), !everywhere.IsZero(), !answered.IsZero())
+		}
+		inC1 := c1.Get(ctx, key, &mcsv1.ServiceImport{}) == nil
+		slices := &discoveryv1.EndpointSliceList{}
+		sliced := c1.List(ctx, slices, client.InNamespace(lab.SampleNamespace), client.MatchingLabels{mcsv1.LabelServiceName: svc, mcsv1.LabelSourceCluster: "c2"}) == nil &&
+			len(slices.Items) > 0
+		if arrived.IsZero() && (inC1 || sliced) {
+			arrived = time.Now()
+		}
+		if everywhere.IsZero() && inC1 && sliced && c2.Get(ctx, key, &mcsv1.ServiceImport{}) == nil {
+			everywhere = time.Now()
+		}
+		if !arrived.IsZero() && answered.IsZero() {
+			lookup, cancel := context.WithTimeout(ctx, time.Second)
+			if ips, err := labtest.LookupInPod(lookup, client1, name); err == nil && len(ips) > 0 {
+				answered = time.Now()
+			}
+			cancel()
+		}
+	}
+	tol := sloTolerance{early: 150 * time.Millisecond, late: 400 * time.Millisecond}
+	tol.check(t, "c2's ServiceExport to every member", oneObservation(t, labtest.HubCluster, exports, "", beforeExports), everywhere.Sub(start))
+	// Every snapshot built since, by either strait dns pod of c1, is in the histogram.
+	time.Sleep(2*lab.PrometheusInterval + 200*time.Millisecond)
+	afterDNS := histogramNow(t, "c1", dns, "")
+	n := afterDNS.count - beforeDNS.count
+	if n < 1 {
+		t.Fatalf("c1's strait dns observed no propagation for the import of %s", svc)
+	}
+	mean := time.Duration((afterDNS.sum - beforeDNS.sum) / n * float64(time.Second))
+	measured := answered.Sub(arrived)
+	t.Logf("c1's strait dns: %v observations, mean %s; the test measured %s from the import's arrival to the answer", n, mean.Round(time.Millisecond), measured.Round(time.Millisecond))
+	if mean < source.DefaultDebounce || mean > measured+150*time.Millisecond {
+		t.Errorf("c1's strait dns observed a mean of %s per snapshot, want between its debounce (%s) and the import's arrival to the answer as the test measured it (%s) + 150ms",
+			mean.Round(time.Millisecond), source.DefaultDebounce, measured.Round(time.Millisecond))
+	}
 }
 
 // crashFailover: c2's active gateway agent crashes (SIGKILL, its kubelet stopped: the

@@ -35,6 +35,9 @@ func (e *Env) Client(t testing.TB, cluster string) client.Client {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// No client-side limit: client-go's default (5 requests a second, bursts of 10)
+	// would make a test that polls every 10 ms see a change up to a second late.
+	cfg.QPS = -1
 	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
 	if err != nil {
 		t.Fatal(err)
