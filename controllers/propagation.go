@@ -1,16 +1,20 @@
 package controllers
 
 import (
+	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/straitnet/strait/internal/exemplar"
 )
 
 // Propagation on the hub's own clock (docs/observability.md, "SLOs"): from the
 // reconcile that first sees a new ClusterSet generation, or a new export, to the first
 // reconcile that finds every member holding every object it implies. Only what comes
 // after a process's first reconcile of a ClusterSet is timed: what that reconcile finds
-// was there before, and when it came is not known.
+// was there before, and when it came is not known. Each observation carries an
+// exemplar naming its event: the generation, or the export (namespace/name).
 
 // propagationBuckets span a pass over a few members (tenths of a second) to a member
 // that was unreachable for minutes.
@@ -80,12 +84,12 @@ func (m *Metrics) recordPropagation(cs string, gen int64, exports []string, seen
 		return
 	}
 	if !st.timed {
-		m.clusterSetPropagation.WithLabelValues(cs).Observe(now.Sub(st.seen).Seconds())
+		exemplar.Observe(m.clusterSetPropagation.WithLabelValues(cs), now.Sub(st.seen).Seconds(), "generation", strconv.FormatInt(gen, 10))
 		st.timed = true
 	}
-	for _, s := range st.exports {
+	for name, s := range st.exports {
 		if !s.timed {
-			m.exportPropagation.WithLabelValues(cs).Observe(now.Sub(s.seen).Seconds())
+			exemplar.Observe(m.exportPropagation.WithLabelValues(cs), now.Sub(s.seen).Seconds(), "export", name)
 			s.timed = true
 		}
 	}

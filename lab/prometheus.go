@@ -155,6 +155,8 @@ func (l *Lab) ensurePrometheus(ctx context.Context, cp topology.ControlPlane, fe
 		// Target changes reach the scrapes every second, not every 5 s, as the lab's
 		// intervals are shorter (monitoring.LabScale).
 		"--scrape.discovery-reload-interval=1s",
+		// The SLO histograms' exemplars name the event each observation was.
+		"--enable-feature=exemplar-storage",
 		"--web.enable-lifecycle", "--log.level=warn")
 }
 

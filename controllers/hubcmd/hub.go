@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
 	"go.uber.org/zap/zapcore"
 	"k8s.io/apimachinery/pkg/types"
@@ -27,6 +28,7 @@ import (
 	"github.com/straitnet/strait/controllers"
 	"github.com/straitnet/strait/internal/cli"
 	"github.com/straitnet/strait/internal/daemonbuild"
+	"github.com/straitnet/strait/internal/exemplar"
 	"github.com/straitnet/strait/internal/kubewatch"
 	"github.com/straitnet/strait/internal/scheme"
 	"github.com/straitnet/strait/webhook"
@@ -125,7 +127,7 @@ func runHub(ctx context.Context, o *hubOptions) error {
 	kinds := scheme.New()
 	opts := ctrl.Options{
 		Scheme:                        kinds,
-		Metrics:                       metricsserver.Options{BindAddress: o.metricsAddr},
+		Metrics:                       metricsserver.Options{BindAddress: o.metricsAddr, HandlerOpts: []func(*promhttp.HandlerOpts){exemplar.OpenMetrics}},
 		HealthProbeBindAddress:        o.probeAddr,
 		LeaderElection:                o.leaderElect,
 		LeaderElectionID:              "strait-hub.strait.io",

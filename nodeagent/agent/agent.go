@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -38,6 +39,7 @@ import (
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
 	"github.com/straitnet/strait/internal/daemonbuild"
+	"github.com/straitnet/strait/internal/exemplar"
 	"github.com/straitnet/strait/internal/kubewatch"
 	"github.com/straitnet/strait/nodeagent/cable"
 	"github.com/straitnet/strait/nodeagent/gateway"
@@ -150,7 +152,8 @@ func New(restCfg *rest.Config, cfg Config) (*Agent, error) {
 	mgr, err := ctrl.NewManager(restCfg, ctrl.Options{
 		Scheme: Scheme(),
 		Metrics: metricsserver.Options{BindAddress: cfg.MetricsAddr,
-			ExtraHandlers: map[string]http.Handler{APIServerProbePath: probe}},
+			ExtraHandlers: map[string]http.Handler{APIServerProbePath: probe},
+			HandlerOpts:   []func(*promhttp.HandlerOpts){exemplar.OpenMetrics}},
 		HealthProbeBindAddress: cfg.HealthAddr,
 		Cache: cache.Options{
 			// After an API server outage the informers are current again within

@@ -102,7 +102,7 @@ func (a *Agent) timeFailover(ctx context.Context, from time.Time, previous strin
 		return
 	}
 	took := last.Sub(from)
-	a.metrics.failedOver(string(driver.Name()), took)
+	a.metrics.failedOver(string(driver.Name()), previous, took)
 	log.FromContext(ctx).Info("failover done: every peer answers through this node's cable",
 		"from", previous, "took", took.String(), "driver", driver.Name())
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/straitnet/strait/internal/exemplar"
 	"github.com/straitnet/strait/nodeagent/cable"
 )
 
@@ -165,9 +166,10 @@ func (m *metrics) setActive(active bool) (became bool) {
 // failover is then an increase Prometheus sees (a series that starts at one is not).
 func (m *metrics) cableDriver(driver string) { m.failover.WithLabelValues(driver) }
 
-// failedOver records a failover to this node, done in took.
-func (m *metrics) failedOver(driver string, took time.Duration) {
-	m.failover.WithLabelValues(driver).Observe(took.Seconds())
+// failedOver records a failover to this node from the gateway previous, done in took;
+// the observation's exemplar names previous.
+func (m *metrics) failedOver(driver, previous string, took time.Duration) {
+	exemplar.Observe(m.failover.WithLabelValues(driver), took.Seconds(), "from", previous)
 }
 
 func boolValue(b bool) float64 {

@@ -86,7 +86,7 @@ func TestPeerMetricsFollowTheRound(t *testing.T) {
 	if m.setActive(true) {
 		t.Error("setActive(true) on the active gateway said it became active again")
 	}
-	m.failedOver("wireguard", 1200*time.Millisecond)
+	m.failedOver("wireguard", "gw-2", 1200*time.Millisecond)
 	if n := gathered(t, reg)[`strait_agent_failover_seconds{driver="wireguard"}_count`]; n != 1 {
 		t.Errorf("strait_agent_failover_seconds{driver=wireguard} counted %v failovers, want 1", n)
 	}

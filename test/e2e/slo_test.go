@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"syscall"
 	"testing"
@@ -76,6 +78,41 @@ func oneObservation(t *testing.T, cluster, family, selector string, before histo
 			t.Fatalf("%s: %s counted no observation in 15 s (count %v)", cluster, family, now.count)
 		}
 		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// exemplars are the values of the exemplars of family's buckets in cluster's Prometheus
+// since from, by the value of their label name.
+func exemplars(t *testing.T, cluster, family, name string, from time.Time) map[string]float64 {
+	t.Helper()
+	api, err := lab.PrometheusAPI(env.Topo, cluster)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	res, err := api.QueryExemplars(ctx, family+"_bucket", from, time.Now())
+	if err != nil {
+		t.Fatalf("%s's Prometheus: the exemplars of %s: %v", cluster, family, err)
+	}
+	out := map[string]float64{}
+	for _, r := range res {
+		for _, e := range r.Exemplars {
+			if v, ok := e.Labels[model.LabelName(name)]; ok {
+				out[string(v)] = float64(e.Value)
+			}
+		}
+	}
+	return out
+}
+
+// hasExemplar fails t unless family's one observation, of value v, came with the
+// exemplar name=value.
+func hasExemplar(t *testing.T, cluster, family, name, value string, v float64, from time.Time) {
+	t.Helper()
+	got := exemplars(t, cluster, family, name, from)
+	if e, ok := got[value]; !ok || math.Abs(e-v) > 1e-6 {
+		t.Errorf("%s: %s's observation %.3fs: want an exemplar %s=%q of that value, have %v", cluster, family, v, name, value, got)
 	}
 }
 
@@ -262,8 +299,12 @@ func pushPropagation(t *testing.T) {
 	}
 	measured := everywhere.Sub(sawGeneration)
 	tol := sloTolerance{early: 100 * time.Millisecond, late: 400 * time.Millisecond}
-	tol.check(t, "the ClusterSet's new generation to every member", oneObservation(t, labtest.HubCluster, sets, "", beforeSets), measured)
-	tol.check(t, "the new export to every member", oneObservation(t, labtest.HubCluster, exports, "", beforeExports), measured)
+	set, export := oneObservation(t, labtest.HubCluster, sets, "", beforeSets), oneObservation(t, labtest.HubCluster, exports, "", beforeExports)
+	tol.check(t, "the ClusterSet's new generation to every member", set, measured)
+	tol.check(t, "the new export to every member", export, measured)
+	// Each observation names its event.
+	hasExemplar(t, labtest.HubCluster, sets, "generation", strconv.FormatInt(env.ClusterSet(t).Generation, 10), set, sawGeneration)
+	hasExemplar(t, labtest.HubCluster, exports, "export", lab.SampleNamespace+"/"+svc, export, sawGeneration)
 }
 
 // memberExportPropagation: a ServiceExport made in c2 (the ClusterSet honouring its
@@ -331,7 +372,9 @@ func memberExportPropagation(t *testing.T) {
 		}
 	}
 	tol := sloTolerance{early: 150 * time.Millisecond, late: 400 * time.Millisecond}
-	tol.check(t, "c2's ServiceExport to every member", oneObservation(t, labtest.HubCluster, exports, "", beforeExports), everywhere.Sub(start))
+	took := oneObservation(t, labtest.HubCluster, exports, "", beforeExports)
+	tol.check(t, "c2's ServiceExport to every member", took, everywhere.Sub(start))
+	hasExemplar(t, labtest.HubCluster, exports, "export", lab.SampleNamespace+"/"+svc, took, start)
 	// Every snapshot built since, by either strait dns pod of c1, is in the histogram.
 	time.Sleep(2*lab.PrometheusInterval + 200*time.Millisecond)
 	afterDNS := histogramNow(t, "c1", dns, "")
@@ -413,6 +456,8 @@ func crashFailover(t *testing.T) {
 		t.Fatalf("c2's gateway moved to %s, not to the standby %s", h.To, standby)
 	}
 	tol := sloTolerance{early: 500 * time.Millisecond, late: 150 * time.Millisecond}
-	tol.check(t, fmt.Sprintf("c2's gateway %s crashed, %s took over (wireguard)", h.From, h.To), oneObservation(t, "c2", family, selector, before), o.Resumed)
+	took := oneObservation(t, "c2", family, selector, before)
+	tol.check(t, fmt.Sprintf("c2's gateway %s crashed, %s took over (wireguard)", h.From, h.To), took, o.Resumed)
+	hasExemplar(t, "c2", family, "from", h.From, took, end)
 	h.WaitBack(t)
 }
