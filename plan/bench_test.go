@@ -4,6 +4,10 @@ import (
 	"encoding/json"
 	"testing"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	straitv1 "github.com/straitnet/strait/api/v1alpha1"
+
 	"github.com/straitnet/strait/plan"
 	"github.com/straitnet/strait/test/benchcpu"
 	"github.com/straitnet/strait/test/bigset"
@@ -45,33 +49,57 @@ func BenchmarkMemberObjects(b *testing.B) {
 }
 
 // TestBigClusterSetFitsInEtcd: a ClusterSet with 255 clusters and 10,000 exports, with
-// the status the plan implies, stays well under etcd's ~1.5 MB object limit, and so do
-// the largest member objects.
+// the status a hub writes (the plan's, every member's Peers reported and the hub's own
+// conditions and inventory per member), stays well under etcd's ~1.5 MB object limit,
+// and so do the largest member objects; also while every cable is down, when the
+// status says the most.
 func TestBigClusterSetFitsInEtcd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a 10,000-export clusterset")
 	}
-	cs, obs := bigset.New(bigset.Clusters, bigset.Exports)
-	p, errs := plan.Compute(cs, obs)
-	if len(errs) > 0 {
-		t.Fatal(errs.ToAggregate())
-	}
-	cs.Status = p.Status
-	const limit = 1536 * 1024
-	data, err := json.Marshal(cs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(data) > limit*3/4 {
-		t.Errorf("ClusterSet with status is %d bytes, want under %d", len(data), limit*3/4)
-	}
-	for _, o := range p.Objects("c000") {
-		d, _ := json.Marshal(o)
-		if len(d) > 64*1024 {
-			t.Errorf("%T %s is %d bytes", o, o.GetName(), len(d))
+	for _, state := range []string{"Connected", "Error"} {
+		cs, obs := bigset.New(bigset.Clusters, bigset.Exports)
+		bigset.WithPeers(cs, obs, state)
+		p, errs := plan.Compute(cs, obs)
+		if len(errs) > 0 {
+			t.Fatal(errs.ToAggregate())
+		}
+		cs.Status = p.Status
+		hubAdds(&cs.Status)
+		const limit = 1536 * 1024
+		data, err := json.Marshal(cs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(data) > limit*3/4 {
+			t.Errorf("peers %s: ClusterSet with status is %d bytes, want under %d", state, len(data), limit*3/4)
+		}
+		t.Logf("peers %s: ClusterSet with 10,000 exports and status: %d bytes", state, len(data))
+		for _, o := range p.Objects("c000") {
+			d, _ := json.Marshal(o)
+			if len(d) > 64*1024 {
+				t.Errorf("%T %s is %d bytes", o, o.GetName(), len(d))
+			}
 		}
 	}
-	t.Logf("ClusterSet with 10,000 exports and status: %d bytes", len(data))
+}
+
+// hubAdds puts into st what the hub adds to the plan's status for each member, as large
+// as it gets: its Connected and Ready conditions, an inventory of every kind it writes,
+// the kube-system UID and the kubeconfig reference.
+func hubAdds(st *straitv1.ClusterSetStatus) {
+	now := metav1.Now()
+	for i := range st.Clusters {
+		c := &st.Clusters[i]
+		c.Conditions = append(c.Conditions,
+			metav1.Condition{Type: straitv1.ConditionConnected, Status: metav1.ConditionTrue, Reason: straitv1.ReasonConnected,
+				Message: "the hub reaches the member's API server", LastTransitionTime: now, ObservedGeneration: 12},
+			metav1.Condition{Type: "Ready", Status: metav1.ConditionTrue, Reason: straitv1.ReasonApplied,
+				Message: "20512 objects in place", LastTransitionTime: now, ObservedGeneration: 12})
+		c.Inventory = map[string]int32{"Membership": 1, "Peer": 254, "GlobalIngress": 40, "ServiceImport": 10000,
+			"EndpointSlice": 10000, "ServiceExport": 40, "Secret": 1}
+		c.KubeSystemUID = "0b4f1d9e-5c2a-4b7e-9f3d-2a6c8e1f4b70"
+	}
 }
 
 // BenchmarkMemberDigests: the digest of every one of 255 members, what the hub computes

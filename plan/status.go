@@ -11,6 +11,44 @@ import (
 // MaxStatusExports caps ClusterSet status.exports; status.summary.exports counts them all.
 const MaxStatusExports = 1000
 
+// MaxStatusConnections caps the connections listed over every cluster of the status:
+// members × (members − 1) of them would not fit in one etcd object past a few dozen
+// members (4.7 MB at 255).
+const MaxStatusConnections = 1000
+
+// connectionsPerCluster is each cluster's share of MaxStatusConnections: every peer up
+// to 32 clusters, at least one.
+func connectionsPerCluster(clusters int) int {
+	return max(1, MaxStatusConnections/max(1, clusters))
+}
+
+// connections are a member's Peers with a state as status lists them, those not
+// Connected first, at most limit; and the count of the connected of them all.
+func connections(peers []straitv1.Peer, limit int) ([]straitv1.ConnectionStatus, string) {
+	var down, up []straitv1.ConnectionStatus
+	for i := range peers {
+		peer := &peers[i]
+		if peer.Status.State == "" {
+			continue
+		}
+		c := straitv1.ConnectionStatus{Cluster: peer.Spec.ClusterID, State: peer.Status.State, LatencyMicros: peer.Status.LatencyMicros}
+		if c.State == straitv1.PeerConnected {
+			up = append(up, c)
+		} else {
+			down = append(down, c)
+		}
+	}
+	total := len(down) + len(up)
+	if total == 0 {
+		return nil, ""
+	}
+	out := append(down, up...)
+	if len(out) > limit {
+		out = out[:limit]
+	}
+	return out, fmt.Sprintf("%d/%d", len(up), total)
+}
+
 // status is the ClusterSet status the plan implies: per cluster its active gateway,
 // global CIDR, connections and the kube-system UID observed there; per export its type,
 // sources and conflicts; and the export counts of the summary. What only the hub observes while it reconciles (whether
@@ -32,14 +70,7 @@ func (p *Plan) status() straitv1.ClusterSetStatus {
 				gwc.Status, gwc.Reason, gwc.Message = metav1.ConditionTrue, straitv1.ReasonGatewayActive,
 					fmt.Sprintf("gateway %s is active at %s", gw.Spec.NodeName, gw.Spec.IP)
 			}
-			for i := range f.Peers {
-				peer := &f.Peers[i]
-				if peer.Status.State == "" {
-					continue
-				}
-				cs.Connections = append(cs.Connections, straitv1.ConnectionStatus{
-					Cluster: peer.Spec.ClusterID, State: peer.Status.State, LatencyMicros: peer.Status.LatencyMicros})
-			}
+			cs.Connections, cs.PeersConnected = connections(f.Peers, connectionsPerCluster(len(p.clusters)))
 		}
 		cs.Conditions = []metav1.Condition{gwc}
 		st.Clusters = append(st.Clusters, cs)

@@ -32,3 +32,49 @@ func TestTenThousandExportsAreCountedNotCapped(t *testing.T) {
 		}
 	}
 }
+
+// A member's connections in status: every Peer with a state in a small clusterset, those
+// not Connected first; in a large one its share of MaxStatusConnections, still those not
+// Connected first, and the count over all of them.
+func TestStatusConnectionsPutTheDownFirstAndFitTheShare(t *testing.T) {
+	peers := func(states ...string) []straitv1.Peer {
+		var out []straitv1.Peer
+		for i, s := range states {
+			p := straitv1.Peer{Spec: straitv1.PeerSpec{ClusterID: fmt.Sprintf("c%03d", i)}}
+			p.Status.State, p.Status.LatencyMicros = s, int64(100*i)
+			out = append(out, p)
+		}
+		return out
+	}
+	names := func(cs []straitv1.ConnectionStatus) (out []string) {
+		for _, c := range cs {
+			out = append(out, c.Cluster+"="+c.State)
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name     string
+		states   []string
+		clusters int
+		want     []string
+		count    string
+	}{
+		{"three members, all up", []string{"Connected", "Connected"}, 3, []string{"c000=Connected", "c001=Connected"}, "2/2"},
+		{"three members, one down", []string{"Connected", "Connecting"}, 3, []string{"c001=Connecting", "c000=Connected"}, "1/2"},
+		{"a peer without a state yet", []string{"", "Connected"}, 3, []string{"c001=Connected"}, "1/1"},
+		{"no state at all", []string{"", ""}, 3, nil, ""},
+		{"255 members: three each, the down first", append(append([]string{"Connected", "Connected"}, "Error", "Connected"), "Connecting"), 255,
+			[]string{"c002=Error", "c004=Connecting", "c000=Connected"}, "3/5"},
+		{"1,000 members: one each", []string{"Connected", "Error"}, 1000, []string{"c001=Error"}, "1/2"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, count := connections(peers(tc.states...), connectionsPerCluster(tc.clusters))
+			if fmt.Sprint(names(got)) != fmt.Sprint(tc.want) || count != tc.count {
+				t.Errorf("connections = %v, %q; want %v, %q", names(got), count, tc.want, tc.count)
+			}
+		})
+	}
+	if n := connectionsPerCluster(32); n < 31 {
+		t.Errorf("32 members: %d connections listed each, want every one of the 31", n)
+	}
+}

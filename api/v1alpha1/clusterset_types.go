@@ -474,11 +474,19 @@ type ClusterStatus struct {
 	// +optional
 	ActiveGateway string `json:"activeGateway,omitempty"`
 
-	// Connections to the other members as the active gateway reports them.
+	// Connections to the other members as the active gateway reports them, those not
+	// Connected first. A large clusterset lists a share of them per member (every one
+	// up to 32 members; in all at most 1,000, so that the ClusterSet fits in one etcd
+	// object): the member's Peers have every one (strait show connections).
 	// +optional
 	// +listType=map
 	// +listMapKey=cluster
 	Connections []ConnectionStatus `json:"connections,omitempty"`
+
+	// PeersConnected counts the member's Peers whose state is Connected, of all its
+	// Peers with a state: "254/254".
+	// +optional
+	PeersConnected string `json:"peersConnected,omitempty"`
 
 	// Inventory counts the objects the hub keeps in this member, by kind.
 	// +optional

@@ -55,6 +55,13 @@ const (
 	IPsecPSKSecretName = "strait-ipsec-psk"
 )
 
+// A Peer's status.state, as its cluster's active gateway reports the connection.
+const (
+	PeerConnected  = "Connected"
+	PeerConnecting = "Connecting"
+	PeerError      = "Error"
+)
+
 // Condition types used on Strait's objects beyond Flux's Ready/Reconciling/Stalled.
 const (
 	// ConditionConnected on a cluster in ClusterSet status: the hub reaches the member's

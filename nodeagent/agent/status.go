@@ -250,7 +250,7 @@ func (a *Agent) checkPeers(ctx context.Context) error {
 				}
 			}
 		}
-		st.State = "Connecting"
+		st.State = straitv1.PeerConnecting
 		cond := metav1.Condition{Type: straitv1.ConditionConnected, Status: metav1.ConditionFalse, Reason: reason,
 			Message: msg, ObservedGeneration: p.Generation}
 		switch {
@@ -258,14 +258,14 @@ func (a *Agent) checkPeers(ctx context.Context) error {
 			// Not even a session opened before the ClusterSet said so (it lives on while
 			// both ends keep it) makes the pair work: none can be opened again after a
 			// failover or a restart.
-			st.State = "Error"
+			st.State = straitv1.PeerError
 			if reachable {
 				cond.Message += "; a session opened before still carries traffic, but no new one can be opened"
 			}
 		case reachable:
-			st.State, cond.Status, cond.Reason = "Connected", metav1.ConditionTrue, straitv1.ReasonConnected
+			st.State, cond.Status, cond.Reason = straitv1.PeerConnected, metav1.ConditionTrue, straitv1.ReasonConnected
 		case p.Spec.Endpoint == nil:
-			st.State = "Error"
+			st.State = straitv1.PeerError
 		}
 		setCondition(&st.Conditions, cond)
 		health.connected = reachable

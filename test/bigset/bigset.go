@@ -58,3 +58,23 @@ func New(clusters, exports int) (*straitv1.ClusterSet, plan.Observed) {
 func ServiceIP(i int) string { return fmt.Sprintf("10.1.%d.%d", i/250%250, i%250+1) }
 
 func ptr[T any](v T) *T { return &v }
+
+// WithPeers gives every member of obs a Peer for every other member, in state (as its
+// active gateway reports them: "Connected", "Connecting", …), as a real clusterset's
+// members hold.
+func WithPeers(cs *straitv1.ClusterSet, obs plan.Observed, state string) {
+	for i := range cs.Spec.Clusters {
+		self := cs.Spec.Clusters[i].Name
+		f := obs[self]
+		f.Peers = f.Peers[:0]
+		for j := range cs.Spec.Clusters {
+			other := cs.Spec.Clusters[j].Name
+			if other == self {
+				continue
+			}
+			f.Peers = append(f.Peers, straitv1.Peer{ObjectMeta: metav1.ObjectMeta{Name: other, Namespace: straitv1.SystemNamespace},
+				Spec:   straitv1.PeerSpec{ClusterID: other},
+				Status: straitv1.PeerStatus{State: state, LatencyMicros: 1234}})
+		}
+	}
+}
