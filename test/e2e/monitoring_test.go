@@ -20,7 +20,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
-	"github.com/straitnet/strait/lab"
 	"github.com/straitnet/strait/lab/topology"
 	"github.com/straitnet/strait/test/labtest"
 )
@@ -156,10 +155,7 @@ func podApps(pods []corev1.Pod) []string {
 // gateways and the hub's view of them.
 func TestHubPrometheusSeesEveryMember(t *testing.T) {
 	env.Require(t)
-	api, err := lab.PrometheusAPI(env.Topo, topology.HubName)
-	if err != nil {
-		t.Fatal(err)
-	}
+	api := env.Prometheus(t, topology.HubName)
 	want := map[string]float64{}
 	for _, c := range env.Topo.Clusters {
 		want[fmt.Sprintf("%s/%s", c.Name, labtest.AgentApp)] = float64(len(c.Nodes))

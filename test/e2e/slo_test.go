@@ -34,10 +34,7 @@ import (
 // when it has none yet).
 func promScalar(t *testing.T, cluster, query string) float64 {
 	t.Helper()
-	api, err := lab.PrometheusAPI(env.Topo, cluster)
-	if err != nil {
-		t.Fatal(err)
-	}
+	api := env.Prometheus(t, cluster)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	v, _, _, err := api.Query(ctx, query, time.Now())
@@ -85,10 +82,7 @@ func oneObservation(t *testing.T, cluster, family, selector string, before histo
 // since from, by the value of their label name.
 func exemplars(t *testing.T, cluster, family, name string, from time.Time) map[string]float64 {
 	t.Helper()
-	api, err := lab.PrometheusAPI(env.Topo, cluster)
-	if err != nil {
-		t.Fatal(err)
-	}
+	api := env.Prometheus(t, cluster)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	res, err := api.QueryExemplars(ctx, family+"_bucket", from, time.Now())
@@ -217,10 +211,7 @@ func dashboardHasData(t *testing.T) {
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no dashboards (%v)", err)
 	}
-	api, err := lab.PrometheusAPI(env.Topo, labtest.HubCluster)
-	if err != nil {
-		t.Fatal(err)
-	}
+	api := env.Prometheus(t, labtest.HubCluster)
 	for _, f := range files {
 		data, err := os.ReadFile(f)
 		if err != nil {

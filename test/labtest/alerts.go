@@ -74,14 +74,21 @@ func (a *SeenAlert) String() string {
 		a.Pending.Format("15:04:05.000"), a.Firing.Format("15:04:05.000"), a.Gone.Format("15:04:05.000"))
 }
 
-// WatchAlerts starts watching cluster's Prometheus (the lab runs with monitoring) until
-// t ends.
-func (e *Env) WatchAlerts(t testing.TB, cluster string) *AlertWatch {
+// Prometheus is the API of cluster's Prometheus (the lab runs with monitoring).
+func (e *Env) Prometheus(t testing.TB, cluster string) promv1.API {
 	t.Helper()
 	api, err := lab.PrometheusAPI(e.Topo, cluster)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return api
+}
+
+// WatchAlerts starts watching cluster's Prometheus (the lab runs with monitoring) until
+// t ends.
+func (e *Env) WatchAlerts(t testing.TB, cluster string) *AlertWatch {
+	t.Helper()
+	api := e.Prometheus(t, cluster)
 	w := &AlertWatch{cluster: cluster, api: api, seen: map[string]*SeenAlert{}}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
