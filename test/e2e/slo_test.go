@@ -308,9 +308,10 @@ func pushPropagation(t *testing.T) {
 // starts, after its watch of c2 and its queue (early 150 ms), and stops as the push's does
 // (late 400 ms). The member's part: strait dns observes once per snapshot it builds (each
 // of c1's two pods, one snapshot per burst of the import, its slices and the derived
-// Service), each from the first change it serves, so every observation is at least the
-// source's debounce, and their mean is no more than the interval from the import's arrival
-// to the answer (late 150 ms: the polls and the lookup's path through CoreDNS).
+// Service), each from the first change it serves, so every observation but one whose
+// change landed during a build is at least the source's debounce, and their mean is no
+// more than the interval from the import's arrival to the answer (late 150 ms: the polls
+// and the lookup's path through CoreDNS).
 func memberExportPropagation(t *testing.T) {
 	env.RestoreClusterSetSpec(t)
 	if err := env.UpdateClusterSet(t, func(cs *straitv1.ClusterSet) { cs.Spec.ExportPolicy = straitv1.ExportPolicyMemberExports }); err != nil {
@@ -373,12 +374,18 @@ func memberExportPropagation(t *testing.T) {
 	if n < 1 {
 		t.Fatalf("c1's strait dns observed no propagation for the import of %s", svc)
 	}
-	mean := time.Duration((afterDNS.sum - beforeDNS.sum) / n * float64(time.Second))
+	sum := time.Duration((afterDNS.sum - beforeDNS.sum) * float64(time.Second))
+	mean := sum / time.Duration(n)
 	measured := answered.Sub(arrived)
 	t.Logf("c1's strait dns: %v observations, mean %s; the test measured %s from the import's arrival to the answer", n, mean.Round(time.Millisecond), measured.Round(time.Millisecond))
-	if mean < source.DefaultDebounce || mean > measured+150*time.Millisecond {
-		t.Errorf("c1's strait dns observed a mean of %s per snapshot, want between its debounce (%s) and the import's arrival to the answer as the test measured it (%s) + 150ms",
-			mean.Round(time.Millisecond), source.DefaultDebounce, measured.Round(time.Millisecond))
+	// A change that lands while a snapshot is being built is in it, observed at less
+	// than the debounce: one such in a burst is allowed for.
+	if floor := time.Duration(n-1) * source.DefaultDebounce; sum < floor {
+		t.Errorf("c1's strait dns observed %s over %v snapshots, want at least the debounce (%s) for all but one of them", sum.Round(time.Millisecond), n, source.DefaultDebounce)
+	}
+	if mean > measured+150*time.Millisecond {
+		t.Errorf("c1's strait dns observed a mean of %s per snapshot, want no more than the import's arrival to the answer as the test measured it (%s) + 150ms",
+			mean.Round(time.Millisecond), measured.Round(time.Millisecond))
 	}
 }
 
