@@ -31,6 +31,7 @@ type Plan struct {
 	clusters   []string                // sorted
 	byName     map[string]*straitv1.ClusterSpec
 	observed   Observed
+	facts      map[string]*memberIndex // per cluster, of observed
 	alloc      map[string]*ClusterAllocation
 	exports    []*exportPlan // sorted by namespace/name
 	// digests are computed on the first MemberDigest; the hub asks from many goroutines.
@@ -72,12 +73,14 @@ func (v *ValidSpec) Compute(observed Observed) (*Plan, field.ErrorList) {
 		spec:       v.spec,
 		byName:     map[string]*straitv1.ClusterSpec{},
 		observed:   observed,
+		facts:      map[string]*memberIndex{},
 		alloc:      map[string]*ClusterAllocation{},
 	}
 	for i := range p.spec.Clusters {
 		c := &p.spec.Clusters[i]
 		p.clusters = append(p.clusters, c.Name)
 		p.byName[c.Name] = c
+		p.facts[c.Name] = indexFacts(observed[c.Name])
 	}
 	sort.Strings(p.clusters)
 

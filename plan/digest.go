@@ -108,7 +108,7 @@ func (p *Plan) exportDigest(e *exportPlan, cluster string) uint64 {
 	if cluster != "" && e.exportedFrom[cluster] {
 		h.bool(e.declared[cluster])
 		// The hub stamps the conditions with the ServiceExport's generation.
-		if se := p.observed[cluster].serviceExport(e.namespace, e.name); se != nil {
+		if se := p.facts[cluster].serviceExport(e.objectKey()); se != nil {
 			h.u64(uint64(se.Generation))
 		}
 		for _, c := range e.conditions(cluster) {

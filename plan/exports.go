@@ -10,6 +10,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	mcsv1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
@@ -80,6 +81,12 @@ type sourceEndpoint struct {
 
 func (e *exportPlan) key() string { return e.nsName }
 
+// objectKey is the exported service's namespace and name, as the member's objects are
+// keyed.
+func (e *exportPlan) objectKey() types.NamespacedName {
+	return types.NamespacedName{Namespace: e.namespace, Name: e.name}
+}
+
 func (e *exportPlan) source(cluster string) *exportSource {
 	for _, s := range e.sources {
 		if s.cluster == cluster {
@@ -141,8 +148,8 @@ func (p *Plan) planExports() []*exportPlan {
 
 func (p *Plan) resolve(e *exportPlan) {
 	for _, c := range sortedKeys(e.exportedFrom) {
-		f := p.observed[c]
-		svc := f.service(e.namespace, e.name)
+		x := p.facts[c]
+		svc := x.service(e.objectKey())
 		if svc == nil {
 			e.noService[c] = true
 			continue
@@ -157,18 +164,18 @@ func (p *Plan) resolve(e *exportPlan) {
 			headless:        svc.Spec.ClusterIP == corev1.ClusterIPNone,
 			clusterIP:       svc.Spec.ClusterIP,
 			ports:           svc.Spec.Ports,
-			targetPorts:     f.slicePorts(e.namespace, e.name),
+			targetPorts:     x.slicePorts(e.objectKey()),
 			publishNotReady: svc.Spec.PublishNotReadyAddresses,
 			props:           propsOf(svc),
 		}
-		if se := f.serviceExport(e.namespace, e.name); se != nil {
+		if se := x.serviceExport(e.objectKey()); se != nil {
 			if !se.CreationTimestamp.IsZero() {
 				t := se.CreationTimestamp
 				s.exportedAt = &t
 			}
 			s.props.labels, s.props.annotations = se.Spec.ExportedLabels, se.Spec.ExportedAnnotations
 		}
-		for _, ep := range f.endpoints(e.namespace, e.name) {
+		for _, ep := range x.endpoints(e.objectKey()) {
 			se := sourceEndpoint{ip: ep.Addresses[0], ready: isReady(ep)}
 			if ep.TargetRef != nil && ep.TargetRef.Kind == "Pod" {
 				se.pod = ep.TargetRef.Name

@@ -79,32 +79,95 @@ func newerHeartbeat(a, b *straitv1.Gateway) bool {
 	return a.Name < b.Name
 }
 
-func (f *MemberFacts) service(ns, name string) *corev1.Service {
+// memberIndex finds a member's facts of one service by namespace/name: the plan looks
+// up every export in every cluster that exports it, and a scan of the facts per lookup
+// made a member exporting 5,000 services cost a second per plan (2 clusters × 10,000
+// exports: 1.0 s, against 0.1 s for the same exports over 255 clusters). Built once per
+// plan: the facts are the caller's and may change between plans. It allocates its maps
+// and nothing per object.
+type memberIndex struct {
+	f        *MemberFacts
+	services map[types.NamespacedName]int32
+	exports  map[types.NamespacedName]int32
+	// slices holds each service's first and last EndpointSlice, nextSlice the next of
+	// the same service after each (-1: none): its slices in the facts' order, as
+	// endpoints are deduplicated first come, first kept.
+	slices    map[types.NamespacedName]sliceRange
+	nextSlice []int32
+}
+
+type sliceRange struct{ first, last int32 }
+
+func indexFacts(f *MemberFacts) *memberIndex {
 	if f == nil {
 		return nil
 	}
+	x := &memberIndex{f: f, services: make(map[types.NamespacedName]int32, len(f.Services)),
+		exports: make(map[types.NamespacedName]int32, len(f.ServiceExports)),
+		slices:  make(map[types.NamespacedName]sliceRange, len(f.EndpointSlices)), nextSlice: make([]int32, len(f.EndpointSlices))}
 	for i := range f.Services {
-		if s := &f.Services[i]; s.Namespace == ns && s.Name == name {
-			return s
+		k := types.NamespacedName{Namespace: f.Services[i].Namespace, Name: f.Services[i].Name}
+		if _, dup := x.services[k]; !dup {
+			x.services[k] = int32(i)
 		}
+	}
+	for i := range f.ServiceExports {
+		k := types.NamespacedName{Namespace: f.ServiceExports[i].Namespace, Name: f.ServiceExports[i].Name}
+		if _, dup := x.exports[k]; !dup {
+			x.exports[k] = int32(i)
+		}
+	}
+	for i := range f.EndpointSlices {
+		s := &f.EndpointSlices[i]
+		x.nextSlice[i] = -1
+		svc := s.Labels[discoveryv1.LabelServiceName]
+		if svc == "" {
+			continue
+		}
+		k := types.NamespacedName{Namespace: s.Namespace, Name: svc}
+		r, ok := x.slices[k]
+		if ok {
+			x.nextSlice[r.last] = int32(i)
+		} else {
+			r.first = int32(i)
+		}
+		r.last = int32(i)
+		x.slices[k] = r
+	}
+	return x
+}
+
+// service is the Service key, or nil. A nil index (a cluster not observed) holds
+// nothing.
+func (x *memberIndex) service(key types.NamespacedName) *corev1.Service {
+	if x == nil {
+		return nil
+	}
+	if i, ok := x.services[key]; ok {
+		return &x.f.Services[i]
 	}
 	return nil
 }
 
+// firstOf is the index of the first EndpointSlice of the service key in the facts, -1
+// when it has none; nextSlice[i] the next one's after i.
+func (x *memberIndex) firstOf(key types.NamespacedName) int32 {
+	if x == nil {
+		return -1
+	}
+	if r, ok := x.slices[key]; ok {
+		return r.first
+	}
+	return -1
+}
+
 // endpoints lists the endpoints of a service from its EndpointSlices, deduplicated by
 // address, in a stable order.
-func (f *MemberFacts) endpoints(ns, name string) []discoveryv1.Endpoint {
-	if f == nil {
-		return nil
-	}
+func (x *memberIndex) endpoints(key types.NamespacedName) []discoveryv1.Endpoint {
 	var out []discoveryv1.Endpoint
 	seen := map[string]bool{}
-	for i := range f.EndpointSlices {
-		s := &f.EndpointSlices[i]
-		if s.Namespace != ns || s.Labels[discoveryv1.LabelServiceName] != name {
-			continue
-		}
-		for _, ep := range s.Endpoints {
+	for i := x.firstOf(key); i >= 0; i = x.nextSlice[i] {
+		for _, ep := range x.f.EndpointSlices[i].Endpoints {
 			if len(ep.Addresses) == 0 || seen[ep.Addresses[0]] {
 				continue
 			}
@@ -115,28 +178,23 @@ func (f *MemberFacts) endpoints(ns, name string) []discoveryv1.Endpoint {
 	return out
 }
 
-// slicePorts returns the ports of a service's EndpointSlices (target ports, by name).
-func (f *MemberFacts) slicePorts(ns, name string) []discoveryv1.EndpointPort {
-	if f == nil {
-		return nil
-	}
-	for i := range f.EndpointSlices {
-		s := &f.EndpointSlices[i]
-		if s.Namespace == ns && s.Labels[discoveryv1.LabelServiceName] == name && len(s.Ports) > 0 {
-			return s.Ports
+// slicePorts are the ports of a service's first EndpointSlice that has any.
+func (x *memberIndex) slicePorts(key types.NamespacedName) []discoveryv1.EndpointPort {
+	for i := x.firstOf(key); i >= 0; i = x.nextSlice[i] {
+		if ports := x.f.EndpointSlices[i].Ports; len(ports) > 0 {
+			return ports
 		}
 	}
 	return nil
 }
 
-func (f *MemberFacts) serviceExport(ns, name string) *mcsv1.ServiceExport {
-	if f == nil {
+// serviceExport is the ServiceExport key, or nil.
+func (x *memberIndex) serviceExport(key types.NamespacedName) *mcsv1.ServiceExport {
+	if x == nil {
 		return nil
 	}
-	for i := range f.ServiceExports {
-		if e := &f.ServiceExports[i]; e.Namespace == ns && e.Name == name {
-			return e
-		}
+	if i, ok := x.exports[key]; ok {
+		return &x.f.ServiceExports[i]
 	}
 	return nil
 }
