@@ -476,11 +476,10 @@ func TestDiagnoseNeverHangs(t *testing.T) {
 	t.Cleanup(func() { _ = syscall.Kill(agentPid, syscall.SIGCONT) })
 	hung := time.Now()
 	t.Logf("c2's active gateway %s hung: its kubelet and its agent (pid %d) stopped", gw.Name, agentPid)
-	// diagnose all and gather run side by side, as two people on call would: one after
-	// the other the three took 40 s of the lab's time. verify runs first and alone:
-	// it and diagnose run their probe pods under the same names (strait-diagnose-<node>),
-	// and each removes the pods of a run before its own. The parallel two start once
-	// this function returns, and the cleanups above wait for them; this one runs first.
+	// diagnose all, verify and gather run side by side, as people on call would (one
+	// after the other the three took 40 s of the lab's time): each run has probe pods of
+	// its own (strait-diagnose-<run>-<node>) and leaves the others' alone. They start
+	// once this function returns, and the cleanups above wait for them.
 	t.Cleanup(func() { t.Logf("the three ran within %s of the hang", time.Since(hung).Round(time.Second)) })
 
 	t.Run("diagnose all", func(t *testing.T) {
@@ -509,6 +508,7 @@ func TestDiagnoseNeverHangs(t *testing.T) {
 	})
 
 	t.Run("verify", func(t *testing.T) {
+		t.Parallel()
 		out, _, code, took := run(t, "verify, "+gw.Name+" hung", append([]string{"verify"}, args...)...)
 		t.Logf("verify took %s with %s hung", took.Round(100*time.Millisecond), gw.Name)
 		if took > hungBound {

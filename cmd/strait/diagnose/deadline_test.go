@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -57,6 +58,9 @@ func newFakeLab(t *testing.T, hung string) *fakeLab {
 			l.mu.Lock()
 			defer l.mu.Unlock()
 			l.podNode[p.Name] = p.Spec.NodeName
+			if p.CreationTimestamp.IsZero() { // as the API server stamps it
+				p.CreationTimestamp = metav1.Now()
+			}
 			if p.Spec.NodeName == l.hung {
 				return false, nil, nil // its kubelet never writes a status
 			}
@@ -220,7 +224,7 @@ func TestAProbePodItsKubeletNeverTakesUpFailsItsNode(t *testing.T) {
 		t.Errorf("took %s, want less than %s", took, short.node+short.podStart)
 	}
 	nodes, ok := line(rep.Results, checkNodes, "c2")
-	if !ok || !strings.Contains(nodes.Detail, "node c2-node did not answer within") || !strings.Contains(nodes.Detail, "probe pod strait-diagnose-c2-node never taken up by the node's kubelet") {
+	if !ok || !strings.Contains(nodes.Detail, "node c2-node did not answer within") || !regexp.MustCompile(`probe pod strait-diagnose-[0-9a-z]+-c2-node never taken up by the node's kubelet`).MatchString(nodes.Detail) {
 		t.Errorf("nodes c2: %+v, want the probe pod that was never taken up named", nodes)
 	}
 	for _, c := range []string{"c1", "c2"} {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"net"
 	"sort"
@@ -15,7 +16,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/ptr"
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
@@ -25,6 +26,23 @@ import (
 // probeLabel marks diagnose's probe pods, so that a run that was killed leaves pods a
 // later run removes.
 const probeLabel = "strait.io/diagnose-probe"
+
+// staleProbes is how old another run's probe pods must be for a run to remove them: a
+// run that was killed left them. Younger ones are a run going on beside this one (two
+// people on call, or diagnose and verify at once), each with its own pods.
+const staleProbes = 15 * time.Minute
+
+// probePodName is run's probe pod on node: "strait-diagnose-<run>-<node>", the node's
+// name cut, and a hash of it added, where the whole would pass the 253 characters of an
+// object name.
+func probePodName(run, node string) string {
+	name := "strait-diagnose-" + run + "-" + node
+	if len(name) <= validation.DNS1123SubdomainMaxLength {
+		return name
+	}
+	sum := fmt.Sprintf("%08x", crc32.ChecksumIEEE([]byte(node)))
+	return strings.TrimRight(name[:validation.DNS1123SubdomainMaxLength-len(sum)-1], "-.") + "-" + sum
+}
 
 // probePod is one of diagnose's probe pods, Running with an IP, on a node of a member.
 type probePod struct {
@@ -53,13 +71,13 @@ func (m *member) startProbes(ctx context.Context, run string) error {
 		return err
 	}
 	pods := m.kube.CoreV1().Pods(straitv1.SystemNamespace)
-	_ = pods.DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}, metav1.ListOptions{LabelSelector: probeLabel + ",run!=" + run})
+	m.removeStaleProbes(ctx, run)
 	for _, n := range m.nodes {
 		if m.nodeError(n.Name) != nil {
 			continue // not Ready, or it did not answer: see the nodes line
 		}
 		p := &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Name: "strait-diagnose-" + n.Name, Namespace: straitv1.SystemNamespace,
+			ObjectMeta: metav1.ObjectMeta{Name: probePodName(run, n.Name), Namespace: straitv1.SystemNamespace,
 				Labels: map[string]string{probeLabel: "true", "run": run, "app.kubernetes.io/part-of": "strait"}},
 			Spec: corev1.PodSpec{
 				NodeName:                      n.Name,
@@ -77,14 +95,7 @@ func (m *member) startProbes(ctx context.Context, run string) error {
 				}},
 			},
 		}
-		_ = pods.Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
-		if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 20*time.Second, true, func(ctx context.Context) (bool, error) {
-			_, err := pods.Create(ctx, p, metav1.CreateOptions{})
-			if err != nil && strings.Contains(err.Error(), "already exists") {
-				return false, nil // the one of an earlier run is still going
-			}
-			return err == nil, err
-		}); err != nil {
+		if _, err := pods.Create(ctx, p, metav1.CreateOptions{}); err != nil {
 			return fmt.Errorf("creating probe pod %s: %w", p.Name, err)
 		}
 	}
@@ -155,6 +166,21 @@ func podMessage(p corev1.Pod) string {
 		}
 	}
 	return strings.TrimSpace(string(p.Status.Phase) + " " + p.Status.Message)
+}
+
+// removeStaleProbes removes the probe pods of runs other than run that were made more
+// than staleProbes ago.
+func (m *member) removeStaleProbes(ctx context.Context, run string) {
+	pods := m.kube.CoreV1().Pods(straitv1.SystemNamespace)
+	list, err := pods.List(ctx, metav1.ListOptions{LabelSelector: probeLabel + ",run!=" + run})
+	if err != nil {
+		return // the pods of this run are made all the same
+	}
+	for _, p := range list.Items {
+		if time.Since(p.CreationTimestamp.Time) > staleProbes {
+			_ = pods.Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
+		}
+	}
 }
 
 // stopProbes removes the probe pods of this run.
