@@ -30,7 +30,14 @@ package main
 //     times). Margin 50 % (Answer 75 %, Rebuild 200 %): a pass that does half as much
 //     work again fails, where the wall time could only be held at sixteen times. Those
 //     three runs' counts and wall times joined the calibration: the Today of every
-//     floor of those benchmarks is the median over all six.
+//     floor of those benchmarks is the median over all six. The machine itself is not
+//     always as fast: on 2026-11-29 a fresh clone's .ci/run, alone on it, read every
+//     CPU figure at 1.31-1.53 times its median (Compute 98.8 ms, MemberObjects 166 ms,
+//     ServeUDP 25.3 us, Resolve 304 ns), and two quiet runs of Resolve just after read
+//     263 and 332 ns (1.3-1.7 times), its code unchanged. The resolver's loop, a few
+//     hundred nanoseconds, moves the most: its margin is 100 %; plan's three and ServeUDP's,
+//     which read 1.31-1.41 times there against their 50 %, get 75 %. Quiet again ten
+//     minutes later plan's read 0.92-1.13 times. A doubling still fails every one.
 //   - a ratio of two servers measured back to back in the same seconds (strait dns
 //     against CoreDNS hosts): they share the load, the runs agree within 6 %. Margin
 //     max(25 %, 2 x maxdev).
@@ -52,24 +59,24 @@ func floors() []floor {
 		// plan, the hub's pure computation over 255 members x 10,000 exports.
 		{Bench: "Compute", Unit: "allocs/op", Today: 284355.5, Margin: 0.10},        // 284355, 284356, 284354
 		{Bench: "Compute", Unit: "B/op", Today: 30112692.5, Margin: 0.10},           // 30105341, 30111875, 30106853
-		{Bench: "Compute", Unit: "cpu-ns/op", Today: 75397278, Margin: 0.50},        // 8.013e+07, 7.54e+07, 7.308e+07 (2026-11-28, quiet); one run beside two busy loops: see the comment above
+		{Bench: "Compute", Unit: "cpu-ns/op", Today: 75397278, Margin: 0.75},        // 8.013e+07, 7.54e+07, 7.308e+07 (2026-11-28, quiet); one run beside two busy loops, and the slower machine of 2026-11-29: see the comment above
 		{Bench: "MemberObjects", Unit: "allocs/op", Today: 713461, Margin: 0.10},    // 713459, 713461, 713459
 		{Bench: "MemberObjects", Unit: "B/op", Today: 70642678.5, Margin: 0.10},     // 70642532, 70642670, 70642537
-		{Bench: "MemberObjects", Unit: "cpu-ns/op", Today: 117763462, Margin: 0.50}, // 1.178e+08, 1.214e+08, 1.119e+08 (2026-11-28, quiet); one run beside two busy loops: see the comment above
+		{Bench: "MemberObjects", Unit: "cpu-ns/op", Today: 117763462, Margin: 0.75}, // 1.178e+08, 1.214e+08, 1.119e+08 (2026-11-28, quiet); one run beside two busy loops, and the slower machine of 2026-11-29: see the comment above
 		{Bench: "MemberDigests", Unit: "allocs/op", Today: 121313, Margin: 0.10},    // 121301, 121306, 121307
 		{Bench: "MemberDigests", Unit: "B/op", Today: 4861878.5, Margin: 0.10},      // 4860926, 4861318, 4861548
-		{Bench: "MemberDigests", Unit: "cpu-ns/op", Today: 68531300, Margin: 0.50},  // 6.938e+07, 6.788e+07, 6.853e+07 (2026-11-28, quiet); one run beside two busy loops: see the comment above
+		{Bench: "MemberDigests", Unit: "cpu-ns/op", Today: 68531300, Margin: 0.75},  // 6.938e+07, 6.788e+07, 6.853e+07 (2026-11-28, quiet); one run beside two busy loops, and the slower machine of 2026-11-29: see the comment above
 		// strait dns: the resolver, the server's answer and a UDP round trip, a rebuild.
 		{Bench: "Resolve", Unit: "allocs/op", Today: 1, Margin: 0.10},                                        // 1 in all three
 		{Bench: "Resolve", Unit: "B/op", Today: 80, Margin: 0.10},                                            // 80 in all three
-		{Bench: "Resolve", Unit: "cpu-ns/op", Today: 198.8, Margin: 0.50},                                    // 198.8, 219.6, 198.4 (2026-11-28, quiet); one run beside two busy loops: see the comment above
+		{Bench: "Resolve", Unit: "cpu-ns/op", Today: 198.8, Margin: 1.00},                                    // 198.8, 219.6, 198.4 (2026-11-28, quiet); one run beside two busy loops, and the slower machine of 2026-11-29: see the comment above
 		{Bench: "Answer", Unit: "allocs/op", Today: 3, Margin: 0.10},                                         // 3 in all three
 		{Bench: "Answer", Unit: "B/op", Today: 248, Margin: 0.10},                                            // 248 in all three
 		{Bench: "Answer", Unit: "cpu-ns/op", Today: 480.3, Margin: 0.75},                                     // 476.7, 480.3, 489.4 (2026-11-28, quiet); one run beside two busy loops: see the comment above
 		{Bench: "ServeUDP", Unit: "allocs/op", Today: 18, Margin: 0.10},                                      // 18 in all three
 		{Bench: "ServeUDP", Unit: "B/op", Today: 1219.5, Margin: 0.10},                                       // 1219, 1217, 1220
 		{Bench: "ServeUDP", Unit: "ns/op", Today: 11010, Margin: 3.00},                                       // 9020, 8928, 10131; loaded runs before: maxdev 22 %
-		{Bench: "ServeUDP", Unit: "cpu-ns/op", Today: 19204, Margin: 0.50},                                   // 1.819e+04, 2.128e+04, 1.92e+04 (2026-11-28, quiet); one run beside two busy loops: see the comment above
+		{Bench: "ServeUDP", Unit: "cpu-ns/op", Today: 19204, Margin: 0.75},                                   // 1.819e+04, 2.128e+04, 1.92e+04 (2026-11-28, quiet); one run beside two busy loops, and the slower machine of 2026-11-29: see the comment above
 		{Bench: "Rebuild", Unit: "allocs/op", Today: 79, Margin: 0.10},                                       // 79 in all three
 		{Bench: "Rebuild", Unit: "B/op", Today: 792155.5, Margin: 0.10},                                      // 792153, 792156, 792159
 		{Bench: "Rebuild", Unit: "ns/op", Today: 2334476, Margin: 3.00},                                      // 2.32 ms, 2.41 ms, 2.35 ms; loaded runs before: maxdev 54 %
