@@ -2,9 +2,7 @@ package health
 
 import (
 	"context"
-	"fmt"
 	"net/netip"
-	"os/exec"
 	"testing"
 	"time"
 
@@ -12,12 +10,20 @@ import (
 	"github.com/straitnet/strait/test/require"
 )
 
+// linkedPair is two namespaces named after name, a veth between them, .1 and .2 of
+// prefix (a /24's first three octets) on either end.
+func linkedPair(t *testing.T, name, prefix string) (a, b *netns.NS) {
+	t.Helper()
+	a, b = netns.New(t, name+"a"), netns.New(t, name+"b")
+	netns.Veth(t, a, "eth0", b, "eth0")
+	a.AddAddr(t, "eth0", prefix+".1/24")
+	b.AddAddr(t, "eth0", prefix+".2/24")
+	return a, b
+}
+
 func TestICMPProbe(t *testing.T) {
 	require.Root(t)
-	a, b := netns.New(t, "a"), netns.New(t, "b")
-	netns.Veth(t, a, "eth0", b, "eth0")
-	a.AddAddr(t, "eth0", "10.99.0.1/24")
-	b.AddAddr(t, "eth0", "10.99.0.2/24")
+	a, _ := linkedPair(t, "", "10.99.0")
 	p := NewICMP(a.Handle, 5, 20*time.Millisecond, 500*time.Millisecond)
 	src := netip.MustParseAddr("10.99.0.1")
 	r, err := p.Probe(context.Background(), src, netip.MustParseAddr("10.99.0.2"))
@@ -41,20 +47,13 @@ func TestICMPProbe(t *testing.T) {
 // traffic, however many requests went unanswered before; and gives up with ctx.
 func TestFirstReplyTimesAPathComingUp(t *testing.T) {
 	require.Root(t)
-	a, b := netns.New(t, "fa"), netns.New(t, "fb")
-	netns.Veth(t, a, "eth0", b, "eth0")
-	a.AddAddr(t, "eth0", "10.98.0.1/24")
-	b.AddAddr(t, "eth0", "10.98.0.2/24")
+	a, _ := linkedPair(t, "f", "10.98.0")
 	p := NewICMP(a.Handle, 1, 0, 100*time.Millisecond)
 	src, dst := netip.MustParseAddr("10.98.0.1"), netip.MustParseAddr("10.98.0.2")
 	// The path to dst opens 300 ms from now (an unreachable route until then, as a cable
 	// not made yet): the requests before go nowhere.
 	ip := func(args ...string) error {
-		out, err := exec.Command("ip", append([]string{"-n", a.Name, "route"}, args...)...).CombinedOutput()
-		if err != nil {
-			return fmt.Errorf("ip route %v: %w: %s", args, err, out)
-		}
-		return nil
+		return netns.IP(context.Background(), append([]string{"-n", a.Name, "route"}, args...)...)
 	}
 	if err := ip("add", "unreachable", "10.98.0.2/32"); err != nil {
 		t.Fatal(err)
