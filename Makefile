@@ -179,6 +179,12 @@ OR_TABLE = || { $(STEPTIMES) table; exit 1; }
 $(STEPTIMES): $(wildcard hack/steptimes/*.go)
 	$(GO) build -o $@ ./hack/steptimes
 
+# The third-party programs below are kept outside the checkout, keyed by what they are
+# built from (hack/bincache): a fresh clone copies them instead of linking them again.
+BINCACHE := $(BIN)/bincache
+$(BINCACHE): $(wildcard hack/bincache/*.go)
+	$(GO) build -o $@ ./hack/bincache
+
 # The Go programs first, three builds at a time: with the build cache warm each is mostly
 # its linker, one core's work, so on 2 cores three at once took 57 s where one after
 # another took 104 s (a fresh clone's bin/, against .ci/run's log, 2026-11-28). The
@@ -311,11 +317,10 @@ k8s-binaries: $(addprefix $(K8S_BIN)/,$(K8S_BINARIES)) ## Build kube-apiserver, 
 # until the build cache had them. Without symbol table and DWARF (-s -w): the links are
 # shorter, and a panic's trace and pprof still name every function.
 K8S_PROGRAMS := $(addprefix k8s.io/kubernetes/cmd/,kube-apiserver kube-controller-manager kube-scheduler kube-proxy kubectl kubelet) go.etcd.io/etcd/server/v3
-$(addprefix $(K8S_BIN)/,$(K8S_BINARIES) kubelet) &: test/k8sbin/go.mod test/k8sbin/go.sum
-	mkdir -p $(K8S_BIN)
-	cd test/k8sbin && $(GO) build -ldflags "-s -w -X k8s.io/component-base/version.gitVersion=$(K8S_VERSION) -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$(K8S_MINOR)" -o $(K8S_BIN)/ $(K8S_PROGRAMS)
-	@# go names etcd's program after its path's last element that is no major version.
-	mv $(K8S_BIN)/server $(K8S_BIN)/etcd
+# go names etcd's program after its path's last element that is no major version.
+$(addprefix $(K8S_BIN)/,$(K8S_BINARIES) kubelet) &: test/k8sbin/go.mod test/k8sbin/go.sum | $(BINCACHE)
+	$(BINCACHE) -name k8s -out $(K8S_BIN) -files "$(K8S_BINARIES) kubelet" -key test/k8sbin/go.mod -key test/k8sbin/go.sum -- \
+	  sh -c 'cd test/k8sbin && $(GO) build -ldflags "-s -w -X k8s.io/component-base/version.gitVersion=$(K8S_VERSION) -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$(K8S_MINOR)" -o $(K8S_BIN)/ $(K8S_PROGRAMS) && mv $(K8S_BIN)/server $(K8S_BIN)/etcd'
 
 node-binaries: lab-node-binaries $(NODE_BIN)/flanneld $(NODE_BIN)/flannel ## Build kubelet, containerd, runc, CNI plugins, flanneld for real nodes.
 
@@ -360,9 +365,9 @@ flux-binaries: $(addprefix $(FLUX_BIN)/,$(FLUX_BINARIES)) ## Build Flux's source
 # bytes on every build, so the images are reproducible.
 # Both in one go build: they share most of their packages (client-go, controller-runtime,
 # Flux's own).
-$(addprefix $(FLUX_BIN)/,$(FLUX_BINARIES)) &: $(FLUXBIN_MOD)
-	mkdir -p $(FLUX_BIN)
-	cd test/fluxbin && CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w -buildid=" -o $(FLUX_BIN)/ $(addprefix github.com/fluxcd/,$(FLUX_BINARIES))
+$(addprefix $(FLUX_BIN)/,$(FLUX_BINARIES)) &: $(FLUXBIN_MOD) | $(BINCACHE)
+	$(BINCACHE) -name flux -out $(FLUX_BIN) -files "$(FLUX_BINARIES)" $(addprefix -key ,$(FLUXBIN_MOD)) -- \
+	  sh -c 'cd test/fluxbin && CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w -buildid=" -o $(FLUX_BIN)/ $(addprefix github.com/fluxcd/,$(FLUX_BINARIES))'
 
 argocd-binaries: $(ARGOCD_BIN)/argocd ## Build Argo CD's multi-call program (argocd, argocd-server, argocd-repo-server, argocd-application-controller, ...) from source into bin/argocd/<version> (opt-in: about 6 min and 2.4 GB the first time, seconds after).
 
@@ -384,16 +389,15 @@ $(FLUX_IMAGES_STAMP): $(addprefix $(FLUX_BIN)/,$(FLUX_BINARIES)) $(wildcard lab/
 # containerd needs cgo for nothing it does here; static binaries run in any mount namespace.
 # containerd, its shim, ctr and the CNI plugins in one go build, as the Kubernetes binaries.
 NODE_GO_PROGRAMS := $(addprefix $(CONTAINERD_PKG)/cmd/,containerd ctr containerd-shim-runc-v2) $(addprefix $(CNI_PKG)/,main/bridge main/loopback ipam/host-local)
-$(addprefix $(NODE_BIN)/,containerd ctr containerd-shim-runc-v2 bridge loopback host-local) &: $(NODEBIN_MOD)
-	mkdir -p $(NODE_BIN)
-	cd test/nodebin && CGO_ENABLED=0 $(GO) build -trimpath -o $(NODE_BIN)/ $(NODE_GO_PROGRAMS)
+$(addprefix $(NODE_BIN)/,containerd ctr containerd-shim-runc-v2 bridge loopback host-local) &: $(NODEBIN_MOD) | $(BINCACHE)
+	$(BINCACHE) -name node -out $(NODE_BIN) -files "containerd ctr containerd-shim-runc-v2 bridge loopback host-local" $(addprefix -key ,$(NODEBIN_MOD)) -- \
+	  sh -c 'cd test/nodebin && CGO_ENABLED=0 $(GO) build -trimpath -o $(NODE_BIN)/ $(NODE_GO_PROGRAMS)'
 
 # Without symbols and build ID, so the image that carries it is the same bytes every build.
-$(NODE_BIN)/flanneld: lab/flannel/version.go
-	mkdir -p $(NODE_BIN) $(BIN)/tmp-fl
-	GOBIN=$(BIN)/tmp-fl CGO_ENABLED=1 $(GO) install -trimpath \
-	  -ldflags "-s -w -buildid= -X $(FLANNEL_MOD)/pkg/version.Version=$(FLANNEL_VERSION)" $(FLANNEL_MOD)@$(FLANNEL_VERSION)
-	mv $(BIN)/tmp-fl/flannel $@ && rmdir $(BIN)/tmp-fl
+$(NODE_BIN)/flanneld: lab/flannel/version.go | $(BINCACHE)
+	$(BINCACHE) -name flanneld -out $(NODE_BIN) -files flanneld -- sh -c 'mkdir -p $(BIN)/tmp-fl && \
+	  GOBIN=$(BIN)/tmp-fl CGO_ENABLED=1 $(GO) install -trimpath -ldflags "-s -w -buildid= -X $(FLANNEL_MOD)/pkg/version.Version=$(FLANNEL_VERSION)" $(FLANNEL_MOD)@$(FLANNEL_VERSION) && \
+	  mv $(BIN)/tmp-fl/flannel $@ && rmdir $(BIN)/tmp-fl'
 
 $(NODE_BIN)/flannel: go.mod go.sum $(wildcard lab/flannel/*.go lab/flannel/cmd/flannel/*.go)
 	mkdir -p $(NODE_BIN)
@@ -431,8 +435,8 @@ $(KUSTOMIZE):
 	GOBIN=$(BIN)/tmp-kz $(GO) install sigs.k8s.io/kustomize/kustomize/v5@$(KUSTOMIZE_VERSION)
 	mv $(BIN)/tmp-kz/kustomize $@ && rmdir $(BIN)/tmp-kz
 
-$(COREDNS):
-	hack/build-coredns.sh $(COREDNS)
+$(COREDNS): | $(BINCACHE)
+	$(BINCACHE) -name coredns -out $(BIN) -files coredns -key hack/build-coredns.sh -- hack/build-coredns.sh $(COREDNS)
 
 # Prometheus and promtool for the monitoring tests (lab/monitoring holds the version),
 # from source as every other binary here, with Kubernetes' service discovery alone
@@ -443,9 +447,9 @@ PROMETHEUS_BIN := $(BIN)/prometheus/$(PROMETHEUS_VERSION)
 PROMETHEUS_MOD := github.com/prometheus/prometheus
 prometheus-binaries: $(PROMETHEUS_BIN)/prometheus $(PROMETHEUS_BIN)/promtool ## Build prometheus and promtool from source into bin/prometheus/<version>.
 
-$(PROMETHEUS_BIN)/prometheus $(PROMETHEUS_BIN)/promtool &:
-	mkdir -p $(PROMETHEUS_BIN)
-	GOBIN=$(PROMETHEUS_BIN) $(GO) install -tags remove_all_sd,enable_kubernetes_sd $(PROMETHEUS_MOD)/cmd/prometheus@$(PROMETHEUS_VERSION) $(PROMETHEUS_MOD)/cmd/promtool@$(PROMETHEUS_VERSION)
+$(PROMETHEUS_BIN)/prometheus $(PROMETHEUS_BIN)/promtool &: | $(BINCACHE)
+	$(BINCACHE) -name prometheus -out $(PROMETHEUS_BIN) -files "prometheus promtool" -- \
+	  env GOBIN=$(PROMETHEUS_BIN) $(GO) install -tags remove_all_sd,enable_kubernetes_sd $(PROMETHEUS_MOD)/cmd/prometheus@$(PROMETHEUS_VERSION) $(PROMETHEUS_MOD)/cmd/promtool@$(PROMETHEUS_VERSION)
 
 # make lab and lab-globalnet build only what their labs run (no flannel, no conformance
 # images; make test builds the rest): the Go programs three builds at a time, as

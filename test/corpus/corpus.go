@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 )
 
@@ -31,10 +30,28 @@ type Case struct {
 	RefusedBy string
 }
 
-// Dir is plan/testdata/invalid, found from this file so any package's test can use it.
+// invalidDir is where the cases are, from the repository's root.
+const invalidDir = "plan/testdata/invalid"
+
+// Dir is plan/testdata/invalid, found from the working directory up (a package's test
+// runs in its directory) so any package's test can use it. Not from this file's path:
+// under -trimpath (.ci/run builds so, for a build cache every clone shares) that path is
+// the import path, not a directory.
 func Dir() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..", "plan", "testdata", "invalid")
+	dir, err := os.Getwd()
+	if err != nil {
+		return invalidDir
+	}
+	for {
+		if info, err := os.Stat(filepath.Join(dir, invalidDir)); err == nil && info.IsDir() {
+			return filepath.Join(dir, invalidDir)
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return invalidDir
+		}
+		dir = parent
+	}
 }
 
 // Load reads every case; a file without a want line or without one refused-by line is
