@@ -55,9 +55,10 @@ cp -r "$src/." "$work/src/"
 # The suite and Ginkgo's own runner, from the suite's module (its go.sum pins the runner):
 # the runner spreads the specs over MCS_CONFORMANCE_PROCS processes. Each spec makes its
 # services in a namespace of its own, and most of a spec's time is the suite's own waits
-# (a connectivity check must pass 10 times a second apart): the 27 specs took 86 s three
-# at once on a 2-core machine, 200 s one at a time. The report is one, of all of them.
-procs=${MCS_CONFORMANCE_PROCS:-3}
+# (a connectivity check must pass 10 times a second apart): on a 2-core machine the 27
+# specs took 200 s one at a time, 86-122 s three at once and 101 s six at once in the
+# basic lab of make test (its daemons share the cores). The report is one, of all of them.
+procs=${MCS_CONFORMANCE_PROCS:-6}
 (cd "$work/src" && go test -c -o "$work/mcs-conformance.test" . && go build -o "$work/ginkgo" github.com/onsi/ginkgo/v2/ginkgo)
 
 if [ -n "${STRAIT_LAB_STATE:-}" ]; then

@@ -7,11 +7,13 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
@@ -83,41 +85,54 @@ const suitePrefix = "mcs-conformance-"
 // suite's servers do not stop on SIGTERM): the wait took a minute with it.
 func deleteSuiteNamespaces(t *testing.T) {
 	t.Helper()
+	start := time.Now()
+	defer func() { t.Logf("the suite's namespaces gone in %.1fs", time.Since(start).Seconds()) }()
+	var wg sync.WaitGroup
 	for _, c := range members() {
 		cs := env.HostClient(t, c)
-		require.Eventually(t, 3*time.Minute, c+": the suite's namespaces gone", func() error {
-			nss, err := cs.CoreV1().Namespaces().List(context.Background(), metav1.ListOptions{})
-			if err != nil {
+		wg.Go(func() { namespacesGone(t, c, cs) })
+	}
+	wg.Wait()
+}
+
+// namespacesGone deletes the suite's namespaces in one member and waits until they are
+// gone; it runs beside the other member's, so it reports rather than stops the test.
+func namespacesGone(t *testing.T, c string, cs kubernetes.Interface) {
+	t.Helper()
+	if _, err := require.Within(3*time.Minute, func() error {
+		nss, err := cs.CoreV1().Namespaces().List(context.Background(), metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		var left []string
+		for _, ns := range nss.Items {
+			if !strings.HasPrefix(ns.Name, suitePrefix) {
+				continue
+			}
+			left = append(left, ns.Name)
+			now := metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}
+			if err := cs.CoreV1().Pods(ns.Name).DeleteCollection(context.Background(), now, metav1.ListOptions{}); err != nil && !apierrors.IsNotFound(err) {
 				return err
 			}
-			var left []string
-			for _, ns := range nss.Items {
-				if !strings.HasPrefix(ns.Name, suitePrefix) {
-					continue
-				}
-				left = append(left, ns.Name)
-				now := metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}
-				if err := cs.CoreV1().Pods(ns.Name).DeleteCollection(context.Background(), now, metav1.ListOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			if ns.DeletionTimestamp == nil {
+				if err := cs.CoreV1().Namespaces().Delete(context.Background(), ns.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 					return err
 				}
-				if ns.DeletionTimestamp == nil {
-					if err := cs.CoreV1().Namespaces().Delete(context.Background(), ns.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-						return err
-					}
-				}
 			}
-			if len(left) > 0 {
-				return fmt.Errorf("left: %s", strings.Join(left, ", "))
-			}
-			return nil
-		})
+		}
+		if len(left) > 0 {
+			return fmt.Errorf("left: %s", strings.Join(left, ", "))
+		}
+		return nil
+	}); err != nil {
+		t.Errorf("%s: the suite's namespaces gone: %v", c, err)
 	}
 }
 
 // suiteExportsGone waits until the ClusterSet's status lists no export of the suite's.
 func suiteExportsGone(t *testing.T) {
 	t.Helper()
-	require.Eventually(t, labtest.Converge, "no export of the suite's in the ClusterSet's status", func() error {
+	took := require.Eventually(t, labtest.Converge, "no export of the suite's in the ClusterSet's status", func() error {
 		var left []string
 		for _, e := range env.ClusterSet(t).Status.Exports {
 			if strings.HasPrefix(e.Namespace, suitePrefix) {
@@ -129,4 +144,5 @@ func suiteExportsGone(t *testing.T) {
 		}
 		return nil
 	})
+	t.Logf("no export of the suite's left in the ClusterSet's status after %.1fs more", took.Seconds())
 }

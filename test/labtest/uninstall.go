@@ -43,6 +43,8 @@ func (e *Env) Uninstall(t testing.TB) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
+	start := time.Now()
+	step := func(what string) { t.Logf("uninstall: %s (%.1fs)", what, time.Since(start).Seconds()) }
 	if _, err := e.Lab.Kubectl(ctx, topology.HubName, "delete", "-k", e.Lab.FluxSyncDir(), "--wait", "--timeout=3m"); err != nil {
 		t.Fatalf("%v\nFlux in the hub:\n%s", err, e.FluxState())
 	}
@@ -56,6 +58,7 @@ func (e *Env) Uninstall(t testing.TB) {
 		}
 		return nil
 	})
+	step("Flux's sync deleted, the ClusterSet pruned")
 	// The members have left: strait dns takes its block out of the Corefile within
 	// seconds, while the install (and its role on kube-system/coredns) is still there.
 	for _, c := range e.Topo.Clusters {
@@ -68,6 +71,7 @@ func (e *Env) Uninstall(t testing.TB) {
 	}
 	// The members side by side, as strait uninstall takes them: most of each is waiting
 	// for its namespace to go.
+	step("strait dns's blocks out of the Corefiles")
 	errs := make([]error, len(e.Topo.Clusters))
 	var wg sync.WaitGroup
 	for i, c := range e.Topo.Clusters {
@@ -79,7 +83,9 @@ func (e *Env) Uninstall(t testing.TB) {
 	if err := errors.Join(errs...); err != nil {
 		t.Fatal(err)
 	}
+	step("the members' installs deleted")
 	e.Kubectl(t, topology.HubName, "delete", "-k", e.Lab.InstallDir(topology.HubName), "--ignore-not-found", "--wait", "--timeout=3m")
+	step("the hub's install deleted")
 }
 
 // CheckNothingLeft fails t for anything of Strait's left after Uninstall: an object of
