@@ -374,11 +374,11 @@ argocd-binaries: $(ARGOCD_BIN)/argocd ## Build Argo CD's multi-call program (arg
 # Static and without symbols or build ID, as Flux's. The version flags are Argo CD's own
 # Makefile's; the web UI's assets are not built (argocd-server serves the API without them).
 ARGOCD_COMMON := github.com/argoproj/argo-cd/v3/common
-$(ARGOCD_BIN)/argocd: $(ARGOCDBIN_MOD)
-	mkdir -p $(ARGOCD_BIN)
-	cd test/argocdbin && GOTOOLCHAIN=$(ARGOCD_TOOLCHAIN) CGO_ENABLED=0 $(GO) build -trimpath \
+$(ARGOCD_BIN)/argocd: $(ARGOCDBIN_MOD) | $(BINCACHE)
+	$(BINCACHE) -name argocd -out $(ARGOCD_BIN) -files argocd $(addprefix -key ,$(ARGOCDBIN_MOD)) -- \
+	  sh -c 'cd test/argocdbin && GOTOOLCHAIN=$(ARGOCD_TOOLCHAIN) CGO_ENABLED=0 $(GO) build -trimpath \
 	  -ldflags "-s -w -buildid= -X $(ARGOCD_COMMON).version=$(ARGOCD_VERSION:v%=%) -X $(ARGOCD_COMMON).gitTag=$(ARGOCD_VERSION) -X $(ARGOCD_COMMON).gitTreeState=clean" \
-	  -o $@ github.com/argoproj/argo-cd/v3/cmd
+	  -o $@ github.com/argoproj/argo-cd/v3/cmd'
 
 flux-images: $(FLUX_IMAGES_STAMP) ## Build the Flux controllers' images (strait-lab/<controller>:<version>) and their install manifest (flux-install.yaml) into bin/images.
 
@@ -423,17 +423,17 @@ $(SECCOMP_SYSROOT)/.done:
 
 tools: $(CONTROLLER_GEN) $(GOLANGCI_LINT) $(KUSTOMIZE)
 
-$(CONTROLLER_GEN):
-	GOBIN=$(BIN)/tmp-cg $(GO) install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_GEN_VERSION)
-	mv $(BIN)/tmp-cg/controller-gen $@ && rmdir $(BIN)/tmp-cg
+$(CONTROLLER_GEN): | $(BINCACHE)
+	$(BINCACHE) -name controller-gen -out $(BIN) -files $(notdir $@) -- sh -c 'GOBIN=$(BIN)/tmp-cg $(GO) install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_GEN_VERSION) && \
+	  mv $(BIN)/tmp-cg/controller-gen $@ && rmdir $(BIN)/tmp-cg'
 
-$(GOLANGCI_LINT):
-	GOBIN=$(BIN)/tmp-gl $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
-	mv $(BIN)/tmp-gl/golangci-lint $@ && rmdir $(BIN)/tmp-gl
+$(GOLANGCI_LINT): | $(BINCACHE)
+	$(BINCACHE) -name golangci-lint -out $(BIN) -files $(notdir $@) -- sh -c 'GOBIN=$(BIN)/tmp-gl $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION) && \
+	  mv $(BIN)/tmp-gl/golangci-lint $@ && rmdir $(BIN)/tmp-gl'
 
-$(KUSTOMIZE):
-	GOBIN=$(BIN)/tmp-kz $(GO) install sigs.k8s.io/kustomize/kustomize/v5@$(KUSTOMIZE_VERSION)
-	mv $(BIN)/tmp-kz/kustomize $@ && rmdir $(BIN)/tmp-kz
+$(KUSTOMIZE): | $(BINCACHE)
+	$(BINCACHE) -name kustomize -out $(BIN) -files $(notdir $@) -- sh -c 'GOBIN=$(BIN)/tmp-kz $(GO) install sigs.k8s.io/kustomize/kustomize/v5@$(KUSTOMIZE_VERSION) && \
+	  mv $(BIN)/tmp-kz/kustomize $@ && rmdir $(BIN)/tmp-kz'
 
 $(COREDNS): | $(BINCACHE)
 	$(BINCACHE) -name coredns -out $(BIN) -files coredns -key hack/build-coredns.sh -- hack/build-coredns.sh $(COREDNS)
