@@ -89,6 +89,7 @@ ARGOCD_VERSION := $(shell sed -n 's/^\tgithub.com\/argoproj\/argo-cd\/v3 \(v[0-9
 ARGOCD_TOOLCHAIN := $(shell sed -n 's/^toolchain //p' test/argocdbin/go.mod)
 ARGOCD_BIN := $(BIN)/argocd/$(ARGOCD_VERSION)
 ARGOCDBIN_MOD := test/argocdbin/go.mod test/argocdbin/go.sum
+ARGOCD_IMAGES_STAMP := $(BIN)/images/.argocd-$(ARGOCD_VERSION)
 
 # What Strait's ServiceAccounts did in the e2e suites' labs (test/labtest, test/rbacaudit).
 RBAC_USAGE := $(BIN)/rbac-usage
@@ -108,7 +109,7 @@ PROM_OPERATOR_MONITORING := github.com/prometheus-operator/prometheus-operator/p
 MONITORING_CRDS := podmonitors servicemonitors prometheusrules
 MONITORING_CRDS_DIR := lab/monitoring/crds
 
-.PHONY: all demo build prometheus-binaries test-binaries lab-binaries lab-node-binaries lab-images host-deps lab lab-globalnet lab-down mcs-conformance generate manifests fmt vet lint test test-unit fuzz verify bench bench-lab bench-dns coredns k8s-binaries node-binaries images image flux-binaries flux-images argocd-binaries tools clean help FORCE
+.PHONY: all demo build prometheus-binaries test-binaries lab-binaries lab-node-binaries lab-images host-deps lab lab-globalnet lab-down mcs-conformance generate manifests fmt vet lint test test-unit fuzz verify bench bench-lab bench-dns coredns k8s-binaries node-binaries images image flux-binaries flux-images argocd-binaries argocd-images tools clean help FORCE
 
 all: build
 
@@ -379,6 +380,12 @@ $(ARGOCD_BIN)/argocd: $(ARGOCDBIN_MOD) | $(BINCACHE)
 	  sh -c 'cd test/argocdbin && GOTOOLCHAIN=$(ARGOCD_TOOLCHAIN) CGO_ENABLED=0 $(GO) build -trimpath \
 	  -ldflags "-s -w -buildid= -X $(ARGOCD_COMMON).version=$(ARGOCD_VERSION:v%=%) -X $(ARGOCD_COMMON).gitTag=$(ARGOCD_VERSION) -X $(ARGOCD_COMMON).gitTreeState=clean" \
 	  -o $@ github.com/argoproj/argo-cd/v3/cmd'
+
+argocd-images: $(ARGOCD_IMAGES_STAMP) ## Build the lab's Argo CD images (strait-lab/argocd:<version> with git and kustomize, strait-lab/argocd-redis:<version> from Debian's redis-server) and its install manifest (argocd-install.yaml) into bin/images (opt-in, as argocd-binaries).
+
+$(ARGOCD_IMAGES_STAMP): $(ARGOCD_BIN)/argocd $(KUSTOMIZE) $(wildcard lab/image/*.go lab/argocd/*.go hack/argocdimages/*.go)
+	$(GO) run ./hack/argocdimages -bin $(ARGOCD_BIN) -kustomize $(KUSTOMIZE) -argocdbin test/argocdbin -out $(BIN)/images -cache $(BIN)/cache/debs
+	touch $@
 
 flux-images: $(FLUX_IMAGES_STAMP) ## Build the Flux controllers' images (strait-lab/<controller>:<version>) and their install manifest (flux-install.yaml) into bin/images.
 

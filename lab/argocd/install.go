@@ -1,0 +1,165 @@
+package argocd
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/yaml"
+)
+
+// InstallFile is the name of the install manifest in bin/images, beside the images.
+const InstallFile = "argocd-install.yaml"
+
+// upstreamImages are the images install.yaml names, as prefixes (their tags follow the
+// release): Argo CD's own program and Redis. Dex's goes with Dex.
+const (
+	upstreamArgoCD = "quay.io/argoproj/argocd:"
+	upstreamRedis  = "public.ecr.aws/docker/library/redis:"
+)
+
+// RedisImage is the ref of the locally built Redis image of the release (Debian's
+// redis-server; Argo CD uses Redis as a cache only).
+func (r Release) RedisImage() string { return "strait-lab/argocd-redis:" + r.Version }
+
+// leftOut tells the components of install.yaml the lab does not run, by the name their
+// objects start with: Dex (single sign-on: the lab logs in as admin), the ApplicationSet
+// controller and the notifications controller (the lab has one Application and no one to
+// notify). Their ClusterRoles, Services, ConfigMaps and NetworkPolicies go with them.
+func leftOut(name string) bool {
+	for _, p := range []string{"argocd-dex-server", "argocd-applicationset-controller", "argocd-notifications-"} {
+		if strings.HasPrefix(name, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// clusterScoped tells the kinds of install.yaml that take no namespace.
+func clusterScoped(kind string) bool {
+	return kind == "CustomResourceDefinition" || kind == "ClusterRole" || kind == "ClusterRoleBinding"
+}
+
+// Objects are the objects that install the release into Namespace: install.yaml of the
+// module's manifests/ less the components in leftOut, with these changes, the lab's only
+// ones:
+//   - every container runs the image built here (Image, RedisImage) and pulls it only
+//     when the node lacks it (install.yaml says Always, which asks the registry first);
+//   - argocd-server serves plain HTTP (server.insecure in argocd-cmd-params-cm, as behind
+//     a TLS-terminating ingress): the lab's git server calls its /api/webhook on a push.
+//
+// Namespaced objects get Namespace, as `kubectl apply -n argocd -f install.yaml` gives them.
+func (r Release) Objects() ([]*unstructured.Unstructured, error) {
+	data, err := os.ReadFile(filepath.Join(r.Source, "manifests", "install.yaml"))
+	if err != nil {
+		return nil, fmt.Errorf("argocd %s install: %w", r.Version, err)
+	}
+	objs, err := decode(data)
+	if err != nil {
+		return nil, fmt.Errorf("argocd %s install.yaml: %w", r.Version, err)
+	}
+	var out []*unstructured.Unstructured
+	for _, o := range objs {
+		if leftOut(o.GetName()) {
+			continue
+		}
+		if !clusterScoped(o.GetKind()) {
+			o.SetNamespace(Namespace)
+		}
+		if err := r.localImages(o); err != nil {
+			return nil, fmt.Errorf("argocd %s install: %s %s: %w", r.Version, o.GetKind(), o.GetName(), err)
+		}
+		if o.GetKind() == "ConfigMap" && o.GetName() == "argocd-cmd-params-cm" {
+			if err := unstructured.SetNestedField(o.Object, "true", "data", "server.insecure"); err != nil {
+				return nil, err
+			}
+		}
+		out = append(out, o)
+	}
+	return out, nil
+}
+
+// localImages points every container of a workload at the images built here.
+func (r Release) localImages(o *unstructured.Unstructured) error {
+	if o.GetKind() != "Deployment" && o.GetKind() != "StatefulSet" {
+		return nil
+	}
+	for _, field := range []string{"initContainers", "containers"} {
+		path := []string{"spec", "template", "spec", field}
+		containers, _, err := unstructured.NestedSlice(o.Object, path...)
+		if err != nil {
+			return err
+		}
+		for i, c := range containers {
+			m, ok := c.(map[string]any)
+			if !ok {
+				return fmt.Errorf("%s[%d]: not an object", field, i)
+			}
+			img, _ := m["image"].(string)
+			switch {
+			case strings.HasPrefix(img, upstreamArgoCD):
+				m["image"] = r.Image()
+			case strings.HasPrefix(img, upstreamRedis):
+				m["image"] = r.RedisImage()
+			default:
+				return fmt.Errorf("%s %v: image %q is none the lab builds (%s*, %s*)", field, m["name"], img, upstreamArgoCD, upstreamRedis)
+			}
+			m["imagePullPolicy"] = "IfNotPresent"
+		}
+		if err := unstructured.SetNestedSlice(o.Object, containers, path...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// decode reads the objects of a multi-document YAML, skipping empty documents; through
+// JSON, so that numbers are int64 as unstructured holds them.
+func decode(data []byte) ([]*unstructured.Unstructured, error) {
+	rd := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
+	var objs []*unstructured.Unstructured
+	for {
+		doc, err := rd.Read()
+		if errors.Is(err, io.EOF) {
+			return objs, nil
+		} else if err != nil {
+			return nil, err
+		}
+		js, err := yaml.YAMLToJSON(doc)
+		if err != nil {
+			return nil, err
+		}
+		if t := bytes.TrimSpace(js); len(t) == 0 || string(t) == "null" || string(t) == "{}" {
+			continue
+		}
+		o := &unstructured.Unstructured{}
+		if err := o.UnmarshalJSON(js); err != nil {
+			return nil, err
+		}
+		if o.GetName() == "" {
+			return nil, fmt.Errorf("a %s without a name", o.GetKind())
+		}
+		objs = append(objs, o)
+	}
+}
+
+// Manifest is objs as one multi-document YAML, in their order.
+func Manifest(objs []*unstructured.Unstructured) ([]byte, error) {
+	var b bytes.Buffer
+	for _, o := range objs {
+		data, err := yaml.Marshal(o.Object)
+		if err != nil {
+			return nil, fmt.Errorf("%s %s: %w", o.GetKind(), o.GetName(), err)
+		}
+		b.WriteString("---\n")
+		b.Write(data)
+	}
+	return b.Bytes(), nil
+}
