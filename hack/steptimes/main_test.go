@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -110,4 +111,28 @@ func TestTableShowsTheSlowestAndSumsTheRest(t *testing.T) {
 	if strings.Contains(out.String(), "pkga") {
 		t.Errorf("the fastest package shown:\n%s", out.String())
 	}
+}
+
+// A parent's "(the rest ...)" is its time less every child's, the ones folded into
+// "(N more)" included: the e2e labs' table once said 203 s where 58 were unexplained.
+func TestTheRestCountsTheFoldedChildren(t *testing.T) {
+	rows := []Row{{Path: []string{"e2e"}, Seconds: 3000}}
+	var children float64
+	for i := 0; i < maxMeasured+5; i++ {
+		s := float64(10 * (i + 1))
+		children += s
+		rows = append(rows, Row{Path: []string{"e2e", "Test" + string(rune('A'+i))}, Seconds: s, Measured: true})
+	}
+	var out bytes.Buffer
+	Table(&out, rows, false)
+	want := fmt.Sprintf("%9.1f", 3000-children)
+	for _, line := range strings.Split(out.String(), "\n") {
+		if strings.Contains(line, "(the rest") {
+			if !strings.HasPrefix(line, want) {
+				t.Errorf("the rest: %q, want %s s (3000 less the children's %.0f s)", line, want, children)
+			}
+			return
+		}
+	}
+	t.Errorf("no rest line (%.0f s unexplained):\n%s", 3000-children, out.String())
 }

@@ -85,9 +85,13 @@ func Table(w io.Writer, rows []Row, all bool) {
 		if measured {
 			sort.SliceStable(kids, func(i, j int) bool { return kids[i].seconds() > kids[j].seconds() })
 		}
+		// Every child counts toward what the parent's time explains, the ones folded
+		// into "(N more)" too.
 		var sum float64
-		for i, k := range kids {
+		for _, k := range kids {
 			sum += k.seconds()
+		}
+		for i, k := range kids {
 			if measured && !all && i >= maxMeasured {
 				var rest float64
 				for _, r := range kids[i:] {
