@@ -32,8 +32,10 @@ func (l *Lab) Down(ctx context.Context) error {
 	pids := l.state.AllPids()
 	procs := l.processes(pids)
 	// The daemon first, so no kubelet recreates pod namespaces while they go.
+	stopped := 0
 	if pid, ok := pids[daemonKey+"/daemon"]; ok && netns.Alive(pid) && isOurs(pid) {
 		netns.KillAll([]int{pid}, 5*time.Second)
+		stopped++
 	}
 	var rest []int
 	for _, pid := range pids {
@@ -42,7 +44,7 @@ func (l *Lab) Down(ctx context.Context) error {
 		}
 	}
 	netns.KillAll(rest, 5*time.Second)
-	l.progress("stopped %d processes", len(rest)+1)
+	l.progress("stopped %d processes", len(rest)+stopped)
 	// Real nodes before their namespaces: containers, shims and mounts go by the nodes'
 	// cgroups and records, which need no lab.json.
 	if err := node.TeardownAll(l.state.nodesDir()); err != nil {
