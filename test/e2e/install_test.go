@@ -157,24 +157,3 @@ func writeOverlay(t testing.TB, dir, base, tag string) {
 		t.Fatal(err)
 	}
 }
-
-// TestUninstallLeavesNothing removes Strait as docs/install.md tells users
-// (labtest's Env.Uninstall: the Flux sync first, then kubectl delete -k in every
-// cluster) and lists what is left: no object of the install, no CRD, no Corefile block,
-// no kernel state on any node. Then lab up installs it again for the tests after.
-func TestUninstallLeavesNothing(t *testing.T) {
-	env.Require(t)
-	t.Cleanup(func() { env.UpAgain(t) })
-	// The agents clean their nodes on the way out when their DaemonSet goes, even while
-	// the cluster is still a member (nothing else would).
-	env.Kubectl(t, "c2", "-n", straitv1.SystemNamespace, "delete", "daemonset/strait-agent", "--wait", "--timeout=2m")
-	env.Kubectl(t, "c2", "-n", straitv1.SystemNamespace, "wait", "--for=delete", "pod", "-l", "app.kubernetes.io/name="+labtest.AgentApp, "--timeout=2m")
-	c2, _ := env.Topo.Cluster("c2")
-	for _, n := range c2.Nodes {
-		if left := labtest.StraitKernelState(t, n.Namespace); left != "" {
-			t.Errorf("c2: the agent's DaemonSet is gone but Strait's kernel state is left on %s:\n%s", n.Name, left)
-		}
-	}
-	env.Uninstall(t)
-	env.CheckNothingLeft(t)
-}

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	straitv1 "github.com/straitnet/strait/api/v1alpha1"
 	"github.com/straitnet/strait/lab/topology"
 	"github.com/straitnet/strait/test/labtest"
 )
@@ -90,4 +91,29 @@ func suspendKustomization(t *testing.T, k types.NamespacedName, suspend bool) {
 	if err := env.Client(t, topology.HubName).Patch(context.Background(), u, client.RawPatch(types.MergePatchType, patch)); err != nil {
 		t.Error(err)
 	}
+}
+
+// TestUninstallLeavesNothing removes Strait as docs/install.md tells users
+// (labtest's Env.Uninstall: the Flux sync first, then kubectl delete -k in every
+// cluster) and lists what is left: no object of the install, no CRD, no Corefile block,
+// no kernel state on any node. Then lab up installs it again for the tests after.
+// It runs late in the suite (this file), not beside the rolling upgrade: right after
+// TestFailoverWithTheHubDown the hub and Flux wait out their Leases (15 s, timed from
+// when a restarted pod first sees them) before they act, and its prune took 20-39 s
+// instead of 1.
+func TestUninstallLeavesNothing(t *testing.T) {
+	env.Require(t)
+	t.Cleanup(func() { env.UpAgain(t) })
+	// The agents clean their nodes on the way out when their DaemonSet goes, even while
+	// the cluster is still a member (nothing else would).
+	env.Kubectl(t, "c2", "-n", straitv1.SystemNamespace, "delete", "daemonset/strait-agent", "--wait", "--timeout=2m")
+	env.Kubectl(t, "c2", "-n", straitv1.SystemNamespace, "wait", "--for=delete", "pod", "-l", "app.kubernetes.io/name="+labtest.AgentApp, "--timeout=2m")
+	c2, _ := env.Topo.Cluster("c2")
+	for _, n := range c2.Nodes {
+		if left := labtest.StraitKernelState(t, n.Namespace); left != "" {
+			t.Errorf("c2: the agent's DaemonSet is gone but Strait's kernel state is left on %s:\n%s", n.Name, left)
+		}
+	}
+	env.Uninstall(t)
+	env.CheckNothingLeft(t)
 }
