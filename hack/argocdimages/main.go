@@ -9,6 +9,7 @@ import (
 
 	"github.com/straitnet/strait/lab/argocd"
 	"github.com/straitnet/strait/lab/image"
+	"github.com/straitnet/strait/lab/manifest"
 )
 
 func main() {
@@ -67,12 +68,12 @@ func build(ctx context.Context, bin, kustomize, argocdbin, out, cache string) er
 	if err != nil {
 		return err
 	}
-	manifest, err := argocd.Manifest(objs)
+	data, err := manifest.Encode(objs)
 	if err != nil {
 		return err
 	}
 	path := filepath.Join(out, argocd.InstallFile)
-	if err := os.WriteFile(path, manifest, 0o644); err != nil {
+	if err := os.WriteFile(path, data, 0o644); err != nil {
 		return err
 	}
 	fmt.Printf("%-40s %d objects %s\n", "install", len(objs), path)

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/straitnet/strait/lab/flux"
+	"github.com/straitnet/strait/lab/manifest"
 )
 
 func main() {
@@ -48,12 +49,12 @@ func build(ctx context.Context, bin, fluxbin, out string) error {
 	if err != nil {
 		return err
 	}
-	manifest, err := flux.Manifest(objs)
+	data, err := manifest.Encode(objs)
 	if err != nil {
 		return err
 	}
 	path := filepath.Join(out, flux.InstallFile)
-	if err := os.WriteFile(path, manifest, 0o644); err != nil {
+	if err := os.WriteFile(path, data, 0o644); err != nil {
 		return err
 	}
 	fmt.Printf("%-40s %d objects %s\n", "install", len(objs), path)

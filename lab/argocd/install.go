@@ -1,18 +1,14 @@
 package argocd
 
 import (
-	"bufio"
-	"bytes"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	"sigs.k8s.io/yaml"
+
+	"github.com/straitnet/strait/lab/manifest"
 )
 
 // InstallFile is the name of the install manifest in bin/images, beside the images.
@@ -61,7 +57,7 @@ func (r Release) Objects() ([]*unstructured.Unstructured, error) {
 	if err != nil {
 		return nil, fmt.Errorf("argocd %s install: %w", r.Version, err)
 	}
-	objs, err := decode(data)
+	objs, err := manifest.Decode(data)
 	if err != nil {
 		return nil, fmt.Errorf("argocd %s install.yaml: %w", r.Version, err)
 	}
@@ -118,48 +114,4 @@ func (r Release) localImages(o *unstructured.Unstructured) error {
 		}
 	}
 	return nil
-}
-
-// decode reads the objects of a multi-document YAML, skipping empty documents; through
-// JSON, so that numbers are int64 as unstructured holds them.
-func decode(data []byte) ([]*unstructured.Unstructured, error) {
-	rd := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
-	var objs []*unstructured.Unstructured
-	for {
-		doc, err := rd.Read()
-		if errors.Is(err, io.EOF) {
-			return objs, nil
-		} else if err != nil {
-			return nil, err
-		}
-		js, err := yaml.YAMLToJSON(doc)
-		if err != nil {
-			return nil, err
-		}
-		if t := bytes.TrimSpace(js); len(t) == 0 || string(t) == "null" || string(t) == "{}" {
-			continue
-		}
-		o := &unstructured.Unstructured{}
-		if err := o.UnmarshalJSON(js); err != nil {
-			return nil, err
-		}
-		if o.GetName() == "" {
-			return nil, fmt.Errorf("a %s without a name", o.GetKind())
-		}
-		objs = append(objs, o)
-	}
-}
-
-// Manifest is objs as one multi-document YAML, in their order.
-func Manifest(objs []*unstructured.Unstructured) ([]byte, error) {
-	var b bytes.Buffer
-	for _, o := range objs {
-		data, err := yaml.Marshal(o.Object)
-		if err != nil {
-			return nil, fmt.Errorf("%s %s: %w", o.GetKind(), o.GetName(), err)
-		}
-		b.WriteString("---\n")
-		b.Write(data)
-	}
-	return b.Bytes(), nil
 }

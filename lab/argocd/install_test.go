@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/straitnet/strait/lab/manifest"
 )
 
 // pinned is the release test/argocdbin pins, from the module cache (make verify's tidy of
@@ -65,11 +67,11 @@ func TestTheInstallRunsOnlyImagesBuiltHere(t *testing.T) {
 			}
 		}
 	}
-	manifest, err := Manifest(objs)
+	data, err := manifest.Encode(objs)
 	if err != nil {
 		t.Fatal(err)
 	}
-	back, err := decode(manifest)
+	back, err := manifest.Decode(data)
 	if err != nil || len(back) != len(objs) {
 		t.Fatalf("the manifest reads back as %d objects (%v), want %d", len(back), err, len(objs))
 	}

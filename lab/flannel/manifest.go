@@ -1,11 +1,9 @@
 package flannel
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/netip"
 	"slices"
 
@@ -13,7 +11,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+
+	"github.com/straitnet/strait/lab/manifest"
 )
 
 // Names in flannel's manifest the lab patches.
@@ -62,7 +61,7 @@ func Manifest(upstream []byte, o Options) ([]*unstructured.Unstructured, error) 
 	if o.Interface == "" {
 		return nil, errors.New("flannel interface: empty (flanneld's --iface)")
 	}
-	objs, err := decodeAll(upstream)
+	objs, err := manifest.Decode(upstream)
 	if err != nil {
 		return nil, fmt.Errorf("flannel manifest: %w", err)
 	}
@@ -146,26 +145,4 @@ func patchTyped[T any](obj *unstructured.Unstructured, typed *T, patch func(*T) 
 	out.SetAPIVersion(obj.GetAPIVersion())
 	out.SetKind(obj.GetKind())
 	return out, nil
-}
-
-// decodeAll reads every object of a multi-document YAML manifest.
-func decodeAll(manifest []byte) ([]*unstructured.Unstructured, error) {
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(manifest), 4096)
-	var objs []*unstructured.Unstructured
-	for {
-		var m map[string]any
-		if err := dec.Decode(&m); errors.Is(err, io.EOF) {
-			return objs, nil
-		} else if err != nil {
-			return nil, err
-		}
-		if len(m) == 0 {
-			continue
-		}
-		obj := &unstructured.Unstructured{Object: m}
-		if obj.GetKind() == "" || obj.GetName() == "" {
-			return nil, fmt.Errorf("object %d: no kind or name", len(objs)+1)
-		}
-		objs = append(objs, obj)
-	}
 }

@@ -161,16 +161,3 @@ func copyTree(fsys filesys.FileSystem, from, to string) error {
 // Objects as one YAML stream, as `flux install --export` prints them), next to the
 // images: the lab applies it to the hub with kubectl.
 const InstallFile = "flux-install.yaml"
-
-// Manifest is objs as one YAML stream.
-func Manifest(objs []*unstructured.Unstructured) ([]byte, error) {
-	var b []byte
-	for _, o := range objs {
-		doc, err := yaml.Marshal(o.Object)
-		if err != nil {
-			return nil, fmt.Errorf("%s %s: %w", o.GetKind(), o.GetName(), err)
-		}
-		b = append(append(b, "---\n"...), doc...)
-	}
-	return b, nil
-}
