@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/straitnet/strait/test/clusters"
 )
 
 // Who must refuse a case: the CRD's OpenAPI schema (and the API server's strict
@@ -33,25 +35,15 @@ type Case struct {
 // invalidDir is where the cases are, from the repository's root.
 const invalidDir = "plan/testdata/invalid"
 
-// Dir is plan/testdata/invalid, found from the working directory up (a package's test
-// runs in its directory) so any package's test can use it. Not from this file's path:
-// under -trimpath (.ci/run builds so, for a build cache every clone shares) that path is
-// the import path, not a directory.
+// Dir is plan/testdata/invalid under the repository's root (found from the working
+// directory up: a package's test runs in its directory), so any package's test can use
+// it; not from this file's path, which under -trimpath (.ci/run) is an import path.
 func Dir() string {
-	dir, err := os.Getwd()
+	root, err := clusters.RepoRoot()
 	if err != nil {
 		return invalidDir
 	}
-	for {
-		if info, err := os.Stat(filepath.Join(dir, invalidDir)); err == nil && info.IsDir() {
-			return filepath.Join(dir, invalidDir)
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return invalidDir
-		}
-		dir = parent
-	}
+	return filepath.Join(root, invalidDir)
 }
 
 // Load reads every case; a file without a want line or without one refused-by line is
