@@ -191,8 +191,8 @@ $(BINCACHE): $(wildcard hack/bincache/*.go)
 # another took 104 s (a fresh clone's bin/, against .ci/run's log, 2026-11-28). The
 # images after them, one at a time: they share the Debian package cache.
 test-binaries: build $(STEPTIMES) ## What make test runs: every binary and image.
-	$(MAKE) -j3 k8s-binaries node-binaries flux-binaries $(COREDNS) prometheus-binaries
-	$(MAKE) images image flux-images
+	$(MAKE) -j3 k8s-binaries node-binaries flux-binaries $(COREDNS) prometheus-binaries argocd-binaries
+	$(MAKE) images image flux-images argocd-images
 
 # How many unit packages go test runs at once (go test's default is GOMAXPROCS). The slow
 # ones wait more than they compute (charon's and the kernel's handshakes, leases, envtest

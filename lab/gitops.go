@@ -2,7 +2,6 @@ package lab
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path"
@@ -10,35 +9,71 @@ import (
 	"strings"
 	"time"
 
-	"github.com/fluxcd/pkg/apis/meta"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
-	"sigs.k8s.io/yaml"
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
-	"github.com/straitnet/strait/lab/flux"
 	"github.com/straitnet/strait/lab/gitserver"
 	"github.com/straitnet/strait/lab/topology"
 	"github.com/straitnet/strait/plan"
 )
 
 // The lab's clusterset repo, laid out as a platform team keeps one: the ClusterSet and
-// its kustomization in clusterset/, which Flux applies to the hub, and the Flux wiring in
-// flux/, which is applied once by hand (as `flux bootstrap` does).
+// its kustomization in clusterset/, which the GitOps controller applies to the hub, and
+// that controller's wiring in a directory of its own (flux/ or argocd/), which is applied
+// once by hand (as `flux bootstrap` or `kubectl apply -f application.yaml` does).
 const (
 	RepoName = "clusterset"
 	// RepoClusterSet is the ClusterSet's path in the repo.
 	RepoClusterSet    = repoClusterSetDir + "/clusterset.yaml"
 	repoClusterSetDir = "clusterset"
-	repoFluxDir       = "flux"
 )
+
+// gitOps is the controller that syncs the lab's repo to the hub, as the lab file chooses
+// (topology.Spec.GitOps): Flux's source- and kustomize-controller (fluxSync) or Argo CD
+// (argoSync). The lab drives either through this: installed beside Strait, pointed at the
+// repo once strait hub's webhook answers, asked to sync on a push, read and waited for.
+type gitOps interface {
+	// wiring is the repo's directory of the controller's wiring and the files in it.
+	wiring() (dir string, files map[string][]byte, err error)
+	// images are the images of its workloads, which the hub's node imports.
+	images() ([]string, error)
+	// install applies its CRDs, RBAC and workloads to the hub.
+	install(ctx context.Context) error
+	// start points it at the repo (waiting for what that needs of its workloads).
+	start(ctx context.Context, client kubernetes.Interface, since time.Time, timeout time.Duration) error
+	// settle waits for the rest of its workloads, which the first sync did not need.
+	settle(ctx context.Context, client kubernetes.Interface, timeout time.Duration) error
+	// requestSync asks it to fetch the repo now, as a forge's push webhook does.
+	requestSync(ctx context.Context) error
+	// read is its account of the repo's sync.
+	read(ctx context.Context) (SyncStatus, error)
+	// waitSync is Lab.WaitSynced (applied false) and Lab.WaitApplied (applied true).
+	waitSync(ctx context.Context, commit string, timeout time.Duration, applied bool) (SyncStatus, error)
+	// revision is how it names a commit of the repo's branch.
+	revision(commit string) string
+}
+
+// gitOpsOf is the GitOps controller of a lab of spec.
+func (l *Lab) gitOpsOf(spec topology.Spec, t *topology.Lab) gitOps {
+	if spec.SyncsWith() == topology.GitOpsArgoCD {
+		return &argoSync{l: l, t: t}
+	}
+	return &fluxSync{l: l, t: t}
+}
+
+// gitOps is the GitOps controller of the lab that is up.
+func (l *Lab) gitOps() (gitOps, error) {
+	r, t, err := l.Load()
+	if err != nil {
+		return nil, err
+	}
+	return l.gitOpsOf(r.Spec, t), nil
+}
 
 // GitRoot holds the lab's bare repositories.
 func (s State) GitRoot() string { return s.path("git") }
@@ -60,31 +95,18 @@ func (l *Lab) GitURL() (string, error) {
 	return fmt.Sprintf("http://127.0.0.1:%d/%s.git", r.gitHostPort(), RepoName), nil
 }
 
-// hubGitURL is the repo's clone URL on the hub's LAN address, where source-controller
-// reaches it.
+// hubGitURL is the repo's clone URL on the hub's LAN address, where the GitOps
+// controller's pods reach it.
 func hubGitURL(t *topology.Lab) string {
 	return fmt.Sprintf("http://%s:%d/%s.git", t.Hub.LANAddr.Addr(), topology.GitPort, RepoName)
 }
 
-// labSync is the lab's Flux wiring: examples/clusterset/flux with the lab's URL and
-// path, and durations that suit tests. A push to the lab's git server asks for a sync at
-// once (as a forge's webhook to Flux's receiver would); the GitRepository's interval
-// catches commits made without a push. The health-check timeout is short so that a
-// ClusterSet that does not become Ready shows as a failed sync within a test: 30 s, the
-// least kustomize-controller takes (a shorter spec.timeout is raised to it), and Flux
-// tries a failed sync again 10 s after.
-func labSync(t *topology.Lab) flux.Sync {
-	return flux.Sync{URL: hubGitURL(t), Branch: gitserver.Branch, Path: "./" + repoClusterSetDir,
-		TargetNamespace: straitv1.SystemNamespace, GitInterval: time.Minute, Interval: 10 * time.Minute,
-		RetryInterval: 10 * time.Second, Timeout: 30 * time.Second, DecryptionSecret: sopsSecret}
-}
-
 // repoFiles are the first commit of the lab's repo.
-func repoFiles(clusterSet []byte, s flux.Sync) (map[string][]byte, error) {
+func repoFiles(clusterSet []byte, g gitOps) (map[string][]byte, error) {
 	if _, err := plan.Parse(clusterSet); err != nil {
 		return nil, err
 	}
-	sync, err := s.SyncFiles()
+	dir, wiring, err := g.wiring()
 	if err != nil {
 		return nil, err
 	}
@@ -92,18 +114,26 @@ func repoFiles(clusterSet []byte, s flux.Sync) (map[string][]byte, error) {
 		path.Join(repoClusterSetDir, "clusterset.yaml"): clusterSet,
 		path.Join(repoClusterSetDir, "kustomization.yaml"): []byte(
 			"apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - clusterset.yaml\n"),
-		"README.md": []byte(`# clusterset
+		"README.md": []byte(fmt.Sprintf(`# clusterset
 
-The lab's clusterset repo. Flux syncs clusterset/ to the hub (flux/sync.yaml); a push
+The lab's clusterset repo. %s syncs clusterset/ to the hub (%s/); a push
 is synced at once. Preview a change before you push it:
 
     strait diff -f clusterset/clusterset.yaml
-`),
+`, syncerName(dir), dir)),
 	}
-	for name, data := range sync {
-		files[path.Join(repoFluxDir, name)] = data
+	for name, data := range wiring {
+		files[path.Join(dir, name)] = data
 	}
 	return files, nil
+}
+
+// syncerName is the product that a wiring directory (flux, argocd) wires.
+func syncerName(dir string) string {
+	if dir == topology.GitOpsArgoCD {
+		return "Argo CD"
+	}
+	return "Flux"
 }
 
 // ensureRepo creates the lab's repo from the ClusterSet unless it exists, and returns
@@ -117,7 +147,7 @@ func (l *Lab) ensureRepo(ctx context.Context, t *topology.Lab, rec *Record) (str
 	if err != nil {
 		return "", err
 	}
-	files, err := repoFiles(committed, labSync(t))
+	files, err := repoFiles(committed, l.gitOpsOf(rec.Spec, t))
 	if err != nil {
 		return "", err
 	}
@@ -142,114 +172,37 @@ func (l *Lab) ensureRepo(ctx context.Context, t *topology.Lab, rec *Record) (str
 	return head, err
 }
 
-// fluxImages are the images of Flux's install manifest in the image directory.
-func (o Options) fluxImages() ([]string, error) {
-	data, err := os.ReadFile(filepath.Join(o.ImageDir, flux.InstallFile))
-	if err != nil {
-		return nil, fmt.Errorf("flux: %w (make flux-images)", err)
-	}
-	var refs []string
-	for _, doc := range plan.SplitYAML(data) {
-		var d struct {
-			Kind string `json:"kind"`
-			Spec struct {
-				Template struct {
-					Spec struct {
-						Containers []struct {
-							Image string `json:"image"`
-						} `json:"containers"`
-					} `json:"spec"`
-				} `json:"template"`
-			} `json:"spec"`
-		}
-		if err := yaml.Unmarshal(doc, &d); err != nil {
-			return nil, fmt.Errorf("flux install manifest: %w", err)
-		}
-		if d.Kind != "Deployment" {
-			continue
-		}
-		for _, c := range d.Spec.Template.Spec.Containers {
-			refs = append(refs, c.Image)
-		}
-	}
-	if len(refs) == 0 {
-		return nil, fmt.Errorf("flux install manifest %s: no Deployment", filepath.Join(o.ImageDir, flux.InstallFile))
-	}
-	return refs, nil
-}
-
-// applyFluxControllers installs Flux into the hub from its install manifest (kubectl
-// apply --server-side -f, as `flux install` applies its own): CRDs, RBAC and the
-// controllers, which wait for nothing of Strait's, so the lab starts them beside strait
-// hub; syncFlux then starts the sync.
-func (l *Lab) applyFluxControllers(ctx context.Context) error {
-	_, err := l.Kubectl(ctx, topology.HubName, "apply", "--server-side", "--force-conflicts",
-		"-f", filepath.Join(l.opts.ImageDir, flux.InstallFile))
-	return err
-}
-
-// syncFlux waits for Flux's controllers (applied at start) and applies the repo's flux/
-// directory, which points them at the lab's repo: from then on the ClusterSet comes from
-// git.
-func (l *Lab) syncFlux(ctx context.Context, t *topology.Lab, client kubernetes.Interface, start time.Time, timeout time.Duration) error {
-	if err := l.waitWorkloads(ctx, topology.HubName, flux.Namespace, client, timeout); err != nil {
-		return err
-	}
-	head, err := l.Repo().Head(ctx)
-	if err != nil {
-		return err
-	}
-	dir := l.FluxSyncDir()
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	for _, name := range []string{"kustomization.yaml", "gitrepository.yaml", "sync.yaml"} {
-		data, err := l.Repo().File(ctx, head, path.Join(repoFluxDir, name))
-		if err != nil {
-			return err
-		}
-		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
-			return err
-		}
-	}
-	if err := l.ensureSOPSSecret(ctx, client); err != nil {
-		return err
-	}
-	if _, err := l.Kubectl(ctx, topology.HubName, "apply", "--server-side", "-k", dir); err != nil {
-		return err
-	}
-	l.progress("hub: flux %s in %.1fs, syncing %s (kubectl apply -k %s/)", flux.Namespace, time.Since(start).Seconds(), hubGitURL(t), repoFluxDir)
-	return nil
-}
-
-// FluxSyncDir is the repo's flux/ directory as the lab applied it to the hub (kubectl
-// apply -k): deleting it (kubectl delete -k) stops the sync and, with prune on, makes
-// Flux delete the ClusterSet.
-func (l *Lab) FluxSyncDir() string {
-	return filepath.Join(l.state.ClusterDir(topology.HubName), "flux-sync")
-}
-
-// SyncStatus is the lab's Kustomization as `flux get kustomizations` shows it.
+// SyncStatus is the GitOps controller's account of the repo's sync: Flux's
+// Kustomization as `flux get kustomizations` shows it, or Argo CD's Application as
+// `argocd app get` does.
 type SyncStatus struct {
-	// Applied and Attempted are revisions (main@sha1:<commit>).
+	// Object is what the account is read from: kustomization/clusterset or
+	// application/clusterset.
+	Object string
+	// Applied and Attempted are revisions as the controller names them (Flux:
+	// main@sha1:<commit>; Argo CD: the commit).
 	Applied, Attempted string
-	// Ready is the Ready condition's status, with its reason and message.
+	// Ready is whether the revision applied is synced and healthy: Flux's Ready
+	// condition; for Argo CD True when Synced and Healthy, False when the last sync of
+	// Attempted failed (also while Argo CD retries it) or the health is Degraded.
+	// Reason and Message say why (Flux: the condition's; Argo CD: the operation's
+	// phase and message).
 	Ready, Reason, Message string
-	// Healthy and HealthMessage are the Healthy condition's status and message: while
-	// Flux checks a revision's health, Unknown and "Running health checks for revision
-	// <revision> ..." (Ready then says only "Reconciliation in progress").
+	// Healthy and HealthMessage are the health of what was applied: Flux's Healthy
+	// condition (while Flux checks a revision's health, Unknown and "Running health
+	// checks for revision <revision> ..."); Argo CD's health status and message.
 	Healthy, HealthMessage string
 	// Handled is the last reconcile request (reconcile.fluxcd.io/requestedAt) Flux
-	// acted on.
+	// acted on; Argo CD's sync status (Synced, OutOfSync).
 	Handled string
 }
 
 func (s SyncStatus) String() string {
-	return fmt.Sprintf("applied %s, attempted %s, Ready=%s %s: %s", s.Applied, s.Attempted, s.Ready, s.Reason, s.Message)
+	return fmt.Sprintf("%s: applied %s, attempted %s, Ready=%s %s: %s", s.Object, s.Applied, s.Attempted, s.Ready, s.Reason, s.Message)
 }
 
-// SyncError is a commit Flux did not apply, or applied without the ClusterSet becoming
-// Ready: the Kustomization's Ready condition says why (the webhook's refusal, a failed
+// SyncError is a commit the GitOps controller did not apply, or applied without the
+// ClusterSet becoming Ready: its status says why (the webhook's refusal, a failed
 // health check).
 type SyncError struct {
 	Revision string
@@ -257,21 +210,11 @@ type SyncError struct {
 }
 
 func (e *SyncError) Error() string {
-	return fmt.Sprintf("flux did not sync %s: Ready=%s %s: %s", e.Revision, e.Status.Ready, e.Status.Reason, e.Status.Message)
+	return fmt.Sprintf("%s did not sync %s: Ready=%s %s: %s", e.Status.Object, e.Revision, e.Status.Ready, e.Status.Reason, e.Status.Message)
 }
 
-// gitRepositories and kustomizations are the resources of the lab's GitRepository and
-// Kustomization.
-func gitRepositories() schema.GroupVersionResource {
-	return schema.GroupVersionResource{Group: "source.toolkit.fluxcd.io", Version: "v1", Resource: "gitrepositories"}
-}
-
-func kustomizations() schema.GroupVersionResource {
-	return schema.GroupVersionResource{Group: "kustomize.toolkit.fluxcd.io", Version: "v1", Resource: "kustomizations"}
-}
-
-// fluxClient is a client of the hub for Flux's objects.
-func (l *Lab) fluxClient() (dynamic.Interface, error) {
+// hubDynamic is a client of the hub for the GitOps controllers' objects.
+func (l *Lab) hubDynamic() (dynamic.Interface, error) {
 	cfg, err := clientcmd.BuildConfigFromFlags("", l.state.KubeconfigPath(topology.HubName))
 	if err != nil {
 		return nil, err
@@ -279,48 +222,18 @@ func (l *Lab) fluxClient() (dynamic.Interface, error) {
 	return dynamic.NewForConfig(cfg)
 }
 
-// Sync reads the lab's Kustomization.
+// Sync reads the GitOps controller's account of the repo's sync.
 func (l *Lab) Sync(ctx context.Context) (SyncStatus, error) {
-	c, err := l.fluxClient()
+	g, err := l.gitOps()
 	if err != nil {
 		return SyncStatus{}, err
 	}
-	return readSync(ctx, c)
-}
-
-func readSync(ctx context.Context, c dynamic.Interface) (SyncStatus, error) {
-	k, err := c.Resource(kustomizations()).Namespace(flux.Namespace).Get(ctx, flux.SyncName, metav1.GetOptions{})
-	if err != nil {
-		return SyncStatus{}, err
-	}
-	return syncStatusOf(k), nil
-}
-
-// syncStatusOf reads a Kustomization's status.
-func syncStatusOf(k *unstructured.Unstructured) SyncStatus {
-	var s SyncStatus
-	s.Applied, _, _ = unstructured.NestedString(k.Object, "status", "lastAppliedRevision")
-	s.Attempted, _, _ = unstructured.NestedString(k.Object, "status", "lastAttemptedRevision")
-	s.Handled, _, _ = unstructured.NestedString(k.Object, "status", "lastHandledReconcileAt")
-	conds, _, _ := unstructured.NestedSlice(k.Object, "status", "conditions")
-	for _, c := range conds {
-		m, _ := c.(map[string]any)
-		switch m["type"] {
-		case "Ready":
-			s.Ready, _ = m["status"].(string)
-			s.Reason, _ = m["reason"].(string)
-			s.Message, _ = m["message"].(string)
-		case "Healthy":
-			s.Healthy, _ = m["status"].(string)
-			s.HealthMessage, _ = m["message"].(string)
-		}
-	}
-	return s
+	return g.read(ctx)
 }
 
 // Push commits changes to the repo (paths as gitserver.Repo.Change takes them) and asks
-// Flux to sync, as a push to the lab's git server does; it returns the commit, to wait
-// for with WaitSynced.
+// the GitOps controller to sync, as a push to the lab's git server does; it returns the
+// commit, to wait for with WaitSynced.
 func (l *Lab) Push(ctx context.Context, changes map[string][]byte, message string, by gitserver.Author) (string, error) {
 	commit, err := l.Repo().Change(ctx, changes, message, by)
 	if err != nil {
@@ -329,100 +242,45 @@ func (l *Lab) Push(ctx context.Context, changes map[string][]byte, message strin
 	return commit, l.RequestSync(ctx)
 }
 
-// RequestSync asks Flux to fetch the repo now, as `flux reconcile source git clusterset`
-// does; the Kustomization follows a new revision by itself.
+// RequestSync asks the GitOps controller to fetch the repo now, as the lab's git server
+// does on a push: `flux reconcile source git clusterset` for Flux (the Kustomization
+// follows a new revision by itself), a forge's push webhook to argocd-server for Argo CD.
 func (l *Lab) RequestSync(ctx context.Context) error {
-	c, err := l.fluxClient()
+	g, err := l.gitOps()
 	if err != nil {
 		return err
 	}
-	_, err = requestReconcile(ctx, c, gitRepositories())
-	return err
+	return g.requestSync(ctx)
 }
 
-// requestReconcile asks a Flux controller to reconcile the lab's object of a resource
-// now; Flux copies the token it returns to status.lastHandledReconcileAt when it has.
-func requestReconcile(ctx context.Context, c dynamic.Interface, r schema.GroupVersionResource) (string, error) {
-	token := time.Now().Format(time.RFC3339Nano)
-	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, meta.ReconcileRequestAnnotation, token)
-	_, err := c.Resource(r).Namespace(flux.Namespace).Patch(ctx, flux.SyncName, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
-	return token, err
-}
-
-// WaitSynced waits until Flux applied commit and the ClusterSet is Ready (the
-// Kustomization waits for it), or until Flux gave up on it: then the error is a
-// *SyncError with the Kustomization's reason and message. A failure Flux recorded on
-// commit before the wait began (lab up again, after the webhook was down) is not the
-// answer: WaitSynced asks for a new attempt, as `flux reconcile kustomization` does, and
-// judges that one.
+// WaitSynced waits until the GitOps controller applied commit and says the ClusterSet
+// is Ready (Flux's Kustomization waits for it, Argo CD's health check judges it), or
+// until it gave up on the commit: then the error is a *SyncError with its reason and
+// message. A failure recorded on commit before the wait began (lab up again, after the
+// webhook was down) is not the answer: WaitSynced asks for a new attempt, as `flux
+// reconcile kustomization` or `argocd app sync` does, and judges that one.
 func (l *Lab) WaitSynced(ctx context.Context, commit string, timeout time.Duration) (SyncStatus, error) {
-	return l.waitSync(ctx, commit, timeout, false)
-}
-
-// WaitApplied is WaitSynced that ends as soon as Flux has applied commit and every
-// ClusterSet in the hub is Ready at the generation it applied (as kstatus, Flux's health
-// check, judges it: observedGeneration current, Ready True, neither Reconciling nor
-// Stalled), without waiting for Flux to see that itself: its health check looks every
-// 5 s, the first time right after the apply, so it says Ready 5 s after the commit at the
-// earliest. A test's commit waits so (labtest's CommitClusterSet); what a person sees
-// after lab up, Flux's own Ready, is WaitSynced's. A commit whose ClusterSet does not
-// become Ready ends as in WaitSynced, with Flux's verdict.
-func (l *Lab) WaitApplied(ctx context.Context, commit string, timeout time.Duration) (SyncStatus, error) {
-	return l.waitSync(ctx, commit, timeout, true)
-}
-
-func (l *Lab) waitSync(ctx context.Context, commit string, timeout time.Duration, applied bool) (SyncStatus, error) {
-	c, err := l.fluxClient()
+	g, err := l.gitOps()
 	if err != nil {
 		return SyncStatus{}, err
 	}
-	want := flux.Revision(gitserver.Branch, commit)
-	deadline := time.Now().Add(timeout)
-	read := false    // whether a status was read: a failure in the first may be stale
-	var retry string // the reconcile request made for a stale failure
-	for {
-		s, err := readSync(ctx, c)
-		failed := err == nil && s.Attempted == want && s.Ready == "False"
-		switch {
-		case err != nil:
-		case s.Applied == want && s.Ready == "True":
-			return s, nil
-		case applied && healthChecking(s, want) && clusterSetsReady(ctx, c):
-			return s, nil
-		case failed && !read:
-			if retry, err = requestReconcile(ctx, c, kustomizations()); err != nil {
-				return s, err
-			}
-		case failed && webhookUncalled(s.Message) && (retry == "" || s.Handled == retry):
-			// Not a refusal: the API server could not reach the hub's webhook (its pod
-			// just started after an install, its endpoint not yet routed). Flux tries
-			// again after its retryInterval; ask it now, until the deadline.
-			if retry, err = requestReconcile(ctx, c, kustomizations()); err != nil {
-				return s, err
-			}
-		case failed && (retry == "" || s.Handled == retry):
-			return s, &SyncError{Revision: want, Status: s}
-		}
-		read = read || err == nil
-		if time.Now().After(deadline) {
-			if err == nil {
-				err = errors.New(s.String())
-			}
-			return s, fmt.Errorf("flux did not sync %s within %s: %w (kubectl -n %s get kustomizations,gitrepositories)", want, timeout, err, flux.Namespace)
-		}
-		select {
-		case <-ctx.Done():
-			return s, ctx.Err()
-		case <-time.After(250 * time.Millisecond):
-		}
-	}
+	return g.waitSync(ctx, commit, timeout, false)
 }
 
-// healthChecking says Flux applied want and is checking the health of what it applied
-// (kustomize-controller's message while it waits).
-func healthChecking(s SyncStatus, want string) bool {
-	return s.Attempted == want && s.Ready == "Unknown" && s.Healthy == "Unknown" &&
-		strings.HasPrefix(s.HealthMessage, "Running health checks for revision "+want+" ")
+// WaitApplied is WaitSynced that ends as soon as commit is applied and every ClusterSet
+// in the hub is Ready at the generation it applied (as kstatus, Flux's health check,
+// judges it: observedGeneration current, Ready True, neither Reconciling nor Stalled),
+// without waiting for the GitOps controller to see that itself: Flux's health check
+// looks every 5 s, the first time right after the apply, so it says Ready 5 s after the
+// commit at the earliest. A test's commit waits so (labtest's CommitClusterSet); what a
+// person sees after lab up, the controller's own Ready, is WaitSynced's. A commit whose
+// ClusterSet does not become Ready ends as in WaitSynced, with the controller's verdict.
+func (l *Lab) WaitApplied(ctx context.Context, commit string, timeout time.Duration) (SyncStatus, error) {
+	g, err := l.gitOps()
+	if err != nil {
+		return SyncStatus{}, err
+	}
+	return g.waitSync(ctx, commit, timeout, true)
 }
 
 // clusterSetsReady says every ClusterSet in the hub is Ready at its generation, as
@@ -456,21 +314,25 @@ func webhookUncalled(message string) bool {
 	return strings.Contains(message, "failed calling webhook")
 }
 
-// gitStatus is the repo's head and Flux's view of it for lab status.
+// gitStatus is the repo's head and the GitOps controller's view of it for lab status.
 func (l *Lab) gitStatus(ctx context.Context) string {
 	var b strings.Builder
 	url, _ := l.GitURL()
 	head, err := l.Repo().Head(ctx)
-	if err != nil {
+	g, gerr := l.gitOps()
+	switch {
+	case err != nil:
 		fmt.Fprintf(&b, "  repo %s: %v\n", url, err)
-	} else {
-		fmt.Fprintf(&b, "  repo %s  head %s\n", url, flux.Revision(gitserver.Branch, head))
+	case gerr != nil:
+		fmt.Fprintf(&b, "  repo %s  head %s\n", url, head)
+	default:
+		fmt.Fprintf(&b, "  repo %s  head %s\n", url, g.revision(head))
 	}
 	s, err := l.Sync(ctx)
 	if err != nil {
-		fmt.Fprintf(&b, "  kustomization/%s: %v\n", flux.SyncName, err)
+		fmt.Fprintf(&b, "  sync: %v\n", err)
 	} else {
-		fmt.Fprintf(&b, "  kustomization/%s  applied %s  Ready=%s  %s\n", flux.SyncName, s.Applied, s.Ready, s.Message)
+		fmt.Fprintf(&b, "  %s  applied %s  Ready=%s  %s\n", s.Object, s.Applied, s.Ready, s.Message)
 	}
 	return b.String()
 }

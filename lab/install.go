@@ -216,7 +216,7 @@ func createSecret(ctx context.Context, c kubernetes.Interface, ns, name string, 
 	return nil
 }
 
-// rollout is one Deployment or DaemonSet of Strait's and how far its rollout is.
+// rollout is one Deployment, StatefulSet or DaemonSet and how far its rollout is.
 type rollout struct {
 	Kind, Name             string
 	Desired, Ready, Update int32
@@ -228,7 +228,8 @@ func (w rollout) String() string {
 	return fmt.Sprintf("%s/%s %d/%d ready, %d up to date", w.Kind, w.Name, w.Ready, w.Desired, w.Update)
 }
 
-// workloads lists the Deployments and DaemonSets of a namespace.
+// workloads lists the Deployments, StatefulSets (Argo CD's application controller) and
+// DaemonSets of a namespace.
 func workloads(ctx context.Context, c kubernetes.Interface, ns string) ([]rollout, error) {
 	var out []rollout
 	deps, err := c.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{})
@@ -245,6 +246,21 @@ func workloads(ctx context.Context, c kubernetes.Interface, ns string) ([]rollou
 			ready = 0
 		}
 		out = append(out, rollout{Kind: "Deployment", Name: d.Name, Desired: want, Ready: ready, Update: d.Status.UpdatedReplicas})
+	}
+	sts, err := c.AppsV1().StatefulSets(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range sts.Items {
+		want := int32(1)
+		if s.Spec.Replicas != nil {
+			want = *s.Spec.Replicas
+		}
+		ready := s.Status.ReadyReplicas
+		if s.Status.ObservedGeneration < s.Generation {
+			ready = 0
+		}
+		out = append(out, rollout{Kind: "StatefulSet", Name: s.Name, Desired: want, Ready: ready, Update: s.Status.UpdatedReplicas})
 	}
 	dss, err := c.AppsV1().DaemonSets(ns).List(ctx, metav1.ListOptions{})
 	if err != nil {

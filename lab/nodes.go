@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -16,12 +17,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/straitnet/strait/internal/netns"
 	"github.com/straitnet/strait/lab/flannel"
 	"github.com/straitnet/strait/lab/image"
+	"github.com/straitnet/strait/lab/manifest"
 	"github.com/straitnet/strait/lab/node"
 	"github.com/straitnet/strait/lab/topology"
 )
@@ -49,11 +52,45 @@ func memberImages(withSamples bool) []string {
 	return append(sampleImages(withSamples), StraitdImage, CharonImage)
 }
 
-// hubImages are what the hub's node imports: the sandbox, strait hub and Flux's
-// controllers.
-func (o Options) hubImages() ([]string, error) {
-	fluxImages, err := o.fluxImages()
-	return append([]string{image.Pause, StraitdImage}, fluxImages...), err
+// hubImages are what the hub's node imports: the sandbox, strait hub and the workloads
+// of the lab's GitOps controller (Flux's or Argo CD's).
+func (l *Lab) hubImages(g gitOps) ([]string, error) {
+	imgs, err := g.images()
+	return append([]string{image.Pause, StraitdImage}, imgs...), err
+}
+
+// workloadImages are the images of the Deployments' and StatefulSets' containers in an
+// install manifest of the image directory (Flux's, Argo CD's), which make says how to
+// build.
+func (o Options) workloadImages(file, make string) ([]string, error) {
+	path := filepath.Join(o.ImageDir, file)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("%w (%s)", err, make)
+	}
+	objs, err := manifest.Decode(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	var refs []string
+	for _, obj := range objs {
+		if obj.GetKind() != "Deployment" && obj.GetKind() != "StatefulSet" {
+			continue
+		}
+		for _, field := range []string{"initContainers", "containers"} {
+			cs, _, _ := unstructured.NestedSlice(obj.Object, "spec", "template", "spec", field)
+			for _, c := range cs {
+				m, _ := c.(map[string]any)
+				if ref, _ := m["image"].(string); ref != "" && !slices.Contains(refs, ref) {
+					refs = append(refs, ref)
+				}
+			}
+		}
+	}
+	if len(refs) == 0 {
+		return nil, fmt.Errorf("%s: no Deployment or StatefulSet", path)
+	}
+	return refs, nil
 }
 
 // imageTarball is where "make images" writes an image's tarball.
@@ -66,7 +103,7 @@ func (o Options) imageTarball(ref string) (string, error) {
 }
 
 // checkNodeArtifacts says which binary or image a real-node lab lacks.
-func (o Options) checkNodeArtifacts(t *topology.Lab, withSamples bool) error {
+func (o Options) checkNodeArtifacts(t *topology.Lab, withSamples bool, hubImages []string) error {
 	need := []string{o.bin("kubelet")}
 	for _, b := range []string{"containerd", "containerd-shim-runc-v2", "ctr", "runc", "bridge", "host-local", "loopback"} {
 		need = append(need, filepath.Join(o.NodeBin, b))
@@ -80,11 +117,7 @@ func (o Options) checkNodeArtifacts(t *topology.Lab, withSamples bool) error {
 		}
 	}
 	if t.Hub != nil {
-		imgs, err := o.hubImages()
-		if err != nil {
-			return err
-		}
-		refs = append(refs, imgs...)
+		refs = append(refs, hubImages...)
 	}
 	for _, ref := range refs {
 		p, err := o.imageTarball(ref)
@@ -145,7 +178,11 @@ func (l *Lab) memberRealNodes(c topology.Cluster, withSamples bool) []realNode {
 // hubRealNode is the hub's node, in the hub's namespace, reaching the API server on
 // loopback, where strait hub runs.
 func (l *Lab) hubRealNode(t *topology.Lab) (realNode, error) {
-	images, err := l.opts.hubImages()
+	g, err := l.gitOps()
+	if err != nil {
+		return realNode{}, err
+	}
+	images, err := l.hubImages(g)
 	return realNode{cluster: topology.HubName, node: *t.HubNode, kubeconfig: l.state.InNamespaceKubeconfig(topology.HubName),
 		dns: []netip.Addr{t.HubDNSServiceIP()}, images: images}, err
 }

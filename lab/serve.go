@@ -37,8 +37,8 @@ func (s State) DaemonPid() (int, bool) { return s.Pid(daemonKey, "daemon") }
 
 // Serve is the lab daemon until ctx ends: the loopback forwarder of every control
 // plane (and of the hub's Prometheus in a lab with monitoring), the Corefile sync of every cluster, the git server of the clusterset repo on
-// the hub's LAN address (for Flux) and on the host's loopback (for people), which asks
-// Flux to sync after every push, and the internet namespace's echo of the caller's
+// the hub's LAN address (for the GitOps controller) and on the host's loopback (for
+// people), which asks the GitOps controller to sync after every push, and the internet namespace's echo of the caller's
 // address.
 func (l *Lab) Serve(ctx context.Context) error {
 	r, t, err := l.Load()
@@ -91,7 +91,7 @@ func (l *Lab) Serve(ctx context.Context) error {
 			rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 			defer cancel()
 			if err := l.RequestSync(rctx); err != nil {
-				fmt.Fprintf(os.Stderr, "git push to %s: asking flux to sync: %v\n", repo, err)
+				fmt.Fprintf(os.Stderr, "git push to %s: asking %s to sync: %v\n", repo, r.Spec.SyncsWith(), err)
 			}
 		}}
 		listeners := map[string]func() (net.Listener, error){

@@ -71,7 +71,13 @@ func (l *Lab) up(ctx context.Context, o UpOptions) error {
 			return fmt.Errorf("missing binary %s (make k8s-binaries coredns): %w", bin, err)
 		}
 	}
-	if err := l.opts.checkNodeArtifacts(t, o.Spec.SampleWorkloads); err != nil {
+	var hubImages []string
+	if t.Hub != nil {
+		if hubImages, err = l.hubImages(l.gitOpsOf(o.Spec, t)); err != nil {
+			return err
+		}
+	}
+	if err := l.opts.checkNodeArtifacts(t, o.Spec.SampleWorkloads, hubImages); err != nil {
 		return err
 	}
 	if o.Spec.Monitoring {
@@ -149,25 +155,29 @@ func (l *Lab) up(ctx context.Context, o UpOptions) error {
 		go func() { done <- l.upMonitoring(ctx, t, rec, o) }()
 		monitoringReady = func() error { return <-done }
 	}
-	// Flux says Ready on its next health check, up to 5 s after the ClusterSet is: the
-	// members' checks go on from the apply, and ready waits for both.
-	fluxReady := func() error { return nil }
+	// Flux says Ready on its next health check, up to 5 s after the ClusterSet is (Argo
+	// CD on its next refresh): the members' checks go on from the apply, and ready waits
+	// for both.
+	syncReady := func() error { return nil }
 	if t.Hub != nil {
 		synced := time.Now()
 		s, err := l.WaitApplied(ctx, head, o.timeout())
 		if err != nil {
 			return err
 		}
-		l.progress("hub: flux applied %s, ClusterSet Ready (%.1fs after Strait was up in every cluster)", s.Attempted, time.Since(synced).Seconds())
+		l.progress("hub: %s applied %s, ClusterSet Ready (%.1fs after Strait was up in every cluster)", o.Spec.SyncsWith(), s.Applied, time.Since(synced).Seconds())
 		done := make(chan error, 1)
 		go func() {
-			_, err := l.WaitSynced(ctx, head, o.timeout())
+			s, err := l.WaitSynced(ctx, head, o.timeout())
 			if err == nil {
-				l.progress("hub: flux's Kustomization Ready (%.1fs after Strait was up in every cluster)", time.Since(synced).Seconds())
+				err = l.settleGitOps(ctx, t, o)
+			}
+			if err == nil {
+				l.progress("hub: %s Ready (%.1fs after Strait was up in every cluster)", s.Object, time.Since(synced).Seconds())
 			}
 			done <- err
 		}()
-		fluxReady = func() error { return <-done }
+		syncReady = func() error { return <-done }
 	}
 	if o.Spec.SampleWorkloads {
 		timeout := o.timeout()
@@ -201,7 +211,7 @@ func (l *Lab) up(ctx context.Context, o UpOptions) error {
 			return err
 		}
 	}
-	if err := fluxReady(); err != nil {
+	if err := syncReady(); err != nil {
 		return err
 	}
 	if err := monitoringReady(); err != nil {
@@ -209,6 +219,15 @@ func (l *Lab) up(ctx context.Context, o UpOptions) error {
 	}
 	l.progress("ready in %.1fs", time.Since(start).Seconds())
 	return nil
+}
+
+// settleGitOps waits for the GitOps controller's workloads its first sync did not need.
+func (l *Lab) settleGitOps(ctx context.Context, t *topology.Lab, o UpOptions) error {
+	client, err := l.clientset(*t.Hub)
+	if err != nil {
+		return err
+	}
+	return l.gitOpsOf(o.Spec, t).settle(ctx, client, o.timeout())
 }
 
 // eachControlPlane runs fn for every control plane at once and joins the errors.
@@ -244,13 +263,14 @@ func (l *Lab) bootstrap(ctx context.Context, t *topology.Lab, rec *Record, cp to
 		return err
 	}
 	member := cp.Cluster != topology.HubName
-	// Flux's controllers are applied beside Strait's install, before the hub's node and
-	// the members' tokens the hub's Secrets wait for: their pods then start as soon as
-	// the node is Ready (after those waits they were the hub's last 4-7 s).
+	// The GitOps controllers are applied beside Strait's install, before the hub's node
+	// and the members' tokens the hub's Secrets wait for: their pods then start as soon
+	// as the node is Ready (after those waits Flux's were the hub's last 4-7 s).
 	fluxApplied := make(chan error, 1)
 	fluxStart := time.Now()
+	g := l.gitOpsOf(o.Spec, t)
 	if !member {
-		go func() { fluxApplied <- l.applyFluxControllers(ctx) }()
+		go func() { fluxApplied <- g.install(ctx) }()
 	}
 	if err := l.writeInstallOverlay(cp.Cluster, member, o.Spec.Monitoring); err != nil {
 		return err
@@ -278,7 +298,7 @@ func (l *Lab) bootstrap(ctx context.Context, t *topology.Lab, rec *Record, cp to
 		if err := l.ensureClusterDNS(ctx, *t.Hub, t.HubDNSServiceIP(), client); err != nil {
 			return fmt.Errorf("hub DNS: %w", err)
 		}
-		return l.bootstrapHub(ctx, t, rec, client, fluxApplied, fluxStart, o.timeout())
+		return l.bootstrapHub(ctx, t, rec, client, g, fluxApplied, fluxStart, o.timeout())
 	}
 	c, _ := t.Cluster(cp.Cluster)
 	if err := l.ensureClusterDNS(ctx, c.ControlPlane, c.DNSServiceIP, client); err != nil {
@@ -315,10 +335,10 @@ func (l *Lab) bootstrap(ctx context.Context, t *topology.Lab, rec *Record, cp to
 }
 
 // bootstrapHub creates in the hub what a user creates out of band, before the ClusterSet
-// syncs (the members' kubeconfig Secrets, the PSK), waits for strait hub, installs Flux
-// and points it at the lab's repo: the ClusterSet comes from git.
+// syncs (the members' kubeconfig Secrets, the PSK), waits for strait hub and the GitOps
+// controller g installed, and points g at the lab's repo: the ClusterSet comes from git.
 func (l *Lab) bootstrapHub(ctx context.Context, t *topology.Lab, rec *Record, client kubernetes.Interface,
-	fluxApplied <-chan error, fluxStart time.Time, timeout time.Duration) error {
+	g gitOps, fluxApplied <-chan error, fluxStart time.Time, timeout time.Duration) error {
 	committed, err := rec.JoinedClusterSet()
 	if err != nil {
 		return err
@@ -326,15 +346,15 @@ func (l *Lab) bootstrapHub(ctx context.Context, t *topology.Lab, rec *Record, cl
 	if err := l.hubSecrets(ctx, t, client, committed, timeout); err != nil {
 		return fmt.Errorf("hub secrets: %w", err)
 	}
-	// Flux's controllers roll out beside strait hub; the sync is wired once strait hub
-	// (its webhook) is ready, so that the first apply is judged, not refused.
+	// The GitOps controllers roll out beside strait hub; the sync is wired once strait
+	// hub (its webhook) is ready, so that the first apply is judged, not refused.
 	if err := <-fluxApplied; err != nil {
-		return fmt.Errorf("flux's controllers: %w", err)
+		return fmt.Errorf("%s: %w", rec.Spec.SyncsWith(), err)
 	}
 	if err := l.waitStrait(ctx, topology.HubName, client, timeout); err != nil {
 		return err
 	}
-	return l.syncFlux(ctx, t, client, fluxStart, timeout)
+	return g.start(ctx, client, fluxStart, timeout)
 }
 
 // waitPodsReady waits until every sample pod of a member is Ready.

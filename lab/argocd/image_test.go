@@ -2,7 +2,9 @@ package argocd
 
 import (
 	"context"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"testing"
 
 	"github.com/straitnet/strait/lab/image"
@@ -21,7 +23,16 @@ func TestImagesHoldWhatThePodsRun(t *testing.T) {
 	}
 	ctx := context.Background()
 	deb := image.Debian{Cache: t.TempDir()}
-	r := Release{Version: "v3.6.1"}
+	// The release's scripts, stand-ins as the programs are.
+	r := Release{Version: "v3.6.1", Source: t.TempDir()}
+	if err := os.MkdirAll(filepath.Join(r.Source, "hack"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, script := range []string{"gpg-wrapper.sh", "git-verify-wrapper.sh"} {
+		if err := os.WriteFile(filepath.Join(r.Source, "hack", script), []byte("#!/bin/sh\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
 	spec, err := r.ImageSpec(ctx, deb, []byte("argocd"), []byte("kustomize"))
 	if err != nil {
 		require.Skip(t, "Debian's packages: %v", err)
@@ -37,6 +48,10 @@ func TestImagesHoldWhatThePodsRun(t *testing.T) {
 		"usr/local/bin/argocd":                        "",
 		"usr/local/bin/kustomize":                     "",
 		"usr/bin/git":                                 "",
+		"usr/bin/gpg":                                 "",
+		"usr/bin/gpg-agent":                           "",
+		"usr/local/bin/gpg-wrapper.sh":                "",
+		"usr/local/bin/git-verify-wrapper.sh":         "",
 		"bin/sh":                                      "/bin/busybox",
 		"bin/cp":                                      "/bin/busybox",
 		"bin/ln":                                      "/bin/busybox",

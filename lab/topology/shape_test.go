@@ -135,3 +135,22 @@ func TestUnjoinedErrorsNameTheField(t *testing.T) {
 		t.Errorf("unjoined c2: not in the lab's clusters")
 	}
 }
+
+// A lab file's gitops names Flux or Argo CD; anything else is refused, naming the field.
+func TestGitOpsIsFluxOrArgoCD(t *testing.T) {
+	cs := loadExample(t, "basic")
+	for _, g := range []string{"", GitOpsFlux, GitOpsArgoCD} {
+		spec := DefaultSpec("")
+		spec.GitOps = g
+		if _, errs := Compute(cs, spec); len(errs) > 0 {
+			t.Errorf("gitops %q: %v", g, errs)
+		}
+	}
+	spec := DefaultSpec("")
+	spec.GitOps = "fleet"
+	_, errs := Compute(cs, spec)
+	want := `lab.gitops: Unsupported value: "fleet": supported values: "flux", "argocd"`
+	if got := errs.ToAggregate(); got == nil || !strings.Contains(got.Error(), want) {
+		t.Errorf("gitops fleet: error %v, want %q", got, want)
+	}
+}

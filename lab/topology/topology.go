@@ -66,6 +66,23 @@ type Spec struct {
 	// monitoring components, and evaluates Strait's alerts with their durations
 	// shortened (docs/lab.md). Off by default: it needs make prometheus-binaries.
 	Monitoring bool `json:"monitoring,omitempty"`
+	// GitOps is what syncs the lab's clusterset repo to the hub: GitOpsFlux (the
+	// default, also when empty) or GitOpsArgoCD (it needs make argocd-images).
+	GitOps string `json:"gitops,omitempty"`
+}
+
+// The GitOps controllers a lab's hub can sync its repo with (Spec.GitOps).
+const (
+	GitOpsFlux   = "flux"
+	GitOpsArgoCD = "argocd"
+)
+
+// SyncsWith is the GitOps controller of the lab: Spec.GitOps, GitOpsFlux when empty.
+func (s Spec) SyncsWith() string {
+	if s.GitOps == "" {
+		return GitOpsFlux
+	}
+	return s.GitOps
 }
 
 // IsUnjoined says whether the lab leaves cluster out of the ClusterSet (Unjoined).
@@ -214,6 +231,9 @@ func Compute(cs *straitv1.ClusterSet, spec Spec) (*Lab, field.ErrorList) {
 	}
 	errs = append(errs, resolveShapes(spec.Clusters, names, sp.Child("clusters"))...)
 	errs = append(errs, checkUnjoined(spec.Unjoined, names, sp.Child("unjoined"))...)
+	if g := spec.SyncsWith(); g != GitOpsFlux && g != GitOpsArgoCD {
+		errs = append(errs, field.NotSupported(sp.Child("gitops"), spec.GitOps, []string{GitOpsFlux, GitOpsArgoCD}))
+	}
 	nets, nerrs := ChooseNetworks(cs, spec.Networks, nil)
 	errs = append(errs, nerrs...)
 	if len(errs) > 0 {

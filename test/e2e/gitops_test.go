@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -29,22 +28,6 @@ import (
 	"github.com/straitnet/strait/test/labtest"
 	"github.com/straitnet/strait/test/require"
 )
-
-// gitCLI runs git in dir as a person at this machine would, with an identity of its own
-// and the host's git configuration shut out.
-func gitCLI(t testing.TB, dir string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", "GIT_TERMINAL_PROMPT=0",
-		"GIT_AUTHOR_NAME=Person", "GIT_AUTHOR_EMAIL=person@strait.invalid",
-		"GIT_COMMITTER_NAME=Person", "GIT_COMMITTER_EMAIL=person@strait.invalid")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return strings.TrimSpace(string(out))
-}
 
 // exitCode runs a command as a person at this machine would and returns its standard
 // output, standard error and exit status, giving it two minutes.
@@ -83,7 +66,7 @@ func TestPushedExportAnswersInDNS(t *testing.T) {
 		t.Fatal(err)
 	}
 	clone := filepath.Join(t.TempDir(), "clusterset")
-	gitCLI(t, "", "clone", "--quiet", url, clone)
+	labtest.Git(t, "", "clone", "--quiet", url, clone)
 	file := filepath.Join(clone, filepath.FromSlash(lab.RepoClusterSet))
 	data, err := os.ReadFile(file)
 	if err != nil {
@@ -104,10 +87,10 @@ func TestPushedExportAnswersInDNS(t *testing.T) {
 	if out, errOut, code := kubectlDiff(t, file); code != 1 || !strings.Contains(out, "+    name: "+svc) {
 		t.Errorf("kubectl diff of the new export: exit %d, want 1 with the export added:\n%s%s", code, out, errOut)
 	}
-	gitCLI(t, clone, "commit", "--quiet", "-am", "export sample/"+svc+" from c2")
-	commit := gitCLI(t, clone, "rev-parse", "HEAD")
+	labtest.Git(t, clone, "commit", "--quiet", "-am", "export sample/"+svc+" from c2")
+	commit := labtest.Git(t, clone, "rev-parse", "HEAD")
 	pushed := time.Now()
-	gitCLI(t, clone, "push", "--quiet", "origin", "HEAD")
+	labtest.Git(t, clone, "push", "--quiet", "origin", "HEAD")
 
 	c1 := env.Client(t, "c1")
 	require.Eventually(t, labtest.Converge, "c1: ServiceImport "+svc, func() error {

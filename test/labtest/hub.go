@@ -59,9 +59,10 @@ func (e *Env) ClusterSet(t testing.TB) *straitv1.ClusterSet {
 }
 
 // UpdateClusterSet changes the ClusterSet in the lab's repo with one commit, as a person
-// would, asks Flux to sync it and waits until Flux applied it and the ClusterSet is
-// Ready. The error is Flux's when it did not (a *lab.SyncError, whose message carries the
-// webhook's refusal); the commit stays, for the test to revert.
+// would, asks the lab's GitOps controller (Flux, or Argo CD) to sync it and waits until it
+// applied it and the ClusterSet is Ready. The error is the controller's when it did not
+// (a *lab.SyncError, whose message carries the webhook's refusal); the commit stays, for
+// the test to revert.
 func (e *Env) UpdateClusterSet(t testing.TB, change func(*straitv1.ClusterSet)) error {
 	t.Helper()
 	_, err := e.CommitClusterSet(t, ChangeClusterSet(t, e.RepoClusterSet(t), change), "e2e: change the ClusterSet in "+t.Name())
@@ -105,17 +106,17 @@ func (e *Env) RepoClusterSet(t testing.TB) []byte {
 	return data
 }
 
-// CommitClusterSet commits data as the repo's ClusterSet, asks Flux to sync (as a push
-// does) and waits until Flux applied it with the ClusterSet Ready, or gave up on it with
-// a *lab.SyncError; it returns the commit.
+// CommitClusterSet commits data as the repo's ClusterSet, asks the GitOps controller to
+// sync (as a push does) and waits until it applied it with the ClusterSet Ready, or gave
+// up on it with a *lab.SyncError; it returns the commit.
 func (e *Env) CommitClusterSet(t testing.TB, data []byte, message string) (string, error) {
 	t.Helper()
 	commit := e.PushClusterSet(t, data, message)
 	return commit, e.WaitSynced(t, commit)
 }
 
-// PushClusterSet commits the ClusterSet file and pushes, which asks Flux to sync at
-// once, and returns the commit without waiting for Flux.
+// PushClusterSet commits the ClusterSet file and pushes, which asks the GitOps
+// controller to sync at once, and returns the commit without waiting for it.
 func (e *Env) PushClusterSet(t testing.TB, data []byte, message string) string {
 	t.Helper()
 	by := gitserver.Author{Name: "e2e", Email: "e2e@strait.invalid", When: time.Now()}
@@ -126,10 +127,11 @@ func (e *Env) PushClusterSet(t testing.TB, data []byte, message string) string {
 	return commit
 }
 
-// WaitSynced waits until Flux applied commit and the ClusterSet is Ready at it, or
-// Flux refused it or gave up on its health (then it returns the lab.SyncError). It does
-// not wait for Flux's own health check to see the ClusterSet Ready (lab.WaitApplied: up
-// to 5 s a commit); a test about what Flux reports waits with lab.WaitSynced.
+// WaitSynced waits until the GitOps controller applied commit and the ClusterSet is
+// Ready at it, or it refused the commit or gave up on its health (then it returns the
+// lab.SyncError). It does not wait for the controller's own health check to see the
+// ClusterSet Ready (lab.WaitApplied: up to 5 s a commit with Flux); a test about what
+// the controller reports waits with lab.WaitSynced.
 func (e *Env) WaitSynced(t testing.TB, commit string) error {
 	t.Helper()
 	_, err := e.Lab.WaitApplied(context.Background(), commit, 2*time.Minute)
@@ -141,9 +143,9 @@ func (e *Env) WaitSynced(t testing.TB, commit string) error {
 
 // RestoreClusterSetSpec commits the repo's ClusterSet as it is now back when the test
 // ends (a revert), so tests sharing the lab each start from the lab's own ClusterSet,
-// and waits for Flux itself to say it is Ready (lab.WaitSynced): a health check of the
-// revert still running would judge the next test's faults (a cut link, an API server
-// down) and hold that test's commits behind it.
+// and waits for the GitOps controller itself to say it is Ready (lab.WaitSynced): a
+// health check of the revert still running would judge the next test's faults (a cut
+// link, an API server down) and hold that test's commits behind it.
 func (e *Env) RestoreClusterSetSpec(t testing.TB) {
 	t.Helper()
 	data := e.RepoClusterSet(t)

@@ -152,9 +152,9 @@ every cluster from kustomize/ (kubectl apply --server-side -k), creates the samp
 workloads (namespace sample: whereami-cs, the StatefulSet whereami behind headless
 whereami-ss, an idle client, iperf3) and, on the hub, one kubeconfig Secret per member.
 The ClusterSet comes from git: up creates the clusterset repo from the example, installs
-Flux's source-controller and kustomize-controller in the hub and points them at it, and
-waits until Flux has applied it and the ClusterSet is Ready, then until every sample pod
-is ready. "strait lab git --help" shows how to commit to the repo.
+Flux's source-controller and kustomize-controller in the hub (Argo CD with gitops:
+argocd) and points them at it, and waits until they applied it and the ClusterSet is
+Ready, then until every sample pod is ready. "strait lab git --help" shows how to commit to the repo.
 
 A lab file is YAML:
 
@@ -163,6 +163,7 @@ A lab file is YAML:
   gateways: 2        # gateway-capable nodes per cluster (labelled strait.io/gateway=true)
   workers: 1         # plain nodes per cluster
   sampleWorkloads: true
+  gitops: flux       # optional: flux (default) or argocd (make argocd-images)
   networks:          # optional; each one left out is the first default clear of the host
     lan: 10.250.0.0/16
     wan: 198.18.0.0/24

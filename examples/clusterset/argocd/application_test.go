@@ -23,7 +23,7 @@ import (
 // argoCDModule is the Argo CD release whose Application CRD the example is checked
 // against. Only its module zip is downloaded (go mod download, in a temporary module
 // of its own): Argo CD is no dependency of Strait.
-const argoCDModule = "github.com/argoproj/argo-cd/v3@v3.5.0"
+const argoCDModule = "github.com/argoproj/argo-cd/v3@v3.6.1"
 
 // applicationCRD returns the path of Argo CD's Application CRD in the module cache,
 // downloading the pinned module when it is not there.

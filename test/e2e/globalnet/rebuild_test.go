@@ -47,7 +47,7 @@ func sortedLookup(t *testing.T, ns, name string) string {
 }
 
 // TestHubRebuiltFromScratchRenumbersNothing: the hub is lost with its etcd and built
-// again from the same git repo (Flux syncs the ClusterSet into the new hub); no global
+// again from the same git repo (Argo CD syncs the ClusterSet into the new hub); no global
 // CIDR, global IP or clusterset IP moves, and g1 keeps reaching g2 by the same names and
 // addresses.
 func TestHubRebuiltFromScratchRenumbersNothing(t *testing.T) {
@@ -70,7 +70,7 @@ func TestHubRebuiltFromScratchRenumbersNothing(t *testing.T) {
 	old := env.ClusterSet(t)
 
 	took := env.RebuildHub(t)
-	t.Logf("hub rebuilt from scratch (fresh etcd, strait and Flux installed again, the ClusterSet synced from git): lab up took %s",
+	t.Logf("hub rebuilt from scratch (fresh etcd, strait and Argo CD installed again, the ClusterSet synced from git): lab up took %s",
 		took.Round(time.Millisecond))
 	rebuilt := env.ClusterSet(t)
 	if rebuilt.UID == old.UID {

@@ -1,0 +1,316 @@
+package globalnet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	straitv1 "github.com/straitnet/strait/api/v1alpha1"
+	"github.com/straitnet/strait/lab"
+	"github.com/straitnet/strait/lab/argocd"
+	"github.com/straitnet/strait/lab/topology"
+	"github.com/straitnet/strait/test/labtest"
+)
+
+// This lab's hub syncs the clusterset repo with Argo CD (gitops: argocd in its lab
+// file): the application controller, repo-server, Redis and argocd-server built here from
+// Argo CD's source, examples/clusterset/argocd's Application and health check, and the
+// lab's git server posting a GitHub push event to argocd-server's /api/webhook on every
+// push. Every other test of the suite commits through it too.
+
+// appState is what `argocd app get clusterset` shows first: the sync status and the
+// revision it is at, the health, and when the controller last compared.
+type appState struct {
+	Sync, Revision, Health, ReconciledAt string
+	// Conditions are the Application's conditions, "type: message".
+	Conditions []string
+}
+
+func (s appState) String() string {
+	return fmt.Sprintf("%s at %.12s, %s (compared %s) %v", s.Sync, s.Revision, s.Health, s.ReconciledAt, s.Conditions)
+}
+
+// application reads the lab's Application from the hub.
+func application(t *testing.T) appState {
+	t.Helper()
+	s, err := readApplication(env.Client(t, topology.HubName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func readApplication(c client.Client) (appState, error) {
+	app := &unstructured.Unstructured{}
+	app.SetGroupVersionKind(schema.GroupVersionKind{Group: "argoproj.io", Version: "v1alpha1", Kind: "Application"})
+	if err := c.Get(context.Background(), client.ObjectKey{Namespace: argocd.Namespace, Name: argocd.AppName}, app); err != nil {
+		return appState{}, err
+	}
+	str := func(path ...string) string {
+		v, _, _ := unstructured.NestedString(app.Object, append([]string{"status"}, path...)...)
+		return v
+	}
+	s := appState{Sync: str("sync", "status"), Revision: str("sync", "revision"), Health: str("health", "status"), ReconciledAt: str("reconciledAt")}
+	conds, _, _ := unstructured.NestedSlice(app.Object, "status", "conditions")
+	for _, c := range conds {
+		m, _ := c.(map[string]any)
+		s.Conditions = append(s.Conditions, fmt.Sprintf("%v: %v", m["type"], m["message"]))
+	}
+	return s, nil
+}
+
+// TestArgoCDStaysSyncedThroughResyncs: the Application is Synced and Healthy and stays so
+// over several resyncs (every lab.ArgoCDResync), while the live ClusterSet carries what
+// git does not say: the CRD's defaults (exportPolicy, each export's clusterSetIP,
+// globalnet's clusterEgressIPs, interval), strait hub's status, and an annotation another
+// field manager sets meanwhile. Argo CD's diff is the API server's dry-run apply (the
+// example's ServerSideApply=true turns server-side diff on), which defaults as the real
+// apply does and compares only the fields the Application manages.
+func TestArgoCDStaysSyncedThroughResyncs(t *testing.T) {
+	env.Require(t)
+	ctx := context.Background()
+	live := env.ClusterSet(t)
+	if live.Spec.ExportPolicy == "" || live.Spec.Globalnet.ClusterEgressIPs == 0 || strings.Contains(string(env.RepoClusterSet(t)), "exportPolicy") {
+		t.Fatalf("the live ClusterSet lacks the CRD's defaults the test is about (exportPolicy %q, clusterEgressIPs %d), or git sets them",
+			live.Spec.ExportPolicy, live.Spec.Globalnet.ClusterEgressIPs)
+	}
+	// Another manager's field, as a person's kubectl annotate or a policy engine adds.
+	touched := live.DeepCopy()
+	patch := client.MergeFrom(live)
+	metav1.SetMetaDataAnnotation(&touched.ObjectMeta, "e2e.strait.io/touched", time.Now().Format(time.RFC3339))
+	if err := env.Client(t, topology.HubName).Patch(ctx, touched, patch, client.FieldOwner("e2e-annotator")); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		undo := touched.DeepCopy()
+		delete(undo.Annotations, "e2e.strait.io/touched")
+		_ = env.Client(t, topology.HubName).Patch(context.Background(), undo, client.MergeFrom(touched))
+	})
+	compared := map[string]bool{}
+	deadline := time.Now().Add(3*lab.ArgoCDResync + lab.ArgoCDResync/2)
+	for time.Now().Before(deadline) {
+		s := application(t)
+		if s.Sync != "Synced" || s.Health != "Healthy" || len(s.Conditions) > 0 {
+			t.Fatalf("application/%s: %s, want Synced and Healthy with no condition", argocd.AppName, s)
+		}
+		compared[s.ReconciledAt] = true
+		time.Sleep(200 * time.Millisecond)
+	}
+	if len(compared) < 3 {
+		t.Fatalf("application/%s was compared %d times in %s (reconciledAt %v), want 3 or more: the resync did not run",
+			argocd.AppName, len(compared), 3*lab.ArgoCDResync+lab.ArgoCDResync/2, compared)
+	}
+	t.Logf("application/%s Synced and Healthy through %d comparisons", argocd.AppName, len(compared))
+}
+
+// TestArgoCDJudgesTheClusterSetsHealth: a commit that changes the ClusterSet makes the
+// Application Progressing (the example's health check: the ClusterSet's generation not
+// yet observed, or Reconciling) and then Healthy once strait hub reports it Ready.
+func TestArgoCDJudgesTheClusterSetsHealth(t *testing.T) {
+	env.Require(t)
+	env.RestoreClusterSetSpec(t)
+	seen := make(chan []string, 1)
+	stop := make(chan struct{})
+	hub := env.Client(t, topology.HubName)
+	go func() {
+		var healths []string
+		for {
+			select {
+			case <-stop:
+				seen <- healths
+				return
+			default:
+			}
+			if s, err := readApplication(hub); err == nil && (len(healths) == 0 || healths[len(healths)-1] != s.Health) {
+				healths = append(healths, s.Health)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}()
+	commit := env.PushClusterSet(t, labtest.ChangeClusterSet(t, env.RepoClusterSet(t), func(cs *straitv1.ClusterSet) {
+		cs.Spec.Interval = &metav1.Duration{Duration: 9 * time.Minute}
+	}), "e2e: a longer interval")
+	// Argo CD's own verdict: Synced at the commit, Healthy, no operation running. Right
+	// after its sync it compares the live ClusterSet, whose generation strait hub has not
+	// observed yet (Progressing); strait hub's status write, tens of milliseconds on,
+	// makes it compare again.
+	_, err := env.Lab.WaitSynced(context.Background(), commit, converge)
+	close(stop)
+	if err != nil {
+		t.Fatal(err)
+	}
+	healths := <-seen
+	if last := application(t).Health; healths[len(healths)-1] != last {
+		healths = append(healths, last) // the watcher stopped before it read the last
+	}
+	t.Logf("application/%s health through the commit: %v", argocd.AppName, healths)
+	if i := slices.Index(healths, "Progressing"); i < 0 || !slices.Contains(healths[i:], "Healthy") {
+		t.Errorf("application/%s health went %v, want Progressing then Healthy", argocd.AppName, healths)
+	}
+}
+
+// TestArgoCDRefusesABadCommit: a commit the webhook refuses (an export naming no member)
+// shows on the Application with the webhook's message naming the field, no sync of it is
+// made, the members keep the last good state, and the next good commit syncs.
+func TestArgoCDRefusesABadCommit(t *testing.T) {
+	env.Require(t)
+	env.RestoreClusterSetSpec(t)
+	good := env.RepoClusterSet(t)
+	before := env.ClusterSet(t)
+	start := time.Now()
+	err := env.UpdateClusterSet(t, func(cs *straitv1.ClusterSet) {
+		cs.Spec.Exports[0].Clusters = []string{"g9"}
+	})
+	var refused *lab.SyncError
+	if !errors.As(err, &refused) {
+		t.Fatalf("a commit exporting from a cluster that is no member: %v, want Argo CD to report it refused", err)
+	}
+	t.Logf("bad commit → application/%s %s in %s: %s", argocd.AppName, refused.Status.Reason, time.Since(start).Round(time.Millisecond), refused.Status.Message)
+	for _, want := range []string{"spec.exports[0].clusters[0]", `"g9"`, "denied the request"} {
+		if !strings.Contains(refused.Status.Message, want) {
+			t.Errorf("the Application's message %q does not name %s", refused.Status.Message, want)
+		}
+	}
+	s := application(t)
+	t.Logf("application/%s after the bad commit: %s", argocd.AppName, s)
+	if s.Sync == "Synced" {
+		t.Errorf("application/%s says Synced at a commit the webhook refused: %s", argocd.AppName, s)
+	}
+	if after := env.ClusterSet(t); after.Generation != before.Generation {
+		t.Errorf("ClusterSet generation %d → %d after a refused commit", before.Generation, after.Generation)
+	}
+	// g1 still imports g2's whereami-cs by its name.
+	ns, _ := env.ClientNamespace(t, "g1")
+	lookupIn(t, ns, "g2.whereami-cs.sample.svc.clusterset.local", globalCIDR(t, "g2"))
+
+	start = time.Now()
+	revert, err := env.CommitClusterSet(t, good, "revert the export from g9")
+	if err != nil {
+		t.Fatalf("reverting the bad commit: %v", err)
+	}
+	t.Logf("revert %.12s → synced in %s", revert, time.Since(start).Round(time.Millisecond))
+	if s := application(t); s.Revision != revert || s.Sync != "Synced" {
+		t.Errorf("application/%s after the revert: %s, want Synced at %.12s", argocd.AppName, s, revert)
+	}
+	if after := env.ClusterSet(t); after.Generation != before.Generation {
+		t.Errorf("ClusterSet generation %d → %d after the revert", before.Generation, after.Generation)
+	}
+}
+
+// TestStraitDiffAgreesWithArgoCD: before a commit lands, `strait diff` and Argo CD's own
+// diff of it (`argocd app diff --core --revision`, the commit pushed to a branch of its
+// own, as a pull request's is) show the same change in the hub: the same lines go and
+// come, and both exit 1 (differences found).
+func TestStraitDiffAgreesWithArgoCD(t *testing.T) {
+	env.Require(t)
+	ctx := context.Background()
+	url, err := env.Lab.GitURL()
+	if err != nil {
+		t.Fatal(err)
+	}
+	clone := filepath.Join(t.TempDir(), "clusterset")
+	labtest.Git(t, "", "clone", "--quiet", url, clone)
+	branch := "preview-" + strings.ToLower(t.Name())
+	labtest.Git(t, clone, "checkout", "--quiet", "-b", branch)
+	file := filepath.Join(clone, filepath.FromSlash(lab.RepoClusterSet))
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Edited as a person edits it, one line added: not re-marshalled, which would also
+	// spell out the empty objects (cable: {}, dns: {}) whose defaults strait diff shows
+	// as the API server fills them in and Argo CD's diff leaves out.
+	changed := strings.Replace(string(data), "\n    clusterSize: ", "\n    clusterEgressIPs: 4\n    clusterSize: ", 1)
+	if changed == string(data) {
+		t.Fatalf("%s has no globalnet.clusterSize line to add clusterEgressIPs beside:\n%s", lab.RepoClusterSet, data)
+	}
+	if err := os.WriteFile(file, []byte(changed), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	labtest.Git(t, clone, "commit", "--quiet", "-am", "fewer egress IPs per cluster")
+	labtest.Git(t, clone, "push", "--quiet", "origin", branch)
+	t.Cleanup(func() { labtest.Git(t, clone, "push", "--quiet", "--delete", "origin", branch) })
+	commit := labtest.Git(t, clone, "rev-parse", "HEAD")
+
+	hub := env.Lab.State().KubeconfigPath(topology.HubName)
+	out, errOut, code := labtest.Run(t, 2*time.Minute, env.Strait, "diff", "-f", file, "--kubeconfig", hub)
+	if code != 1 {
+		t.Fatalf("strait diff: exit %d, want 1 (differences)\n%s%s", code, out, errOut)
+	}
+	straitGone, straitCome := hubChanges(out)
+
+	argo, err := argocd.Locate(ctx, filepath.Join(env.Root, "test", "argocdbin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// argocd --core reads Argo CD's namespace from the kubeconfig's context, and keeps
+	// its own configuration under HOME.
+	home := t.TempDir()
+	kubeconfig := filepath.Join(home, "kubeconfig")
+	if err := exec.Command("cp", hub, kubeconfig).Run(); err != nil {
+		t.Fatal(err)
+	}
+	if o, err := exec.Command(filepath.Join(env.K8sBin, "kubectl"), "--kubeconfig", kubeconfig, "config", "set-context", "--current", "--namespace", argocd.Namespace).CombinedOutput(); err != nil {
+		t.Fatalf("kubectl config set-context: %v\n%s", err, o)
+	}
+	cmd := exec.Command(filepath.Join(env.Root, "bin", "argocd", argo.Version, "argocd"), "app", "diff", argocd.AppName, "--core", "--revision", commit)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig, "HOME="+home)
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err = cmd.Run()
+	if ee := (*exec.ExitError)(nil); !errors.As(err, &ee) || ee.ExitCode() != 1 {
+		t.Fatalf("argocd app diff --revision %.12s: %v, want exit 1 (differences)\n%s%s", commit, err, stdout.String(), stderr.String())
+	}
+	argoGone, argoCome := argoChanges(stdout.String())
+	t.Logf("strait diff (hub):\n%s\nargocd app diff:\n%s", out, stdout.String())
+	if !slices.Equal(straitGone, argoGone) || !slices.Equal(straitCome, argoCome) || len(argoCome) == 0 {
+		t.Errorf("the diffs disagree on the hub: strait diff - %q + %q, argocd app diff - %q + %q", straitGone, straitCome, argoGone, argoCome)
+	}
+}
+
+// hubChanges are the lines strait diff's hub objects lose and gain, trimmed and sorted.
+func hubChanges(diff string) (gone, come []string) {
+	hub := false
+	for line := range strings.SplitSeq(diff, "\n") {
+		switch {
+		case strings.HasPrefix(line, "--- "):
+			hub = strings.HasPrefix(line, "--- "+topology.HubName+"/")
+		case strings.HasPrefix(line, "+++ "), strings.HasPrefix(line, "@@"), !hub:
+		case strings.HasPrefix(line, "-"):
+			gone = append(gone, strings.TrimSpace(line[1:]))
+		case strings.HasPrefix(line, "+"):
+			come = append(come, strings.TrimSpace(line[1:]))
+		}
+	}
+	slices.Sort(gone)
+	slices.Sort(come)
+	return gone, come
+}
+
+// argoChanges are the lines argocd app diff (diff's normal format) takes out and puts
+// in, trimmed and sorted.
+func argoChanges(diff string) (gone, come []string) {
+	for line := range strings.SplitSeq(diff, "\n") {
+		switch {
+		case strings.HasPrefix(line, "< "):
+			gone = append(gone, strings.TrimSpace(line[2:]))
+		case strings.HasPrefix(line, "> "):
+			come = append(come, strings.TrimSpace(line[2:]))
+		}
+	}
+	slices.Sort(gone)
+	slices.Sort(come)
+	return gone, come
+}
