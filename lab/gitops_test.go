@@ -1,6 +1,7 @@
 package lab
 
 import (
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -55,11 +56,7 @@ func TestRepoIsLaidOutAsAUserKeepsOne(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var names []string
-	for n := range files {
-		names = append(names, n)
-	}
-	slices.Sort(names)
+	names := slices.Sorted(maps.Keys(files))
 	want := []string{"README.md", "clusterset/clusterset.yaml", "clusterset/kustomization.yaml",
 		"flux/gitrepository.yaml", "flux/kustomization.yaml", "flux/sync.yaml"}
 	if !slices.Equal(names, want) {
@@ -183,11 +180,7 @@ func TestArgoCDRepoHoldsTheExampleApplication(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var names []string
-	for n := range files {
-		names = append(names, n)
-	}
-	slices.Sort(names)
+	names := slices.Sorted(maps.Keys(files))
 	want := []string{"README.md", "argocd/application.yaml", "argocd/argocd-cm.yaml", "clusterset/clusterset.yaml", "clusterset/kustomization.yaml"}
 	if !slices.Equal(names, want) {
 		t.Errorf("repo files %v, want %v", names, want)

@@ -228,6 +228,19 @@ func (w rollout) String() string {
 	return fmt.Sprintf("%s/%s %d/%d ready, %d up to date", w.Kind, w.Name, w.Ready, w.Desired, w.Update)
 }
 
+// replicated is the rollout of a Deployment or StatefulSet: its replicas (1 when unset),
+// the ready ones counted only once its controller observed its generation.
+func replicated(kind string, meta metav1.ObjectMeta, replicas *int32, observed int64, ready, updated int32) rollout {
+	want := int32(1)
+	if replicas != nil {
+		want = *replicas
+	}
+	if observed < meta.Generation {
+		ready = 0
+	}
+	return rollout{Kind: kind, Name: meta.Name, Desired: want, Ready: ready, Update: updated}
+}
+
 // workloads lists the Deployments, StatefulSets (Argo CD's application controller) and
 // DaemonSets of a namespace.
 func workloads(ctx context.Context, c kubernetes.Interface, ns string) ([]rollout, error) {
@@ -237,30 +250,14 @@ func workloads(ctx context.Context, c kubernetes.Interface, ns string) ([]rollou
 		return nil, err
 	}
 	for _, d := range deps.Items {
-		want := int32(1)
-		if d.Spec.Replicas != nil {
-			want = *d.Spec.Replicas
-		}
-		ready := d.Status.ReadyReplicas
-		if d.Status.ObservedGeneration < d.Generation {
-			ready = 0
-		}
-		out = append(out, rollout{Kind: "Deployment", Name: d.Name, Desired: want, Ready: ready, Update: d.Status.UpdatedReplicas})
+		out = append(out, replicated("Deployment", d.ObjectMeta, d.Spec.Replicas, d.Status.ObservedGeneration, d.Status.ReadyReplicas, d.Status.UpdatedReplicas))
 	}
 	sts, err := c.AppsV1().StatefulSets(ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, err
 	}
 	for _, s := range sts.Items {
-		want := int32(1)
-		if s.Spec.Replicas != nil {
-			want = *s.Spec.Replicas
-		}
-		ready := s.Status.ReadyReplicas
-		if s.Status.ObservedGeneration < s.Generation {
-			ready = 0
-		}
-		out = append(out, rollout{Kind: "StatefulSet", Name: s.Name, Desired: want, Ready: ready, Update: s.Status.UpdatedReplicas})
+		out = append(out, replicated("StatefulSet", s.ObjectMeta, s.Spec.Replicas, s.Status.ObservedGeneration, s.Status.ReadyReplicas, s.Status.UpdatedReplicas))
 	}
 	dss, err := c.AppsV1().DaemonSets(ns).List(ctx, metav1.ListOptions{})
 	if err != nil {

@@ -153,6 +153,17 @@ func TestTheHealthCheckIsMergedIntoArgocdCM(t *testing.T) {
 	if !found {
 		t.Error("argocd-cm lacks the ClusterSet's health check after WithSettings")
 	}
+	if err := WithResync(objs, 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range objs {
+		if o.GetKind() == "ConfigMap" && o.GetName() == "argocd-cm" {
+			data, _, _ := unstructured.NestedStringMap(o.Object, "data")
+			if data["timeout.reconciliation"] != "5s" || data["timeout.reconciliation.jitter"] != "0s" || data["resource.customizations.health.strait.io_ClusterSet"] == "" {
+				t.Errorf("argocd-cm after WithResync(5s): %v, want timeout.reconciliation 5s, no jitter, the health check kept", data)
+			}
+		}
+	}
 	if err := WithSettings(objs, cm); err == nil || !strings.Contains(err.Error(), "resource.customizations.health.strait.io_ClusterSet") {
 		t.Errorf("merging the same key twice: %v, want the key named", err)
 	}

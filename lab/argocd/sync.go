@@ -70,32 +70,19 @@ func WithSettings(objs []*unstructured.Unstructured, argocdCM []byte) error {
 	if patch.Metadata.Name != "argocd-cm" || len(patch.Data) == 0 {
 		return fmt.Errorf("argocd-cm settings: a ConfigMap named %q with %d keys, want argocd-cm with data", patch.Metadata.Name, len(patch.Data))
 	}
-	for _, o := range objs {
-		if o.GetKind() != "ConfigMap" || o.GetName() != "argocd-cm" {
-			continue
-		}
-		data, _, err := unstructured.NestedStringMap(o.Object, "data")
-		if err != nil {
-			return err
-		}
-		if data == nil {
-			data = map[string]string{}
-		}
+	return changeArgoCDCM(objs, func(data map[string]string) error {
 		for k, v := range patch.Data {
 			if _, ok := data[k]; ok {
 				return fmt.Errorf("argocd-cm settings: %s is set by the install already", k)
 			}
 			data[k] = v
 		}
-		return unstructured.SetNestedStringMap(o.Object, data, "data")
-	}
-	return fmt.Errorf("argocd-cm settings: the install has no ConfigMap argocd-cm")
+		return nil
+	})
 }
 
-// WithResync sets how often the application controller compares every Application with
-// git and the cluster again, by argocd-cm's timeout.reconciliation (180 s by default,
-// with up to 60 s of jitter, which goes): a lab's tests see several resyncs pass.
-func WithResync(objs []*unstructured.Unstructured, every time.Duration) error {
+// changeArgoCDCM changes the data of the install's ConfigMap argocd-cm.
+func changeArgoCDCM(objs []*unstructured.Unstructured, change func(data map[string]string) error) error {
 	for _, o := range objs {
 		if o.GetKind() != "ConfigMap" || o.GetName() != "argocd-cm" {
 			continue
@@ -107,9 +94,21 @@ func WithResync(objs []*unstructured.Unstructured, every time.Duration) error {
 		if data == nil {
 			data = map[string]string{}
 		}
-		data["timeout.reconciliation"] = every.String()
-		data["timeout.reconciliation.jitter"] = "0s"
+		if err := change(data); err != nil {
+			return err
+		}
 		return unstructured.SetNestedStringMap(o.Object, data, "data")
 	}
-	return fmt.Errorf("argocd resync: the install has no ConfigMap argocd-cm")
+	return fmt.Errorf("argocd-cm: the install has no ConfigMap argocd-cm")
+}
+
+// WithResync sets how often the application controller compares every Application with
+// git and the cluster again, by argocd-cm's timeout.reconciliation (180 s by default,
+// with up to 60 s of jitter, which goes): a lab's tests see several resyncs pass.
+func WithResync(objs []*unstructured.Unstructured, every time.Duration) error {
+	return changeArgoCDCM(objs, func(data map[string]string) error {
+		data["timeout.reconciliation"] = every.String()
+		data["timeout.reconciliation.jitter"] = "0s"
+		return nil
+	})
 }
