@@ -2,9 +2,7 @@ package argocd
 
 import (
 	"context"
-	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -16,36 +14,26 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
 
+	labargocd "github.com/straitnet/strait/lab/argocd"
 	"github.com/straitnet/strait/test/clusters"
 	"github.com/straitnet/strait/test/require"
 )
 
-// argoCDModule is the Argo CD release whose Application CRD the example is checked
-// against. Only its module zip is downloaded (go mod download, in a temporary module
-// of its own): Argo CD is no dependency of Strait.
-const argoCDModule = "github.com/argoproj/argo-cd/v3@v3.6.1"
-
-// applicationCRD returns the path of Argo CD's Application CRD in the module cache,
-// downloading the pinned module when it is not there.
+// applicationCRD returns the path of Argo CD's Application CRD in the module cache: of the
+// release the lab runs (test/argocdbin pins it; lab/argocd.Locate downloads its module zip
+// with the Go toolchain that wrapper names, since the release needs a newer Go than
+// Strait's). Argo CD is no dependency of Strait.
 func applicationCRD(t *testing.T) string {
 	t.Helper()
-	// The go command that runs the tests sets GOROOT for them; PATH may lack go.
-	goBin, err := exec.LookPath("go")
+	root, err := clusters.RepoRoot()
 	if err != nil {
-		goBin = filepath.Join(os.Getenv("GOROOT"), "bin", "go")
+		t.Fatal(err)
 	}
-	cmd := exec.Command(goBin, "mod", "download", "-json", argoCDModule)
-	cmd.Dir = t.TempDir()
-	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod")
-	out, err := cmd.Output()
+	r, err := labargocd.Locate(context.Background(), filepath.Join(root, "test", "argocdbin"))
 	if err != nil {
-		require.Skip(t, "downloading %s: %v\n%s", argoCDModule, err, out)
+		require.Skip(t, "the pinned Argo CD release: %v", err)
 	}
-	var mod struct{ Dir, Error string }
-	if err := json.Unmarshal(out, &mod); err != nil || mod.Dir == "" {
-		t.Fatalf("go mod download %s: %v %s", argoCDModule, err, mod.Error)
-	}
-	return filepath.Join(mod.Dir, "manifests", "crds", "application-crd.yaml")
+	return filepath.Join(r.Source, "manifests", "crds", "application-crd.yaml")
 }
 
 func decodeFile(t *testing.T, path string) *unstructured.Unstructured {
