@@ -327,7 +327,7 @@ func TestLabGitCommands(t *testing.T) {
 	}
 	out, errOut, code := exitCode(t, env.Strait, "lab", "git", "commit", state, "-m", "a comment", file)
 	head, herr := env.Lab.Repo().Head(context.Background())
-	if code != 0 || herr != nil || !strings.Contains(out, "flux applied main@sha1:"+head) {
+	if code != 0 || herr != nil || !strings.Contains(out, "kustomization/clusterset applied main@sha1:"+head) {
 		t.Errorf("strait lab git commit: exit %d, head %s (%v):\n%s%s", code, head, herr, out, errOut)
 	}
 
