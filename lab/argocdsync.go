@@ -84,7 +84,7 @@ func (a *argoSync) images() ([]string, error) {
 // ArgoCDResync is how often the lab's Argo CD compares the Application with git and the
 // hub again, where a user's does every 3 minutes: the lab's one change to Argo CD's
 // behaviour, so that a test sees several resyncs find nothing out of sync.
-const ArgoCDResync = 5 * time.Second
+const ArgoCDResync = 3 * time.Second
 
 // installFile is the install the lab applied to the hub: make argocd-images' manifest
 // with the example's argocd-cm settings merged, and the argocd Namespace first.

@@ -49,7 +49,10 @@ func clusterScoped(kind string) bool {
 //   - every container runs the image built here (Image, RedisImage) and pulls it only
 //     when the node lacks it (install.yaml says Always, which asks the registry first);
 //   - argocd-server serves plain HTTP (server.insecure in argocd-cmd-params-cm, as behind
-//     a TLS-terminating ingress): the lab's git server calls its /api/webhook on a push.
+//     a TLS-terminating ingress): the lab's git server calls its /api/webhook on a push;
+//   - every readiness probe looks every ReadinessPeriod seconds, as the lab's Flux
+//     controllers' do (install.yaml: 10 s, argocd-server's 30 s, so that lab up waited
+//     some 30 s for an argocd-server that answered).
 //
 // Namespaced objects get Namespace, as `kubectl apply -n argocd -f install.yaml` gives them.
 func (r Release) Objects() ([]*unstructured.Unstructured, error) {
@@ -72,6 +75,9 @@ func (r Release) Objects() ([]*unstructured.Unstructured, error) {
 		if err := r.localImages(o); err != nil {
 			return nil, fmt.Errorf("argocd %s install: %s %s: %w", r.Version, o.GetKind(), o.GetName(), err)
 		}
+		if err := quickReadiness(o); err != nil {
+			return nil, fmt.Errorf("argocd %s install: %s %s: %w", r.Version, o.GetKind(), o.GetName(), err)
+		}
 		if o.GetKind() == "ConfigMap" && o.GetName() == "argocd-cmd-params-cm" {
 			if err := unstructured.SetNestedField(o.Object, "true", "data", "server.insecure"); err != nil {
 				return nil, err
@@ -80,6 +86,29 @@ func (r Release) Objects() ([]*unstructured.Unstructured, error) {
 		out = append(out, o)
 	}
 	return out, nil
+}
+
+// ReadinessPeriod is how often, in seconds, the lab's Argo CD pods are probed for
+// readiness.
+const ReadinessPeriod = 2
+
+// quickReadiness makes the readiness probe of every container of a workload look every
+// ReadinessPeriod seconds.
+func quickReadiness(o *unstructured.Unstructured) error {
+	if o.GetKind() != "Deployment" && o.GetKind() != "StatefulSet" {
+		return nil
+	}
+	path := []string{"spec", "template", "spec", "containers"}
+	containers, _, err := unstructured.NestedSlice(o.Object, path...)
+	if err != nil {
+		return err
+	}
+	for _, c := range containers {
+		if probe, ok := c.(map[string]any)["readinessProbe"].(map[string]any); ok {
+			probe["periodSeconds"] = int64(ReadinessPeriod)
+		}
+	}
+	return unstructured.SetNestedSlice(o.Object, containers, path...)
 }
 
 // localImages points every container of a workload at the images built here.

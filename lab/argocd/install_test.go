@@ -46,6 +46,9 @@ func TestTheInstallRunsOnlyImagesBuiltHere(t *testing.T) {
 			if c["imagePullPolicy"] != "IfNotPresent" {
 				t.Errorf("%s %s container %v: imagePullPolicy %v, want IfNotPresent (nothing to pull from)", o.GetKind(), o.GetName(), c["name"], c["imagePullPolicy"])
 			}
+			if probe, ok := c["readinessProbe"].(map[string]any); ok && probe["periodSeconds"] != int64(ReadinessPeriod) {
+				t.Errorf("%s %s container %v: readiness probe every %v s, want %d", o.GetKind(), o.GetName(), c["name"], probe["periodSeconds"], ReadinessPeriod)
+			}
 		}
 		if leftOut(o.GetName()) {
 			t.Errorf("%s %s: a component the lab leaves out", o.GetKind(), o.GetName())
