@@ -318,18 +318,17 @@ func webhookUncalled(message string) bool {
 func (l *Lab) gitStatus(ctx context.Context) string {
 	var b strings.Builder
 	url, _ := l.GitURL()
-	head, err := l.Repo().Head(ctx)
-	g, gerr := l.gitOps()
-	switch {
-	case err != nil:
+	g, err := l.gitOps()
+	if err != nil {
 		fmt.Fprintf(&b, "  repo %s: %v\n", url, err)
-	case gerr != nil:
-		fmt.Fprintf(&b, "  repo %s  head %s\n", url, head)
-	default:
+		return b.String()
+	}
+	if head, err := l.Repo().Head(ctx); err != nil {
+		fmt.Fprintf(&b, "  repo %s: %v\n", url, err)
+	} else {
 		fmt.Fprintf(&b, "  repo %s  head %s\n", url, g.revision(head))
 	}
-	s, err := l.Sync(ctx)
-	if err != nil {
+	if s, err := g.read(ctx); err != nil {
 		fmt.Fprintf(&b, "  sync: %v\n", err)
 	} else {
 		fmt.Fprintf(&b, "  %s  applied %s  Ready=%s  %s\n", s.Object, s.Applied, s.Ready, s.Message)

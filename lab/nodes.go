@@ -54,7 +54,7 @@ func memberImages(withSamples bool) []string {
 
 // hubImages are what the hub's node imports: the sandbox, strait hub and the workloads
 // of the lab's GitOps controller (Flux's or Argo CD's).
-func (l *Lab) hubImages(g gitOps) ([]string, error) {
+func hubImages(g gitOps) ([]string, error) {
 	imgs, err := g.images()
 	return append([]string{image.Pause, StraitdImage}, imgs...), err
 }
@@ -182,7 +182,7 @@ func (l *Lab) hubRealNode(t *topology.Lab) (realNode, error) {
 	if err != nil {
 		return realNode{}, err
 	}
-	images, err := l.hubImages(g)
+	images, err := hubImages(g)
 	return realNode{cluster: topology.HubName, node: *t.HubNode, kubeconfig: l.state.InNamespaceKubeconfig(topology.HubName),
 		dns: []netip.Addr{t.HubDNSServiceIP()}, images: images}, err
 }

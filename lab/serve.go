@@ -36,10 +36,11 @@ const daemonKey = "_lab"
 func (s State) DaemonPid() (int, bool) { return s.Pid(daemonKey, "daemon") }
 
 // Serve is the lab daemon until ctx ends: the loopback forwarder of every control
-// plane (and of the hub's Prometheus in a lab with monitoring), the Corefile sync of every cluster, the git server of the clusterset repo on
-// the hub's LAN address (for the GitOps controller) and on the host's loopback (for
-// people), which asks the GitOps controller to sync after every push, and the internet namespace's echo of the caller's
-// address.
+// plane (and of the hub's Prometheus in a lab with monitoring), the Corefile sync of
+// every cluster, the git server of the clusterset repo on the hub's LAN address (for
+// the GitOps controller) and on the host's loopback (for people), which asks the GitOps
+// controller to sync after every push, and the internet namespace's echo of the
+// caller's address.
 func (l *Lab) Serve(ctx context.Context) error {
 	r, t, err := l.Load()
 	if err != nil {

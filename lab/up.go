@@ -71,13 +71,13 @@ func (l *Lab) up(ctx context.Context, o UpOptions) error {
 			return fmt.Errorf("missing binary %s (make k8s-binaries coredns): %w", bin, err)
 		}
 	}
-	var hubImages []string
+	var hubImgs []string
 	if t.Hub != nil {
-		if hubImages, err = l.hubImages(l.gitOpsOf(o.Spec, t)); err != nil {
+		if hubImgs, err = hubImages(l.gitOpsOf(o.Spec, t)); err != nil {
 			return err
 		}
 	}
-	if err := l.opts.checkNodeArtifacts(t, o.Spec.SampleWorkloads, hubImages); err != nil {
+	if err := l.opts.checkNodeArtifacts(t, o.Spec.SampleWorkloads, hubImgs); err != nil {
 		return err
 	}
 	if o.Spec.Monitoring {

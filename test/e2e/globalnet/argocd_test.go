@@ -268,7 +268,11 @@ func TestStraitDiffAgreesWithArgoCD(t *testing.T) {
 	// its own configuration under HOME.
 	home := t.TempDir()
 	kubeconfig := filepath.Join(home, "kubeconfig")
-	if err := exec.Command("cp", hub, kubeconfig).Run(); err != nil {
+	hubConfig, err := os.ReadFile(hub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(kubeconfig, hubConfig, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if o, err := exec.Command(filepath.Join(env.K8sBin, "kubectl"), "--kubeconfig", kubeconfig, "config", "set-context", "--current", "--namespace", argocd.Namespace).CombinedOutput(); err != nil {
