@@ -18,8 +18,6 @@ import (
 var rarelyUsed = []rbacaudit.Allowance{
 	{User: sa("strait-hub"), Grant: "update secrets strait-hub-webhook-cert -n strait-system",
 		Why: "the certificate rotator renews the webhook's certificate in place (webhook/certs.go, an update with resourceVersion) when it nears expiry, long after a lab ends; TestCertificatesAreInjectedAndRotated renews it against an API server"},
-	{User: sa("strait-hub-access"), Grant: "get globalingresses.strait.io -n strait-system",
-		Why: "strait diff reads each desired object with the hub's member credentials (cmd/strait/diff/members.go objectChange); GlobalIngresses exist only under globalnet, whose suite runs no strait diff"},
 }
 
 // installedGrants are the grants of the overlays the labs install: kustomize/hub on the

@@ -138,9 +138,24 @@ func (e *Env) StraitLogs(t testing.TB, cluster, app, container string, lines int
 // kubelet does not restart the stopped agent before the other gateway has taken over.
 func (e *Env) PauseKubelet(t testing.TB, cluster, node string) (resume func()) {
 	t.Helper()
-	pid, ok := e.Lab.State().Pid(cluster, "kubelet-"+node)
+	return e.pause(t, cluster, "kubelet-"+node)
+}
+
+// PauseAPIServer stops a cluster's kube-apiserver (SIGSTOP) until the returned function
+// resumes it (also at the end of the test): its connections stay open and its requests
+// wait, as against an API server that answers slowly; what was asked meanwhile is
+// answered on resume.
+func (e *Env) PauseAPIServer(t testing.TB, cluster string) (resume func()) {
+	t.Helper()
+	return e.pause(t, cluster, "kube-apiserver")
+}
+
+// pause stops one of the lab's processes until resume.
+func (e *Env) pause(t testing.TB, cluster, process string) (resume func()) {
+	t.Helper()
+	pid, ok := e.Lab.State().Pid(cluster, process)
 	if !ok {
-		t.Fatalf("%s: no kubelet running on %s", cluster, node)
+		t.Fatalf("%s: no %s running", cluster, process)
 	}
 	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
