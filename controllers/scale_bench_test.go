@@ -2,8 +2,10 @@ package controllers
 
 import (
 	"context"
+	"os"
 	"runtime"
 	"runtime/metrics"
+	"runtime/pprof"
 	"syscall"
 	"testing"
 	"time"
@@ -46,6 +48,7 @@ func BenchmarkHubScale(b *testing.B) {
 	if n := h.reconcile(ctx, cs, obs); n == 0 {
 		b.Fatal("the first reconcile wrote nothing")
 	}
+	writeHeapProfile(b)
 	changed := obs[bigset.Name(7)]
 	ips := [2]string{bigset.ServiceIP(7), "10.1.255.7"}
 
@@ -86,6 +89,26 @@ func BenchmarkHubScale(b *testing.B) {
 		}
 		m.report(b, cpu, writes)
 	})
+}
+
+// writeHeapProfile writes the live heap after the seed reconcile to the file
+// $STRAIT_HEAP_PROFILE names, if any, for `go tool pprof -sample_index=inuse_space`:
+// what the hub keeps (its record of its writes, the plan) apart from what the stand-in
+// members keep (their objects, and the prints their informers' events feed).
+func writeHeapProfile(b *testing.B) {
+	path := os.Getenv("STRAIT_HEAP_PROFILE")
+	if path == "" {
+		return
+	}
+	runtime.GC()
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	if err := pprof.WriteHeapProfile(f); err != nil {
+		b.Fatal(err)
+	}
 }
 
 // measuring is a sub-benchmark's report besides its CPU: the collections that ran
