@@ -65,6 +65,9 @@ type ClusterSetReconciler struct {
 	queue     atomic.Pointer[workqueue.TypedRateLimitingInterface[reconcile.Request]]
 	relevance sync.Map // types.NamespacedName -> *relevance
 	applied   sync.Map // members.Key -> *appliedTable
+	// planners keep each ClusterSet's export resolutions from one reconcile to the
+	// next (plan.Planner); a ClusterSet is reconciled by one worker at a time.
+	planners sync.Map // types.NamespacedName -> *plan.Planner
 }
 
 // NewClusterSetReconciler builds the reconciler from a manager.
@@ -199,7 +202,7 @@ func (r *ClusterSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	// every member keeps what it holds. A fix may come without a new generation (a
 	// kubeconfig Secret pointed at the right cluster; Secrets are not watched): it is
 	// looked at again on the interval.
-	p, errs := spec.Compute(observed)
+	p, errs := r.plannerFor(req.NamespacedName).Compute(spec, observed)
 	if len(errs) > 0 {
 		r.stalled(obj, straitv1.ReasonValidationFailed, errs.ToAggregate().Error())
 		r.metrics.errors.WithLabelValues(csLabel, "validation").Inc()
@@ -277,6 +280,12 @@ func (r *ClusterSetReconciler) enqueue(cs types.NamespacedName) {
 	}
 }
 
+// plannerFor is the planner of a ClusterSet's reconciles.
+func (r *ClusterSetReconciler) plannerFor(cs types.NamespacedName) *plan.Planner {
+	v, _ := r.planners.LoadOrStore(cs, plan.NewPlanner())
+	return v.(*plan.Planner)
+}
+
 // forget drops everything kept for a ClusterSet that no longer exists.
 func (r *ClusterSetReconciler) forget(cs types.NamespacedName) {
 	for _, k := range r.members.Keys(cs) {
@@ -284,6 +293,7 @@ func (r *ClusterSetReconciler) forget(cs types.NamespacedName) {
 		r.applied.Delete(k)
 	}
 	r.relevance.Delete(cs)
+	r.planners.Delete(cs)
 	r.metrics.forget(plan.ClusterSetLabel(cs))
 }
 

@@ -49,7 +49,6 @@ func BenchmarkHubScale(b *testing.B) {
 		b.Fatal("the first reconcile wrote nothing")
 	}
 	writeHeapProfile(b)
-	changed := obs[bigset.Name(7)]
 	ips := [2]string{bigset.ServiceIP(7), "10.1.255.7"}
 
 	b.Run("one-member-change", func(b *testing.B) {
@@ -59,12 +58,11 @@ func BenchmarkHubScale(b *testing.B) {
 		for b.Loop() {
 			// Each run flips the address: -count runs this function again in the
 			// same process, on the state the previous run left.
-			svc := &changed.Services[0].Spec
-			if svc.ClusterIP == ips[0] {
-				svc.ClusterIP = ips[1]
-			} else {
-				svc.ClusterIP = ips[0]
+			ip := ips[0]
+			if obs[bigset.Name(7)].Services[0].Spec.ClusterIP == ip {
+				ip = ips[1]
 			}
+			bigset.ChangeServiceIP(obs, 7, ip)
 			start := benchcpu.Used()
 			writes += h.reconcile(ctx, cs, obs)
 			cpu += benchcpu.Used() - start
@@ -135,6 +133,7 @@ func (m measuring) report(b *testing.B, cpu time.Duration, writes int) {
 // scaleHub is a reconciler over in-memory members.
 type scaleHub struct {
 	r       *ClusterSetReconciler
+	planner *plan.Planner
 	members map[string]*memMember
 	conns   map[string]*conn
 }
@@ -147,6 +146,7 @@ func newScaleHub(b testing.TB, cs *straitv1.ClusterSet) *scaleHub {
 	h := &scaleHub{
 		r: &ClusterSetReconciler{recorder: &events.FakeRecorder{}, metrics: metrics,
 			cfg: Config{RetryInterval: time.Minute, MaxConcurrentMembers: 8}},
+		planner: plan.NewPlanner(),
 		members: map[string]*memMember{},
 		conns:   map[string]*conn{},
 	}
@@ -168,7 +168,7 @@ func (h *scaleHub) reconcile(ctx context.Context, cs *straitv1.ClusterSet, obs p
 	if len(errs) > 0 {
 		panic(errs.ToAggregate())
 	}
-	p, errs := spec.Compute(obs)
+	p, errs := h.planner.Compute(spec, obs)
 	if len(errs) > 0 {
 		panic(errs.ToAggregate())
 	}

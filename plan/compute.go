@@ -62,6 +62,12 @@ func Compute(cs *straitv1.ClusterSet, observed Observed) (*Plan, field.ErrorList
 // the same API server (their kube-system namespaces have one UID) or when globalnet runs
 // out of addresses.
 func (v *ValidSpec) Compute(observed Observed) (*Plan, field.ErrorList) {
+	return v.compute(observed, nil)
+}
+
+// compute is Compute, with the exports' resolutions taken over from the planner's last
+// plan where their inputs are unchanged (pl nil: all resolved now).
+func (v *ValidSpec) compute(observed Observed, pl *Planner) (*Plan, field.ErrorList) {
 	if observed == nil {
 		observed = Observed{}
 	}
@@ -84,11 +90,24 @@ func (v *ValidSpec) Compute(observed Observed) (*Plan, field.ErrorList) {
 	}
 	sort.Strings(p.clusters)
 
-	p.exports = p.planExports()
+	var kept map[string]*keptExport
+	if pl != nil {
+		kept = make(map[string]*keptExport, len(pl.kept))
+	}
+	p.exports = p.planExports(func(e *exportPlan) *exportPlan {
+		if pl == nil {
+			p.resolve(e)
+			return e
+		}
+		return pl.resolved(p, e, kept)
+	})
 	if errs := p.allocate(); len(errs) > 0 {
 		return nil, errs
 	}
 	p.Status = p.status()
+	if pl != nil {
+		pl.kept = kept
+	}
 	return p, nil
 }
 

@@ -96,18 +96,19 @@ func (e *exportPlan) source(cluster string) *exportSource {
 	return nil
 }
 
-// planExports gathers every export and resolves the MCS rules: the type and the ports of
-// the import follow the oldest export; a cluster whose service has another type is left
-// out with a TypeConflict; conflicting port definitions keep the oldest one.
-func (p *Plan) planExports() []*exportPlan {
+// planExports gathers every export and has resolve apply the MCS rules to each (see
+// Plan.resolve), taking what resolve returns: the export resolved, or an equal
+// resolution kept from an earlier plan (Planner).
+func (p *Plan) planExports(resolve func(*exportPlan) *exportPlan) []*exportPlan {
 	byKey := map[string]*exportPlan{}
 	get := func(ns, name string) *exportPlan {
 		k := ns + "/" + name
 		if e := byKey[k]; e != nil {
 			return e
 		}
-		e := &exportPlan{namespace: ns, name: name, nsName: k, exportedFrom: map[string]bool{}, declared: map[string]bool{},
-			noService: map[string]bool{}, invalidType: map[string]string{}, conflicts: map[string][]conflictNote{}}
+		// The maps of what resolve finds are made by resolve: a Planner takes most
+		// exports over without resolving them.
+		e := &exportPlan{namespace: ns, name: name, nsName: k, exportedFrom: map[string]bool{}, declared: map[string]bool{}}
 		byKey[k] = e
 		return e
 	}
@@ -139,14 +140,17 @@ func (p *Plan) planExports() []*exportPlan {
 	}
 	out := make([]*exportPlan, 0, len(byKey))
 	for _, e := range byKey {
-		p.resolve(e)
-		out = append(out, e)
+		out = append(out, resolve(e))
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].key() < out[j].key() })
 	return out
 }
 
+// resolve applies the MCS rules to an export gathered by planExports: the type and the
+// ports of the import follow the oldest export; a cluster whose service has another type
+// is left out with a TypeConflict; conflicting port definitions keep the oldest one.
 func (p *Plan) resolve(e *exportPlan) {
+	e.noService, e.invalidType, e.conflicts = map[string]bool{}, map[string]string{}, map[string][]conflictNote{}
 	for _, c := range sortedKeys(e.exportedFrom) {
 		x := p.facts[c]
 		svc := x.service(e.objectKey())

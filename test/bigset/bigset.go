@@ -2,10 +2,13 @@ package bigset
 
 import (
 	"fmt"
+	"slices"
+	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
 	"github.com/straitnet/strait/plan"
@@ -24,7 +27,8 @@ func Name(i int) string { return fmt.Sprintf("c%03d", i) }
 // exports ClusterSetIP services, spread round-robin over the clusters (export i lives in
 // cluster i mod clusters, namespace ns<i mod 100>, name svc<i>), each service with two
 // ready endpoints; and the facts observed in every member: an active gateway, the
-// exported services and their slices.
+// exported services and their slices, each with a UID and a resourceVersion as an API
+// server gives them (ChangeServiceIP changes one as an API server would).
 func New(clusters, exports int) (*straitv1.ClusterSet, plan.Observed) {
 	cs := &straitv1.ClusterSet{ObjectMeta: metav1.ObjectMeta{Name: "big", Namespace: straitv1.SystemNamespace},
 		Spec: straitv1.ClusterSetSpec{Globalnet: &straitv1.GlobalnetSpec{Enabled: true}}}
@@ -41,10 +45,12 @@ func New(clusters, exports int) (*straitv1.ClusterSet, plan.Observed) {
 		ns, name := fmt.Sprintf("ns%d", i%100), fmt.Sprintf("svc%d", i)
 		cs.Spec.Exports = append(cs.Spec.Exports, straitv1.ExportSpec{Namespace: ns, Name: name, Clusters: []string{c}})
 		f := obs[c]
-		f.Services = append(f.Services, corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		f.Services = append(f.Services, corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns,
+			UID: types.UID(fmt.Sprintf("svc-%d", i)), ResourceVersion: "1"},
 			Spec: corev1.ServiceSpec{ClusterIP: ServiceIP(i), Ports: []corev1.ServicePort{{Name: "http", Port: 80}}}})
 		f.EndpointSlices = append(f.EndpointSlices, discoveryv1.EndpointSlice{
-			ObjectMeta:  metav1.ObjectMeta{Name: name + "-abc", Namespace: ns, Labels: map[string]string{discoveryv1.LabelServiceName: name}},
+			ObjectMeta: metav1.ObjectMeta{Name: name + "-abc", Namespace: ns, Labels: map[string]string{discoveryv1.LabelServiceName: name},
+				UID: types.UID(fmt.Sprintf("slice-%d", i)), ResourceVersion: "1"},
 			AddressType: discoveryv1.AddressTypeIPv4,
 			Endpoints: []discoveryv1.Endpoint{
 				{Addresses: []string{fmt.Sprintf("10.0.%d.%d", i/250%250, i%250+1)}, Conditions: discoveryv1.EndpointConditions{Ready: ptr(true)}},
@@ -52,6 +58,20 @@ func New(clusters, exports int) (*straitv1.ClusterSet, plan.Observed) {
 			}})
 	}
 	return cs, obs
+}
+
+// ChangeServiceIP gives the first service member i of obs exports the cluster IP ip, as
+// an API server would change it: a new object with a new resourceVersion, in a new list
+// of the member's services (facts handed to a plan are not changed in place).
+func ChangeServiceIP(obs plan.Observed, i int, ip string) {
+	f := obs[Name(i)]
+	svcs := slices.Clone(f.Services)
+	svc := svcs[0].DeepCopy()
+	rv, _ := strconv.Atoi(svc.ResourceVersion)
+	svc.ResourceVersion = strconv.Itoa(rv + 1)
+	svc.Spec.ClusterIP = ip
+	svcs[0] = *svc
+	f.Services = svcs
 }
 
 // ServiceIP is the cluster IP New gives export i's service.

@@ -1,0 +1,133 @@
+package plan
+
+import (
+	"maps"
+
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// Planner computes the plans of one ClusterSet one after another, as the hub does at
+// every reconcile, and resolves again only the exports whose inputs changed since its
+// last plan: each export's resolution (its sources, type, ports, properties and
+// conflicts) is kept with the inputs it came from and taken over as it is while they
+// are the same. Its plans equal Compute's (TestPlannerEqualsCompute).
+//
+// An export's inputs are its spec entries (the clusters it is declared in, whether it
+// prefers local endpoints), the clusters it is exported from, and in each of those the
+// identity and version (UID and resourceVersion) of its Service, its ServiceExport and
+// each of its EndpointSlices, in the order the facts hold them. An API server gives an
+// object a new resourceVersion at every change, so the same UID and resourceVersion is
+// the same object; an object without both (written by hand, as `strait render
+// --observed` reads) never counts as unchanged. The facts handed to Compute must not be
+// changed in place afterwards: a kept resolution shares their slices and maps, as the
+// plan built from them does.
+//
+// The rest of a plan (the facts' indexes, globalnet's allocations, the status) is
+// computed in full each time. A Planner is not safe for concurrent use.
+type Planner struct {
+	kept map[string]*keptExport
+	// Reused and Resolved count, over the last plan, the exports taken over and those
+	// resolved again.
+	Reused, Resolved int
+}
+
+// keptExport is one export's resolution with the versions of the facts it came from.
+type keptExport struct {
+	plan *exportPlan
+	// from are plan.exportedFrom's clusters, sorted.
+	from []string
+	// versions are, per cluster of plan.exportedFrom in sorted order, its Service's,
+	// its ServiceExport's and its EndpointSlices' versions, each cluster's closed by a
+	// "none" (a slice is never none, so the close is unambiguous).
+	versions []objectVersion
+}
+
+// objectVersion identifies one state of an object; the zero value stands for "none".
+type objectVersion struct {
+	present bool
+	uid     types.UID
+	rv      string
+}
+
+// known says whether v names one state of an object or the absence of one: an object
+// without a UID or a resourceVersion has no known version.
+func (v objectVersion) known() bool { return !v.present || v.uid != "" && v.rv != "" }
+
+// NewPlanner returns a planner with nothing kept: its first plan resolves every export.
+func NewPlanner() *Planner { return &Planner{} }
+
+// Compute is v.Compute(observed), reusing what the last plan resolved where its inputs
+// are unchanged. A plan refused (field errors) keeps nothing new.
+func (pl *Planner) Compute(v *ValidSpec, observed Observed) (*Plan, field.ErrorList) {
+	pl.Reused, pl.Resolved = 0, 0
+	return v.compute(observed, pl)
+}
+
+// resolved returns the resolution of e, taken over from the last plan when its inputs
+// are the same, else resolved now; and records it for the next plan in next.
+func (pl *Planner) resolved(p *Plan, e *exportPlan, next map[string]*keptExport) *exportPlan {
+	if k := pl.kept[e.key()]; k != nil && k.matches(p, e) {
+		pl.Reused++
+		next[e.key()] = k
+		return k.plan
+	}
+	pl.Resolved++
+	p.resolve(e)
+	k := &keptExport{plan: e, from: sortedKeys(e.exportedFrom)}
+	visitVersions(p, e.objectKey(), k.from, func(v objectVersion) bool {
+		k.versions = append(k.versions, v)
+		return true
+	})
+	next[e.key()] = k
+	return e
+}
+
+// matches says whether e, gathered from the spec and the facts of p but not resolved,
+// has the inputs k was resolved from.
+func (k *keptExport) matches(p *Plan, e *exportPlan) bool {
+	old := k.plan
+	if old.preferLocal != e.preferLocal || !maps.Equal(old.declared, e.declared) || !maps.Equal(old.exportedFrom, e.exportedFrom) {
+		return false
+	}
+	i := 0
+	same := true
+	visitVersions(p, e.objectKey(), k.from, func(v objectVersion) bool {
+		if i >= len(k.versions) || k.versions[i] != v || !v.known() {
+			same = false
+			return false
+		}
+		i++
+		return true
+	})
+	return same && i == len(k.versions)
+}
+
+// visitVersions hands fn the versions of the facts the resolution of the export key
+// from the clusters from (sorted) reads, in the order resolve reads them, until fn
+// returns false.
+func visitVersions(p *Plan, key types.NamespacedName, from []string, fn func(objectVersion) bool) {
+	for _, c := range from {
+		x := p.facts[c]
+		var svc, se objectVersion
+		if s := x.service(key); s != nil {
+			svc = objectVersion{present: true, uid: s.UID, rv: s.ResourceVersion}
+		}
+		if s := x.serviceExport(key); s != nil {
+			se = objectVersion{present: true, uid: s.UID, rv: s.ResourceVersion}
+		}
+		if !fn(svc) || !fn(se) {
+			return
+		}
+		for i := x.firstOf(key); i >= 0; i = x.nextSlice[i] {
+			s := &x.f.EndpointSlices[i]
+			if !fn(objectVersion{present: true, uid: s.UID, rv: s.ResourceVersion}) {
+				return
+			}
+		}
+		if !fn(objectVersion{}) { // the cluster's close
+
+			return
+		}
+	}
+}

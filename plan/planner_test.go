@@ -1,0 +1,406 @@
+package plan
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"slices"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	mcsv1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
+
+	straitv1 "github.com/straitnet/strait/api/v1alpha1"
+)
+
+// TestPlannerEqualsCompute: through random changes to random ClusterSets and to what
+// their members hold (services added, removed, retyped, re-ported; endpoints, slices and
+// ServiceExports changed; exports declared, moved and dropped in the spec), the
+// Planner's plan after each change equals Compute's: every member's objects, its
+// digest and group digests, its ServiceExports' conditions, and the status. And it
+// does reuse: a change resolves again only what it touched.
+func TestPlannerEqualsCompute(t *testing.T) {
+	for seed := range uint64(40) {
+		t.Run(fmt.Sprintf("seed%d", seed), func(t *testing.T) {
+			w := newRandomWorld(seed)
+			pl := NewPlanner()
+			reused := 0
+			for step := range 60 {
+				what := "nothing"
+				if step > 0 {
+					what = w.change()
+				}
+				cs, obs := w.clusterSet(), w.observed()
+				want, wantErrs := Compute(cs, obs)
+				v, errs := Check(cs)
+				if len(errs) > 0 {
+					t.Fatalf("step %d (%s): the random ClusterSet is invalid: %v", step, what, errs.ToAggregate())
+				}
+				got, gotErrs := pl.Compute(v, obs)
+				if fmt.Sprint(gotErrs) != fmt.Sprint(wantErrs) {
+					t.Fatalf("step %d (%s): planner errors %v, Compute's %v", step, what, gotErrs, wantErrs)
+				}
+				if want == nil {
+					continue
+				}
+				if d := planDifference(want, got); d != "" {
+					t.Fatalf("step %d (%s): the planner's plan differs from Compute's: %s", step, what, d)
+				}
+				if what == "nothing" && step > 0 && pl.Resolved > 0 {
+					t.Fatalf("step %d: nothing changed but %d exports were resolved again", step, pl.Resolved)
+				}
+				reused += pl.Reused
+			}
+			if reused == 0 {
+				t.Fatal("the planner never reused a resolution")
+			}
+		})
+	}
+}
+
+// TestPlannerResolvesObjectsWithoutVersions: facts without a resourceVersion (written
+// by hand, as `strait render --observed` reads them) are never taken as unchanged: only
+// an export whose clusters hold none of its objects can be reused.
+func TestPlannerResolvesObjectsWithoutVersions(t *testing.T) {
+	w := newRandomWorld(7)
+	obs := w.observed()
+	for _, f := range obs {
+		for i := range f.Services {
+			f.Services[i].ResourceVersion = ""
+		}
+		for i := range f.EndpointSlices {
+			f.EndpointSlices[i].ResourceVersion = ""
+		}
+		for i := range f.ServiceExports {
+			f.ServiceExports[i].ResourceVersion = ""
+		}
+	}
+	v, errs := Check(w.clusterSet())
+	if len(errs) > 0 {
+		t.Fatal(errs.ToAggregate())
+	}
+	pl := NewPlanner()
+	for range 2 {
+		if _, errs := pl.Compute(v, obs); len(errs) > 0 {
+			t.Fatal(errs.ToAggregate())
+		}
+	}
+	empty := 0
+	for k := range w.exports {
+		held := false
+		for _, c := range w.declaredIn(k) {
+			held = held || w.services[c][k] != nil || w.sexports[c][k] != nil || len(w.slices[c][k]) > 0
+		}
+		if !held {
+			empty++
+		}
+	}
+	if pl.Reused > empty || pl.Resolved == 0 {
+		t.Errorf("the second plan reused %d exports and resolved %d again, want at most the %d whose clusters hold none of their objects reused",
+			pl.Reused, pl.Resolved, empty)
+	}
+}
+
+// planDifference names the first part in which two plans differ, "" if none.
+func planDifference(want, got *Plan) string {
+	js := func(v any) string {
+		b, err := json.Marshal(v)
+		if err != nil {
+			return err.Error()
+		}
+		return string(b)
+	}
+	if a, b := js(want.Status), js(got.Status); a != b {
+		return fmt.Sprintf("status:\nwant %s\ngot  %s", a, b)
+	}
+	for _, c := range want.Clusters() {
+		if a, b := js(want.Objects(c)), js(got.Objects(c)); a != b {
+			return fmt.Sprintf("%s's objects:\nwant %s\ngot  %s", c, a, b)
+		}
+		if a, b := want.MemberDigest(c), got.MemberDigest(c); a != b {
+			return fmt.Sprintf("%s's digest: want %x, got %x", c, a, b)
+		}
+		if a, b := want.GroupDigests(c), got.GroupDigests(c); !reflect.DeepEqual(a, b) {
+			return fmt.Sprintf("%s's group digests: want %v, got %v", c, a, b)
+		}
+		if a, b := js(want.ServiceExportConditions(c)), js(got.ServiceExportConditions(c)); a != b {
+			return fmt.Sprintf("%s's ServiceExport conditions:\nwant %s\ngot  %s", c, a, b)
+		}
+	}
+	return ""
+}
+
+// randomWorld is a ClusterSet and what its members hold, changed at random. Every
+// object carries a UID and a resourceVersion that changes with it, as an API server's.
+type randomWorld struct {
+	rng       *rand.Rand
+	rv        int
+	globalnet bool
+	policy    straitv1.ExportPolicy
+	clusters  []string
+	keys      []types.NamespacedName
+	// exports are the spec's, by key: the clusters declared (none: all), and PreferLocal.
+	exports  map[types.NamespacedName]*straitv1.ExportSpec
+	services map[string]map[types.NamespacedName]*corev1.Service
+	slices   map[string]map[types.NamespacedName][]*discoveryv1.EndpointSlice
+	sexports map[string]map[types.NamespacedName]*mcsv1.ServiceExport
+}
+
+func newRandomWorld(seed uint64) *randomWorld {
+	rng := rand.New(rand.NewPCG(seed, seed^0x5eed))
+	w := &randomWorld{rng: rng, globalnet: rng.IntN(2) == 0, policy: straitv1.ExportPolicyDeclared,
+		exports:  map[types.NamespacedName]*straitv1.ExportSpec{},
+		services: map[string]map[types.NamespacedName]*corev1.Service{},
+		slices:   map[string]map[types.NamespacedName][]*discoveryv1.EndpointSlice{},
+		sexports: map[string]map[types.NamespacedName]*mcsv1.ServiceExport{}}
+	if rng.IntN(3) == 0 {
+		w.policy = straitv1.ExportPolicyMemberExports
+	}
+	for i := range 2 + rng.IntN(4) {
+		c := fmt.Sprintf("c%d", i)
+		w.clusters = append(w.clusters, c)
+		w.services[c] = map[types.NamespacedName]*corev1.Service{}
+		w.slices[c] = map[types.NamespacedName][]*discoveryv1.EndpointSlice{}
+		w.sexports[c] = map[types.NamespacedName]*mcsv1.ServiceExport{}
+	}
+	for i := range 12 {
+		w.keys = append(w.keys, types.NamespacedName{Namespace: fmt.Sprintf("ns%d", i%3), Name: fmt.Sprintf("svc%d", i)})
+	}
+	for _, k := range w.keys {
+		if rng.IntN(3) > 0 {
+			w.declare(k)
+		}
+		for _, c := range w.clusters {
+			if rng.IntN(3) > 0 {
+				w.putService(c, k)
+			}
+			if w.policy == straitv1.ExportPolicyMemberExports && rng.IntN(4) == 0 {
+				w.putServiceExport(c, k, false)
+			}
+		}
+	}
+	return w
+}
+
+func (w *randomWorld) version() string { w.rv++; return fmt.Sprint(w.rv) }
+
+func (w *randomWorld) pick(n int) int { return w.rng.IntN(n) }
+
+func (w *randomWorld) declare(k types.NamespacedName) {
+	e := &straitv1.ExportSpec{Namespace: k.Namespace, Name: k.Name}
+	for _, c := range w.clusters {
+		if w.rng.IntN(2) == 0 {
+			e.Clusters = append(e.Clusters, c)
+		}
+	}
+	if w.rng.IntN(4) == 0 {
+		e.ClusterSetIP = straitv1.ClusterSetIPPreferLocal
+	}
+	w.exports[k] = e
+	for _, c := range w.declaredIn(k) {
+		if w.sexports[c][k] == nil || w.rng.IntN(2) == 0 {
+			w.putServiceExport(c, k, true)
+		}
+	}
+}
+
+// declaredIn are the clusters the spec declares k in.
+func (w *randomWorld) declaredIn(k types.NamespacedName) []string {
+	e := w.exports[k]
+	if e == nil {
+		return nil
+	}
+	if len(e.Clusters) == 0 {
+		return w.clusters
+	}
+	return e.Clusters
+}
+
+func (w *randomWorld) putService(c string, k types.NamespacedName) {
+	i := slices.Index(w.clusters, c)
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: k.Namespace, Name: k.Name,
+		UID: types.UID(fmt.Sprintf("svc-%s-%s-%d", c, k, w.rv)), ResourceVersion: w.version()}}
+	switch w.pick(8) {
+	case 0, 1:
+		svc.Spec.ClusterIP = corev1.ClusterIPNone
+	case 2:
+		svc.Spec.Type = corev1.ServiceTypeExternalName
+		svc.Spec.ExternalName = "example.invalid"
+	default:
+		svc.Spec.ClusterIP = fmt.Sprintf("10.%d.0.%d", 100+i, 1+w.pick(200))
+	}
+	ports := []corev1.ServicePort{{Name: "http", Port: 80, Protocol: corev1.ProtocolTCP},
+		{Name: "http", Port: 8080, Protocol: corev1.ProtocolTCP}, {Name: "dns", Port: 53, Protocol: corev1.ProtocolUDP}}
+	for _, p := range ports {
+		if w.pick(2) == 0 && !slices.ContainsFunc(svc.Spec.Ports, func(q corev1.ServicePort) bool { return q.Name == p.Name }) {
+			svc.Spec.Ports = append(svc.Spec.Ports, p)
+		}
+	}
+	if w.pick(4) == 0 {
+		svc.Spec.SessionAffinity = corev1.ServiceAffinityClientIP
+	}
+	w.services[c][k] = svc
+	w.slices[c][k] = nil
+	for range w.pick(3) {
+		w.addSlice(c, k)
+	}
+}
+
+func (w *randomWorld) addSlice(c string, k types.NamespacedName) {
+	i := slices.Index(w.clusters, c)
+	pod := 10 + i
+	if w.globalnet {
+		pod = 10 // under globalnet every cluster's pods are in one range
+	}
+	s := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Namespace: k.Namespace,
+		Name: fmt.Sprintf("%s-%d", k.Name, w.rv), UID: types.UID(fmt.Sprintf("slice-%s-%s-%d", c, k, w.rv)), ResourceVersion: w.version(),
+		Labels: map[string]string{discoveryv1.LabelServiceName: k.Name}}, AddressType: discoveryv1.AddressTypeIPv4}
+	if w.pick(3) > 0 {
+		s.Ports = []discoveryv1.EndpointPort{{Name: ptrTo("http"), Port: ptrTo(int32(8080 + w.pick(2)))}}
+	}
+	for range w.pick(4) {
+		ep := discoveryv1.Endpoint{Addresses: []string{fmt.Sprintf("%d.0.%d.%d", pod, w.pick(4), 1+w.pick(50))},
+			Conditions: discoveryv1.EndpointConditions{Ready: ptrTo(w.pick(4) > 0)}}
+		if w.pick(2) == 0 {
+			ep.TargetRef = &corev1.ObjectReference{Kind: "Pod", Name: fmt.Sprintf("pod-%d", w.pick(6))}
+		}
+		if w.pick(3) == 0 {
+			ep.Hostname = ptrTo(fmt.Sprintf("host-%d", w.pick(3)))
+		}
+		s.Endpoints = append(s.Endpoints, ep)
+	}
+	w.slices[c][k] = append(w.slices[c][k], s)
+}
+
+func (w *randomWorld) putServiceExport(c string, k types.NamespacedName, hub bool) {
+	se := &mcsv1.ServiceExport{ObjectMeta: metav1.ObjectMeta{Namespace: k.Namespace, Name: k.Name,
+		UID: types.UID(fmt.Sprintf("se-%s-%s-%d", c, k, w.rv)), ResourceVersion: w.version(),
+		CreationTimestamp: metav1.NewTime(time.Date(2026, 11, 1, 0, w.pick(5), 0, 0, time.UTC))}}
+	if hub {
+		se.Labels = map[string]string{straitv1.LabelManagedBy: straitv1.ManagedByHub}
+	}
+	if w.pick(4) == 0 {
+		se.Spec.ExportedLabels = map[string]string{"tier": fmt.Sprint(w.pick(2))}
+	}
+	w.sexports[c][k] = se
+}
+
+// change makes one random change and says what it was.
+func (w *randomWorld) change() string {
+	c := w.clusters[w.pick(len(w.clusters))]
+	k := w.keys[w.pick(len(w.keys))]
+	switch w.pick(9) {
+	case 0:
+		w.putService(c, k)
+		return fmt.Sprintf("service %s in %s replaced", k, c)
+	case 1:
+		delete(w.services[c], k)
+		delete(w.slices[c], k)
+		return fmt.Sprintf("service %s in %s removed", k, c)
+	case 2:
+		svc := w.services[c][k]
+		if svc == nil {
+			return "nothing"
+		}
+		svc = svc.DeepCopy()
+		svc.ResourceVersion = w.version()
+		if len(svc.Spec.Ports) > 0 {
+			svc.Spec.Ports[0].Port++
+		}
+		w.services[c][k] = svc
+		return fmt.Sprintf("service %s in %s re-ported", k, c)
+	case 3:
+		if len(w.slices[c][k]) > 0 && w.pick(2) == 0 {
+			ss := slices.Clone(w.slices[c][k])
+			i := w.pick(len(ss))
+			ss = slices.Delete(ss, i, i+1)
+			w.slices[c][k] = ss
+			return fmt.Sprintf("a slice of %s in %s removed", k, c)
+		}
+		w.addSlice(c, k)
+		return fmt.Sprintf("a slice of %s in %s added", k, c)
+	case 4:
+		ss := w.slices[c][k]
+		if len(ss) == 0 {
+			return "nothing"
+		}
+		ss = slices.Clone(ss)
+		i := w.pick(len(ss))
+		s := ss[i].DeepCopy()
+		s.ResourceVersion = w.version()
+		for j := range s.Endpoints {
+			s.Endpoints[j].Conditions.Ready = ptrTo(w.pick(2) == 0)
+		}
+		ss[i] = s
+		w.slices[c][k] = ss
+		return fmt.Sprintf("the endpoints of a slice of %s in %s changed", k, c)
+	case 5:
+		if w.exports[k] != nil && w.pick(3) == 0 {
+			delete(w.exports, k)
+			return fmt.Sprintf("export %s dropped from the spec", k)
+		}
+		w.declare(k)
+		return fmt.Sprintf("export %s declared anew", k)
+	case 6:
+		if w.sexports[c][k] != nil && w.pick(2) == 0 {
+			delete(w.sexports[c], k)
+			return fmt.Sprintf("ServiceExport %s in %s removed", k, c)
+		}
+		w.putServiceExport(c, k, w.policy == straitv1.ExportPolicyDeclared || w.pick(2) == 0)
+		return fmt.Sprintf("ServiceExport %s in %s written", k, c)
+	}
+	return "nothing"
+}
+
+// clusterSet is the spec as it is now, exports sorted by key.
+func (w *randomWorld) clusterSet() *straitv1.ClusterSet {
+	cs := &straitv1.ClusterSet{ObjectMeta: metav1.ObjectMeta{Name: "random", Namespace: straitv1.SystemNamespace},
+		Spec: straitv1.ClusterSetSpec{ExportPolicy: w.policy}}
+	if w.globalnet {
+		cs.Spec.Globalnet = &straitv1.GlobalnetSpec{Enabled: true}
+	}
+	for i, c := range w.clusters {
+		pod := fmt.Sprintf("10.%d.0.0/16", 10+i)
+		if w.globalnet {
+			pod = "10.10.0.0/16"
+		}
+		cs.Spec.Clusters = append(cs.Spec.Clusters, straitv1.ClusterSpec{Name: c, PodCIDRs: []string{pod},
+			ServiceCIDRs: []string{fmt.Sprintf("10.%d.0.0/16", 100+i)}})
+	}
+	for _, k := range w.keys {
+		if e := w.exports[k]; e != nil {
+			cs.Spec.Exports = append(cs.Spec.Exports, *e.DeepCopy())
+		}
+	}
+	return cs
+}
+
+// observed is what the members hold now, in new slices: a plan handed earlier facts
+// keeps them unchanged.
+func (w *randomWorld) observed() Observed {
+	obs := Observed{}
+	for i, c := range w.clusters {
+		f := &MemberFacts{KubeSystemUID: types.UID("ks-" + c), Gateways: []straitv1.Gateway{{Spec: straitv1.GatewaySpec{
+			NodeName: c + "-gw", HAState: straitv1.HAActive, IP: fmt.Sprintf("192.0.2.%d", i+1), Port: 51871, Driver: straitv1.CableWireGuard}}}}
+		for _, k := range w.keys {
+			if s := w.services[c][k]; s != nil {
+				f.Services = append(f.Services, *s)
+			}
+			for _, s := range w.slices[c][k] {
+				f.EndpointSlices = append(f.EndpointSlices, *s)
+			}
+			if se := w.sexports[c][k]; se != nil {
+				f.ServiceExports = append(f.ServiceExports, *se)
+			}
+		}
+		obs[c] = f
+	}
+	return obs
+}
+
+func ptrTo[T any](v T) *T { return &v }
