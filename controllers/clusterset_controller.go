@@ -14,6 +14,7 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
@@ -202,7 +203,7 @@ func (r *ClusterSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	// every member keeps what it holds. A fix may come without a new generation (a
 	// kubeconfig Secret pointed at the right cluster; Secrets are not watched): it is
 	// looked at again on the interval.
-	p, errs := r.plannerFor(req.NamespacedName).Compute(spec, observed)
+	p, errs := r.computePlan(req.NamespacedName, spec, observed)
 	if len(errs) > 0 {
 		r.stalled(obj, straitv1.ReasonValidationFailed, errs.ToAggregate().Error())
 		r.metrics.errors.WithLabelValues(csLabel, "validation").Inc()
@@ -278,6 +279,17 @@ func (r *ClusterSetReconciler) enqueue(cs types.NamespacedName) {
 	if q := r.queue.Load(); q != nil {
 		(*q).Add(reconcile.Request{NamespacedName: cs})
 	}
+}
+
+// computePlan is the ClusterSet's plan, computed through its planner; it counts the
+// exports resolved and those taken over (strait_hub_export_resolutions_total).
+func (r *ClusterSetReconciler) computePlan(cs types.NamespacedName, spec *plan.ValidSpec, observed plan.Observed) (*plan.Plan, field.ErrorList) {
+	pl := r.plannerFor(cs)
+	p, errs := pl.Compute(spec, observed)
+	label := plan.ClusterSetLabel(cs)
+	r.metrics.resolutions.WithLabelValues(label, "resolved").Add(float64(pl.Resolved))
+	r.metrics.resolutions.WithLabelValues(label, "reused").Add(float64(pl.Reused))
+	return p, errs
 }
 
 // plannerFor is the planner of a ClusterSet's reconciles.

@@ -17,6 +17,9 @@ type Metrics struct {
 	applied           *prometheus.CounterVec
 	pruned            *prometheus.CounterVec
 	memberPasses      *prometheus.CounterVec
+	// resolutions counts the exports each plan resolved again and those it took over
+	// from the last plan (plan.Planner), by outcome.
+	resolutions *prometheus.CounterVec
 
 	// What the alerts read (kustomize/components/monitoring/rules/hub.rules.yaml).
 	generation       *prometheus.GaugeVec
@@ -103,12 +106,16 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "strait_hub_member_last_applied_timestamp_seconds",
 			Help: "When the hub last found the member holding every object of the current generation (Unix time; 0: not since the hub started).",
 		}, []string{"clusterset", "member"}),
+		resolutions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "strait_hub_export_resolutions_total",
+			Help: "Exports the hub's plans resolved (outcome resolved: an input changed) or took over from the last plan (outcome reused: none did).",
+		}, []string{"clusterset", "outcome"}),
 		held:        map[string]map[string]heldState{},
 		propagating: map[string]*propagating{},
 	}
 	m.clusterSetPropagation, m.exportPropagation = newPropagationHistograms()
 	for _, c := range []prometheus.Collector{m.reconcileDuration, m.members, m.membersConnected, m.exports, m.errors, m.applied, m.pruned, m.memberPasses,
-		m.generation, m.stalled, m.conflicts, m.invalid, m.memberConnected, m.memberGeneration, m.memberAppliedAt,
+		m.resolutions, m.generation, m.stalled, m.conflicts, m.invalid, m.memberConnected, m.memberGeneration, m.memberAppliedAt,
 		m.clusterSetPropagation, m.exportPropagation} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
@@ -199,4 +206,5 @@ func (m *Metrics) forget(cs string) {
 	m.applied.DeletePartialMatch(prometheus.Labels{"clusterset": cs})
 	m.pruned.DeletePartialMatch(prometheus.Labels{"clusterset": cs})
 	m.memberPasses.DeletePartialMatch(prometheus.Labels{"clusterset": cs})
+	m.resolutions.DeletePartialMatch(prometheus.Labels{"clusterset": cs})
 }
