@@ -90,17 +90,13 @@ func (v *ValidSpec) compute(observed Observed, pl *Planner) (*Plan, field.ErrorL
 	}
 	sort.Strings(p.clusters)
 
+	resolve := func(e *exportPlan) *exportPlan { p.resolve(e); return e }
 	var kept map[string]*keptExport
 	if pl != nil {
 		kept = make(map[string]*keptExport, len(pl.kept))
+		resolve = func(e *exportPlan) *exportPlan { return pl.resolved(p, e, kept) }
 	}
-	p.exports = p.planExports(func(e *exportPlan) *exportPlan {
-		if pl == nil {
-			p.resolve(e)
-			return e
-		}
-		return pl.resolved(p, e, kept)
-	})
+	p.exports = p.planExports(resolve)
 	if errs := p.allocate(); len(errs) > 0 {
 		return nil, errs
 	}

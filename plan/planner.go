@@ -126,7 +126,6 @@ func visitVersions(p *Plan, key types.NamespacedName, from []string, fn func(obj
 			}
 		}
 		if !fn(objectVersion{}) { // the cluster's close
-
 			return
 		}
 	}

@@ -261,16 +261,16 @@ func (w *randomWorld) addSlice(c string, k types.NamespacedName) {
 		Name: fmt.Sprintf("%s-%d", k.Name, w.rv), UID: types.UID(fmt.Sprintf("slice-%s-%s-%d", c, k, w.rv)), ResourceVersion: w.version(),
 		Labels: map[string]string{discoveryv1.LabelServiceName: k.Name}}, AddressType: discoveryv1.AddressTypeIPv4}
 	if w.pick(3) > 0 {
-		s.Ports = []discoveryv1.EndpointPort{{Name: ptrTo("http"), Port: ptrTo(int32(8080 + w.pick(2)))}}
+		s.Ports = []discoveryv1.EndpointPort{{Name: ptr("http"), Port: ptr(int32(8080 + w.pick(2)))}}
 	}
 	for range w.pick(4) {
 		ep := discoveryv1.Endpoint{Addresses: []string{fmt.Sprintf("%d.0.%d.%d", pod, w.pick(4), 1+w.pick(50))},
-			Conditions: discoveryv1.EndpointConditions{Ready: ptrTo(w.pick(4) > 0)}}
+			Conditions: discoveryv1.EndpointConditions{Ready: ptr(w.pick(4) > 0)}}
 		if w.pick(2) == 0 {
 			ep.TargetRef = &corev1.ObjectReference{Kind: "Pod", Name: fmt.Sprintf("pod-%d", w.pick(6))}
 		}
 		if w.pick(3) == 0 {
-			ep.Hostname = ptrTo(fmt.Sprintf("host-%d", w.pick(3)))
+			ep.Hostname = ptr(fmt.Sprintf("host-%d", w.pick(3)))
 		}
 		s.Endpoints = append(s.Endpoints, ep)
 	}
@@ -334,7 +334,7 @@ func (w *randomWorld) change() string {
 		s := ss[i].DeepCopy()
 		s.ResourceVersion = w.version()
 		for j := range s.Endpoints {
-			s.Endpoints[j].Conditions.Ready = ptrTo(w.pick(2) == 0)
+			s.Endpoints[j].Conditions.Ready = ptr(w.pick(2) == 0)
 		}
 		ss[i] = s
 		w.slices[c][k] = ss
@@ -402,5 +402,3 @@ func (w *randomWorld) observed() Observed {
 	}
 	return obs
 }
-
-func ptrTo[T any](v T) *T { return &v }

@@ -60,6 +60,17 @@ func New(clusters, exports int) (*straitv1.ClusterSet, plan.Observed) {
 	return cs, obs
 }
 
+// ToggleServiceIP gives the first service member i of obs exports another cluster IP,
+// ServiceIP(i) and 10.1.255.<i> in turn (ChangeServiceIP): a benchmark's change that
+// holds however often -count runs it on the state the last run left.
+func ToggleServiceIP(obs plan.Observed, i int) {
+	ip := ServiceIP(i)
+	if obs[Name(i)].Services[0].Spec.ClusterIP == ip {
+		ip = fmt.Sprintf("10.1.255.%d", i)
+	}
+	ChangeServiceIP(obs, i, ip)
+}
+
 // ChangeServiceIP gives the first service member i of obs exports the cluster IP ip, as
 // an API server would change it: a new object with a new resourceVersion, in a new list
 // of the member's services (facts handed to a plan are not changed in place).

@@ -146,48 +146,43 @@ func TestArgoCDJudgesTheClusterSetsHealth(t *testing.T) {
 			t.Logf("%6s after the push: application/%s %s", time.Since(paused).Round(time.Millisecond), argocd.AppName, s)
 		}
 	}
+	// poll reads the Application every 20 ms, recording each read, until done says so
+	// or the deadline has passed; it returns the last read.
 	deadline := time.Now().Add(converge)
-	for time.Now().Before(deadline) {
-		s, err := readApplication(hub)
-		if err != nil {
-			t.Fatal(err)
-		}
-		record(s)
-		if s.Revision == commit && s.Sync == "Synced" {
-			if s.Health != "Progressing" {
-				t.Fatalf("application/%s went %v at the commit while g2's API server was paused, want Synced/Progressing", argocd.AppName, seen)
+	poll := func(done func(appState) bool) appState {
+		for {
+			s, err := readApplication(hub)
+			if err != nil {
+				t.Fatal(err)
 			}
-			break
+			if record(s); done(s) || time.Now().After(deadline) {
+				return s
+			}
+			time.Sleep(20 * time.Millisecond)
 		}
-		time.Sleep(20 * time.Millisecond)
+	}
+	synced := func(s appState) bool { return s.Revision == commit && s.Sync == "Synced" }
+	if s := poll(synced); synced(s) && s.Health != "Progressing" {
+		t.Fatalf("application/%s went %v at the commit while g2's API server was paused, want Synced/Progressing", argocd.AppName, seen)
 	}
 	resume()
 	progressing := time.Since(paused)
-	for time.Now().Before(deadline) {
-		s, err := readApplication(hub)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if record(s); s.Revision == commit && s.Sync == "Synced" && s.Health != "Progressing" {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	poll(func(s appState) bool { return synced(s) && s.Health != "Progressing" })
 	if _, err := env.Lab.WaitSynced(context.Background(), commit, converge); err != nil {
 		t.Fatal(err)
 	}
 	record(application(t))
 	t.Logf("application/%s through the commit: %v (Progressing %s after the push)", argocd.AppName, seen, progressing.Round(time.Millisecond))
-	var synced []string
+	var afterSync []string
 	for _, v := range seen {
 		if h, ok := strings.CutPrefix(v, "Synced/"); ok {
-			synced = append(synced, h)
+			afterSync = append(afterSync, h)
 		} else if v != "OutOfSync/Healthy" {
 			t.Errorf("application/%s was %s at the commit before its sync, want OutOfSync/Healthy", argocd.AppName, v)
 		}
 	}
-	if !slices.Equal(synced, []string{"Progressing", "Healthy"}) {
-		t.Errorf("application/%s health after its sync went %v, want [Progressing Healthy]", argocd.AppName, synced)
+	if !slices.Equal(afterSync, []string{"Progressing", "Healthy"}) {
+		t.Errorf("application/%s health after its sync went %v, want [Progressing Healthy]", argocd.AppName, afterSync)
 	}
 }
 
