@@ -46,6 +46,9 @@ type Elector struct {
 	until  time.Time
 	// settled: the first campaign step is done (or took longer than RenewDeadline).
 	settled bool
+	// standbyOf: the other node a campaign last saw hold the Lease ("": none, or not
+	// read yet).
+	standbyOf string
 	// held: past RenewDeadline without an answer from the API server, still active.
 	held bool
 	// termEnd: the last renewal's term ends then for every standby, less fenceMargin;
@@ -156,6 +159,15 @@ func (e *Elector) Settled() bool {
 	return e.settled
 }
 
+// StandbyOf names the other node this elector, campaigning, last saw hold the Lease: ""
+// when it holds the Lease itself, saw it free, or has not read it yet. A release is
+// timed (Takeover) only by a standby that saw the holder before it.
+func (e *Elector) StandbyOf() string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.standbyOf
+}
+
 // Run campaigns until ctx ends, then releases the Lease if it holds it. Losing the Lease
 // (say, the API server was unreachable past RenewDeadline) makes it a standby again.
 func (e *Elector) Run(ctx context.Context) {
@@ -191,6 +203,11 @@ func (e *Elector) campaign(ctx context.Context) (*coordinationv1.Lease, time.Tim
 		if before != "" && before != e.identity && obs.holder() == "" {
 			releasedBy, releasedAt = before, obs.at
 		}
+		e.mu.Lock()
+		if e.standbyOf = obs.holder(); e.standbyOf == e.identity {
+			e.standbyOf = ""
+		}
+		e.mu.Unlock()
 	}
 	// recount: the API server did not answer a write; the holder may be holding through
 	// that (see lead), so its term counts afresh from the first answered read.
@@ -231,6 +248,9 @@ func (e *Elector) campaign(ctx context.Context) (*coordinationv1.Lease, time.Tim
 		switch {
 		case err == nil:
 			e.settle()
+			e.mu.Lock()
+			e.standbyOf = ""
+			e.mu.Unlock()
 			switch prev := obs.holder(); {
 			case prev != "" && prev != e.identity:
 				log.Info("took over the gateway Lease", "from", prev, "expiredFor", -wait)
