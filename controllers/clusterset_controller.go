@@ -23,6 +23,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -109,6 +111,13 @@ func (r *ClusterSetReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&straitv1.ClusterSet{}, builder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
+		// A ClusterSetMember someone deleted is written again; the hub's own writes
+		// trigger nothing.
+		Watches(&straitv1.ClusterSetMember{}, handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(),
+			&straitv1.ClusterSet{}, handler.OnlyControllerOwner()), builder.WithPredicates(predicate.Funcs{
+			CreateFunc: func(event.CreateEvent) bool { return false },
+			UpdateFunc: func(event.UpdateEvent) bool { return false },
+		})).
 		WatchesRawSource(source.Func(func(_ context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
 			r.queue.Store(&q)
 			return nil
@@ -195,7 +204,12 @@ func (r *ClusterSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		base = obj.DeepCopy()
 	}
 
-	conns := r.connect(ctx, obj)
+	rec, err := r.readRecords(ctx, obj)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	known := rec.known(obj)
+	conns := r.connect(ctx, obj, known)
 	observed := r.observe(ctx, obj, conns)
 	r.relevanceFor(req.NamespacedName).update(obj, observed)
 	// What the members showed can make the spec invalid too (two entries reaching one
@@ -212,7 +226,10 @@ func (r *ClusterSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 
 	results := r.writeMembers(ctx, obj, p, conns)
 	r.releaseLeftClusters(obj, results)
-	r.setStatus(obj, p, conns, results, start)
+	all := r.setStatus(obj, p, conns, results, known, start)
+	if err := r.writeRecords(ctx, obj, rec, all); err != nil {
+		return ctrl.Result{}, err
+	}
 	return r.result(obj, results), nil
 }
 

@@ -40,19 +40,19 @@ type conn struct {
 func (c *conn) reachable() bool { return c.member != nil && c.err == nil }
 
 // connect returns a connection for every cluster of the spec, and for every cluster that
-// left it but may still hold objects (remembered in status, or still connected), probed
+// left it but may still hold objects (known: remembered in a ClusterSetMember or in
+// status; or still connected), probed
 // in parallel. A member that cannot be reached is recorded, never waited for.
-func (r *ClusterSetReconciler) connect(ctx context.Context, obj *straitv1.ClusterSet) map[string]*conn {
+func (r *ClusterSetReconciler) connect(ctx context.Context, obj *straitv1.ClusterSet, known map[string]*straitv1.ClusterStatus) map[string]*conn {
 	cs := types.NamespacedName{Namespace: obj.Namespace, Name: obj.Name}
 	conns := map[string]*conn{}
 	for i := range obj.Spec.Clusters {
 		c := &obj.Spec.Clusters[i]
 		conns[c.Name] = &conn{name: c.Name, kubeConfig: c.KubeConfig}
 	}
-	for i := range obj.Status.Clusters {
-		c := &obj.Status.Clusters[i]
-		if _, ok := conns[c.Name]; !ok {
-			conns[c.Name] = &conn{name: c.Name, kubeConfig: c.KubeConfig, removed: true}
+	for name, c := range known {
+		if _, ok := conns[name]; !ok {
+			conns[name] = &conn{name: name, kubeConfig: c.KubeConfig, removed: true}
 		}
 	}
 	for _, k := range r.members.Keys(cs) {

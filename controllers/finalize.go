@@ -28,7 +28,11 @@ func (r *ClusterSetReconciler) finalize(ctx context.Context, obj *straitv1.Clust
 		return ctrl.Result{}, nil
 	}
 	if !obj.Spec.Suspend {
-		conns := r.connect(ctx, obj)
+		rec, err := r.readRecords(ctx, obj)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		conns := r.connect(ctx, obj, rec.known(obj))
 		var blocked []string
 		for _, c := range conns {
 			c.removed = true
@@ -47,6 +51,15 @@ func (r *ClusterSetReconciler) finalize(ctx context.Context, obj *straitv1.Clust
 			r.event(obj, "Warning", straitv1.ReasonPruneFailed, "Finalize", "%s", msg)
 			return ctrl.Result{RequeueAfter: r.cfg.RetryInterval}, nil
 		}
+	}
+	// The ClusterSetMembers are the ClusterSet's (owner references) and would go with it;
+	// they are deleted here so that nothing is left where no garbage collector runs.
+	rec, err := r.readRecords(ctx, obj)
+	if err == nil {
+		err = r.writeRecords(ctx, obj, rec, nil)
+	}
+	if err != nil {
+		return ctrl.Result{}, err
 	}
 	patch := client.MergeFrom(obj.DeepCopy())
 	controllerutil.RemoveFinalizer(obj, straitv1.Finalizer)

@@ -167,7 +167,7 @@ func (h *scaleHub) reconcile(ctx context.Context, cs *straitv1.ClusterSet, obs p
 	}
 	obj := cs.DeepCopy()
 	results := h.r.writeMembers(ctx, obj, p, h.conns)
-	h.r.setStatus(obj, p, h.conns, results, time.Now())
+	h.r.setStatus(obj, p, h.conns, results, records(nil).known(obj), time.Now())
 	for name, res := range results {
 		if res.err != nil {
 			panic(name + ": " + res.err.Error())

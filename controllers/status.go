@@ -21,15 +21,13 @@ import (
 // that left but still hold objects. The ClusterSet's conditions follow Flux's rules:
 // Ready=True only when every member holds its objects; otherwise Ready=False with
 // Reconciling=True, because the hub retries; Stalled is only for specs that cannot work
-// (see stalled).
+// (see stalled). It returns every cluster's entry: status.clusters lists
+// MaxStatusClusters of them, and each goes into its ClusterSetMember.
 //
-// seen is when the reconcile began: the propagation of what it saw first is timed from
-// then.
-func (r *ClusterSetReconciler) setStatus(obj *straitv1.ClusterSet, p *plan.Plan, conns map[string]*conn, results map[string]*memberResult, seen time.Time) {
-	prev := map[string]*straitv1.ClusterStatus{}
-	for i := range obj.Status.Clusters {
-		prev[obj.Status.Clusters[i].Name] = &obj.Status.Clusters[i]
-	}
+// prev is every cluster's last entry; seen is when the reconcile began: the
+// propagation of what it saw first is timed from then.
+func (r *ClusterSetReconciler) setStatus(obj *straitv1.ClusterSet, p *plan.Plan, conns map[string]*conn, results map[string]*memberResult,
+	prev map[string]*straitv1.ClusterStatus, seen time.Time) []straitv1.ClusterStatus {
 	st := *p.Status.DeepCopy()
 	var t tally
 	for i := range st.Clusters {
@@ -40,22 +38,23 @@ func (r *ClusterSetReconciler) setStatus(obj *straitv1.ClusterSet, p *plan.Plan,
 	sort.Slice(st.Clusters, func(i, j int) bool { return st.Clusters[i].Name < st.Clusters[j].Name })
 	st.Summary.Clusters = fmt.Sprintf("%d/%d", t.connected, len(obj.Spec.Clusters))
 
-	obj.Status.Clusters, obj.Status.Exports, obj.Status.Summary = st.Clusters, st.Exports, st.Summary
+	obj.Status.Clusters, obj.Status.Exports, obj.Status.Summary = plan.StatusClusters(st.Clusters), st.Exports, st.Summary
 	obj.Status.ObservedGeneration = obj.Generation
 	apimeta.RemoveStatusCondition(&obj.Status.Conditions, meta.StalledCondition)
 	setReadiness(obj, st.Summary, t)
 	r.changeEvent(obj, results)
 	r.recordStatus(plan.ClusterSetLabel(clusterSetName(obj)), len(obj.Spec.Clusters), st.Summary, t)
-	r.recordMembers(obj, p.ServedExports(), seen)
+	r.recordMembers(obj, st.Clusters, p.ServedExports(), seen)
+	return st.Clusters
 }
 
-// recordMembers sets the per-member series from the status just written: Connected, and
+// recordMembers sets the per-member series from every cluster's status just computed: Connected, and
 // Ready (every object of this generation in place); and, once every member is Ready,
 // how long the generation and the exports seen first at seen took to propagate.
-func (r *ClusterSetReconciler) recordMembers(obj *straitv1.ClusterSet, exports []string, seen time.Time) {
+func (r *ClusterSetReconciler) recordMembers(obj *straitv1.ClusterSet, clusters []straitv1.ClusterStatus, exports []string, seen time.Time) {
 	var members []memberState
-	all := len(obj.Status.Clusters) > 0
-	for _, c := range obj.Status.Clusters {
+	all := len(clusters) > 0
+	for _, c := range clusters {
 		ms := memberState{name: c.Name,
 			connected: apimeta.IsStatusConditionTrue(c.Conditions, straitv1.ConditionConnected),
 			holds:     apimeta.IsStatusConditionTrue(c.Conditions, meta.ReadyCondition)}

@@ -46,7 +46,7 @@ func TestTenThousandExportsAreReportedInReadyAndGauge(t *testing.T) {
 		"c1": {inventory: map[string]int32{"Membership": 1, "Peer": 1, "ServiceExport": exports}},
 		"c2": {inventory: map[string]int32{"Membership": 1, "Peer": 1}},
 	}
-	r.setStatus(cs, p, conns, results, time.Now())
+	r.setStatus(cs, p, conns, results, records(nil).known(cs), time.Now())
 
 	ready := apimeta.FindStatusCondition(cs.Status.Conditions, meta.ReadyCondition)
 	if ready == nil || ready.Status != metav1.ConditionTrue {

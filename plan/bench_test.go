@@ -89,37 +89,52 @@ func BenchmarkMemberObjects(b *testing.B) {
 	cpu.Report()
 }
 
-// TestBigClusterSetFitsInEtcd: a ClusterSet with 255 clusters and 10,000 exports, with
-// the status a hub writes (the plan's, every member's Peers reported and the hub's own
-// conditions and inventory per member), stays well under etcd's ~1.5 MB object limit,
-// and so do the largest member objects; also while every cable is down, when the
-// status says the most.
+// TestBigClusterSetFitsInEtcd: a ClusterSet with 255 clusters and one with 1,000 (the
+// most the product accepts), each with 10,000 exports and the status a hub writes (the
+// plan's, every member's Peers reported and the hub's own conditions and inventory per
+// member, MaxStatusClusters of them listed), stays well under etcd's ~1.5 MB object
+// limit, and so do the largest member objects and every ClusterSetMember; also while
+// every cable is down, when the status says the most.
 func TestBigClusterSetFitsInEtcd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a 10,000-export clusterset")
 	}
-	for _, state := range []string{"Connected", "Error"} {
-		cs, obs := bigset.New(bigset.Clusters, bigset.Exports)
-		bigset.WithPeers(cs, obs, state)
-		p, errs := plan.Compute(cs, obs)
-		if len(errs) > 0 {
-			t.Fatal(errs.ToAggregate())
-		}
-		cs.Status = p.Status
-		hubAdds(&cs.Status)
-		const limit = 1536 * 1024
-		data, err := json.Marshal(cs)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(data) > limit*3/4 {
-			t.Errorf("peers %s: ClusterSet with status is %d bytes, want under %d", state, len(data), limit*3/4)
-		}
-		t.Logf("peers %s: ClusterSet with 10,000 exports and status: %d bytes", state, len(data))
-		for _, o := range p.Objects("c000") {
-			d, _ := json.Marshal(o)
-			if len(d) > 64*1024 {
-				t.Errorf("%T %s is %d bytes", o, o.GetName(), len(d))
+	const limit = 1536 * 1024
+	for _, clusters := range []int{bigset.Clusters, bigset.MaxClusters} {
+		for _, state := range []string{"Connected", "Error"} {
+			cs, obs := bigset.New(clusters, bigset.Exports)
+			bigset.WithPeers(cs, obs, state)
+			p, errs := plan.Compute(cs, obs)
+			if len(errs) > 0 {
+				t.Fatal(errs.ToAggregate())
+			}
+			cs.Status = p.Status
+			hubAdds(&cs.Status)
+			all := cs.Status.Clusters
+			cs.Status.Clusters = plan.StatusClusters(all)
+			data, err := json.Marshal(cs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(data) > limit*3/4 {
+				t.Errorf("%d clusters, peers %s: ClusterSet with status is %d bytes, want under %d", clusters, state, len(data), limit*3/4)
+			}
+			biggest := 0
+			for i := range all {
+				d, _ := json.Marshal(straitv1.ClusterSetMember{ObjectMeta: metav1.ObjectMeta{Name: straitv1.ClusterSetMemberName(cs.Name, all[i].Name)},
+					Spec: straitv1.ClusterSetMemberSpec{ClusterSet: cs.Name, Cluster: all[i].Name}, Status: all[i]})
+				biggest = max(biggest, len(d))
+			}
+			if biggest > 64*1024 {
+				t.Errorf("%d clusters, peers %s: a ClusterSetMember is %d bytes", clusters, state, biggest)
+			}
+			t.Logf("%d clusters, peers %s: ClusterSet with 10,000 exports and status: %d bytes (%d clusters listed); largest ClusterSetMember %d bytes",
+				clusters, state, len(data), len(cs.Status.Clusters), biggest)
+			for _, o := range p.Objects(bigset.Name(0)) {
+				d, _ := json.Marshal(o)
+				if len(d) > 64*1024 {
+					t.Errorf("%T %s is %d bytes", o, o.GetName(), len(d))
+				}
 			}
 		}
 	}

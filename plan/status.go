@@ -2,6 +2,11 @@ package plan
 
 import (
 	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/fluxcd/pkg/apis/meta"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -10,6 +15,31 @@ import (
 
 // MaxStatusExports caps ClusterSet status.exports; status.summary.exports counts them all.
 const MaxStatusExports = 1000
+
+// MaxStatusClusters caps ClusterSet status.clusters: every member up to it, those that
+// need attention first past it (a ClusterSet of 1,000 members with their status would
+// not fit in one etcd object). Every member's ClusterSetMember has its entry.
+const MaxStatusClusters = 256
+
+// StatusClusters is the part of clusters (sorted by name) that ClusterSet
+// status.clusters lists: all of them up to MaxStatusClusters; past it, those not Ready
+// first, then the rest by name, MaxStatusClusters in all, sorted by name.
+func StatusClusters(clusters []straitv1.ClusterStatus) []straitv1.ClusterStatus {
+	if len(clusters) <= MaxStatusClusters {
+		return clusters
+	}
+	var attention, rest []straitv1.ClusterStatus
+	for _, c := range clusters {
+		if apimeta.IsStatusConditionTrue(c.Conditions, meta.ReadyCondition) {
+			rest = append(rest, c)
+		} else {
+			attention = append(attention, c)
+		}
+	}
+	out := append(attention, rest...)[:MaxStatusClusters]
+	slices.SortFunc(out, func(a, b straitv1.ClusterStatus) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
 
 // MaxStatusConnections caps the connections listed over every cluster of the status:
 // members × (members − 1) of them would not fit in one etcd object past a few dozen

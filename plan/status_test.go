@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/fluxcd/pkg/apis/meta"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
 )
@@ -76,5 +78,45 @@ func TestStatusConnectionsPutTheDownFirstAndFitTheShare(t *testing.T) {
 	}
 	if n := connectionsPerCluster(32); n < 31 {
 		t.Errorf("32 members: %d connections listed each, want every one of the 31", n)
+	}
+}
+
+// Past MaxStatusClusters members, status.clusters lists those that are not Ready
+// first, then the rest by name, sorted by name; up to it, every one as it was.
+func TestStatusClustersListsThoseNeedingAttention(t *testing.T) {
+	var clusters []straitv1.ClusterStatus
+	notReady := map[string]bool{}
+	for i := range 1000 {
+		c := straitv1.ClusterStatus{Name: fmt.Sprintf("c%04d", i)}
+		ready := metav1.ConditionTrue
+		if i%97 == 5 { // spread over the whole list, the last past the cap by name
+			ready = metav1.ConditionFalse
+			notReady[c.Name] = true
+		}
+		c.Conditions = []metav1.Condition{{Type: meta.ReadyCondition, Status: ready}}
+		clusters = append(clusters, c)
+	}
+	got := StatusClusters(clusters)
+	if len(got) != MaxStatusClusters {
+		t.Fatalf("%d clusters listed, want %d", len(got), MaxStatusClusters)
+	}
+	listed := map[string]bool{}
+	for i, c := range got {
+		listed[c.Name] = true
+		if i > 0 && got[i-1].Name >= c.Name {
+			t.Fatalf("not sorted by name: %s before %s", got[i-1].Name, c.Name)
+		}
+	}
+	for n := range notReady {
+		if !listed[n] {
+			t.Errorf("%s is not Ready and not listed", n)
+		}
+	}
+	// The rest are the Ready ones first by name.
+	if want := MaxStatusClusters - len(notReady); len(got)-len(notReady) != want || !listed["c0000"] || listed["c0999"] {
+		t.Errorf("the Ready clusters listed are not the first %d by name", want)
+	}
+	if few := clusters[:MaxStatusClusters]; len(StatusClusters(few)) != MaxStatusClusters {
+		t.Errorf("%d clusters: not all listed", MaxStatusClusters)
 	}
 }

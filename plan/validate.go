@@ -18,10 +18,10 @@ const reservedGlobalIPs = 1
 // Limits the CRD's schema sets too (kustomize/crd/bases): Validate enforces each of them
 // so that `strait render` refuses what the API server refuses.
 const (
-	maxClusters        = 255
+	maxClusters        = 1000
 	maxCIDRsPerList    = 8
 	maxExports         = 10000
-	maxExportClusters  = 255
+	maxExportClusters  = 1000
 	maxExtraZones      = 8
 	maxTTLSeconds      = 3600
 	minGlobalClusterSz = 4

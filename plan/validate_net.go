@@ -83,9 +83,14 @@ func validateGlobalnet(spec *straitv1.ClusterSetSpec, specPath *field.Path) fiel
 	rangeSize := uint64(1) << (32 - rng.Bits())
 	needed := uint64(len(spec.Clusters)) * size
 	if needed > rangeSize {
+		fix := "use a shorter prefix"
+		// The largest clusterSize that fits: a power of two, rangeSize/clusters or less.
+		if fits := uint64(1) << (bits.Len64(rangeSize/uint64(len(spec.Clusters))) - 1); fits >= minGlobalClusterSz {
+			fix = fmt.Sprintf("set spec.globalnet.clusterSize to %d (or less), or use a shorter prefix", fits)
+		}
 		errs = append(errs, field.Invalid(path.Child("cidrRange"), g.CIDRRange, fmt.Sprintf(
-			"too small: %d clusters need %d global addresses (clusterSize %d each) but the range has %d; use a shorter prefix or a smaller clusterSize",
-			len(spec.Clusters), needed, size, rangeSize)))
+			"too small: %d clusters need %d global addresses (clusterSize %d each) but the range has %d; %s",
+			len(spec.Clusters), needed, size, rangeSize, fix)))
 	}
 	return errs
 }

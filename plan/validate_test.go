@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -19,6 +20,16 @@ func twoClusters() *straitv1.ClusterSet {
 			{Name: "c1", PodCIDRs: []string{"10.8.0.0/16"}, ServiceCIDRs: []string{"10.88.0.0/16"}},
 			{Name: "c2", PodCIDRs: []string{"10.9.0.0/16"}, ServiceCIDRs: []string{"10.99.0.0/16"}},
 		}},
+	}
+}
+
+// manyClusters makes cs a clusterset of n clusters of one pod and one service CIDR
+// each, all the same (for globalnet).
+func manyClusters(cs *straitv1.ClusterSet, n int) {
+	cs.Spec.Clusters = nil
+	for i := range n {
+		cs.Spec.Clusters = append(cs.Spec.Clusters, straitv1.ClusterSpec{Name: fmt.Sprintf("c%d", i),
+			PodCIDRs: []string{"10.8.0.0/16"}, ServiceCIDRs: []string{"10.88.0.0/16"}})
 	}
 }
 
@@ -57,6 +68,19 @@ func TestValidate(t *testing.T) {
 		{name: "cluster size too large", mutate: func(cs *straitv1.ClusterSet) {
 			cs.Spec.Globalnet = &straitv1.GlobalnetSpec{Enabled: true, ClusterSize: 1 << 30}
 		}, want: [][]string{{"spec.globalnet.clusterSize", "1073741824", "16777216"}}},
+		{name: "1,000 clusters on globalnet, of a size that fits", mutate: func(cs *straitv1.ClusterSet) {
+			manyClusters(cs, 1000)
+			cs.Spec.Globalnet = &straitv1.GlobalnetSpec{Enabled: true, ClusterSize: 16384}
+		}},
+		{name: "1,000 clusters on globalnet's default size", mutate: func(cs *straitv1.ClusterSet) {
+			manyClusters(cs, 1000)
+			cs.Spec.Globalnet = &straitv1.GlobalnetSpec{Enabled: true}
+		}, want: [][]string{{"spec.globalnet.cidrRange", "242.0.0.0/8", "too small", "1000 clusters", "clusterSize 65536",
+			"set spec.globalnet.clusterSize to 16384 (or less)"}}},
+		{name: "1,001 clusters", mutate: func(cs *straitv1.ClusterSet) {
+			manyClusters(cs, 1001)
+			cs.Spec.Globalnet = &straitv1.GlobalnetSpec{Enabled: true, ClusterSize: 4096}
+		}, want: [][]string{{"spec.clusters", "1001", "at most 1000"}}},
 		{name: "too many egress IPs", mutate: func(cs *straitv1.ClusterSet) {
 			cs.Spec.Globalnet = &straitv1.GlobalnetSpec{Enabled: true, ClusterEgressIPs: 100000}
 		}, want: [][]string{{"spec.globalnet.clusterEgressIPs", "100000", "between 1 and 256"}}},

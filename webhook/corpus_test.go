@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
+	"github.com/straitnet/strait/test/bigset"
 	"github.com/straitnet/strait/test/corpus"
 )
 
@@ -118,5 +119,17 @@ func TestValidatorRefusesTheWebhooksCases(t *testing.T) {
 	}
 	if n == 0 {
 		t.Fatal("no case of the corpus is the webhook's to refuse")
+	}
+}
+
+// The largest ClusterSet the product takes, 1,000 members (globalnet's clusterSize set
+// to fit, as its error says) and 10,000 exports, passes the CRD's schema and its CEL
+// rules (whose cost grows with the list limits) and the webhook of a real API server.
+func TestAPIServerTakesAThousandMembers(t *testing.T) {
+	needHub(t)
+	cs, _ := bigset.New(bigset.MaxClusters, bigset.Exports)
+	cs.Namespace = env.HubNamespace
+	if err := env.Hub.Client.Create(context.Background(), cs, client.DryRunAll, client.FieldValidation("Strict")); err != nil {
+		t.Fatalf("%d members, %d exports: %v", len(cs.Spec.Clusters), len(cs.Spec.Exports), err)
 	}
 }

@@ -17,7 +17,7 @@ type ClusterSetSpec struct {
 	// +listType=map
 	// +listMapKey=name
 	// +kubebuilder:validation:MinItems=1
-	// +kubebuilder:validation:MaxItems=255
+	// +kubebuilder:validation:MaxItems=1000
 	Clusters []ClusterSpec `json:"clusters"`
 
 	// Cable says how gateways connect to each other.
@@ -310,7 +310,7 @@ type ExportSpec struct {
 	// Clusters that export the service. Empty: every member that has it.
 	// +optional
 	// +listType=set
-	// +kubebuilder:validation:MaxItems=255
+	// +kubebuilder:validation:MaxItems=1000
 	// +kubebuilder:validation:items:MaxLength=63
 	Clusters []string `json:"clusters,omitempty"`
 

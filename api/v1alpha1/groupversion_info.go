@@ -20,6 +20,7 @@ var (
 func addKnownTypes(s *runtime.Scheme) error {
 	s.AddKnownTypes(GroupVersion,
 		&ClusterSet{}, &ClusterSetList{},
+		&ClusterSetMember{}, &ClusterSetMemberList{},
 		&Membership{}, &MembershipList{},
 		&Peer{}, &PeerList{},
 		&Gateway{}, &GatewayList{},

@@ -14,11 +14,20 @@ import (
 	"github.com/straitnet/strait/plan"
 )
 
-// The size issue 17 sets the hub's targets at.
+// The size issue 17 sets the hub's targets at; MaxClusters is the most the product
+// accepts (the hub-scale issue's target).
 const (
-	Clusters = 255
-	Exports  = 10000
+	Clusters    = 255
+	Exports     = 10000
+	MaxClusters = 1000
 )
+
+// LargeClusterSize is the globalnet clusterSize of a clusterset of more than 256
+// members: 16,384 global addresses each fit 1,024 clusters in 242.0.0.0/8.
+const LargeClusterSize = 16384
+
+// GatewayIP is member i's active gateway address, from 198.18.0.0/15 (benchmarking).
+func GatewayIP(i int) string { return fmt.Sprintf("198.18.%d.%d", i/250, i%250+1) }
 
 // Name is the cluster name of member i: c000, c001, ...
 func Name(i int) string { return fmt.Sprintf("c%03d", i) }
@@ -32,13 +41,18 @@ func Name(i int) string { return fmt.Sprintf("c%03d", i) }
 func New(clusters, exports int) (*straitv1.ClusterSet, plan.Observed) {
 	cs := &straitv1.ClusterSet{ObjectMeta: metav1.ObjectMeta{Name: "big", Namespace: straitv1.SystemNamespace},
 		Spec: straitv1.ClusterSetSpec{Globalnet: &straitv1.GlobalnetSpec{Enabled: true}}}
+	if clusters > 256 {
+		// The default 65,536 global addresses per cluster fit 256 clusters in
+		// 242.0.0.0/8; a larger clusterset sets a smaller size, as its validation says.
+		cs.Spec.Globalnet.ClusterSize = LargeClusterSize
+	}
 	obs := plan.Observed{}
 	for i := range clusters {
 		name := Name(i)
 		cs.Spec.Clusters = append(cs.Spec.Clusters, straitv1.ClusterSpec{Name: name,
 			PodCIDRs: []string{"10.0.0.0/16"}, ServiceCIDRs: []string{"10.1.0.0/16"}})
 		obs[name] = &plan.MemberFacts{Gateways: []straitv1.Gateway{{Spec: straitv1.GatewaySpec{
-			NodeName: name + "-gw", HAState: straitv1.HAActive, IP: fmt.Sprintf("192.0.2.%d", i), Port: 51871, Driver: straitv1.CableWireGuard}}}}
+			NodeName: name + "-gw", HAState: straitv1.HAActive, IP: GatewayIP(i), Port: 51871, Driver: straitv1.CableWireGuard}}}}
 	}
 	for i := range exports {
 		c := cs.Spec.Clusters[i%clusters].Name

@@ -9,12 +9,14 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
 	"github.com/straitnet/strait/internal/cli"
 	"github.com/straitnet/strait/internal/scheme"
+	"github.com/straitnet/strait/plan"
 )
 
 // kubeconfigKey is the key the hub reads a member's kubeconfig from (Flux's
@@ -102,13 +104,55 @@ func (h *hub) naming(ctx context.Context, cluster string) (naming, error) {
 				}
 			}
 		}
-		for _, c := range cs.Status.Clusters {
-			if c.Name == cluster && !slices.Contains(n.inSpec, id) {
-				n.inStatus = append(n.inStatus, id)
-			}
+	}
+	rec, err := h.recorded(ctx, list)
+	if err != nil {
+		return n, err
+	}
+	for id, clusters := range rec {
+		if _, ok := clusters[cluster]; ok && !slices.Contains(n.inSpec, id) {
+			n.inStatus = append(n.inStatus, id)
 		}
 	}
+	slices.Sort(n.inStatus)
 	return n, nil
+}
+
+// recorded is, by ClusterSet ("<namespace>/<name>"), every cluster its hub records:
+// status.clusters, and the ClusterSetMembers, which have every member where status lists
+// only plan.MaxStatusClusters of them (a hub without the kind has only status).
+func (h *hub) recorded(ctx context.Context, list *straitv1.ClusterSetList) (map[string]map[string]straitv1.ClusterStatus, error) {
+	out := map[string]map[string]straitv1.ClusterStatus{}
+	for _, cs := range list.Items {
+		id := cs.Namespace + "/" + cs.Name
+		out[id] = map[string]straitv1.ClusterStatus{}
+		for _, c := range cs.Status.Clusters {
+			out[id][c.Name] = c
+		}
+	}
+	members := &straitv1.ClusterSetMemberList{}
+	if err := h.c.List(ctx, members); err != nil {
+		if apimeta.IsNoMatchError(err) || apierrors.IsNotFound(err) {
+			return out, nil
+		}
+		// Without the right to list them, status alone is whole while no ClusterSet
+		// has more clusters than it lists.
+		complete := true
+		for _, cs := range list.Items {
+			complete = complete && len(cs.Status.Clusters) < plan.MaxStatusClusters
+		}
+		if apierrors.IsForbidden(err) && complete {
+			return out, nil
+		}
+		return nil, fmt.Errorf("listing the hub's ClusterSetMembers (status.clusters lists only %d members of a ClusterSet): %w",
+			plan.MaxStatusClusters, err)
+	}
+	for _, m := range members.Items {
+		if byName, ok := out[m.Namespace+"/"+m.Spec.ClusterSet]; ok {
+			byName[m.Spec.Cluster] = m.Status
+		}
+	}
+	return out, nil
 }
 
 // waitPruned waits until no ClusterSet's status names the cluster: the hub has removed
@@ -163,24 +207,31 @@ type knownMember struct {
 }
 
 // memberOfUID returns the members the hub's ClusterSets record with the kube-system
-// UID uid (status.clusters[].kubeSystemUID, which the hub writes when it connects).
+// UID uid (kubeSystemUID in status.clusters and the ClusterSetMembers, which the hub
+// writes when it connects).
 func (h *hub) memberOfUID(ctx context.Context, uid string) ([]knownMember, error) {
 	list := &straitv1.ClusterSetList{}
 	if err := h.c.List(ctx, list); err != nil {
 		return nil, fmt.Errorf("listing the hub's ClusterSets: %w", err)
 	}
+	rec, err := h.recorded(ctx, list)
+	if err != nil {
+		return nil, err
+	}
 	var out []knownMember
 	for _, cs := range list.Items {
-		for _, c := range cs.Status.Clusters {
+		id := cs.Namespace + "/" + cs.Name
+		for _, c := range rec[id] {
 			if c.KubeSystemUID != uid {
 				continue
 			}
-			k := knownMember{clusterSet: cs.Namespace + "/" + cs.Name, name: c.Name}
+			k := knownMember{clusterSet: id, name: c.Name}
 			for _, s := range cs.Spec.Clusters {
 				k.inSpec = k.inSpec || s.Name == c.Name
 			}
 			out = append(out, k)
 		}
 	}
+	slices.SortFunc(out, func(a, b knownMember) int { return strings.Compare(a.clusterSet+"/"+a.name, b.clusterSet+"/"+b.name) })
 	return out, nil
 }
