@@ -63,14 +63,14 @@ func (w *memberWriter) check(ctx context.Context, p *plan.Plan, cluster string, 
 func (t *appliedTable) print(k objKey, e appliedEntry) {
 	p := t.prints[k.kind]
 	p.N++
-	p.Sum += fingerprint(k, e.gen, e.meta, e.rv)
+	p.Sum += e.fp
 	t.prints[k.kind] = p
 }
 
 func (t *appliedTable) unprint(k objKey, e appliedEntry) {
 	p := t.prints[k.kind]
 	p.N--
-	p.Sum -= fingerprint(k, e.gen, e.meta, e.rv)
+	p.Sum -= e.fp
 	t.prints[k.kind] = p
 }
 

@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"runtime/metrics"
 	"runtime/pprof"
+	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -41,9 +42,16 @@ import (
 //     globalnet that changes c007's GlobalIngress and its own EndpointSlice only.
 //   - full-reconcile: nothing changed, every member is checked against what it holds
 //     (the periodic resync).
+//   - hub-heap, last, as it takes the hub's state away: hub-live-heap-MiB is the live
+//     heap that dropping the hub's state frees (its record of its writes, its planner,
+//     the prints its member informers keep), stand-ins-live-heap-MiB what stays (the
+//     stand-in members' objects, and anything they share with the hub). A hub in a
+//     process of its own would hold a little more: strings it shares with the stand-ins.
+//
+// $STRAIT_HUB_MEMBERS sets another number of members (make bench runs 64 and 1,000 too).
 func BenchmarkHubScale(b *testing.B) {
 	ctx := context.Background()
-	cs, obs := bigset.New(bigset.Clusters, bigset.Exports)
+	cs, obs := bigset.New(hubMembers(b), bigset.Exports)
 	h := newScaleHub(b, cs)
 	if n := h.reconcile(ctx, cs, obs); n == 0 {
 		b.Fatal("the first reconcile wrote nothing")
@@ -80,6 +88,43 @@ func BenchmarkHubScale(b *testing.B) {
 		}
 		m.report(b, cpu, writes)
 	})
+	b.Run("hub-heap", func(b *testing.B) {
+		runtime.GC()
+		before := heapLive()
+		h.dropHubState()
+		runtime.GC()
+		after := heapLive()
+		for b.Loop() {
+		}
+		b.ReportMetric(float64(before-after)/(1<<20), "hub-live-heap-MiB")
+		b.ReportMetric(float64(after)/(1<<20), "stand-ins-live-heap-MiB")
+		b.ReportMetric(0, "ns/op")
+	})
+}
+
+// hubMembers is $STRAIT_HUB_MEMBERS, or bigset.Clusters.
+func hubMembers(b *testing.B) int {
+	v := os.Getenv("STRAIT_HUB_MEMBERS")
+	if v == "" {
+		return bigset.Clusters
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 2 || n > bigset.MaxClusters {
+		b.Fatalf("STRAIT_HUB_MEMBERS=%q: want a number of members from 2 to %d", v, bigset.MaxClusters)
+	}
+	return n
+}
+
+// dropHubState lets go of everything the hub keeps between reconciles, and of the
+// stand-ins' prints, which are the hub's member informers' in a real hub.
+func (h *scaleHub) dropHubState() {
+	h.r.applied.Clear()
+	h.r.planners.Clear()
+	h.planner = nil
+	h.conns = nil
+	for _, m := range h.members {
+		m.prints = members.NewPrints(nil) // keeps no kind
+	}
 }
 
 // writeHeapProfile writes the live heap after the seed reconcile to the file

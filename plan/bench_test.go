@@ -2,6 +2,7 @@ package plan_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -34,8 +35,22 @@ func benchCompute(b *testing.B, clusters int) {
 // BenchmarkPlannerOneChange: the plan after one service of c007 got a new cluster IP,
 // by a Planner that keeps the other 9,999 exports' resolutions (what the hub does per
 // reconcile); BenchmarkCompute is the same plan from nothing.
-func BenchmarkPlannerOneChange(b *testing.B) {
-	cs, obs := bigset.New(bigset.Clusters, bigset.Exports)
+func BenchmarkPlannerOneChange(b *testing.B) { benchPlannerOneChange(b, bigset.Clusters) }
+
+// BenchmarkPlanScale: the plan of 10,000 exports over 64, 255 and 1,000 members (the
+// most the product takes), from nothing (compute) and after one change (one-change),
+// so that the growth with members shows.
+func BenchmarkPlanScale(b *testing.B) {
+	for _, n := range []int{64, bigset.Clusters, bigset.MaxClusters} {
+		b.Run(fmt.Sprintf("members=%d/compute", n), func(b *testing.B) { benchCompute(b, n) })
+		b.Run(fmt.Sprintf("members=%d/one-change", n), func(b *testing.B) { benchPlannerOneChange(b, n) })
+	}
+}
+
+// benchPlannerOneChange times a Planner's plan after one service of c007 changed, over
+// bigset's 10,000 exports from clusters clusters.
+func benchPlannerOneChange(b *testing.B, clusters int) {
+	cs, obs := bigset.New(clusters, bigset.Exports)
 	v, errs := plan.Check(cs)
 	if len(errs) > 0 {
 		b.Fatal(errs.ToAggregate())

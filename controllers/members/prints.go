@@ -23,7 +23,7 @@ type Print struct {
 // listing anything (see Member.Print).
 //
 // Each kind's state is the last fingerprint of every object, by namespace and name
-// (the informer store's key), that counted at its last event: an add or an update sets it (or takes it out when
+// (the informer store's key, hashed: NameKey), that counted at its last event: an add or an update sets it (or takes it out when
 // the object no longer counts), a delete takes it out. The print is a function of that
 // map, kept as it changes, so it converges on the informer's store whatever the order
 // or the kind of events (a relist's updates and DeletedFinalStateUnknown included),
@@ -37,9 +37,10 @@ type Prints struct {
 type kindPrints struct {
 	mu    sync.Mutex
 	print Print
-	// fps are the fingerprints by namespace, then name: two levels of string keys take
-	// half the memory of one of both names.
-	fps map[string]map[string]uint64
+	// fps are the fingerprints by the hash of namespace and name (nameKey): 16 bytes an
+	// object where keys of strings took some 66. Two names that hash alike would share
+	// one fingerprint, a 64-bit collision of the kind the sums already allow.
+	fps map[uint64]uint64
 	// synced says whether the handler has been handed the informer's initial list;
 	// nil for a handler fed by hand (a stand-in for an informer).
 	synced func() bool
@@ -49,7 +50,7 @@ type kindPrints struct {
 func NewPrints(fp PrintFunc, kinds ...string) *Prints {
 	p := &Prints{fp: fp, kinds: make(map[string]*kindPrints, len(kinds))}
 	for _, k := range kinds {
-		p.kinds[k] = &kindPrints{fps: map[string]map[string]uint64{}}
+		p.kinds[k] = &kindPrints{fps: map[uint64]uint64{}}
 	}
 	return p
 }
@@ -101,16 +102,12 @@ func (k *kindPrints) saw(fp PrintFunc, kind string, obj any) {
 	f, counts := fp(kind, o)
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	k.takeOut(ns, name)
+	key := NameKey(ns, name)
+	k.takeOut(key)
 	if !counts {
 		return
 	}
-	names := k.fps[ns]
-	if names == nil {
-		names = map[string]uint64{}
-		k.fps[ns] = names
-	}
-	names[name] = f
+	k.fps[key] = f
 	k.print.N++
 	k.print.Sum += f
 }
@@ -133,20 +130,29 @@ func (k *kindPrints) gone(obj any) {
 	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	k.takeOut(ns, name)
+	k.takeOut(NameKey(ns, name))
 }
 
 // takeOut takes an object's fingerprint out of the print; k.mu is held.
-func (k *kindPrints) takeOut(ns, name string) {
-	names := k.fps[ns]
-	f, ok := names[name]
+func (k *kindPrints) takeOut(key uint64) {
+	f, ok := k.fps[key]
 	if !ok {
 		return
 	}
-	delete(names, name)
-	if len(names) == 0 {
-		delete(k.fps, ns)
-	}
+	delete(k.fps, key)
 	k.print.N--
 	k.print.Sum -= f
+}
+
+// nameKey is FNV-1a over namespace, a 0, name, a 0.
+func NameKey(ns, name string) uint64 {
+	h := uint64(14695981039346656037)
+	for _, s := range [2]string{ns, name} {
+		for i := 0; i < len(s); i++ {
+			h ^= uint64(s[i])
+			h *= 1099511628211
+		}
+		h *= 1099511628211
+	}
+	return h
 }

@@ -121,6 +121,16 @@ func setUpMountNS(l layout, keep []string) error {
 			return fmt.Errorf("bind %s back: %w", k, err)
 		}
 	}
+	// The kubelet's pod-resources socket on a tmpfs of its own: the kubelet renames it
+	// into place, which fails now and then with EXDEV on the host's file system
+	// (k3s-io/k3s#4042; it ended a lab's kubelet in CI once), and the kubelet exits.
+	podResources := filepath.Join(l.kubeletRoot(), "pod-resources")
+	if err := os.MkdirAll(podResources, 0o750); err != nil {
+		return err
+	}
+	if err := unix.Mount("tmpfs", podResources, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=750"); err != nil {
+		return fmt.Errorf("tmpfs on %s: %w", podResources, err)
+	}
 	for _, s := range protectedSysctls() {
 		file := filepath.Join(l.sysctlDir(), strings.ReplaceAll(s, "/", "."))
 		if _, err := os.Stat(file); err != nil {

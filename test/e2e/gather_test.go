@@ -47,7 +47,8 @@ func TestGatherHoldsWhatSupportNeedsAndNoSecret(t *testing.T) {
 	t.Logf("%d files: %s", len(files), strings.Join(names, " "))
 	want := map[string]string{
 		"versions.txt": "Kubernetes v",
-		topology.HubName + "/objects/clustersets.yaml": "kind: ClusterSet",
+		topology.HubName + "/objects/clustersets.yaml":       "kind: ClusterSet",
+		topology.HubName + "/objects/clustersetmembers.yaml": "kind: ClusterSetMember",
 	}
 	for _, c := range members() {
 		want[c+"/objects/memberships.yaml"] = "clusterID: " + c

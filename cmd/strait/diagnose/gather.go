@@ -168,6 +168,7 @@ var gathered = []struct {
 	selector  string
 }{
 	{straitv1.GroupVersion.WithResource("clustersets"), "", ""},
+	{straitv1.GroupVersion.WithResource("clustersetmembers"), "", ""},
 	{straitv1.GroupVersion.WithResource("memberships"), straitv1.SystemNamespace, ""},
 	{straitv1.GroupVersion.WithResource("peers"), straitv1.SystemNamespace, ""},
 	{straitv1.GroupVersion.WithResource("gateways"), straitv1.SystemNamespace, ""},
