@@ -57,12 +57,12 @@ func (e appliedEntry) holds(kind string, o client.Object) bool { return objectPr
 
 // metaHash hashes an object's labels and annotations, in key order.
 func metaHash(o client.Object) uint64 {
-	h := uint64(fnvOffset)
+	h := uint64(members.HashOffset)
 	for _, m := range []map[string]string{o.GetLabels(), o.GetAnnotations()} {
 		for _, k := range slices.Sorted(maps.Keys(m)) {
-			h = fnvString(fnvString(h, k), m[k])
+			h = members.HashString(members.HashString(h, k), m[k])
 		}
-		h = fnvString(h, "") // ends the map
+		h = members.HashString(h, "") // ends the map
 	}
 	return h
 }

@@ -434,12 +434,9 @@ func ApplyBody(o client.Object) (*unstructured.Unstructured, map[string]any, err
 // applyBody is ApplyBody of an object already encoded as data: the hub encodes each
 // object once, for its hash, and decodes it only when it writes.
 func applyBody(data []byte, o client.Object) (*unstructured.Unstructured, map[string]any, error) {
-	m := map[string]any{}
-	if err := json.Unmarshal(data, &m); err != nil {
+	m, err := applyMap(data)
+	if err != nil {
 		return nil, nil, err
-	}
-	if md, ok := m["metadata"].(map[string]any); ok {
-		delete(md, "creationTimestamp")
 	}
 	var status map[string]any
 	if st, ok := m["status"].(map[string]any); ok && len(st) > 0 {
@@ -449,6 +446,19 @@ func applyBody(data []byte, o client.Object) (*unstructured.Unstructured, map[st
 	}
 	delete(m, "status")
 	return &unstructured.Unstructured{Object: m}, status, nil
+}
+
+// applyMap decodes an encoded object into the map an apply sends, without the
+// creationTimestamp the API server sets.
+func applyMap(data []byte) (map[string]any, error) {
+	m := map[string]any{}
+	if err := json.Unmarshal(data, &m); err != nil {
+		return nil, err
+	}
+	if md, ok := m["metadata"].(map[string]any); ok {
+		delete(md, "creationTimestamp")
+	}
+	return m, nil
 }
 
 // exportConditions writes Valid/Ready/Conflict into the ServiceExports that count, the

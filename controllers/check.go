@@ -119,27 +119,13 @@ func objectPrint(kind string, o client.Object) uint64 {
 // fingerprint hashes an object's identity and version: its resourceVersion, or, for
 // kinds whose status others write, its generation with its labels and annotations.
 func fingerprint(k objKey, gen int64, meta uint64, rv string) uint64 {
-	h := fnvString(fnvString(fnvString(fnvOffset, k.kind), k.namespace), k.name)
+	h := members.HashString(members.HashString(members.HashString(members.HashOffset, k.kind), k.namespace), k.name)
 	if statusByOthers(k.kind) && gen != 0 {
 		h = mix64(h ^ mix64(uint64(gen)^meta))
 	} else {
-		h = fnvString(h, rv)
+		h = members.HashString(h, rv)
 	}
 	return mix64(h)
-}
-
-const (
-	fnvOffset = 14695981039346656037
-	fnvPrime  = 1099511628211
-)
-
-// fnvString is FNV-1a over s and a 0 separator, without allocating.
-func fnvString(h uint64, s string) uint64 {
-	for i := 0; i < len(s); i++ {
-		h ^= uint64(s[i])
-		h *= fnvPrime
-	}
-	return h * fnvPrime // the separator: h ^= 0, then the multiply
 }
 
 // mix64 is SplitMix64's finalizer: fingerprints are summed, so their bits must be

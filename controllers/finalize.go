@@ -27,11 +27,11 @@ func (r *ClusterSetReconciler) finalize(ctx context.Context, obj *straitv1.Clust
 	if !controllerutil.ContainsFinalizer(obj, straitv1.Finalizer) {
 		return ctrl.Result{}, nil
 	}
+	rec, err := r.readRecords(ctx, obj)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
 	if !obj.Spec.Suspend {
-		rec, err := r.readRecords(ctx, obj)
-		if err != nil {
-			return ctrl.Result{}, err
-		}
 		conns := r.connect(ctx, obj, rec.known(obj))
 		var blocked []string
 		for _, c := range conns {
@@ -54,11 +54,7 @@ func (r *ClusterSetReconciler) finalize(ctx context.Context, obj *straitv1.Clust
 	}
 	// The ClusterSetMembers are the ClusterSet's (owner references) and would go with it;
 	// they are deleted here so that nothing is left where no garbage collector runs.
-	rec, err := r.readRecords(ctx, obj)
-	if err == nil {
-		err = r.writeRecords(ctx, obj, rec, nil)
-	}
-	if err != nil {
+	if err := r.writeRecords(ctx, obj, rec, nil); err != nil {
 		return ctrl.Result{}, err
 	}
 	patch := client.MergeFrom(obj.DeepCopy())

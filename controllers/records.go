@@ -133,12 +133,9 @@ func applyRecord(m *straitv1.ClusterSetMember) (*unstructured.Unstructured, erro
 	if err != nil {
 		return nil, err
 	}
-	u := map[string]any{}
-	if err := json.Unmarshal(data, &u); err != nil {
+	u, err := applyMap(data)
+	if err != nil {
 		return nil, err
-	}
-	if md, ok := u["metadata"].(map[string]any); ok {
-		delete(md, "creationTimestamp")
 	}
 	return &unstructured.Unstructured{Object: u}, nil
 }

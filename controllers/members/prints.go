@@ -23,8 +23,9 @@ type Print struct {
 // listing anything (see Member.Print).
 //
 // Each kind's state is the last fingerprint of every object, by namespace and name
-// (the informer store's key, hashed: NameKey), that counted at its last event: an add or an update sets it (or takes it out when
-// the object no longer counts), a delete takes it out. The print is a function of that
+// (the informer store's key, hashed: NameKey), that counted at its last event: an add
+// or an update sets it (or takes it out when the object no longer counts), a delete
+// takes it out. The print is a function of that
 // map, kept as it changes, so it converges on the informer's store whatever the order
 // or the kind of events (a relist's updates and DeletedFinalStateUnknown included),
 // and a delete takes out exactly what its object had put in even though a watch's
@@ -37,7 +38,7 @@ type Prints struct {
 type kindPrints struct {
 	mu    sync.Mutex
 	print Print
-	// fps are the fingerprints by the hash of namespace and name (nameKey): 16 bytes an
+	// fps are the fingerprints by the hash of namespace and name (NameKey): 16 bytes an
 	// object where keys of strings took some 66. Two names that hash alike would share
 	// one fingerprint, a 64-bit collision of the kind the sums already allow.
 	fps map[uint64]uint64
@@ -144,15 +145,20 @@ func (k *kindPrints) takeOut(key uint64) {
 	k.print.Sum -= f
 }
 
-// nameKey is FNV-1a over namespace, a 0, name, a 0.
-func NameKey(ns, name string) uint64 {
-	h := uint64(14695981039346656037)
-	for _, s := range [2]string{ns, name} {
-		for i := 0; i < len(s); i++ {
-			h ^= uint64(s[i])
-			h *= 1099511628211
-		}
-		h *= 1099511628211
+// NameKey is the 64-bit key of an object by its namespace and name, for maps of
+// millions of objects where strings as keys would cost more than the values.
+func NameKey(ns, name string) uint64 { return HashString(HashString(HashOffset, ns), name) }
+
+// HashOffset starts a HashString chain (FNV-1a's offset basis).
+const HashOffset = 14695981039346656037
+
+const hashPrime = 1099511628211
+
+// HashString is FNV-1a over s and a 0 separator, without allocating.
+func HashString(h uint64, s string) uint64 {
+	for i := 0; i < len(s); i++ {
+		h ^= uint64(s[i])
+		h *= hashPrime
 	}
-	return h
+	return h * hashPrime // the separator: h ^= 0, then the multiply
 }
