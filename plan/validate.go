@@ -127,8 +127,13 @@ func validateClusters(spec *straitv1.ClusterSetSpec, path *field.Path) field.Err
 	if !GlobalnetEnabled(spec) {
 		errs = append(errs, overlaps(prefixes)...)
 	} else {
-		errs = append(errs, ownOverlaps(prefixes)...)
+		// Globalnet translates IPv4; a dual-stack cluster's IPv6 ranges are routed as
+		// they are, and must not overlap.
+		errs = append(errs, ownOverlaps(inFamily(prefixes, false))...)
+		errs = append(errs, overlaps(inFamily(prefixes, true))...)
 	}
+	errs = append(errs, validateFamilies(spec, path)...)
+	errs = append(errs, ipv6NotCarriedYet(spec, path)...)
 	return errs
 }
 
@@ -161,7 +166,8 @@ func validateCIDRList(cidrs []string, example string, path *field.Path) ([]named
 }
 
 // overlaps reports every pair of CIDRs of different clusters that overlap: without
-// globalnet, routing between them would be ambiguous. Pod and service CIDRs of one
+// globalnet, routing between them would be ambiguous (prefixes of two families never
+// overlap). Pod and service CIDRs of one
 // cluster must not overlap either.
 func overlaps(prefixes []namedPrefix) field.ErrorList {
 	var errs field.ErrorList

@@ -103,14 +103,14 @@ func validateEndpoint(ep *straitv1.GatewayEndpoint, driver straitv1.CableDriver,
 	return errs
 }
 
-// validatePublicAddress: an IPv4 address another cluster can send to.
+// validatePublicAddress: an address of either family another cluster can send to.
 func validatePublicAddress(s string, path *field.Path) field.ErrorList {
 	a, err := netip.ParseAddr(s)
 	switch {
 	case err != nil:
-		return field.ErrorList{field.Invalid(path, s, "not an IP address: want an IPv4 address such as 203.0.113.7")}
-	case !a.Is4():
-		return field.ErrorList{field.Invalid(path, s, "must be IPv4: strait's cables run over IPv4")}
+		return field.ErrorList{field.Invalid(path, s, "not an IP address: want an address such as 203.0.113.7 or 2001:db8::7")}
+	case a.Is4In6() || a.Zone() != "":
+		return field.ErrorList{field.Invalid(path, s, "write an IPv4 address in its dotted form and an IPv6 address without a zone")}
 	case a.IsUnspecified() || a.IsLoopback() || a.IsMulticast() || a.IsLinkLocalUnicast() || a == netip.AddrFrom4([4]byte{255, 255, 255, 255}):
 		return field.ErrorList{field.Invalid(path, s, "not an address another cluster can send to (unspecified, loopback, link-local, multicast or broadcast)")}
 	}

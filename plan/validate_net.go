@@ -10,8 +10,8 @@ import (
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
 )
 
-// unroutable are IPv4 ranges no host forwards between machines: a pod, service or
-// global range inside one of them cannot be reached through a gateway.
+// unroutable are ranges no host forwards between machines: a pod, service or global
+// range inside one of them cannot be reached through a gateway.
 func unroutable() []struct {
 	prefix netip.Prefix
 	what   string
@@ -25,19 +25,20 @@ func unroutable() []struct {
 		{netip.MustParsePrefix("169.254.0.0/16"), "link-local, which never crosses a router"},
 		{netip.MustParsePrefix("224.0.0.0/4"), "multicast"},
 		{netip.MustParsePrefix("255.255.255.255/32"), "the limited broadcast address"},
+		{netip.MustParsePrefix("::/128"), "the unspecified address, never a destination"},
+		{netip.MustParsePrefix("::1/128"), "loopback, which never leaves a host"},
+		{netip.MustParsePrefix("fe80::/10"), "link-local, which never crosses a router"},
+		{netip.MustParsePrefix("ff00::/8"), "multicast"},
 	}
 }
 
-// routableCIDR parses a CIDR the data plane can route (the routes, the nftables tables
-// and globalnet's NAT are IPv4 only) and says plainly what is wrong with any other.
-// Parsing is exactly the API server's isCIDR: no surrounding spaces, no IPv4-mapped IPv6.
+// routableCIDR parses a CIDR of either family the data plane can route and says plainly
+// what is wrong with any other. Parsing is exactly the API server's isCIDR: no
+// surrounding spaces, no IPv4-mapped IPv6.
 func routableCIDR(path *field.Path, s, example string) (netip.Prefix, *field.Error) {
 	p, err := netip.ParsePrefix(s)
-	if err != nil || p.Addr().Is4In6() {
+	if err != nil || p.Addr().Is4In6() || p.Addr().Zone() != "" {
 		return p, field.Invalid(path, s, "not a CIDR: want a network address and a prefix length, such as "+example)
-	}
-	if !p.Addr().Is4() {
-		return p, field.Invalid(path, s, "must be IPv4: strait routes and translates IPv4 only, so an IPv6 range would be silently ignored; list only the cluster's IPv4 ranges")
 	}
 	if p.Masked() != p {
 		return p, field.Invalid(path, s, fmt.Sprintf("host bits are set: the network of this prefix is %s; write that", p.Masked()))
@@ -50,6 +51,16 @@ func routableCIDR(path *field.Path, s, example string) (netip.Prefix, *field.Err
 	return p, nil
 }
 
+// globalCIDR parses a global range or a cluster's pinned global CIDR: routable and IPv4,
+// the one family globalnet translates.
+func globalCIDR(path *field.Path, s, example string) (netip.Prefix, *field.Error) {
+	p, err := routableCIDR(path, s, example)
+	if err == nil && !p.Addr().Is4() {
+		return p, field.Invalid(path, s, "must be IPv4: globalnet translates IPv4 only (a dual-stack cluster's IPv6 ranges are routed as they are)")
+	}
+	return p, err
+}
+
 // validateGlobalnet checks spec.globalnet whenever it is present, as the schema does,
 // and the global CIDRs against each other and the clusters' own CIDRs when it is on.
 func validateGlobalnet(spec *straitv1.ClusterSetSpec, specPath *field.Path) field.ErrorList {
@@ -59,7 +70,7 @@ func validateGlobalnet(spec *straitv1.ClusterSetSpec, specPath *field.Path) fiel
 	}
 	path := specPath.Child("globalnet")
 	var errs field.ErrorList
-	rng, rerr := routableCIDR(path.Child("cidrRange"), g.CIDRRange, straitv1.DefaultGlobalCIDRRange)
+	rng, rerr := globalCIDR(path.Child("cidrRange"), g.CIDRRange, straitv1.DefaultGlobalCIDRRange)
 	if rerr != nil {
 		errs = append(errs, rerr)
 	}
@@ -132,7 +143,7 @@ func validatePins(spec *straitv1.ClusterSetSpec, rng netip.Prefix, path *field.P
 			continue
 		}
 		p := path.Index(i).Child("globalCIDR")
-		pin, err := routableCIDR(p, c.GlobalCIDR, "242.1.0.0/16")
+		pin, err := globalCIDR(p, c.GlobalCIDR, "242.1.0.0/16")
 		if err != nil {
 			errs = append(errs, err)
 			continue

@@ -73,25 +73,25 @@ type ClusterSpec struct {
 	// +optional
 	KubeConfig *meta.KubeConfigReference `json:"kubeConfig,omitempty"`
 
-	// PodCIDRs are the cluster's pod networks.
+	// PodCIDRs are the cluster's pod networks, IPv4 or IPv6 or both (dual-stack). Two
+	// clusters connect in the families they share; under globalnet IPv4 is translated and
+	// IPv6 routed as it is.
 	// +required
 	// +listType=set
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=8
 	// +kubebuilder:validation:items:MaxLength=43
 	// +kubebuilder:validation:items:XValidation:rule="isCIDR(self)",message="not a CIDR: want a network address and a prefix length, such as 10.8.0.0/16"
-	// +kubebuilder:validation:items:XValidation:rule="!isCIDR(self) || cidr(self).ip().family() == 4",message="must be IPv4: strait routes and translates IPv4 only"
 	// +kubebuilder:validation:items:XValidation:rule="!isCIDR(self) || cidr(self) == cidr(self).masked()",message="host bits are set: write the network address, with every bit past the prefix length zero (10.1.0.0/16, not 10.1.0.1/16)"
 	PodCIDRs []string `json:"podCIDRs"`
 
-	// ServiceCIDRs are the cluster's service networks.
+	// ServiceCIDRs are the cluster's service networks, of the families of its PodCIDRs.
 	// +required
 	// +listType=set
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=8
 	// +kubebuilder:validation:items:MaxLength=43
 	// +kubebuilder:validation:items:XValidation:rule="isCIDR(self)",message="not a CIDR: want a network address and a prefix length, such as 10.88.0.0/16"
-	// +kubebuilder:validation:items:XValidation:rule="!isCIDR(self) || cidr(self).ip().family() == 4",message="must be IPv4: strait routes and translates IPv4 only"
 	// +kubebuilder:validation:items:XValidation:rule="!isCIDR(self) || cidr(self) == cidr(self).masked()",message="host bits are set: write the network address, with every bit past the prefix length zero (10.1.0.0/16, not 10.1.0.1/16)"
 	ServiceCIDRs []string `json:"serviceCIDRs"`
 
@@ -196,7 +196,7 @@ type NodeAddress struct {
 	// +required
 	// +kubebuilder:validation:MaxLength=253
 	Node string `json:"node"`
-	// Address is its public IPv4 address.
+	// Address is its public address.
 	// +required
 	// +kubebuilder:validation:MaxLength=45
 	Address string `json:"address"`
