@@ -78,7 +78,7 @@ func TestJoinRefusesBadInput(t *testing.T) {
 		{[]string{"join", "c3", "--sops", "age1xyz"}, `--sops "age1xyz": not an age recipient`},
 		{[]string{"join", "c3", "--sops", "age1xyz", "--hub-context", "hub"}, "--sops and --hub-kubeconfig/--hub-context: the Secret goes either into the repo"},
 		{[]string{"join", "c3"}, "give the hub's --hub-kubeconfig or --hub-context, or --sops AGE_RECIPIENT"},
-		{[]string{"join", "c3", "--hub-context", "hub", "--pod-cidr", "10.8.0.1/16"}, `--pod-cidr/--service-cidr "10.8.0.1/16": want an IPv4 network address`},
+		{[]string{"join", "c3", "--hub-context", "hub", "--pod-cidr", "10.8.0.1/16"}, `--pod-cidr/--service-cidr "10.8.0.1/16": want a network address`},
 		{[]string{"join", "c3", "--hub-context", "hub", "-o", "table"}, `-o/--output "table": want json or yaml`},
 		{[]string{"join", "c3", "--hub-context", "hub", "--server", "10.250.3.2:6443"}, `--server "10.250.3.2:6443": want the API server's https URL`},
 		{[]string{"unjoin", "c3"}, "nothing to undo: give -f"},

@@ -17,6 +17,7 @@ import (
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
 	"github.com/straitnet/strait/internal/cli"
+	"github.com/straitnet/strait/plan"
 	"github.com/straitnet/strait/plan/file"
 )
 
@@ -143,8 +144,8 @@ func runJoin(ctx context.Context, o *joinOptions, name string, stdout, stderr io
 		}
 	}
 	for _, c := range append(append([]string{}, o.podCIDRs...), o.serviceCIDRs...) {
-		if p, err := netip.ParsePrefix(c); err != nil || p != p.Masked() || !p.Addr().Is4() {
-			return fmt.Errorf("--pod-cidr/--service-cidr %q: want an IPv4 network address and prefix length, such as 10.8.0.0/16", c)
+		if p, err := netip.ParsePrefix(c); err != nil || p != p.Masked() || p.Addr().Is4In6() || p.Addr().Zone() != "" {
+			return fmt.Errorf("--pod-cidr/--service-cidr %q: want a network address and prefix length, such as 10.8.0.0/16 or fd10:8::/56", c)
 		}
 	}
 	namespace, secretName, err := o.secretRef(name)
@@ -188,18 +189,19 @@ func runJoin(ctx context.Context, o *joinOptions, name string, stdout, stderr io
 	r.Observed = &obs
 	entry := file.Member{Name: name, SecretName: secretName, PodCIDRs: o.podCIDRs, ServiceCIDRs: o.serviceCIDRs}
 	if len(entry.PodCIDRs) == 0 {
-		if obs.PodCIDR == "" {
+		entry.PodCIDRs = carried(obs.PodCIDRs, "pod", progress)
+		if len(entry.PodCIDRs) == 0 {
 			return fmt.Errorf("%s: no node has an IPv4 spec.podCIDRs to summarise (kube-controller-manager without --allocate-node-cidrs?): give --pod-cidr", name)
 		}
-		entry.PodCIDRs = []string{obs.PodCIDR}
-		progress("pod CIDR %s, the smallest prefix holding the nodes' %s (write kube-controller-manager's --cluster-cidr with --pod-cidr if it is wider)", obs.PodCIDR, strings.Join(obs.NodePodCIDRs, ", "))
+		progress("pod CIDRs %s, the smallest prefix per family holding the nodes' %s (write kube-controller-manager's --cluster-cidr with --pod-cidr if it is wider)",
+			strings.Join(entry.PodCIDRs, ", "), strings.Join(obs.NodePodCIDRs, ", "))
 	}
 	if len(entry.ServiceCIDRs) == 0 {
-		if len(obs.ServiceCIDRs) == 0 {
+		entry.ServiceCIDRs = carried(obs.ServiceCIDRs, "service", progress)
+		if len(entry.ServiceCIDRs) == 0 {
 			return fmt.Errorf("%s: the ServiceCIDR API lists no IPv4 service CIDR: give --service-cidr", name)
 		}
-		entry.ServiceCIDRs = obs.ServiceCIDRs
-		progress("service CIDR %s, from the ServiceCIDR API", strings.Join(obs.ServiceCIDRs, ", "))
+		progress("service CIDRs %s, from the ServiceCIDR API", strings.Join(entry.ServiceCIDRs, ", "))
 	}
 	kc, err := m.hubKubeconfig(name, o.server, tok)
 	if err != nil {
@@ -323,4 +325,21 @@ func (o *joinOptions) writeSOPS(r *Result, namespace, secretName string, kc []by
 		}
 	}
 	return nil
+}
+
+// carried are the observed CIDRs of the families this version's data path carries; the
+// others are named in a progress line, left out of the member's entry.
+func carried(cidrs []string, kind string, progress func(string, ...any)) []string {
+	var in, out []string
+	for _, c := range cidrs {
+		if p, err := netip.ParsePrefix(c); err == nil && plan.Carried(p) {
+			in = append(in, c)
+		} else {
+			out = append(out, c)
+		}
+	}
+	if len(out) > 0 {
+		progress("%s CIDRs %s left out: IPv6 is not carried yet by this version's node agents", kind, strings.Join(out, ", "))
+	}
+	return in
 }

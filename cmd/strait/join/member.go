@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -175,13 +175,13 @@ func (m *member) hubKubeconfig(name, server string, t token) ([]byte, error) {
 	return clientcmd.Write(*kc)
 }
 
-// observed are the member's CIDRs as its API server tells them.
+// observed are the member's CIDRs as its API server tells them, of both families.
 type observed struct {
-	// NodePodCIDRs are every node's spec.podCIDRs (IPv4).
+	// NodePodCIDRs are every node's spec.podCIDRs.
 	NodePodCIDRs []string `json:"nodePodCIDRs"`
-	// PodCIDR is the smallest prefix holding all of them.
-	PodCIDR string `json:"podCIDR"`
-	// ServiceCIDRs are the ServiceCIDR API's (IPv4).
+	// PodCIDRs are the smallest prefix holding all of them, per family (IPv4 first).
+	PodCIDRs []string `json:"podCIDRs"`
+	// ServiceCIDRs are the ServiceCIDR API's.
 	ServiceCIDRs []string `json:"serviceCIDRs"`
 }
 
@@ -193,40 +193,81 @@ func (m *member) observe(ctx context.Context) (observed, error) {
 	}
 	for _, n := range nodes.Items {
 		for _, c := range n.Spec.PodCIDRs {
-			if p, err := netip.ParsePrefix(c); err == nil && p.Addr().Is4() {
+			if p, err := netip.ParsePrefix(c); err == nil {
 				o.NodePodCIDRs = append(o.NodePodCIDRs, p.Masked().String())
 			}
 		}
 	}
-	sort.Strings(o.NodePodCIDRs)
-	o.PodCIDR = Summarise(o.NodePodCIDRs)
+	o.NodePodCIDRs = sortCIDRs(o.NodePodCIDRs)
+	for _, v6 := range []bool{false, true} {
+		if s := Summarise(ofFamily(o.NodePodCIDRs, v6)); s != "" {
+			o.PodCIDRs = append(o.PodCIDRs, s)
+		}
+	}
 	list, err := m.kube.NetworkingV1().ServiceCIDRs().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return o, fmt.Errorf("listing ServiceCIDRs (networking.k8s.io/v1, Kubernetes 1.33 or later): %w", err)
 	}
 	for _, s := range list.Items {
 		for _, c := range s.Spec.CIDRs {
-			if p, err := netip.ParsePrefix(c); err == nil && p.Addr().Is4() {
+			if p, err := netip.ParsePrefix(c); err == nil {
 				o.ServiceCIDRs = append(o.ServiceCIDRs, p.Masked().String())
 			}
 		}
 	}
-	sort.Strings(o.ServiceCIDRs)
+	o.ServiceCIDRs = sortCIDRs(o.ServiceCIDRs)
 	return o, nil
 }
 
-// Summarise is the smallest IPv4 prefix that holds every CIDR given ("" for none).
+// sortCIDRs sorts CIDRs IPv4 first, by address, and drops repeats.
+func sortCIDRs(cidrs []string) []string {
+	ps := make([]netip.Prefix, 0, len(cidrs))
+	for _, c := range cidrs {
+		if p, err := netip.ParsePrefix(c); err == nil {
+			ps = append(ps, p)
+		}
+	}
+	slices.SortFunc(ps, func(a, b netip.Prefix) int {
+		if c := a.Addr().Compare(b.Addr()); c != 0 {
+			return c
+		}
+		return a.Bits() - b.Bits()
+	})
+	ps = slices.Compact(ps)
+	out := make([]string, len(ps))
+	for i, p := range ps {
+		out[i] = p.String()
+	}
+	return out
+}
+
+// ofFamily are the CIDRs of one family: IPv6 or IPv4.
+func ofFamily(cidrs []string, v6 bool) []string {
+	var out []string
+	for _, c := range cidrs {
+		if p, err := netip.ParsePrefix(c); err == nil && p.Addr().Is6() == v6 {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// Summarise is the smallest prefix that holds every CIDR given, all of one family ("" for
+// none, or for CIDRs of both families).
 func Summarise(cidrs []string) string {
 	var s netip.Prefix
-	for i, c := range cidrs {
+	for _, c := range cidrs {
 		p, err := netip.ParsePrefix(c)
-		if err != nil || !p.Addr().Is4() {
+		if err != nil {
 			continue
 		}
 		p = p.Masked()
-		if i == 0 || !s.IsValid() {
+		if !s.IsValid() {
 			s = p
 			continue
+		}
+		if p.Addr().Is4() != s.Addr().Is4() {
+			return ""
 		}
 		for bits := min(s.Bits(), p.Bits()); bits >= 0; bits-- {
 			a, _ := s.Addr().Prefix(bits)

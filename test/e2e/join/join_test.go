@@ -158,9 +158,9 @@ func TestJoinRegistersAThirdCluster(t *testing.T) {
 	var r struct {
 		TokenCreated     bool
 		HubSecretWritten string
-		Observed         struct{ PodCIDR string }
+		Observed         struct{ PodCIDRs []string }
 	}
-	if err := json.Unmarshal([]byte(out), &r); code != 0 || err != nil || !r.TokenCreated || r.HubSecretWritten != "replaced" || r.Observed.PodCIDR != joined.PodCIDRs[0] {
+	if err := json.Unmarshal([]byte(out), &r); code != 0 || err != nil || !r.TokenCreated || r.HubSecretWritten != "replaced" || !slices.Equal(r.Observed.PodCIDRs, joined.PodCIDRs) {
 		t.Fatalf("strait join --rotate -o json: exit %d, %+v, %v; want 0, a new token, the hub's Secret replaced, the pod CIDR %v", code, r, err, joined.PodCIDRs)
 	}
 	if string(hubKubeconfigOf(t)) == string(old) {
