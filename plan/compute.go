@@ -30,6 +30,7 @@ type Plan struct {
 	spec       straitv1.ClusterSetSpec // defaulted
 	clusters   []string                // sorted
 	byName     map[string]*straitv1.ClusterSpec
+	views      map[string]view
 	observed   Observed
 	facts      map[string]*memberIndex // per cluster, of observed
 	alloc      map[string]*ClusterAllocation
@@ -78,6 +79,7 @@ func (v *ValidSpec) compute(observed Observed, pl *Planner) (*Plan, field.ErrorL
 		clusterSet: v.clusterSet,
 		spec:       v.spec,
 		byName:     map[string]*straitv1.ClusterSpec{},
+		views:      map[string]view{},
 		observed:   observed,
 		facts:      map[string]*memberIndex{},
 		alloc:      map[string]*ClusterAllocation{},
@@ -86,6 +88,7 @@ func (v *ValidSpec) compute(observed Observed, pl *Planner) (*Plan, field.ErrorL
 		c := &p.spec.Clusters[i]
 		p.clusters = append(p.clusters, c.Name)
 		p.byName[c.Name] = c
+		p.views[c.Name] = viewOf(c.PodCIDRs, c.ServiceCIDRs)
 		p.facts[c.Name] = indexFacts(observed[c.Name])
 	}
 	sort.Strings(p.clusters)
@@ -169,19 +172,22 @@ func (p *Plan) allocate() field.ErrorList {
 }
 
 // ingressOwners lists, per cluster and sorted, what needs a global IP there: every
-// exported ClusterSetIP service it contributes, and every ready endpoint of every
-// exported headless service it contributes.
+// exported ClusterSetIP service with an IPv4 cluster IP it contributes, and every ready
+// IPv4 endpoint of every exported headless service it contributes (globalnet
+// translates IPv4; IPv6 is routed as it is).
 func (p *Plan) ingressOwners() (services, endpoints map[string][]string) {
 	services, endpoints = map[string][]string{}, map[string][]string{}
 	for _, e := range p.exports { // sorted by key, so services come out sorted
 		key := e.key()
 		for _, src := range e.sources {
 			if !src.headless {
-				services[src.cluster] = append(services[src.cluster], key)
+				if src.clusterIPOf(corev1.IPv4Protocol) != "" {
+					services[src.cluster] = append(services[src.cluster], key)
+				}
 				continue
 			}
 			for _, ep := range src.endpoints {
-				if ep.ready || src.publishNotReady {
+				if (ep.ready || src.publishNotReady) && !isV6(ep.ip) {
 					endpoints[src.cluster] = append(endpoints[src.cluster], key+"/"+ep.owner)
 				}
 			}
@@ -337,10 +343,10 @@ func (p *Plan) globalIngresses(cluster string, want func(*exportPlan) bool) []cl
 				continue
 			}
 			gi.Spec.GlobalIP = ip.String()
-			gi.Spec.ServiceIP = src.clusterIP
+			gi.Spec.ServiceIP = src.clusterIPOf(corev1.IPv4Protocol)
 		} else {
 			for _, ep := range src.endpoints {
-				ip, ok := a.Endpoints[e.key()+"/"+ep.owner]
+				ip, ok := a.Endpoints[e.key()+"/"+ep.owner] // IPv4 endpoints alone have one
 				if !ok {
 					continue
 				}

@@ -42,33 +42,28 @@ func DerivedServiceName(name string) string {
 	return fmt.Sprintf("strait-%s-%08x", short, h.Sum32())
 }
 
-// derivedFamilies are the import's IP families that the derived Service takes: IPv4
-// alone, since Strait routes and translates IPv4 only (a ClusterSet's CIDRs are IPv4;
-// plan/validate_net.go), so that is what every member can allocate and reach. None: no
-// member gets a clusterset IP (the import is Ready=False, reason IPFamilyNotSupported).
-func (e *exportPlan) derivedFamilies() []corev1.IPFamily {
-	if slices.Contains(e.props.ipFamilies, corev1.IPv4Protocol) {
-		return []corev1.IPFamily{corev1.IPv4Protocol}
-	}
-	return nil
-}
-
-// importReady is the Ready condition of e's import. The hub cannot see whether a member
-// has written the clusterset IP yet; it says whether the import is whole from its side.
-func (e *exportPlan) importReady() metav1.Condition {
+// importReady is the Ready condition of e's import in a member of view v. The hub
+// cannot see whether a member has written the clusterset IP yet; it says whether the
+// import is whole from its side.
+func (e *exportPlan) importReady(v view) metav1.Condition {
 	c := metav1.Condition{Type: string(mcsv1.ServiceImportConditionReady), Status: metav1.ConditionTrue,
 		Reason: string(mcsv1.ServiceImportReasonReady)}
 	var from []string
 	for _, s := range e.sources {
 		from = append(from, s.cluster)
 	}
+	has := v.services
+	what := "service"
+	if e.typ != mcsv1.ClusterSetIP {
+		has, what = v.pods, "pod"
+	}
 	switch {
+	case len(e.importFamilies(v)) == 0:
+		c.Status, c.Reason = metav1.ConditionFalse, string(mcsv1.ServiceImportReasonIPFamilyNotSupported)
+		c.Message = fmt.Sprintf("the import's IP families %v (the oldest export's) are none of this cluster's %s ranges' (%s): it is not imported here",
+			e.props.ipFamilies, what, has)
 	case e.typ != mcsv1.ClusterSetIP:
 		c.Message = fmt.Sprintf("imported from %s; the name answers every exporting cluster's endpoints", strings.Join(from, ", "))
-	case len(e.derivedFamilies()) == 0:
-		c.Status, c.Reason = metav1.ConditionFalse, string(mcsv1.ServiceImportReasonIPFamilyNotSupported)
-		c.Message = fmt.Sprintf("the import's IP families %v (the oldest export's) do not include IPv4, the one family Strait routes: it gets no clusterset IP",
-			e.props.ipFamilies)
 	default:
 		c.Message = fmt.Sprintf("imported from %s; the clusterset IP is the cluster IP of Service %s", strings.Join(from, ", "),
 			DerivedServiceName(e.name))
@@ -76,15 +71,17 @@ func (e *exportPlan) importReady() metav1.Condition {
 	return c
 }
 
-// derivedService is the Service behind e's clusterset IP, nil when the import has no
-// family Strait routes. It carries the import's ports, session affinity and IPv4 (the
-// import's families limited as derivedFamilies says); no cluster IP (the member's API
-// server allocates it), no selector (its slices are the hub's), and no traffic
-// policies: it routes to every cluster's endpoints, whatever the exported service says
-// (those are copied onto the ServiceImport for the people who read it).
-func (e *exportPlan) derivedService() *corev1.Service {
+// derivedService is the Service behind e's clusterset IP in a member of view v, nil
+// when the member takes none of the import's families. It carries the import's ports,
+// session affinity and the families the member takes (importFamilies: those of its
+// service ranges, as its API server refuses any other, in the import's order; both
+// required when both); no cluster IP (the member's API server allocates them), no
+// selector (its slices are the hub's), and no traffic policies: it routes to every
+// cluster's endpoints, whatever the exported service says (those are copied onto the
+// ServiceImport for the people who read it).
+func (e *exportPlan) derivedService(v view) *corev1.Service {
 	pr := &e.props
-	ipFamilies := e.derivedFamilies()
+	ipFamilies := e.importFamilies(v)
 	if len(ipFamilies) == 0 {
 		return nil
 	}
@@ -101,10 +98,13 @@ func (e *exportPlan) derivedService() *corev1.Service {
 			Type:                  corev1.ServiceTypeClusterIP,
 			SessionAffinity:       pr.sessionAffinity,
 			SessionAffinityConfig: pr.sessionAffinityConfig,
-			IPFamilies:            ipFamilies,
+			IPFamilies:            slices.Clone(ipFamilies),
 		},
 	}
 	svc.Spec.IPFamilyPolicy = ptr(corev1.IPFamilyPolicySingleStack)
+	if len(ipFamilies) > 1 {
+		svc.Spec.IPFamilyPolicy = ptr(corev1.IPFamilyPolicyRequireDualStack)
+	}
 	svc.Spec.Ports, _ = e.derivedPorts()
 	return svc
 }
@@ -172,13 +172,14 @@ func (e *exportPlan) derivedSources(member string) []*exportSource {
 	return e.sources
 }
 
-// derivedSlices are source s's endpoints behind e's clusterset IP, as member sees them:
-// the pod IPs of its ready endpoints with their target ports, or, under globalnet from
-// another cluster, the one global IP of s's service with the service's ports (its
-// gateway maps that to the service, whose kube-proxy then picks a pod). They carry the
-// derived Service's name, and not the MCS source-cluster label: strait dns reads the
-// slices with that label as per-cluster answers.
-func (p *Plan) derivedSlices(member string, e *exportPlan, s *exportSource) []*discoveryv1.EndpointSlice {
+// derivedSlices are source s's endpoints behind e's clusterset IP, as member (of view
+// v) sees them, a set per family of the derived Service: the pod IPs of its ready
+// endpoints of that family with their target ports, if the member reaches s in it, or,
+// for IPv4 under globalnet from another cluster, the one global IP of s's service with
+// the service's ports (its gateway maps that to the service, whose kube-proxy then picks
+// a pod). They carry the derived Service's name, and not the MCS source-cluster label:
+// strait dns reads the slices with that label as per-cluster answers.
+func (p *Plan) derivedSlices(member string, v view, e *exportPlan, s *exportSource) []*discoveryv1.EndpointSlice {
 	service := DerivedServiceName(e.name)
 	_, names := e.derivedPorts()
 	// s's endpoints stand behind each derived port that s's own service has, the same
@@ -186,49 +187,60 @@ func (p *Plan) derivedSlices(member string, e *exportPlan, s *exportSource) []*d
 	// them by name). A port s defines otherwise than the import (a conflict the oldest
 	// export won) is not s's to serve, as the MCS API has it: connections to that port
 	// go only to the clusters that expose it.
-	var ports []discoveryv1.EndpointPort
 	byName := map[string]servicePort{}
 	for _, sp := range s.ports {
 		byName[sp.Name] = servicePort{sp.Port, protoOrTCP(sp.Protocol)}
 	}
-	addPort := func(name string, target int32) {
-		sp, ok := byName[name]
-		if derived, found := names[sp]; ok && found {
-			ports = append(ports, discoveryv1.EndpointPort{Name: ptr(derived), Port: ptr(target), Protocol: ptr(sp.proto)})
-		}
-	}
-	// IPv4 only, as the derived Service (derivedFamilies).
-	var addrs []string
-	if alloc := p.alloc[s.cluster]; alloc != nil && member != s.cluster {
-		if g, ok := alloc.Services[e.key()]; ok && s.anyReady && g.Is4() {
-			addrs = []string{g.String()}
-		}
-		for _, sp := range s.ports {
-			addPort(sp.Name, sp.Port)
-		}
-	} else {
-		for _, ep := range s.endpoints {
-			if ep.ready && addressType(ep.ip) == discoveryv1.AddressTypeIPv4 {
-				addrs = append(addrs, ep.ip)
+	portsOf := func(global bool) []discoveryv1.EndpointPort {
+		var ports []discoveryv1.EndpointPort
+		addPort := func(name string, target int32) {
+			sp, ok := byName[name]
+			if derived, found := names[sp]; ok && found {
+				ports = append(ports, discoveryv1.EndpointPort{Name: ptr(derived), Port: ptr(target), Protocol: ptr(sp.proto)})
 			}
+		}
+		if global {
+			for _, sp := range s.ports {
+				addPort(sp.Name, sp.Port)
+			}
+			return ports
 		}
 		for _, tp := range s.targetPorts {
 			if tp.Port != nil {
 				addPort(deref(tp.Name), *tp.Port)
 			}
 		}
+		return ports
 	}
-	// An empty slice still says the cluster is there and has nothing ready.
 	var out []*discoveryv1.EndpointSlice
-	for chunk := 0; chunk == 0 || chunk*maxSliceEndpoints < len(addrs); chunk++ {
-		part := addrs[chunk*maxSliceEndpoints : min(len(addrs), (chunk+1)*maxSliceEndpoints)]
-		out = append(out, derivedSlice(service, e, s.cluster, chunk, part, ports))
+	for _, f := range e.importFamilies(v) {
+		var addrs []string
+		alloc := p.alloc[s.cluster]
+		global := alloc != nil && member != s.cluster && f == corev1.IPv4Protocol
+		switch {
+		case global:
+			if g, ok := alloc.Services[e.key()]; ok && s.anyReady && g.Is4() {
+				addrs = []string{g.String()}
+			}
+		case member == s.cluster || p.reaches(v, s.cluster, f):
+			for _, ep := range s.endpoints {
+				if ep.ready && familyOf(ep.ip) == f {
+					addrs = append(addrs, ep.ip)
+				}
+			}
+		}
+		ports := portsOf(global)
+		// An empty slice still says the cluster is there and has nothing ready.
+		for chunk := 0; chunk == 0 || chunk*maxSliceEndpoints < len(addrs); chunk++ {
+			part := addrs[chunk*maxSliceEndpoints : min(len(addrs), (chunk+1)*maxSliceEndpoints)]
+			out = append(out, derivedSlice(service, e, s.cluster, chunk, part, ports, f))
+		}
 	}
 	return out
 }
 
 func derivedSlice(service string, e *exportPlan, cluster string, chunk int, addrs []string,
-	ports []discoveryv1.EndpointPort) *discoveryv1.EndpointSlice {
+	ports []discoveryv1.EndpointPort, f corev1.IPFamily) *discoveryv1.EndpointSlice {
 	suffix := cluster
 	if chunk > 0 {
 		suffix += "-" + strconv.Itoa(chunk)
@@ -236,7 +248,7 @@ func derivedSlice(service string, e *exportPlan, cluster string, chunk int, addr
 	sl := &discoveryv1.EndpointSlice{
 		TypeMeta: metav1.TypeMeta{APIVersion: "discovery.k8s.io/v1", Kind: "EndpointSlice"},
 		ObjectMeta: metav1.ObjectMeta{
-			Name:      SliceName(service, suffix),
+			Name:      familySliceName(SliceName(service, suffix), f),
 			Namespace: e.namespace,
 			Labels: map[string]string{
 				discoveryv1.LabelServiceName: service,
@@ -245,7 +257,7 @@ func derivedSlice(service string, e *exportPlan, cluster string, chunk int, addr
 				straitv1.LabelSourceCluster:  cluster,
 			},
 		},
-		AddressType: discoveryv1.AddressTypeIPv4,
+		AddressType: addressTypeOf(f),
 		Ports:       ports,
 	}
 	for _, a := range addrs {

@@ -22,12 +22,13 @@ func (p *Plan) MemberDigest(cluster string) uint64 {
 	}
 	p.digestOnce.Do(p.prepareDigests)
 	d := p.digests
+	v := p.views[cluster]
 	h := newHasher()
 	h.u64(p.baseDigest(cluster))
-	exports := d.exports
+	exports := d.exports[v]
 	for _, i := range d.involved[cluster] {
 		e := p.exports[i]
-		exports += mix(p.exportDigest(e, cluster)) - mix(d.remote[i])
+		exports += mix(p.exportDigest(e, cluster, v)) - mix(d.remote[v][i])
 	}
 	h.u64(exports)
 	return h.sum()
@@ -57,14 +58,15 @@ func (p *Plan) GroupDigests(cluster string) map[string]uint64 {
 	}
 	p.digestOnce.Do(p.prepareDigests)
 	d := p.digests
+	v := p.views[cluster]
 	out := make(map[string]uint64, len(p.exports)+1)
 	out[BaseGroup] = p.baseDigest(cluster)
 	for i, e := range p.exports {
-		out[e.key()] = d.remote[i]
+		out[e.key()] = d.remote[v][i]
 	}
 	for _, i := range d.involved[cluster] {
 		e := p.exports[i]
-		out[e.key()] = p.exportDigest(e, cluster)
+		out[e.key()] = p.exportDigest(e, cluster, v)
 	}
 	return out
 }
@@ -73,23 +75,33 @@ func (p *Plan) GroupDigests(cluster string) map[string]uint64 {
 type digests struct {
 	peer  map[string]uint64 // remote cluster -> its Peer object, as every other member holds it
 	peers uint64            // sum of mix(peer) over all clusters
-	// remote[i]: export i as a cluster that does not export it sees it.
-	remote   []uint64
-	exports  uint64           // sum of mix(remote)
+	// remote[v][i]: export i as a cluster of view v that does not export it sees it.
+	remote   map[view][]uint64
+	exports  map[view]uint64  // per view, sum of mix(remote[v])
 	involved map[string][]int // cluster -> the exports it exports (they have conditions, its own view)
 }
 
 func (p *Plan) prepareDigests() {
-	d := &digests{peer: map[string]uint64{}, remote: make([]uint64, len(p.exports)), involved: map[string][]int{}}
+	d := &digests{peer: map[string]uint64{}, remote: map[view][]uint64{}, exports: map[view]uint64{}, involved: map[string][]int{}}
 	for _, c := range p.clusters {
 		h := newHasher()
 		h.json(p.peer("", c))
 		d.peer[c] = h.sum()
 		d.peers += mix(d.peer[c])
 	}
+	for _, c := range p.clusters {
+		v := p.views[c]
+		if _, done := d.remote[v]; done {
+			continue
+		}
+		remote := make([]uint64, len(p.exports))
+		for i, e := range p.exports {
+			remote[i] = p.exportDigest(e, "", v)
+			d.exports[v] += mix(remote[i])
+		}
+		d.remote[v] = remote
+	}
 	for i, e := range p.exports {
-		d.remote[i] = p.exportDigest(e, "")
-		d.exports += mix(d.remote[i])
 		for c := range e.exportedFrom {
 			d.involved[c] = append(d.involved[c], i)
 		}
@@ -97,12 +109,16 @@ func (p *Plan) prepareDigests() {
 	p.digests = d
 }
 
-// exportDigest is everything about export e that member cluster holds: its
-// ServiceExport and conditions when it exports it, the ServiceImport, an EndpointSlice
+// exportDigest is everything about export e that member cluster, of view v, holds: its
+// ServiceExport and conditions when it exports it, the ServiceImport, the EndpointSlices
 // per source (its own as it sees itself), and its GlobalIngress. Cluster "" is any
-// member that does not export e.
-func (p *Plan) exportDigest(e *exportPlan, cluster string) uint64 {
+// member of view v that does not export e.
+func (p *Plan) exportDigest(e *exportPlan, cluster string, v view) uint64 {
 	h := newHasher()
+	h.bool(v.pods.V4)
+	h.bool(v.pods.V6)
+	h.bool(v.services.V4)
+	h.bool(v.services.V6)
 	h.str(e.namespace)
 	h.str(e.name)
 	if cluster != "" && e.exportedFrom[cluster] {
@@ -130,20 +146,30 @@ func (p *Plan) exportDigest(e *exportPlan, cluster string) uint64 {
 }
 
 // hashSource hashes what a member holds of source s: all of it in the source itself
-// or without globalnet; under globalnet the other members see only the global IPs,
-// which is why a new cluster IP or pod IP changes the exporting member alone.
+// or without globalnet; under globalnet the other members see only the global IPs of
+// IPv4, which is why a new IPv4 cluster IP or pod IP changes the exporting member alone
+// (IPv6 is routed as it is, so its addresses count for every member).
 func (p *Plan) hashSource(h *hasher, e *exportPlan, s *exportSource, own bool) {
 	alloc := p.alloc[s.cluster]
 	whole := own || alloc == nil
 	h.str(s.cluster)
+	h.bool(p.views[s.cluster].pods.V4)
+	h.bool(p.views[s.cluster].pods.V6)
 	h.bool(whole)
 	h.bool(s.headless)
 	h.bool(s.publishNotReady)
 	h.bool(s.anyReady)
 	h.servicePorts(s.ports)
 	h.endpointPorts(s.targetPorts)
-	if whole {
+	// Under globalnet another member sees IPv4 as global IPs, IPv6 as it is.
+	if whole || isV6(s.clusterIP) {
 		h.str(s.clusterIP)
+	}
+	h.u64(uint64(len(s.clusterIPs)))
+	for _, ip := range s.clusterIPs {
+		if whole || isV6(ip) {
+			h.str(ip)
+		}
 	}
 	if alloc != nil {
 		h.addr(alloc.Services[e.key()])
@@ -152,7 +178,7 @@ func (p *Plan) hashSource(h *hasher, e *exportPlan, s *exportSource, own bool) {
 	for _, ep := range s.endpoints {
 		h.bool(ep.ready)
 		h.str(ep.hostname)
-		if whole {
+		if whole || isV6(ep.ip) {
 			h.str(ep.ip)
 			h.str(ep.pod)
 			h.str(ep.owner)

@@ -62,10 +62,13 @@ type importProps struct {
 
 // exportSource is one cluster's contribution to an import.
 type exportSource struct {
-	cluster         string
-	exportedAt      *metav1.Time
-	headless        bool
+	cluster    string
+	exportedAt *metav1.Time
+	headless   bool
+	// clusterIP is the service's first; clusterIPs all of them, one per family (nil
+	// when the object lists none: an object written without the API server's defaults).
 	clusterIP       string
+	clusterIPs      []string
 	ports           []corev1.ServicePort
 	targetPorts     []discoveryv1.EndpointPort
 	publishNotReady bool
@@ -167,6 +170,7 @@ func (p *Plan) resolve(e *exportPlan) {
 			cluster:         c,
 			headless:        svc.Spec.ClusterIP == corev1.ClusterIPNone,
 			clusterIP:       svc.Spec.ClusterIP,
+			clusterIPs:      svc.Spec.ClusterIPs,
 			ports:           svc.Spec.Ports,
 			targetPorts:     x.slicePorts(e.objectKey()),
 			publishNotReady: svc.Spec.PublishNotReadyAddresses,

@@ -18,10 +18,11 @@ import (
 const EndpointSliceManagedBy = "strait-hub.strait.io"
 
 // mcsObjects are the Multi-Cluster Services objects of one member: the ServiceExports
-// declared for it in git, and a ServiceImport and one EndpointSlice per source cluster
-// for every export that has at least one source.
+// declared for it in git, and a ServiceImport and an EndpointSlice per source cluster and
+// IP family for every export that has at least one source.
 func (p *Plan) mcsObjects(cluster string, want func(*exportPlan) bool) []client.Object {
 	var out []client.Object
+	v := p.views[cluster]
 	for _, e := range p.exports {
 		if !want(e) {
 			continue
@@ -35,17 +36,20 @@ func (p *Plan) mcsObjects(cluster string, want func(*exportPlan) bool) []client.
 		if len(e.sources) == 0 {
 			continue
 		}
-		out = append(out, e.serviceImport(e.importReady()))
+		out = append(out, e.serviceImport(v, e.importReady(v)))
+		families := e.importFamilies(v)
 		for _, s := range e.sources {
-			out = append(out, p.endpointSlice(cluster, e, s))
+			for _, f := range families {
+				out = append(out, p.endpointSlice(cluster, v, e, s, f))
+			}
 		}
 		if e.typ != mcsv1.ClusterSetIP {
 			continue
 		}
-		if d := e.derivedService(); d != nil {
+		if d := e.derivedService(v); d != nil {
 			out = append(out, d)
 			for _, s := range e.derivedSources(cluster) {
-				for _, sl := range p.derivedSlices(cluster, e, s) {
+				for _, sl := range p.derivedSlices(cluster, v, e, s) {
 					out = append(out, sl)
 				}
 			}
@@ -54,17 +58,23 @@ func (p *Plan) mcsObjects(cluster string, want func(*exportPlan) bool) []client.
 	return out
 }
 
-// serviceImport is the import of e as a member holds it, with its Ready condition
-// there (importReady; the hub fills in lastTransitionTime when it writes). Its spec.ips
-// are not the hub's: the member writes the cluster IP of the derived Service there (see
-// derivedService), and the hub's apply, which never names the field, leaves it alone.
-func (e *exportPlan) serviceImport(ready metav1.Condition) *mcsv1.ServiceImport {
+// serviceImport is the import of e as a member of view v holds it, with its Ready
+// condition there (importReady; the hub fills in lastTransitionTime when it writes). Its
+// IP families are the import's that the member takes (importFamilies), or, when it
+// takes none, the import's (and the condition says IPFamilyNotSupported). Its spec.ips
+// are not the hub's: the member writes the cluster IPs of the derived Service there (see
+// derivedService), and the hub's apply, which never names the field, leaves them alone.
+func (e *exportPlan) serviceImport(v view, ready metav1.Condition) *mcsv1.ServiceImport {
 	pr := &e.props
+	families := e.importFamilies(v)
+	if len(families) == 0 {
+		families = pr.ipFamilies
+	}
 	si := &mcsv1.ServiceImport{
 		TypeMeta: metav1.TypeMeta{APIVersion: mcsv1.GroupVersion.String(), Kind: "ServiceImport"},
 		ObjectMeta: metav1.ObjectMeta{Name: e.name, Namespace: e.namespace,
 			Labels: maps.Clone(pr.labels), Annotations: maps.Clone(pr.annotations)},
-		Spec: mcsv1.ServiceImportSpec{Type: e.typ, Ports: e.ports, IPFamilies: pr.ipFamilies,
+		Spec: mcsv1.ServiceImportSpec{Type: e.typ, Ports: e.ports, IPFamilies: families,
 			SessionAffinity: pr.sessionAffinity, SessionAffinityConfig: pr.sessionAffinityConfig,
 			InternalTrafficPolicy: pr.internalTraffic, TrafficDistribution: pr.trafficDistribution},
 	}
@@ -75,18 +85,26 @@ func (e *exportPlan) serviceImport(ready metav1.Condition) *mcsv1.ServiceImport 
 	return si
 }
 
-// endpointSlice is what member sees of source's export. For a ClusterSetIP service it
-// holds one address, the service's cluster IP (its global IP when seen from another
-// cluster under globalnet), ready when any backend is ready. For a headless service it
-// holds every endpoint (ready ones, or all with publishNotReadyAddresses), with pod IPs
-// or their global IPs.
-func (p *Plan) endpointSlice(member string, e *exportPlan, s *exportSource) *discoveryv1.EndpointSlice {
+// endpointSlice is what member (of view v) sees of source's export in family f, one of
+// the import's that the member takes (importFamilies): only what it reaches of that
+// family (the family routed between the two clusters; its own cluster it always
+// reaches). For a ClusterSetIP service the slice holds one address, the service's
+// cluster IP of its family (for IPv4 the global IP when seen from another cluster under
+// globalnet), ready when any backend is ready. For a headless service it holds every
+// endpoint of its family (ready ones, or all with publishNotReadyAddresses), with pod
+// IPs or, for IPv4 under globalnet, their global IPs. A slice with nothing still says
+// the cluster exports the service.
+func (p *Plan) endpointSlice(member string, v view, e *exportPlan, s *exportSource, f corev1.IPFamily) *discoveryv1.EndpointSlice {
 	remote := member != s.cluster
-	alloc := p.alloc[s.cluster]
+	reach := !remote || p.reaches(v, s.cluster, f)
+	var alloc *ClusterAllocation
+	if remote && f == corev1.IPv4Protocol {
+		alloc = p.alloc[s.cluster]
+	}
 	slice := &discoveryv1.EndpointSlice{
 		TypeMeta: metav1.TypeMeta{APIVersion: "discovery.k8s.io/v1", Kind: "EndpointSlice"},
 		ObjectMeta: metav1.ObjectMeta{
-			Name:      SliceName(e.name, s.cluster),
+			Name:      familySliceName(SliceName(e.name, s.cluster), f),
 			Namespace: e.namespace,
 			Labels: map[string]string{
 				mcsv1.LabelServiceName:     e.name,
@@ -94,35 +112,31 @@ func (p *Plan) endpointSlice(member string, e *exportPlan, s *exportSource) *dis
 				discoveryv1.LabelManagedBy: EndpointSliceManagedBy,
 			},
 		},
-	}
-	translate := func(ip string) (string, bool) {
-		if !remote || alloc == nil {
-			return ip, true
-		}
-		return "", false
+		AddressType: addressTypeOf(f),
 	}
 	if !s.headless {
-		ip, ok := translate(s.clusterIP)
-		if !ok {
-			g, found := alloc.Services[e.key()]
-			ip, ok = g.String(), found
-		}
-		slice.AddressType = addressType(ip)
 		for _, sp := range s.ports {
 			slice.Ports = append(slice.Ports, discoveryv1.EndpointPort{Name: ptr(sp.Name), Port: ptr(sp.Port), Protocol: ptr(protoOrTCP(sp.Protocol))})
 		}
-		if ok && ip != "" && ip != "None" {
+		ip := s.clusterIPOf(f)
+		if alloc != nil {
+			ip = ""
+			if g, found := alloc.Services[e.key()]; found {
+				ip = g.String()
+			}
+		}
+		if reach && ip != "" {
 			slice.Endpoints = []discoveryv1.Endpoint{{Addresses: []string{ip}, Conditions: discoveryv1.EndpointConditions{Ready: ptr(s.anyReady)}}}
 		}
 		return slice
 	}
 	slice.Ports = s.targetPorts
 	for _, ep := range s.endpoints {
-		if !ep.ready && !s.publishNotReady {
+		if !reach || familyOf(ep.ip) != f || !ep.ready && !s.publishNotReady {
 			continue
 		}
-		ip, ok := translate(ep.ip)
-		if !ok {
+		ip := ep.ip
+		if alloc != nil {
 			g, found := alloc.Endpoints[e.key()+"/"+ep.owner]
 			if !found {
 				continue
@@ -134,10 +148,6 @@ func (p *Plan) endpointSlice(member string, e *exportPlan, s *exportSource) *dis
 			out.Hostname = ptr(ep.hostname)
 		}
 		slice.Endpoints = append(slice.Endpoints, out)
-	}
-	slice.AddressType = discoveryv1.AddressTypeIPv4
-	if len(slice.Endpoints) > 0 {
-		slice.AddressType = addressType(slice.Endpoints[0].Addresses[0])
 	}
 	return slice
 }

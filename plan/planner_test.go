@@ -30,17 +30,18 @@ func TestPlannerEqualsCompute(t *testing.T) {
 			w := newRandomWorld(seed)
 			pl := NewPlanner()
 			reused := 0
+			var prev *Plan
 			for step := range 60 {
 				what := "nothing"
 				if step > 0 {
 					what = w.change()
 				}
 				cs, obs := w.clusterSet(), w.observed()
-				want, wantErrs := Compute(cs, obs)
-				v, errs := Check(cs)
+				v, errs := check(cs, true)
 				if len(errs) > 0 {
 					t.Fatalf("step %d (%s): the random ClusterSet is invalid: %v", step, what, errs.ToAggregate())
 				}
+				want, wantErrs := v.Compute(obs)
 				got, gotErrs := pl.Compute(v, obs)
 				if fmt.Sprint(gotErrs) != fmt.Sprint(wantErrs) {
 					t.Fatalf("step %d (%s): planner errors %v, Compute's %v", step, what, gotErrs, wantErrs)
@@ -51,6 +52,10 @@ func TestPlannerEqualsCompute(t *testing.T) {
 				if d := planDifference(want, got); d != "" {
 					t.Fatalf("step %d (%s): the planner's plan differs from Compute's: %s", step, what, d)
 				}
+				if d := digestMissed(prev, want); d != "" {
+					t.Fatalf("step %d (%s): %s", step, what, d)
+				}
+				prev = want
 				if what == "nothing" && step > 0 && pl.Resolved > 0 {
 					t.Fatalf("step %d: nothing changed but %d exports were resolved again", step, pl.Resolved)
 				}
@@ -80,7 +85,7 @@ func TestPlannerResolvesObjectsWithoutVersions(t *testing.T) {
 			f.ServiceExports[i].ResourceVersion = ""
 		}
 	}
-	v, errs := Check(w.clusterSet())
+	v, errs := check(w.clusterSet(), true)
 	if len(errs) > 0 {
 		t.Fatal(errs.ToAggregate())
 	}
@@ -104,6 +109,25 @@ func TestPlannerResolvesObjectsWithoutVersions(t *testing.T) {
 		t.Errorf("the second plan reused %d exports and resolved %d again, want at most the %d whose clusters hold none of their objects reused",
 			pl.Reused, pl.Resolved, empty)
 	}
+}
+
+// digestMissed names a member whose objects or ServiceExport conditions differ between
+// two plans while its digest stays the same (the hub would skip it), "" if none.
+func digestMissed(before, after *Plan) string {
+	if before == nil {
+		return ""
+	}
+	for _, c := range after.Clusters() {
+		if before.MemberDigest(c) != after.MemberDigest(c) {
+			continue
+		}
+		a, _ := json.Marshal([]any{before.Objects(c), before.ServiceExportConditions(c)})
+		b, _ := json.Marshal([]any{after.Objects(c), after.ServiceExportConditions(c)})
+		if string(a) != string(b) {
+			return fmt.Sprintf("%s's digest stayed %x while its objects changed:\nbefore %s\nafter  %s", c, after.MemberDigest(c), a, b)
+		}
+	}
+	return ""
 }
 
 // planDifference names the first part in which two plans differ, "" if none.
@@ -143,7 +167,11 @@ type randomWorld struct {
 	globalnet bool
 	policy    straitv1.ExportPolicy
 	clusters  []string
-	keys      []types.NamespacedName
+	// families are each cluster's, by index: IPv4 alone in half the worlds, in the
+	// others a mix of dual-stack members with IPv4-only or (without globalnet) IPv6-only
+	// ones.
+	families []Families
+	keys     []types.NamespacedName
 	// exports are the spec's, by key: the clusters declared (none: all), and PreferLocal.
 	exports  map[types.NamespacedName]*straitv1.ExportSpec
 	services map[string]map[types.NamespacedName]*corev1.Service
@@ -161,9 +189,18 @@ func newRandomWorld(seed uint64) *randomWorld {
 	if rng.IntN(3) == 0 {
 		w.policy = straitv1.ExportPolicyMemberExports
 	}
+	mixed, v6only := rng.IntN(2) == 0, !w.globalnet && rng.IntN(2) == 0
 	for i := range 2 + rng.IntN(4) {
 		c := fmt.Sprintf("c%d", i)
 		w.clusters = append(w.clusters, c)
+		f := Families{V4: true}
+		switch {
+		case mixed && rng.IntN(3) == 0:
+			f = Families{V4: true, V6: true}
+		case mixed && v6only:
+			f = Families{V6: true}
+		}
+		w.families = append(w.families, f)
 		w.services[c] = map[types.NamespacedName]*corev1.Service{}
 		w.slices[c] = map[types.NamespacedName][]*discoveryv1.EndpointSlice{}
 		w.sexports[c] = map[types.NamespacedName]*mcsv1.ServiceExport{}
@@ -232,7 +269,20 @@ func (w *randomWorld) putService(c string, k types.NamespacedName) {
 		svc.Spec.Type = corev1.ServiceTypeExternalName
 		svc.Spec.ExternalName = "example.invalid"
 	default:
-		svc.Spec.ClusterIP = fmt.Sprintf("10.%d.0.%d", 100+i, 1+w.pick(200))
+		for _, v6 := range w.someFamilies(i) {
+			ip := fmt.Sprintf("10.%d.0.%d", 100+i, 1+w.pick(200))
+			if v6 {
+				ip = fmt.Sprintf("fd10:%x::%x", 100+i, 1+w.pick(200))
+			}
+			svc.Spec.ClusterIPs = append(svc.Spec.ClusterIPs, ip)
+			svc.Spec.IPFamilies = append(svc.Spec.IPFamilies, familyOf(ip))
+		}
+		svc.Spec.ClusterIP = svc.Spec.ClusterIPs[0]
+	}
+	if svc.Spec.ClusterIP == corev1.ClusterIPNone && w.families[i].V6 {
+		for _, v6 := range w.someFamilies(i) {
+			svc.Spec.IPFamilies = append(svc.Spec.IPFamilies, map[bool]corev1.IPFamily{false: corev1.IPv4Protocol, true: corev1.IPv6Protocol}[v6])
+		}
 	}
 	ports := []corev1.ServicePort{{Name: "http", Port: 80, Protocol: corev1.ProtocolTCP},
 		{Name: "http", Port: 8080, Protocol: corev1.ProtocolTCP}, {Name: "dns", Port: 53, Protocol: corev1.ProtocolUDP}}
@@ -260,11 +310,19 @@ func (w *randomWorld) addSlice(c string, k types.NamespacedName) {
 	s := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Namespace: k.Namespace,
 		Name: fmt.Sprintf("%s-%d", k.Name, w.rv), UID: types.UID(fmt.Sprintf("slice-%s-%s-%d", c, k, w.rv)), ResourceVersion: w.version(),
 		Labels: map[string]string{discoveryv1.LabelServiceName: k.Name}}, AddressType: discoveryv1.AddressTypeIPv4}
+	v6 := w.someFamilies(i)[0]
+	if v6 {
+		s.AddressType = discoveryv1.AddressTypeIPv6
+	}
 	if w.pick(3) > 0 {
 		s.Ports = []discoveryv1.EndpointPort{{Name: ptr("http"), Port: ptr(int32(8080 + w.pick(2)))}}
 	}
 	for range w.pick(4) {
-		ep := discoveryv1.Endpoint{Addresses: []string{fmt.Sprintf("%d.0.%d.%d", pod, w.pick(4), 1+w.pick(50))},
+		addr := fmt.Sprintf("%d.0.%d.%d", pod, w.pick(4), 1+w.pick(50))
+		if v6 {
+			addr = fmt.Sprintf("fd10:%x:0:%x::%x", 10+i, w.pick(4), 1+w.pick(50))
+		}
+		ep := discoveryv1.Endpoint{Addresses: []string{addr},
 			Conditions: discoveryv1.EndpointConditions{Ready: ptr(w.pick(4) > 0)}}
 		if w.pick(2) == 0 {
 			ep.TargetRef = &corev1.ObjectReference{Kind: "Pod", Name: fmt.Sprintf("pod-%d", w.pick(6))}
@@ -275,6 +333,21 @@ func (w *randomWorld) addSlice(c string, k types.NamespacedName) {
 		s.Endpoints = append(s.Endpoints, ep)
 	}
 	w.slices[c][k] = append(w.slices[c][k], s)
+}
+
+// someFamilies is a random non-empty list of cluster i's families, true for IPv6, in a
+// random order.
+func (w *randomWorld) someFamilies(i int) []bool {
+	var out []bool
+	for _, v6 := range []bool{false, true} {
+		if w.families[i].Has(v6) && (w.pick(3) > 0 || len(out) == 0 && (v6 || !w.families[i].V6)) {
+			out = append(out, v6)
+		}
+	}
+	if len(out) == 2 && w.pick(2) == 0 {
+		out[0], out[1] = out[1], out[0]
+	}
+	return out
 }
 
 func (w *randomWorld) putServiceExport(c string, k types.NamespacedName, hub bool) {
@@ -369,8 +442,15 @@ func (w *randomWorld) clusterSet() *straitv1.ClusterSet {
 		if w.globalnet {
 			pod = "10.10.0.0/16"
 		}
-		cs.Spec.Clusters = append(cs.Spec.Clusters, straitv1.ClusterSpec{Name: c, PodCIDRs: []string{pod},
-			ServiceCIDRs: []string{fmt.Sprintf("10.%d.0.0/16", 100+i)}})
+		cl := straitv1.ClusterSpec{Name: c}
+		if w.families[i].V4 {
+			cl.PodCIDRs, cl.ServiceCIDRs = []string{pod}, []string{fmt.Sprintf("10.%d.0.0/16", 100+i)}
+		}
+		if w.families[i].V6 {
+			cl.PodCIDRs = append(cl.PodCIDRs, fmt.Sprintf("fd10:%x::/48", 10+i))
+			cl.ServiceCIDRs = append(cl.ServiceCIDRs, fmt.Sprintf("fd10:%x::/112", 100+i))
+		}
+		cs.Spec.Clusters = append(cs.Spec.Clusters, cl)
 	}
 	for _, k := range w.keys {
 		if e := w.exports[k]; e != nil {

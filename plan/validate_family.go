@@ -120,9 +120,6 @@ func Carried(p netip.Prefix) bool { return p.Addr().Is4() || ipv6Carried }
 // of this version route IPv4 alone: the API and the validation take both families, the
 // data path does not yet, and an accepted range it ignored would be a silent black hole.
 func ipv6NotCarriedYet(spec *straitv1.ClusterSetSpec, path *field.Path) field.ErrorList {
-	if ipv6Carried {
-		return nil
-	}
 	var errs field.ErrorList
 	const why = "IPv6 is not carried yet: this version's node agents route and tunnel IPv4 only; list the cluster's IPv4 ranges alone"
 	for i := range spec.Clusters {
@@ -132,8 +129,11 @@ func ipv6NotCarriedYet(spec *straitv1.ClusterSetSpec, path *field.Path) field.Er
 			cidrs []string
 		}{{"podCIDRs", c.PodCIDRs}, {"serviceCIDRs", c.ServiceCIDRs}} {
 			for k, s := range kc.cidrs {
+				if p, err := netip.ParsePrefix(s); err != nil || !p.Addr().Is6() {
+					continue
+				}
 				at := path.Index(i).Child(kc.kind).Index(k)
-				if p, err := routableCIDR(at, s, ""); err == nil && p.Addr().Is6() {
+				if _, err := routableCIDR(at, s, ""); err == nil {
 					errs = append(errs, field.Invalid(at, s, why))
 				}
 			}
@@ -142,20 +142,16 @@ func ipv6NotCarriedYet(spec *straitv1.ClusterSetSpec, path *field.Path) field.Er
 		if ep == nil {
 			continue
 		}
-		addrs := []struct {
-			path *field.Path
-			addr string
-		}{{path.Index(i).Child("gateway", "endpoint", "address"), ep.Address}}
-		for k, na := range ep.NodeAddresses {
-			addrs = append(addrs, struct {
-				path *field.Path
-				addr string
-			}{path.Index(i).Child("gateway", "endpoint", "nodeAddresses").Index(k).Child("address"), na.Address})
-		}
-		for _, a := range addrs {
-			if ip, err := netip.ParseAddr(a.addr); err == nil && ip.Is6() && len(validatePublicAddress(a.addr, a.path)) == 0 {
-				errs = append(errs, field.Invalid(a.path, a.addr, "IPv6 is not carried yet: this version's gateways tunnel over IPv4 only"))
+		gatewayV6 := func(addr string, at func() *field.Path) {
+			if ip, err := netip.ParseAddr(addr); err == nil && ip.Is6() && len(validatePublicAddress(addr, at())) == 0 {
+				errs = append(errs, field.Invalid(at(), addr, "IPv6 is not carried yet: this version's gateways tunnel over IPv4 only"))
 			}
+		}
+		gatewayV6(ep.Address, func() *field.Path { return path.Index(i).Child("gateway", "endpoint", "address") })
+		for k, na := range ep.NodeAddresses {
+			gatewayV6(na.Address, func() *field.Path {
+				return path.Index(i).Child("gateway", "endpoint", "nodeAddresses").Index(k).Child("address")
+			})
 		}
 	}
 	return errs
