@@ -110,3 +110,39 @@ func (s *exportSource) clusterIPOf(f corev1.IPFamily) string {
 	}
 	return ""
 }
+
+// Summarise is the smallest prefix per family holding every CIDR given of that family,
+// IPv4 first: what a member's nodes' pod CIDRs say its pod ranges are at least.
+// Unparsable entries are left out.
+func Summarise(cidrs []string) []string {
+	var sum [2]netip.Prefix // IPv4, IPv6
+	for _, c := range cidrs {
+		p, err := netip.ParsePrefix(c)
+		if err != nil {
+			continue
+		}
+		p = p.Masked()
+		i := 0
+		if p.Addr().Is6() {
+			i = 1
+		}
+		s := sum[i]
+		if !s.IsValid() {
+			sum[i] = p
+			continue
+		}
+		for bits := min(s.Bits(), p.Bits()); bits >= 0; bits-- {
+			if a, _ := s.Addr().Prefix(bits); a.Contains(p.Addr()) {
+				sum[i] = a
+				break
+			}
+		}
+	}
+	var out []string
+	for _, s := range sum {
+		if s.IsValid() {
+			out = append(out, s.String())
+		}
+	}
+	return out
+}

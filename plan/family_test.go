@@ -188,3 +188,20 @@ func TestGlobalnetTranslatesIPv4AndRoutesIPv6(t *testing.T) {
 		t.Error("db's IPv6 endpoint moved, which c2 sees as it is, but c2's digest stayed")
 	}
 }
+
+func TestSummarise(t *testing.T) {
+	for _, tc := range []struct {
+		in, want []string
+	}{
+		{[]string{"10.10.1.0/24", "10.10.2.0/24"}, []string{"10.10.0.0/22"}},
+		{[]string{"10.10.2.0/24"}, []string{"10.10.2.0/24"}},
+		{[]string{"10.10.0.0/24", "10.10.255.0/24"}, []string{"10.10.0.0/16"}},
+		{[]string{"fd10:8:0:2::/64", "10.10.2.0/24", "fd10:8:0:1::/64"}, []string{"10.10.2.0/24", "fd10:8::/62"}},
+		{[]string{"nonsense"}, nil},
+		{nil, nil},
+	} {
+		if got := Summarise(tc.in); !slices.Equal(got, tc.want) {
+			t.Errorf("Summarise(%v) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}

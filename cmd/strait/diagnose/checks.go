@@ -14,6 +14,7 @@ import (
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
 	"github.com/straitnet/strait/dns/corefile"
 	"github.com/straitnet/strait/nodeagent/route"
+	"github.com/straitnet/strait/plan"
 )
 
 // The checks, in the order they are run and printed.
@@ -597,32 +598,12 @@ func within(c string, outer []netip.Prefix) bool {
 	return false
 }
 
-// summarise is the smallest prefix holding every CIDR (IPv4 or IPv6 alike), or the
-// list when they are of both families.
+// summarise is the smallest prefix per family holding every CIDR, "-" for none.
 func summarise(cs []string) string {
-	var ps []netip.Prefix
-	for _, c := range cs {
-		if p, err := netip.ParsePrefix(c); err == nil {
-			ps = append(ps, p.Masked())
-		}
+	if s := plan.Summarise(cs); len(s) > 0 {
+		return strings.Join(s, ",")
 	}
-	if len(ps) == 0 {
-		return "-"
-	}
-	s := ps[0]
-	for _, p := range ps[1:] {
-		if p.Addr().Is4() != s.Addr().Is4() {
-			return strings.Join(cs, ",")
-		}
-		for bits := min(s.Bits(), p.Bits()); bits >= 0; bits-- {
-			a, _ := s.Addr().Prefix(bits)
-			if a.Contains(p.Addr()) {
-				s = a
-				break
-			}
-		}
-	}
-	return s.String()
+	return "-"
 }
 
 func appendNew(list []string, s string) []string {

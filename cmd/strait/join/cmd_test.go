@@ -90,19 +90,3 @@ func TestJoinRefusesBadInput(t *testing.T) {
 		}
 	}
 }
-
-func TestSummarise(t *testing.T) {
-	for _, tc := range []struct {
-		in   []string
-		want string
-	}{
-		{[]string{"10.10.1.0/24", "10.10.2.0/24"}, "10.10.0.0/22"},
-		{[]string{"10.10.2.0/24"}, "10.10.2.0/24"},
-		{[]string{"10.10.0.0/24", "10.10.255.0/24"}, "10.10.0.0/16"},
-		{nil, ""},
-	} {
-		if got := Summarise(tc.in); got != tc.want {
-			t.Errorf("Summarise(%v) = %q, want %q", tc.in, got, tc.want)
-		}
-	}
-}

@@ -25,6 +25,7 @@ import (
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
 	"github.com/straitnet/strait/internal/cli"
+	"github.com/straitnet/strait/plan"
 )
 
 // The names kustomize/member gives the hub's identity in a member (docs/hub.md).
@@ -199,11 +200,7 @@ func (m *member) observe(ctx context.Context) (observed, error) {
 		}
 	}
 	o.NodePodCIDRs = sortCIDRs(o.NodePodCIDRs)
-	for _, v6 := range []bool{false, true} {
-		if s := Summarise(ofFamily(o.NodePodCIDRs, v6)); s != "" {
-			o.PodCIDRs = append(o.PodCIDRs, s)
-		}
-	}
+	o.PodCIDRs = plan.Summarise(o.NodePodCIDRs)
 	list, err := m.kube.NetworkingV1().ServiceCIDRs().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return o, fmt.Errorf("listing ServiceCIDRs (networking.k8s.io/v1, Kubernetes 1.33 or later): %w", err)
@@ -239,48 +236,6 @@ func sortCIDRs(cidrs []string) []string {
 		out[i] = p.String()
 	}
 	return out
-}
-
-// ofFamily are the CIDRs of one family: IPv6 or IPv4.
-func ofFamily(cidrs []string, v6 bool) []string {
-	var out []string
-	for _, c := range cidrs {
-		if p, err := netip.ParsePrefix(c); err == nil && p.Addr().Is6() == v6 {
-			out = append(out, c)
-		}
-	}
-	return out
-}
-
-// Summarise is the smallest prefix that holds every CIDR given, all of one family ("" for
-// none, or for CIDRs of both families).
-func Summarise(cidrs []string) string {
-	var s netip.Prefix
-	for _, c := range cidrs {
-		p, err := netip.ParsePrefix(c)
-		if err != nil {
-			continue
-		}
-		p = p.Masked()
-		if !s.IsValid() {
-			s = p
-			continue
-		}
-		if p.Addr().Is4() != s.Addr().Is4() {
-			return ""
-		}
-		for bits := min(s.Bits(), p.Bits()); bits >= 0; bits-- {
-			a, _ := s.Addr().Prefix(bits)
-			if a.Contains(p.Addr()) {
-				s = a
-				break
-			}
-		}
-	}
-	if !s.IsValid() {
-		return ""
-	}
-	return s.String()
 }
 
 // install applies a kustomization (kustomize/member, or an overlay over it) to the
