@@ -2,6 +2,7 @@ package resolver
 
 import (
 	"net/netip"
+	"slices"
 	"strings"
 
 	"github.com/miekg/dns"
@@ -368,7 +369,7 @@ func (q *query) srv(ord []*source, only *source, portName, proto string) Answer 
 		return q.noData()
 	}
 	var a Answer
-	q.appendSRV(&a, ord, only, port, map[string]bool{})
+	q.appendSRV(&a, ord, only, port, map[targetAddr]bool{})
 	q.weigh(&a)
 	return a
 }
@@ -380,7 +381,7 @@ func (q *query) srv(ord []*source, only *source, portName, proto string) Answer 
 // record, since an SRV record names no protocol; CoreDNS drops the duplicate too).
 func (q *query) bareSRV(ord []*source) Answer {
 	var a Answer
-	seen := map[string]bool{}
+	seen := map[targetAddr]bool{}
 	for i := range q.e.ports {
 		q.appendSRV(&a, ord, nil, &q.e.ports[i], seen)
 	}
@@ -405,21 +406,34 @@ func (q *query) bareSRV(ord []*source) Answer {
 	return a
 }
 
+// targetAddr is an SRV target and one of its addresses, as the additional section
+// holds it.
+type targetAddr struct {
+	target string
+	addr   netip.Addr
+}
+
 // appendSRV appends the SRV records of port to a: for ClusterSetIP one targeting the
-// service (or only's cluster) name, for headless one per endpoint; the addresses of
-// targets not in seen go to the additional section.
-func (q *query) appendSRV(a *Answer, ord []*source, only *source, port *Port, seen map[string]bool) {
+// service (or only's cluster) name, for headless one per endpoint name (an endpoint of
+// a dual-stack member comes once per family, under one name: one record); the
+// addresses of targets not in seen go to the additional section.
+func (q *query) appendSRV(a *Answer, ord []*source, only *source, port *Port, seen map[targetAddr]bool) {
 	e := q.e
 	key := e.Key()
 	base := key.Name + "." + key.Namespace + ".svc." + q.zone
+	first := len(a.Answer)
 	add := func(target string, p uint16, v4s, v6s []netip.Addr) {
-		a.Answer = append(a.Answer, &dns.SRV{Hdr: q.hdr(dns.TypeSRV), Priority: 0, Weight: 100, Port: p, Target: target})
-		if seen[target] {
-			return
+		if !slices.ContainsFunc(a.Answer[first:], func(rr dns.RR) bool { return rr.(*dns.SRV).Target == target }) {
+			a.Answer = append(a.Answer, &dns.SRV{Hdr: q.hdr(dns.TypeSRV), Priority: 0, Weight: 100, Port: p, Target: target})
 		}
-		seen[target] = true
-		a.Extra = q.appendAddrs(a.Extra, target, v4s)
-		a.Extra = q.appendAddrs(a.Extra, target, v6s)
+		for _, addrs := range [2][]netip.Addr{v4s, v6s} {
+			for i, ad := range addrs {
+				if k := (targetAddr{target, ad}); !seen[k] {
+					seen[k] = true
+					a.Extra = q.appendAddrs(a.Extra, target, addrs[i:i+1])
+				}
+			}
+		}
 	}
 	if !e.headless {
 		var b4, b6 [4]netip.Addr
