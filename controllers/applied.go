@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/straitnet/strait/controllers/members"
+	"github.com/straitnet/strait/internal/keytable"
 )
 
 // objKey names an object the hub writes in a member.
@@ -71,10 +72,11 @@ func metaHash(o client.Object) uint64 {
 type appliedTable struct {
 	mu sync.Mutex
 	// entries are by kind, then by the hash of the object's namespace and name
-	// (nameHash): a table of strings took 300 bytes an object, 1.5 GiB at 255 members
-	// × 10,000 exports. Two names of one kind in one member that hash alike would
-	// share an entry, a 64-bit collision of the kind the prints already allow.
-	entries    map[string]map[uint64]appliedEntry
+	// (nameHash), in a keytable of 24 bytes an object: a table of strings took 300
+	// bytes an object, 1.5 GiB at 255 members × 10,000 exports, and a Go map of the
+	// same numbers 84. Two names of one kind in one member that hash alike would share
+	// an entry, a 64-bit collision of the kind the prints already allow.
+	entries    map[string]*keytable.Table[appliedEntry]
 	namespaces map[string]bool // namespaces known to exist in the member
 	pass       memberPass
 	// changes counts changes to the hub's objects in the member that were not the hub's
@@ -158,8 +160,8 @@ func (t *appliedTable) inventory() map[string]int32 {
 	defer t.mu.Unlock()
 	out := map[string]int32{}
 	for kind, es := range t.entries {
-		if len(es) > 0 {
-			out[kind] = int32(len(es))
+		if es.Len() > 0 {
+			out[kind] = int32(es.Len())
 		}
 	}
 	return out
@@ -208,16 +210,19 @@ func (t *appliedTable) setRV(k objKey, rv string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	es, id := t.entries[k.kind], nameHash(k)
-	if e, ok := es[id]; ok && rv != "" && !statusByOthers(k.kind) {
+	if es == nil || rv == "" || statusByOthers(k.kind) {
+		return
+	}
+	if e, ok := es.Get(id); ok {
 		t.unprint(k, e)
 		e.fp = fingerprint(k, 0, 0, rv)
-		es[id] = e
+		es.Set(id, e)
 		t.print(k, e)
 	}
 }
 
 func (r *ClusterSetReconciler) appliedFor(key members.Key) *appliedTable {
-	v, _ := r.applied.LoadOrStore(key, &appliedTable{entries: map[string]map[uint64]appliedEntry{}, namespaces: map[string]bool{},
+	v, _ := r.applied.LoadOrStore(key, &appliedTable{entries: map[string]*keytable.Table[appliedEntry]{}, namespaces: map[string]bool{},
 		prints: map[string]members.Print{}})
 	return v.(*appliedTable)
 }
@@ -228,8 +233,15 @@ func nameHash(k objKey) uint64 { return members.NameKey(k.namespace, k.name) }
 func (t *appliedTable) get(k objKey) (appliedEntry, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	e, ok := t.entries[k.kind][nameHash(k)]
-	return e, ok
+	return t.entry(k)
+}
+
+// entry is k's entry; t.mu is held.
+func (t *appliedTable) entry(k objKey) (appliedEntry, bool) {
+	if es := t.entries[k.kind]; es != nil {
+		return es.Get(nameHash(k))
+	}
+	return appliedEntry{}, false
 }
 
 func (t *appliedTable) set(k objKey, e appliedEntry) {
@@ -237,23 +249,22 @@ func (t *appliedTable) set(k objKey, e appliedEntry) {
 	defer t.mu.Unlock()
 	es, id := t.entries[k.kind], nameHash(k)
 	if es == nil {
-		es = map[uint64]appliedEntry{}
+		es = &keytable.Table[appliedEntry]{}
 		t.entries[k.kind] = es
 	}
-	if old, ok := es[id]; ok {
+	if old, ok := es.Get(id); ok {
 		t.unprint(k, old)
 	}
-	es[id] = e
+	es.Set(id, e)
 	t.print(k, e)
 }
 
 func (t *appliedTable) drop(k objKey) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	es, id := t.entries[k.kind], nameHash(k)
-	if old, ok := es[id]; ok {
+	if old, ok := t.entry(k); ok {
 		t.unprint(k, old)
-		delete(es, id)
+		t.entries[k.kind].Delete(nameHash(k))
 	}
 }
 
@@ -280,7 +291,7 @@ func (t *appliedTable) setNamespace(ns string, ok bool) {
 func (t *appliedTable) isOwnWrite(k objKey, o client.Object, deleted bool) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	e, ok := t.entries[k.kind][nameHash(k)]
+	e, ok := t.entry(k)
 	if deleted {
 		return !ok
 	}

@@ -5,6 +5,8 @@ import (
 
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/straitnet/strait/internal/keytable"
 )
 
 // PrintFunc fingerprints a member's object of a kind (the Kind of its GroupVersionKind)
@@ -38,10 +40,11 @@ type Prints struct {
 type kindPrints struct {
 	mu    sync.Mutex
 	print Print
-	// fps are the fingerprints by the hash of namespace and name (NameKey): 16 bytes an
-	// object where keys of strings took some 66. Two names that hash alike would share
-	// one fingerprint, a 64-bit collision of the kind the sums already allow.
-	fps map[uint64]uint64
+	// fps are the fingerprints by the hash of namespace and name (NameKey), in a
+	// keytable: 16 bytes an object, where a Go map took 57 and keys of strings some 66.
+	// Two names that hash alike would share one fingerprint, a 64-bit collision of the
+	// kind the sums already allow.
+	fps keytable.Table[uint64]
 	// synced says whether the handler has been handed the informer's initial list;
 	// nil for a handler fed by hand (a stand-in for an informer).
 	synced func() bool
@@ -51,7 +54,7 @@ type kindPrints struct {
 func NewPrints(fp PrintFunc, kinds ...string) *Prints {
 	p := &Prints{fp: fp, kinds: make(map[string]*kindPrints, len(kinds))}
 	for _, k := range kinds {
-		p.kinds[k] = &kindPrints{fps: map[uint64]uint64{}}
+		p.kinds[k] = &kindPrints{}
 	}
 	return p
 }
@@ -108,7 +111,7 @@ func (k *kindPrints) saw(fp PrintFunc, kind string, obj any) {
 	if !counts {
 		return
 	}
-	k.fps[key] = f
+	k.fps.Set(key, f)
 	k.print.N++
 	k.print.Sum += f
 }
@@ -136,11 +139,11 @@ func (k *kindPrints) gone(obj any) {
 
 // takeOut takes an object's fingerprint out of the print; k.mu is held.
 func (k *kindPrints) takeOut(key uint64) {
-	f, ok := k.fps[key]
+	f, ok := k.fps.Get(key)
 	if !ok {
 		return
 	}
-	delete(k.fps, key)
+	k.fps.Delete(key)
 	k.print.N--
 	k.print.Sum -= f
 }
