@@ -79,7 +79,7 @@ func (l *Linux) fence(port uint16, until time.Time, build bool) error {
 			ch := c.AddChain(nftChain(t, NFTChain{Name: hook, Type: "filter", Hook: hook, Priority: fencePriority}))
 			r := NFTRule{Text: fmt.Sprintf("udp dport %d udp dport != @%s counter drop", port, fenceSet), Exprs: fenceExprs(key)}
 			c.AddRule(&nftables.Rule{Table: t, Chain: ch, Exprs: r.Exprs,
-				UserData: userdata.AppendString(nil, userdata.TypeComment, r.ID())})
+				UserData: userdata.AppendString(nil, userdata.TypeComment, r.ID(IPv4))})
 		}
 	} else {
 		c.FlushSet(set)

@@ -65,7 +65,7 @@ func TestFenceEndsWithTheTerm(t *testing.T) {
 		t.Fatal(err)
 	}
 	passes("term ended by the agent", false)
-	tbl, err := k.NFTable(ctx, FenceTable)
+	tbl, err := k.NFTable(ctx, IPv4, FenceTable)
 	if err != nil || tbl == nil {
 		t.Fatalf("fence table: %v %v", tbl, err)
 	}
@@ -73,7 +73,7 @@ func TestFenceEndsWithTheTerm(t *testing.T) {
 		t.Fatal(err)
 	}
 	passes("unfenced", true)
-	if tbl, err := k.NFTable(ctx, FenceTable); err != nil || tbl != nil {
+	if tbl, err := k.NFTable(ctx, IPv4, FenceTable); err != nil || tbl != nil {
 		t.Errorf("after Unfence: table %+v, %v; want none", tbl, err)
 	}
 	if err := k.Unfence(ctx); err != nil {
