@@ -28,6 +28,7 @@ func newLinuxInNetns(t *testing.T) Kernel {
 	node, peer := netns.New(t, "node"), netns.New(t, "peer")
 	netns.Veth(t, node, "eth0", peer, "eth0")
 	node.AddAddr(t, "eth0", "10.0.0.1/24")
+	node.AddAddr(t, "eth0", "2001:db8::1/64")
 	k, err := NewLinux(node.Handle)
 	if err != nil {
 		t.Fatal(err)
@@ -42,19 +43,21 @@ func TestLinuxSequence(t *testing.T) {
 
 func TestLinuxCleanupLeavesNothing(t *testing.T) {
 	ctx := context.Background()
-	k := newLinuxInNetns(t)
-	if err := Apply(ctx, k, testOwn, steps()[2].want); err != nil {
-		t.Fatal(err)
-	}
-	if err := Cleanup(ctx, k, testOwn); err != nil {
-		t.Fatal(err)
-	}
-	if d, err := Dump(ctx, k, testOwn); err != nil || d != "" {
-		t.Fatalf("after cleanup: %q, %v", d, err)
-	}
-	// Cleanup of nothing is no error either.
-	if err := Cleanup(ctx, k, testOwn); err != nil {
-		t.Fatal(err)
+	for _, s := range []step{steps()[2], ipv6Steps()[0], ipv6Steps()[1]} {
+		k := newLinuxInNetns(t)
+		if err := Apply(ctx, k, testOwn, s.want); err != nil {
+			t.Fatal(err)
+		}
+		if err := Cleanup(ctx, k, testOwn); err != nil {
+			t.Fatal(err)
+		}
+		if d, err := Dump(ctx, k, testOwn); err != nil || d != "" {
+			t.Fatalf("%s: after cleanup: %q, %v", s.name, d, err)
+		}
+		// Cleanup of nothing is no error either.
+		if err := Cleanup(ctx, k, testOwn); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 
