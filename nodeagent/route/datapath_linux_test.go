@@ -18,15 +18,103 @@ import (
 	"github.com/straitnet/strait/test/require"
 )
 
+// path6 is a pod on a node, its cluster's active gateway and a pod of a remote cluster
+// behind it, with the route agent's state applied on the node and the gateway:
+//
+//	pod ── node ══ vx-strait over eth0 ══ gw ── remote
+//
+// The pods are in 2001:db8:10::/64 (this cluster) and 2001:db8:20::/64 (the remote
+// one); the underlay is nodeIP and gwIP and, where they are IPv4, 2001:db8::a:1 and :2 as
+// well (a dual-stack cluster network). Every address lies in namespaces the test
+// creates; they go with the test.
+type path6 struct {
+	pod, node, gw, remote *netns.NS
+	nodes                 []Node
+	input                 Input
+	kernels               map[string]*kernel.Linux
+}
+
+func newPath6(t *testing.T, nodeIP, gwIP string, underlayPrefix int) *path6 {
+	t.Helper()
+	p := &path6{pod: netns.New(t, "pod"), node: netns.New(t, "node"), gw: netns.New(t, "gw"), remote: netns.New(t, "remote"),
+		kernels: map[string]*kernel.Linux{}}
+	for _, ns := range []*netns.NS{p.pod, p.node, p.gw, p.remote} {
+		// No duplicate address detection on the new veths: a router whose link-local
+		// address is still tentative sends no neighbor solicitation, and the first
+		// packets of the test would wait a second or two for it (a node's devices are
+		// long up).
+		for k, v := range map[string]string{"net/ipv6/conf/all/forwarding": "1", "net/ipv6/conf/default/accept_dad": "0"} {
+			if err := ns.SetSysctl(k, v); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	netns.Veth(t, p.pod, "eth0", p.node, "pod0")
+	netns.Veth(t, p.node, "eth0", p.gw, "eth0")
+	netns.Veth(t, p.gw, "remote0", p.remote, "eth0")
+	addr6(t, p.pod, "eth0", "2001:db8:10::5/64")
+	addr6(t, p.node, "pod0", "2001:db8:10::1/64")
+	addr6(t, p.gw, "remote0", "2001:db8:20::1/64")
+	addr6(t, p.remote, "eth0", "2001:db8:20::5/64")
+	route6(t, p.pod, "::/0", "2001:db8:10::1", "eth0")
+	route6(t, p.remote, "::/0", "2001:db8:20::1", "eth0")
+	// The cluster network: both nodes on one underlay, which carries IPv6 too.
+	addr6(t, p.node, "eth0", fmt.Sprintf("%s/%d", nodeIP, underlayPrefix))
+	addr6(t, p.gw, "eth0", fmt.Sprintf("%s/%d", gwIP, underlayPrefix))
+	if underlayPrefix != 64 {
+		addr6(t, p.node, "eth0", "2001:db8::a:1/64")
+		addr6(t, p.gw, "eth0", "2001:db8::a:2/64")
+	}
+	// The gateway reaches the node's pods through the cluster network (the CNI's route);
+	// the node does not route the remote CIDR itself: only vx-strait does.
+	route6(t, p.gw, "2001:db8:10::/64", "2001:db8::a:1", "eth0")
+
+	// Nothing routes the remote CIDR yet.
+	if src, err := p.whoAmI(t, 300*time.Millisecond); err == nil {
+		t.Fatalf("the remote pod answered (seeing %s) before the route agent's state was applied", src)
+	}
+	p.nodes = []Node{{Name: "node", IP: netip.MustParseAddr(nodeIP)}, {Name: "gw", IP: netip.MustParseAddr(gwIP)}}
+	p.input = Input{Nodes: p.nodes, Gateway: p.nodes[1], Underlay: "eth0", UnderlayMTU: 1500,
+		RemoteCIDRs: []netip.Prefix{netip.MustParsePrefix("2001:db8:20::/64")}}
+	for _, x := range []struct {
+		ns   *netns.NS
+		self Node
+	}{{p.node, p.nodes[0]}, {p.gw, p.nodes[1]}} {
+		k, err := kernel.NewLinux(x.ns.Handle)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(k.Close)
+		p.kernels[x.self.Name] = k
+	}
+	p.converge(t)
+	return p
+}
+
+// converge applies the route agent's state on the node and the gateway.
+func (p *path6) converge(t *testing.T) {
+	t.Helper()
+	for _, self := range p.nodes {
+		in := p.input
+		in.Self = self
+		if err := kernel.Apply(context.Background(), p.kernels[self.Name], Ownership(), Compute(in)); err != nil {
+			t.Fatalf("%s: %v", self.Name, err)
+		}
+	}
+}
+
+// whoAmI connects from the pod to the remote pod and returns the source it saw.
+func (p *path6) whoAmI(t *testing.T, timeout time.Duration) (string, error) {
+	t.Helper()
+	return whoAmI6(t, p.pod, p.remote, "[2001:db8:20::5]:7000", timeout)
+}
+
 // TestIPv6IsRoutedOverVXStraitToTheGateway: on the real kernel, a pod's IPv6 connection
 // to a remote cluster's CIDR leaves its node through vx-strait (the route agent's state,
 // applied by kernel.Apply) and reaches the remote pod behind the gateway with the pod's
 // own address, over an IPv4 underlay (a dual-stack cluster) and over an IPv6 one (an
 // IPv6-only cluster). The reply comes back through the cluster network, as in a
-// cluster. Every address lies in namespaces the test creates (2001:db8::/32 and
-// 10.0.0.0/24); they go with the test.
-//
-//	pod ── node ══ vx-strait over eth0 ══ gw ── remote
+// cluster.
 func TestIPv6IsRoutedOverVXStraitToTheGateway(t *testing.T) {
 	for _, tc := range []struct {
 		name           string
@@ -38,71 +126,14 @@ func TestIPv6IsRoutedOverVXStraitToTheGateway(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			require.Root(t)
-			pod, node, gw, remote := netns.New(t, "pod"), netns.New(t, "node"), netns.New(t, "gw"), netns.New(t, "remote")
-			for _, ns := range []*netns.NS{pod, node, gw, remote} {
-				// No duplicate address detection on the new veths: a router whose
-				// link-local address is still tentative sends no neighbor solicitation, and
-				// the first packets of the test would wait a second or two for it (a node's
-				// devices are long up).
-				for k, v := range map[string]string{"net/ipv6/conf/all/forwarding": "1", "net/ipv6/conf/default/accept_dad": "0"} {
-					if err := ns.SetSysctl(k, v); err != nil {
-						t.Fatal(err)
-					}
-				}
-			}
-			netns.Veth(t, pod, "eth0", node, "pod0")
-			netns.Veth(t, node, "eth0", gw, "eth0")
-			netns.Veth(t, gw, "remote0", remote, "eth0")
-			addr6(t, pod, "eth0", "2001:db8:10::5/64")
-			addr6(t, node, "pod0", "2001:db8:10::1/64")
-			addr6(t, gw, "remote0", "2001:db8:20::1/64")
-			addr6(t, remote, "eth0", "2001:db8:20::5/64")
-			route6(t, pod, "::/0", "2001:db8:10::1", "eth0")
-			route6(t, remote, "::/0", "2001:db8:20::1", "eth0")
-			// The cluster network: both nodes on one underlay, which carries IPv6 too.
-			addr6(t, node, "eth0", fmt.Sprintf("%s/%d", tc.nodeIP, tc.underlayPrefix))
-			addr6(t, gw, "eth0", fmt.Sprintf("%s/%d", tc.gwIP, tc.underlayPrefix))
-			if tc.underlayPrefix != 64 {
-				addr6(t, node, "eth0", "2001:db8::a:1/64")
-				addr6(t, gw, "eth0", "2001:db8::a:2/64")
-			}
-			// The gateway reaches the node's pods through the cluster network (the CNI's
-			// route); the node does not route the remote CIDR itself: only vx-strait does.
-			route6(t, gw, "2001:db8:10::/64", "2001:db8::a:1", "eth0")
-
-			// Nothing routes the remote CIDR yet.
-			if src, err := whoAmI6(t, pod, remote, "[2001:db8:20::5]:7000", 300*time.Millisecond); err == nil {
-				t.Fatalf("the remote pod answered (seeing %s) before the route agent's state was applied", src)
-			}
-
-			nodes := []Node{{Name: "node", IP: netip.MustParseAddr(tc.nodeIP)}, {Name: "gw", IP: netip.MustParseAddr(tc.gwIP)}}
-			in := Input{Nodes: nodes, Gateway: nodes[1], Underlay: "eth0", UnderlayMTU: 1500,
-				RemoteCIDRs: []netip.Prefix{netip.MustParsePrefix("2001:db8:20::/64")}}
+			p := newPath6(t, tc.nodeIP, tc.gwIP, tc.underlayPrefix)
 			ctx := context.Background()
-			kernels := map[string]*kernel.Linux{}
-			for _, x := range []struct {
-				ns   *netns.NS
-				self Node
-			}{{node, nodes[0]}, {gw, nodes[1]}} {
-				k, err := kernel.NewLinux(x.ns.Handle)
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(k.Close)
-				kernels[x.self.Name] = k
-				in.Self = x.self
-				if err := kernel.Apply(ctx, k, Ownership(), Compute(in)); err != nil {
-					t.Fatalf("%s: %v", x.self.Name, err)
-				}
-			}
-
-			before, start := rxPackets(t, gw), time.Now()
-			src, err := whoAmI6(t, pod, remote, "[2001:db8:20::5]:7000", 3*time.Second)
+			before, start := rxPackets(t, p.gw), time.Now()
+			src, err := p.whoAmI(t, 3*time.Second)
 			took := time.Since(start)
 			t.Logf("connected and answered in %v", took)
-
 			if err != nil {
-				d, _ := kernel.Dump(ctx, kernels["node"], Ownership())
+				d, _ := kernel.Dump(ctx, p.kernels["node"], Ownership())
 				t.Fatalf("pod → remote: %v\nnode:\n%s", err, d)
 			}
 			if src != "2001:db8:10::5" {
@@ -113,19 +144,20 @@ func TestIPv6IsRoutedOverVXStraitToTheGateway(t *testing.T) {
 			if took > 900*time.Millisecond {
 				t.Errorf("the first connection took %v: its first packet was lost", took)
 			}
-			if got := rxPackets(t, gw) - before; got == 0 {
+			if got := rxPackets(t, p.gw) - before; got == 0 {
 				t.Error("nothing arrived on the gateway's vx-strait: the connection went another way")
 			}
 
 			// The node's whole state, then nothing of it after a cleanup, in both families.
-			d, err := kernel.Dump(ctx, kernels["node"], Ownership())
+			d, err := kernel.Dump(ctx, p.kernels["node"], Ownership())
 			if err != nil {
 				t.Fatal(err)
 			}
+			nodeIP, gwIP := p.nodes[0].IP, p.nodes[1].IP
 			for _, want := range []string{
-				"  addr " + VTEP6(nodes[0].IP).String() + "/96\n",
-				"  neighbor " + VTEP6(nodes[1].IP).String() + " lladdr " + VTEPMAC(nodes[1].IP) + "\n",
-				"route table=4242 proto=242 2001:db8:20::/64 via " + VTEP6(nodes[1].IP).String() + " dev vx-strait onlink",
+				"  addr " + VTEP6(nodeIP).String() + "/96\n",
+				"  neighbor " + VTEP6(gwIP).String() + " lladdr " + VTEPMAC(gwIP) + "\n",
+				"route table=4242 proto=242 2001:db8:20::/64 via " + VTEP6(gwIP).String() + " dev vx-strait onlink",
 				"rule ip6 pref=4242 table=4242\n",
 				"nft table ip6 strait\n",
 			} {
@@ -136,7 +168,7 @@ func TestIPv6IsRoutedOverVXStraitToTheGateway(t *testing.T) {
 			if strings.Contains(d, "nft table ip strait") || strings.Contains(d, "rule pref=") {
 				t.Errorf("IPv4 state on a node with nothing of IPv4 to route:\n%s", d)
 			}
-			for name, k := range kernels {
+			for name, k := range p.kernels {
 				if err := kernel.Cleanup(ctx, k, Ownership()); err != nil {
 					t.Fatal(err)
 				}
@@ -144,6 +176,45 @@ func TestIPv6IsRoutedOverVXStraitToTheGateway(t *testing.T) {
 					t.Errorf("%s after cleanup: %q, %v", name, d, err)
 				}
 			}
+		})
+	}
+}
+
+// TestIPv6MasqueradeStaysOffRemoteTraffic: a node whose CNI (or kube-proxy) masquerades
+// its pods' IPv6 traffic to anything outside the pod CIDR, in ip6tables' nat table or
+// in an nftables table of its own, still sends the pod's connection to the remote
+// cluster with the pod's own address: table ip6 strait's keep-remote-source binds the
+// identity mapping first. Without that chain the masquerade bites (so the test can
+// fail), and the next pass puts it back.
+func TestIPv6MasqueradeStaysOffRemoteTraffic(t *testing.T) {
+	require.Root(t, "nft", "ip6tables")
+	for _, backend := range []string{"ip6tables", "nftables"} {
+		t.Run(backend, func(t *testing.T) {
+			p := newPath6(t, "10.0.0.1", "10.0.0.2", 24)
+			const pods = "2001:db8:10::/64"
+			switch backend {
+			case "ip6tables":
+				p.node.Run(t, "ip6tables", "-w", "-t", "nat", "-I", "POSTROUTING", "-s", pods, "!", "-d", pods, "-j", "MASQUERADE")
+			case "nftables":
+				p.node.Run(t, "nft", fmt.Sprintf(`add table ip6 cni-masq
+add chain ip6 cni-masq postrouting { type nat hook postrouting priority srcnat; }
+add rule ip6 cni-masq postrouting ip6 saddr %[1]s ip6 daddr != %[1]s masquerade`, pods))
+			}
+			kept := func(t *testing.T) {
+				t.Helper()
+				if src, err := p.whoAmI(t, 2*time.Second); err != nil || src != "2001:db8:10::5" {
+					t.Fatalf("the remote pod saw %q (%v), want the pod's own 2001:db8:10::5", src, err)
+				}
+			}
+			kept(t)
+			p.node.Run(t, "nft", "flush", "chain", "ip6", NFTable, SourceChain)
+			if src, err := p.whoAmI(t, time.Second); err == nil && src == "2001:db8:10::5" {
+				t.Fatal("the pod's own address arrived without Strait's chain: the test's masquerade does not bite")
+			} else {
+				t.Logf("without the chain the remote pod saw %q (%v)", src, err)
+			}
+			p.converge(t)
+			kept(t)
 		})
 	}
 }
