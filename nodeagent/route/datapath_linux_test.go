@@ -106,7 +106,8 @@ func (p *path6) converge(t *testing.T) {
 // whoAmI connects from the pod to the remote pod and returns the source it saw.
 func (p *path6) whoAmI(t *testing.T, timeout time.Duration) (string, error) {
 	t.Helper()
-	return whoAmI6(t, p.pod, p.remote, "[2001:db8:20::5]:7000", timeout)
+	src, _, err := whoAmI6(t, p.pod, p.remote, "[2001:db8:20::5]:7000", timeout)
+	return src, err
 }
 
 // TestIPv6IsRoutedOverVXStraitToTheGateway: on the real kernel, a pod's IPv6 connection
@@ -129,7 +130,7 @@ func TestIPv6IsRoutedOverVXStraitToTheGateway(t *testing.T) {
 			p := newPath6(t, tc.nodeIP, tc.gwIP, tc.underlayPrefix)
 			ctx := context.Background()
 			before, start := rxPackets(t, p.gw), time.Now()
-			src, err := p.whoAmI(t, 3*time.Second)
+			src, mss, err := whoAmI6(t, p.pod, p.remote, "[2001:db8:20::5]:7000", 3*time.Second)
 			took := time.Since(start)
 			t.Logf("connected and answered in %v", took)
 			if err != nil {
@@ -146,6 +147,14 @@ func TestIPv6IsRoutedOverVXStraitToTheGateway(t *testing.T) {
 			}
 			if got := rxPackets(t, p.gw) - before; got == 0 {
 				t.Error("nothing arrived on the gateway's vx-strait: the connection went another way")
+			}
+			// Both pods have MTU 1500 (IPv6 MSS 1440); the route through vx-strait has
+			// the underlay's MTU less VXLAN's overhead over it, and table ip6 strait's
+			// mss-clamp writes that route's MSS into the SYN.
+			if routeMSS := 1500 - VXLANOverheadOver(p.nodes[0].IP) - 60; mss <= 0 || mss > routeMSS {
+				t.Errorf("the server's MSS is %d, want at most %d (clamped to the route's MTU)", mss, routeMSS)
+			} else {
+				t.Logf("the server's MSS: %d", mss)
 			}
 
 			// The node's whole state, then nothing of it after a cleanup, in both families.
@@ -261,8 +270,8 @@ func rxPackets(t *testing.T, ns *netns.NS) uint64 {
 }
 
 // whoAmI6 listens on addr in server, connects from client and returns the source
-// address the server saw.
-func whoAmI6(t *testing.T, client, server *netns.NS, addr string, timeout time.Duration) (string, error) {
+// address the server saw and the server's MSS for the connection.
+func whoAmI6(t *testing.T, client, server *netns.NS, addr string, timeout time.Duration) (string, int, error) {
 	t.Helper()
 	var ln net.Listener
 	if err := server.Do(func() error {
@@ -280,7 +289,11 @@ func whoAmI6(t *testing.T, client, server *netns.NS, addr string, timeout time.D
 		}
 		defer c.Close()
 		host, _, _ := net.SplitHostPort(c.RemoteAddr().String())
-		fmt.Fprintln(c, host)
+		mss := -1
+		if raw, err := c.(*net.TCPConn).SyscallConn(); err == nil {
+			_ = raw.Control(func(fd uintptr) { mss, _ = unix.GetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_MAXSEG) })
+		}
+		fmt.Fprintln(c, host, mss)
 	}()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
@@ -290,10 +303,15 @@ func whoAmI6(t *testing.T, client, server *netns.NS, addr string, timeout time.D
 		c, err = (&net.Dialer{}).DialContext(ctx, "tcp6", addr)
 		return err
 	}); err != nil {
-		return "", err
+		return "", 0, err
 	}
 	defer c.Close()
 	_ = c.SetDeadline(time.Now().Add(timeout))
 	line, err := bufio.NewReader(c).ReadString('\n')
-	return strings.TrimSpace(line), err
+	var src string
+	var mss int
+	if err == nil {
+		_, err = fmt.Sscan(line, &src, &mss)
+	}
+	return src, mss, err
 }
