@@ -33,7 +33,7 @@ func Apply(ctx context.Context, k Kernel, own Ownership, want State) error {
 			add(fmt.Errorf("link %s is not ours", wl.Name))
 			continue
 		}
-		add(applyLink(ctx, k, have, wl))
+		add(applyLink(ctx, k, have, wl, want.Sysctls))
 	}
 	for _, key := range slices.Sorted(maps.Keys(want.Sysctls)) {
 		v := want.Sysctls[key]
@@ -85,7 +85,11 @@ func Cleanup(ctx context.Context, k Kernel, own Ownership) error {
 	return Apply(ctx, k, own, State{})
 }
 
-func applyLink(ctx context.Context, k Kernel, have map[string]Link, wl Link) error {
+// applyLink converges one owned link. A device it makes gets its own sysctls from
+// sysctls (net/ipv{4,6}/conf/<name>/...) before its addresses: a host that disables IPv6
+// on new devices (net.ipv6.conf.default.disable_ipv6=1) refuses an IPv6 address until
+// the device's disable_ipv6 is 0.
+func applyLink(ctx context.Context, k Kernel, have map[string]Link, wl Link, sysctls map[string]string) error {
 	var errs []error
 	cur, ok := have[wl.Name]
 	if ok && !sameDevice(cur, wl) {
@@ -99,6 +103,15 @@ func applyLink(ctx context.Context, k Kernel, have map[string]Link, wl Link) err
 			return fmt.Errorf("add link %s: %w", wl.Name, err)
 		}
 		cur = Link{Name: wl.Name, MTU: wl.MTU, Up: wl.Up}
+		for _, key := range slices.Sorted(maps.Keys(sysctls)) {
+			if strings.HasPrefix(key, "net/ipv4/conf/"+wl.Name+"/") || strings.HasPrefix(key, "net/ipv6/conf/"+wl.Name+"/") {
+				if v, err := k.Sysctl(ctx, key); err != nil || v != sysctls[key] {
+					if err := k.SetSysctl(ctx, key, sysctls[key]); err != nil {
+						errs = append(errs, fmt.Errorf("sysctl %s=%s: %w", key, sysctls[key], err))
+					}
+				}
+			}
+		}
 	}
 	if cur.MTU != wl.MTU || cur.Up != wl.Up {
 		if err := k.SetLink(ctx, wl.Name, wl.MTU, wl.Up); err != nil {

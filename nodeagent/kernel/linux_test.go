@@ -297,3 +297,30 @@ func cpuTime(t *testing.T) time.Duration {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+// TestLinuxIPv6OnAHostThatDisablesItOnNewDevices: where new devices come without IPv6
+// (net.ipv6.conf.default.disable_ipv6=1), the device Apply makes gets its disable_ipv6=0
+// before its IPv6 addresses, so the first pass converges.
+func TestLinuxIPv6OnAHostThatDisablesItOnNewDevices(t *testing.T) {
+	ctx := context.Background()
+	require.Root(t)
+	node, peer := netns.New(t, "node"), netns.New(t, "peer")
+	netns.Veth(t, node, "eth0", peer, "eth0")
+	node.AddAddr(t, "eth0", "10.0.0.1/24")
+	if err := node.SetSysctl("net/ipv6/conf/default/disable_ipv6", "1"); err != nil {
+		t.Fatal(err)
+	}
+	k, err := NewLinux(node.Handle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(k.Close)
+	s := ipv6Steps()[0]
+	s.want.Sysctls = map[string]string{"net/ipv4/conf/vx-test/rp_filter": "2", "net/ipv6/conf/vx-test/disable_ipv6": "0"}
+	if err := Apply(ctx, k, testOwn, s.want); err != nil {
+		t.Fatalf("first pass: %v", err)
+	}
+	if d, _ := Dump(ctx, k, testOwn); d != s.dump {
+		t.Fatalf("got:\n%s\nwant:\n%s", d, s.dump)
+	}
+}
