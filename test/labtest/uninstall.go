@@ -171,12 +171,14 @@ func StraitKernelState(t testing.TB, ns string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fence, err := k.NFTable(ctx, kernel.IPv4, kernel.FenceTable)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if fence != nil {
-		dump += "nftables table ip " + kernel.FenceTable + "\n"
+	for _, f := range []kernel.Family{kernel.IPv4, kernel.IPv6} {
+		fence, err := k.NFTable(ctx, f, kernel.FenceTable)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fence != nil {
+			dump += "nftables table " + string(f) + " " + kernel.FenceTable + "\n"
+		}
 	}
 	links, err := k.Links(ctx)
 	if err != nil {
