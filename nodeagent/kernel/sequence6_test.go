@@ -3,6 +3,7 @@ package kernel
 import (
 	"context"
 	"net/netip"
+	"strings"
 	"testing"
 
 	"github.com/google/nftables/expr"
@@ -159,5 +160,31 @@ func TestRuleIDsDifferByFamily(t *testing.T) {
 	}
 	if r4.ID(IPv4) == r6.ID(IPv6) {
 		t.Fatal("one ID for both families' identity mapping")
+	}
+}
+
+func TestIntervalElementsOfIPv6(t *testing.T) {
+	for _, tc := range []struct {
+		in   []string
+		want string
+	}{
+		{[]string{"2001:db8:1::/48", "10.0.0.0/8"}, "2001:db8:1::/48"}, // the other family is left out
+		{[]string{"2001:db8:1::/48", "2001:db8::/48"}, "2001:db8::/47"},
+		{[]string{"2001:db8:1::/48", "2001:db8:2::/48"}, "2001:db8:1::-2001:db8:2:ffff:ffff:ffff:ffff:ffff"},
+		{[]string{"2001:db8::5/128", "2001:db8:9::/64"}, "2001:db8::5 2001:db8:9::/64"},
+		{[]string{"::/0", "2001:db8::/32"}, "::/0"},
+		{[]string{"::ffff:10.0.0.0/104"}, ""}, // IPv4-mapped: neither family's
+	} {
+		var ps []netip.Prefix
+		for _, s := range tc.in {
+			ps = append(ps, pfx(s))
+		}
+		var got []string
+		for _, e := range IntervalElementsOf(IPv6, ps) {
+			got = append(got, e.Key)
+		}
+		if g := strings.Join(got, " "); g != tc.want {
+			t.Errorf("IntervalElementsOf(ip6, %v) = %q, want %q", tc.in, g, tc.want)
+		}
 	}
 }
