@@ -57,7 +57,8 @@ func ipv6Steps() []step {
 			Routes: []Route{route("10.8.0.0/16", "241.0.0.2", 1370),
 				route6("2001:db8:8::/56", "fd53:7472:6169::a00:2", 1370), route6("2001:db8:9::/56", "fd53:7472:6169::a00:2", 1370)},
 			NFT:  table([]string{"10.8.0.0/16"}, nil, lookupRule("remote")),
-			NFT6: table6([]string{"2001:db8:8::/56", "2001:db8:8:100::/56", "2001:db8:9::/56"}, lookupRule6("remote")),
+			NFT6: table6([]string{"2001:db8:8::/56", "2001:db8:8:100::/56", "2001:db8:9::/56",
+				"2001:db8:9:300::/56", "2001:db8:9:400::/56"}, lookupRule6("remote")),
 		}, dump: `link vx-test vxlan vni=4242 port=4804 local=10.0.0.1 parent=eth0 mtu=1450 mac=0a:73:0a:00:00:01 up
   addr 241.0.0.1/8
   addr fd53:7472:6169::a00:1/96
@@ -79,6 +80,7 @@ nft table ip strait-test
 nft table ip6 strait-test
   set remote ipv6_addr interval
     2001:db8:8::/55
+    2001:db8:9:300::-2001:db8:9:4ff:ffff:ffff:ffff:ffff
     2001:db8:9::/56
   chain forward type=filter hook=forward priority=0
     ip6 daddr @remote counter
