@@ -199,14 +199,15 @@ func Ask(c net.Conn, timeout time.Duration) (string, error) {
 	return strings.TrimSpace(line), nil
 }
 
-// UDPReaches sends one datagram from inside the namespace to addr ("ip:port"), where
-// a socket in to listens, and says whether it arrived within timeout.
+// UDPReaches sends one datagram from inside the namespace to addr ("ip:port", IPv4 or
+// "[ip]:port" IPv6), where a socket in to listens, and says whether it arrived within
+// timeout.
 func (n *NS) UDPReaches(t TB, to *NS, addr string, timeout time.Duration) bool {
 	t.Helper()
 	var l net.PacketConn
 	if err := to.Do(func() error {
 		var err error
-		l, err = net.ListenPacket("udp4", addr)
+		l, err = net.ListenPacket("udp", addr)
 		return err
 	}); err != nil {
 		t.Fatalf("listening on udp %s in %s: %v", addr, to.Name, err)
@@ -215,7 +216,7 @@ func (n *NS) UDPReaches(t TB, to *NS, addr string, timeout time.Duration) bool {
 	var c net.Conn
 	if err := n.Do(func() error {
 		var err error
-		c, err = net.Dial("udp4", addr)
+		c, err = net.Dial("udp", addr)
 		return err
 	}); err != nil {
 		t.Fatalf("udp to %s from %s: %v", addr, n.Name, err)

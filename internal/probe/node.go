@@ -3,6 +3,7 @@ package probe
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -26,6 +27,9 @@ type NodeFacts struct {
 	// StraitChains are the chains of Strait's nftables table (ip strait), sorted; the
 	// agent's masquerade bypass is keep-remote-source.
 	StraitChains []string `json:"straitChains"`
+	// StraitChains6 are the chains of its table ip6 strait, which a node has where it
+	// routes IPv6 to other clusters, sorted.
+	StraitChains6 []string `json:"straitChains6,omitempty"`
 	// NFTError says why the chains could not be listed.
 	NFTError string `json:"nftError,omitempty"`
 }
@@ -54,20 +58,21 @@ func Node(ctx context.Context, kubeProxyMetrics, straitTable string) NodeFacts {
 			f.Links = append(f.Links, Link{Name: i.Name, MTU: i.MTU})
 		}
 	}
-	chains, err := tableChains(straitTable)
-	if err != nil {
+	chains, err := tableChains(straitTable, nftables.TableFamilyIPv4)
+	chains6, err6 := tableChains(straitTable, nftables.TableFamilyIPv6)
+	if err := errors.Join(err, err6); err != nil {
 		f.NFTError = err.Error()
 	}
-	f.StraitChains = chains
+	f.StraitChains, f.StraitChains6 = chains, chains6
 	return f
 }
 
-func tableChains(table string) ([]string, error) {
+func tableChains(table string, family nftables.TableFamily) ([]string, error) {
 	c, err := nftables.New()
 	if err != nil {
 		return nil, err
 	}
-	chains, err := c.ListChainsOfTableFamily(nftables.TableFamilyIPv4)
+	chains, err := c.ListChainsOfTableFamily(family)
 	if err != nil {
 		return nil, fmt.Errorf("listing nftables chains: %w", err)
 	}

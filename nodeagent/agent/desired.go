@@ -132,7 +132,7 @@ func place(s Snapshot) (placement, error) {
 		return placement{}, fmt.Errorf("node %s not found", s.NodeName)
 	}
 	if pl.selfIP = InternalIP(pl.self); !pl.selfIP.IsValid() {
-		return placement{}, fmt.Errorf("node %s has no IPv4 InternalIP", s.NodeName)
+		return placement{}, fmt.Errorf("node %s has no InternalIP", s.NodeName)
 	}
 	var ok bool
 	if pl.underlay, ok = linkWithAddr(s.Links, pl.selfIP); !ok {

@@ -25,18 +25,29 @@ type GatewayAddrs struct {
 	Advertised netip.Addr
 }
 
-// InternalIP is the node's IPv4 InternalIP.
+// InternalIP is the node's IPv4 InternalIP, else its IPv6 one (a node of an IPv6-only
+// cluster): the underlay vx-strait runs over. A dual-stack node's is IPv4, so that every
+// node of a dual-stack cluster picks the same family.
 func InternalIP(node *corev1.Node) netip.Addr { return nodeAddress(node, corev1.NodeInternalIP) }
 
+// nodeAddress is the node's first address of the type that is IPv4, else its first
+// IPv6 one.
 func nodeAddress(node *corev1.Node, typ corev1.NodeAddressType) netip.Addr {
+	var v6 netip.Addr
 	for _, a := range node.Status.Addresses {
-		if a.Type == typ {
-			if ip, err := netip.ParseAddr(a.Address); err == nil && ip.Is4() {
-				return ip
-			}
+		if a.Type != typ {
+			continue
+		}
+		ip, err := netip.ParseAddr(a.Address)
+		switch {
+		case err != nil:
+		case ip.Unmap().Is4():
+			return ip.Unmap()
+		case !v6.IsValid() && ip.Zone() == "":
+			v6 = ip
 		}
 	}
-	return netip.Addr{}
+	return v6
 }
 
 // GatewayAddresses are node's addresses for the cable under m. The advertised one is the
@@ -87,7 +98,7 @@ func advertised(m *straitv1.Membership, node *corev1.Node) (netip.Addr, error) {
 		if ip := nodeAddress(node, corev1.NodeExternalIP); ip.IsValid() {
 			return ip, nil
 		}
-		return netip.Addr{}, fmt.Errorf("node %s has no IPv4 ExternalIP, which spec.gateway.endpoint type ExternalIP needs", node.Name)
+		return netip.Addr{}, fmt.Errorf("node %s has no ExternalIP, which spec.gateway.endpoint type ExternalIP needs", node.Name)
 	case straitv1.EndpointLoadBalancer, straitv1.EndpointDNSName, straitv1.EndpointMasquerade:
 		return netip.Addr{}, nil
 	}

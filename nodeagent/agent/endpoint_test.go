@@ -56,7 +56,7 @@ func TestGatewayAddresses(t *testing.T) {
 		{name: "ExternalIP asked for, none set: nothing advertised, and said why",
 			m:    membership(&straitv1.GatewayEndpoint{Type: straitv1.EndpointExternalIP}),
 			node: node("gw1", "10.0.0.1", true), links: onLAN, local: "10.0.0.1",
-			err: "node gw1 has no IPv4 ExternalIP, which spec.gateway.endpoint type ExternalIP needs"},
+			err: "node gw1 has no ExternalIP, which spec.gateway.endpoint type ExternalIP needs"},
 		{name: "behind masquerade: nothing to advertise", m: membership(&straitv1.GatewayEndpoint{Type: straitv1.EndpointMasquerade}),
 			node: node("gw1", "10.0.0.1", true), links: onLAN, local: "10.0.0.1"},
 		{name: "a LoadBalancer's address is the hub's to read", m: membership(&straitv1.GatewayEndpoint{Type: straitv1.EndpointLoadBalancer,
@@ -98,6 +98,28 @@ func TestInitiatorBehindMasquerade(t *testing.T) {
 		if got := initiator(tc.driver, tc.local, tc.remote, tc.ep); got != tc.initiator {
 			t.Errorf("%s, %s (masquerade %v) to %s %+v: initiator %q, want %q", tc.driver, tc.local.ClusterID,
 				tc.local.BehindMasquerade, tc.remote, tc.ep, got, tc.initiator)
+		}
+	}
+}
+
+// TestInternalIPPrefersIPv4: every node of a dual-stack cluster runs vx-strait over
+// IPv4, whatever order its addresses come in; a node of an IPv6-only cluster over IPv6.
+func TestInternalIPPrefersIPv4(t *testing.T) {
+	for _, tc := range []struct {
+		addrs []string
+		want  string
+	}{
+		{[]string{"10.0.0.1", "2001:db8::1"}, "10.0.0.1"},
+		{[]string{"2001:db8::1", "10.0.0.1"}, "10.0.0.1"},
+		{[]string{"2001:db8::1", "2001:db8::2"}, "2001:db8::1"},
+		{nil, "invalid IP"},
+	} {
+		n := corev1.Node{}
+		for _, a := range tc.addrs {
+			n.Status.Addresses = append(n.Status.Addresses, corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: a})
+		}
+		if got := InternalIP(&n).String(); got != tc.want {
+			t.Errorf("InternalIP(%v) = %s, want %s", tc.addrs, got, tc.want)
 		}
 	}
 }

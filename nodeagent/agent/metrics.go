@@ -92,7 +92,7 @@ func newMetrics(reg prometheus.Registerer, holding func() bool) (*metrics, error
 		}),
 		fenceErrors: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "strait_agent_fence_errors_total",
-			Help: "Failed writes of the gateway's term to the kernel's fence (table ip strait-fence); while they fail, this node does not hold the gateway Lease, and the cable's traffic stops when the last written term ends.",
+			Help: "Failed writes of the gateway's term to the kernel's fence (tables ip and ip6 strait-fence); while they fail, this node does not hold the gateway Lease, and the cable's traffic stops when the last written term ends.",
 		}),
 		lastSyncOK: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "strait_agent_last_sync_ok",

@@ -130,6 +130,15 @@ func TestDataplaneRoutedClusters(t *testing.T) {
 		if want := "route table=4242 proto=242 10.20.0.0/16 via 203.0.113.21 dev wan onlink mtu=1500\n"; !strings.Contains(d["c1-gw1"], want) {
 			t.Errorf("active gateway lacks %q:\n%s", want, d["c1-gw1"])
 		}
+		// An IPv4-only cluster's nodes look as they did before IPv6: no IPv6 VTEP, rule
+		// or table ip6 strait.
+		for name, dump := range d {
+			for _, v6 := range []string{"fd53:", "rule ip6", "nft table ip6"} {
+				if strings.Contains(dump, v6) {
+					t.Errorf("%s of an IPv4-only cluster has %q:\n%s", name, v6, dump)
+				}
+			}
+		}
 		if !strings.Contains(d["c1-gw1"], "fdb 10.0.1.2\n  fdb 10.0.1.3\n") {
 			t.Errorf("active gateway's vx-strait lacks FDB entries for the other nodes:\n%s", d["c1-gw1"])
 		}

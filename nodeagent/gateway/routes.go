@@ -16,6 +16,14 @@ type Router interface {
 	Route(r cable.Remote) (dev string, gw netip.Addr)
 }
 
+// FamilyRouter is implemented by Routers whose next hop depends on the destination's
+// family: a device reached through a VTEP has one next hop per family. A Router that
+// does not implement it gives one next hop for both, and a destination of the other
+// family than that next hop gets no route (the kernel has none to give it).
+type FamilyRouter interface {
+	RouteFamily(r cable.Remote, f kernel.Family) (dev string, gw netip.Addr)
+}
+
 // Overheader is implemented by drivers that know their per-packet overhead.
 type Overheader interface {
 	Overhead() int
@@ -42,17 +50,27 @@ func DriverOverhead(name straitv1.CableDriver) int {
 	return 0
 }
 
-// Routes are the active gateway's routes to every remote's CIDRs through the cable, in
-// Strait's table with the given MTU; none when the driver is not a Router.
+// Routes are the active gateway's routes to every remote's CIDRs, of both families,
+// through the cable, in Strait's table with the given MTU; none when the driver is not a
+// Router.
 func Routes(d cable.Driver, remotes []cable.Remote, mtu int) []kernel.Route {
 	rt, ok := d.(Router)
 	if !ok {
 		return nil
 	}
+	fr, perFamily := d.(FamilyRouter)
 	var out []kernel.Route
 	for _, r := range remotes {
 		dev, gw := rt.Route(r)
 		for _, p := range route.Canonical(r.CIDRs) {
+			dev, gw := dev, gw
+			f := kernel.FamilyOf(p.Addr())
+			if perFamily {
+				dev, gw = fr.RouteFamily(r, f)
+			}
+			if gw.IsValid() && kernel.FamilyOf(gw) != f {
+				continue
+			}
 			out = append(out, kernel.Route{Table: route.Table, Dst: p, Dev: dev, Gw: gw, Onlink: gw.IsValid(), MTU: mtu})
 		}
 	}

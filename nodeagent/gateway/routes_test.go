@@ -3,10 +3,12 @@ package gateway
 import (
 	"context"
 	"net/netip"
+	"slices"
 	"testing"
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
 	"github.com/straitnet/strait/nodeagent/cable"
+	"github.com/straitnet/strait/nodeagent/kernel"
 )
 
 type fakeDriver struct{ name straitv1.CableDriver }
@@ -49,6 +51,48 @@ func TestOverhead(t *testing.T) {
 	for d, want := range map[straitv1.CableDriver]int{straitv1.CableWireGuard: 80, straitv1.CableIPsec: 100, straitv1.CableVXLAN: 50, "": 0} {
 		if got := Overhead(fakeDriver{name: d}); got != want {
 			t.Errorf("Overhead(%q) = %d, want %d", d, got, want)
+		}
+	}
+}
+
+type deviceDriver struct{ fakeDriver }
+
+func (deviceDriver) Route(cable.Remote) (string, netip.Addr) { return "wg-strait", netip.Addr{} }
+
+type vtepDriver struct{ routedDriver }
+
+func (vtepDriver) RouteFamily(r cable.Remote, f kernel.Family) (string, netip.Addr) {
+	if f == kernel.IPv6 {
+		return "vx-cable", netip.MustParseAddr("2001:db8:f::2")
+	}
+	return "vx-cable", r.IP
+}
+
+// TestRoutesPerFamily: a remote's IPv6 CIDRs are routed into the cable beside its IPv4
+// ones: into a device with no next hop, or through the next hop of their own family; a
+// next hop of the other family gives no route.
+func TestRoutesPerFamily(t *testing.T) {
+	remotes := []cable.Remote{{ClusterID: "c2", IP: netip.MustParseAddr("203.0.113.2"),
+		CIDRs: []netip.Prefix{netip.MustParsePrefix("10.2.0.0/16"), netip.MustParsePrefix("2001:db8:2::/56")}}}
+	for name, tc := range map[string]struct {
+		d    cable.Driver
+		want []string
+	}{
+		"device": {deviceDriver{}, []string{
+			"table=4242 proto=0 10.2.0.0/16 dev wg-strait mtu=1400",
+			"table=4242 proto=0 2001:db8:2::/56 dev wg-strait mtu=1400"}},
+		"next hop per family": {vtepDriver{}, []string{
+			"table=4242 proto=0 10.2.0.0/16 via 203.0.113.2 dev vx-cable onlink mtu=1400",
+			"table=4242 proto=0 2001:db8:2::/56 via 2001:db8:f::2 dev vx-cable onlink mtu=1400"}},
+		"one IPv4 next hop": {routedDriver{}, []string{
+			"table=4242 proto=0 10.2.0.0/16 via 203.0.113.2 dev wan onlink mtu=1400"}},
+	} {
+		var got []string
+		for _, r := range Routes(tc.d, remotes, 1400) {
+			got = append(got, r.String())
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("%s: got %q, want %q", name, got, tc.want)
 		}
 	}
 }

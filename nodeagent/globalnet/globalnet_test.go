@@ -74,3 +74,20 @@ func TestComputeOffWithoutEgressOrRemotes(t *testing.T) {
 		t.Error("no remote global CIDRs must program nothing")
 	}
 }
+
+// TestIPv6CIDRsAreNotGlobalnets: globalnet stays IPv4. A dual-stack member's IPv6 CIDRs,
+// which reach it now that the agent keeps both families, put nothing into its sets:
+// they are routed directly, by the route agent's table ip6.
+func TestIPv6CIDRsAreNotGlobalnets(t *testing.T) {
+	st := Compute(Input{
+		LocalCIDRs:        []netip.Prefix{netip.MustParsePrefix("10.7.0.0/16"), netip.MustParsePrefix("2001:db8:7::/56")},
+		RemoteGlobalCIDRs: []netip.Prefix{netip.MustParsePrefix("242.0.2.0/24"), netip.MustParsePrefix("2001:db8:9::/56")},
+		EgressIPs:         []netip.Addr{a("242.0.1.1")},
+	})
+	if st.NFT == nil || st.NFT6 != nil {
+		t.Fatalf("want table ip strait alone, got ip %v, ip6 %v", st.NFT != nil, st.NFT6 != nil)
+	}
+	if got := st.NFT.String(); strings.Contains(got, "2001:") {
+		t.Fatalf("IPv6 in globalnet's sets:\n%s", got)
+	}
+}

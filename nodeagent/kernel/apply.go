@@ -33,7 +33,7 @@ func Apply(ctx context.Context, k Kernel, own Ownership, want State) error {
 			add(fmt.Errorf("link %s is not ours", wl.Name))
 			continue
 		}
-		add(applyLink(ctx, k, have, wl))
+		add(applyLink(ctx, k, have, wl, want.Sysctls))
 	}
 	for _, key := range slices.Sorted(maps.Keys(want.Sysctls)) {
 		v := want.Sysctls[key]
@@ -62,7 +62,8 @@ func Apply(ctx context.Context, k Kernel, own Ownership, want State) error {
 		}
 	}
 	if own.NFTable != "" {
-		add(applyNFT(ctx, k, own.NFTable, want.NFT))
+		add(applyNFT(ctx, k, IPv4, own.NFTable, want.NFT))
+		add(applyNFT(ctx, k, IPv6, own.NFTable, want.NFT6))
 	}
 	// Links last: their routes went first.
 	wanted := map[string]bool{}
@@ -84,7 +85,11 @@ func Cleanup(ctx context.Context, k Kernel, own Ownership) error {
 	return Apply(ctx, k, own, State{})
 }
 
-func applyLink(ctx context.Context, k Kernel, have map[string]Link, wl Link) error {
+// applyLink converges one owned link. A device it makes gets its own sysctls from
+// sysctls (net/ipv{4,6}/conf/<name>/...) before its addresses: a host that disables IPv6
+// on new devices (net.ipv6.conf.default.disable_ipv6=1) refuses an IPv6 address until
+// the device's disable_ipv6 is 0.
+func applyLink(ctx context.Context, k Kernel, have map[string]Link, wl Link, sysctls map[string]string) error {
 	var errs []error
 	cur, ok := have[wl.Name]
 	if ok && !sameDevice(cur, wl) {
@@ -98,6 +103,15 @@ func applyLink(ctx context.Context, k Kernel, have map[string]Link, wl Link) err
 			return fmt.Errorf("add link %s: %w", wl.Name, err)
 		}
 		cur = Link{Name: wl.Name, MTU: wl.MTU, Up: wl.Up}
+		for _, key := range slices.Sorted(maps.Keys(sysctls)) {
+			if strings.HasPrefix(key, "net/ipv4/conf/"+wl.Name+"/") || strings.HasPrefix(key, "net/ipv6/conf/"+wl.Name+"/") {
+				if v, err := k.Sysctl(ctx, key); err != nil || v != sysctls[key] {
+					if err := k.SetSysctl(ctx, key, sysctls[key]); err != nil {
+						errs = append(errs, fmt.Errorf("sysctl %s=%s: %w", key, sysctls[key], err))
+					}
+				}
+			}
+		}
 	}
 	if cur.MTU != wl.MTU || cur.Up != wl.Up {
 		if err := k.SetLink(ctx, wl.Name, wl.MTU, wl.Up); err != nil {
@@ -170,24 +184,31 @@ func applyRules(ctx context.Context, k Kernel, own Ownership, have, want []Rule)
 	count := map[Rule]int{}
 	for _, r := range have {
 		if r.Priority == own.RulePriority {
+			r.Family = r.Family.Or4()
 			count[r]++
 		}
 	}
+	wanted := make([]Rule, 0, len(want))
 	for _, r := range want {
+		r.Family = r.Family.Or4()
+		if slices.Contains(wanted, r) {
+			continue
+		}
+		wanted = append(wanted, r)
 		if count[r] == 0 {
 			if err := k.AddRule(ctx, r); err != nil {
-				errs = append(errs, fmt.Errorf("add rule pref %d table %d: %w", r.Priority, r.Table, err))
+				errs = append(errs, fmt.Errorf("add rule %s: %w", r, err))
 			}
 		}
 	}
 	for r, n := range count {
 		keep := 0
-		if slices.Contains(want, r) {
+		if slices.Contains(wanted, r) {
 			keep = 1
 		}
 		for ; n > keep; n-- {
 			if err := k.DeleteRule(ctx, r); err != nil {
-				errs = append(errs, fmt.Errorf("delete rule pref %d table %d: %w", r.Priority, r.Table, err))
+				errs = append(errs, fmt.Errorf("delete rule %s: %w", r, err))
 			}
 		}
 	}
@@ -231,26 +252,38 @@ func applyRoutes(ctx context.Context, k Kernel, own Ownership, have, want []Rout
 	return errors.Join(errs...)
 }
 
-func applyNFT(ctx context.Context, k Kernel, name string, want *NFTable) error {
-	have, err := k.NFTable(ctx, name)
+// applyNFT converges our table of family f. A want of nil, or of a table with nothing in
+// it, means no table: a node with nothing to do in a family has no table there.
+func applyNFT(ctx context.Context, k Kernel, f Family, name string, want *NFTable) error {
+	have, err := k.NFTable(ctx, f, name)
 	if err != nil {
-		return fmt.Errorf("read nftables table %s: %w", name, err)
+		return fmt.Errorf("read nftables table %s %s: %w", f, name, err)
 	}
-	tx := NFTDiff(name, have, want)
+	if want != nil {
+		if len(want.Sets) == 0 && len(want.Chains) == 0 {
+			want = nil
+		} else {
+			w := *want
+			w.Name, w.Family = name, f
+			want = &w
+		}
+	}
+	tx := NFTDiff(f, name, have, want)
 	if tx.Empty() {
 		return nil
 	}
 	if err := k.NFTApply(ctx, tx); err != nil {
-		return fmt.Errorf("nftables table %s: %w", name, err)
+		return fmt.Errorf("nftables table %s %s: %w", f, name, err)
 	}
 	return nil
 }
 
-// NFTDiff is the transaction that turns have into want (either may be nil). Sets and
-// chains whose definition changed mean recreating the table in the same transaction;
-// otherwise only changed elements and the rules of changed chains are written.
-func NFTDiff(name string, have, want *NFTable) NFTTx {
-	tx := NFTTx{Table: name}
+// NFTDiff is the transaction that turns have into want (either may be nil), our table of
+// family f. Sets and chains whose definition changed mean recreating the table in the
+// same transaction; otherwise only changed elements and the rules of changed chains are
+// written.
+func NFTDiff(f Family, name string, have, want *NFTable) NFTTx {
+	tx := NFTTx{Table: name, Family: f.Or4()}
 	switch {
 	case want == nil && have == nil:
 		return tx
@@ -295,7 +328,7 @@ func NFTDiff(name string, have, want *NFTable) NFTTx {
 	}
 	for _, wc := range want.Chains {
 		i := slices.IndexFunc(have.Chains, func(c NFTChain) bool { return c.Name == wc.Name })
-		if !slices.EqualFunc(have.Chains[i].Rules, wc.Rules, func(have, want NFTRule) bool { return have.Text == want.ID() }) {
+		if !slices.EqualFunc(have.Chains[i].Rules, wc.Rules, func(have, want NFTRule) bool { return have.Text == want.ID(f) }) {
 			tx.Chains = append(tx.Chains, wc)
 		}
 	}

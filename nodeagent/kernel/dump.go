@@ -10,7 +10,7 @@ import (
 
 // Dump is a deterministic text rendering of everything of ours in k: owned links with
 // their addresses, FDB entries and rp_filter, routes with our protocol, rules with our
-// priority and our nftables table. Tests compare it; people read it (`straitd agent
+// priority and our nftables tables (ip, then ip6). Tests compare it; people read it (`straitd agent
 // --dump`).
 func Dump(ctx context.Context, k Kernel, own Ownership) (string, error) {
 	var b strings.Builder
@@ -61,17 +61,29 @@ func Dump(ctx context.Context, k Kernel, own Ownership) (string, error) {
 	lines = nil
 	for _, r := range rules {
 		if r.Priority == own.RulePriority {
-			lines = append(lines, fmt.Sprintf("rule pref=%d table=%d", r.Priority, r.Table))
+			lines = append(lines, "rule "+r.String())
 		}
 	}
 	slices.Sort(lines)
 	b.WriteString(joinLines(lines))
-	t, err := k.NFTable(ctx, own.NFTable)
-	errs = append(errs, err)
-	if t != nil {
-		b.WriteString(t.String())
+	for _, f := range []Family{IPv4, IPv6} {
+		t, err := k.NFTable(ctx, f, own.NFTable)
+		errs = append(errs, err)
+		if t != nil {
+			b.WriteString(t.String())
+		}
 	}
 	return b.String(), errors.Join(errs...)
+}
+
+// String renders a rule as "pref=P table=T", with "ip6 " first for IPv6 (an IPv4 rule
+// reads as it did before IPv6).
+func (r Rule) String() string {
+	s := fmt.Sprintf("pref=%d table=%d", r.Priority, r.Table)
+	if r.Family.Or4() == IPv6 {
+		s = "ip6 " + s
+	}
+	return s
 }
 
 // String renders a route like ip-route does, with the table and protocol first.
@@ -96,7 +108,7 @@ func (r Route) String() string {
 // String renders the table with sorted sets, elements and chains; rules keep their order.
 func (t *NFTable) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "nft table ip %s\n", t.Name)
+	fmt.Fprintf(&b, "nft table %s %s\n", t.Family.Or4(), t.Name)
 	sets := slices.Clone(t.Sets)
 	slices.SortFunc(sets, func(a, b NFTSet) int { return strings.Compare(a.Name, b.Name) })
 	for _, s := range sets {

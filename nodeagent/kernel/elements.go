@@ -5,15 +5,20 @@ import (
 	"slices"
 )
 
-// IntervalElements is the canonical element list of an interval set holding ps:
-// overlapping and adjacent prefixes merged, sorted, each rendered by RangeText. The
-// kernel refuses overlapping intervals, and reading merged ranges back gives the same
-// text, so Apply sees no difference on the next pass.
-func IntervalElements(ps []netip.Prefix) []NFTElement {
+// IntervalElements is the canonical element list of an interval set of type ipv4_addr
+// holding the IPv4 prefixes of ps (the others are left out): overlapping and adjacent
+// prefixes merged, sorted, each rendered by RangeText. The kernel refuses overlapping
+// intervals, and reading merged ranges back gives the same text, so Apply sees no
+// difference on the next pass.
+func IntervalElements(ps []netip.Prefix) []NFTElement { return IntervalElementsOf(IPv4, ps) }
+
+// IntervalElementsOf is IntervalElements for the prefixes of family f (an ipv6_addr set
+// for IPv6).
+func IntervalElementsOf(f Family, ps []netip.Prefix) []NFTElement {
 	type span struct{ first, last netip.Addr }
 	var spans []span
 	for _, p := range ps {
-		if !p.Addr().Is4() {
+		if !p.IsValid() || FamilyOf(p.Addr()) != f.Or4() || p.Addr().Is4In6() {
 			continue
 		}
 		p = p.Masked()

@@ -19,16 +19,22 @@ type Fake struct {
 	routes  []Route
 	rules   []Rule
 	sysctls map[string]string
-	tables  map[string]*NFTable
+	tables  map[tableKey]*NFTable
 	calls   int
+}
+
+// tableKey names an nftables table: the same name in ip and ip6 are two tables.
+type tableKey struct {
+	family Family
+	name   string
 }
 
 // NewFake is a Fake holding the given (underlay) links.
 func NewFake(links ...Link) *Fake {
-	f := &Fake{links: map[string]*Link{}, sysctls: map[string]string{}, tables: map[string]*NFTable{}}
+	f := &Fake{links: map[string]*Link{}, sysctls: map[string]string{}, tables: map[tableKey]*NFTable{}}
 	for _, l := range links {
 		f.links[l.Name] = cloneLink(l)
-		f.sysctls["net/ipv4/conf/"+l.Name+"/rp_filter"] = "1"
+		f.addDeviceSysctls(l.Name)
 	}
 	return f
 }
@@ -84,8 +90,15 @@ func (f *Fake) AddLink(_ context.Context, l Link) error {
 		n.MAC = "02:00:00:00:00:01" // the kernel's random one
 	}
 	f.links[l.Name] = n
-	f.sysctls["net/ipv4/conf/"+l.Name+"/rp_filter"] = "1"
+	f.addDeviceSysctls(l.Name)
 	return nil
+}
+
+// addDeviceSysctls are the keys a new device gets under net/ipv4/conf and net/ipv6/conf.
+func (f *Fake) addDeviceSysctls(name string) {
+	f.sysctls["net/ipv4/conf/"+name+"/rp_filter"] = "1"
+	f.sysctls["net/ipv6/conf/"+name+"/disable_ipv6"] = "0"
+	f.sysctls["net/ipv6/conf/"+name+"/forwarding"] = "0"
 }
 
 func (f *Fake) SetLink(_ context.Context, name string, mtu int, up bool) error {
@@ -122,7 +135,7 @@ func (f *Fake) DeleteLink(_ context.Context, name string) error {
 	delete(f.links, name)
 	f.routes = slices.DeleteFunc(f.routes, func(r Route) bool { return r.Dev == name })
 	for k := range f.sysctls {
-		if strings.HasPrefix(k, "net/ipv4/conf/"+name+"/") {
+		if strings.HasPrefix(k, "net/ipv4/conf/"+name+"/") || strings.HasPrefix(k, "net/ipv6/conf/"+name+"/") {
 			delete(f.sysctls, k)
 		}
 	}
@@ -226,6 +239,9 @@ func (f *Fake) ReplaceRoute(_ context.Context, r Route) error {
 	if !ok {
 		return fmt.Errorf("route %s: device %q: no such device", r.Dst, r.Dev)
 	}
+	if r.Gw.IsValid() && FamilyOf(r.Gw) != r.Family() {
+		return fmt.Errorf("route %s via %s: invalid argument (a next hop of another family)", r.Dst, r.Gw)
+	}
 	if r.Gw.IsValid() && !r.Onlink && !slices.ContainsFunc(l.Addrs, func(p netip.Prefix) bool { return p.Masked().Contains(r.Gw) }) {
 		return fmt.Errorf("route %s via %s dev %s: network unreachable", r.Dst, r.Gw, r.Dev)
 	}
@@ -261,6 +277,7 @@ func (f *Fake) AddRule(_ context.Context, r Rule) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.mutate()
+	r.Family = r.Family.Or4()
 	f.rules = append(f.rules, r) // the kernel allows duplicates too
 	return nil
 }
@@ -268,6 +285,7 @@ func (f *Fake) AddRule(_ context.Context, r Rule) error {
 func (f *Fake) DeleteRule(_ context.Context, r Rule) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	r.Family = r.Family.Or4()
 	if i := slices.Index(f.rules, r); i >= 0 {
 		f.mutate()
 		f.rules = slices.Delete(f.rules, i, i+1)
@@ -296,10 +314,10 @@ func (f *Fake) SetSysctl(_ context.Context, key, value string) error {
 	return nil
 }
 
-func (f *Fake) NFTable(_ context.Context, name string) (*NFTable, error) {
+func (f *Fake) NFTable(_ context.Context, family Family, name string) (*NFTable, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	t, ok := f.tables[name]
+	t, ok := f.tables[tableKey{family.Or4(), name}]
 	if !ok {
 		return nil, nil
 	}
@@ -307,7 +325,7 @@ func (f *Fake) NFTable(_ context.Context, name string) (*NFTable, error) {
 }
 
 func cloneTable(t *NFTable, textOnly bool) *NFTable {
-	c := &NFTable{Name: t.Name}
+	c := &NFTable{Name: t.Name, Family: t.Family.Or4()}
 	for _, s := range t.Sets {
 		s.Elements = slices.Clone(s.Elements)
 		c.Sets = append(c.Sets, s)
@@ -330,20 +348,23 @@ func (f *Fake) NFTApply(_ context.Context, tx NFTTx) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	// Work on a copy so a failing transaction changes nothing.
-	tables := map[string]*NFTable{}
+	tables := map[tableKey]*NFTable{}
 	for k, v := range f.tables {
 		tables[k] = cloneTable(v, true)
 	}
+	key := tableKey{tx.Family.Or4(), tx.Table}
 	if tx.DeleteTable {
-		delete(tables, tx.Table)
+		delete(tables, key)
 	}
 	if tx.Create != nil {
-		if _, ok := tables[tx.Table]; ok {
-			return fmt.Errorf("nft: create table %s: file exists", tx.Table)
+		if _, ok := tables[key]; ok {
+			return fmt.Errorf("nft: create table %s %s: file exists", key.family, tx.Table)
 		}
-		tables[tx.Table] = storedTable(tx.Create)
+		c := *tx.Create
+		c.Family = key.family
+		tables[key] = storedTable(&c)
 	}
-	t := tables[tx.Table]
+	t := tables[key]
 	for _, ch := range tx.Elements {
 		if t == nil {
 			return fmt.Errorf("nft: table %s: no such file", tx.Table)
@@ -378,7 +399,7 @@ func (f *Fake) NFTApply(_ context.Context, tx NFTTx) error {
 		if i < 0 {
 			return fmt.Errorf("nft: chain %s: no such file", ch.Name)
 		}
-		t.Chains[i].Rules = storedTable(&NFTable{Chains: []NFTChain{ch}}).Chains[0].Rules
+		t.Chains[i].Rules = storedTable(&NFTable{Family: key.family, Chains: []NFTChain{ch}}).Chains[0].Rules
 	}
 	if !tx.Empty() {
 		f.mutate()
@@ -392,7 +413,7 @@ func storedTable(t *NFTable) *NFTable {
 	c := cloneTable(t, true)
 	for i := range c.Chains {
 		for j := range c.Chains[i].Rules {
-			c.Chains[i].Rules[j] = NFTRule{Text: t.Chains[i].Rules[j].ID()}
+			c.Chains[i].Rules[j] = NFTRule{Text: t.Chains[i].Rules[j].ID(t.Family)}
 		}
 	}
 	return c

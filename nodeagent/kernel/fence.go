@@ -13,7 +13,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// FenceTable is the nftables table (family ip) of a gateway's fence.
+// FenceTable is the nftables table of a gateway's fence, in both families: table ip
+// strait-fence and table ip6 strait-fence, so that a cable over an IPv6 underlay is
+// fenced as one over IPv4 is.
 const FenceTable = "strait-fence"
 
 // fenceSet holds the cable's port while the gateway's term lasts: each element carries
@@ -35,9 +37,10 @@ type Fencer interface {
 	Unfence(ctx context.Context) error
 }
 
-// Fence implements Fencer: table ip strait-fence holds a set "term" whose one element,
-// the port, times out at until, and input and output chains that drop UDP to the port
-// when the set does not hold it. Every call is one nftables transaction.
+// Fence implements Fencer: tables ip and ip6 strait-fence each hold a set "term" whose
+// one element, the port, times out at until, and input and output chains that drop UDP
+// to the port when the set does not hold it. Every call is one nftables transaction
+// over both tables.
 func (l *Linux) Fence(_ context.Context, port uint16, until time.Time) error {
 	l.fenceMu.Lock()
 	defer l.fenceMu.Unlock()
@@ -65,30 +68,33 @@ func (l *Linux) fence(port uint16, until time.Time, build bool) error {
 	if err != nil {
 		return err
 	}
-	t := &nftables.Table{Name: FenceTable, Family: nftables.TableFamilyIPv4}
-	set := &nftables.Set{Table: t, Name: fenceSet, KeyType: nftables.TypeInetService, HasTimeout: true}
 	key := binary.BigEndian.AppendUint16(nil, port)
-	if build {
-		c.AddTable(t)
-		c.DelTable(t)
-		c.AddTable(t)
-		if err := c.AddSet(set, nil); err != nil {
-			return fmt.Errorf("fence set: %w", err)
-		}
-		for _, hook := range []string{"input", "output"} {
-			ch := c.AddChain(nftChain(t, NFTChain{Name: hook, Type: "filter", Hook: hook, Priority: fencePriority}))
-			r := NFTRule{Text: fmt.Sprintf("udp dport %d udp dport != @%s counter drop", port, fenceSet), Exprs: fenceExprs(key)}
-			c.AddRule(&nftables.Rule{Table: t, Chain: ch, Exprs: r.Exprs,
-				UserData: userdata.AppendString(nil, userdata.TypeComment, r.ID())})
-		}
-	} else {
-		c.FlushSet(set)
-	}
 	// The kernel's timeouts are milliseconds; one that rounds to zero would be the set's
 	// default, which is none.
-	if rest := time.Until(until).Truncate(time.Millisecond); rest > 0 {
-		if err := c.SetAddElements(set, []nftables.SetElement{{Key: key, Timeout: rest}}); err != nil {
-			return fmt.Errorf("fence element: %w", err)
+	rest := time.Until(until).Truncate(time.Millisecond)
+	for _, family := range []nftables.TableFamily{nftables.TableFamilyIPv4, nftables.TableFamilyIPv6} {
+		t := &nftables.Table{Name: FenceTable, Family: family}
+		set := &nftables.Set{Table: t, Name: fenceSet, KeyType: nftables.TypeInetService, HasTimeout: true}
+		if build {
+			c.AddTable(t)
+			c.DelTable(t)
+			c.AddTable(t)
+			if err := c.AddSet(set, nil); err != nil {
+				return fmt.Errorf("fence set: %w", err)
+			}
+			for _, hook := range []string{"input", "output"} {
+				ch := c.AddChain(nftChain(t, NFTChain{Name: hook, Type: "filter", Hook: hook, Priority: fencePriority}))
+				r := NFTRule{Text: fmt.Sprintf("udp dport %d udp dport != @%s counter drop", port, fenceSet), Exprs: fenceExprs(key)}
+				c.AddRule(&nftables.Rule{Table: t, Chain: ch, Exprs: r.Exprs,
+					UserData: userdata.AppendString(nil, userdata.TypeComment, r.ID(IPv4))})
+			}
+		} else {
+			c.FlushSet(set)
+		}
+		if rest > 0 {
+			if err := c.SetAddElements(set, []nftables.SetElement{{Key: key, Timeout: rest}}); err != nil {
+				return fmt.Errorf("fence element: %w", err)
+			}
 		}
 	}
 	if err := c.Flush(); err != nil {
@@ -119,9 +125,11 @@ func (l *Linux) Unfence(_ context.Context) error {
 	l.fenceMu.Lock()
 	defer l.fenceMu.Unlock()
 	l.fencedPort = 0
-	t := &nftables.Table{Name: FenceTable, Family: nftables.TableFamilyIPv4}
-	c.AddTable(t)
-	c.DelTable(t)
+	for _, family := range []nftables.TableFamily{nftables.TableFamilyIPv4, nftables.TableFamilyIPv6} {
+		t := &nftables.Table{Name: FenceTable, Family: family}
+		c.AddTable(t)
+		c.DelTable(t)
+	}
 	if err := c.Flush(); err != nil {
 		return fmt.Errorf("removing the fence: %w", err)
 	}

@@ -12,31 +12,41 @@ import (
 // TestFenceEndsWithTheTerm: the cable's UDP port passes, both ways, while the term
 // lasts and is dropped once it has run out, with no call in between (the agent may be
 // gone); a zero term drops at once, a new one lets it pass again, and Unfence leaves
-// nothing. Other ports pass throughout.
+// nothing. Other ports pass throughout. All of it over IPv4 and IPv6 alike (a cable over
+// an IPv6 underlay).
 func TestFenceEndsWithTheTerm(t *testing.T) {
 	require.Root(t)
 	ctx := context.Background()
 	node, peer := netns.New(t, "node"), netns.New(t, "peer")
+	for _, ns := range []*netns.NS{node, peer} {
+		if err := ns.SetSysctl("net/ipv6/conf/default/accept_dad", "0"); err != nil { // usable at once
+			t.Fatal(err)
+		}
+	}
 	netns.Veth(t, node, "eth0", peer, "eth0")
 	node.AddAddr(t, "eth0", "10.0.0.1/24")
 	peer.AddAddr(t, "eth0", "10.0.0.2/24")
+	node.AddAddr(t, "eth0", "2001:db8::1/64")
+	peer.AddAddr(t, "eth0", "2001:db8::2/64")
 	k, err := NewLinux(node.Handle)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(k.Close)
 	const port = 4803
-	in, out, other := "10.0.0.1:4803", "10.0.0.2:4803", "10.0.0.1:4804"
 	passes := func(what string, want bool) {
 		t.Helper()
-		if got := peer.UDPReaches(t, node, in, 200*time.Millisecond); got != want {
-			t.Errorf("%s: udp into the node on the cable port arrived %v, want %v", what, got, want)
-		}
-		if got := node.UDPReaches(t, peer, out, 200*time.Millisecond); got != want {
-			t.Errorf("%s: udp out of the node to a gateway's cable port arrived %v, want %v", what, got, want)
-		}
-		if !peer.UDPReaches(t, node, other, 200*time.Millisecond) {
-			t.Errorf("%s: udp to another port was dropped", what)
+		for _, a := range []struct{ node, peer string }{{"10.0.0.1", "10.0.0.2"}, {"[2001:db8::1]", "[2001:db8::2]"}} {
+			in, out, other := a.node+":4803", a.peer+":4803", a.node+":4804"
+			if got := peer.UDPReaches(t, node, in, 200*time.Millisecond); got != want {
+				t.Errorf("%s: udp into the node on the cable port (%s) arrived %v, want %v", what, in, got, want)
+			}
+			if got := node.UDPReaches(t, peer, out, 200*time.Millisecond); got != want {
+				t.Errorf("%s: udp out of the node to a gateway's cable port (%s) arrived %v, want %v", what, out, got, want)
+			}
+			if !peer.UDPReaches(t, node, other, 200*time.Millisecond) {
+				t.Errorf("%s: udp to another port (%s) was dropped", what, other)
+			}
 		}
 	}
 	passes("no fence", true)
@@ -65,31 +75,37 @@ func TestFenceEndsWithTheTerm(t *testing.T) {
 		t.Fatal(err)
 	}
 	passes("term ended by the agent", false)
-	tbl, err := k.NFTable(ctx, FenceTable)
-	if err != nil || tbl == nil {
-		t.Fatalf("fence table: %v %v", tbl, err)
+	for _, f := range []Family{IPv4, IPv6} {
+		if tbl, err := k.NFTable(ctx, f, FenceTable); err != nil || tbl == nil {
+			t.Fatalf("fence table %s: %v %v", f, tbl, err)
+		}
 	}
 	if err := k.Unfence(ctx); err != nil {
 		t.Fatal(err)
 	}
 	passes("unfenced", true)
-	if tbl, err := k.NFTable(ctx, FenceTable); err != nil || tbl != nil {
-		t.Errorf("after Unfence: table %+v, %v; want none", tbl, err)
+	for _, f := range []Family{IPv4, IPv6} {
+		if tbl, err := k.NFTable(ctx, f, FenceTable); err != nil || tbl != nil {
+			t.Errorf("after Unfence: table %s %+v, %v; want none", f, tbl, err)
+		}
 	}
 	if err := k.Unfence(ctx); err != nil {
 		t.Errorf("Unfence of no fence: %v", err)
 	}
-	// A table deleted behind the fence's back is built again on the next renewal.
-	if err := k.Fence(ctx, port, time.Now().Add(time.Minute)); err != nil {
-		t.Fatal(err)
+	// A table deleted behind the fence's back, of either family, is built again on the
+	// next renewal.
+	for _, f := range []Family{IPv4, IPv6} {
+		if err := k.Fence(ctx, port, time.Now().Add(time.Minute)); err != nil {
+			t.Fatal(err)
+		}
+		if err := k.NFTApply(ctx, NFTTx{Table: FenceTable, Family: f, DeleteTable: true}); err != nil {
+			t.Fatal(err)
+		}
+		if err := k.Fence(ctx, port, time.Time{}); err != nil {
+			t.Fatalf("renewal after the %s table was deleted: %v", f, err)
+		}
+		passes("rebuilt after table "+string(f)+" went, term ended", false)
 	}
-	if err := k.NFTApply(ctx, NFTTx{Table: FenceTable, DeleteTable: true}); err != nil {
-		t.Fatal(err)
-	}
-	if err := k.Fence(ctx, port, time.Time{}); err != nil {
-		t.Fatalf("renewal after the table was deleted: %v", err)
-	}
-	passes("rebuilt, term ended", false)
 	if err := k.Unfence(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -31,13 +31,15 @@ type Kernel interface {
 	SetNeighbor(ctx context.Context, link string, n Neighbor) error
 	DelNeighbor(ctx context.Context, link string, n Neighbor) error
 
-	// Routes lists the IPv4 routes with the given protocol in every table.
+	// Routes lists the routes of both families with the given protocol in every table.
 	Routes(ctx context.Context, protocol int) ([]Route, error)
-	// ReplaceRoute adds r or replaces the route with the same table and destination.
+	// ReplaceRoute adds r or replaces the route with the same table and destination (in
+	// the family of r.Dst).
 	ReplaceRoute(ctx context.Context, r Route) error
 	DeleteRoute(ctx context.Context, r Route) error
 
-	// Rules lists the IPv4 policy rules that have a priority and a table.
+	// Rules lists the policy rules of both families that have a priority and a table,
+	// each with its Family set.
 	Rules(ctx context.Context) ([]Rule, error)
 	AddRule(ctx context.Context, r Rule) error
 	DeleteRule(ctx context.Context, r Rule) error
@@ -46,8 +48,9 @@ type Kernel interface {
 	Sysctl(ctx context.Context, key string) (string, error)
 	SetSysctl(ctx context.Context, key, value string) error
 
-	// NFTable reads our nftables table (rules carry only Text); nil when absent.
-	NFTable(ctx context.Context, name string) (*NFTable, error)
+	// NFTable reads our nftables table of the family (rules carry only Text); nil when
+	// absent.
+	NFTable(ctx context.Context, family Family, name string) (*NFTable, error)
 	// NFTApply runs tx as one nftables transaction: it all happens or nothing does.
 	NFTApply(ctx context.Context, tx NFTTx) error
 }
@@ -55,6 +58,8 @@ type Kernel interface {
 // NFTTx is one nftables transaction on one table, applied in field order.
 type NFTTx struct {
 	Table string
+	// Family of the table; the zero Family is IPv4.
+	Family Family
 	// DeleteTable removes the table if present.
 	DeleteTable bool
 	// Create makes the table with every set, element, chain and rule it lists.

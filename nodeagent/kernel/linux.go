@@ -97,17 +97,18 @@ func (l *Linux) Links(context.Context) ([]Link, error) {
 	for _, nl := range links {
 		a := nl.Attrs()
 		lk := Link{Name: a.Name, Kind: nl.Type(), MTU: a.MTU, Up: a.Flags&net.FlagUp != 0, MAC: a.HardwareAddr.String()}
-		addrs, err := nldump.Retry(func() ([]netlink.Addr, error) { return l.nl.AddrList(nl, netlink.FAMILY_V4) })
+		addrs, err := nldump.Retry(func() ([]netlink.Addr, error) { return l.nl.AddrList(nl, netlink.FAMILY_ALL) })
 		if err != nil {
 			return nil, fmt.Errorf("addresses of %s: %w", a.Name, err)
 		}
 		for _, ad := range addrs {
-			if p, ok := prefixOf(ad.IPNet); ok {
+			// IPv6 link-local addresses are the kernel's own, on every device.
+			if p, ok := prefixOf(ad.IPNet); ok && !(p.Addr().Is6() && p.Addr().IsLinkLocalUnicast()) {
 				lk.Addrs = append(lk.Addrs, p)
 			}
 		}
 		if vx, ok := nl.(*netlink.Vxlan); ok {
-			local, _ := netip.AddrFromSlice(vx.SrcAddr.To4())
+			local, _ := addrOf(vx.SrcAddr)
 			lk.VXLAN = &VXLAN{VNI: vx.VxlanId, Port: vx.Port, Local: local, Parent: names[vx.VtepDevIndex]}
 			neighs, err := nldump.Retry(func() ([]netlink.Neigh, error) { return l.nl.NeighList(a.Index, unix.AF_BRIDGE) })
 			if err != nil {
@@ -115,7 +116,7 @@ func (l *Linux) Links(context.Context) ([]Link, error) {
 			}
 			for _, n := range neighs {
 				if isZeroMAC(n.HardwareAddr) && n.IP != nil {
-					if ip, ok := netip.AddrFromSlice(n.IP.To4()); ok {
+					if ip, ok := addrOf(n.IP); ok {
 						lk.FDB = append(lk.FDB, ip)
 					}
 				}
@@ -129,21 +130,35 @@ func (l *Linux) Links(context.Context) ([]Link, error) {
 	return out, nil
 }
 
-// permanentNeighbors are the link's permanent IPv4 neighbor entries; the ones the
-// kernel resolved itself are not ours.
+// permanentNeighbors are the link's permanent neighbor entries, ARP's and NDP's; the
+// ones the kernel resolved itself are not ours.
 func (l *Linux) permanentNeighbors(index int) ([]Neighbor, error) {
-	neighs, err := nldump.Retry(func() ([]netlink.Neigh, error) { return l.nl.NeighList(index, unix.AF_INET) })
-	if err != nil {
-		return nil, err
-	}
 	var out []Neighbor
-	for _, n := range neighs {
-		ip, ok := netip.AddrFromSlice(n.IP.To4())
-		if ok && n.State&netlink.NUD_PERMANENT != 0 && len(n.HardwareAddr) == 6 {
-			out = append(out, Neighbor{IP: ip, MAC: n.HardwareAddr.String()})
+	for _, family := range []int{unix.AF_INET, unix.AF_INET6} {
+		neighs, err := nldump.Retry(func() ([]netlink.Neigh, error) { return l.nl.NeighList(index, family) })
+		if err != nil {
+			return nil, err
+		}
+		for _, n := range neighs {
+			ip, ok := addrOf(n.IP)
+			if ok && n.State&netlink.NUD_PERMANENT != 0 && len(n.HardwareAddr) == 6 {
+				out = append(out, Neighbor{IP: ip, MAC: n.HardwareAddr.String()})
+			}
 		}
 	}
 	return out, nil
+}
+
+// addrOf is ip as a netip.Addr: 4 bytes for an IPv4 address in either form, 16 for
+// IPv6.
+func addrOf(ip net.IP) (netip.Addr, bool) {
+	if ip4 := ip.To4(); ip4 != nil {
+		return netip.AddrFromSlice(ip4)
+	}
+	if len(ip) == net.IPv6len {
+		return netip.AddrFromSlice(ip)
+	}
+	return netip.Addr{}, false
 }
 
 func isZeroMAC(m net.HardwareAddr) bool {
@@ -159,7 +174,7 @@ func prefixOf(n *net.IPNet) (netip.Prefix, bool) {
 	if n == nil {
 		return netip.Prefix{}, false
 	}
-	ip, ok := netip.AddrFromSlice(n.IP.To4())
+	ip, ok := addrOf(n.IP)
 	if !ok {
 		return netip.Prefix{}, false
 	}
@@ -248,7 +263,13 @@ func (l *Linux) AddAddr(_ context.Context, link string, p netip.Prefix) error {
 	if err != nil {
 		return err
 	}
-	return l.nl.AddrAdd(lk, &netlink.Addr{IPNet: ipNet(p)})
+	a := &netlink.Addr{IPNet: ipNet(p)}
+	if p.Addr().Is6() {
+		// Usable at once, not after a second of duplicate address detection: a VTEP
+		// that moves in a failover must carry traffic as soon as it is there.
+		a.Flags = unix.IFA_F_NODAD
+	}
+	return l.nl.AddrAdd(lk, a)
 }
 
 func (l *Linux) DelAddr(_ context.Context, link string, p netip.Prefix) error {
@@ -290,7 +311,11 @@ func (l *Linux) neighborOn(link string, n Neighbor) (*netlink.Neigh, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &netlink.Neigh{LinkIndex: lk.Attrs().Index, Family: unix.AF_INET, State: netlink.NUD_PERMANENT,
+	family := unix.AF_INET
+	if FamilyOf(n.IP) == IPv6 {
+		family = unix.AF_INET6
+	}
+	return &netlink.Neigh{LinkIndex: lk.Attrs().Index, Family: family, State: netlink.NUD_PERMANENT,
 		IP: n.IP.AsSlice(), HardwareAddr: mac}, nil
 }
 
@@ -316,7 +341,7 @@ func (l *Linux) DelNeighbor(_ context.Context, link string, n Neighbor) error {
 
 func (l *Linux) Routes(_ context.Context, protocol int) ([]Route, error) {
 	rs, err := nldump.Retry(func() ([]netlink.Route, error) {
-		return l.nl.RouteListFiltered(netlink.FAMILY_V4,
+		return l.nl.RouteListFiltered(netlink.FAMILY_ALL,
 			&netlink.Route{Protocol: netlink.RouteProtocol(protocol), Table: unix.RT_TABLE_UNSPEC},
 			netlink.RT_FILTER_PROTOCOL|netlink.RT_FILTER_TABLE)
 	})
@@ -333,17 +358,23 @@ func (l *Linux) Routes(_ context.Context, protocol int) ([]Route, error) {
 	}
 	out := make([]Route, 0, len(rs))
 	for _, r := range rs {
+		if r.Family != unix.AF_INET && r.Family != unix.AF_INET6 {
+			continue
+		}
 		o := Route{Table: r.Table, Protocol: int(r.Protocol), Dev: names[r.LinkIndex],
 			Onlink: r.Flags&int(netlink.FLAG_ONLINK) != 0, MTU: r.MTU}
-		if p, ok := prefixOf(r.Dst); ok {
+		switch p, ok := prefixOf(r.Dst); {
+		case ok:
 			o.Dst = p
-		} else {
+		case r.Family == unix.AF_INET6:
+			o.Dst = netip.MustParsePrefix("::/0")
+		default:
 			o.Dst = netip.MustParsePrefix("0.0.0.0/0")
 		}
-		if ip, ok := netip.AddrFromSlice(r.Gw.To4()); ok {
+		if ip, ok := addrOf(r.Gw); ok {
 			o.Gw = ip
 		}
-		if ip, ok := netip.AddrFromSlice(r.Src.To4()); ok {
+		if ip, ok := addrOf(r.Src); ok {
 			o.Src = ip
 		}
 		out = append(out, o)
@@ -388,14 +419,22 @@ func (l *Linux) DeleteRoute(_ context.Context, r Route) error {
 }
 
 func (l *Linux) Rules(context.Context) ([]Rule, error) {
-	rs, err := nldump.Retry(func() ([]netlink.Rule, error) { return l.nl.RuleList(netlink.FAMILY_V4) })
+	rs, err := nldump.Retry(func() ([]netlink.Rule, error) { return l.nl.RuleList(netlink.FAMILY_ALL) })
 	if err != nil {
 		return nil, err
 	}
 	var out []Rule
 	for _, r := range rs {
+		family := IPv4
+		switch r.Family {
+		case unix.AF_INET:
+		case unix.AF_INET6:
+			family = IPv6
+		default:
+			continue // multicast routing's rules and the like
+		}
 		if r.Table > 0 && r.Src == nil && r.Dst == nil && r.Mark == 0 && r.IifName == "" && r.OifName == "" {
-			out = append(out, Rule{Priority: r.Priority, Table: r.Table})
+			out = append(out, Rule{Priority: r.Priority, Table: r.Table, Family: family})
 		}
 	}
 	return out, nil
@@ -404,6 +443,9 @@ func (l *Linux) Rules(context.Context) ([]Rule, error) {
 func nlRule(r Rule) *netlink.Rule {
 	nr := netlink.NewRule()
 	nr.Family = netlink.FAMILY_V4
+	if r.Family.Or4() == IPv6 {
+		nr.Family = netlink.FAMILY_V6
+	}
 	nr.Priority = r.Priority
 	nr.Table = r.Table
 	return nr

@@ -62,19 +62,27 @@ func hookName(h *nftables.ChainHook) string {
 	return ""
 }
 
-func (l *Linux) NFTable(_ context.Context, name string) (*NFTable, error) {
+// tableFamily is f as google/nftables names it.
+func tableFamily(f Family) nftables.TableFamily {
+	if f.Or4() == IPv6 {
+		return nftables.TableFamilyIPv6
+	}
+	return nftables.TableFamilyIPv4
+}
+
+func (l *Linux) NFTable(_ context.Context, family Family, name string) (*NFTable, error) {
 	c, err := l.nft()
 	if err != nil {
 		return nil, err
 	}
-	t, err := c.ListTableOfFamily(name, nftables.TableFamilyIPv4)
+	t, err := c.ListTableOfFamily(name, tableFamily(family))
 	if err != nil {
 		if errors.Is(err, unix.ENOENT) {
 			return nil, nil
 		}
 		return nil, fmt.Errorf("list table: %w", err)
 	}
-	out := &NFTable{Name: name}
+	out := &NFTable{Name: name, Family: family.Or4()}
 	sets, err := c.GetSets(t)
 	if err != nil {
 		return nil, fmt.Errorf("list sets: %w", err)
@@ -92,13 +100,13 @@ func (l *Linux) NFTable(_ context.Context, name string) (*NFTable, error) {
 		if err != nil {
 			return nil, fmt.Errorf("elements of %s: %w", s.Name, err)
 		}
-		ns.Elements, err = decodeElements(ns, els)
+		ns.Elements, err = decodeElements(family, ns, els)
 		if err != nil {
 			return nil, fmt.Errorf("elements of %s: %w", s.Name, err)
 		}
 		out.Sets = append(out.Sets, ns)
 	}
-	chains, err := c.ListChainsOfTableFamily(nftables.TableFamilyIPv4)
+	chains, err := c.ListChainsOfTableFamily(tableFamily(family))
 	if err != nil {
 		return nil, fmt.Errorf("list chains: %w", err)
 	}
@@ -128,7 +136,7 @@ func (l *Linux) NFTApply(_ context.Context, tx NFTTx) error {
 	if err != nil {
 		return err
 	}
-	t := &nftables.Table{Name: tx.Table, Family: nftables.TableFamilyIPv4}
+	t := &nftables.Table{Name: tx.Table, Family: tableFamily(tx.Family)}
 	if tx.DeleteTable {
 		c.AddTable(t) // so deleting an absent table is no error
 		c.DelTable(t)
@@ -149,7 +157,7 @@ func (l *Linux) NFTApply(_ context.Context, tx NFTTx) error {
 		}
 		for _, ch := range tx.Create.Chains {
 			nc := c.AddChain(nftChain(t, ch))
-			if err := addRules(c, t, nc, ch.Rules); err != nil {
+			if err := addRules(c, t, tx.Family, nc, ch.Rules); err != nil {
 				return err
 			}
 		}
@@ -169,7 +177,7 @@ func (l *Linux) NFTApply(_ context.Context, tx NFTTx) error {
 	for _, ch := range tx.Chains {
 		nc := nftChain(t, ch)
 		c.FlushChain(nc)
-		if err := addRules(c, t, nc, ch.Rules); err != nil {
+		if err := addRules(c, t, tx.Family, nc, ch.Rules); err != nil {
 			return err
 		}
 	}
@@ -182,9 +190,9 @@ func nftChain(t *nftables.Table, ch NFTChain) *nftables.Chain {
 		Hooknum: hooks[ch.Hook], Priority: &p}
 }
 
-func addRules(c *nftables.Conn, t *nftables.Table, ch *nftables.Chain, rules []NFTRule) error {
+func addRules(c *nftables.Conn, t *nftables.Table, f Family, ch *nftables.Chain, rules []NFTRule) error {
 	for _, r := range rules {
-		id := r.ID()
+		id := r.ID(f)
 		if len(id) > 250 {
 			return fmt.Errorf("rule text longer than 240 bytes: %q", r.Text)
 		}
@@ -218,6 +226,8 @@ func basicSetType(name string) (nftables.SetDatatype, bool) {
 	switch name {
 	case "ipv4_addr":
 		return nftables.TypeIPAddr, true
+	case "ipv6_addr":
+		return nftables.TypeIP6Addr, true
 	case "integer":
 		return nftables.TypeInteger, true
 	case "mark":
@@ -288,7 +298,7 @@ func encodeElement(s NFTSet, e NFTElement) ([]nftables.SetElement, error) {
 		}
 		out.Key = first.AsSlice()
 		els := []nftables.SetElement{out}
-		if end := last.Next(); end.IsValid() && end.Is4() {
+		if end := last.Next(); end.IsValid() {
 			els = append(els, nftables.SetElement{Key: end.AsSlice(), IntervalEnd: true})
 		}
 		return els, nil
@@ -331,6 +341,12 @@ func encodeBasic(typ, text string) ([]byte, error) {
 		a, err := netip.ParseAddr(text)
 		if err != nil || !a.Is4() {
 			return nil, fmt.Errorf("bad ipv4_addr %q", text)
+		}
+		return a.AsSlice(), nil
+	case "ipv6_addr":
+		a, err := netip.ParseAddr(text)
+		if err != nil || !a.Is6() || a.Is4In6() {
+			return nil, fmt.Errorf("bad ipv6_addr %q", text)
 		}
 		return a.AsSlice(), nil
 	case "integer", "mark":
@@ -379,6 +395,12 @@ func decodeBasic(typ string, b []byte) (string, error) {
 			return "", fmt.Errorf("bad ipv4_addr % x", b)
 		}
 		return a.String(), nil
+	case "ipv6_addr":
+		a, ok := netip.AddrFromSlice(b)
+		if !ok || !a.Is6() {
+			return "", fmt.Errorf("bad ipv6_addr % x", b)
+		}
+		return a.String(), nil
 	case "integer", "mark":
 		if len(b) != 4 {
 			return "", fmt.Errorf("bad %s % x", typ, b)
@@ -393,7 +415,7 @@ func decodeBasic(typ string, b []byte) (string, error) {
 	return "", fmt.Errorf("unsupported type %q", typ)
 }
 
-func decodeElements(s NFTSet, els []nftables.SetElement) ([]NFTElement, error) {
+func decodeElements(f Family, s NFTSet, els []nftables.SetElement) ([]NFTElement, error) {
 	var out []NFTElement
 	if !s.Interval {
 		for _, e := range els {
@@ -441,7 +463,7 @@ func decodeElements(s NFTSet, els []nftables.SetElement) ([]NFTElement, error) {
 		if bs[i].end {
 			continue
 		}
-		last := netip.MustParseAddr("255.255.255.255")
+		last := maxAddr(f)
 		if i+1 < len(bs) && bs[i+1].end {
 			last = bs[i+1].a.Prev()
 		}
@@ -458,12 +480,13 @@ func decodeElements(s NFTSet, els []nftables.SetElement) ([]NFTElement, error) {
 	return out, nil
 }
 
-// RangeText renders [first, last] as a prefix when it is one, else "first-last".
+// RangeText renders [first, last] (one family) as a prefix when it is one, else
+// "first-last".
 func RangeText(first, last netip.Addr) string {
-	for bits := 0; bits <= 32; bits++ {
+	for bits := 0; bits <= first.BitLen(); bits++ {
 		p := netip.PrefixFrom(first, bits)
 		if p.Masked().Addr() == first && lastOf(p) == last {
-			if bits == 32 {
+			if bits == first.BitLen() {
 				return first.String()
 			}
 			return p.String()
@@ -472,15 +495,25 @@ func RangeText(first, last netip.Addr) string {
 	return first.String() + "-" + last.String()
 }
 
+// lastOf is the last address of p, in p's family.
 func lastOf(p netip.Prefix) netip.Addr {
-	a := p.Masked().Addr().As4()
-	n := binary.BigEndian.Uint32(a[:]) | (^uint32(0) >> p.Bits())
-	if p.Bits() == 0 {
-		n = ^uint32(0)
+	p = p.Masked()
+	b := p.Addr().AsSlice()
+	for i := range b {
+		if keep := p.Bits() - 8*i; keep < 8 {
+			b[i] |= 0xff >> max(keep, 0)
+		}
 	}
-	var b [4]byte
-	binary.BigEndian.PutUint32(b[:], n)
-	return netip.AddrFrom4(b)
+	a, _ := netip.AddrFromSlice(b)
+	return a
+}
+
+// maxAddr is the family's last address.
+func maxAddr(f Family) netip.Addr {
+	if f.Or4() == IPv6 {
+		return lastOf(netip.MustParsePrefix("::/0"))
+	}
+	return netip.MustParseAddr("255.255.255.255")
 }
 
 func parseRange(s string) (netip.Addr, netip.Addr, error) {

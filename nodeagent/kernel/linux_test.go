@@ -28,6 +28,7 @@ func newLinuxInNetns(t *testing.T) Kernel {
 	node, peer := netns.New(t, "node"), netns.New(t, "peer")
 	netns.Veth(t, node, "eth0", peer, "eth0")
 	node.AddAddr(t, "eth0", "10.0.0.1/24")
+	node.AddAddr(t, "eth0", "2001:db8::1/64")
 	k, err := NewLinux(node.Handle)
 	if err != nil {
 		t.Fatal(err)
@@ -42,19 +43,21 @@ func TestLinuxSequence(t *testing.T) {
 
 func TestLinuxCleanupLeavesNothing(t *testing.T) {
 	ctx := context.Background()
-	k := newLinuxInNetns(t)
-	if err := Apply(ctx, k, testOwn, steps()[2].want); err != nil {
-		t.Fatal(err)
-	}
-	if err := Cleanup(ctx, k, testOwn); err != nil {
-		t.Fatal(err)
-	}
-	if d, err := Dump(ctx, k, testOwn); err != nil || d != "" {
-		t.Fatalf("after cleanup: %q, %v", d, err)
-	}
-	// Cleanup of nothing is no error either.
-	if err := Cleanup(ctx, k, testOwn); err != nil {
-		t.Fatal(err)
+	for _, s := range []step{steps()[2], ipv6Steps()[0], ipv6Steps()[1]} {
+		k := newLinuxInNetns(t)
+		if err := Apply(ctx, k, testOwn, s.want); err != nil {
+			t.Fatal(err)
+		}
+		if err := Cleanup(ctx, k, testOwn); err != nil {
+			t.Fatal(err)
+		}
+		if d, err := Dump(ctx, k, testOwn); err != nil || d != "" {
+			t.Fatalf("%s: after cleanup: %q, %v", s.name, d, err)
+		}
+		// Cleanup of nothing is no error either.
+		if err := Cleanup(ctx, k, testOwn); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 
@@ -293,4 +296,31 @@ func cpuTime(t *testing.T) time.Duration {
 		t.Fatal(err)
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// TestLinuxIPv6OnAHostThatDisablesItOnNewDevices: where new devices come without IPv6
+// (net.ipv6.conf.default.disable_ipv6=1), the device Apply makes gets its disable_ipv6=0
+// before its IPv6 addresses, so the first pass converges.
+func TestLinuxIPv6OnAHostThatDisablesItOnNewDevices(t *testing.T) {
+	ctx := context.Background()
+	require.Root(t)
+	node, peer := netns.New(t, "node"), netns.New(t, "peer")
+	netns.Veth(t, node, "eth0", peer, "eth0")
+	node.AddAddr(t, "eth0", "10.0.0.1/24")
+	if err := node.SetSysctl("net/ipv6/conf/default/disable_ipv6", "1"); err != nil {
+		t.Fatal(err)
+	}
+	k, err := NewLinux(node.Handle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(k.Close)
+	s := ipv6Steps()[0]
+	s.want.Sysctls = map[string]string{"net/ipv4/conf/vx-test/rp_filter": "2", "net/ipv6/conf/vx-test/disable_ipv6": "0"}
+	if err := Apply(ctx, k, testOwn, s.want); err != nil {
+		t.Fatalf("first pass: %v", err)
+	}
+	if d, _ := Dump(ctx, k, testOwn); d != s.dump {
+		t.Fatalf("got:\n%s\nwant:\n%s", d, s.dump)
+	}
 }

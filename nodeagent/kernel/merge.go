@@ -49,6 +49,9 @@ func Merge(parts ...State) State {
 		if p.NFT != nil {
 			out.NFT = mergeTables(out.NFT, p.NFT)
 		}
+		if p.NFT6 != nil {
+			out.NFT6 = mergeTables(out.NFT6, p.NFT6)
+		}
 	}
 	return out
 }

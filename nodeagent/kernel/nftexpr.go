@@ -22,19 +22,37 @@ const (
 )
 
 // DaddrInSet matches "ip daddr @set".
-func DaddrInSet(set string) []expr.Any {
-	return []expr.Any{
-		&expr.Payload{DestRegister: reg1, Base: expr.PayloadBaseNetworkHeader, Offset: 16, Len: 4},
-		&expr.Lookup{SourceRegister: reg1, SetName: set},
-	}
-}
+func DaddrInSet(set string) []expr.Any { return DaddrInSetOf(IPv4, set) }
 
 // SaddrInSet matches "ip saddr @set".
-func SaddrInSet(set string) []expr.Any {
-	return []expr.Any{
-		&expr.Payload{DestRegister: reg1, Base: expr.PayloadBaseNetworkHeader, Offset: 12, Len: 4},
-		&expr.Lookup{SourceRegister: reg1, SetName: set},
+func SaddrInSet(set string) []expr.Any { return SaddrInSetOf(IPv4, set) }
+
+// DaddrInSetOf matches "ip daddr @set" in a table of family ip, "ip6 daddr @set" in one
+// of family ip6.
+func DaddrInSetOf(f Family, set string) []expr.Any {
+	return []expr.Any{addrPayload(f, reg1, false), &expr.Lookup{SourceRegister: reg1, SetName: set}}
+}
+
+// SaddrInSetOf matches "ip saddr @set" or "ip6 saddr @set".
+func SaddrInSetOf(f Family, set string) []expr.Any {
+	return []expr.Any{addrPayload(f, reg1, true), &expr.Lookup{SourceRegister: reg1, SetName: set}}
+}
+
+// addrPayload loads the packet's source or destination address into reg: bytes 12 and
+// 16 of the IPv4 header, 8 and 24 of the IPv6 header (16 bytes, one whole register).
+func addrPayload(f Family, reg uint32, source bool) *expr.Payload {
+	if f.Or4() == IPv6 {
+		off := uint32(24)
+		if source {
+			off = 8
+		}
+		return &expr.Payload{DestRegister: reg, Base: expr.PayloadBaseNetworkHeader, Offset: off, Len: 16}
 	}
+	off := uint32(16)
+	if source {
+		off = 12
+	}
+	return &expr.Payload{DestRegister: reg, Base: expr.PayloadBaseNetworkHeader, Offset: off, Len: 4}
 }
 
 // TCPSyn matches "tcp flags & (syn|rst) == syn".
@@ -84,10 +102,14 @@ func ClampMSSToRoute() []expr.Any {
 // SNATToSaddr is "snat to ip saddr": the identity mapping. It binds the connection's
 // source NAT without changing it (the port too, unless another connection holds the
 // same tuple, as for any binding), so no later NAT chain at the hook translates it.
-func SNATToSaddr() []expr.Any {
+func SNATToSaddr() []expr.Any { return SNATToSaddrOf(IPv4) }
+
+// SNATToSaddrOf is SNATToSaddr in a table of family f: "snat ip6 to ip6 saddr" for IPv6,
+// the NAT of family NFPROTO_IPV6 on the IPv6 header's source.
+func SNATToSaddrOf(f Family) []expr.Any {
 	return []expr.Any{
-		&expr.Payload{DestRegister: reg1, Base: expr.PayloadBaseNetworkHeader, Offset: 12, Len: 4},
-		&expr.NAT{Type: expr.NATTypeSourceNAT, Family: unix.NFPROTO_IPV4, RegAddrMin: reg1},
+		addrPayload(f, reg1, true),
+		&expr.NAT{Type: expr.NATTypeSourceNAT, Family: uint32(f.nfproto()), RegAddrMin: reg1},
 	}
 }
 

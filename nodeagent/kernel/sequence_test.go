@@ -64,7 +64,7 @@ func steps() []step {
 	}
 	rpf := map[string]string{"net/ipv4/conf/vx-test/rp_filter": "2"}
 	rule := []Rule{{Priority: 4242, Table: 4242}}
-	return []step{
+	return append([]step{
 		{name: "empty", want: State{}, dump: ""},
 		{name: "one gateway", want: State{
 			Links: []Link{vx(1450, "10.0.0.2")}, Sysctls: rpf, Rules: rule,
@@ -140,7 +140,7 @@ nft table ip strait-test
 route table=4242 proto=242 10.9.0.0/16 via 241.0.0.3 dev vx-test onlink mtu=1320
 rule pref=4242 table=4242
 `},
-	}
+	}, ipv6Steps()...)
 }
 
 // runSequence applies each step to a fresh kernel from newKernel, first in order, then
@@ -193,7 +193,7 @@ func runSequence(t *testing.T, newKernel func(t *testing.T) Kernel) {
 
 func TestFakeSequence(t *testing.T) {
 	runSequence(t, func(t *testing.T) Kernel {
-		return NewFake(Link{Name: "eth0", Kind: "veth", MTU: 1500, Up: true, Addrs: []netip.Prefix{pfx("10.0.0.1/24")}})
+		return NewFake(Link{Name: "eth0", Kind: "veth", MTU: 1500, Up: true, Addrs: []netip.Prefix{pfx("10.0.0.1/24"), pfx("2001:db8::1/64")}})
 	})
 }
 

@@ -21,8 +21,43 @@ type Ownership struct {
 	Protocol int
 	// RulePriority of our policy rules.
 	RulePriority int
-	// NFTable is our nftables table (family ip).
+	// NFTable is our nftables table's name, in both families: table ip NFTable and
+	// table ip6 NFTable are ours.
 	NFTable string
+}
+
+// Family is an address family as nftables names it: "ip" or "ip6".
+type Family string
+
+// The two families; the zero Family is IPv4, so that what was written before IPv6 keeps
+// its meaning.
+const (
+	IPv4 Family = "ip"
+	IPv6 Family = "ip6"
+)
+
+// FamilyOf is the family of a.
+func FamilyOf(a netip.Addr) Family {
+	if a.Is4() || a.Is4In6() {
+		return IPv4
+	}
+	return IPv6
+}
+
+// Or4 is f, or IPv4 for the zero Family.
+func (f Family) Or4() Family {
+	if f == "" {
+		return IPv4
+	}
+	return f
+}
+
+// nfproto is the family's netfilter protocol number.
+func (f Family) nfproto() byte {
+	if f.Or4() == IPv6 {
+		return unix.NFPROTO_IPV6
+	}
+	return unix.NFPROTO_IPV4
 }
 
 // OwnsLink says whether the device name is ours.
@@ -45,8 +80,11 @@ type State struct {
 	Rules []Rule
 	// Sysctls by key under /proc/sys ("net/ipv4/conf/vx-strait/rp_filter").
 	Sysctls map[string]string
-	// NFT is our nftables table; nil for none.
+	// NFT is our nftables table of family ip; nil for none.
 	NFT *NFTable
+	// NFT6 is our nftables table of family ip6 (the same name); nil for none, so a node
+	// with no IPv6 to handle has no ip6 table.
+	NFT6 *NFTable
 }
 
 // Link is a network device.
@@ -58,20 +96,22 @@ type Link struct {
 	Up   bool
 	// VXLAN parameters when Kind is "vxlan".
 	VXLAN *VXLAN
-	// Addrs on the link.
+	// Addrs on the link, IPv4 and IPv6 (not the IPv6 link-local ones the kernel makes
+	// itself). IPv6 addresses are added without duplicate address detection, so they
+	// work at once: a failover must not wait for DAD.
 	Addrs []netip.Prefix
-	// FDB holds the remote VTEPs of a VXLAN device (all-zero MAC entries: every
+	// FDB holds the remote VTEPs (IPv4 or IPv6 underlay addresses) of a VXLAN device (all-zero MAC entries: every
 	// unknown destination is sent to each of them).
 	FDB []netip.Addr
 	// MAC is the link's hardware address in net.HardwareAddr's form; "" leaves the
 	// kernel's (random) one.
 	MAC string
-	// Neighbors are permanent IPv4 neighbor entries on the link (a VXLAN device's peers:
-	// no ARP, so a peer's next packet finds the right MAC at once).
+	// Neighbors are permanent neighbor entries on the link, IPv4 (ARP) or IPv6 (NDP): a
+	// VXLAN device's peers, so that a peer's next packet finds the right MAC at once.
 	Neighbors []Neighbor
 }
 
-// Neighbor is a permanent IPv4 neighbor entry.
+// Neighbor is a permanent neighbor entry, IPv4 or IPv6.
 type Neighbor struct {
 	IP netip.Addr
 	// MAC in net.HardwareAddr's form (lower case).
@@ -82,13 +122,13 @@ type Neighbor struct {
 type VXLAN struct {
 	VNI  int
 	Port int
-	// Local is the underlay source address.
+	// Local is the underlay source address, IPv4 or IPv6 (VXLAN over IPv6).
 	Local netip.Addr
 	// Parent is the underlay device.
 	Parent string
 }
 
-// Route is an IPv4 route.
+// Route is a route; its family is Dst's (Gw and Src are of the same family).
 type Route struct {
 	Table    int
 	Protocol int
@@ -104,15 +144,23 @@ type Route struct {
 	MTU int
 }
 
-// Rule is an IPv4 policy rule "from all lookup Table" at Priority.
+// Rule is a policy rule "from all lookup Table" at Priority, in one family.
 type Rule struct {
 	Priority int
 	Table    int
+	// Family is IPv4 or IPv6; the zero Family is IPv4.
+	Family Family
 }
 
-// NFTable is an nftables table of family ip.
+// Family is the route's family, Dst's.
+func (r Route) Family() Family { return FamilyOf(r.Dst.Addr()) }
+
+// NFTable is an nftables table of family ip or ip6.
 type NFTable struct {
-	Name   string
+	Name string
+	// Family is IPv4 or IPv6; the zero Family is IPv4. State.NFT is of family ip and
+	// State.NFT6 of family ip6 whatever this says: Apply sets it.
+	Family Family
 	Sets   []NFTSet
 	Chains []NFTChain
 }
@@ -120,7 +168,7 @@ type NFTable struct {
 // NFTSet is a named set, or a map when Value is set.
 type NFTSet struct {
 	Name string
-	// Key type as nft prints it: "ipv4_addr", "integer", "mark", "inet_service", or a
+	// Key type as nft prints it: "ipv4_addr", "ipv6_addr", "integer", "mark", "inet_service", or a
 	// concatenation of them such as "ipv4_addr . mark".
 	Key string
 	// Value type of a map ("ipv4_addr"); "" for a set.
@@ -157,12 +205,12 @@ type NFTRule struct {
 	Exprs []expr.Any
 }
 
-// ID is Text with a short hash of the expressions, so a rule whose expressions change
-// under the same text is still rewritten.
-func (r NFTRule) ID() string {
+// ID is Text with a short hash of the expressions as marshalled for a table of family
+// f, so a rule whose expressions change under the same text is still rewritten.
+func (r NFTRule) ID(f Family) string {
 	h := sha256.New()
 	for _, e := range r.Exprs {
-		b, err := expr.Marshal(byte(unix.NFPROTO_IPV4), e)
+		b, err := expr.Marshal(f.nfproto(), e)
 		if err != nil {
 			fmt.Fprintf(h, "%T%+v", e, e)
 		}

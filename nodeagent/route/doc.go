@@ -6,7 +6,9 @@
 // clamped to that route MTU for remote traffic in the nftables table "strait", and
 // rp_filter loose on vx-strait (traffic from nodes arrives there but returns through the
 // cluster network) and, on nodes other than the active gateway, on the underlay device
-// (replies arrive there while the route back is vx-strait).
+// (replies arrive there while the route back is vx-strait). Per address family: vx-strait
+// carries IPv4 and IPv6 over an IPv4 or IPv6 underlay, and each family with remote CIDRs
+// gets its VTEP address, neighbor, routes, rule and table (ip strait, ip6 strait).
 //
 // It also names everything that is ours on a node (Ownership). It does no I/O.
 package route

@@ -36,7 +36,7 @@ func TestCompute(t *testing.T) {
 			"route table=4242 proto=0 10.10.0.0/16 via 241.0.0.1 dev vx-strait onlink mtu=1420",
 			"route table=4242 proto=0 10.20.0.0/16 via 241.0.0.1 dev vx-strait onlink mtu=1420",
 			"rule 4242 4242", "sysctl net/ipv4/conf/vx-strait/rp_filter=2",
-			"set remote-cidrs 10.10.0.0/16 10.20.0.0/16",
+			"set remote-cidrs ipv4_addr 10.10.0.0/16 10.20.0.0/16",
 		}},
 		{name: "passive gateway is a plain node", mutate: func(in *Input) {
 			in.Self, in.Gateway = nodes[1], nodes[0]
@@ -45,7 +45,7 @@ func TestCompute(t *testing.T) {
 			in.Self, in.Gateway = nodes[0], nodes[0]
 		}, want: []string{
 			"link vx-strait vni=4242 port=4804 local=10.0.0.1 parent=eth0 mtu=1450 addrs=[241.0.0.1/8] fdb=[10.0.0.2 10.0.0.3]",
-			"set remote-cidrs 10.10.0.0/16 10.20.0.0/16",
+			"set remote-cidrs ipv4_addr 10.10.0.0/16 10.20.0.0/16",
 			"chain mss-clamp filter forward -150: ip daddr @remote-cidrs tcp flags syn tcp option maxseg size set rt mtu",
 			// Ahead of every srcnat (100) masquerade, kube-proxy's and the CNI's: remote
 			// traffic keeps its addresses both ways.
@@ -95,27 +95,41 @@ func summary(s kernel.State) string {
 		v := l.VXLAN
 		b.WriteString(" vni=" + itoa(v.VNI) + " port=" + itoa(v.Port) + " local=" + v.Local.String() +
 			" parent=" + v.Parent + " mtu=" + itoa(l.MTU) + " addrs=" + join(l.Addrs) + " fdb=" + join(l.FDB) + "\n")
+		for _, n := range l.Neighbors {
+			b.WriteString("neighbor " + n.IP.String() + " " + n.MAC + "\n")
+		}
 	}
 	for _, r := range s.Routes {
 		b.WriteString("route " + r.String() + "\n")
 	}
 	for _, r := range s.Rules {
-		b.WriteString("rule " + itoa(r.Priority) + " " + itoa(r.Table) + "\n")
+		if r.Family == kernel.IPv6 {
+			b.WriteString("rule6 " + itoa(r.Priority) + " " + itoa(r.Table) + "\n")
+		} else {
+			b.WriteString("rule " + itoa(r.Priority) + " " + itoa(r.Table) + "\n")
+		}
 	}
 	for k, v := range s.Sysctls {
 		b.WriteString("sysctl " + k + "=" + v + "\n")
 	}
-	if s.NFT != nil {
-		for _, set := range s.NFT.Sets {
+	for _, t := range []*kernel.NFTable{s.NFT, s.NFT6} {
+		if t == nil {
+			continue
+		}
+		prefix := ""
+		if t == s.NFT6 {
+			prefix = "ip6 "
+		}
+		for _, set := range t.Sets {
 			var els []string
 			for _, e := range set.Elements {
 				els = append(els, e.Key)
 			}
-			b.WriteString("set " + set.Name + " " + strings.Join(els, " ") + "\n")
+			b.WriteString(prefix + "set " + set.Name + " " + set.Key + " " + strings.Join(els, " ") + "\n")
 		}
-		for _, c := range s.NFT.Chains {
+		for _, c := range t.Chains {
 			for _, r := range c.Rules {
-				b.WriteString("chain " + c.Name + " " + c.Type + " " + c.Hook + " " + itoa(c.Priority) + ": " + r.Text + "\n")
+				b.WriteString(prefix + "chain " + c.Name + " " + c.Type + " " + c.Hook + " " + itoa(c.Priority) + ": " + r.Text + "\n")
 			}
 		}
 	}

@@ -150,9 +150,10 @@ func (e *Env) Corefile(t testing.TB, cluster string) string {
 }
 
 // StraitKernelState is everything of Strait's in a node's network namespace: what
-// `straitd agent --dump` prints (the routes, rules, vx-strait and table ip strait with
-// its chains: the MSS clamp and the masquerade bypass keep-remote-source), the fence
-// table, the cables' devices and any IPsec SA or policy.
+// `straitd agent --dump` prints (the routes and rules of both families, vx-strait, table
+// ip strait with its chains: the MSS clamp and the masquerade bypass keep-remote-source,
+// and table ip6 strait where the node handles IPv6), the fence table, the cables'
+// devices and any IPsec SA or policy.
 func StraitKernelState(t testing.TB, ns string) string {
 	t.Helper()
 	h, err := vnetns.GetFromPath(netns.Path(ns))
@@ -170,12 +171,14 @@ func StraitKernelState(t testing.TB, ns string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fence, err := k.NFTable(ctx, kernel.FenceTable)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if fence != nil {
-		dump += "nftables table ip " + kernel.FenceTable + "\n"
+	for _, f := range []kernel.Family{kernel.IPv4, kernel.IPv6} {
+		fence, err := k.NFTable(ctx, f, kernel.FenceTable)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fence != nil {
+			dump += "nftables table " + string(f) + " " + kernel.FenceTable + "\n"
+		}
 	}
 	links, err := k.Links(ctx)
 	if err != nil {

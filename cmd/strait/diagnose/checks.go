@@ -213,8 +213,14 @@ func cni(m *member, o observed) Result {
 			how = append(how, fmt.Sprintf("left node %s as %s (%s)", t.node, t.addr, whose(o, t.addr)))
 		}
 		bad = append(bad, fmt.Sprintf("from pod %s on %s to %s's pod %s: %s", a.fromPod.ip, a.fromPod.node, a.to, a.toPod.ip, strings.Join(how, ", ")))
-		if f, read := m.facts[a.fromPod.node]; read && !contains(f.StraitChains, route.SourceChain) {
-			fix = appendNew(fix, fmt.Sprintf("node %s lacks the agent's masquerade bypass (nftables chain ip %s %s)", a.fromPod.node, route.NFTable, route.SourceChain))
+		if f, read := m.facts[a.fromPod.node]; read {
+			chains, family := f.StraitChains, "ip"
+			if ip, err := netip.ParseAddr(a.fromPod.ip); err == nil && ip.Is6() && !ip.Is4In6() {
+				chains, family = f.StraitChains6, "ip6" // an IPv6 pod's bypass is in table ip6 strait
+			}
+			if !contains(chains, route.SourceChain) {
+				fix = appendNew(fix, fmt.Sprintf("node %s lacks the agent's masquerade bypass (nftables chain %s %s %s)", a.fromPod.node, family, route.NFTable, route.SourceChain))
+			}
 		}
 	}
 	switch {

@@ -199,3 +199,22 @@ func TestFiringAlertsAreLinesWithTheirRunbooks(t *testing.T) {
 		t.Errorf("no alert firing: %+v, want one pass line", none)
 	}
 }
+
+// TestCNINamesTheIP6TableForAnIPv6Pod: a masqueraded IPv6 pod's node is judged by its
+// table ip6 strait, whose bypass chain the fix names; the ip table's says nothing of it.
+func TestCNINamesTheIP6TableForAnIPv6Pod(t *testing.T) {
+	c1, c2 := twoMembers()
+	to := probePod{name: "p", node: "c2-node", ip: "2001:db8:9:2::5"}
+	o := observed{members: []*member{c1, c2}, across: []across{
+		{from: "c1", to: "c2", fromPod: probePod{node: "c1-node", ip: "2001:db8:8:2::4"}, toPod: to, arrived: []string{"2001:db8:250::13"}},
+	}}
+	r := cni(c1, o)
+	if r.Status != Fail || !strings.Contains(r.Fix, "node c1-node lacks the agent's masquerade bypass (nftables chain ip6 strait keep-remote-source)") {
+		t.Errorf("an IPv6 pod on a node without table ip6 strait: %+v", r)
+	}
+	c1.facts["c1-node"] = probe.NodeFacts{StraitChains: []string{route.MSSChain, route.SourceChain},
+		StraitChains6: []string{route.MSSChain, route.SourceChain}}
+	if r := cni(c1, o); strings.Contains(r.Fix, "lacks the agent's masquerade bypass") {
+		t.Errorf("the node has its ip6 bypass: %+v", r)
+	}
+}
