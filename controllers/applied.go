@@ -11,6 +11,7 @@ import (
 
 	"github.com/straitnet/strait/controllers/members"
 	"github.com/straitnet/strait/internal/keytable"
+	"github.com/straitnet/strait/plan"
 )
 
 // objKey names an object the hub writes in a member.
@@ -102,9 +103,10 @@ type memberPass struct {
 	// changes is appliedTable.changes when the pass started.
 	changes   uint64
 	inventory map[string]int32
-	// groups are the plan's group digests the pass applied (plan.GroupDigests), so that
-	// the next pass over the same connection rebuilds only the groups that changed.
-	groups map[string]uint64
+	// groups are the plan's group digests the pass applied (plan.Groups: 8 bytes a
+	// group, the keys shared by every member passed with that plan), so that the next
+	// pass over the same connection rebuilds only the groups that changed.
+	groups plan.Groups
 }
 
 // passState is what decides whether a member needs a pass.
@@ -132,11 +134,11 @@ func (t *appliedTable) current(s passState) (map[string]int32, bool) {
 // lastGroups are the group digests of the last pass when the member holds what that
 // pass left (same healthy connection, no foreign change, no resync due): then only the
 // groups whose digest differs need a pass. ok is false when the member needs a full one.
-func (t *appliedTable) lastGroups(s passState) (map[string]uint64, bool) {
+func (t *appliedTable) lastGroups(s passState) (plan.Groups, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if !t.holds(s) || t.pass.groups == nil {
-		return nil, false
+	if !t.holds(s) || t.pass.groups.Keys == nil {
+		return plan.Groups{}, false
 	}
 	return t.pass.groups, true
 }
@@ -177,7 +179,7 @@ func (t *appliedTable) startPass(s passState) passState {
 
 // passed records a successful pass; failed forgets the last one, so that the next
 // reconcile passes over the member again.
-func (t *appliedTable) passed(s passState, inventory map[string]int32, groups map[string]uint64, full bool) {
+func (t *appliedTable) passed(s passState, inventory map[string]int32, groups plan.Groups, full bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	at := s.now

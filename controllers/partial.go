@@ -14,26 +14,34 @@ import (
 	"github.com/straitnet/strait/plan"
 )
 
-// groupDigests are the plan's group digests for a member, with the PSK the hub fills
-// in counted in the base group.
-func groupDigests(p *plan.Plan, cluster string, psk pskData) map[string]uint64 {
-	groups := p.GroupDigests(cluster)
-	groups[plan.BaseGroup] ^= pskDigest(psk)
+// groupDigests are the plan's groups for a member, with the PSK the hub fills in
+// counted in the base group (Keys[0]).
+func groupDigests(p *plan.Plan, cluster string, psk pskData) plan.Groups {
+	groups := p.Groups(cluster)
+	if len(groups.Digests) > 0 {
+		groups.Digests[0] ^= pskDigest(psk)
+	}
 	return groups
 }
 
 // changedGroups are the groups whose digest differs between two passes, or that only
-// one of them has.
-func changedGroups(last, cur map[string]uint64) map[string]bool {
+// one of them has: one walk over both sorted lists.
+func changedGroups(last, cur plan.Groups) map[string]bool {
 	out := map[string]bool{}
-	for g, d := range cur {
-		if last[g] != d {
-			out[g] = true
-		}
-	}
-	for g := range last {
-		if _, ok := cur[g]; !ok {
-			out[g] = true
+	i, j := 0, 0
+	for i < len(last.Keys) || j < len(cur.Keys) {
+		switch {
+		case j == len(cur.Keys) || i < len(last.Keys) && last.Keys[i] < cur.Keys[j]:
+			out[last.Keys[i]] = true // gone
+			i++
+		case i == len(last.Keys) || cur.Keys[j] < last.Keys[i]:
+			out[cur.Keys[j]] = true // new
+			j++
+		default:
+			if last.Digests[i] != cur.Digests[j] {
+				out[cur.Keys[j]] = true
+			}
+			i, j = i+1, j+1
 		}
 	}
 	return out

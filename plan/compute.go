@@ -207,12 +207,12 @@ func (p *Plan) Objects(cluster string) []client.Object {
 	return p.objects(cluster, nil)
 }
 
-// BaseGroup names, among a member's object groups (GroupDigests), its Membership, its
+// BaseGroup names, among a member's object groups (Groups), its Membership, its
 // Peers and its copy of the IPsec key; every other group is one export, by
 // "namespace/name".
 const BaseGroup = ""
 
-// ObjectsOf returns the objects of the named groups only (see GroupDigests), as Objects
+// ObjectsOf returns the objects of the named groups only (see Groups), as Objects
 // builds them: a hub that knows which groups changed builds only those.
 func (p *Plan) ObjectsOf(cluster string, groups map[string]bool) []client.Object {
 	return p.objects(cluster, groups)

@@ -48,31 +48,40 @@ func (p *Plan) baseDigest(cluster string) uint64 {
 	return h.sum()
 }
 
-// GroupDigests splits what MemberDigest covers by group: BaseGroup (the Membership,
-// the Peers, the IPsec key's Secret) and each export ("namespace/name": its
-// ServiceExport and conditions, ServiceImport, EndpointSlices and GlobalIngress). A hub
-// that kept the groups of its last pass over a member rebuilds only those that differ.
-func (p *Plan) GroupDigests(cluster string) map[string]uint64 {
+// Groups are a member's object groups and their digests: what MemberDigest covers,
+// split into BaseGroup (the Membership, the Peers, the IPsec key's Secret) and each
+// export ("namespace/name": its ServiceExport and conditions, ServiceImport,
+// EndpointSlices and GlobalIngress). A hub that kept the groups of its last pass over a
+// member rebuilds only those that differ.
+type Groups struct {
+	// Keys are the groups, sorted: BaseGroup first, then every export's. One slice per
+	// plan, shared by all its members' Groups: not to be changed.
+	Keys []string
+	// Digests are the groups' digests, Digests[i] Keys[i]'s.
+	Digests []uint64
+}
+
+// Groups returns cluster's groups and their digests: 8 bytes a group per member, where
+// the hub keeps them for every member between passes.
+func (p *Plan) Groups(cluster string) Groups {
 	if p.byName[cluster] == nil {
-		return nil
+		return Groups{}
 	}
 	p.digestOnce.Do(p.prepareDigests)
 	d := p.digests
 	v := p.views[cluster]
-	out := make(map[string]uint64, len(p.exports)+1)
-	out[BaseGroup] = p.baseDigest(cluster)
-	for i, e := range p.exports {
-		out[e.key()] = d.remote[v][i]
-	}
+	out := Groups{Keys: d.keys, Digests: make([]uint64, len(d.keys))}
+	out.Digests[0] = p.baseDigest(cluster)
+	copy(out.Digests[1:], d.remote[v])
 	for _, i := range d.involved[cluster] {
-		e := p.exports[i]
-		out[e.key()] = p.exportDigest(e, cluster, v)
+		out.Digests[1+i] = p.exportDigest(p.exports[i], cluster, v)
 	}
 	return out
 }
 
 // digests are the per-plan parts of MemberDigest.
 type digests struct {
+	keys  []string          // BaseGroup, then every export's key (Groups.Keys)
 	peer  map[string]uint64 // remote cluster -> its Peer object, as every other member holds it
 	peers uint64            // sum of mix(peer) over all clusters
 	// remote[v][i]: export i as a cluster of view v that does not export it sees it.
@@ -101,7 +110,10 @@ func (p *Plan) prepareDigests() {
 		}
 		d.remote[v] = remote
 	}
+	d.keys = make([]string, 1, 1+len(p.exports))
+	d.keys[0] = BaseGroup
 	for i, e := range p.exports {
+		d.keys = append(d.keys, e.key())
 		for c := range e.exportedFrom {
 			d.involved[c] = append(d.involved[c], i)
 		}

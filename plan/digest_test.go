@@ -168,7 +168,7 @@ func TestObjectsOfEveryGroupAreTheObjects(t *testing.T) {
 		p := mustCompute(t, cs, obs)
 		for _, c := range p.Clusters() {
 			all := map[string]bool{}
-			for g := range p.GroupDigests(c) {
+			for g := range groupMap(p.Groups(c)) {
 				all[g] = true
 			}
 			if objectsJSON(t, p.ObjectsOf(c, all)) != objectsJSON(t, p.Objects(c)) {
@@ -200,8 +200,8 @@ func TestMemberDigestChangesWhenTheMemberWouldChange(t *testing.T) {
 				}
 				// The groups whose digest stayed hold the same objects.
 				same := map[string]bool{}
-				g0 := p0.GroupDigests(c)
-				for g, d := range p1.GroupDigests(c) {
+				g0 := groupMap(p0.Groups(c))
+				for g, d := range groupMap(p1.Groups(c)) {
 					if v, ok := g0[g]; ok && v == d {
 						same[g] = true
 					}

@@ -13,7 +13,7 @@ import (
 )
 
 // ExportGroup is where a member holds the objects of one export group (a key of
-// GroupDigests other than BaseGroup, "namespace/name"), as this package names and
+// Groups.Keys other than BaseGroup, "namespace/name"), as this package names and
 // labels them when it builds them (ObjectsOf): a hub that prunes one group finds there
 // everything a pass over that group may have written, and nothing of another group.
 type ExportGroup struct {

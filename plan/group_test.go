@@ -18,7 +18,7 @@ func TestExportGroupFindsEveryObjectOfItsGroup(t *testing.T) {
 		cs, obs := loadExample(t, name)
 		p := mustCompute(t, cs, obs)
 		for _, c := range p.Clusters() {
-			for g := range p.GroupDigests(c) {
+			for g := range groupMap(p.Groups(c)) {
 				if g == BaseGroup {
 					continue
 				}

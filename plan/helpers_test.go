@@ -90,3 +90,12 @@ func heldBy(p *Plan, obs Observed) Observed {
 	}
 	return out
 }
+
+// groupMap is a member's group digests by group.
+func groupMap(g Groups) map[string]uint64 {
+	out := make(map[string]uint64, len(g.Keys))
+	for i, k := range g.Keys {
+		out[k] = g.Digests[i]
+	}
+	return out
+}

@@ -149,7 +149,7 @@ func planDifference(want, got *Plan) string {
 		if a, b := want.MemberDigest(c), got.MemberDigest(c); a != b {
 			return fmt.Sprintf("%s's digest: want %x, got %x", c, a, b)
 		}
-		if a, b := want.GroupDigests(c), got.GroupDigests(c); !reflect.DeepEqual(a, b) {
+		if a, b := want.Groups(c), got.Groups(c); !reflect.DeepEqual(a, b) {
 			return fmt.Sprintf("%s's group digests: want %v, got %v", c, a, b)
 		}
 		if a, b := js(want.ServiceExportConditions(c)), js(got.ServiceExportConditions(c)); a != b {
