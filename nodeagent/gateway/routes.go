@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"net/netip"
+	"slices"
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
 	"github.com/straitnet/strait/nodeagent/cable"
@@ -21,12 +22,29 @@ type Overheader interface {
 	Overhead() int
 }
 
-// Overhead of a driver: its own word, else the usual IPv4 figure for its kind.
+// FamilyOverheader is implemented by drivers whose overhead depends on the underlay's
+// family (the outer header's).
+type FamilyOverheader interface {
+	Overheads() cable.Overheads
+}
+
+// Overhead of a driver: its own word, else the usual figure for its kind. It is the
+// larger of the underlay families' (see UnderlayOverhead).
 func Overhead(d cable.Driver) int {
 	if o, ok := d.(Overheader); ok {
 		return o.Overhead()
 	}
 	return DriverOverhead(d.Name())
+}
+
+// UnderlayOverhead is a driver's overhead over an underlay of local's family (the
+// gateway's cable.Local.IP): WireGuard adds 60 bytes over IPv4 and 80 over IPv6. A
+// driver that does not tell the families apart gives Overhead.
+func UnderlayOverhead(d cable.Driver, local netip.Addr) int {
+	if o, ok := d.(FamilyOverheader); ok && local.IsValid() {
+		return o.Overheads().For(local)
+	}
+	return Overhead(d)
 }
 
 // DriverOverhead is the usual IPv4 overhead of a kind of cable.
@@ -43,7 +61,9 @@ func DriverOverhead(name straitv1.CableDriver) int {
 }
 
 // Routes are the active gateway's routes to every remote's CIDRs through the cable, in
-// Strait's table with the given MTU; none when the driver is not a Router.
+// Strait's table with the given MTU, IPv4 and IPv6 alike (a route's family is its
+// Dst's; the MTU depends on the underlay's family, not the route's); none when the
+// driver is not a Router.
 func Routes(d cable.Driver, remotes []cable.Remote, mtu int) []kernel.Route {
 	rt, ok := d.(Router)
 	if !ok {
@@ -52,9 +72,26 @@ func Routes(d cable.Driver, remotes []cable.Remote, mtu int) []kernel.Route {
 	var out []kernel.Route
 	for _, r := range remotes {
 		dev, gw := rt.Route(r)
-		for _, p := range route.Canonical(r.CIDRs) {
+		for _, p := range canonical(r.CIDRs) {
 			out = append(out, kernel.Route{Table: route.Table, Dst: p, Dev: dev, Gw: gw, Onlink: gw.IsValid(), MTU: mtu})
 		}
 	}
 	return out
+}
+
+// canonical masks, sorts (IPv4 before IPv6) and de-duplicates prefixes of both families.
+func canonical(in []netip.Prefix) []netip.Prefix {
+	var out []netip.Prefix
+	for _, p := range in {
+		if p.IsValid() {
+			out = append(out, p.Masked())
+		}
+	}
+	slices.SortFunc(out, func(a, b netip.Prefix) int {
+		if c := a.Addr().Compare(b.Addr()); c != 0 {
+			return c
+		}
+		return a.Bits() - b.Bits()
+	})
+	return slices.Compact(out)
 }
