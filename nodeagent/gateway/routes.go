@@ -28,8 +28,9 @@ type FamilyOverheader interface {
 	Overheads() cable.Overheads
 }
 
-// Overhead of a driver: its own word, else the usual figure for its kind. It is the
-// larger of the underlay families' (see UnderlayOverhead).
+// Overhead of a driver: its own word, else the usual figure for its kind, whatever the
+// underlay's family (WireGuard's is IPv6's, IPsec's IPv4's, as before IPv6); see
+// UnderlayOverhead for the figure of one family.
 func Overhead(d cable.Driver) int {
 	if o, ok := d.(Overheader); ok {
 		return o.Overhead()

@@ -32,9 +32,10 @@ const (
 // is for IPv4.
 var overheads = cable.Overheads{IPv4: 100, IPv6: 120}
 
-// Overhead is what the cable adds to every packet over either underlay family (the
-// larger, IPv6's); the gateway lowers the MTU of routes towards it by that much.
-func (d *Driver) Overhead() int { return overheads.Max() }
+// Overhead is what the cable adds to every packet over an IPv4 underlay, as before
+// IPv6; the gateway lowers the MTU of routes towards it by that much. Overheads has
+// both families' (gateway.UnderlayOverhead).
+func (d *Driver) Overhead() int { return overheads.IPv4 }
 
 // Overheads is what the cable adds to every packet by underlay family.
 func (d *Driver) Overheads() cable.Overheads { return overheads }
