@@ -317,9 +317,9 @@ const wanMTU = 1500
 func requireMTU(t *testing.T, lab *Lab, mtu int) {
 	t.Helper()
 	for _, dst := range []netip.Addr{lab.B.PodIP, lab.B.PodIP6} {
-		// Right after both ends of a WireGuard cable moved to the IPv6 underlay, full-size
-		// packets were now and then lost for up to 3 s while small ones passed
-		// (wireguard-go; cause not found): a full-size packet must get through within 5 s.
+		// Right after both ends of a WireGuard cable moved to the IPv6 underlay, IPv4
+		// packets inside it were now and then lost for up to 3 s (wireguard-go; cause not
+		// found, see docs/cable-drivers.md): a full-size one must get through within 5 s.
 		took, err := require.Within(5*time.Second, func() error { return PingSize(lab.A.PodNS, dst, mtu) })
 		if err != nil {
 			t.Errorf("route MTU %d to %s: %v", mtu, dst, err)
