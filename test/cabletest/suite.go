@@ -244,6 +244,16 @@ func Run(t *testing.T, s Suite) {
 			return nil
 		})
 		requireMTU(t, lab, wanMTU-s.Overheads.IPv6)
+
+		// An agent that starts over the IPv6 underlay, as every one of an IPv6-only
+		// cluster does: WireGuard's embedded device is made anew at the IPv6 MTU.
+		a.gw.Kill()
+		a.gw = StartGateway(top, a.GatewayNS, a.env...)
+		if err := converge6(a6, b6, b.key, a.gw); err != nil {
+			t.Fatalf("converge a restarted agent over IPv6: %v", err)
+		}
+		requireTraffic(t, lab, s.ConnectTimeout, resync6)
+		requireConnected(t, a.gw, b.ClusterID, s.ConnectTimeout)
 	})
 
 	t.Run("cleanup leaves nothing", func(t *testing.T) {
