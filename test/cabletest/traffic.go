@@ -30,8 +30,11 @@ func Ping(ns string, dst netip.Addr) error {
 func PingSteady(ns string, dst netip.Addr, n int) error {
 	out, err := exec.Command("ip", "netns", "exec", ns, "ping", "-n", "-q", "-c", strconv.Itoa(n), "-i", "0.1",
 		"-W", "1", dst.String()).CombinedOutput()
-	if err != nil || !strings.Contains(string(out), " 0% packet loss") {
-		return fmt.Errorf("ping %s from %s: not every echo answered: %v: %s", dst, ns, err, out)
+	if err != nil {
+		return fmt.Errorf("ping %s from %s: %w: %s", dst, ns, err, out)
+	}
+	if !strings.Contains(string(out), " 0% packet loss") {
+		return fmt.Errorf("ping %s from %s: not every echo answered: %s", dst, ns, out)
 	}
 	return nil
 }
