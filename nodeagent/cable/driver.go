@@ -36,6 +36,10 @@ type Local struct {
 	// HealthCheckIP is an address of this gateway inside CIDRs that answers ICMP echo
 	// through the tunnel.
 	HealthCheckIP netip.Addr
+	// HealthCheckIPv6 is the IPv6 counterpart of HealthCheckIP, inside an IPv6 prefix of
+	// CIDRs; invalid when the cluster routes no IPv6 here. Drivers use it as the source
+	// of their routes to remote IPv6 CIDRs, as HealthCheckIP for IPv4 ones.
+	HealthCheckIPv6 netip.Addr
 	// PSK for ipsec; empty otherwise.
 	PSK []byte
 }
@@ -51,7 +55,9 @@ type Remote struct {
 	BehindMasquerade bool
 	Port             int32
 	PublicKey        string
-	CIDRs            []netip.Prefix
+	// CIDRs the remote routes here, of either family: a cable carries IPv6 prefixes
+	// beside IPv4 ones whatever its underlay's family.
+	CIDRs []netip.Prefix
 }
 
 // Connection is the state of the cable to one remote cluster.
@@ -68,6 +74,24 @@ type Connection struct {
 	// an address it did not advertise, or IKE's NAT detection said so).
 	NATDetected bool
 }
+
+// Overheads is what a cable adds to every packet, by the family of its underlay (the
+// outer header's): the MTU of the cable's device and of routes into it is the underlay
+// MTU less the overhead of Local.IP's family.
+type Overheads struct {
+	IPv4, IPv6 int
+}
+
+// For is the overhead over an underlay address of ip's family.
+func (o Overheads) For(ip netip.Addr) int {
+	if ip.Is6() && !ip.Is4In6() {
+		return o.IPv6
+	}
+	return o.IPv4
+}
+
+// Max is the larger overhead: what to subtract while the underlay's family is unknown.
+func (o Overheads) Max() int { return max(o.IPv4, o.IPv6) }
 
 // ByCluster is how a driver's Connections are ordered: by ClusterID.
 func ByCluster(cs []Connection) []Connection {

@@ -29,12 +29,30 @@ type Overheader interface {
 	Overhead() int
 }
 
-// Overhead of a driver: its own word, else the usual IPv4 figure for its kind.
+// FamilyOverheader is implemented by drivers whose overhead depends on the underlay's
+// family (the outer header's).
+type FamilyOverheader interface {
+	Overheads() cable.Overheads
+}
+
+// Overhead of a driver: its own word, else the usual figure for its kind, whatever the
+// underlay's family (WireGuard's is IPv6's, IPsec's IPv4's, as before IPv6); see
+// UnderlayOverhead for the figure of one family.
 func Overhead(d cable.Driver) int {
 	if o, ok := d.(Overheader); ok {
 		return o.Overhead()
 	}
 	return DriverOverhead(d.Name())
+}
+
+// UnderlayOverhead is a driver's overhead over an underlay of local's family (the
+// gateway's cable.Local.IP): WireGuard adds 60 bytes over IPv4 and 80 over IPv6. A
+// driver that does not tell the families apart gives Overhead.
+func UnderlayOverhead(d cable.Driver, local netip.Addr) int {
+	if o, ok := d.(FamilyOverheader); ok && local.IsValid() {
+		return o.Overheads().For(local)
+	}
+	return Overhead(d)
 }
 
 // DriverOverhead is the usual IPv4 overhead of a kind of cable.
@@ -50,9 +68,10 @@ func DriverOverhead(name straitv1.CableDriver) int {
 	return 0
 }
 
-// Routes are the active gateway's routes to every remote's CIDRs, of both families,
-// through the cable, in Strait's table with the given MTU; none when the driver is not a
-// Router.
+// Routes are the active gateway's routes to every remote's CIDRs through the cable, in
+// Strait's table with the given MTU, IPv4 and IPv6 alike (a route's family is its
+// Dst's; the MTU depends on the underlay's family, not the route's); none when the
+// driver is not a Router.
 func Routes(d cable.Driver, remotes []cable.Remote, mtu int) []kernel.Route {
 	rt, ok := d.(Router)
 	if !ok {

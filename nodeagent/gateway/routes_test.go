@@ -27,6 +27,10 @@ func TestRoutes(t *testing.T) {
 	remotes := []cable.Remote{
 		{ClusterID: "c2", IP: netip.MustParseAddr("203.0.113.2"), CIDRs: []netip.Prefix{netip.MustParsePrefix("10.2.0.0/16"), netip.MustParsePrefix("10.102.0.5/16")}},
 		{ClusterID: "c3", IP: netip.MustParseAddr("203.0.113.3"), CIDRs: []netip.Prefix{netip.MustParsePrefix("10.3.0.0/16")}},
+		// Dual-stack, over an IPv6 underlay: the route's family is its Dst's, and an IPv4
+		// CIDR has no IPv6 next hop to take (FamilyRouter gives one per family).
+		{ClusterID: "c4", IP: netip.MustParseAddr("fd73:18::4"), CIDRs: []netip.Prefix{
+			netip.MustParsePrefix("fd73:4::1/64"), netip.MustParsePrefix("10.4.0.0/16"), netip.MustParsePrefix("fd73:4::/64")}},
 	}
 	if got := Routes(fakeDriver{name: straitv1.CableIPsec}, remotes, 1400); len(got) != 0 {
 		t.Fatalf("a driver that routes itself got routes: %v", got)
@@ -36,6 +40,7 @@ func TestRoutes(t *testing.T) {
 		"table=4242 proto=0 10.2.0.0/16 via 203.0.113.2 dev wan onlink mtu=1400",
 		"table=4242 proto=0 10.102.0.0/16 via 203.0.113.2 dev wan onlink mtu=1400",
 		"table=4242 proto=0 10.3.0.0/16 via 203.0.113.3 dev wan onlink mtu=1400",
+		"table=4242 proto=0 fd73:4::/64 via fd73:18::4 dev wan onlink mtu=1400",
 	}
 	if len(got) != len(want) {
 		t.Fatalf("got %v", got)
@@ -93,6 +98,33 @@ func TestRoutesPerFamily(t *testing.T) {
 		}
 		if !slices.Equal(got, tc.want) {
 			t.Errorf("%s: got %q, want %q", name, got, tc.want)
+		}
+	}
+}
+
+type familyDriver struct{ fakeDriver }
+
+func (familyDriver) Overhead() int              { return 80 }
+func (familyDriver) Overheads() cable.Overheads { return cable.Overheads{IPv4: 60, IPv6: 80} }
+
+func TestUnderlayOverheadFollowsTheUnderlaysFamily(t *testing.T) {
+	for _, tc := range []struct {
+		d     cable.Driver
+		local string
+		want  int
+	}{
+		{familyDriver{}, "198.18.0.1", 60},
+		{familyDriver{}, "::ffff:198.18.0.1", 60},
+		{familyDriver{}, "fd73:18::1", 80},
+		{familyDriver{}, "", 80}, // unknown underlay: the larger
+		{fakeDriver{name: straitv1.CableVXLAN}, "fd73:18::1", 50},
+	} {
+		var local netip.Addr
+		if tc.local != "" {
+			local = netip.MustParseAddr(tc.local)
+		}
+		if got := UnderlayOverhead(tc.d, local); got != tc.want {
+			t.Errorf("UnderlayOverhead(%T, %q) = %d, want %d", tc.d, tc.local, got, tc.want)
 		}
 	}
 }

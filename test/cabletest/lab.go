@@ -44,7 +44,23 @@ type Site struct {
 	// PodIP is the pod's address.
 	PodIP netip.Addr
 	CIDR  netip.Prefix
+	// The same in IPv6: every site is dual-stack inside the cable (CIDR6 beside CIDR).
+	// WANIP6 is the gateway's IPv6 address on the WAN (not behind a NAT only), for
+	// Over6.
+	WANIP6        netip.Addr
+	GatewayPodIP6 netip.Addr
+	PodIP6        netip.Addr
+	CIDR6         netip.Prefix
 }
+
+// The lab's IPv6 prefixes: unique local addresses clear of fd00::/64 (the host's own),
+// only ever inside the lab's namespaces.
+var (
+	wan6   = netip.MustParsePrefix("fd73:18::/64")
+	cidr6A = netip.MustParsePrefix("fd73:1::/64")
+	cidr6B = netip.MustParsePrefix("fd73:2::/64")
+	cidr6C = netip.MustParsePrefix("fd73:3::/64")
+)
 
 // Lab is two sites on a shared WAN.
 type Lab struct {
@@ -75,21 +91,33 @@ func newLab(t testing.TB, nat NAT) *Lab {
 		WANNS: id + "-wan",
 		A: Site{ClusterID: "cluster-a", GatewayNS: id + "-gwa", PodNS: id + "-poda",
 			WANIP: netip.MustParseAddr("198.18.0.1"), GatewayPodIP: netip.MustParseAddr("10.1.0.1"),
-			PodIP: netip.MustParseAddr("10.1.0.10"), CIDR: netip.MustParsePrefix("10.1.0.0/16")},
+			PodIP: netip.MustParseAddr("10.1.0.10"), CIDR: netip.MustParsePrefix("10.1.0.0/16"),
+			WANIP6: netip.MustParseAddr("fd73:18::1"), GatewayPodIP6: netip.MustParseAddr("fd73:1::1"),
+			PodIP6: netip.MustParseAddr("fd73:1::10"), CIDR6: cidr6A},
 		B: Site{ClusterID: "cluster-b", GatewayNS: id + "-gwb", PodNS: id + "-podb",
 			WANIP: netip.MustParseAddr("198.18.0.2"), GatewayPodIP: netip.MustParseAddr("10.2.0.1"),
-			PodIP: netip.MustParseAddr("10.2.0.10"), CIDR: netip.MustParsePrefix("10.2.0.0/16")},
+			PodIP: netip.MustParseAddr("10.2.0.10"), CIDR: netip.MustParsePrefix("10.2.0.0/16"),
+			WANIP6: netip.MustParseAddr("fd73:18::2"), GatewayPodIP6: netip.MustParseAddr("fd73:2::1"),
+			PodIP6: netip.MustParseAddr("fd73:2::10"), CIDR6: cidr6B},
 	}
 	if nat != NoNAT {
 		l.B.NAT, l.B.RouterNS, l.B.PrivateIP = nat, id+"-rtb", netip.MustParseAddr("10.250.0.2")
+		l.B.WANIP6 = netip.Addr{}
 	}
 	t.Cleanup(func() { l.destroy(t) })
 	for _, ns := range l.Namespaces() {
 		if err := netns.Ensure(context.Background(), ns); err != nil {
 			t.Fatalf("namespace %s: %v", ns, err)
 		}
+		// No duplicate address detection on links made from now on: a link-local address
+		// stays tentative for a second or two after its link comes up, and neighbor
+		// discovery waits for it (the first IPv6 packet through the cable was lost).
+		MustRun(t, "ip", "netns", "exec", ns, "sysctl", "-qw", "net.ipv6.conf.default.accept_dad=0", "net.ipv6.conf.all.accept_dad=0")
 	}
-	MustRun(t, "ip", "-n", l.WANNS, "link", "add", "br0", "type", "bridge")
+	// No multicast snooping: IPv6 neighbor discovery is multicast, and a bridge that
+	// has not yet seen a gateway's MLD report for its solicited-node group dropped the
+	// first neighbor solicitations to it (a second or more of silence on the IPv6 WAN).
+	MustRun(t, "ip", "-n", l.WANNS, "link", "add", "br0", "type", "bridge", "mcast_snooping", "0")
 	MustRun(t, "ip", "-n", l.WANNS, "link", "set", "br0", "up")
 	for i, s := range []Site{l.A, l.B} {
 		wanPort := fmt.Sprintf("w%d", i)
@@ -102,6 +130,11 @@ func newLab(t testing.TB, nat NAT) *Lab {
 		MustRun(t, "ip", "-n", l.WANNS, "link", "set", wanPort, "master", "br0", "up")
 		MustRun(t, "ip", "-n", onWAN, "addr", "add", s.WANIP.String()+"/24", "dev", "eth0")
 		MustRun(t, "ip", "-n", onWAN, "link", "set", "eth0", "up")
+		// nodad: an address in use at once, and a network state that does not change by
+		// itself while the test runs.
+		if s.WANIP6.IsValid() {
+			MustRun(t, "ip", "-n", onWAN, "addr", "add", prefixOf(s.WANIP6, wan6), "dev", "eth0", "nodad")
+		}
 
 		MustRun(t, "ip", "-n", s.PodNS, "link", "add", "eth0", "type", "veth", "peer", "name", "pod0", "netns", s.GatewayNS)
 		MustRun(t, "ip", "-n", s.GatewayNS, "addr", "add", s.GatewayPodIP.String()+"/24", "dev", "pod0")
@@ -109,12 +142,17 @@ func newLab(t testing.TB, nat NAT) *Lab {
 		MustRun(t, "ip", "-n", s.PodNS, "addr", "add", s.PodIP.String()+"/24", "dev", "eth0")
 		MustRun(t, "ip", "-n", s.PodNS, "link", "set", "eth0", "up")
 		MustRun(t, "ip", "-n", s.PodNS, "route", "add", "default", "via", s.GatewayPodIP.String())
+		MustRun(t, "ip", "-n", s.GatewayNS, "addr", "add", prefixOf(s.GatewayPodIP6, s.CIDR6), "dev", "pod0", "nodad")
+		MustRun(t, "ip", "-n", s.PodNS, "addr", "add", prefixOf(s.PodIP6, s.CIDR6), "dev", "eth0", "nodad")
+		MustRun(t, "ip", "-n", s.PodNS, "-6", "route", "add", "default", "via", s.GatewayPodIP6.String())
 
 		MustRun(t, "ip", "netns", "exec", s.GatewayNS, "sysctl", "-qw", "net.ipv4.ip_forward=1")
 		// Strict reverse-path filtering, as many distributions set it: the cable must
 		// pass it (Strait's rule makes the FIB see the remote CIDRs behind the cable).
 		MustRun(t, "ip", "netns", "exec", s.GatewayNS, "sysctl", "-qw", "net.ipv4.conf.all.rp_filter=1")
 		MustRun(t, "ip", "-n", s.GatewayNS, "rule", "add", "pref", fmt.Sprint(rulePref), "lookup", fmt.Sprint(Table))
+		MustRun(t, "ip", "netns", "exec", s.GatewayNS, "sysctl", "-qw", "net.ipv6.conf.all.forwarding=1")
+		MustRun(t, "ip", "-n", s.GatewayNS, "-6", "rule", "add", "pref", fmt.Sprint(rulePref), "lookup", fmt.Sprint(Table))
 	}
 	return l
 }
@@ -143,10 +181,22 @@ func MustRun(t testing.TB, name string, args ...string) string {
 	return string(out)
 }
 
+// prefixOf is ip with the length of p, as ip(8) takes an address.
+func prefixOf(ip netip.Addr, p netip.Prefix) string {
+	return netip.PrefixFrom(ip, p.Bits()).String()
+}
+
+// Over6 is s reached over the IPv6 underlay: its gateway's cable address is WANIP6.
+func (s Site) Over6() Site {
+	s.WANIP = s.WANIP6
+	return s
+}
+
 // Local is the cable.Local of s's gateway.
 func (s Site) Local(port int32, psk []byte) cable.Local {
 	l := cable.Local{ClusterID: s.ClusterID, NodeName: s.ClusterID + "-gw", IP: s.WANIP, Advertised: s.WANIP,
-		Port: port, CIDRs: []netip.Prefix{s.CIDR}, HealthCheckIP: s.GatewayPodIP, PSK: psk}
+		Port: port, CIDRs: []netip.Prefix{s.CIDR, s.CIDR6}, HealthCheckIP: s.GatewayPodIP,
+		HealthCheckIPv6: s.GatewayPodIP6, PSK: psk}
 	switch s.NAT {
 	case NATOneToOne:
 		l.IP = s.PrivateIP
@@ -159,7 +209,7 @@ func (s Site) Local(port int32, psk []byte) cable.Local {
 // Remote is the cable.Remote for s's gateway as seen from the other site.
 func (s Site) Remote(port int32, publicKey string) cable.Remote {
 	r := cable.Remote{ClusterID: s.ClusterID, IP: s.WANIP, Port: port, PublicKey: publicKey,
-		CIDRs: []netip.Prefix{s.CIDR}}
+		CIDRs: []netip.Prefix{s.CIDR, s.CIDR6}}
 	if s.NAT == NATMasquerade {
 		r.IP, r.BehindMasquerade = netip.Addr{}, true
 	}

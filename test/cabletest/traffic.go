@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"regexp"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/straitnet/strait/internal/netns"
@@ -20,6 +21,20 @@ func Ping(ns string, dst netip.Addr) error {
 	out, err := exec.Command("ip", "netns", "exec", ns, "ping", "-c", "1", "-W", "1", dst.String()).CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("ping %s from %s: %w: %s", dst, ns, err, out)
+	}
+	return nil
+}
+
+// PingSteady sends n ICMP echoes 100 ms apart from namespace ns to dst and reports
+// whether every one was answered.
+func PingSteady(ns string, dst netip.Addr, n int) error {
+	out, err := exec.Command("ip", "netns", "exec", ns, "ping", "-n", "-q", "-c", strconv.Itoa(n), "-i", "0.1",
+		"-W", "1", dst.String()).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("ping %s from %s: %w: %s", dst, ns, err, out)
+	}
+	if !strings.Contains(string(out), " 0% packet loss") {
+		return fmt.Errorf("ping %s from %s: not every echo answered: %s", dst, ns, out)
 	}
 	return nil
 }
@@ -54,19 +69,27 @@ var icmpSeq = regexp.MustCompile(`bytes from [^ ]+ icmp_seq=(\d+)`)
 // TCP opens a TCP connection from namespace fromNS to a listener in toNS on dst and
 // checks that bytes make the round trip.
 func TCP(ctx context.Context, fromNS, toNS string, dst netip.Addr) error {
+	_, err := TCPSource(ctx, fromNS, toNS, dst)
+	return err
+}
+
+// TCPSource is TCP that also returns the caller's address as the listener saw it.
+func TCPSource(ctx context.Context, fromNS, toNS string, dst netip.Addr) (netip.Addr, error) {
 	var ln net.Listener
 	if err := netns.Do(toNS, func() (err error) {
 		ln, err = net.Listen("tcp", net.JoinHostPort(dst.String(), "0"))
 		return err
 	}); err != nil {
-		return fmt.Errorf("listen in %s: %w", toNS, err)
+		return netip.Addr{}, fmt.Errorf("listen in %s: %w", toNS, err)
 	}
 	defer func() { _ = ln.Close() }()
+	seen := make(chan netip.Addr, 1)
 	go func() {
 		c, err := ln.Accept()
 		if err != nil {
 			return
 		}
+		seen <- c.RemoteAddr().(*net.TCPAddr).AddrPort().Addr().Unmap()
 		defer func() { _ = c.Close() }()
 		_, _ = io.Copy(c, c)
 	}()
@@ -77,7 +100,7 @@ func TCP(ctx context.Context, fromNS, toNS string, dst netip.Addr) error {
 		conn, err = d.DialContext(ctx, "tcp", net.JoinHostPort(dst.String(), strconv.Itoa(port)))
 		return err
 	}); err != nil {
-		return fmt.Errorf("dial %s from %s: %w", dst, fromNS, err)
+		return netip.Addr{}, fmt.Errorf("dial %s from %s: %w", dst, fromNS, err)
 	}
 	defer func() { _ = conn.Close() }()
 	_ = conn.SetDeadline(time.Now().Add(3 * time.Second))
@@ -85,10 +108,31 @@ func TCP(ctx context.Context, fromNS, toNS string, dst netip.Addr) error {
 	go func() { _, _ = conn.Write(msg) }()
 	got := make([]byte, len(msg))
 	if _, err := io.ReadFull(conn, got); err != nil {
-		return fmt.Errorf("echo from %s: %w", dst, err)
+		return netip.Addr{}, fmt.Errorf("echo from %s: %w", dst, err)
 	}
 	if !bytes.Equal(got, msg) {
-		return fmt.Errorf("echo from %s differs", dst)
+		return netip.Addr{}, fmt.Errorf("echo from %s differs", dst)
+	}
+	return <-seen, nil
+}
+
+// PingSize sends one ICMP echo of exactly size bytes (IP header included) from namespace
+// ns to dst with fragmentation prohibited, and reports whether it was answered: a packet
+// larger than the path's MTU is refused (by the sender's route or by a router's ICMP
+// "fragmentation needed" / "packet too big") instead of split.
+func PingSize(ns string, dst netip.Addr, size int) error { return pingSize(ns, dst, size, "1") }
+
+// pingSize is PingSize waiting wait seconds for the answer: ping waits that long even
+// when an ICMP error has already refused the packet.
+func pingSize(ns string, dst netip.Addr, size int, wait string) error {
+	payload := size - 20 - 8
+	if dst.Is6() {
+		payload = size - 40 - 8
+	}
+	out, err := exec.Command("ip", "netns", "exec", ns, "ping", "-c", "1", "-W", wait, "-M", "do",
+		"-s", strconv.Itoa(payload), dst.String()).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("ping %s from %s with %d bytes, not fragmented: %w: %s", dst, ns, size, err, out)
 	}
 	return nil
 }

@@ -21,6 +21,8 @@ type Route struct {
 	Gw netip.Addr
 	// Src is the preferred source address, or invalid.
 	Src netip.Addr
+	// MTU of the route, or 0 for the device's.
+	MTU int
 }
 
 // Sync makes the routes through link in r.Table marked with r.Protocol exactly want:
@@ -98,6 +100,7 @@ func toNetlink(link netlink.Link, r cable.Routing, w Route) *netlink.Route {
 	if w.Src.IsValid() {
 		nr.Src = net.IP(w.Src.AsSlice())
 	}
+	nr.MTU = w.MTU
 	return nr
 }
 
@@ -113,6 +116,7 @@ func fromNetlink(nr netlink.Route) Route {
 	if a, ok := netip.AddrFromSlice(nr.Src); ok {
 		out.Src = a.Unmap()
 	}
+	out.MTU = nr.MTU
 	return out
 }
 
@@ -140,6 +144,15 @@ func UnderlayMTU(h *netlink.Handle, ip netip.Addr) (int, error) {
 		}
 	}
 	return 0, fmt.Errorf("no link on this node holds %s", ip)
+}
+
+// SourceFor is the source of a route to dst: src4 for an IPv4 destination, src6 for an
+// IPv6 one (a route's source must be of its family).
+func SourceFor(dst netip.Prefix, src4, src6 netip.Addr) netip.Addr {
+	if dst.Addr().Is4() || dst.Addr().Is4In6() {
+		return src4
+	}
+	return src6
 }
 
 // Handle returns h, or a handle in the current network namespace when h is nil.

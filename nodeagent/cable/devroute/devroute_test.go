@@ -1,6 +1,7 @@
 package devroute_test
 
 import (
+	"fmt"
 	"net"
 	"net/netip"
 	"slices"
@@ -52,11 +53,14 @@ func TestSyncOwnsOnlyItsRoutes(t *testing.T) {
 	want := []devroute.Route{
 		{Dst: netip.MustParsePrefix("10.2.0.0/16")},
 		{Dst: netip.MustParsePrefix("10.3.0.0/16"), Gw: netip.MustParseAddr("243.0.2.9")},
+		{Dst: netip.MustParsePrefix("fd73:2::/64"), MTU: 1380},
+		{Dst: netip.MustParsePrefix("fd73:3::/64"), Gw: netip.MustParseAddr("fdf3:7301::c612:3")},
 	}
 	steps := [][]devroute.Route{
 		want,
 		want, // again: nothing changes
-		{want[0], {Dst: want[1].Dst, Gw: netip.MustParseAddr("243.0.2.10")}}, // next hop moved
+		{want[0], {Dst: want[1].Dst, Gw: netip.MustParseAddr("243.0.2.10")}, want[2], want[3]}, // next hop moved
+		{want[0], {Dst: want[2].Dst, MTU: 1400}},                                               // MTU changed
 		{want[0]},
 		nil,
 	}
@@ -105,7 +109,7 @@ func TestOwnedSource(t *testing.T) {
 }
 
 func sameRoutes(a, b []devroute.Route) bool {
-	key := func(r devroute.Route) string { return r.Dst.String() + " " + r.Gw.String() }
+	key := func(r devroute.Route) string { return fmt.Sprint(r.Dst, " ", r.Gw, " ", r.MTU) }
 	ka, kb := []string{}, []string{}
 	for _, r := range a {
 		ka = append(ka, key(r))

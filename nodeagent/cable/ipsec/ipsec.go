@@ -24,14 +24,21 @@ import (
 const (
 	// LibipsecDevice is the TUN charon's kernel-libipsec plugin makes.
 	LibipsecDevice = "ipsec0"
-	// overhead of UDP-encapsulated ESP over IPv4 with AES-GCM, padding included, rounded
-	// up as libipsec's TUN MTU (1400 on a 1500 underlay) is.
-	overhead = 100
 )
 
-// Overhead is what the cable adds to every packet; the gateway lowers the MTU of routes
-// towards it by that much.
-func (d *Driver) Overhead() int { return overhead }
+// overheads of UDP-encapsulated ESP by underlay family: outer IPv4 20 or IPv6 40, UDP 8,
+// ESP header 8, IV up to 16, padding and trailer up to 17, ICV up to 16 (AES-CBC with
+// SHA-2; AES-GCM needs less), rounded up as libipsec's TUN MTU (1400 on a 1500 underlay)
+// is for IPv4.
+var overheads = cable.Overheads{IPv4: 100, IPv6: 120}
+
+// Overhead is what the cable adds to every packet over an IPv4 underlay, as before
+// IPv6; the gateway lowers the MTU of routes towards it by that much. Overheads has
+// both families' (gateway.UnderlayOverhead).
+func (d *Driver) Overhead() int { return overheads.IPv4 }
+
+// Overheads is what the cable adds to every packet by underlay family.
+func (d *Driver) Overheads() cable.Overheads { return overheads }
 
 // Config is how the driver is built.
 type Config struct {
@@ -129,9 +136,19 @@ func (d *Driver) Converge(ctx context.Context, local cable.Local, remotes []cabl
 	var errs []error
 	wanted := map[string]cable.Remote{}
 	var routes []devroute.Route
-	src, err := d.localSource(local)
+	src4, err := d.localSource(local.HealthCheckIP)
 	if err != nil {
 		errs = append(errs, err)
+	}
+	src6, err := d.localSource(local.HealthCheckIPv6)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	// libipsec's TUN has one MTU (1400) whatever the underlay; over IPv6 the outer
+	// header is 20 bytes longer, which the routes' own MTU takes off.
+	mtu := 0
+	if under, err := devroute.UnderlayMTU(d.cfg.Netlink, local.IP.Unmap()); err == nil {
+		mtu = under - overheads.For(local.IP)
 	}
 	// Before any child SA can come up, in either role.
 	if err := d.syncSelectorAddrs(local.CIDRs); err != nil {
@@ -150,7 +167,7 @@ func (d *Driver) Converge(ctx context.Context, local cable.Local, remotes []cabl
 		}
 		wanted[name] = r
 		for _, p := range r.CIDRs {
-			routes = append(routes, devroute.Route{Dst: p.Masked(), Src: src})
+			routes = append(routes, devroute.Route{Dst: p.Masked(), Src: devroute.SourceFor(p, src4, src6), MTU: mtu})
 		}
 	}
 
@@ -213,8 +230,15 @@ func (d *Driver) Converge(ctx context.Context, local cable.Local, remotes []cabl
 // current says whether sa runs between the two gateways that are active now. A remote
 // behind masquerade is wherever its NAT put it.
 func current(sa ikeSA, local cable.Local, r cable.Remote) bool {
-	remoteOK := !r.IP.IsValid() || sa.RemoteHost == r.IP.Unmap().String()
-	return remoteOK && sa.LocalHost == local.IP.Unmap().String()
+	remoteOK := !r.IP.IsValid() || sameAddr(sa.RemoteHost, r.IP)
+	return remoteOK && sameAddr(sa.LocalHost, local.IP)
+}
+
+// sameAddr compares an address as charon prints it with ip: an IPv6 address has more
+// than one spelling.
+func sameAddr(charon string, ip netip.Addr) bool {
+	a, err := netip.ParseAddr(charon)
+	return err == nil && a.Unmap() == ip.Unmap()
 }
 
 // endpointOf is where sa reaches the remote and whether a NAT sits between: the
@@ -252,12 +276,13 @@ func terminate(ctx context.Context, s *vici.Session, uniqueID string) error {
 
 // localSource is the source address for traffic the gateway itself sends through the
 // tunnel: libipsec only carries packets whose source is inside the local traffic
-// selector, so it is HealthCheckIP — which the gateway must own (charon refuses to
-// install a child SA otherwise).
-func (d *Driver) localSource(local cable.Local) (netip.Addr, error) {
-	src, err := devroute.OwnedSource(d.cfg.Netlink, local.HealthCheckIP)
-	if err == nil && local.HealthCheckIP.IsValid() && !src.IsValid() {
-		err = fmt.Errorf("this gateway does not own its health-check address %s, which IPsec needs inside its local CIDRs", local.HealthCheckIP)
+// selector, so it is the health-check address of the route's family (HealthCheckIP,
+// HealthCheckIPv6) — which the gateway must own (charon refuses to install a child SA
+// otherwise).
+func (d *Driver) localSource(hc netip.Addr) (netip.Addr, error) {
+	src, err := devroute.OwnedSource(d.cfg.Netlink, hc)
+	if err == nil && hc.IsValid() && !src.IsValid() {
+		err = fmt.Errorf("this gateway does not own its health-check address %s, which IPsec needs inside its local CIDRs", hc)
 	}
 	return src, err
 }

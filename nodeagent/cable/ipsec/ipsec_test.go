@@ -12,6 +12,7 @@ import (
 
 	"github.com/strongswan/govici/vici"
 
+	"github.com/straitnet/strait/nodeagent/cable"
 	"github.com/straitnet/strait/nodeagent/cable/ipsec"
 	"github.com/straitnet/strait/test/cabletest"
 )
@@ -76,6 +77,8 @@ var suite = cabletest.Suite{
 	Port:           port,
 	PSK:            []byte("a pre-shared key only this test knows"),
 	ConnectTimeout: 20 * time.Second,
+	Overheads:      cable.Overheads{IPv4: 100, IPv6: 120},
+	IPv6Underlay:   true,
 	Setup: func(t testing.TB, _ *cabletest.Lab, s cabletest.Site) ([]string, func()) {
 		socket, stop := cabletest.StartCharon(t, s.GatewayNS, filepath.Join(t.TempDir(), s.ClusterID), port)
 		return []string{viciEnv + "=" + socket}, stop

@@ -57,6 +57,34 @@ func TestConnForMessage(t *testing.T) {
 	}
 }
 
+// A dual-stack cable has both families in its one child's selectors, in the order given;
+// over an IPv6 underlay the gateways' addresses are IPv6.
+func TestConnForDualStackOverIPv6(t *testing.T) {
+	pfx := netip.MustParsePrefix
+	local := cable.Local{ClusterID: "cluster-a", IP: netip.MustParseAddr("fd73:18::1"), Port: 4500,
+		CIDRs: []netip.Prefix{pfx("10.1.0.0/16"), pfx("fd73:1::5/64")}}
+	remote := cable.Remote{ClusterID: "cluster-b", IP: netip.MustParseAddr("fd73:18::2"), Port: 4500,
+		CIDRs: []netip.Prefix{pfx("10.2.0.0/16"), pfx("fd73:2::/64")}}
+	c, err := connFor(local, remote)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch := c.Children[ConnName(remote.ClusterID)]
+	if want := []string{"10.1.0.0/16", "fd73:1::/64"}; !slices.Equal(ch.LocalTS, want) {
+		t.Errorf("local_ts = %v, want %v", ch.LocalTS, want)
+	}
+	if want := []string{"10.2.0.0/16", "fd73:2::/64"}; !slices.Equal(ch.RemoteTS, want) {
+		t.Errorf("remote_ts = %v, want %v", ch.RemoteTS, want)
+	}
+	if !slices.Equal(c.LocalAddrs, []string{"fd73:18::1"}) || !slices.Equal(c.RemoteAddrs, []string{"fd73:18::2"}) {
+		t.Errorf("addresses %v → %v, want fd73:18::1 → fd73:18::2", c.LocalAddrs, c.RemoteAddrs)
+	}
+	sa := ikeSA{LocalHost: "fd73:18:0::1", RemoteHost: "fd73:18::0:2"} // another spelling
+	if !current(sa, local, remote) {
+		t.Errorf("an SA between the gateways' IPv6 addresses, spelt otherwise, is not current")
+	}
+}
+
 // Exactly one end initiates, and only that end restarts a dead connection.
 func TestOneEndInitiates(t *testing.T) {
 	localB := cable.Local{ClusterID: "cluster-b", IP: remoteB.IP, Port: remoteB.Port, CIDRs: remoteB.CIDRs}

@@ -29,6 +29,11 @@ const (
 	vtepFirstOctet = 243
 )
 
+// VTEP6Prefix holds every gateway's IPv6 VTEP address: the prefix and the gateway's
+// advertised IPv4 address in the low 32 bits. The device is L2, so IPv6 needs an
+// address of its own on it to route remote IPv6 CIDRs via the remote gateway's.
+var VTEP6Prefix = netip.MustParsePrefix("fdf3:7301::/96")
+
 // Config is how the driver is built.
 type Config struct {
 	// Routing is where routes to remote CIDRs go.
@@ -74,6 +79,27 @@ func VTEP(ip netip.Addr) (netip.Addr, error) {
 	return netip.AddrFrom4([4]byte{vtepFirstOctet, b[1], b[2], b[3]}), nil
 }
 
+// VTEP6 is the IPv6 VTEP address of the gateway whose advertised address is ip.
+func VTEP6(ip netip.Addr) (netip.Addr, error) {
+	if !ip.Is4() && !ip.Is4In6() {
+		return netip.Addr{}, fmt.Errorf("vxlan cable needs an IPv4 gateway address, got %s", ip)
+	}
+	b := VTEP6Prefix.Addr().As16()
+	v4 := ip.Unmap().As4()
+	copy(b[12:], v4[:])
+	return netip.AddrFrom16(b), nil
+}
+
+// MAC is the hardware address of the device of the gateway whose advertised address is
+// ip: 0a:f3 (locally administered, unicast) and its four bytes. Derived, so every remote
+// writes a permanent neighbor entry for the gateway's IPv6 VTEP without asking (IPv6 has
+// no broadcast; neighbor discovery through the all-zero FDB entries would work too, but
+// costs a round trip and a DELAY/PROBE cycle after the device is made again).
+func MAC(ip netip.Addr) net.HardwareAddr {
+	b := ip.Unmap().As4()
+	return net.HardwareAddr{0x0a, 0xf3, b[0], b[1], b[2], b[3]}
+}
+
 // Converge implements cable.Driver.
 func (d *Driver) Converge(_ context.Context, local cable.Local, remotes []cable.Remote) error {
 	d.mu.Lock()
@@ -88,6 +114,10 @@ func (d *Driver) Converge(_ context.Context, local cable.Local, remotes []cable.
 	if err != nil {
 		return err
 	}
+	vtep6, _ := VTEP6(local.Advertised)
+	if !local.IP.Unmap().Is4() {
+		return fmt.Errorf("vxlan cable needs an IPv4 underlay, got %s", local.IP)
+	}
 	mtu, err := devroute.UnderlayMTU(h, local.IP.Unmap())
 	if err != nil {
 		return err
@@ -96,11 +126,18 @@ func (d *Driver) Converge(_ context.Context, local cable.Local, remotes []cable.
 	if err != nil {
 		return err
 	}
-	addr := &netlink.Addr{IPNet: &net.IPNet{IP: net.IP(vtep.AsSlice()), Mask: net.CIDRMask(8, 32)}}
-	if err := h.AddrReplace(link, addr); err != nil {
-		return fmt.Errorf("address %s on %s: %w", vtep, DeviceName, err)
+	addrs := []*netlink.Addr{
+		{IPNet: &net.IPNet{IP: net.IP(vtep.AsSlice()), Mask: net.CIDRMask(8, 32)}},
+		// No duplicate address detection: the address is derived from one only this
+		// gateway advertises, and DAD would hold it tentative (unusable) for a second.
+		{IPNet: &net.IPNet{IP: net.IP(vtep6.AsSlice()), Mask: net.CIDRMask(VTEP6Prefix.Bits(), 128)}, Flags: unix.IFA_F_NODAD},
 	}
-	if err := d.removeOtherAddrs(link, vtep); err != nil {
+	for _, a := range addrs {
+		if err := h.AddrReplace(link, a); err != nil {
+			return fmt.Errorf("address %s on %s: %w", a.IPNet, DeviceName, err)
+		}
+	}
+	if err := d.removeOtherAddrs(link, vtep, vtep6); err != nil {
 		return err
 	}
 	if link.Attrs().Flags&net.FlagUp == 0 {
@@ -110,11 +147,16 @@ func (d *Driver) Converge(_ context.Context, local cable.Local, remotes []cable.
 	}
 
 	var errs []error
-	src, err := devroute.OwnedSource(h, local.HealthCheckIP)
+	src4, err := devroute.OwnedSource(h, local.HealthCheckIP)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	src6, err := devroute.OwnedSource(h, local.HealthCheckIPv6)
 	if err != nil {
 		errs = append(errs, err)
 	}
 	wantFDB := map[netip.Addr]bool{}
+	wantNeigh := map[netip.Addr]net.HardwareAddr{}
 	var routes []devroute.Route
 	d.remotes = map[netip.Addr]string{}
 	for _, r := range remotes {
@@ -127,14 +169,23 @@ func (d *Driver) Converge(_ context.Context, local cable.Local, remotes []cable.
 			errs = append(errs, fmt.Errorf("remote %s: %w", r.ClusterID, err))
 			continue
 		}
+		rv6, _ := VTEP6(r.IP)
 		wantFDB[r.IP.Unmap()] = true
 		d.remotes[r.IP.Unmap()] = r.ClusterID
 		for _, c := range r.CIDRs {
-			routes = append(routes, devroute.Route{Dst: c.Masked(), Gw: rv, Src: src})
+			if c.Addr().Is4() {
+				routes = append(routes, devroute.Route{Dst: c.Masked(), Gw: rv, Src: src4})
+				continue
+			}
+			routes = append(routes, devroute.Route{Dst: c.Masked(), Gw: rv6, Src: src6})
+			wantNeigh[rv6] = MAC(r.IP)
 		}
 	}
 	d.local = local
 	if err := d.syncFDB(link, wantFDB); err != nil {
+		errs = append(errs, err)
+	}
+	if err := d.syncNeighbors(link, wantNeigh); err != nil {
 		errs = append(errs, err)
 	}
 	if err := devroute.Sync(h, link, d.cfg.Routing, routes); err != nil {
@@ -147,8 +198,9 @@ func (d *Driver) Converge(_ context.Context, local cable.Local, remotes []cable.
 // parameters differ from what local needs (they cannot be changed in place).
 func (d *Driver) ensureDevice(local cable.Local, mtu int) (netlink.Link, error) {
 	h := d.cfg.Netlink
+	mac := MAC(local.Advertised)
 	want := &netlink.Vxlan{
-		LinkAttrs: netlink.LinkAttrs{Name: DeviceName, MTU: mtu},
+		LinkAttrs: netlink.LinkAttrs{Name: DeviceName, MTU: mtu, HardwareAddr: mac},
 		VxlanId:   VNI,
 		SrcAddr:   net.IP(local.IP.Unmap().AsSlice()),
 		Port:      int(local.Port),
@@ -168,6 +220,13 @@ func (d *Driver) ensureDevice(local cable.Local, mtu int) (netlink.Link, error) 
 					return nil, fmt.Errorf("set MTU of %s: %w", DeviceName, err)
 				}
 			}
+			// A device of an earlier version has a random address; the remotes' neighbor
+			// entries name the derived one.
+			if !slices.Equal(have.HardwareAddr, mac) {
+				if err := h.LinkSetHardwareAddr(link, mac); err != nil {
+					return nil, fmt.Errorf("set hardware address of %s: %w", DeviceName, err)
+				}
+			}
 			return link, nil
 		}
 		if err := h.LinkDel(link); err != nil {
@@ -184,14 +243,16 @@ func (d *Driver) ensureDevice(local cable.Local, mtu int) (netlink.Link, error) 
 	return link, nil
 }
 
-func (d *Driver) removeOtherAddrs(link netlink.Link, vtep netip.Addr) error {
-	addrs, err := nldump.Retry(func() ([]netlink.Addr, error) { return d.cfg.Netlink.AddrList(link, netlink.FAMILY_V4) })
+// removeOtherAddrs removes every address but keep from the device, except IPv6
+// link-local ones (the kernel's).
+func (d *Driver) removeOtherAddrs(link netlink.Link, keep ...netip.Addr) error {
+	addrs, err := nldump.Retry(func() ([]netlink.Addr, error) { return d.cfg.Netlink.AddrList(link, netlink.FAMILY_ALL) })
 	if err != nil {
 		return fmt.Errorf("addresses of %s: %w", DeviceName, err)
 	}
 	var errs []error
 	for _, a := range addrs {
-		if aa, ok := netip.AddrFromSlice(a.IP); ok && aa.Unmap() == vtep {
+		if aa, ok := netip.AddrFromSlice(a.IP); ok && (slices.Contains(keep, aa.Unmap()) || aa.IsLinkLocalUnicast()) {
 			continue
 		}
 		if err := d.cfg.Netlink.AddrDel(link, &a); err != nil {
@@ -240,6 +301,38 @@ func (d *Driver) syncFDB(link netlink.Link, want map[netip.Addr]bool) error {
 		}
 		if err := d.cfg.Netlink.NeighAppend(fdbEntry(link, ip)); err != nil {
 			errs = append(errs, fmt.Errorf("FDB entry for %s: %w", ip, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// syncNeighbors makes the device's permanent IPv6 neighbor entries exactly want: each
+// remote's IPv6 VTEP at its derived MAC.
+func (d *Driver) syncNeighbors(link netlink.Link, want map[netip.Addr]net.HardwareAddr) error {
+	h := d.cfg.Netlink
+	all, err := nldump.Retry(func() ([]netlink.Neigh, error) { return h.NeighList(link.Attrs().Index, netlink.FAMILY_V6) })
+	if err != nil {
+		return fmt.Errorf("neighbors of %s: %w", DeviceName, err)
+	}
+	var errs []error
+	for _, n := range all {
+		ip, _ := netip.AddrFromSlice(n.IP)
+		if n.State&netlink.NUD_PERMANENT == 0 {
+			continue
+		}
+		if mac, ok := want[ip]; ok && slices.Equal(mac, n.HardwareAddr) {
+			delete(want, ip)
+			continue
+		}
+		if err := h.NeighDel(&n); err != nil && !errors.Is(err, unix.ENOENT) {
+			errs = append(errs, fmt.Errorf("remove neighbor %s: %w", ip, err))
+		}
+	}
+	for ip, mac := range want {
+		n := &netlink.Neigh{LinkIndex: link.Attrs().Index, Family: netlink.FAMILY_V6, State: netlink.NUD_PERMANENT,
+			IP: net.IP(ip.AsSlice()), HardwareAddr: mac}
+		if err := h.NeighSet(n); err != nil {
+			errs = append(errs, fmt.Errorf("neighbor %s at %s: %w", ip, mac, err))
 		}
 	}
 	return errors.Join(errs...)

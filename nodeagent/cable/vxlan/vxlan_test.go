@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/straitnet/strait/nodeagent/cable"
 	"github.com/straitnet/strait/nodeagent/cable/vxlan"
 	"github.com/straitnet/strait/test/cabletest"
 )
@@ -18,7 +19,8 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-var suite = cabletest.Suite{Port: 4799, ConnectTimeout: 5 * time.Second, NoNATTraversal: true}
+var suite = cabletest.Suite{Port: 4799, ConnectTimeout: 5 * time.Second, NoNATTraversal: true,
+	Overheads: cable.Overheads{IPv4: 50}}
 
 func TestCable(t *testing.T) { cabletest.Run(t, suite) }
 
@@ -48,5 +50,24 @@ func TestVTEP(t *testing.T) {
 		if err != nil || got != netip.MustParseAddr(tc.want) {
 			t.Errorf("VTEP(%s) = %s, %v; want %s", tc.ip, got, err, tc.want)
 		}
+	}
+}
+
+func TestVTEP6AndMACFollowTheAdvertisedAddress(t *testing.T) {
+	for _, tc := range []struct{ ip, vtep6, mac string }{
+		{ip: "198.18.0.1", vtep6: "fdf3:7301::c612:1", mac: "0a:f3:c6:12:00:01"},
+		{ip: "::ffff:203.0.113.7", vtep6: "fdf3:7301::cb00:7107", mac: "0a:f3:cb:00:71:07"},
+	} {
+		ip := netip.MustParseAddr(tc.ip)
+		got, err := vxlan.VTEP6(ip)
+		if err != nil || got != netip.MustParseAddr(tc.vtep6) || !vxlan.VTEP6Prefix.Contains(got) {
+			t.Errorf("VTEP6(%s) = %s, %v; want %s", tc.ip, got, err, tc.vtep6)
+		}
+		if mac := vxlan.MAC(ip).String(); mac != tc.mac {
+			t.Errorf("MAC(%s) = %s, want %s", tc.ip, mac, tc.mac)
+		}
+	}
+	if got, err := vxlan.VTEP6(netip.MustParseAddr("fd73:18::1")); err == nil {
+		t.Errorf("VTEP6 of an IPv6 gateway address = %s, want an error", got)
 	}
 }

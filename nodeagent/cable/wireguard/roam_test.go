@@ -13,6 +13,7 @@ func TestRoamedEndpointIsKeptOnlyWhileThePeerIsStale(t *testing.T) {
 	now := time.Date(2026, 11, 24, 3, 0, 0, 0, time.UTC)
 	set := now.Add(-time.Minute)
 	a, b, c := "192.0.2.1:4500", "192.0.2.2:4500", "192.0.2.3:4500"
+	a6, b6 := "[fd73:18::1]:4500", "[fd73:18::2]:4500"
 	udp := func(s string) *net.UDPAddr { u, _ := net.ResolveUDPAddr("udp", s); return u }
 	for _, tc := range []struct {
 		name       string
@@ -31,6 +32,9 @@ func TestRoamedEndpointIsKeptOnlyWhileThePeerIsStale(t *testing.T) {
 		{"the session is dead", &configuredEndpoint{addr: a, at: now.Add(-time.Hour)}, b, now.Add(-rejectAfter - time.Second), a, false},
 		{"no handshake ever", &configuredEndpoint{addr: a, at: set}, b, time.Time{}, a, false},
 		{"the device is where the Peer says", &configuredEndpoint{addr: a, at: set}, a, now, a, false},
+		{"an IPv6 remote failed over, the hub down: kept", &configuredEndpoint{addr: a6, at: set}, b6, now.Add(-5 * time.Second), a6, true},
+		{"the Peer moved to IPv6, a last packet came over IPv4: not kept", &configuredEndpoint{addr: a6, at: set}, a, now.Add(-5 * time.Second), a6, false},
+		{"the Peer moved to IPv4, a last packet came over IPv6: not kept", &configuredEndpoint{addr: a, at: set}, a6, now.Add(-5 * time.Second), a, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			key := wgtypes.Key{1}

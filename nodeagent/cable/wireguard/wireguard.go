@@ -24,9 +24,6 @@ import (
 const (
 	// DeviceName is the cable's WireGuard device.
 	DeviceName = "strait-wg"
-	// overhead of WireGuard over IPv6 (the worst case): outer IPv6 40 + UDP 8 +
-	// WireGuard header 16 + tag 16.
-	overhead = 80
 	// keepalive keeps the path (and NAT bindings) warm and the handshake fresh, so
 	// Connections tells a live peer from a dead one.
 	keepalive = 10 * time.Second
@@ -37,6 +34,10 @@ const (
 	// deadline, under a second).
 	leftGrace = 5 * time.Second
 )
+
+// overheads of WireGuard by underlay family: outer IPv4 20 or IPv6 40, UDP 8, WireGuard
+// header 16 and tag 16 (wg-quick's 80 is the IPv6 figure, taken whatever the family).
+var overheads = cable.Overheads{IPv4: 60, IPv6: 80}
 
 // Config is how the driver is built.
 type Config struct {
@@ -137,13 +138,17 @@ func (d *Driver) Converge(_ context.Context, local cable.Local, remotes []cable.
 	if err != nil {
 		return err
 	}
-	link, err := d.ensureDevice(mtu - overhead)
+	link, err := d.ensureDevice(mtu - overheads.For(local.IP))
 	if err != nil {
 		return err
 	}
 
 	var errs []error
-	src, err := devroute.OwnedSource(d.cfg.Netlink, local.HealthCheckIP)
+	src4, err := devroute.OwnedSource(d.cfg.Netlink, local.HealthCheckIP)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	src6, err := devroute.OwnedSource(d.cfg.Netlink, local.HealthCheckIPv6)
 	if err != nil {
 		errs = append(errs, err)
 	}
@@ -170,7 +175,7 @@ func (d *Driver) Converge(_ context.Context, local cable.Local, remotes []cable.
 		}
 		for _, c := range r.CIDRs {
 			pc.AllowedIPs = append(pc.AllowedIPs, net.IPNet{IP: net.IP(c.Masked().Addr().AsSlice()), Mask: net.CIDRMask(c.Bits(), c.Addr().BitLen())})
-			routes = append(routes, devroute.Route{Dst: c.Masked(), Src: src})
+			routes = append(routes, devroute.Route{Dst: c.Masked(), Src: devroute.SourceFor(c, src4, src6)})
 		}
 		peers[key] = pc
 		d.remotes[key] = r.ClusterID
@@ -323,9 +328,17 @@ func (d *Driver) configure(local cable.Local, want map[wgtypes.Key]wgtypes.PeerC
 // moved it back (~10 s of every 30 with the hub down). The device's endpoint is kept
 // while the Peer still gives the endpoint this driver last set (the hub has said nothing
 // newer; after an agent restart, what it says is taken as that), the device has moved
-// away from it, and the session is alive with a handshake since the endpoint was set.
+// away from it to an address of the same family, and the session is alive with a
+// handshake since the endpoint was set.
 func (d *Driver) roamed(p wgtypes.Peer, pc wgtypes.PeerConfig, now time.Time) bool {
 	if p.Endpoint == nil || p.Endpoint.String() == pc.Endpoint.String() {
+		return false
+	}
+	if (p.Endpoint.IP.To4() == nil) != (pc.Endpoint.IP.To4() == nil) {
+		// A remote cluster's gateways are all reached in the family its Peer gives: a
+		// packet from an address of the other family is the path the Peer just moved
+		// away from (both ends switching underlay family), not a failover. Kept, it
+		// held the cable on the old family for as long as both addresses worked.
 		return false
 	}
 	last, known := d.configured[p.PublicKey]
@@ -446,6 +459,9 @@ func (d *Driver) Close() error {
 	return errors.Join(errs...)
 }
 
-// Overhead is what the cable adds to every packet; the gateway lowers the MTU of routes
-// towards it by that much.
-func (d *Driver) Overhead() int { return overhead }
+// Overhead is what the cable adds to every packet over either underlay family (the
+// larger, IPv6's); the gateway lowers the MTU of routes towards it by that much.
+func (d *Driver) Overhead() int { return overheads.Max() }
+
+// Overheads is what the cable adds to every packet by underlay family.
+func (d *Driver) Overheads() cable.Overheads { return overheads }

@@ -12,6 +12,7 @@ import (
 	"golang.zx2c4.com/wireguard/wgctrl"
 	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
 
+	"github.com/straitnet/strait/nodeagent/cable"
 	"github.com/straitnet/strait/nodeagent/cable/wireguard"
 	"github.com/straitnet/strait/test/cabletest"
 )
@@ -57,6 +58,8 @@ var suite = cabletest.Suite{
 	Port:           51899,
 	ConnectTimeout: 10 * time.Second,
 	Roams:          true,
+	Overheads:      cable.Overheads{IPv4: 60, IPv6: 80},
+	IPv6Underlay:   true,
 	Setup: func(t testing.TB, _ *cabletest.Lab, _ cabletest.Site) ([]string, func()) {
 		key, err := wgtypes.GeneratePrivateKey()
 		if err != nil {
