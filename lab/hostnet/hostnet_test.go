@@ -18,7 +18,8 @@ func TestResolvers(t *testing.T) {
 	for _, r := range Resolvers([]byte(conf), "/etc/resolv.conf") {
 		got = append(got, r.Prefix.String()+" "+r.What)
 	}
-	want := []string{"10.255.255.53/32 resolver 10.255.255.53 (/etc/resolv.conf)", "192.0.2.53/32 resolver 192.0.2.53 (/etc/resolv.conf)"}
+	want := []string{"10.255.255.53/32 resolver 10.255.255.53 (/etc/resolv.conf)", "fd00::53/128 resolver fd00::53 (/etc/resolv.conf)",
+		"192.0.2.53/32 resolver 192.0.2.53 (/etc/resolv.conf)"}
 	if !slices.Equal(got, want) {
 		t.Errorf("got %q, want %q", got, want)
 	}
