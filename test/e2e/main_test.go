@@ -27,8 +27,10 @@ func TestMain(m *testing.M) {
 		// Two gateway-capable nodes for failover, and a plain node whose pods reach the
 		// other cluster through vx-strait; a Prometheus in every cluster, so that the
 		// fault tests see their faults' alerts fire and resolve.
+		// Dual-stack clusters under the IPv4 ClusterSet (TestDualStackClusters), so the
+		// IPv6 work finds them when Strait carries IPv6.
 		Spec: topology.Spec{ClusterSet: "basic", Hub: true, Gateways: 2, Workers: 1, SampleWorkloads: true,
-			Monitoring: true},
+			Monitoring: true, IPFamilies: []string{topology.IPv4, topology.IPv6}},
 		PortBase: 26443,
 		BeforeUp: crashUpThenDown,
 	}, &env))
