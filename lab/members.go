@@ -95,11 +95,7 @@ func (l *Lab) ensureClusterDNS(ctx context.Context, cp topology.ControlPlane, dn
 func (l *Lab) ensureKubeProxy(c topology.Cluster) error {
 	var errs []error
 	for _, n := range c.Nodes {
-		cidrs := []netip.Prefix{c.PodCIDR}
-		if c.PodCIDR6.IsValid() {
-			cidrs = append(cidrs, c.PodCIDR6)
-		}
-		errs = append(errs, l.ensureKubeProxyOn(c.Name, n, l.state.LANKubeconfig(c.Name), cidrs, c.Shape.KubeProxyMode))
+		errs = append(errs, l.ensureKubeProxyOn(c.Name, n, l.state.LANKubeconfig(c.Name), c.PodCIDRs(), c.Shape.KubeProxyMode))
 	}
 	return errors.Join(errs...)
 }

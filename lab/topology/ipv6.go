@@ -172,3 +172,19 @@ func appendRoute6(routes []Route, dst, via netip.Prefix) []Route {
 	}
 	return append(routes, Route{Dst: dst, Via: via.Addr()})
 }
+
+// PodCIDRs are the cluster's pod CIDRs, IPv4 first, then IPv6 in a dual-stack lab: what
+// its Nodes' spec.podCIDRs are carved from, and what the ClusterSet will list for it once
+// the API takes IPv6.
+func (c *Cluster) PodCIDRs() []netip.Prefix { return twoFamilies(c.PodCIDR, c.PodCIDR6) }
+
+// ServiceCIDRs are the cluster's service CIDRs (the API server's
+// --service-cluster-ip-range), IPv4 first, then IPv6 in a dual-stack lab.
+func (c *Cluster) ServiceCIDRs() []netip.Prefix { return twoFamilies(c.ServiceCIDR, c.ServiceCIDR6) }
+
+func twoFamilies(v4, v6 netip.Prefix) []netip.Prefix {
+	if v6.IsValid() {
+		return []netip.Prefix{v4, v6}
+	}
+	return []netip.Prefix{v4}
+}

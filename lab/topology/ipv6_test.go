@@ -27,7 +27,8 @@ func TestDualStackTwinsEveryAddress(t *testing.T) {
 	}
 	c2, _ := l.Cluster("c2")
 	for what, got := range map[string]any{
-		"c2 pods":      c2.PodCIDR6,
+		"c2 pods":      c2.PodCIDRs(),
+		"c2 services6": c2.ServiceCIDRs(),
 		"c2 services":  c2.ServiceCIDR6,
 		"c2 LAN":       c2.LANSubnet6,
 		"c2 cp":        c2.ControlPlane.LANAddr6,
@@ -39,7 +40,8 @@ func TestDualStackTwinsEveryAddress(t *testing.T) {
 		"c2-node-1 v6": routeList(c2.Nodes[2].Routes),
 	} {
 		want := map[string]string{
-			"c2 pods":      "fd10:1ab:0:8100::/56",
+			"c2 pods":      "[10.9.0.0/16 fd10:1ab:0:8100::/56]",
+			"c2 services6": "[10.99.0.0/16 fd10:1ab:0:101::/112]",
 			"c2 services":  "fd10:1ab:0:101::/112",
 			"c2 LAN":       "fd10:1ab:0:2::/64",
 			"c2 cp":        "fd10:1ab:0:2::2/64",
