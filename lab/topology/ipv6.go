@@ -3,6 +3,7 @@ package topology
 import (
 	"fmt"
 	"net/netip"
+	"sort"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -36,7 +37,13 @@ func checkFamilies(s Spec, fp *field.Path) field.ErrorList {
 	// What the dual-stack lab builds today: the bridge CNI (its host-local IPAM takes a
 	// range per family) with host-gw routes in both families, gateways on the WAN.
 	var errs field.ErrorList
-	for name, shape := range s.Clusters {
+	names := make([]string, 0, len(s.Clusters))
+	for name := range s.Clusters {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		shape := s.Clusters[name]
 		sp := fp.Child("clusters").Key(name)
 		if shape.CNI != "" && shape.CNI != CNIBridge {
 			errs = append(errs, field.Invalid(sp.Child("cni"), shape.CNI, "a dual-stack lab's clusters run the bridge CNI"))
