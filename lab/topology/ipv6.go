@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	straitv1 "github.com/straitnet/strait/api/v1alpha1"
 )
 
 // The IP families a lab's member clusters run (Spec.IPFamilies), as Kubernetes names them.
@@ -96,11 +98,8 @@ func nthAddr6(base netip.Addr, n int) netip.Addr {
 func lan6(r netip.Prefix, i int) netip.Prefix     { return subnet6(r, uint16(i+1), 64) }
 func service6(r netip.Prefix, i int) netip.Prefix { return subnet6(r, uint16(0x100+i), 112) }
 func pods6(r netip.Prefix, i int) netip.Prefix    { return subnet6(r, uint16(0x80+i)<<8, 56) }
-func nodePods6(r netip.Prefix, i, n int) netip.Prefix {
-	return subnet6(r, uint16(0x80+i)<<8|uint16(n+1), 64)
-}
-func wan6(r netip.Prefix) netip.Prefix      { return subnet6(r, 0x200, 64) }
-func internet6(r netip.Prefix) netip.Prefix { return subnet6(r, 0x201, 64) }
+func wan6(r netip.Prefix) netip.Prefix            { return subnet6(r, 0x200, 64) }
+func internet6(r netip.Prefix) netip.Prefix       { return subnet6(r, 0x201, 64) }
 
 // with6 is the IPv6 counterpart of a host address of a network the lab numbers in both
 // families: the address at the same offset from the network's start, with the IPv6
@@ -116,8 +115,8 @@ func u32(a netip.Addr) uint32 {
 }
 
 // checkIPv6Pin refuses a pinned IPv6 range that is not a /48 or larger of unique local
-// addresses, or overlaps the host's.
-func checkIPv6Pin(fp *field.Path, s string, host []HostRange) (netip.Prefix, *field.Error) {
+// addresses, or overlaps the host's or a range of the ClusterSet.
+func checkIPv6Pin(fp *field.Path, s string, host []HostRange, taken []pinnedRange) (netip.Prefix, *field.Error) {
 	p, err := netip.ParsePrefix(s)
 	ula := netip.MustParsePrefix("fc00::/7")
 	switch {
@@ -135,14 +134,20 @@ func checkIPv6Pin(fp *field.Path, s string, host []HostRange) (netip.Prefix, *fi
 	if over := hostOverlaps(p, host); len(over) > 0 {
 		return p, field.Invalid(fp, s, "overlaps the host's "+strings.Join(over, ", ")+": the lab would route it from the host into the lab")
 	}
+	for _, t := range taken {
+		if t.prefix.Overlaps(p) {
+			return p, field.Invalid(fp, s, "overlaps "+t.String())
+		}
+	}
 	return p, nil
 }
 
-// chooseIPv6 is the pinned IPv6 range, checked, or the first candidate clear of the host.
-func chooseIPv6(pin string, host []HostRange) (string, *field.Error) {
+// chooseIPv6 is the pinned IPv6 range, checked, or the first candidate clear of the host
+// and of the ClusterSet's ranges.
+func chooseIPv6(pin string, host []HostRange, taken []pinnedRange) (string, *field.Error) {
 	fp := field.NewPath("lab", "networks", "ipv6")
 	if pin != "" {
-		p, err := checkIPv6Pin(fp, pin, host)
+		p, err := checkIPv6Pin(fp, pin, host, taken)
 		if err != nil {
 			return "", err
 		}
@@ -150,11 +155,20 @@ func chooseIPv6(pin string, host []HostRange) (string, *field.Error) {
 	}
 	var tried []string
 	for _, c := range ipv6Candidates {
-		over := hostOverlaps(netip.MustParsePrefix(c), host)
-		if len(over) == 0 {
+		p := netip.MustParsePrefix(c)
+		var why []string
+		for _, h := range hostOverlaps(p, host) {
+			why = append(why, "the host's "+h)
+		}
+		for _, t := range taken {
+			if t.prefix.Overlaps(p) {
+				why = append(why, t.String())
+			}
+		}
+		if len(why) == 0 {
 			return c, nil
 		}
-		tried = append(tried, c+" overlaps the host's "+strings.Join(over, ", "))
+		tried = append(tried, c+" overlaps "+strings.Join(why, ", "))
 	}
 	return "", field.Required(fp, "no default is clear ("+strings.Join(tried, "; ")+"): pin a free fc00::/7 range in the lab file")
 }
@@ -194,4 +208,71 @@ func twoFamilies(v4, v6 netip.Prefix) []netip.Prefix {
 		return []netip.Prefix{v4, v6}
 	}
 	return []netip.Prefix{v4}
+}
+
+// nthSubnet64 is the n-th /64 of p (a /64 or larger): node i of a cluster takes the
+// (i+1)-th of its IPv6 pod CIDR, as it takes the (i+1)-th /24 of the IPv4 one.
+func nthSubnet64(p netip.Prefix, n int) netip.Prefix {
+	a := p.Masked().Addr().As16()
+	var hi uint64
+	for _, b := range a[:8] {
+		hi = hi<<8 | uint64(b)
+	}
+	hi += uint64(n)
+	for i := 7; i >= 0; i-- {
+		a[i], hi = byte(hi), hi>>8
+	}
+	return netip.PrefixFrom(netip.AddrFrom16(a), 64)
+}
+
+// ipv6CIDRs are a dual-stack cluster's IPv6 pod and service CIDRs: the first IPv6 CIDR
+// the ClusterSet lists for it of each kind (once the API takes them), else the lab's
+// own. A pod CIDR must leave a /64 for every node, a service CIDR be a /108 to /120 (the
+// API server's bounds for an IPv6 service range, with room for kube-dns's .10).
+func (l *Lab) ipv6CIDRs(c straitv1.ClusterSpec, index, nodes int, fp *field.Path) (pods, svcs netip.Prefix, errs field.ErrorList) {
+	pods, svcs = pods6(l.IPv6Range, index), service6(l.IPv6Range, index)
+	if p, j, ok := firstIPv6(c.PodCIDRs); ok {
+		if p.Bits() > 64-bitsFor(nodes) {
+			errs = append(errs, field.Invalid(fp.Child("podCIDRs").Index(j), p.String(),
+				fmt.Sprintf("too small for %d nodes with a /64 each", nodes)))
+		}
+		pods = p
+	}
+	if p, j, ok := firstIPv6(c.ServiceCIDRs); ok {
+		if p.Bits() < 108 || p.Bits() > 120 {
+			errs = append(errs, field.Invalid(fp.Child("serviceCIDRs").Index(j), p.String(), "the lab takes an IPv6 service CIDR of /108 to /120"))
+		}
+		svcs = p
+	}
+	return pods, svcs, errs
+}
+
+// firstIPv6 is the first IPv6 CIDR of cidrs, masked, and its index.
+func firstIPv6(cidrs []string) (netip.Prefix, int, bool) {
+	for j, s := range cidrs {
+		if p, err := netip.ParsePrefix(s); err == nil && p.Addr().Is6() && !p.Addr().Is4In6() {
+			return p.Masked(), j, true
+		}
+	}
+	return netip.Prefix{}, 0, false
+}
+
+// refuseIPv6CIDRs refuses the ClusterSet's IPv6 pod and service CIDRs in an IPv4 lab:
+// its clusters would have no IPv6 to give them.
+func refuseIPv6CIDRs(cs *straitv1.ClusterSet) field.ErrorList {
+	var errs field.ErrorList
+	for i, c := range cs.Spec.Clusters {
+		cp := field.NewPath("spec", "clusters").Index(i)
+		for _, k := range []struct {
+			kind  string
+			cidrs []string
+		}{{"podCIDRs", c.PodCIDRs}, {"serviceCIDRs", c.ServiceCIDRs}} {
+			kind := k.kind
+			// The first CIDR is refused as the lab's first, which must be IPv4.
+			if p, j, ok := firstIPv6(k.cidrs); ok && j > 0 {
+				errs = append(errs, field.Invalid(cp.Child(kind).Index(j), p.String(), "an IPv6 CIDR needs a dual-stack lab (ipFamilies: [IPv4, IPv6])"))
+			}
+		}
+	}
+	return errs
 }

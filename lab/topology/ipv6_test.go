@@ -126,3 +126,52 @@ func TestIPv6RangeIsClearOfTheHost(t *testing.T) {
 		t.Errorf("a pin over the host's network: %v", got)
 	}
 }
+
+// TestClusterSetsIPv6CIDRsAreTheClusters: once the API takes IPv6 CIDRs, a ClusterSet
+// that lists them gives a dual-stack lab's clusters those (a /64 per node from the pod
+// CIDR) instead of the lab's own, and the host routes them into the lab; an IPv4 lab
+// refuses them, and so does a dual-stack lab whose IPv6 range they overlap.
+func TestClusterSetsIPv6CIDRsAreTheClusters(t *testing.T) {
+	cs := loadExample(t, "basic")
+	cs.Spec.Clusters[1].PodCIDRs = append(cs.Spec.Clusters[1].PodCIDRs, "fd99:9::/56")
+	cs.Spec.Clusters[1].ServiceCIDRs = append(cs.Spec.Clusters[1].ServiceCIDRs, "fd99:99::/112")
+	spec := DefaultSpec("")
+	spec.IPFamilies = []string{IPv4, IPv6}
+	l, errs := Compute(cs, spec)
+	if len(errs) > 0 {
+		t.Fatal(errs.ToAggregate())
+	}
+	c1, _ := l.Cluster("c1")
+	c2, _ := l.Cluster("c2")
+	for what, got := range map[string]string{
+		"c1 (the lab's own)":    fmt.Sprint(c1.PodCIDRs(), c1.ServiceCIDRs(), c1.Nodes[0].PodCIDR6),
+		"c2 (the ClusterSet's)": fmt.Sprint(c2.PodCIDRs(), c2.ServiceCIDRs(), c2.Nodes[0].PodCIDR6, c2.Nodes[2].PodCIDR6),
+		"host routes":           fmt.Sprint(l.HostLink.Routes),
+	} {
+		want := map[string]string{
+			"c1 (the lab's own)":    "[10.8.0.0/16 fd10:1ab:0:8000::/56] [10.88.0.0/16 fd10:1ab:0:100::/112] fd10:1ab:0:8001::/64",
+			"c2 (the ClusterSet's)": "[10.9.0.0/16 fd99:9::/56] [10.99.0.0/16 fd99:99::/112] fd99:9:0:1::/64 fd99:9:0:3::/64",
+			"host routes":           "[10.8.0.0/16 10.9.0.0/16 10.88.0.0/16 10.99.0.0/16 10.250.0.0/16 198.18.0.0/24 198.18.1.0/24 fd10:1ab::/48 fd99:9::/56 fd99:99::/112]",
+		}[what]
+		if got != want {
+			t.Errorf("%s: %s, want %s", what, got, want)
+		}
+	}
+	if _, errs := Compute(cs, DefaultSpec("")); errs.ToAggregate() == nil ||
+		!strings.Contains(errs.ToAggregate().Error(), `spec.clusters[1].podCIDRs[1]: Invalid value: "fd99:9::/56": an IPv6 CIDR needs a dual-stack lab`) {
+		t.Errorf("IPv6 CIDRs in an IPv4 lab: %v", errs.ToAggregate())
+	}
+	cs.Spec.Clusters[1].PodCIDRs[1] = "fd10:1ab:0:8000::/56"
+	if _, errs := Compute(cs, spec); errs.ToAggregate() != nil {
+		t.Errorf("a ClusterSet range over the first candidate: %v, want the next candidate", errs.ToAggregate())
+	}
+	spec.Networks.IPv6 = "fd10:1ab::/48"
+	if _, errs := Compute(cs, spec); errs.ToAggregate() == nil || !strings.Contains(errs.ToAggregate().Error(), "overlaps spec.clusters[1].podCIDRs[1]") {
+		t.Errorf("a pinned IPv6 range over a ClusterSet range: %v", errs.ToAggregate())
+	}
+	cs.Spec.Clusters[1].PodCIDRs[1] = "fd99:9::/63"
+	spec.Networks.IPv6 = ""
+	if _, errs := Compute(cs, spec); errs.ToAggregate() == nil || !strings.Contains(errs.ToAggregate().Error(), "too small for 3 nodes with a /64 each") {
+		t.Errorf("a pod CIDR too small: %v", errs.ToAggregate())
+	}
+}

@@ -57,13 +57,14 @@ type pinnedRange struct {
 
 func (r pinnedRange) String() string { return r.path.String() + " " + r.prefix.String() }
 
-// clusterSetRanges lists every IPv4 range of the ClusterSet the lab routes: every pod and
-// service CIDR, pinned global CIDRs and, with globalnet on, the global range. Values that
-// do not parse are left to Compute's and plan's checks.
+// clusterSetRanges lists every range of the ClusterSet the lab routes: every pod and
+// service CIDR (IPv6 ones only in a dual-stack lab, which Compute checks), pinned global
+// CIDRs and, with globalnet on, the global range. Values that do not parse are left to
+// Compute's and plan's checks.
 func clusterSetRanges(cs *straitv1.ClusterSet) []pinnedRange {
 	var out []pinnedRange
 	add := func(fp *field.Path, s string) {
-		if p, err := netip.ParsePrefix(s); err == nil && p.Addr().Is4() {
+		if p, err := netip.ParsePrefix(s); err == nil {
 			out = append(out, pinnedRange{fp, p.Masked()})
 		}
 	}
@@ -177,7 +178,7 @@ func ChooseNetworks(cs *straitv1.ClusterSet, pins Networks, host []HostRange, ip
 		errs = append(errs, field.Invalid(np.Child("ipv6"), pins.IPv6, "only a dual-stack lab (ipFamilies: [IPv4, IPv6]) has an IPv6 range"))
 	}
 	if ipv6 {
-		r, err := chooseIPv6(pins.IPv6, host)
+		r, err := chooseIPv6(pins.IPv6, host, taken)
 		if err != nil {
 			errs = append(errs, err)
 		}

@@ -256,6 +256,9 @@ func Compute(cs *straitv1.ClusterSet, spec Spec) (*Lab, field.ErrorList) {
 	errs = append(errs, resolveShapes(spec.Clusters, names, sp.Child("clusters"))...)
 	errs = append(errs, checkUnjoined(spec.Unjoined, names, sp.Child("unjoined"))...)
 	errs = append(errs, checkFamilies(spec, sp)...)
+	if !spec.DualStack() {
+		errs = append(errs, refuseIPv6CIDRs(cs)...)
+	}
 	if spec.DualStack() && len(cs.Spec.Clusters) > maxDualStackClusters {
 		errs = append(errs, field.TooMany(field.NewPath("spec", "clusters"), len(cs.Spec.Clusters), maxDualStackClusters))
 	}
@@ -371,7 +374,11 @@ func (l *Lab) computeCluster(c straitv1.ClusterSpec, index int, spec Spec, wanNe
 	// IPv6 network (ipv6.go); the v6 helpers return invalid prefixes otherwise.
 	if l.IPv6Range.IsValid() {
 		cl.LANSubnet6 = lan6(l.IPv6Range, index)
-		cl.PodCIDR6, cl.ServiceCIDR6 = pods6(l.IPv6Range, index), service6(l.IPv6Range, index)
+		var ferrs field.ErrorList
+		cl.PodCIDR6, cl.ServiceCIDR6, ferrs = l.ipv6CIDRs(c, index, spec.Gateways+spec.Workers, fp)
+		if len(ferrs) > 0 {
+			return nil, ferrs
+		}
 		cl.ControlPlane.LANAddr6 = l.lanTwin(cl, cl.ControlPlane.LANAddr)
 		cl.Router.LANAddr6 = l.lanTwin(cl, cl.Router.LANAddr)
 		cl.Router.WANAddr6 = l.wanTwin(cl.Router.WANAddr)
@@ -401,7 +408,7 @@ func (l *Lab) computeCluster(c straitv1.ClusterSpec, index int, spec Spec, wanNe
 		}
 		if l.IPv6Range.IsValid() {
 			node.LANAddr6 = l.lanTwin(cl, node.LANAddr)
-			node.PodCIDR6 = nodePods6(l.IPv6Range, index, i)
+			node.PodCIDR6 = nthSubnet64(cl.PodCIDR6, i+1)
 		}
 		cl.Links = append(cl.Links, Link{
 			Namespace: node.Namespace, Name: NodeLANLink, Addr: node.LANAddr, Addr6: node.LANAddr6,

@@ -146,15 +146,16 @@ func (l *Lab) wireWayOut(cs []netip.Prefix) {
 	// The host's link is the internet range's last /30 but one: .253 on the host, .254
 	// in the internet namespace.
 	base := nthAddr(l.InternetRange.Addr(), 252)
+	ranges := append([]netip.Prefix{l.LANRange, l.WANSubnet, l.InternetRange}, cs...)
 	l.HostLink = &HostLink{Name: HostLinkName, Addr: netip.PrefixFrom(nthAddr(base, 1), 30),
-		PeerNamespace: in.Namespace, Peer: HostLinkPeer, PeerAddr: netip.PrefixFrom(nthAddr(base, 2), 30),
-		Routes: hostRoutes(append([]netip.Prefix{l.LANRange, l.WANSubnet, l.InternetRange}, cs...))}
+		PeerNamespace: in.Namespace, Peer: HostLinkPeer, PeerAddr: netip.PrefixFrom(nthAddr(base, 2), 30)}
 	if l.IPv6Range.IsValid() {
 		base6 := nthAddr6(internet6(l.IPv6Range).Addr(), 252)
 		l.HostLink.Addr6 = netip.PrefixFrom(nthAddr6(base6, 1), 126)
 		l.HostLink.PeerAddr6 = netip.PrefixFrom(nthAddr6(base6, 2), 126)
-		l.HostLink.Routes = append(l.HostLink.Routes, l.IPv6Range)
+		ranges = append(ranges, l.IPv6Range)
 	}
+	l.HostLink.Routes = hostRoutes(ranges)
 }
 
 // sharedRanges are the pod and service CIDRs more than one member's ranges overlap.
