@@ -24,8 +24,11 @@ import (
 type controlPlane struct {
 	cp          topology.ControlPlane
 	serviceCIDR netip.Prefix
-	apiService  netip.Addr
-	hostPort    int
+	// serviceCIDR6 makes the cluster dual-stack: its Services may take an IPv6 ClusterIP
+	// too (invalid in an IPv4 cluster).
+	serviceCIDR6 netip.Prefix
+	apiService   netip.Addr
+	hostPort     int
 }
 
 // ensureControlPlane makes certificates and kubeconfigs, starts etcd and kube-apiserver
@@ -60,7 +63,10 @@ func (l *Lab) ensureControlPlane(ctx context.Context, c controlPlane) error {
 	if err := os.MkdirAll(filepath.Join(dir, "logs"), 0o700); err != nil {
 		return err
 	}
-	svcRange := c.serviceCIDR
+	svcRange := c.serviceCIDR.String()
+	if c.serviceCIDR6.IsValid() {
+		svcRange += "," + c.serviceCIDR6.String()
+	}
 	advertise := "127.0.0.1"
 	if c.cp.LANAddr.IsValid() {
 		advertise = c.cp.LANAddr.Addr().String()
@@ -89,7 +95,7 @@ func (l *Lab) ensureControlPlane(ctx context.Context, c controlPlane) error {
 		"--tls-cert-file", f.ServingCert, "--tls-private-key-file", f.ServingKey, "--client-ca-file", f.CACert,
 		"--service-account-issuer", "https://kubernetes.default.svc.cluster.local",
 		"--service-account-key-file", f.ServiceAccountKey, "--service-account-signing-key-file", f.ServiceAccountKey,
-		"--service-cluster-ip-range", svcRange.String(),
+		"--service-cluster-ip-range", svcRange,
 		"--authorization-mode", "RBAC", "--allow-privileged",
 		"--enable-priority-and-fairness=false", "--profiling=false",
 		"--endpoint-reconciler-type", "lease",
@@ -113,7 +119,7 @@ func (l *Lab) ensureControlPlane(ctx context.Context, c controlPlane) error {
 		"--service-account-private-key-file", f.ServiceAccountKey, "--root-ca-file", f.CACert,
 		"--cluster-signing-cert-file", f.CACert, "--cluster-signing-key-file", f.CAKey,
 		"--use-service-account-credentials=false", "--controllers", "*,-bootstrapsigner,-tokencleaner",
-		"--service-cluster-ip-range", svcRange.String(), "--secure-port", "10257")...)...); err != nil {
+		"--service-cluster-ip-range", svcRange, "--secure-port", "10257")...)...); err != nil {
 		return err
 	}
 	return l.ensureProcess(name, "kube-scheduler", c.cp.Namespace, append([]string{l.opts.bin("kube-scheduler")}, append(common, "--secure-port", "10259")...)...)

@@ -142,7 +142,7 @@ func chooseNetworks(r *Record) (topology.Networks, error) {
 	if r.Networks != (topology.Networks{}) {
 		pins = r.Networks
 	}
-	nets, errs := topology.ChooseNetworks(cs, pins, host)
+	nets, errs := topology.ChooseNetworks(cs, pins, host, r.Spec.DualStack())
 	if len(errs) > 0 {
 		return nets, fmt.Errorf("the lab's ranges and this host's network: %w", errs.ToAggregate())
 	}
@@ -165,6 +165,11 @@ func ensureNetwork(ctx context.Context, t *topology.Lab) error {
 		if err := netns.Ensure(ctx, ns); err != nil {
 			return err
 		}
+		if t.IPv6Range.IsValid() {
+			if err := ensureIPv6Forwarding(ns); err != nil {
+				return fmt.Errorf("namespace %s: %w", ns, err)
+			}
+		}
 	}
 	if t.Hub != nil {
 		if err := netns.IP(ctx, "-n", t.Hub.Namespace, "addr", "replace", t.Hub.LANAddr.String(), "dev", "lo"); err != nil {
@@ -177,6 +182,11 @@ func ensureNetwork(ctx context.Context, t *topology.Lab) error {
 		}
 		if err := netns.IP(ctx, "-n", t.Internet.Namespace, "addr", "replace", netip.PrefixFrom(t.Internet.Addr, 32).String(), "dev", "lo"); err != nil {
 			return err
+		}
+		if t.Internet.Addr6.IsValid() {
+			if err := netns.IP(ctx, "-n", t.Internet.Namespace, "addr", "replace", netip.PrefixFrom(t.Internet.Addr6, 128).String(), "dev", "lo"); err != nil {
+				return err
+			}
 		}
 		if err := ensureLinks(ctx, t.Links); err != nil {
 			return err
@@ -231,8 +241,26 @@ func ensureLinks(ctx context.Context, links []topology.Link) error {
 		if err := netns.EnsureVeth(ctx, v); err != nil {
 			return err
 		}
+		// nodad: a tentative address would neither send nor answer for a second or two
+		// after every lab up.
+		if k.Addr6.IsValid() {
+			if err := netns.IP(ctx, "-n", k.Namespace, "addr", "replace", k.Addr6.String(), "dev", k.Name, "nodad"); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
+}
+
+// ensureIPv6Forwarding makes a namespace of a dual-stack lab route IPv6 as it routes
+// IPv4, and skip duplicate address detection on the links it gets later (the pods'
+// veths and bridges too), so no address waits tentative.
+func ensureIPv6Forwarding(ns string) error {
+	return errors.Join(
+		netns.Sysctl(ns, "net/ipv6/conf/all/forwarding", "1"),
+		netns.Sysctl(ns, "net/ipv6/conf/default/accept_dad", "0"),
+		netns.Sysctl(ns, "net/ipv6/conf/all/accept_dad", "0"),
+	)
 }
 
 func ensureRoutes(ctx context.Context, ns string, routes []topology.Route) error {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -94,19 +95,34 @@ func (l *Lab) ensureClusterDNS(ctx context.Context, cp topology.ControlPlane, dn
 func (l *Lab) ensureKubeProxy(c topology.Cluster) error {
 	var errs []error
 	for _, n := range c.Nodes {
-		errs = append(errs, l.ensureKubeProxyOn(c.Name, n, l.state.LANKubeconfig(c.Name), c.PodCIDR, c.Shape.KubeProxyMode))
+		errs = append(errs, l.ensureKubeProxyOn(c.Name, n, l.state.LANKubeconfig(c.Name), c.PodCIDRs(), c.Shape.KubeProxyMode))
 	}
 	return errors.Join(errs...)
 }
 
 // ensureKubeProxyOn starts kube-proxy in mode (nftables or iptables) on one node of
 // cluster: on the hub's node too, whose pods (strait hub) reach their API server at its
-// ClusterIP.
-func (l *Lab) ensureKubeProxyOn(cluster string, n topology.Node, kubeconfig string, clusterCIDR netip.Prefix, mode string) error {
+// ClusterIP. On a dual-stack node (two cluster CIDRs, a LAN address of each family) it
+// proxies both families.
+func (l *Lab) ensureKubeProxyOn(cluster string, n topology.Node, kubeconfig string, clusterCIDRs []netip.Prefix, mode string) error {
+	nodePorts := []netip.Prefix{n.LANAddr.Masked()}
+	if n.LANAddr6.IsValid() {
+		nodePorts = append(nodePorts, n.LANAddr6.Masked())
+	}
 	return l.ensureProcess(cluster, "kube-proxy-"+n.Name, n.Namespace, l.opts.bin("kube-proxy"),
 		"--kubeconfig", kubeconfig, "--hostname-override", n.Name,
-		"--proxy-mode", mode, "--cluster-cidr", clusterCIDR.String(),
+		"--proxy-mode", mode, "--cluster-cidr", prefixesFlag(clusterCIDRs),
 		"--conntrack-max-per-core", "0", "--conntrack-tcp-timeout-established", "0", "--conntrack-tcp-timeout-close-wait", "0",
 		"--metrics-bind-address", "127.0.0.1:10249", "--healthz-bind-address", "127.0.0.1:10256",
-		"--nodeport-addresses", n.LANAddr.Masked().String())
+		"--nodeport-addresses", prefixesFlag(nodePorts))
+}
+
+// prefixesFlag is a comma-separated flag value, as Kubernetes' dual-stack flags take it
+// (the primary family first).
+func prefixesFlag(ps []netip.Prefix) string {
+	s := make([]string, len(ps))
+	for i, p := range ps {
+		s[i] = p.String()
+	}
+	return strings.Join(s, ",")
 }

@@ -218,6 +218,7 @@ func (l *Lab) nodeConfig(rn realNode, kubeconfig []byte) (node.Config, error) {
 	n := rn.node
 	return node.Config{
 		Name: n.Name, NetNS: netns.Path(n.Namespace), NodeIP: n.LANAddr.Addr(), PodCIDR: n.PodCIDR,
+		NodeIP6: n.LANAddr6.Addr(), PodCIDR6: n.PodCIDR6,
 		KubeConfig: kubeconfig, BinDir: l.opts.NodeBin, Kubelet: l.opts.bin("kubelet"), StateDir: l.state.nodeDir(n.Name),
 		Images: images, SandboxImage: image.Pause, Seeds: l.opts.Seeds, ClusterDNS: rn.dns, ClusterDomain: "cluster.local", Labels: nodeLabels(n), CNI: rn.cni,
 		ExternalCloudProvider: n.ExternalIP.IsValid(),
@@ -233,9 +234,13 @@ func (l *Lab) ensureRealNode(ctx context.Context, client kubernetes.Interface, r
 		// router's NAT they have no WAN address: the ClusterSet says how to reach them.
 		annotations[GatewayIPAnnotation] = n.WANAddr.Addr().String()
 	}
+	podCIDRs := []string{n.PodCIDR.String()}
+	if n.PodCIDR6.IsValid() {
+		podCIDRs = append(podCIDRs, n.PodCIDR6.String())
+	}
 	_, err := client.CoreV1().Nodes().Create(ctx, &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: n.Name, Labels: labels, Annotations: annotations},
-		Spec:       corev1.NodeSpec{PodCIDR: n.PodCIDR.String(), PodCIDRs: []string{n.PodCIDR.String()}},
+		Spec:       corev1.NodeSpec{PodCIDR: n.PodCIDR.String(), PodCIDRs: podCIDRs},
 	}, metav1.CreateOptions{})
 	switch {
 	case err == nil:
@@ -249,6 +254,9 @@ func (l *Lab) ensureRealNode(ctx context.Context, client kubernetes.Interface, r
 		// provider's controller sets it (the kubelet then runs with an external cloud
 		// provider and keeps the addresses it finds).
 		addrs := []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: n.LANAddr.Addr().String()}}
+		if n.LANAddr6.IsValid() {
+			addrs = append(addrs, corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: n.LANAddr6.Addr().String()})
+		}
 		if n.ExternalIP.IsValid() {
 			addrs = append(addrs, corev1.NodeAddress{Type: corev1.NodeExternalIP, Address: n.ExternalIP.String()})
 		}

@@ -119,17 +119,23 @@ func (l *Lab) Serve(ctx context.Context) error {
 		}
 	}
 	if in := t.Internet; in != nil {
-		echo := netip.AddrPortFrom(in.Addr, topology.EchoPort)
-		run("internet echo", func(ctx context.Context) error {
-			var ln net.Listener
-			if err := netns.Do(in.Namespace, func() (err error) {
-				ln, err = net.Listen("tcp", echo.String())
-				return err
-			}); err != nil {
-				return err
+		// In a dual-stack lab the internet answers on its IPv6 address too.
+		for what, addr := range map[string]netip.Addr{"internet echo": in.Addr, "internet echo (IPv6)": in.Addr6} {
+			if !addr.IsValid() {
+				continue
 			}
-			return serveEcho(ctx, ln, workload.Identity{Cluster: "internet", Node: in.Namespace, PodIP: in.Addr.String()})
-		})
+			echo := netip.AddrPortFrom(addr, topology.EchoPort)
+			run(what, func(ctx context.Context) error {
+				var ln net.Listener
+				if err := netns.Do(in.Namespace, func() (err error) {
+					ln, err = net.Listen("tcp", echo.String())
+					return err
+				}); err != nil {
+					return err
+				}
+				return serveEcho(ctx, ln, workload.Identity{Cluster: "internet", Node: in.Namespace, PodIP: addr.String()})
+			})
+		}
 	}
 	<-ctx.Done()
 	return nil

@@ -79,13 +79,17 @@ func (l *Lab) Status(ctx context.Context, w io.Writer) error {
 			}
 		}
 		for _, n := range nodes.Items {
-			fmt.Fprintf(tw, "  node/%s\t%s\t%s\t%s\n", n.Name, NodeReady(&n), n.Spec.PodCIDR, n.Labels[topology.GatewayLabel])
+			fmt.Fprintf(tw, "  node/%s\t%s\t%s\t%s\n", n.Name, NodeReady(&n), strings.Join(n.Spec.PodCIDRs, ","), n.Labels[topology.GatewayLabel])
 		}
 		pods, err := client.CoreV1().Pods("").List(cctx, metav1.ListOptions{})
 		cancel()
 		if err == nil {
 			for _, p := range pods.Items {
-				fmt.Fprintf(tw, "  pod/%s/%s\t%s\t%s\t%s\n", p.Namespace, p.Name, PodReady(&p), p.Status.PodIP, p.Spec.NodeName)
+				ips := make([]string, 0, len(p.Status.PodIPs))
+				for _, ip := range p.Status.PodIPs {
+					ips = append(ips, ip.IP)
+				}
+				fmt.Fprintf(tw, "  pod/%s/%s\t%s\t%s\t%s\n", p.Namespace, p.Name, PodReady(&p), strings.Join(ips, ","), p.Spec.NodeName)
 			}
 		}
 		_ = tw.Flush()

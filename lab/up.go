@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -110,6 +111,7 @@ func (l *Lab) up(ctx context.Context, o UpOptions) error {
 		c := controlPlane{cp: cp, hostPort: rec.hostPort(t, cp.Cluster)}
 		if m, ok := t.Cluster(cp.Cluster); ok {
 			c.serviceCIDR, c.apiService = m.ServiceCIDR, m.APIServiceIP
+			c.serviceCIDR6 = m.ServiceCIDR6
 		} else {
 			c.serviceCIDR = t.HubServiceCIDR
 			c.apiService = c.serviceCIDR.Addr().Next()
@@ -292,7 +294,7 @@ func (l *Lab) bootstrap(ctx context.Context, t *topology.Lab, rec *Record, cp to
 		if err := l.ensureHubNode(ctx, t, client); err != nil {
 			return fmt.Errorf("hub node: %w", err)
 		}
-		if err := l.ensureKubeProxyOn(topology.HubName, *t.HubNode, l.state.InNamespaceKubeconfig(topology.HubName), t.HubNode.PodCIDR, topology.KubeProxyNFTables); err != nil {
+		if err := l.ensureKubeProxyOn(topology.HubName, *t.HubNode, l.state.InNamespaceKubeconfig(topology.HubName), []netip.Prefix{t.HubNode.PodCIDR}, topology.KubeProxyNFTables); err != nil {
 			return fmt.Errorf("hub kube-proxy: %w", err)
 		}
 		if err := l.ensureClusterDNS(ctx, *t.Hub, t.HubDNSServiceIP(), client); err != nil {

@@ -49,12 +49,19 @@ func Ensure(hl topology.HostLink) error {
 	if err != nil {
 		return fmt.Errorf("%s in %s: %w", hl.Peer, hl.PeerNamespace, err)
 	}
-	if err := errors.Join(
+	errs := []error{
 		netlink.AddrReplace(link, addr(hl.Addr)),
 		peer.AddrReplace(peerLink, addr(hl.PeerAddr)),
-		netlink.LinkSetUp(link),
-		peer.LinkSetUp(peerLink),
-	); err != nil {
+	}
+	if hl.Addr6.IsValid() {
+		// No duplicate address detection: the link is the lab's alone, and a tentative
+		// address would not send for a second or two.
+		a6, p6 := addr(hl.Addr6), addr(hl.PeerAddr6)
+		a6.Flags, p6.Flags = unix.IFA_F_NODAD, unix.IFA_F_NODAD
+		errs = append(errs, netlink.AddrReplace(link, a6), peer.AddrReplace(peerLink, p6))
+	}
+	errs = append(errs, netlink.LinkSetUp(link), peer.LinkSetUp(peerLink))
+	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("host link %s: %w", hl.Name, err)
 	}
 	return syncRoutes(link, hl)
@@ -67,24 +74,36 @@ func syncRoutes(link netlink.Link, hl topology.HostLink) error {
 	var errs []error
 	for _, p := range hl.Routes {
 		want[p] = true
+		gw, src := hl.PeerAddr.Addr(), hl.Addr.Addr()
+		if p.Addr().Is6() {
+			if !hl.PeerAddr6.IsValid() {
+				errs = append(errs, fmt.Errorf("host route %s: the link has no IPv6 address", p))
+				continue
+			}
+			gw, src = hl.PeerAddr6.Addr(), hl.Addr6.Addr()
+		}
 		r := &netlink.Route{LinkIndex: link.Attrs().Index, Dst: ipNet(p),
-			Gw: net.IP(hl.PeerAddr.Addr().AsSlice()), Src: net.IP(hl.Addr.Addr().AsSlice())}
+			Gw: net.IP(gw.AsSlice()), Src: net.IP(src.AsSlice())}
 		if err := netlink.RouteReplace(r); err != nil {
-			errs = append(errs, fmt.Errorf("host route %s via %s: %w", p, hl.PeerAddr.Addr(), err))
+			errs = append(errs, fmt.Errorf("host route %s via %s: %w", p, gw, err))
 		}
 	}
-	have, err := netlink.RouteList(link, netlink.FAMILY_V4)
-	if err != nil {
-		return errors.Join(append(errs, err)...)
-	}
-	for _, r := range have {
-		if r.Protocol == unix.RTPROT_KERNEL || r.Dst == nil {
-			continue
+	for _, family := range []int{netlink.FAMILY_V4, netlink.FAMILY_V6} {
+		have, err := netlink.RouteList(link, family)
+		if err != nil {
+			return errors.Join(append(errs, err)...)
 		}
-		ones, _ := r.Dst.Mask.Size()
-		a, _ := netip.AddrFromSlice(r.Dst.IP.To4())
-		if !want[netip.PrefixFrom(a, ones)] {
-			errs = append(errs, netlink.RouteDel(&r))
+		for _, r := range have {
+			// The kernel's own: the link's subnets, and in IPv6 fe80::/64 and the
+			// multicast route.
+			if r.Protocol == unix.RTPROT_KERNEL || r.Dst == nil || r.Dst.IP.IsLinkLocalUnicast() || r.Dst.IP.IsMulticast() {
+				continue
+			}
+			ones, _ := r.Dst.Mask.Size()
+			a, _ := netip.AddrFromSlice(r.Dst.IP)
+			if !want[netip.PrefixFrom(a.Unmap(), ones)] {
+				errs = append(errs, netlink.RouteDel(&r))
+			}
 		}
 	}
 	return errors.Join(errs...)

@@ -17,9 +17,10 @@ import (
 // ResolvConf is where the host's resolvers are read from.
 const ResolvConf = "/etc/resolv.conf"
 
-// Ranges lists the host's IPv4 routes of every table (local and broadcast routes are
-// its addresses again, and left out), its addresses and its resolvers, leaving out the
-// link named skip (the lab's own) and what is on it.
+// Ranges lists the host's IPv4 and IPv6 routes of every table (local and broadcast
+// routes are its addresses again, and left out; so are IPv6's link-local and multicast
+// routes, which every link has), its addresses and its resolvers, leaving out the link
+// named skip (the lab's own) and what is on it.
 func Ranges(skip string) ([]topology.HostRange, error) {
 	links, err := netlink.LinkList()
 	if err != nil {
@@ -29,7 +30,7 @@ func Ranges(skip string) ([]topology.HostRange, error) {
 	for _, l := range links {
 		names[l.Attrs().Index] = l.Attrs().Name
 	}
-	routes, err := netlink.RouteListFiltered(netlink.FAMILY_V4, &netlink.Route{Table: unix.RT_TABLE_UNSPEC}, netlink.RT_FILTER_TABLE)
+	routes, err := netlink.RouteListFiltered(netlink.FAMILY_ALL, &netlink.Route{Table: unix.RT_TABLE_UNSPEC}, netlink.RT_FILTER_TABLE)
 	if err != nil {
 		return nil, fmt.Errorf("listing the host's routes: %w", err)
 	}
@@ -44,17 +45,20 @@ func Ranges(skip string) ([]topology.HostRange, error) {
 			continue
 		}
 		dst := netip.MustParsePrefix("0.0.0.0/0")
+		if r.Family == netlink.FAMILY_V6 {
+			dst = netip.MustParsePrefix("::/0")
+		}
 		if r.Dst != nil {
 			ones, _ := r.Dst.Mask.Size()
-			a, ok := netip.AddrFromSlice(r.Dst.IP.To4())
-			if !ok {
+			a, ok := netip.AddrFromSlice(r.Dst.IP)
+			if !ok || r.Dst.IP.IsLinkLocalUnicast() || r.Dst.IP.IsMulticast() {
 				continue
 			}
-			dst = netip.PrefixFrom(a, ones)
+			dst = netip.PrefixFrom(a.Unmap(), ones)
 		}
 		out = append(out, topology.HostRange{Prefix: dst, What: describeRoute(r, dst, dev)})
 	}
-	addrs, err := netlink.AddrList(nil, netlink.FAMILY_V4)
+	addrs, err := netlink.AddrList(nil, netlink.FAMILY_ALL)
 	if err != nil {
 		return nil, fmt.Errorf("listing the host's addresses: %w", err)
 	}
@@ -63,13 +67,14 @@ func Ranges(skip string) ([]topology.HostRange, error) {
 		if dev == skip && skip != "" {
 			continue
 		}
-		ip, ok := netip.AddrFromSlice(a.IP.To4())
-		if !ok {
+		ip, ok := netip.AddrFromSlice(a.IP)
+		if !ok || a.IP.IsLinkLocalUnicast() {
 			continue
 		}
+		ip = ip.Unmap()
 		ones, _ := a.Mask.Size()
 		p := netip.PrefixFrom(ip, ones)
-		out = append(out, topology.HostRange{Prefix: netip.PrefixFrom(ip, 32), What: fmt.Sprintf("address %s on %s", p, dev)})
+		out = append(out, topology.HostRange{Prefix: netip.PrefixFrom(ip, ip.BitLen()), What: fmt.Sprintf("address %s on %s", p, dev)})
 	}
 	data, err := os.ReadFile(ResolvConf)
 	if err != nil && !os.IsNotExist(err) {
@@ -104,7 +109,7 @@ func describeRoute(r netlink.Route, dst netip.Prefix, dev string) string {
 	return b.String()
 }
 
-// Resolvers reads the IPv4 nameservers of a resolv.conf: a lab range over one would
+// Resolvers reads the nameservers of a resolv.conf (IPv6 ones without a zone): a lab range over one would
 // take the host's name service into the lab.
 func Resolvers(data []byte, path string) []topology.HostRange {
 	var out []topology.HostRange
@@ -114,8 +119,8 @@ func Resolvers(data []byte, path string) []topology.HostRange {
 		if len(f) < 2 || f[0] != "nameserver" {
 			continue
 		}
-		if a, err := netip.ParseAddr(f[1]); err == nil && a.Is4() {
-			out = append(out, topology.HostRange{Prefix: netip.PrefixFrom(a, 32), What: fmt.Sprintf("resolver %s (%s)", a, path)})
+		if a, err := netip.ParseAddr(f[1]); err == nil && a.Zone() == "" {
+			out = append(out, topology.HostRange{Prefix: netip.PrefixFrom(a, a.BitLen()), What: fmt.Sprintf("resolver %s (%s)", a, path)})
 		}
 	}
 	return out

@@ -27,6 +27,11 @@ type Config struct {
 	NodeIP netip.Addr
 	// PodCIDR is the node's pod range; the CNI bridge takes its first address.
 	PodCIDR netip.Prefix
+	// NodeIP6 and PodCIDR6 make the node dual-stack (both or neither): the kubelet
+	// reports both node IPs (IPv4 first) and the bridge gives every pod an address of
+	// each family, the bridge taking PodCIDR6's first address too.
+	NodeIP6  netip.Addr
+	PodCIDR6 netip.Prefix
 	// KubeConfig is the kubelet's connection to the API server, reachable from NetNS.
 	KubeConfig []byte
 	// BinDir holds containerd, containerd-shim-runc-v2, ctr, runc and the CNI plugins.
@@ -95,6 +100,18 @@ func (c Config) validate(kubeconfig bool) error {
 	}
 	if !c.PodCIDR.IsValid() || !c.PodCIDR.Addr().Is4() || c.PodCIDR.Bits() > 30 || c.PodCIDR.Masked() != c.PodCIDR {
 		bad("podCIDR", c.PodCIDR.String(), "must be an IPv4 network of at least 4 addresses, with no host bits")
+	}
+	if c.NodeIP6.IsValid() != c.PodCIDR6.IsValid() {
+		bad("nodeIP6", c.NodeIP6.String(), "a dual-stack node needs both nodeIP6 and podCIDR6")
+	}
+	if c.NodeIP6.IsValid() && (!c.NodeIP6.Is6() || c.NodeIP6.Is4In6()) {
+		bad("nodeIP6", c.NodeIP6.String(), "must be an IPv6 address")
+	}
+	if c.PodCIDR6.IsValid() && (!c.PodCIDR6.Addr().Is6() || c.PodCIDR6.Bits() > 120 || c.PodCIDR6.Masked() != c.PodCIDR6) {
+		bad("podCIDR6", c.PodCIDR6.String(), "must be an IPv6 network of at least 256 addresses, with no host bits")
+	}
+	if c.PodCIDR6.IsValid() && c.CNI != CNIBridge {
+		bad("cni", string(c.CNI), "a dual-stack node runs the bridge")
 	}
 	if kubeconfig && len(c.KubeConfig) == 0 {
 		bad("kubeConfig", "", "is required")

@@ -90,13 +90,18 @@ func cniConfig(c Config, l layout) ([]byte, error) {
 			"delegate": map[string]any{"bridge": Bridge, "hairpinMode": true, "isDefaultGateway": true},
 		}
 	default:
-		gw := c.PodCIDR.Addr().Next()
+		// One range set per family: host-local gives a pod an address from each, the
+		// bridge takes each gateway and the pod a default route of each family.
+		ranges := [][]map[string]string{{{"subnet": c.PodCIDR.String(), "gateway": c.PodCIDR.Addr().Next().String()}}}
+		if c.PodCIDR6.IsValid() {
+			ranges = append(ranges, []map[string]string{{"subnet": c.PodCIDR6.String(), "gateway": c.PodCIDR6.Addr().Next().String()}})
+		}
 		plugin = map[string]any{
 			"type": "bridge", "bridge": Bridge, "isGateway": true, "isDefaultGateway": true,
 			"ipMasq": false, "hairpinMode": true,
 			"ipam": map[string]any{
 				"type":    "host-local",
-				"ranges":  [][]map[string]string{{{"subnet": c.PodCIDR.String(), "gateway": gw.String()}}},
+				"ranges":  ranges,
 				"dataDir": l.cniDataDir(),
 			},
 		}
@@ -194,7 +199,7 @@ func kubeletArgs(c Config, l layout) []string {
 		"--root-dir=" + l.kubeletRoot(),
 		"--cert-dir=" + l.kubeletDir() + "/pki",
 		"--hostname-override=" + c.Name,
-		"--node-ip=" + c.NodeIP.String(),
+		"--node-ip=" + nodeIPs(c),
 		"--v=1",
 	}
 	if c.ExternalCloudProvider {
@@ -222,4 +227,13 @@ func resolvConf(dns []netip.Addr) string {
 		b.WriteString("# no nameserver: the node has no DNS outside its cluster\n")
 	}
 	return b.String()
+}
+
+// nodeIPs is the kubelet's --node-ip: the node's IPv4 address, and its IPv6 address
+// after it on a dual-stack node.
+func nodeIPs(c Config) string {
+	if c.NodeIP6.IsValid() {
+		return c.NodeIP.String() + "," + c.NodeIP6.String()
+	}
+	return c.NodeIP.String()
 }

@@ -29,6 +29,14 @@ func TestValidateNamesTheFieldAndValue(t *testing.T) {
 		{func(c *Config) { c.StateDir = "state" }, `stateDir "state": must be an absolute path`},
 		{func(c *Config) { c.SandboxImage = "" }, `sandboxImage "": is required`},
 		{func(c *Config) { c.CNI = "calico" }, `cni "calico": must be "" (the bridge) or "flannel"`},
+		{func(c *Config) { c.NodeIP6 = netip.MustParseAddr("fd10:1ab:0:1::b") }, `nodeIP6 "fd10:1ab:0:1::b": a dual-stack node needs both`},
+		{func(c *Config) {
+			c.NodeIP6, c.PodCIDR6 = netip.MustParseAddr("10.250.1.3"), netip.MustParsePrefix("fd10:1ab:0:8001::/64")
+		}, `nodeIP6 "10.250.1.3": must be an IPv6 address`},
+		{func(c *Config) {
+			c.NodeIP6, c.PodCIDR6 = netip.MustParseAddr("fd10:1ab:0:1::b"), netip.MustParsePrefix("fd10:1ab:0:8001::/64")
+			c.CNI = CNIFlannel
+		}, `cni "flannel": a dual-stack node runs the bridge`},
 	} {
 		c := validConfig()
 		tc.change(&c)
@@ -164,5 +172,38 @@ func TestOutermostKeepsOnlyTopDirectories(t *testing.T) {
 	}
 	if under("/runx", "/run") || !under("/run/x", "/run") {
 		t.Error("under confuses /runx with /run/...")
+	}
+}
+
+// TestDualStackNodeGetsBothFamilies: a dual-stack node's kubelet reports both node IPs,
+// IPv4 first, and its bridge gives every pod an address from a range of each family.
+func TestDualStackNodeGetsBothFamilies(t *testing.T) {
+	c := validConfig()
+	c.NodeIP6, c.PodCIDR6 = netip.MustParseAddr("fd10:1ab:0:1::b"), netip.MustParsePrefix("fd10:1ab:0:8001::/64")
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	l := layout{dir: c.StateDir}
+	if args := strings.Join(kubeletArgs(c, l), " "); !strings.Contains(args, "--node-ip=10.250.1.2,fd10:1ab:0:1::b") {
+		t.Errorf("kubelet args %s, want both node IPs", args)
+	}
+	data, err := cniConfig(c, l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var conf struct {
+		Plugins []struct {
+			IPAM struct {
+				Ranges [][]map[string]string `json:"ranges"`
+			} `json:"ipam"`
+		} `json:"plugins"`
+	}
+	if err := json.Unmarshal(data, &conf); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := json.Marshal(conf.Plugins[0].IPAM.Ranges)
+	want := `[[{"gateway":"10.7.1.1","subnet":"10.7.1.0/24"}],[{"gateway":"fd10:1ab:0:8001::1","subnet":"fd10:1ab:0:8001::/64"}]]`
+	if string(got) != want {
+		t.Errorf("host-local ranges %s, want %s", got, want)
 	}
 }

@@ -22,6 +22,9 @@ type Networks struct {
 	// Internet (at most a /24) holds the internet namespace's address and the host's link
 	// into the lab.
 	Internet string `json:"internet,omitempty"`
+	// IPv6 (a /48 or larger of fc00::/7) holds every IPv6 address of a dual-stack lab
+	// (layout in ipv6.go); empty in an IPv4 lab. The host routes all of it into the lab.
+	IPv6 string `json:"ipv6,omitempty"`
 }
 
 // networkCandidates are the defaults for each network, tried in order: the first clear of
@@ -54,13 +57,14 @@ type pinnedRange struct {
 
 func (r pinnedRange) String() string { return r.path.String() + " " + r.prefix.String() }
 
-// clusterSetRanges lists every IPv4 range of the ClusterSet the lab routes: every pod and
-// service CIDR, pinned global CIDRs and, with globalnet on, the global range. Values that
-// do not parse are left to Compute's and plan's checks.
+// clusterSetRanges lists every range of the ClusterSet the lab routes: every pod and
+// service CIDR (IPv6 ones only in a dual-stack lab, which Compute checks), pinned global
+// CIDRs and, with globalnet on, the global range. Values that do not parse are left to
+// Compute's and plan's checks.
 func clusterSetRanges(cs *straitv1.ClusterSet) []pinnedRange {
 	var out []pinnedRange
 	add := func(fp *field.Path, s string) {
-		if p, err := netip.ParsePrefix(s); err == nil && p.Addr().Is4() {
+		if p, err := netip.ParsePrefix(s); err == nil {
 			out = append(out, pinnedRange{fp, p.Masked()})
 		}
 	}
@@ -99,7 +103,7 @@ func globalRange(cs *straitv1.ClusterSet) (string, bool) {
 func hostOverlaps(p netip.Prefix, host []HostRange) []string {
 	var out []string
 	for _, h := range host {
-		if h.Prefix.Bits() > 0 && h.Prefix.Addr().Is4() && h.Prefix.Overlaps(p) {
+		if h.Prefix.Bits() > 0 && h.Prefix.Addr().Is4() == p.Addr().Is4() && h.Prefix.Overlaps(p) {
 			out = append(out, h.What)
 		}
 	}
@@ -111,8 +115,9 @@ func hostOverlaps(p netip.Prefix, host []HostRange) []string {
 // already chosen and of every host range. It refuses, naming the range and what it
 // overlaps, a ClusterSet range or a pinned network over a host range, and a pinned
 // network over a ClusterSet range or another network. host may be nil (Compute, which
-// only recomputes a lab whose networks were chosen at "up").
-func ChooseNetworks(cs *straitv1.ClusterSet, pins Networks, host []HostRange) (Networks, field.ErrorList) {
+// only recomputes a lab whose networks were chosen at "up"). ipv6 chooses the IPv6 range
+// of a dual-stack lab too.
+func ChooseNetworks(cs *straitv1.ClusterSet, pins Networks, host []HostRange, ipv6 bool) (Networks, field.ErrorList) {
 	var errs field.ErrorList
 	taken := clusterSetRanges(cs)
 	for _, r := range taken {
@@ -168,6 +173,16 @@ func ChooseNetworks(cs *straitv1.ClusterSet, pins Networks, host []HostRange) (N
 			errs = append(errs, field.Required(fp, "no default is clear ("+strings.Join(tried, "; ")+
 				"): pin a free private range in the lab file"))
 		}
+	}
+	if !ipv6 && pins.IPv6 != "" {
+		errs = append(errs, field.Invalid(np.Child("ipv6"), pins.IPv6, "only a dual-stack lab (ipFamilies: [IPv4, IPv6]) has an IPv6 range"))
+	}
+	if ipv6 {
+		r, err := chooseIPv6(pins.IPv6, host, taken)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		out.IPv6 = r
 	}
 	return out, errs
 }

@@ -96,7 +96,7 @@ func TestChooseNetworks(t *testing.T) {
 				"lab.networks.internet: Required value: no default is clear"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, errs := ChooseNetworks(tc.cs, tc.pins, tc.host)
+			got, errs := ChooseNetworks(tc.cs, tc.pins, tc.host, false)
 			if len(errs) != len(tc.errs) {
 				t.Fatalf("errors %v, want %d: %q", errs, len(tc.errs), tc.errs)
 			}

@@ -10,7 +10,8 @@ import (
 
 // labRanges returns the address ranges a lab may route inside its namespaces: private
 // (RFC 1918), shared (RFC 6598), benchmarking (RFC 2544), documentation (RFC 5737) and
-// reserved (240.0.0.0/4, where globalnet's default 242.0.0.0/8 lies). A range outside
+// reserved (240.0.0.0/4, where globalnet's default 242.0.0.0/8 lies), and in IPv6 the
+// unique local addresses (fc00::/7, a dual-stack lab's own range). A range outside
 // them belongs to someone on the internet, and a lab route to it could send traffic
 // there if a namespace were ever wired wrongly.
 func labRanges() []netip.Prefix {
@@ -24,6 +25,7 @@ func labRanges() []netip.Prefix {
 		netip.MustParsePrefix("198.51.100.0/24"),
 		netip.MustParsePrefix("203.0.113.0/24"),
 		netip.MustParsePrefix("240.0.0.0/4"),
+		netip.MustParsePrefix("fc00::/7"),
 	}
 }
 
@@ -38,14 +40,13 @@ func inLabRanges(p netip.Prefix) bool {
 }
 
 // checkRanges refuses every CIDR of the ClusterSet the lab would route that is not
-// inside labRanges; unparsable values and IPv6 (the lab routes IPv4 only) are left to
-// the other checks.
+// inside labRanges; unparsable values are left to the other checks.
 func checkRanges(cs *straitv1.ClusterSet) field.ErrorList {
 	var errs field.ErrorList
 	for _, r := range clusterSetRanges(cs) {
 		if !inLabRanges(r.prefix) {
 			errs = append(errs, field.Invalid(r.path, r.prefix.String(),
-				"outside the ranges a lab may use (private, shared, documentation, benchmarking or 240.0.0.0/4)"))
+				"outside the ranges a lab may use (private, shared, documentation, benchmarking, 240.0.0.0/4 or fc00::/7)"))
 		}
 	}
 	return errs

@@ -69,6 +69,12 @@ type Spec struct {
 	// GitOps is what syncs the lab's clusterset repo to the hub: GitOpsFlux (the
 	// default, also when empty) or GitOpsArgoCD (it needs make argocd-images).
 	GitOps string `json:"gitops,omitempty"`
+	// IPFamilies are the IP families of the member clusters: [IPv4] (the default, also
+	// when empty) or [IPv4, IPv6], dual-stack clusters (two service ranges, nodes and pods
+	// with an address of each family, kube-proxy in both) on a dual-stack LAN and WAN.
+	// The IPv6 ranges are the lab's own (Networks.IPv6), not the ClusterSet's, which
+	// stays IPv4 until Strait carries IPv6. The hub stays IPv4.
+	IPFamilies []string `json:"ipFamilies,omitempty"`
 }
 
 // The GitOps controllers a lab's hub can sync its repo with (Spec.GitOps).
@@ -114,6 +120,10 @@ type Lab struct {
 	// reach through the hub node's kube-proxy, the webhook's Service and kube-dns).
 	HubPodCIDR     netip.Prefix
 	HubServiceCIDR netip.Prefix
+	// IPv6Range is the lab's IPv6 range (Networks.IPv6, parsed) in a dual-stack lab,
+	// invalid otherwise; WANSubnet6 is the WAN's IPv6 network inside it.
+	IPv6Range  netip.Prefix
+	WANSubnet6 netip.Prefix
 	// Internet stands for the internet (nil without members); HostLink is the host's way
 	// into the lab (nil without members).
 	Internet *Internet
@@ -130,6 +140,8 @@ type ControlPlane struct {
 	// LANAddr is the API server's address on the cluster LAN (for the hub, whose
 	// namespace has only loopback, a /32 on lo).
 	LANAddr netip.Prefix
+	// LANAddr6 is its IPv6 address on the LAN in a dual-stack lab (not the hub's).
+	LANAddr6 netip.Prefix
 	// Routes are the pod CIDR routes via nodes, so the control plane (and the cluster DNS
 	// running there) can answer pods; the service CIDR via the first node; the hub's pod
 	// CIDR via the hub. The hub's: a default route through the first member's router.
@@ -145,12 +157,17 @@ type Cluster struct {
 	// PodCIDR and ServiceCIDR are the cluster's first pod and service CIDRs.
 	PodCIDR     netip.Prefix
 	ServiceCIDR netip.Prefix
+	// PodCIDR6 and ServiceCIDR6 are the cluster's IPv6 ranges in a dual-stack lab (the
+	// lab's, from Networks.IPv6); invalid otherwise.
+	PodCIDR6     netip.Prefix
+	ServiceCIDR6 netip.Prefix
 	// APIServiceIP is the kubernetes.default ClusterIP; DNSServiceIP the cluster DNS.
 	APIServiceIP netip.Addr
 	DNSServiceIP netip.Addr
 	// LANNamespace holds the LAN bridge every node and the control plane hang off.
 	LANNamespace string
 	LANSubnet    netip.Prefix
+	LANSubnet6   netip.Prefix
 	ControlPlane ControlPlane
 	// HubAddr is the hub's address on this cluster's LAN (valid when the lab has a hub).
 	HubAddr netip.Prefix
@@ -178,6 +195,11 @@ type Node struct {
 	// address) is the node's CNI bridge, every pod's gateway.
 	PodCIDR    netip.Prefix
 	PodGateway netip.Addr
+	// LANAddr6, WANAddr6 and PodCIDR6 are the node's IPv6 counterparts in a dual-stack
+	// lab (invalid otherwise).
+	LANAddr6 netip.Prefix
+	WANAddr6 netip.Prefix
+	PodCIDR6 netip.Prefix
 	// Routes are host-gw routes to the other nodes' pod CIDRs (not in a cluster whose CNI
 	// routes pods itself, flannel), the service CIDR towards the control plane (so the
 	// node's own ClusterIP connections take the LAN), and the default route via the
@@ -191,12 +213,14 @@ type Route struct {
 	Via netip.Addr
 }
 
-// Link is a veth pair: Name in Namespace (addressed with Addr, or enslaved to the bridge
-// when Addr is invalid) and Peer in PeerNamespace (on the bridge when PeerBridge).
+// Link is a veth pair: Name in Namespace (addressed with Addr, and Addr6 in a dual-stack
+// lab, or enslaved to the bridge when Addr is invalid) and Peer in PeerNamespace (on the
+// bridge when PeerBridge).
 type Link struct {
 	Namespace     string
 	Name          string
 	Addr          netip.Prefix
+	Addr6         netip.Prefix
 	PeerNamespace string
 	Peer          string
 	PeerBridge    bool
@@ -231,10 +255,17 @@ func Compute(cs *straitv1.ClusterSet, spec Spec) (*Lab, field.ErrorList) {
 	}
 	errs = append(errs, resolveShapes(spec.Clusters, names, sp.Child("clusters"))...)
 	errs = append(errs, checkUnjoined(spec.Unjoined, names, sp.Child("unjoined"))...)
+	errs = append(errs, checkFamilies(spec, sp)...)
+	if !spec.DualStack() {
+		errs = append(errs, refuseIPv6CIDRs(cs)...)
+	}
+	if spec.DualStack() && len(cs.Spec.Clusters) > maxDualStackClusters {
+		errs = append(errs, field.TooMany(field.NewPath("spec", "clusters"), len(cs.Spec.Clusters), maxDualStackClusters))
+	}
 	if g := spec.SyncsWith(); g != GitOpsFlux && g != GitOpsArgoCD {
 		errs = append(errs, field.NotSupported(sp.Child("gitops"), spec.GitOps, []string{GitOpsFlux, GitOpsArgoCD}))
 	}
-	nets, nerrs := ChooseNetworks(cs, spec.Networks, nil)
+	nets, nerrs := ChooseNetworks(cs, spec.Networks, nil, spec.DualStack())
 	errs = append(errs, nerrs...)
 	if len(errs) > 0 {
 		return nil, errs
@@ -296,6 +327,10 @@ func newLab(nets Networks) *Lab {
 	// Past every member LAN (.1.0/24 to .250.0/24).
 	l.HubServiceCIDR = netip.PrefixFrom(nthAddr(l.LANRange.Addr(), 253<<8), 24)
 	l.HubPodCIDR = netip.PrefixFrom(nthAddr(l.LANRange.Addr(), 254<<8), 24)
+	if nets.IPv6 != "" {
+		l.IPv6Range = netip.MustParsePrefix(nets.IPv6)
+		l.WANSubnet6 = wan6(l.IPv6Range)
+	}
 	return l
 }
 
@@ -335,14 +370,27 @@ func (l *Lab) computeCluster(c straitv1.ClusterSpec, index int, spec Spec, wanNe
 		LANAddr: netip.PrefixFrom(nthAddr(lan.Addr(), 1), 24),
 		WANAddr: netip.PrefixFrom(nthAddr(l.WANSubnet.Addr(), *wanNext), l.WANSubnet.Bits())}
 	*wanNext++
+	// In a dual-stack lab every address has an IPv6 twin at the same offset of the
+	// IPv6 network (ipv6.go); the v6 helpers return invalid prefixes otherwise.
+	if l.IPv6Range.IsValid() {
+		cl.LANSubnet6 = lan6(l.IPv6Range, index)
+		var ferrs field.ErrorList
+		cl.PodCIDR6, cl.ServiceCIDR6, ferrs = l.ipv6CIDRs(c, index, spec.Gateways+spec.Workers, fp)
+		if len(ferrs) > 0 {
+			return nil, ferrs
+		}
+		cl.ControlPlane.LANAddr6 = l.lanTwin(cl, cl.ControlPlane.LANAddr)
+		cl.Router.LANAddr6 = l.lanTwin(cl, cl.Router.LANAddr)
+		cl.Router.WANAddr6 = l.wanTwin(cl.Router.WANAddr)
+	}
 	cl.Links = append(cl.Links, Link{
-		Namespace: cl.Router.Namespace, Name: NodeLANLink, Addr: cl.Router.LANAddr,
+		Namespace: cl.Router.Namespace, Name: NodeLANLink, Addr: cl.Router.LANAddr, Addr6: cl.Router.LANAddr6,
 		PeerNamespace: cl.LANNamespace, Peer: Prefix + "router", PeerBridge: true,
 	}, Link{
-		Namespace: cl.Router.Namespace, Name: NodeWANLink, Addr: cl.Router.WANAddr,
+		Namespace: cl.Router.Namespace, Name: NodeWANLink, Addr: cl.Router.WANAddr, Addr6: cl.Router.WANAddr6,
 		PeerNamespace: WANNamespace, Peer: fmt.Sprintf("%sr%d", Prefix, index), PeerBridge: true,
 	}, Link{
-		Namespace: cl.ControlPlane.Namespace, Name: NodeLANLink, Addr: cl.ControlPlane.LANAddr,
+		Namespace: cl.ControlPlane.Namespace, Name: NodeLANLink, Addr: cl.ControlPlane.LANAddr, Addr6: cl.ControlPlane.LANAddr6,
 		PeerNamespace: cl.LANNamespace, Peer: Prefix + "cp", PeerBridge: true,
 	})
 	n := spec.Gateways + spec.Workers
@@ -358,16 +406,21 @@ func (l *Lab) computeCluster(c straitv1.ClusterSpec, index int, spec Spec, wanNe
 			LANAddr: netip.PrefixFrom(nthAddr(lan.Addr(), 11+i), 24),
 			PodCIDR: podCIDR, PodGateway: nthAddr(podCIDR.Addr(), 1),
 		}
+		if l.IPv6Range.IsValid() {
+			node.LANAddr6 = l.lanTwin(cl, node.LANAddr)
+			node.PodCIDR6 = nthSubnet64(cl.PodCIDR6, i+1)
+		}
 		cl.Links = append(cl.Links, Link{
-			Namespace: node.Namespace, Name: NodeLANLink, Addr: node.LANAddr,
+			Namespace: node.Namespace, Name: NodeLANLink, Addr: node.LANAddr, Addr6: node.LANAddr6,
 			PeerNamespace: cl.LANNamespace, Peer: fmt.Sprintf("%sn%d", Prefix, i+1), PeerBridge: true,
 		})
 		switch {
 		case gw && shape.GatewayNAT == "":
 			node.WANAddr = netip.PrefixFrom(nthAddr(l.WANSubnet.Addr(), *wanNext), l.WANSubnet.Bits())
+			node.WANAddr6 = l.wanTwin(node.WANAddr)
 			*wanNext++
 			cl.Links = append(cl.Links, Link{
-				Namespace: node.Namespace, Name: NodeWANLink, Addr: node.WANAddr,
+				Namespace: node.Namespace, Name: NodeWANLink, Addr: node.WANAddr, Addr6: node.WANAddr6,
 				PeerNamespace: WANNamespace, Peer: fmt.Sprintf("%sw%d-%d", Prefix, index, i+1), PeerBridge: true,
 			})
 		case gw:
@@ -387,20 +440,24 @@ func (l *Lab) computeCluster(c straitv1.ClusterSpec, index int, spec Spec, wanNe
 		for j, other := range cl.Nodes {
 			if i != j && !shape.RoutesPods() {
 				cl.Nodes[i].Routes = append(cl.Nodes[i].Routes, Route{Dst: other.PodCIDR, Via: other.LANAddr.Addr()})
+				cl.Nodes[i].Routes = appendRoute6(cl.Nodes[i].Routes, other.PodCIDR6, other.LANAddr6)
 			}
 		}
 		// A node's own connections to ClusterIPs need a route before kube-proxy's
 		// output chain can rewrite them (a real node has a default route for this).
 		cl.Nodes[i].Routes = append(cl.Nodes[i].Routes, Route{Dst: svc, Via: cl.ControlPlane.LANAddr.Addr()})
+		cl.Nodes[i].Routes = appendRoute6(cl.Nodes[i].Routes, cl.ServiceCIDR6, cl.ControlPlane.LANAddr6)
 	}
 	for _, node := range cl.Nodes {
 		cl.ControlPlane.Routes = append(cl.ControlPlane.Routes, Route{Dst: node.PodCIDR, Via: node.LANAddr.Addr()})
+		cl.ControlPlane.Routes = appendRoute6(cl.ControlPlane.Routes, node.PodCIDR6, node.LANAddr6)
 	}
 	// CoreDNS runs in the control plane's namespace, where no kube-proxy runs: it reaches
 	// ClusterIPs (strait dns's Service) through the first node's kube-proxy, which
 	// masquerades sources outside the cluster CIDR, so the answers come back the same way.
 	if len(cl.Nodes) > 0 {
 		cl.ControlPlane.Routes = append(cl.ControlPlane.Routes, Route{Dst: svc, Via: cl.Nodes[0].LANAddr.Addr()})
+		cl.ControlPlane.Routes = appendRoute6(cl.ControlPlane.Routes, cl.ServiceCIDR6, cl.Nodes[0].LANAddr6)
 	}
 	return cl, nil
 }

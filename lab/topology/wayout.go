@@ -20,7 +20,10 @@ const (
 	EchoPort = 80
 )
 
-var defaultRoute = netip.MustParsePrefix("0.0.0.0/0")
+var (
+	defaultRoute  = netip.MustParsePrefix("0.0.0.0/0")
+	defaultRoute6 = netip.MustParsePrefix("::/0")
+)
 
 // Router is a member cluster's way out: a namespace between its LAN and the WAN, the
 // default gateway of its nodes and control plane, as a real site's router is. It routes
@@ -31,6 +34,9 @@ type Router struct {
 	// LANAddr (the LAN's first address) is the nodes' default gateway.
 	LANAddr netip.Prefix
 	WANAddr netip.Prefix
+	// LANAddr6 and WANAddr6 are their IPv6 twins in a dual-stack lab.
+	LANAddr6 netip.Prefix
+	WANAddr6 netip.Prefix
 	// Routes: the default route to the internet; the cluster's node pod CIDRs via their
 	// nodes and its service CIDR via the first node (as the control plane's); the hub's
 	// address and CIDRs via the hub's leg on this LAN.
@@ -51,6 +57,9 @@ type Internet struct {
 	Addr      netip.Addr
 	// WANAddr (the WAN's first address) is every router's default gateway.
 	WANAddr netip.Prefix
+	// Addr6 and WANAddr6 are their IPv6 twins in a dual-stack lab.
+	Addr6    netip.Addr
+	WANAddr6 netip.Prefix
 	// Routes lead back into the clusters through their routers: every LAN, and every
 	// pod and service CIDR no other member shares (overlapping ones have no way back
 	// without NAT); the hub's address and CIDRs through the first member's router.
@@ -68,10 +77,15 @@ type HostLink struct {
 	PeerNamespace string
 	Peer          string
 	PeerAddr      netip.Prefix
+	// Addr6 and PeerAddr6 are the link's IPv6 addresses in a dual-stack lab (the
+	// internet range's ::fd and ::fe, a /126).
+	Addr6     netip.Prefix
+	PeerAddr6 netip.Prefix
 	// Routes are the lab's ranges, via PeerAddr from Addr: the LAN range, the WAN, the
 	// internet range, every IPv4 pod and service CIDR of the ClusterSet and, with
 	// globalnet, the global range and pinned global CIDRs. Never a default route, and
-	// never more than those: the host's other traffic keeps its way.
+	// never more than those: the host's other traffic keeps its way. In a dual-stack lab
+	// also the lab's IPv6 range, via PeerAddr6.
 	Routes []netip.Prefix
 }
 
@@ -85,17 +99,28 @@ func (l *Lab) wireWayOut(cs []netip.Prefix) {
 		WANAddr: netip.PrefixFrom(nthAddr(l.WANSubnet.Addr(), 1), l.WANSubnet.Bits())}
 	// The WAN is a /24 or larger; only its first 256 addresses are used, every one with
 	// the WAN's own mask.
-	l.Links = append(l.Links, Link{Namespace: in.Namespace, Name: NodeWANLink, Addr: in.WANAddr,
+	in.WANAddr6 = l.wanTwin(in.WANAddr)
+	if l.IPv6Range.IsValid() {
+		in.Addr6 = nthAddr6(internet6(l.IPv6Range).Addr(), 1)
+	}
+	l.Links = append(l.Links, Link{Namespace: in.Namespace, Name: NodeWANLink, Addr: in.WANAddr, Addr6: in.WANAddr6,
 		PeerNamespace: WANNamespace, Peer: Prefix + "inet", PeerBridge: true})
 	shared := sharedRanges(l.Clusters)
 	for i := range l.Clusters {
 		c := &l.Clusters[i]
 		r := &c.Router
 		r.Routes = append(r.Routes, Route{Dst: defaultRoute, Via: in.WANAddr.Addr()})
+		r.Routes = appendRoute6(r.Routes, defaultRoute6, in.WANAddr6)
 		r.Routes = append(r.Routes, c.ControlPlane.Routes...) // pod CIDRs, service CIDR, hub pods
 		c.ControlPlane.Routes = append(c.ControlPlane.Routes, Route{Dst: defaultRoute, Via: r.LANAddr.Addr()})
+		c.ControlPlane.Routes = appendRoute6(c.ControlPlane.Routes, defaultRoute6, r.LANAddr6)
 		for j := range c.Nodes {
 			c.Nodes[j].Routes = append(c.Nodes[j].Routes, Route{Dst: defaultRoute, Via: r.LANAddr.Addr()})
+			c.Nodes[j].Routes = appendRoute6(c.Nodes[j].Routes, defaultRoute6, r.LANAddr6)
+		}
+		// The lab's IPv6 ranges are its own: no two members share one.
+		for _, p := range []netip.Prefix{c.LANSubnet6, c.PodCIDR6, c.ServiceCIDR6} {
+			in.Routes = appendRoute6(in.Routes, p, r.WANAddr6)
 		}
 		via := r.WANAddr.Addr()
 		in.Routes = append(in.Routes, Route{Dst: c.LANSubnet, Via: via})
@@ -121,9 +146,16 @@ func (l *Lab) wireWayOut(cs []netip.Prefix) {
 	// The host's link is the internet range's last /30 but one: .253 on the host, .254
 	// in the internet namespace.
 	base := nthAddr(l.InternetRange.Addr(), 252)
+	ranges := append([]netip.Prefix{l.LANRange, l.WANSubnet, l.InternetRange}, cs...)
 	l.HostLink = &HostLink{Name: HostLinkName, Addr: netip.PrefixFrom(nthAddr(base, 1), 30),
-		PeerNamespace: in.Namespace, Peer: HostLinkPeer, PeerAddr: netip.PrefixFrom(nthAddr(base, 2), 30),
-		Routes: hostRoutes(append([]netip.Prefix{l.LANRange, l.WANSubnet, l.InternetRange}, cs...))}
+		PeerNamespace: in.Namespace, Peer: HostLinkPeer, PeerAddr: netip.PrefixFrom(nthAddr(base, 2), 30)}
+	if l.IPv6Range.IsValid() {
+		base6 := nthAddr6(internet6(l.IPv6Range).Addr(), 252)
+		l.HostLink.Addr6 = netip.PrefixFrom(nthAddr6(base6, 1), 126)
+		l.HostLink.PeerAddr6 = netip.PrefixFrom(nthAddr6(base6, 2), 126)
+		ranges = append(ranges, l.IPv6Range)
+	}
+	l.HostLink.Routes = hostRoutes(ranges)
 }
 
 // sharedRanges are the pod and service CIDRs more than one member's ranges overlap.

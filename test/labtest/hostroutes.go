@@ -38,7 +38,18 @@ func LabAddresses(t *topology.Lab, cs *straitv1.ClusterSet) []LabAddress {
 		add(t.HubPodCIDR.Addr().Next(), "a hub pod (%s)", t.HubPodCIDR)
 		add(t.HubServiceCIDR.Addr().Next(), "the hub's kubernetes.default (%s)", t.HubServiceCIDR)
 	}
+	if t.Internet.Addr6.IsValid() {
+		add(t.Internet.Addr6, "the internet over IPv6 (%s)", t.IPv6Range)
+	}
 	for _, c := range t.Clusters {
+		if c.LANSubnet6.IsValid() {
+			add(c.ControlPlane.LANAddr6.Addr(), "%s's API server over IPv6 (LAN %s)", c.Name, c.LANSubnet6)
+			add(c.Router.WANAddr6.Addr(), "%s's router on the WAN over IPv6 (%s)", c.Name, t.WANSubnet6)
+			add(c.ServiceCIDR6.Addr().Next(), "%s's IPv6 service CIDR %s", c.Name, c.ServiceCIDR6)
+			for _, n := range c.Nodes {
+				add(n.PodCIDR6.Addr().Next().Next(), "an IPv6 pod on %s (%s)", n.Name, n.PodCIDR6)
+			}
+		}
 		add(c.ControlPlane.LANAddr.Addr(), "%s's API server (LAN %s)", c.Name, c.LANSubnet)
 		add(c.Router.LANAddr.Addr(), "%s's router on its LAN", c.Name)
 		add(c.Router.WANAddr.Addr(), "%s's router on the WAN (%s)", c.Name, t.WANSubnet)

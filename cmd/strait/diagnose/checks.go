@@ -545,9 +545,23 @@ func cidrCheck(m *member, o observed) Result {
 	if err != nil {
 		return result(checkCIDRs, m, Warn, "the ClusterSet's serviceCIDRs: "+err.Error(), "")
 	}
-	var bad, seenPods []string
+	// A family the ClusterSet lists no CIDR of for this cluster is one Strait does not
+	// carry for it (a dual-stack cluster in an IPv4 ClusterSet): its ranges are not
+	// wrong, only not Strait's; the detail names them.
+	var bad, seenPods, seenSvcs, uncarried []string
+	carried := func(c string) bool {
+		p, err := netip.ParsePrefix(c)
+		if err != nil || len(pods)+len(svcs) == 0 || hasFamily(pods, p.Addr().Is4()) || hasFamily(svcs, p.Addr().Is4()) {
+			return true
+		}
+		uncarried = append(uncarried, c)
+		return false
+	}
 	for _, n := range m.nodes {
 		for _, c := range n.Spec.PodCIDRs {
+			if !carried(c) {
+				continue
+			}
 			seenPods = append(seenPods, c)
 			if !within(c, pods) {
 				bad = append(bad, fmt.Sprintf("node %s's pod CIDR %s is outside the podCIDRs %s", n.Name, c, strings.Join(want.pods, ",")))
@@ -564,6 +578,10 @@ func cidrCheck(m *member, o observed) Result {
 		bad = append(bad, "the ServiceCIDR API: "+m.serviceErr.Error())
 	default:
 		for _, c := range m.serviceCIDRs {
+			if !carried(c) {
+				continue
+			}
+			seenSvcs = append(seenSvcs, c)
 			if !within(c, svcs) {
 				bad = append(bad, fmt.Sprintf("the service CIDR %s is outside the serviceCIDRs %s", c, strings.Join(want.services, ",")))
 			}
@@ -571,11 +589,25 @@ func cidrCheck(m *member, o observed) Result {
 	}
 	if len(bad) > 0 {
 		fix := fmt.Sprintf("correct spec.clusters[name=%s] in the ClusterSet (git): podCIDRs must hold the cluster's pod CIDR (kube-controller-manager's --cluster-cidr, which holds every node's; here %s) and serviceCIDRs its service CIDR (%s)",
-			m.name, summarise(seenPods), strings.Join(m.serviceCIDRs, ","))
+			m.name, summarise(seenPods), strings.Join(seenSvcs, ","))
 		return result(checkCIDRs, m, Fail, fmt.Sprintf("against %s: %s", o.source, strings.Join(bad, "; ")), fix)
 	}
-	return result(checkCIDRs, m, Pass, fmt.Sprintf("nodes' pod CIDRs %s in %s, service CIDR %s in %s (%s)", summarise(seenPods), strings.Join(want.pods, ","),
-		strings.Join(m.serviceCIDRs, ","), strings.Join(want.services, ","), o.source), "")
+	detail := fmt.Sprintf("nodes' pod CIDRs %s in %s, service CIDR %s in %s (%s)", summarise(seenPods), strings.Join(want.pods, ","),
+		strings.Join(seenSvcs, ","), strings.Join(want.services, ","), o.source)
+	if len(uncarried) > 0 {
+		detail += fmt.Sprintf("; not carried by Strait (no CIDR of their family in %s): %s", o.source, strings.Join(uncarried, ","))
+	}
+	return result(checkCIDRs, m, Pass, detail, "")
+}
+
+// hasFamily says whether one of ps is IPv4 (v4) or IPv6 (!v4).
+func hasFamily(ps []netip.Prefix, v4 bool) bool {
+	for _, p := range ps {
+		if p.Addr().Is4() == v4 {
+			return true
+		}
+	}
+	return false
 }
 
 func parsePrefixes(cs []string) ([]netip.Prefix, error) {

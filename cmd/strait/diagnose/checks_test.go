@@ -96,6 +96,29 @@ func TestCIDRsFailWhenTheClusterSetIsNotTheClusters(t *testing.T) {
 	}
 }
 
+// TestCIDRsOfAFamilyTheClusterSetLacksAreNotStraits: a dual-stack cluster in an IPv4
+// ClusterSet (the lab's test/e2e) passes, its IPv6 ranges named as not carried; an IPv6
+// range outside the ClusterSet's IPv6 CIDRs still fails.
+func TestCIDRsOfAFamilyTheClusterSetLacksAreNotStraits(t *testing.T) {
+	c1, c2 := twoMembers()
+	for i := range c1.nodes {
+		c1.nodes[i].Spec.PodCIDRs = append(c1.nodes[i].Spec.PodCIDRs, "fd10:1ab:0:8001::/64")
+	}
+	c1.serviceCIDRs = append(c1.serviceCIDRs, "fd10:1ab:0:100::/112")
+	o := observed{members: []*member{c1, c2}, source: "clusterset.yaml", expected: map[string]cidrs{
+		"c1": {[]string{"10.8.0.0/16"}, []string{"10.88.0.0/16"}},
+	}}
+	r := cidrCheck(c1, o)
+	if r.Status != Pass || !strings.Contains(r.Detail, "not carried by Strait (no CIDR of their family in clusterset.yaml): fd10:1ab:0:8001::/64") ||
+		!strings.Contains(r.Detail, "fd10:1ab:0:100::/112") {
+		t.Errorf("dual-stack c1 in an IPv4 ClusterSet: %+v", r)
+	}
+	o.expected["c1"] = cidrs{[]string{"10.8.0.0/16", "fd10:1ab:0:9000::/56"}, []string{"10.88.0.0/16", "fd10:1ab:0:100::/112"}}
+	if r := cidrCheck(c1, o); r.Status != Fail || !strings.Contains(r.Detail, "pod CIDR fd10:1ab:0:8001::/64 is outside the podCIDRs 10.8.0.0/16,fd10:1ab:0:9000::/56") {
+		t.Errorf("an IPv6 pod CIDR outside the ClusterSet's: %+v", r)
+	}
+}
+
 func TestDeploymentFailsOnANodeWithoutAnAgent(t *testing.T) {
 	c1, _ := twoMembers()
 	c1.agents, c1.dns = nil, nil

@@ -164,13 +164,16 @@ A lab file is YAML:
   workers: 1         # plain nodes per cluster
   sampleWorkloads: true
   gitops: flux       # optional: flux (default) or argocd (make argocd-images)
+  ipFamilies: [IPv4, IPv6]  # optional: dual-stack clusters (default [IPv4])
   networks:          # optional; each one left out is the first default clear of the host
     lan: 10.250.0.0/16
     wan: 198.18.0.0/24
     internet: 198.18.1.0/24
+    ipv6: fd10:1ab::/48   # a dual-stack lab's IPv6 range (a /48 of fc00::/7)
 
 --example NAME uses examples/clusterset/NAME with a hub, 2 gateways, 1 worker and the
-sample workloads.
+sample workloads, or the lab file examples/clusterset/NAME/lab.yaml when there is one
+(dualstack: the basic clusterset on dual-stack clusters).
 
 Every node (and one for the hub) is a real node: kubelet, containerd, runc and a CNI
 bridge (make node-binaries images); the sample workloads run the local images, and
@@ -195,14 +198,20 @@ kubectl logs, exec and port-forward work as on any cluster.`,
 		},
 	}
 	cmd.Flags().StringVarP(&file, "file", "f", "", "lab file (YAML)")
-	cmd.Flags().StringVar(&example, "example", "", "an example under examples/clusterset (basic, globalnet, three-clusters)")
+	cmd.Flags().StringVar(&example, "example", "", "an example under examples/clusterset (basic, globalnet, three-clusters, dualstack)")
 	cmd.Flags().DurationVar(&timeout, "timeout", 3*time.Minute, "how long to wait for the sample pods to be ready")
 	cmd.MarkFlagsMutuallyExclusive("file", "example")
 	return cmd
 }
 
-// loadLabSpec reads a lab file, or makes the default spec for an example.
+// loadLabSpec reads a lab file, or makes the default spec for an example: an example
+// whose directory holds a lab.yaml (dualstack) is that lab file.
 func loadLabSpec(file, example string) (topology.Spec, string, error) {
+	if example != "" {
+		if f := filepath.Join(repoRoot(), "examples", "clusterset", example, "lab.yaml"); fileExists(f) {
+			file, example = f, ""
+		}
+	}
 	switch {
 	case file != "":
 		data, err := os.ReadFile(file)
@@ -224,6 +233,11 @@ func loadLabSpec(file, example string) (topology.Spec, string, error) {
 		return topology.DefaultSpec(cs), cs, nil
 	}
 	return topology.Spec{}, "", fmt.Errorf("give -f LAB.yaml or --example NAME")
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
 }
 
 func newLabDownCmd(o *labOptions) *cobra.Command {
