@@ -1,4 +1,4 @@
-package e2e
+package dualstack
 
 import (
 	"context"
@@ -25,13 +25,9 @@ import (
 // PreferDualStack Service gets a ClusterIP of each family, and from the client pod
 // another node's pod and the Service's IPv6 ClusterIP answer over IPv6 seeing the
 // client's own IPv6 address, and CoreDNS answers the Service's AAAA with that
-// ClusterIP (an IPv4-only Service's AAAA stays empty). Only on a dual-stack lab
-// (DualStackEnv=1 for now).
+// ClusterIP (an IPv4-only Service's AAAA stays empty).
 func TestDualStackClusters(t *testing.T) {
 	env.Require(t)
-	if labFamilies() == nil {
-		t.Skipf("the lab is IPv4: %s=1 makes it dual-stack", DualStackEnv)
-	}
 	for _, cluster := range members() {
 		t.Run(cluster, func(t *testing.T) {
 			c, ok := env.Topo.Cluster(cluster)
