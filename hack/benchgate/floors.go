@@ -72,14 +72,15 @@ func floors() []floor {
 		{Bench: "MemberDigests", Unit: "B/op", Today: 4861878.5, Margin: 0.10},        // 4860926, 4861318, 4861548
 		{Bench: "MemberDigests", Unit: "cpu-ns/op", Today: 68531300, Margin: 0.75},    // 6.938e+07, 6.788e+07, 6.853e+07 (2026-11-28, quiet); one run beside two busy loops, and the slower machine of 2026-11-29: see the comment above
 		// The hub at 64 members x 10,000 exports (BenchmarkHubScale, in-memory members):
-		// the heap the hub's state holds (its record in 16 bytes an object, its planner,
-		// its informers' prints) and what a change and a resync allocate. Counts, not
-		// time; three runs appended to docs/bench/bench-gate.txt on 2026-11-29 (quiet).
-		{Bench: "HubScale/members=64/hub-heap", Unit: "hub-live-heap-MiB", Today: 223.3, Margin: 0.10},   // 223.3 in all three
-		{Bench: "HubScale/members=64/one-member-change", Unit: "B/op", Today: 27159048, Margin: 0.10},    // 27159848, 27157632, 27159048
-		{Bench: "HubScale/members=64/one-member-change", Unit: "allocs/op", Today: 243983, Margin: 0.10}, // 243983, 243983, 243989
-		{Bench: "HubScale/members=64/full-reconcile", Unit: "B/op", Today: 81432192, Margin: 0.10},       // 81427856, 81435728, 81432192
-		{Bench: "HubScale/members=64/full-reconcile", Unit: "allocs/op", Today: 657373, Margin: 0.10},    // 657343, 657373, 657377
+		// the heap the hub's state holds (its record and its informers' prints in
+		// keytables, its planner, its last passes' group digests) and what a change and a
+		// resync allocate. Counts, not time; three runs in docs/bench/bench-gate.txt of
+		// 2026-11-29 16:42 (quiet but for an idle lab's teardown).
+		{Bench: "HubScale/members=64/hub-heap", Unit: "hub-live-heap-MiB", Today: 135.9, Margin: 0.10},   // 135.9 in all three
+		{Bench: "HubScale/members=64/one-member-change", Unit: "B/op", Today: 27028872, Margin: 0.10},    // 27028248, 27030568, 27028872
+		{Bench: "HubScale/members=64/one-member-change", Unit: "allocs/op", Today: 243990, Margin: 0.10}, // 243985, 243991, 243990
+		{Bench: "HubScale/members=64/full-reconcile", Unit: "B/op", Today: 58930632, Margin: 0.10},       // 58931600, 58930632, 58927576
+		{Bench: "HubScale/members=64/full-reconcile", Unit: "allocs/op", Today: 655273, Margin: 0.10},    // 655283, 655273, 655245
 		// strait dns: the resolver, the server's answer and a UDP round trip, a rebuild.
 		{Bench: "Resolve", Unit: "allocs/op", Today: 1, Margin: 0.10},                                        // 1 in all three
 		{Bench: "Resolve", Unit: "B/op", Today: 80, Margin: 0.10},                                            // 80 in all three
