@@ -56,7 +56,7 @@ func ipv6Steps() []step {
 			Rules: []Rule{{Priority: 4242, Table: 4242}, {Priority: 4242, Table: 4242, Family: IPv6}},
 			Routes: []Route{route("10.8.0.0/16", "241.0.0.2", 1370),
 				route6("2001:db8:8::/56", "fd53:7472:6169::a00:2", 1370), route6("2001:db8:9::/56", "fd53:7472:6169::a00:2", 1370)},
-			NFT:  table([]string{"10.8.0.0/16"}, nil, lookupRule("remote")),
+			NFT: table([]string{"10.8.0.0/16"}, nil, lookupRule("remote")),
 			NFT6: table6([]string{"2001:db8:8::/56", "2001:db8:8:100::/56", "2001:db8:9::/56",
 				"2001:db8:9:300::/56", "2001:db8:9:400::/56"}, lookupRule6("remote")),
 		}, dump: `link vx-test vxlan vni=4242 port=4804 local=10.0.0.1 parent=eth0 mtu=1450 mac=0a:73:0a:00:00:01 up
