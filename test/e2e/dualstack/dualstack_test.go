@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
 	"github.com/straitnet/strait/lab"
@@ -50,17 +51,10 @@ func TestDualStackClusters(t *testing.T) {
 			}
 			ns, _ := env.ClientNamespace(t, cluster)
 
-			// Pod to pod across nodes, over IPv6.
-			var other *corev1.Pod
-			for i, p := range pods.Items {
-				if app := p.Labels["app"]; (app == lab.WhereamiCS || app == "whereami") && p.Spec.NodeName != callerNode {
-					other = &pods.Items[i]
-					break
-				}
-			}
-			if other == nil {
-				t.Fatalf("no whereami pod on another node than the client's (%s)", callerNode)
-			}
+			// Pod to pod across nodes, over IPv6: a whereami pod on another node than the
+			// client's (the scheduler may have put the sample's beside it).
+			other := whereamiElsewhere(t, client, pods.Items, callerNode)
+			secondFamily(t, *other, c.PodCIDR, c.PodCIDR6)
 			to := net.JoinHostPort(other.Status.PodIPs[1].IP, strconv.Itoa(workload.WhereamiPort))
 			a, err := labtest.TryWhereami(ns, to)
 			if err != nil || a.Pod != other.Name || a.Caller != caller.String() {
@@ -135,4 +129,51 @@ func secondFamily(t *testing.T, p corev1.Pod, pods4, pods6 netip.Prefix) netip.A
 		t.Fatalf("pod %s: addresses %v, want one in %s then one in %s", p.Name, p.Status.PodIPs, pods4, pods6)
 	}
 	return ips[1]
+}
+
+// whereamiElsewhere starts a whereami pod like the sample's (its containers) on a node
+// other than callerNode, waits until it is ready, and removes it when the test ends.
+func whereamiElsewhere(t *testing.T, client kubernetes.Interface, pods []corev1.Pod, callerNode string) *corev1.Pod {
+	t.Helper()
+	ctx := context.Background()
+	var like *corev1.Pod
+	for i, p := range pods {
+		if p.Labels["app"] == lab.WhereamiCS {
+			like = &pods[i]
+		}
+	}
+	nodes, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil || like == nil {
+		t.Fatalf("no whereami-cs pod to copy (%v) or no nodes: %v", like == nil, err)
+	}
+	var node string
+	for _, n := range nodes.Items {
+		if n.Name != callerNode {
+			node = n.Name
+		}
+	}
+	if node == "" {
+		t.Fatalf("no node but the client's %s", callerNode)
+	}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "whereami-elsewhere", Namespace: lab.SampleNamespace,
+		Labels: map[string]string{"app": "whereami-elsewhere"}},
+		Spec: corev1.PodSpec{NodeName: node, Containers: like.Spec.Containers, TerminationGracePeriodSeconds: ptr.To[int64](0),
+			AutomountServiceAccountToken: ptr.To(false)}}
+	if _, err := client.CoreV1().Pods(lab.SampleNamespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = client.CoreV1().Pods(lab.SampleNamespace).Delete(context.Background(), pod.Name, metav1.DeleteOptions{})
+	})
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		got, err := client.CoreV1().Pods(lab.SampleNamespace).Get(ctx, pod.Name, metav1.GetOptions{})
+		if err == nil && len(got.Status.PodIPs) == 2 && lab.PodReady(got) == "Ready" {
+			return got
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("whereami-elsewhere on %s not ready within 60 s: %v", node, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }
