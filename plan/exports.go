@@ -245,10 +245,7 @@ func propsOf(svc *corev1.Service) importProps {
 		pr.sessionAffinity = corev1.ServiceAffinityNone
 	}
 	if len(pr.ipFamilies) == 0 {
-		pr.ipFamilies = []corev1.IPFamily{corev1.IPv4Protocol}
-		if addressType(svc.Spec.ClusterIP) == discoveryv1.AddressTypeIPv6 {
-			pr.ipFamilies = []corev1.IPFamily{corev1.IPv6Protocol}
-		}
+		pr.ipFamilies = []corev1.IPFamily{familyOf(svc.Spec.ClusterIP)}
 	}
 	return pr
 }

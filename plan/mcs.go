@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"hash/fnv"
 	"maps"
-	"net/netip"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -162,13 +161,6 @@ func SliceName(service, cluster string) string {
 	h := fnv.New32a()
 	_, _ = h.Write([]byte(n))
 	return fmt.Sprintf("%s-%08x", n[:54], h.Sum32())
-}
-
-func addressType(ip string) discoveryv1.AddressType {
-	if a, err := netip.ParseAddr(ip); err == nil && a.Is6() && !a.Is4In6() {
-		return discoveryv1.AddressTypeIPv6
-	}
-	return discoveryv1.AddressTypeIPv4
 }
 
 func protoOrTCP(p corev1.Protocol) corev1.Protocol {

@@ -131,15 +131,7 @@ func checkIPv6Pin(fp *field.Path, s string, host []HostRange, taken []pinnedRang
 	case !ula.Contains(p.Addr()):
 		return p, field.Invalid(fp, s, "outside the unique local addresses (fc00::/7) a lab may use")
 	}
-	if over := hostOverlaps(p, host); len(over) > 0 {
-		return p, field.Invalid(fp, s, "overlaps the host's "+strings.Join(over, ", ")+": the lab would route it from the host into the lab")
-	}
-	for _, t := range taken {
-		if t.prefix.Overlaps(p) {
-			return p, field.Invalid(fp, s, "overlaps "+t.String())
-		}
-	}
-	return p, nil
+	return p, clearOf(fp, s, p, host, taken)
 }
 
 // chooseIPv6 is the pinned IPv6 range, checked, or the first candidate clear of the host

@@ -203,13 +203,19 @@ func checkPinnedNetwork(fp *field.Path, s string, maxBits int, taken []pinnedRan
 	case !inLabRanges(p):
 		return p, field.Invalid(fp, s, "outside the ranges a lab may use (private, shared, documentation, benchmarking or 240.0.0.0/4)")
 	}
+	return p, clearOf(fp, s, p, host, taken)
+}
+
+// clearOf refuses a pinned range p (written s) that overlaps the host's ranges or one
+// already taken; nil when it is clear of them.
+func clearOf(fp *field.Path, s string, p netip.Prefix, host []HostRange, taken []pinnedRange) *field.Error {
 	if over := hostOverlaps(p, host); len(over) > 0 {
-		return p, field.Invalid(fp, s, "overlaps the host's "+strings.Join(over, ", ")+": the lab would route it from the host into the lab")
+		return field.Invalid(fp, s, "overlaps the host's "+strings.Join(over, ", ")+": the lab would route it from the host into the lab")
 	}
 	for _, t := range taken {
 		if t.prefix.Overlaps(p) {
-			return p, field.Invalid(fp, s, "overlaps "+t.String())
+			return field.Invalid(fp, s, "overlaps "+t.String())
 		}
 	}
-	return p, nil
+	return nil
 }
