@@ -25,7 +25,9 @@ type controlPlane struct {
 	cp          topology.ControlPlane
 	serviceCIDR netip.Prefix
 	// serviceCIDR6 makes the cluster dual-stack: its Services may take an IPv6 ClusterIP
-	// too (invalid in an IPv4 cluster).
+	// too (invalid in an IPv4 cluster). An IPv6-only cluster has serviceCIDR6 alone: its
+	// API server advertises its IPv6 LAN address (kubernetes.default's endpoint) and
+	// listens on both families (the hub and the host's forwarder reach it over IPv4).
 	serviceCIDR6 netip.Prefix
 	apiService   netip.Addr
 	hostPort     int
@@ -39,6 +41,9 @@ func (l *Lab) ensureControlPlane(ctx context.Context, c controlPlane) error {
 	ips := []net.IP{net.IPv4(127, 0, 0, 1)}
 	if c.cp.LANAddr.IsValid() {
 		ips = append(ips, c.cp.LANAddr.Addr().AsSlice())
+	}
+	if c.cp.LANAddr6.IsValid() {
+		ips = append(ips, c.cp.LANAddr6.Addr().AsSlice())
 	}
 	if c.apiService.IsValid() {
 		ips = append(ips, c.apiService.AsSlice())
@@ -63,12 +68,18 @@ func (l *Lab) ensureControlPlane(ctx context.Context, c controlPlane) error {
 	if err := os.MkdirAll(filepath.Join(dir, "logs"), 0o700); err != nil {
 		return err
 	}
-	svcRange := c.serviceCIDR.String()
-	if c.serviceCIDR6.IsValid() {
-		svcRange += "," + c.serviceCIDR6.String()
+	var svcRanges []netip.Prefix
+	for _, p := range []netip.Prefix{c.serviceCIDR, c.serviceCIDR6} {
+		if p.IsValid() {
+			svcRanges = append(svcRanges, p)
+		}
 	}
-	advertise := "127.0.0.1"
-	if c.cp.LANAddr.IsValid() {
+	svcRange := prefixesFlag(svcRanges)
+	advertise, bind := "127.0.0.1", "0.0.0.0"
+	switch v6only := !c.serviceCIDR.IsValid(); {
+	case v6only && c.cp.LANAddr6.IsValid():
+		advertise, bind = c.cp.LANAddr6.Addr().String(), "::"
+	case c.cp.LANAddr.IsValid():
 		advertise = c.cp.LANAddr.Addr().String()
 	}
 	kc := l.state.InNamespaceKubeconfig(name)
@@ -90,7 +101,7 @@ func (l *Lab) ensureControlPlane(ctx context.Context, c controlPlane) error {
 	started := time.Now()
 	if err := l.ensureProcess(name, "kube-apiserver", c.cp.Namespace, append([]string{l.opts.bin("kube-apiserver"), hubOnly}, append(audit,
 		"--etcd-servers", "http://127.0.0.1:2379",
-		"--bind-address", "0.0.0.0", "--secure-port", strconv.Itoa(topology.APIPort), "--advertise-address", advertise,
+		"--bind-address", bind, "--secure-port", strconv.Itoa(topology.APIPort), "--advertise-address", advertise,
 		"--cert-dir", filepath.Join(dir, "apiserver"),
 		"--tls-cert-file", f.ServingCert, "--tls-private-key-file", f.ServingKey, "--client-ca-file", f.CACert,
 		"--service-account-issuer", "https://kubernetes.default.svc.cluster.local",

@@ -142,7 +142,7 @@ func chooseNetworks(r *Record) (topology.Networks, error) {
 	if r.Networks != (topology.Networks{}) {
 		pins = r.Networks
 	}
-	nets, errs := topology.ChooseNetworks(cs, pins, host, r.Spec.DualStack())
+	nets, errs := topology.ChooseNetworks(cs, pins, host, r.Spec.HasIPv6())
 	if len(errs) > 0 {
 		return nets, fmt.Errorf("the lab's ranges and this host's network: %w", errs.ToAggregate())
 	}

@@ -73,11 +73,15 @@ func (l *Lab) ensureClusterDNS(ctx context.Context, cp topology.ControlPlane, dn
 	} else if err != nil {
 		return err
 	}
-	addr := cp.LANAddr.Addr().String()
+	// CoreDNS's address of the Service's family: IPv6 in an IPv6-only cluster.
+	addr, addrType := cp.LANAddr.Addr().String(), discoveryv1.AddressTypeIPv4
+	if dnsIP.Is6() {
+		addr, addrType = cp.LANAddr6.Addr().String(), discoveryv1.AddressTypeIPv6
+	}
 	slice := &discoveryv1.EndpointSlice{
 		ObjectMeta: metav1.ObjectMeta{Name: "kube-dns-lab", Namespace: "kube-system", Labels: map[string]string{
 			discoveryv1.LabelServiceName: DNSServiceName, discoveryv1.LabelManagedBy: "strait-lab"}},
-		AddressType: discoveryv1.AddressTypeIPv4,
+		AddressType: addrType,
 		Endpoints: []discoveryv1.Endpoint{{Addresses: []string{addr},
 			Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true), Serving: ptr.To(true), Terminating: ptr.To(false)}}},
 		Ports: []discoveryv1.EndpointPort{
@@ -106,7 +110,10 @@ func (l *Lab) ensureKubeProxy(c topology.Cluster) error {
 // proxies both families.
 func (l *Lab) ensureKubeProxyOn(cluster string, n topology.Node, kubeconfig string, clusterCIDRs []netip.Prefix, mode string) error {
 	nodePorts := []netip.Prefix{n.LANAddr.Masked()}
-	if n.LANAddr6.IsValid() {
+	switch {
+	case n.IPv6Only():
+		nodePorts = []netip.Prefix{n.LANAddr6.Masked()}
+	case n.LANAddr6.IsValid():
 		nodePorts = append(nodePorts, n.LANAddr6.Masked())
 	}
 	return l.ensureProcess(cluster, "kube-proxy-"+n.Name, n.Namespace, l.opts.bin("kube-proxy"),

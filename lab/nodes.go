@@ -216,9 +216,13 @@ func (l *Lab) nodeConfig(rn realNode, kubeconfig []byte) (node.Config, error) {
 		images = append(images, p)
 	}
 	n := rn.node
+	nodeIP, podCIDR, nodeIP6, podCIDR6 := n.LANAddr.Addr(), n.PodCIDR, n.LANAddr6.Addr(), n.PodCIDR6
+	if n.IPv6Only() {
+		nodeIP, podCIDR, nodeIP6, podCIDR6 = n.LANAddr6.Addr(), n.PodCIDR6, netip.Addr{}, netip.Prefix{}
+	}
 	return node.Config{
-		Name: n.Name, NetNS: netns.Path(n.Namespace), NodeIP: n.LANAddr.Addr(), PodCIDR: n.PodCIDR,
-		NodeIP6: n.LANAddr6.Addr(), PodCIDR6: n.PodCIDR6,
+		Name: n.Name, NetNS: netns.Path(n.Namespace), NodeIP: nodeIP, PodCIDR: podCIDR,
+		NodeIP6: nodeIP6, PodCIDR6: podCIDR6,
 		KubeConfig: kubeconfig, BinDir: l.opts.NodeBin, Kubelet: l.opts.bin("kubelet"), StateDir: l.state.nodeDir(n.Name),
 		Images: images, SandboxImage: image.Pause, Seeds: l.opts.Seeds, ClusterDNS: rn.dns, ClusterDomain: "cluster.local", Labels: nodeLabels(n), CNI: rn.cni,
 		ExternalCloudProvider: n.ExternalIP.IsValid(),
@@ -232,15 +236,18 @@ func (l *Lab) ensureRealNode(ctx context.Context, client kubernetes.Interface, r
 	if n.WANAddr.IsValid() {
 		// Gateways reach each other over the WAN, not their cluster's LAN. Behind the
 		// router's NAT they have no WAN address: the ClusterSet says how to reach them.
-		annotations[GatewayIPAnnotation] = n.WANAddr.Addr().String()
+		// An IPv6-only cluster's gateways are reached at their IPv6 WAN address.
+		annotations[GatewayIPAnnotation] = n.GatewayIP().String()
 	}
-	podCIDRs := []string{n.PodCIDR.String()}
-	if n.PodCIDR6.IsValid() {
-		podCIDRs = append(podCIDRs, n.PodCIDR6.String())
+	var podCIDRs []string
+	for _, p := range []netip.Prefix{n.PodCIDR, n.PodCIDR6} {
+		if p.IsValid() {
+			podCIDRs = append(podCIDRs, p.String())
+		}
 	}
 	_, err := client.CoreV1().Nodes().Create(ctx, &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: n.Name, Labels: labels, Annotations: annotations},
-		Spec:       corev1.NodeSpec{PodCIDR: n.PodCIDR.String(), PodCIDRs: podCIDRs},
+		Spec:       corev1.NodeSpec{PodCIDR: podCIDRs[0], PodCIDRs: podCIDRs},
 	}, metav1.CreateOptions{})
 	switch {
 	case err == nil:
@@ -253,9 +260,9 @@ func (l *Lab) ensureRealNode(ctx context.Context, client kubernetes.Interface, r
 		// Behind a 1:1 NAT the node's public address is its ExternalIP, as a cloud
 		// provider's controller sets it (the kubelet then runs with an external cloud
 		// provider and keeps the addresses it finds).
-		addrs := []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: n.LANAddr.Addr().String()}}
-		if n.LANAddr6.IsValid() {
-			addrs = append(addrs, corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: n.LANAddr6.Addr().String()})
+		var addrs []corev1.NodeAddress
+		for _, a := range n.InternalIPs() {
+			addrs = append(addrs, corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: a.String()})
 		}
 		if n.ExternalIP.IsValid() {
 			addrs = append(addrs, corev1.NodeAddress{Type: corev1.NodeExternalIP, Address: n.ExternalIP.String()})

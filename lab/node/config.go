@@ -23,11 +23,12 @@ type Config struct {
 	// NodeIP is the node's address inside NetNS: the kubelet serves there (port 10250,
 	// anonymous) and reports it as the Node's InternalIP. For logs and exec the API server
 	// must reach it and prefer it (--kubelet-preferred-address-types=InternalIP: the
-	// node's name resolves nowhere).
+	// node's name resolves nowhere). IPv4, or IPv6 on an IPv6-only node.
 	NodeIP netip.Addr
-	// PodCIDR is the node's pod range; the CNI bridge takes its first address.
+	// PodCIDR is the node's pod range, of NodeIP's family; the CNI bridge takes its first
+	// address.
 	PodCIDR netip.Prefix
-	// NodeIP6 and PodCIDR6 make the node dual-stack (both or neither): the kubelet
+	// NodeIP6 and PodCIDR6 make an IPv4 node dual-stack (both or neither): the kubelet
 	// reports both node IPs (IPv4 first) and the bridge gives every pod an address of
 	// each family, the bridge taking PodCIDR6's first address too.
 	NodeIP6  netip.Addr
@@ -95,11 +96,20 @@ func (c Config) validate(kubeconfig bool) error {
 	if !filepath.IsAbs(c.NetNS) {
 		bad("netns", c.NetNS, "must be an absolute path to a network namespace")
 	}
-	if !c.NodeIP.Is4() {
-		bad("nodeIP", c.NodeIP.String(), "must be an IPv4 address")
-	}
-	if !c.PodCIDR.IsValid() || !c.PodCIDR.Addr().Is4() || c.PodCIDR.Bits() > 30 || c.PodCIDR.Masked() != c.PodCIDR {
+	v6only := c.NodeIP.Is6() && !c.NodeIP.Is4In6()
+	switch {
+	case !c.NodeIP.Is4() && !v6only:
+		bad("nodeIP", c.NodeIP.String(), "must be an IPv4 address, or an IPv6 one on an IPv6-only node")
+	case !v6only && (!c.PodCIDR.IsValid() || !c.PodCIDR.Addr().Is4() || c.PodCIDR.Bits() > 30 || c.PodCIDR.Masked() != c.PodCIDR):
 		bad("podCIDR", c.PodCIDR.String(), "must be an IPv4 network of at least 4 addresses, with no host bits")
+	case v6only && (!c.PodCIDR.IsValid() || !c.PodCIDR.Addr().Is6() || c.PodCIDR.Bits() > 120 || c.PodCIDR.Masked() != c.PodCIDR):
+		bad("podCIDR", c.PodCIDR.String(), "must be an IPv6 network of at least 256 addresses, with no host bits, on an IPv6-only node")
+	}
+	if v6only && c.CNI != CNIBridge {
+		bad("cni", string(c.CNI), "an IPv6-only node runs the bridge")
+	}
+	if v6only && (c.NodeIP6.IsValid() || c.PodCIDR6.IsValid()) {
+		bad("nodeIP6", c.NodeIP6.String(), "an IPv6-only node has its IPv6 address in nodeIP")
 	}
 	if c.NodeIP6.IsValid() != c.PodCIDR6.IsValid() {
 		bad("nodeIP6", c.NodeIP6.String(), "a dual-stack node needs both nodeIP6 and podCIDR6")

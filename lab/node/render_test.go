@@ -37,6 +37,11 @@ func TestValidateNamesTheFieldAndValue(t *testing.T) {
 			c.NodeIP6, c.PodCIDR6 = netip.MustParseAddr("fd10:1ab:0:1::b"), netip.MustParsePrefix("fd10:1ab:0:8001::/64")
 			c.CNI = CNIFlannel
 		}, `cni "flannel": a dual-stack node runs the bridge`},
+		{func(c *Config) { c.NodeIP = netip.MustParseAddr("fd10:1ab:0:1::b") }, `podCIDR "10.7.1.0/24": must be an IPv6 network`},
+		{func(c *Config) {
+			c.NodeIP, c.PodCIDR = netip.MustParseAddr("fd10:1ab:0:1::b"), netip.MustParsePrefix("fd10:8:0:1::/64")
+			c.NodeIP6, c.PodCIDR6 = netip.MustParseAddr("fd10:1ab:0:1::c"), netip.MustParsePrefix("fd10:8:0:2::/64")
+		}, `nodeIP6 "fd10:1ab:0:1::c": an IPv6-only node has its IPv6 address in nodeIP`},
 	} {
 		c := validConfig()
 		tc.change(&c)
@@ -205,5 +210,33 @@ func TestDualStackNodeGetsBothFamilies(t *testing.T) {
 	want := `[[{"gateway":"10.7.1.1","subnet":"10.7.1.0/24"}],[{"gateway":"fd10:1ab:0:8001::1","subnet":"fd10:1ab:0:8001::/64"}]]`
 	if string(got) != want {
 		t.Errorf("host-local ranges %s, want %s", got, want)
+	}
+}
+
+// TestIPv6OnlyNodeGetsIPv6Alone: an IPv6-only node (NodeIP and PodCIDR IPv6) reports its
+// IPv6 node IP alone, serves the kubelet there, and its bridge gives pods IPv6 alone.
+func TestIPv6OnlyNodeGetsIPv6Alone(t *testing.T) {
+	c := validConfig()
+	c.NodeIP, c.PodCIDR = netip.MustParseAddr("fd10:1ab:0:1::b"), netip.MustParsePrefix("fd10:8:0:1::/64")
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	l := layout{dir: c.StateDir}
+	if args := strings.Join(kubeletArgs(c, l), " "); !strings.Contains(args, "--node-ip=fd10:1ab:0:1::b ") && !strings.HasSuffix(args, "--node-ip=fd10:1ab:0:1::b") {
+		t.Errorf("kubelet args %s, want the IPv6 node IP alone", args)
+	}
+	data, err := cniConfig(c, l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `"subnet": "fd10:8:0:1::/64"`; !strings.Contains(string(data), want) || strings.Contains(string(data), "10.7.1") {
+		t.Errorf("CNI config %s, want one range, %s", data, want)
+	}
+	conf, err := kubeletConfig(c, l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(conf), `"address": "fd10:1ab:0:1::b"`) {
+		t.Errorf("kubelet config %s, want it to serve on the IPv6 node IP", conf)
 	}
 }

@@ -18,26 +18,26 @@ const (
 )
 
 // DualStack says whether the lab's member clusters are dual-stack: IPv4 first (their
-// primary family, the one the ClusterSet's CIDRs are in), then IPv6 from the lab's own
-// IPv6 range (Networks.IPv6).
+// primary family), then IPv6 from the ClusterSet's IPv6 CIDRs or the lab's own IPv6
+// range (Networks.IPv6).
 func (s Spec) DualStack() bool { return len(s.IPFamilies) == 2 }
 
 // checkFamilies refuses every family list the lab cannot build: IPv4 alone (the default,
-// also when empty) and IPv4 then IPv6 are built. An IPv6-only lab needs the ClusterSet to
-// carry IPv6 CIDRs, which the API refuses until Strait's data path carries IPv6.
+// also when empty), IPv4 then IPv6 (dual-stack) and IPv6 alone (ipv6only.go) are built.
 func checkFamilies(s Spec, fp *field.Path) field.ErrorList {
 	switch {
 	case len(s.IPFamilies) == 0, len(s.IPFamilies) == 1 && s.IPFamilies[0] == IPv4,
-		len(s.IPFamilies) == 2 && s.IPFamilies[0] == IPv4 && s.IPFamilies[1] == IPv6:
+		s.DualStack() && s.IPFamilies[0] == IPv4 && s.IPFamilies[1] == IPv6, s.IPv6Only():
 	default:
 		return field.ErrorList{field.NotSupported(fp.Child("ipFamilies"), s.IPFamilies,
-			[]string{"[IPv4]", "[IPv4, IPv6]"})}
+			[]string{"[IPv4]", "[IPv4, IPv6]", "[IPv6]"})}
 	}
-	if !s.DualStack() {
+	if !s.HasIPv6() {
 		return nil
 	}
-	// What the dual-stack lab builds today: the bridge CNI (its host-local IPAM takes a
+	// What a lab with IPv6 builds today: the bridge CNI (its host-local IPAM takes a
 	// range per family) with host-gw routes in both families, gateways on the WAN.
+	kind := s.familiesName()
 	var errs field.ErrorList
 	names := make([]string, 0, len(s.Clusters))
 	for name := range s.Clusters {
@@ -48,14 +48,22 @@ func checkFamilies(s Spec, fp *field.Path) field.ErrorList {
 		shape := s.Clusters[name]
 		sp := fp.Child("clusters").Key(name)
 		if shape.CNI != "" && shape.CNI != CNIBridge {
-			errs = append(errs, field.Invalid(sp.Child("cni"), shape.CNI, "a dual-stack lab's clusters run the bridge CNI"))
+			errs = append(errs, field.Invalid(sp.Child("cni"), shape.CNI, kind+"'s clusters run the bridge CNI"))
 		}
 		if shape.GatewayNAT != "" {
-			errs = append(errs, field.Invalid(sp.Child("gatewayNAT"), shape.GatewayNAT, "a dual-stack lab puts no gateways behind NAT"))
+			errs = append(errs, field.Invalid(sp.Child("gatewayNAT"), shape.GatewayNAT, kind+" puts no gateways behind NAT"))
+		}
+		// kube-proxy's iptables mode would need ip6tables, which the lab does not install.
+		if s.IPv6Only() && shape.KubeProxyMode != "" && shape.KubeProxyMode != KubeProxyNFTables {
+			errs = append(errs, field.Invalid(sp.Child("kubeProxyMode"), shape.KubeProxyMode, kind+"'s kube-proxy runs nftables"))
 		}
 	}
 	if len(s.Unjoined) > 0 {
-		errs = append(errs, field.Invalid(fp.Child("unjoined"), s.Unjoined, "a dual-stack lab joins every cluster"))
+		errs = append(errs, field.Invalid(fp.Child("unjoined"), s.Unjoined, kind+" joins every cluster"))
+	}
+	// The members' Prometheus scrapes and the hub's federation are IPv4 in the lab.
+	if s.IPv6Only() && s.Monitoring {
+		errs = append(errs, field.Invalid(fp.Child("monitoring"), true, kind+" runs no Prometheus"))
 	}
 	return errs
 }
@@ -178,6 +186,15 @@ func (l *Lab) wanTwin(v4 netip.Prefix) netip.Prefix {
 	return with6(v4, l.WANSubnet, l.WANSubnet6)
 }
 
+// appendRoute appends the route to dst via via unless dst is invalid (an IPv4 range of
+// an IPv6-only cluster).
+func appendRoute(routes []Route, dst, via netip.Prefix) []Route {
+	if !dst.IsValid() {
+		return routes
+	}
+	return append(routes, Route{Dst: dst, Via: via.Addr()})
+}
+
 // appendRoute6 appends the route to dst via via when the lab is dual-stack (both valid).
 func appendRoute6(routes []Route, dst, via netip.Prefix) []Route {
 	if !dst.IsValid() || !via.IsValid() {
@@ -186,20 +203,25 @@ func appendRoute6(routes []Route, dst, via netip.Prefix) []Route {
 	return append(routes, Route{Dst: dst, Via: via.Addr()})
 }
 
-// PodCIDRs are the cluster's pod CIDRs, IPv4 first, then IPv6 in a dual-stack lab: what
+// PodCIDRs are the cluster's pod CIDRs, IPv4 first, then IPv6 in a dual-stack lab (IPv6
+// alone in an IPv6-only lab): what
 // its Nodes' spec.podCIDRs are carved from, and what the ClusterSet will list for it once
 // the API takes IPv6.
 func (c *Cluster) PodCIDRs() []netip.Prefix { return twoFamilies(c.PodCIDR, c.PodCIDR6) }
 
 // ServiceCIDRs are the cluster's service CIDRs (the API server's
-// --service-cluster-ip-range), IPv4 first, then IPv6 in a dual-stack lab.
+// --service-cluster-ip-range), IPv4 first, then IPv6 in a dual-stack lab (IPv6 alone in
+// an IPv6-only lab).
 func (c *Cluster) ServiceCIDRs() []netip.Prefix { return twoFamilies(c.ServiceCIDR, c.ServiceCIDR6) }
 
 func twoFamilies(v4, v6 netip.Prefix) []netip.Prefix {
-	if v6.IsValid() {
-		return []netip.Prefix{v4, v6}
+	var out []netip.Prefix
+	for _, p := range []netip.Prefix{v4, v6} {
+		if p.IsValid() {
+			out = append(out, p)
+		}
 	}
-	return []netip.Prefix{v4}
+	return out
 }
 
 // nthSubnet64 is the n-th /64 of p (a /64 or larger): node i of a cluster takes the
@@ -262,7 +284,7 @@ func refuseIPv6CIDRs(cs *straitv1.ClusterSet) field.ErrorList {
 			kind := k.kind
 			// The first CIDR is refused as the lab's first, which must be IPv4.
 			if p, j, ok := firstIPv6(k.cidrs); ok && j > 0 {
-				errs = append(errs, field.Invalid(cp.Child(kind).Index(j), p.String(), "an IPv6 CIDR needs a dual-stack lab (ipFamilies: [IPv4, IPv6])"))
+				errs = append(errs, field.Invalid(cp.Child(kind).Index(j), p.String(), "an IPv6 CIDR needs a lab with IPv6 (ipFamilies: [IPv4, IPv6] or [IPv6])"))
 			}
 		}
 	}

@@ -89,13 +89,15 @@ func TestFamiliesTheLabCannotBuildAreRefused(t *testing.T) {
 		spec func(*Spec)
 		want string
 	}{
-		"IPv6 first":     {func(s *Spec) { s.IPFamilies = []string{IPv6, IPv4} }, `lab.ipFamilies: Unsupported value`},
-		"IPv6 only":      {func(s *Spec) { s.IPFamilies = []string{IPv6} }, `lab.ipFamilies: Unsupported value`},
+		"IPv6 first": {func(s *Spec) { s.IPFamilies = []string{IPv6, IPv4} }, `lab.ipFamilies: Unsupported value`},
+		"IPv6 twice": {func(s *Spec) { s.IPFamilies = []string{IPv6, IPv6} }, `lab.ipFamilies: Unsupported value`},
+		"IPv6 only, IPv4 ClusterSet": {func(s *Spec) { s.IPFamilies = []string{IPv6} },
+			`spec.clusters[0].podCIDRs[0]: Invalid value: "10.8.0.0/16": an IPv6-only lab's clusters have no IPv4`},
 		"flannel":        {func(s *Spec) { s.Clusters = map[string]ClusterShape{"c1": {CNI: CNIFlannel}} }, `lab.clusters[c1].cni: Invalid value: "flannel": a dual-stack lab's clusters run the bridge CNI`},
 		"gateway NAT":    {func(s *Spec) { s.Clusters = map[string]ClusterShape{"c2": {GatewayNAT: GatewayNATOneToOne}} }, `lab.clusters[c2].gatewayNAT`},
 		"IPv6 range pin": {func(s *Spec) { s.Networks.IPv6 = "fd00::/64" }, `lab.networks.ipv6: Invalid value: "fd00::/64": too small`},
 		"not ULA":        {func(s *Spec) { s.Networks.IPv6 = "2001:db8::/48" }, `outside the unique local addresses`},
-		"IPv6 range, v4": {func(s *Spec) { s.IPFamilies = nil; s.Networks.IPv6 = "fd10:1ab::/48" }, `only a dual-stack lab`},
+		"IPv6 range, v4": {func(s *Spec) { s.IPFamilies = nil; s.Networks.IPv6 = "fd10:1ab::/48" }, `only a lab with IPv6`},
 	} {
 		t.Run(name, func(t *testing.T) {
 			spec := DefaultSpec("")
@@ -158,7 +160,7 @@ func TestClusterSetsIPv6CIDRsAreTheClusters(t *testing.T) {
 		}
 	}
 	if _, errs := Compute(cs, DefaultSpec("")); errs.ToAggregate() == nil ||
-		!strings.Contains(errs.ToAggregate().Error(), `spec.clusters[1].podCIDRs[1]: Invalid value: "fd99:9::/56": an IPv6 CIDR needs a dual-stack lab`) {
+		!strings.Contains(errs.ToAggregate().Error(), `spec.clusters[1].podCIDRs[1]: Invalid value: "fd99:9::/56": an IPv6 CIDR needs a lab with IPv6`) {
 		t.Errorf("IPv6 CIDRs in an IPv4 lab: %v", errs.ToAggregate())
 	}
 	cs.Spec.Clusters[1].PodCIDRs[1] = "fd10:1ab:0:8000::/56"

@@ -175,7 +175,7 @@ func ChooseNetworks(cs *straitv1.ClusterSet, pins Networks, host []HostRange, ip
 		}
 	}
 	if !ipv6 && pins.IPv6 != "" {
-		errs = append(errs, field.Invalid(np.Child("ipv6"), pins.IPv6, "only a dual-stack lab (ipFamilies: [IPv4, IPv6]) has an IPv6 range"))
+		errs = append(errs, field.Invalid(np.Child("ipv6"), pins.IPv6, "only a lab with IPv6 (ipFamilies: [IPv4, IPv6] or [IPv6]) has an IPv6 range"))
 	}
 	if ipv6 {
 		r, err := chooseIPv6(pins.IPv6, host, taken)

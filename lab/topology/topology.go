@@ -70,10 +70,12 @@ type Spec struct {
 	// default, also when empty) or GitOpsArgoCD (it needs make argocd-images).
 	GitOps string `json:"gitops,omitempty"`
 	// IPFamilies are the IP families of the member clusters: [IPv4] (the default, also
-	// when empty) or [IPv4, IPv6], dual-stack clusters (two service ranges, nodes and pods
-	// with an address of each family, kube-proxy in both) on a dual-stack LAN and WAN.
-	// The IPv6 ranges are the lab's own (Networks.IPv6), not the ClusterSet's, which
-	// stays IPv4 until Strait carries IPv6. The hub stays IPv4.
+	// when empty), [IPv4, IPv6], dual-stack clusters (two service ranges, nodes and pods
+	// with an address of each family, kube-proxy in both) on a dual-stack LAN and WAN, or
+	// [IPv6], IPv6-only clusters (ipv6only.go) on the same LAN and WAN, their ranges the
+	// ClusterSet's IPv6 CIDRs. A dual-stack cluster's IPv6 ranges are the ClusterSet's
+	// IPv6 CIDRs when it lists them, else the lab's own (Networks.IPv6). The hub stays
+	// IPv4.
 	IPFamilies []string `json:"ipFamilies,omitempty"`
 }
 
@@ -256,16 +258,19 @@ func Compute(cs *straitv1.ClusterSet, spec Spec) (*Lab, field.ErrorList) {
 	errs = append(errs, resolveShapes(spec.Clusters, names, sp.Child("clusters"))...)
 	errs = append(errs, checkUnjoined(spec.Unjoined, names, sp.Child("unjoined"))...)
 	errs = append(errs, checkFamilies(spec, sp)...)
-	if !spec.DualStack() {
+	if !spec.HasIPv6() {
 		errs = append(errs, refuseIPv6CIDRs(cs)...)
 	}
-	if spec.DualStack() && len(cs.Spec.Clusters) > maxDualStackClusters {
+	if spec.IPv6Only() {
+		errs = append(errs, checkIPv6Only(cs)...)
+	}
+	if spec.HasIPv6() && len(cs.Spec.Clusters) > maxDualStackClusters {
 		errs = append(errs, field.TooMany(field.NewPath("spec", "clusters"), len(cs.Spec.Clusters), maxDualStackClusters))
 	}
 	if g := spec.SyncsWith(); g != GitOpsFlux && g != GitOpsArgoCD {
 		errs = append(errs, field.NotSupported(sp.Child("gitops"), spec.GitOps, []string{GitOpsFlux, GitOpsArgoCD}))
 	}
-	nets, nerrs := ChooseNetworks(cs, spec.Networks, nil, spec.DualStack())
+	nets, nerrs := ChooseNetworks(cs, spec.Networks, nil, spec.HasIPv6())
 	errs = append(errs, nerrs...)
 	if len(errs) > 0 {
 		return nil, errs
@@ -336,18 +341,24 @@ func newLab(nets Networks) *Lab {
 
 func (l *Lab) computeCluster(c straitv1.ClusterSpec, index int, spec Spec, wanNext *int, fp *field.Path) (*Cluster, field.ErrorList) {
 	var errs field.ErrorList
-	pod, err := firstCIDR(c.PodCIDRs)
-	if err != nil {
-		errs = append(errs, field.Invalid(fp.Child("podCIDRs"), c.PodCIDRs, err.Error()))
-	} else if pod.Bits() > 24-bitsFor(spec.Gateways+spec.Workers) {
-		errs = append(errs, field.Invalid(fp.Child("podCIDRs"), c.PodCIDRs,
-			fmt.Sprintf("too small for %d nodes with a /24 each", spec.Gateways+spec.Workers)))
-	}
-	svc, err := firstCIDR(c.ServiceCIDRs)
-	if err != nil {
-		errs = append(errs, field.Invalid(fp.Child("serviceCIDRs"), c.ServiceCIDRs, err.Error()))
-	} else if svc.Bits() > 28 {
-		errs = append(errs, field.Invalid(fp.Child("serviceCIDRs"), c.ServiceCIDRs, "the lab needs at least a /28"))
+	// An IPv6-only cluster has no IPv4 pod or service CIDR (checkIPv6Only): both stay
+	// invalid, and so does every IPv4 route to them.
+	var pod, svc netip.Prefix
+	if !spec.IPv6Only() {
+		var err error
+		pod, err = firstCIDR(c.PodCIDRs)
+		if err != nil {
+			errs = append(errs, field.Invalid(fp.Child("podCIDRs"), c.PodCIDRs, err.Error()))
+		} else if pod.Bits() > 24-bitsFor(spec.Gateways+spec.Workers) {
+			errs = append(errs, field.Invalid(fp.Child("podCIDRs"), c.PodCIDRs,
+				fmt.Sprintf("too small for %d nodes with a /24 each", spec.Gateways+spec.Workers)))
+		}
+		svc, err = firstCIDR(c.ServiceCIDRs)
+		if err != nil {
+			errs = append(errs, field.Invalid(fp.Child("serviceCIDRs"), c.ServiceCIDRs, err.Error()))
+		} else if svc.Bits() > 28 {
+			errs = append(errs, field.Invalid(fp.Child("serviceCIDRs"), c.ServiceCIDRs, "the lab needs at least a /28"))
+		}
 	}
 	shape, serrs := spec.Clusters[c.Name].resolve(field.NewPath("lab", "clusters").Key(c.Name))
 	errs = append(errs, serrs...)
@@ -358,7 +369,6 @@ func (l *Lab) computeCluster(c straitv1.ClusterSpec, index int, spec Spec, wanNe
 	cl := &Cluster{
 		Name: c.Name, Index: index, Shape: shape,
 		PodCIDR: pod, ServiceCIDR: svc,
-		APIServiceIP: nthAddr(svc.Addr(), 1), DNSServiceIP: nthAddr(svc.Addr(), 10),
 		LANNamespace: ClusterPrefix(c.Name) + "lan",
 		LANSubnet:    lan,
 		ControlPlane: ControlPlane{
@@ -383,6 +393,13 @@ func (l *Lab) computeCluster(c straitv1.ClusterSpec, index int, spec Spec, wanNe
 		cl.Router.LANAddr6 = l.lanTwin(cl, cl.Router.LANAddr)
 		cl.Router.WANAddr6 = l.wanTwin(cl.Router.WANAddr)
 	}
+	// kubernetes.default and kube-dns: the first and tenth address of the primary
+	// family's service CIDR.
+	if svc.IsValid() {
+		cl.APIServiceIP, cl.DNSServiceIP = nthAddr(svc.Addr(), 1), nthAddr(svc.Addr(), 10)
+	} else {
+		cl.APIServiceIP, cl.DNSServiceIP = nthAddr6(cl.ServiceCIDR6.Addr(), 1), nthAddr6(cl.ServiceCIDR6.Addr(), 10)
+	}
 	cl.Links = append(cl.Links, Link{
 		Namespace: cl.Router.Namespace, Name: NodeLANLink, Addr: cl.Router.LANAddr, Addr6: cl.Router.LANAddr6,
 		PeerNamespace: cl.LANNamespace, Peer: Prefix + "router", PeerBridge: true,
@@ -400,11 +417,13 @@ func (l *Lab) computeCluster(c straitv1.ClusterSpec, index int, spec Spec, wanNe
 		if !gw {
 			name = fmt.Sprintf("%s-node-%d", c.Name, i-spec.Gateways+1)
 		}
-		podCIDR := netip.PrefixFrom(nthAddr(pod.Addr(), (i+1)<<8), 24)
 		node := Node{
 			Name: name, Namespace: Prefix + name, Gateway: gw,
 			LANAddr: netip.PrefixFrom(nthAddr(lan.Addr(), 11+i), 24),
-			PodCIDR: podCIDR, PodGateway: nthAddr(podCIDR.Addr(), 1),
+		}
+		if pod.IsValid() {
+			node.PodCIDR = netip.PrefixFrom(nthAddr(pod.Addr(), (i+1)<<8), 24)
+			node.PodGateway = nthAddr(node.PodCIDR.Addr(), 1)
 		}
 		if l.IPv6Range.IsValid() {
 			node.LANAddr6 = l.lanTwin(cl, node.LANAddr)
@@ -439,24 +458,24 @@ func (l *Lab) computeCluster(c straitv1.ClusterSpec, index int, spec Spec, wanNe
 	for i := range cl.Nodes {
 		for j, other := range cl.Nodes {
 			if i != j && !shape.RoutesPods() {
-				cl.Nodes[i].Routes = append(cl.Nodes[i].Routes, Route{Dst: other.PodCIDR, Via: other.LANAddr.Addr()})
+				cl.Nodes[i].Routes = appendRoute(cl.Nodes[i].Routes, other.PodCIDR, other.LANAddr)
 				cl.Nodes[i].Routes = appendRoute6(cl.Nodes[i].Routes, other.PodCIDR6, other.LANAddr6)
 			}
 		}
 		// A node's own connections to ClusterIPs need a route before kube-proxy's
 		// output chain can rewrite them (a real node has a default route for this).
-		cl.Nodes[i].Routes = append(cl.Nodes[i].Routes, Route{Dst: svc, Via: cl.ControlPlane.LANAddr.Addr()})
+		cl.Nodes[i].Routes = appendRoute(cl.Nodes[i].Routes, svc, cl.ControlPlane.LANAddr)
 		cl.Nodes[i].Routes = appendRoute6(cl.Nodes[i].Routes, cl.ServiceCIDR6, cl.ControlPlane.LANAddr6)
 	}
 	for _, node := range cl.Nodes {
-		cl.ControlPlane.Routes = append(cl.ControlPlane.Routes, Route{Dst: node.PodCIDR, Via: node.LANAddr.Addr()})
+		cl.ControlPlane.Routes = appendRoute(cl.ControlPlane.Routes, node.PodCIDR, node.LANAddr)
 		cl.ControlPlane.Routes = appendRoute6(cl.ControlPlane.Routes, node.PodCIDR6, node.LANAddr6)
 	}
 	// CoreDNS runs in the control plane's namespace, where no kube-proxy runs: it reaches
 	// ClusterIPs (strait dns's Service) through the first node's kube-proxy, which
 	// masquerades sources outside the cluster CIDR, so the answers come back the same way.
 	if len(cl.Nodes) > 0 {
-		cl.ControlPlane.Routes = append(cl.ControlPlane.Routes, Route{Dst: svc, Via: cl.Nodes[0].LANAddr.Addr()})
+		cl.ControlPlane.Routes = appendRoute(cl.ControlPlane.Routes, svc, cl.Nodes[0].LANAddr)
 		cl.ControlPlane.Routes = appendRoute6(cl.ControlPlane.Routes, cl.ServiceCIDR6, cl.Nodes[0].LANAddr6)
 	}
 	return cl, nil

@@ -125,7 +125,7 @@ func (l *Lab) wireWayOut(cs []netip.Prefix) {
 		via := r.WANAddr.Addr()
 		in.Routes = append(in.Routes, Route{Dst: c.LANSubnet, Via: via})
 		for _, p := range []netip.Prefix{c.PodCIDR, c.ServiceCIDR} {
-			if !shared[p] {
+			if p.IsValid() && !shared[p] {
 				in.Routes = append(in.Routes, Route{Dst: p, Via: via})
 			}
 		}

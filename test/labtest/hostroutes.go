@@ -53,10 +53,12 @@ func LabAddresses(t *topology.Lab, cs *straitv1.ClusterSet) []LabAddress {
 		add(c.ControlPlane.LANAddr.Addr(), "%s's API server (LAN %s)", c.Name, c.LANSubnet)
 		add(c.Router.LANAddr.Addr(), "%s's router on its LAN", c.Name)
 		add(c.Router.WANAddr.Addr(), "%s's router on the WAN (%s)", c.Name, t.WANSubnet)
-		add(c.DNSServiceIP, "%s's cluster DNS (service CIDR %s)", c.Name, c.ServiceCIDR)
+		add(c.DNSServiceIP, "%s's cluster DNS (service CIDRs %v)", c.Name, c.ServiceCIDRs())
 		for _, n := range c.Nodes {
 			add(n.LANAddr.Addr(), "%s", n.Name)
-			add(n.PodGateway.Next(), "a pod on %s (pod CIDR %s)", n.Name, c.PodCIDR)
+			if n.PodGateway.IsValid() { // an IPv6-only cluster's nodes have no IPv4 pods
+				add(n.PodGateway.Next(), "a pod on %s (pod CIDR %s)", n.Name, c.PodCIDR)
+			}
 			if n.WANAddr.IsValid() {
 				add(n.WANAddr.Addr(), "%s on the WAN", n.Name)
 			}

@@ -1,0 +1,133 @@
+package ipv6only
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/netip"
+	"strconv"
+	"testing"
+	"time"
+
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	straitv1 "github.com/straitnet/strait/api/v1alpha1"
+	"github.com/straitnet/strait/lab"
+	"github.com/straitnet/strait/lab/workload"
+	"github.com/straitnet/strait/test/labtest"
+	"github.com/straitnet/strait/test/require"
+)
+
+// TestIPv6OnlyClusters: two IPv6-only clusters joined by Strait over an IPv6 underlay.
+// Every sample pod has one address, IPv6, in its cluster's pod CIDR; each member's Peer
+// of the other is Connected, and the cable runs over IPv6: the active Gateway advertises
+// its IPv6 WAN address and the Peer's endpoint is the remote gateway's. From c1's pods on
+// a plain and a gateway node, c2's pod, c2's ClusterIP and the clusterset names answer
+// over IPv6 seeing the caller's own IPv6 address; whereami-cs's clusterset name has an
+// AAAA record (and no A) that strait dns answers with c1's IPv6 clusterset IP, which
+// answers from c2; and c2's pods reach c1's pods the other way.
+func TestIPv6OnlyClusters(t *testing.T) {
+	env.Require(t)
+	others := map[string]string{"c1": "c2", "c2": "c1"}
+	for _, cluster := range []string{"c1", "c2"} {
+		c, ok := env.Topo.Cluster(cluster)
+		if !ok || !c.IPv6Only() {
+			t.Fatalf("%s is not IPv6-only in the lab's topology", cluster)
+		}
+		for _, p := range env.SamplePods(t, cluster, lab.WhereamiCS) {
+			if len(p.Status.PodIPs) != 1 || !c.PodCIDR6.Contains(netip.MustParseAddr(p.Status.PodIP)) {
+				t.Errorf("%s pod %s: addresses %v, want one in %s", cluster, p.Name, p.Status.PodIPs, c.PodCIDR6)
+			}
+		}
+		cableOverIPv6(t, cluster, others[cluster])
+	}
+
+	t.Run("c1 to c2", func(t *testing.T) {
+		remote := env.SamplePods(t, "c2", lab.WhereamiCS)[0]
+		for _, src := range env.SourcePods(t, "c1") {
+			env.CheckAcross(t, src, "c2", remote)
+		}
+	})
+
+	t.Run("the clusterset IP", func(t *testing.T) {
+		c1, _ := env.Topo.Cluster("c1")
+		csIP := netip.MustParseAddr(env.ClusterSetIP(t, "c1", lab.WhereamiCS))
+		if !c1.ServiceCIDR6.Contains(csIP) {
+			t.Errorf("whereami-cs's clusterset IP %s outside c1's service CIDR %s", csIP, c1.ServiceCIDR6)
+		}
+		ns, caller := env.ClientNamespace(t, "c1")
+		name := lab.WhereamiCS + "." + lab.SampleNamespace + ".svc.clusterset.local."
+		r := labtest.PodResolver(ns)
+		require.Eventually(t, labtest.Converge, "AAAA "+name, func() error {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			got, err := r.LookupNetIP(ctx, "ip6", name)
+			if err == nil && (len(got) != 1 || got[0] != csIP) {
+				return fmt.Errorf("AAAA %s = %v, want %s", name, got, csIP)
+			}
+			return err
+		})
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if got, _ := r.LookupNetIP(ctx, "ip4", name); len(got) != 0 {
+			t.Errorf("A %s = %v, want none (an IPv6-only clusterset)", name, got)
+		}
+		to := net.JoinHostPort(csIP.String(), "80")
+		var a workload.Answer
+		require.Eventually(t, labtest.Converge, "GET "+to, func() error {
+			var err error
+			a, err = labtest.TryWhereamiWithin(ns, to, 2*time.Second)
+			if err == nil && (a.Cluster != "c2" || a.Caller != caller.String()) {
+				err = fmt.Errorf("answered %+v, want c2 seeing %s", a, caller)
+			}
+			return err
+		})
+		t.Logf("c1's client %s -> the clusterset IP [%s]:80 answered by %s on %s", caller, csIP, a.Pod, a.Node)
+	})
+
+	t.Run("c2 to c1", func(t *testing.T) {
+		remote := env.SamplePods(t, "c1", lab.WhereamiCS)[0]
+		ns, caller := env.ClientNamespace(t, "c2")
+		to := net.JoinHostPort(remote.Status.PodIP, strconv.Itoa(workload.WhereamiPort))
+		a, err := labtest.TryWhereami(ns, to)
+		if err != nil || a.Pod != remote.Name || a.Caller != caller.String() {
+			t.Errorf("c2's client -> c1's pod %s: %+v, %v; want %s answering, seeing %s", to, a, err, remote.Name, caller)
+		}
+	})
+}
+
+// cableOverIPv6 checks that cluster's Peer of remote is Connected, over IPv6: cluster's
+// active Gateway advertises its IPv6 WAN address, and the Peer's endpoint is the IPv6
+// WAN address of remote's active gateway.
+func cableOverIPv6(t *testing.T, cluster, remote string) {
+	t.Helper()
+	gw, remoteGW := env.ActiveGateway(t, cluster), env.ActiveGateway(t, remote)
+	c := env.Client(t, cluster)
+	ctx := context.Background()
+	g := &straitv1.Gateway{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: straitv1.SystemNamespace, Name: gw.Name}, g); err != nil {
+		t.Fatal(err)
+	}
+	if g.Spec.IP != gw.WANAddr6.Addr().String() {
+		t.Errorf("%s's Gateway %s advertises %q, want its IPv6 WAN address %s", cluster, gw.Name, g.Spec.IP, gw.WANAddr6.Addr())
+	}
+	peer := &straitv1.Peer{}
+	require.Eventually(t, labtest.Converge, cluster+"'s Peer "+remote+" Connected over IPv6", func() error {
+		if err := c.Get(ctx, client.ObjectKey{Namespace: straitv1.SystemNamespace, Name: remote}, peer); err != nil {
+			return err
+		}
+		cond := apimeta.FindStatusCondition(peer.Status.Conditions, "Connected")
+		if peer.Status.State != "Connected" || cond == nil || cond.Status != metav1.ConditionTrue {
+			return fmt.Errorf("state %q, condition %+v", peer.Status.State, cond)
+		}
+		ep, err := netip.ParseAddrPort(peer.Status.Endpoint)
+		if err != nil || ep.Addr() != remoteGW.WANAddr6.Addr() {
+			return fmt.Errorf("endpoint %q, want %s's gateway %s at [%s]", peer.Status.Endpoint, remote, remoteGW.Name, remoteGW.WANAddr6.Addr())
+		}
+		return nil
+	})
+	t.Logf("%s: Peer %s %s via %s, endpoint %s, gateway %s advertises %s", cluster, remote, peer.Status.State,
+		peer.Status.Gateway, peer.Status.Endpoint, g.Name, g.Spec.IP)
+}
