@@ -30,6 +30,9 @@ type SeedCheck struct {
 	Want []netip.Prefix
 	// Clusters are the clusters a GET may be answered by.
 	Clusters []string
+	// Type is the record type of a lookup: empty for dig's default (A), AAAA when the
+	// client's cluster is IPv6-only.
+	Type string
 }
 
 const clustersetZone = "svc.clusterset.local"
@@ -43,7 +46,11 @@ func (c SeedCheck) Argv() []string {
 	if c.get() {
 		return []string{"curl", "-sS", "--max-time", "5", c.Name}
 	}
-	return []string{"dig", "+short", "+time=2", "+tries=1", c.Name}
+	argv := []string{"dig", "+short", "+time=2", "+tries=1", c.Name}
+	if c.Type != "" {
+		argv = append(argv, c.Type)
+	}
+	return argv
 }
 
 // String is the check as a person reads it.
@@ -198,6 +205,12 @@ func SeedChecks(cs *straitv1.ClusterSet) ([]SeedCheck, error) {
 			checks = append(checks, SeedCheck{From: from, Name: "whereami-0." + x + "." + name, Want: want})
 		}
 	}
+	// An IPv6-only client's cluster asks for AAAA records: its A records are none.
+	if ipv6Only(cluster[from]) {
+		for i := range checks {
+			checks[i].Type = "AAAA"
+		}
+	}
 	if len(csFrom) > 0 {
 		checks = append(checks, SeedCheck{From: from, Clusters: csFrom,
 			Name: fmt.Sprintf("http://%s.%s.%s", WhereamiCS, SampleNamespace, clustersetZone)})
@@ -289,4 +302,14 @@ func (l *Lab) runSeedCheck(ctx context.Context, c SeedCheck) (string, error) {
 		return "", fmt.Errorf("%w: %s", err, strings.TrimSpace(stdout.String()+" "+stderr.String()))
 	}
 	return c.Verify(stdout.String())
+}
+
+// ipv6Only says whether the cluster's pod CIDRs are all IPv6.
+func ipv6Only(c straitv1.ClusterSpec) bool {
+	for _, s := range c.PodCIDRs {
+		if p, err := netip.ParsePrefix(s); err != nil || p.Addr().Is4() {
+			return false
+		}
+	}
+	return len(c.PodCIDRs) > 0
 }

@@ -35,6 +35,14 @@ func TestSeedChecksOfTheExamples(t *testing.T) {
 			"g1: dig +short +time=2 +tries=1 whereami-0.g2.whereami-ss.sample.svc.clusterset.local => [242.2.0.0/24]",
 			"g1: curl -sS --max-time 5 http://whereami-cs.sample.svc.clusterset.local => [g2]",
 		}},
+		{example: "ipv6only", want: []string{
+			// An IPv6-only client asks for AAAA records.
+			"c1: dig +short +time=2 +tries=1 whereami-cs.sample.svc.clusterset.local AAAA => [fd10:88::/112]",
+			"c1: dig +short +time=2 +tries=1 c2.whereami-cs.sample.svc.clusterset.local AAAA => [fd10:99::/112]",
+			"c1: dig +short +time=2 +tries=1 whereami-ss.sample.svc.clusterset.local AAAA => [fd10:9::/56]",
+			"c1: dig +short +time=2 +tries=1 whereami-0.c2.whereami-ss.sample.svc.clusterset.local AAAA => [fd10:9::/56]",
+			"c1: curl -sS --max-time 5 http://whereami-cs.sample.svc.clusterset.local => [c2]",
+		}},
 		{example: "three-clusters", err: "exports neither sample/whereami-cs nor sample/whereami-ss"},
 	} {
 		t.Run(tc.example, func(t *testing.T) {
