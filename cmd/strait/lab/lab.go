@@ -164,16 +164,17 @@ A lab file is YAML:
   workers: 1         # plain nodes per cluster
   sampleWorkloads: true
   gitops: flux       # optional: flux (default) or argocd (make argocd-images)
-  ipFamilies: [IPv4, IPv6]  # optional: dual-stack clusters (default [IPv4])
+  ipFamilies: [IPv4, IPv6]  # optional: dual-stack clusters (default [IPv4]), or [IPv6]: IPv6-only
   networks:          # optional; each one left out is the first default clear of the host
     lan: 10.250.0.0/16
     wan: 198.18.0.0/24
     internet: 198.18.1.0/24
-    ipv6: fd10:1ab::/48   # a dual-stack lab's IPv6 range (a /48 of fc00::/7)
+    ipv6: fd10:1ab::/48   # the IPv6 range of a lab with IPv6 (a /48 of fc00::/7)
 
 --example NAME uses examples/clusterset/NAME with a hub, 2 gateways, 1 worker and the
 sample workloads, or the lab file examples/clusterset/NAME/lab.yaml when there is one
-(dualstack: the basic clusterset on dual-stack clusters).
+(dualstack: the basic clusterset on dual-stack clusters; ipv6only: two IPv6-only
+clusters over an IPv6 underlay).
 
 Every node (and one for the hub) is a real node: kubelet, containerd, runc and a CNI
 bridge (make node-binaries images); the sample workloads run the local images, and
@@ -198,7 +199,7 @@ kubectl logs, exec and port-forward work as on any cluster.`,
 		},
 	}
 	cmd.Flags().StringVarP(&file, "file", "f", "", "lab file (YAML)")
-	cmd.Flags().StringVar(&example, "example", "", "an example under examples/clusterset (basic, globalnet, three-clusters, dualstack)")
+	cmd.Flags().StringVar(&example, "example", "", "an example under examples/clusterset (basic, globalnet, three-clusters, dualstack, ipv6only)")
 	cmd.Flags().DurationVar(&timeout, "timeout", 3*time.Minute, "how long to wait for the sample pods to be ready")
 	cmd.MarkFlagsMutuallyExclusive("file", "example")
 	return cmd
