@@ -2,9 +2,12 @@ package ipv6only
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
+	"os/exec"
 	"strconv"
 	"testing"
 	"time"
@@ -16,6 +19,7 @@ import (
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
 	"github.com/straitnet/strait/lab"
 	"github.com/straitnet/strait/lab/workload"
+	"github.com/straitnet/strait/nodeagent/cable/wireguard"
 	"github.com/straitnet/strait/test/labtest"
 	"github.com/straitnet/strait/test/require"
 )
@@ -27,7 +31,9 @@ import (
 // a plain and a gateway node, c2's pod, c2's ClusterIP and the clusterset names answer
 // over IPv6 seeing the caller's own IPv6 address; whereami-cs's clusterset name has an
 // AAAA record (and no A) that strait dns answers with c1's IPv6 clusterset IP, which
-// answers from c2; and c2's pods reach c1's pods the other way.
+// answers from c2; and c2's pods reach c1's pods the other way. Both ways the traffic
+// crosses the WireGuard device of the active gateways (the lab's routers would carry it
+// too).
 func TestIPv6OnlyClusters(t *testing.T) {
 	env.Require(t)
 	others := map[string]string{"c1": "c2", "c2": "c1"}
@@ -46,9 +52,20 @@ func TestIPv6OnlyClusters(t *testing.T) {
 
 	t.Run("c1 to c2", func(t *testing.T) {
 		remote := env.SamplePods(t, "c2", lab.WhereamiCS)[0]
-		for _, src := range env.SourcePods(t, "c1") {
+		sources := env.SourcePods(t, "c1")
+		for _, src := range sources {
 			env.CheckAcross(t, src, "c2", remote)
 		}
+		// The lab's routers would carry c1 → c2 too (its internet routes every member's
+		// ranges back): the cable's device on both active gateways must count the GETs.
+		to := net.JoinHostPort(remote.Status.PodIP, strconv.Itoa(workload.WhereamiPort))
+		throughTheCable(t, "c1", "c2", func() {
+			for range 10 {
+				if _, err := labtest.TryWhereami(sources[0].NS, to); err != nil {
+					t.Errorf("c1 → %s: %v", to, err)
+				}
+			}
+		})
 	})
 
 	t.Run("the clusterset IP", func(t *testing.T) {
@@ -91,10 +108,14 @@ func TestIPv6OnlyClusters(t *testing.T) {
 		remote := env.SamplePods(t, "c1", lab.WhereamiCS)[0]
 		ns, caller := env.ClientNamespace(t, "c2")
 		to := net.JoinHostPort(remote.Status.PodIP, strconv.Itoa(workload.WhereamiPort))
-		a, err := labtest.TryWhereami(ns, to)
-		if err != nil || a.Pod != remote.Name || a.Caller != caller.String() {
-			t.Errorf("c2's client -> c1's pod %s: %+v, %v; want %s answering, seeing %s", to, a, err, remote.Name, caller)
-		}
+		throughTheCable(t, "c2", "c1", func() {
+			for range 10 {
+				a, err := labtest.TryWhereami(ns, to)
+				if err != nil || a.Pod != remote.Name || a.Caller != caller.String() {
+					t.Errorf("c2's client -> c1's pod %s: %+v, %v; want %s answering, seeing %s", to, a, err, remote.Name, caller)
+				}
+			}
+		})
 	})
 }
 
@@ -130,4 +151,52 @@ func cableOverIPv6(t *testing.T, cluster, remote string) {
 	})
 	t.Logf("%s: Peer %s %s via %s, endpoint %s, gateway %s advertises %s", cluster, remote, peer.Status.State,
 		peer.Status.Gateway, peer.Status.Endpoint, g.Name, g.Spec.IP)
+}
+
+// throughTheCable checks that traffic sent by send crossed the WireGuard cable: the
+// device on from's active gateway sent, and the one on to's received, at least 30
+// packets more (10 HTTP exchanges, each more than 3 packets a way). With no IPv4
+// health-check address nothing else uses an IPv6-only cable meanwhile.
+func throughTheCable(t *testing.T, from, to string, send func()) {
+	t.Helper()
+	out, in := env.ActiveGateway(t, from).Namespace, env.ActiveGateway(t, to).Namespace
+	tx0, _, err := devicePackets(out, wireguard.DeviceName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rx0, err := devicePackets(in, wireguard.DeviceName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	send()
+	tx1, _, err1 := devicePackets(out, wireguard.DeviceName)
+	_, rx1, err2 := devicePackets(in, wireguard.DeviceName)
+	if err := errors.Join(err1, err2); err != nil || tx1-tx0 < 30 || rx1-rx0 < 30 {
+		t.Errorf("%s on %s sent %d packets, on %s received %d (%v): want at least 30 each, the traffic did not take the cable",
+			wireguard.DeviceName, out, tx1-tx0, in, rx1-rx0, err)
+	} else {
+		t.Logf("%s → %s through the cable: %s sent %d packets on %s, received %d on %s", from, to, wireguard.DeviceName, tx1-tx0, out, rx1-rx0, in)
+	}
+}
+
+// devicePackets is how many packets dev in network namespace ns has sent and received.
+func devicePackets(ns, dev string) (tx, rx uint64, err error) {
+	out, err := exec.Command("ip", "-n", ns, "-s", "-j", "link", "show", "dev", dev).Output()
+	if err != nil {
+		return 0, 0, fmt.Errorf("ip -n %s link show %s: %w", ns, dev, err)
+	}
+	var links []struct {
+		Stats struct {
+			TX struct {
+				Packets uint64 `json:"packets"`
+			} `json:"tx"`
+			RX struct {
+				Packets uint64 `json:"packets"`
+			} `json:"rx"`
+		} `json:"stats64"`
+	}
+	if err := json.Unmarshal(out, &links); err != nil || len(links) != 1 {
+		return 0, 0, fmt.Errorf("ip -j link show %s: %v: %s", dev, err, out)
+	}
+	return links[0].Stats.TX.Packets, links[0].Stats.RX.Packets, nil
 }
