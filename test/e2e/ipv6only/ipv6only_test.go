@@ -195,8 +195,11 @@ func devicePackets(ns, dev string) (tx, rx uint64, err error) {
 			} `json:"rx"`
 		} `json:"stats64"`
 	}
-	if err := json.Unmarshal(out, &links); err != nil || len(links) != 1 {
-		return 0, 0, fmt.Errorf("ip -j link show %s: %v: %s", dev, err, out)
+	if err := json.Unmarshal(out, &links); err != nil {
+		return 0, 0, fmt.Errorf("ip -j link show %s: %w: %s", dev, err, out)
+	}
+	if len(links) != 1 {
+		return 0, 0, fmt.Errorf("ip -j link show %s: %d links: %s", dev, len(links), out)
 	}
 	return links[0].Stats.TX.Packets, links[0].Stats.RX.Packets, nil
 }
