@@ -107,22 +107,34 @@ func Dial(ctx context.Context, addr, nonce string, timeout time.Duration) (Seen,
 	return Seen{Local: local, Seen: strings.TrimSpace(line)}, nil
 }
 
-// udpIPv4Overhead is the IPv4 and UDP headers: a datagram of MTU-28 bytes fills a packet.
-const udpIPv4Overhead = 28
+// udpOverhead is the IP and UDP headers: a datagram of MTU-28 bytes fills an IPv4
+// packet, one of MTU-48 an IPv6 packet.
+func udpOverhead(v6 bool) int {
+	if v6 {
+		return 48
+	}
+	return 28
+}
 
 // PathMTU sends datagrams with don't fragment set to a probe server: a small one, then
 // one as large as the kernel lets leave (each "message too long" means an ICMP lowered
 // the path MTU, and the next try is that size). A full-sized datagram that goes unanswered
 // while a small one is answered is a black hole: packets of that size vanish on the way
-// and no ICMP says so.
+// and no ICMP says so. addr is of either family: an IPv6 pod's path is measured with
+// IPv6's socket options and headers.
 func PathMTU(ctx context.Context, addr string, timeout time.Duration) MTU {
 	var out MTU
-	raddr, err := net.ResolveUDPAddr("udp4", addr)
+	raddr, err := net.ResolveUDPAddr("udp", addr)
 	if err != nil {
 		out.Error = err.Error()
 		return out
 	}
-	c, err := net.DialUDP("udp4", nil, raddr)
+	v6 := raddr.IP.To4() == nil
+	network, level, discover, do, mtuOpt := "udp4", unix.IPPROTO_IP, unix.IP_MTU_DISCOVER, unix.IP_PMTUDISC_DO, unix.IP_MTU
+	if v6 {
+		network, level, discover, do, mtuOpt = "udp6", unix.IPPROTO_IPV6, unix.IPV6_MTU_DISCOVER, unix.IPV6_PMTUDISC_DO, unix.IPV6_MTU
+	}
+	c, err := net.DialUDP(network, nil, raddr)
 	if err != nil {
 		out.Error = err.Error()
 		return out
@@ -135,14 +147,14 @@ func PathMTU(ctx context.Context, addr string, timeout time.Duration) MTU {
 	}
 	var sockErr error
 	if err := raw.Control(func(fd uintptr) {
-		sockErr = unix.SetsockoptInt(int(fd), unix.IPPROTO_IP, unix.IP_MTU_DISCOVER, unix.IP_PMTUDISC_DO)
+		sockErr = unix.SetsockoptInt(int(fd), level, discover, do)
 	}); err != nil || sockErr != nil {
 		out.Error = fmt.Sprintf("setting don't fragment: %v", errors.Join(err, sockErr))
 		return out
 	}
 	pathMTU := func() int {
 		mtu := 0
-		_ = raw.Control(func(fd uintptr) { mtu, _ = unix.GetsockoptInt(int(fd), unix.IPPROTO_IP, unix.IP_MTU) })
+		_ = raw.Control(func(fd uintptr) { mtu, _ = unix.GetsockoptInt(int(fd), level, mtuOpt) })
 		return mtu
 	}
 	// Nothing crosses at all: no size to tell (and no seconds spent on full-sized tries).
@@ -151,7 +163,7 @@ func PathMTU(ctx context.Context, addr string, timeout time.Duration) MTU {
 	}
 	for try := 0; try < 6 && ctx.Err() == nil; try++ {
 		out.PathMTU = pathMTU()
-		ok, err := echo(c, out.PathMTU-udpIPv4Overhead, timeout)
+		ok, err := echo(c, out.PathMTU-udpOverhead(v6), timeout)
 		if errors.Is(err, syscall.EMSGSIZE) {
 			continue // an ICMP taught the kernel a smaller path MTU: try that
 		}

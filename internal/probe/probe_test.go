@@ -106,3 +106,52 @@ func TestProbesTellWhatTheKernelDid(t *testing.T) {
 		t.Errorf("the client's conntrack: %s; want a flow from 198.51.100.1 answered to 198.51.100.99", fmt.Sprint(flows))
 	}
 }
+
+// TestPathMTUOverIPv6: the path MTU between two IPv6 pods (an IPv6-only cluster's) is
+// measured with IPv6's socket options and headers: a clear path gives 1500 and both
+// datagrams answered; datagrams over 1000 bytes dropped at the server are a black hole.
+// (It was IPv4 alone: an IPv6 address gave "no suitable address found".)
+func TestPathMTUOverIPv6(t *testing.T) {
+	require.Root(t, "nft")
+	client, server := netns.New(t, "pcli6"), netns.New(t, "psrv6")
+	for _, ns := range []*netns.NS{client, server} {
+		if err := ns.SetSysctl("net/ipv6/conf/default/accept_dad", "0"); err != nil { // usable at once
+			t.Fatal(err)
+		}
+	}
+	netns.Veth(t, client, "eth0", server, "eth0")
+	client.AddAddr(t, "eth0", "2001:db8::1/64")
+	server.AddAddr(t, "eth0", "2001:db8::2/64")
+	addr := "[2001:db8::2]:4243"
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	served := make(chan error, 1)
+	go func() { served <- server.Do(func() error { return Serve(ctx, addr, &logBuffer{}) }) }()
+	defer func() {
+		cancel()
+		if err := <-served; err != nil {
+			t.Error(err)
+		}
+	}()
+	var m MTU
+	measure := func() {
+		if err := client.Do(func() error { m = PathMTU(ctx, addr, 300*time.Millisecond); return nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if measure(); m.Small {
+			break
+		}
+	}
+	if !m.Small || !m.FullAnswered || m.PathMTU != 1500 || m.Error != "" {
+		t.Errorf("a clear IPv6 path: %+v, want path MTU 1500 and both answered", m)
+	}
+	if _, err := netns.Exec(ctx, server.Name, "add table ip6 t\nadd chain ip6 t in { type filter hook input priority filter; }\nadd rule ip6 t in udp dport 4243 meta length > 1000 drop\n", "nft", "-f", "-"); err != nil {
+		t.Fatal(err)
+	}
+	measure()
+	if !m.Small || m.FullAnswered {
+		t.Errorf("IPv6 datagrams over 1000 bytes dropped: %+v, want the small one answered and the full-sized one not", m)
+	}
+}

@@ -569,7 +569,7 @@ func cidrCheck(m *member, o observed) Result {
 		}
 	}
 	for _, p := range o.probes[m.name] {
-		if !within(p.ip+"/32", pods) {
+		if !within(hostPrefix(p.ip), pods) {
 			bad = append(bad, fmt.Sprintf("pod %s's IP %s is outside the podCIDRs %s", p.name, p.ip, strings.Join(want.pods, ",")))
 		}
 	}
@@ -620,6 +620,16 @@ func parsePrefixes(cs []string) ([]netip.Prefix, error) {
 		out = append(out, p.Masked())
 	}
 	return out, nil
+}
+
+// hostPrefix is the one-address prefix of ip in its family (/32, or /128 for IPv6: a
+// "/32" of an IPv6 pod's address was a /32 network, inside no pod CIDR).
+func hostPrefix(ip string) string {
+	a, err := netip.ParseAddr(ip)
+	if err != nil {
+		return ip
+	}
+	return netip.PrefixFrom(a, a.BitLen()).String()
 }
 
 // within says whether CIDR c lies inside one of outer.

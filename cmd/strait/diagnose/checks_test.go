@@ -2,6 +2,7 @@ package diagnose
 
 import (
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -116,6 +117,27 @@ func TestCIDRsOfAFamilyTheClusterSetLacksAreNotStraits(t *testing.T) {
 	o.expected["c1"] = cidrs{[]string{"10.8.0.0/16", "fd10:1ab:0:9000::/56"}, []string{"10.88.0.0/16", "fd10:1ab:0:100::/112"}}
 	if r := cidrCheck(c1, o); r.Status != Fail || !strings.Contains(r.Detail, "pod CIDR fd10:1ab:0:8001::/64 is outside the podCIDRs 10.8.0.0/16,fd10:1ab:0:9000::/56") {
 		t.Errorf("an IPv6 pod CIDR outside the ClusterSet's: %+v", r)
+	}
+}
+
+// TestCIDRsOfAnIPv6OnlyCluster: an IPv6-only cluster whose nodes' pod CIDRs and probe
+// pods' IPs lie in the ClusterSet's IPv6 CIDRs passes (a pod's IPv6 address was once
+// checked as a /32 network and said to be outside); one outside still fails.
+func TestCIDRsOfAnIPv6OnlyCluster(t *testing.T) {
+	c1, c2 := twoMembers()
+	for i := range c1.nodes {
+		c1.nodes[i].Spec.PodCIDRs = []string{fmt.Sprintf("fd10:8:0:%d::/64", i+1)}
+	}
+	c1.serviceCIDRs = []string{"fd10:88::/112"}
+	o := observed{members: []*member{c1, c2}, source: "Membership", expected: map[string]cidrs{
+		"c1": {[]string{"fd10:8::/56"}, []string{"fd10:88::/112"}},
+	}, probes: map[string][]probePod{"c1": {{name: "probe-a", node: "c1-gw", ip: "fd10:8:0:1::a"}}}}
+	if r := cidrCheck(c1, o); r.Status != Pass {
+		t.Errorf("IPv6-only c1: %+v", r)
+	}
+	o.probes["c1"] = append(o.probes["c1"], probePod{name: "probe-b", node: "c1-node", ip: "fd10:7::2"})
+	if r := cidrCheck(c1, o); r.Status != Fail || !strings.Contains(r.Detail, "pod probe-b's IP fd10:7::2 is outside the podCIDRs fd10:8::/56") {
+		t.Errorf("a pod outside the IPv6 pod CIDR: %+v", r)
 	}
 }
 
