@@ -350,6 +350,12 @@ func firewall(m *member, o observed) Result {
 			bad = append(bad, fmt.Sprintf("%s: %s, %d%% of health checks lost%s (%s)", between, orDash(st.State), st.LossPercent, hs, conditionMessage(p)))
 		case st.LastHandshake != nil && o.now.Sub(st.LastHandshake.Time) > handshakeStale:
 			bad = append(bad, fmt.Sprintf("%s: no handshake for %s", between, o.now.Sub(st.LastHandshake.Time).Round(time.Second)))
+		case st.LatencyMicros == 0 && st.LossPercent == 0:
+			// No round measured (a round with an answer has a latency, one without loses
+			// 100 %): the gateways have no health-check address of a family they share,
+			// as an IPv6-only pair until the agent checks IPv6. The cable's own state
+			// (Connected, the handshake) is all there is to judge.
+			ok = append(ok, fmt.Sprintf("%s: Connected, not health-checked%s", p.Spec.ClusterID, hs))
 		default:
 			ok = append(ok, fmt.Sprintf("%s: %d%% lost%s", p.Spec.ClusterID, st.LossPercent, hs))
 		}

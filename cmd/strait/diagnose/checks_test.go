@@ -159,10 +159,16 @@ func TestFirewallFailsWhenNothingComesBackThroughTheCable(t *testing.T) {
 	}
 	now := time.Now()
 	hs := metav1.NewTime(now.Add(-10 * time.Second))
-	c1.peers = []straitv1.Peer{{Spec: straitv1.PeerSpec{ClusterID: "c2"}, Status: straitv1.PeerStatus{State: "Connected", LastHandshake: &hs}}}
+	c1.peers = []straitv1.Peer{{Spec: straitv1.PeerSpec{ClusterID: "c2"}, Status: straitv1.PeerStatus{State: "Connected", LastHandshake: &hs, LatencyMicros: 420}}}
 	o := observed{members: []*member{c1, c2}, now: now}
-	if r := firewall(c1, o); r.Status != Pass {
+	if r := firewall(c1, o); r.Status != Pass || !strings.Contains(r.Detail, "c2: 0% lost, last handshake 10s ago") {
 		t.Errorf("connected: %+v", r)
+	}
+	// No health-check round (an IPv6-only pair has no health-check address yet): the
+	// cable's state passes, and the detail does not claim a loss it never measured.
+	c1.peers[0].Status.LatencyMicros = 0
+	if r := firewall(c1, o); r.Status != Pass || !strings.Contains(r.Detail, "c2: Connected, not health-checked, last handshake 10s ago") {
+		t.Errorf("connected, not health-checked: %+v", r)
 	}
 	c1.peers[0].Status = straitv1.PeerStatus{State: "Connecting", LossPercent: 100, LastHandshake: &hs}
 	if r := firewall(c1, o); r.Status != Fail || !strings.Contains(r.Fix, "open UDP port 51871") || !strings.Contains(r.Detail, "c2-gw") {

@@ -79,6 +79,17 @@ func printReport(w io.Writer, r *Report, views []string, format string, now time
 	return nil
 }
 
+// loss is the Peer's health-check loss, "-" when no round was measured (a round with an
+// answer has a latency, one without loses 100 %): gateways without a health-check
+// address of a family they share (an IPv6-only pair, until the agent checks IPv6) have
+// no loss to show, and "0%" would claim one measured.
+func loss(latencyMicros int64, lossPercent int32) string {
+	if latencyMicros == 0 && lossPercent == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%d%%", lossPercent)
+}
+
 // printTable prints one view as an aligned table, one row a line, "-" for what is unknown.
 func printTable(w io.Writer, r *Report, view string, now time.Time) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 3, ' ', 0)
@@ -88,7 +99,7 @@ func printTable(w io.Writer, r *Report, view string, now time.Time) error {
 		row("CLUSTER", "PEER", "GATEWAY", "REMOTE GATEWAY", "ENDPOINT", "DRIVER", "STATE", "LATENCY", "LOSS", "LAST HANDSHAKE", "RX", "TX")
 		for _, c := range r.Connections {
 			row(c.Cluster, c.Peer, orDash(c.Gateway), orDash(c.RemoteGateway), orDash(c.Endpoint), orDash(string(c.Driver)), c.State,
-				latency(c.LatencyMicros), fmt.Sprintf("%d%%", c.LossPercent), age(c.LastHandshake, now), byteCount(c.RxBytes), byteCount(c.TxBytes))
+				latency(c.LatencyMicros), loss(c.LatencyMicros, c.LossPercent), age(c.LastHandshake, now), byteCount(c.RxBytes), byteCount(c.TxBytes))
 		}
 	case viewGateways:
 		row("CLUSTER", "NODE", "HA", "ENDPOINT", "DRIVER", "READY", "HEARTBEAT")

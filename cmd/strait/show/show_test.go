@@ -441,3 +441,17 @@ func TestClusterNamesComplete(t *testing.T) {
 		t.Errorf("completion of --cluster: %q, want c1, c2 and no file completion (:4)", out.String())
 	}
 }
+
+// TestLossIsUnknownWithoutAHealthCheckRound: no latency and no loss is no round measured
+// (an IPv6-only pair without a health-check address): "-", not "0%".
+func TestLossIsUnknownWithoutAHealthCheckRound(t *testing.T) {
+	for _, tc := range []struct {
+		latency int64
+		loss    int32
+		want    string
+	}{{420, 0, "0%"}, {0, 100, "100%"}, {900, 40, "40%"}, {0, 0, "-"}} {
+		if got := loss(tc.latency, tc.loss); got != tc.want {
+			t.Errorf("loss(%d µs, %d %%) = %q, want %q", tc.latency, tc.loss, got, tc.want)
+		}
+	}
+}
