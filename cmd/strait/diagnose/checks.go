@@ -462,18 +462,18 @@ func connections(m *member, o observed) Result {
 			bad = append(bad, fmt.Sprintf("%s: %s (%s)", x.name, orDash(p.Status.State), conditionMessage(p)))
 		}
 	}
-	crossed, failed := 0, 0
+	var crossedFrom []string // nodes, once whatever the families
 	for _, a := range o.across {
 		if a.from != m.name {
 			continue
 		}
 		if a.dialErr != nil {
-			failed++
-			bad = append(bad, fmt.Sprintf("pod → pod from %s to %s's pod %s on %s: %v", a.fromPod.node, a.to, a.toPod.ip, a.toPod.node, a.dialErr))
+			bad = append(bad, labelled(m, a.family, fmt.Sprintf("pod → pod from %s to %s's pod %s on %s: %v", a.fromPod.node, a.to, a.toPod.ip, a.toPod.node, a.dialErr)))
 			continue
 		}
-		crossed++
+		crossedFrom = appendNew(crossedFrom, a.fromPod.node)
 	}
+	crossed := len(crossedFrom)
 	if len(bad) > 0 {
 		return result(checkConnections, m, Fail, strings.Join(bad, "; "),
 			"strait show connections shows each tunnel's state; the firewall, deployment and cni checks say where it breaks; the active gateways' agent logs say why")
