@@ -2,12 +2,16 @@ package diagnose
 
 import (
 	"context"
+	"errors"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	mcsv1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
 	"github.com/straitnet/strait/dns/corefile"
@@ -198,5 +202,45 @@ func TestVerifyConnectsOnlyInSharedFamilies(t *testing.T) {
 		if r.Status != Fail || !strings.Contains(r.Detail, "share no IP family (c1: IPv4; c2: IPv6)") && !strings.Contains(r.Detail, "share no IP family (c2: IPv6; c1: IPv4)") {
 			t.Errorf("%s: %+v", r.Cluster, r)
 		}
+	}
+}
+
+// TestAnOlderProbeIsAskedWithoutTheNewFlags: daemons of an older build than this strait
+// refuse lookup's --records and node's --udp-ports; each probe is asked again without
+// them, and judged on what it tells (the addresses alone, the facts without rules).
+func TestAnOlderProbeIsAskedWithoutTheNewFlags(t *testing.T) {
+	c1, _ := twoMembers()
+	c1.timeouts = short
+	c1.imports = []mcsv1.ServiceImport{{ObjectMeta: metav1.ObjectMeta{Namespace: "sample", Name: "whereami-cs"},
+		Spec: mcsv1.ServiceImportSpec{Type: mcsv1.ClusterSetIP, IPFamilies: []corev1.IPFamily{corev1.IPv4Protocol}}}}
+	var mu sync.Mutex
+	var asked []string
+	c1.execFn = func(_ context.Context, _, _ string, argv []string, answered func()) ([]byte, error) {
+		answered()
+		mu.Lock()
+		asked = append(asked, strings.Join(argv, " "))
+		mu.Unlock()
+		if slices.Contains(argv, "--records") || slices.Contains(argv, "--udp-ports") {
+			return nil, errors.New("unknown flag: " + argv[3])
+		}
+		if argv[2] == "lookup" {
+			return []byte(`{"addresses":["10.99.0.7"]}`), nil
+		}
+		return []byte(`{"kubeProxy":{"mode":"nftables"}}`), nil
+	}
+	ctx := context.Background()
+	ls := lookups(ctx, c1, []probePod{pod("p", "c1-node", "10.8.2.4")})
+	if len(ls) != 1 || ls[0].err != nil || !slices.Equal(ls[0].addrs, []string{"10.99.0.7"}) {
+		t.Fatalf("lookups: %+v", ls)
+	}
+	if _, wrong, _ := judgeRecords(ls[0]); len(wrong) > 0 {
+		t.Errorf("the addresses alone: %v", wrong)
+	}
+	readFacts(ctx, []*member{c1})
+	if f, ok := c1.facts["c1-gw"]; !ok || f.KubeProxy.Mode != "nftables" {
+		t.Errorf("facts of c1-gw: %+v (%v)", f, c1.factsErr)
+	}
+	if !slices.Contains(asked, "/straitd probe lookup whereami-cs.sample.svc.clusterset.local") || !slices.Contains(asked, "/straitd probe node") {
+		t.Errorf("asked %q; want each probe again without the new flag", asked)
 	}
 }

@@ -321,6 +321,9 @@ func readFacts(ctx context.Context, members []*member) {
 				ports = append(ports, strconv.Itoa(p))
 			}
 			err = m.execJSON(ctx, node, pod.Name, agentContainer, []string{"/straitd", "probe", "node", "--udp-ports", strings.Join(ports, ",")}, nodeFactsRuns, &f)
+			if olderProbe(err) {
+				err = m.execJSON(ctx, node, pod.Name, agentContainer, []string{"/straitd", "probe", "node"}, nodeFactsRuns, &f)
+			}
 		}
 		m.mu.Lock()
 		defer m.mu.Unlock()

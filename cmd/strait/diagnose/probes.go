@@ -329,9 +329,19 @@ func lookups(ctx context.Context, m *member, mine []probePod) []lookup {
 			Records   []probe.Records `json:"records"`
 		}
 		err := m.execJSON(ctx, mine[0].node, mine[0].name, "probe", []string{"/straitd", "probe", "lookup", "--records", "A,AAAA", name}, lookupRuns, &res)
+		if olderProbe(err) {
+			err = m.execJSON(ctx, mine[0].node, mine[0].name, "probe", []string{"/straitd", "probe", "lookup", name}, lookupRuns, &res)
+		}
 		out = append(out, lookup{name: name, pod: mine[0].name, addrs: res.Addresses, records: res.Records, families: importFamilies(m, si), err: err})
 	}
 	return out
+}
+
+// olderProbe says whether err is a straitd of an older build refusing a flag this
+// strait asks it for (the daemons are upgraded after the CLI): the probe is asked again
+// without it, and judged on what it can tell.
+func olderProbe(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "unknown flag")
 }
 
 // importFamilies are the families a ServiceImport is answered in: its ipFamilies, else
