@@ -335,7 +335,30 @@ func whose(o observed, addr string) string {
 	if n := nodeOf(o, addr); n != "" {
 		return "node " + n
 	}
+	if n := vtepOf(o, addr); n != "" {
+		return "vx-strait of node " + n
+	}
 	return "not the pod's"
+}
+
+// vtepOf names the node (of any member) whose vx-strait address, IPv4 or IPv6, addr is:
+// what a masquerade on a node gives a packet that leaves through vx-strait.
+func vtepOf(o observed, addr string) string {
+	ip, err := netip.ParseAddr(addr)
+	if err != nil {
+		return ""
+	}
+	for _, m := range o.members {
+		for _, n := range m.nodes {
+			for _, a := range n.Status.Addresses {
+				if under, err := netip.ParseAddr(a.Address); err == nil && a.Type == corev1.NodeInternalIP &&
+					(route.VTEP6(under) == ip || under.Unmap().Is4() && route.VTEP(under) == ip) {
+					return m.name + "/" + n.Name
+				}
+			}
+		}
+	}
+	return ""
 }
 
 // ipv6MinMTU is the least MTU IPv6 allows a link (RFC 8200): a path that carries less

@@ -70,6 +70,14 @@ func TestCNIJudgesEachFamily(t *testing.T) {
 		strings.Contains(r.Detail, "IPv4: remote traffic") || !strings.Contains(r.Fix, "nftables chain ip6 strait keep-remote-source") {
 		t.Errorf("IPv6 masqueraded on c1-node: %+v", r)
 	}
+	// Nothing arrives; the node's IPv6 conntrack saw the probe leave as its vx-strait
+	// address.
+	o.across[3].arrived, o.across[3].dialErr = nil, errTimeout
+	c1.flows = map[string][]probe.Flow{"c1-node": {{Protocol: 17, Src: "fd10:1ab:0:8002::4", Dst: "fd10:1ab:0:8012::5", ReplyDst: "fd53:7472:6169::afa:80d"}}}
+	if r := cni(c1, o); r.Status != Fail || !strings.Contains(r.Detail, "IPv6: remote traffic is masqueraded: from pod fd10:1ab:0:8002::4 on c1-node to c2's pod fd10:1ab:0:8012::5: left node c1-node as fd53:7472:6169::afa:80d (vx-strait of node c1/c1-node)") {
+		t.Errorf("IPv6 masqueraded, nothing arrived: %+v", r)
+	}
+	c1.flows, o.across[3].dialErr = nil, nil
 	o.across[3].arrived = []string{plain.ipOf(corev1.IPv6Protocol)}
 
 	c1.nodes[1].Spec.PodCIDRs = c1.nodes[1].Spec.PodCIDRs[:1]

@@ -17,6 +17,9 @@ import (
 // while traffic flows, and the health checks are traffic.
 const handshakeStale = 3 * time.Minute
 
+// firewall judges the cable between the active gateways from the Peers' health checks
+// and handshakes, and what the nodes' own nftables do to the cable's and vx-strait's
+// UDP ports in each family those run in (nodeDrops).
 func firewall(m *member, o observed) Result {
 	gw := activeGateway(m)
 	if gw == nil {
