@@ -3,7 +3,10 @@ package probe
 import (
 	"encoding/binary"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sort"
+	"strings"
 
 	"github.com/google/nftables"
 	"github.com/google/nftables/expr"
@@ -209,4 +212,22 @@ func inRange(ports []int, from, to int) int {
 		}
 	}
 	return 0
+}
+
+// legacyTables are the tables of legacy iptables and ip6tables (x_tables, not nftables)
+// the node's kernel holds, read from procNet (/proc/net): "ip filter", "ip6 nat"...
+// Their rules are not read; a node that has them may drop what no nftables rule shows.
+func legacyTables(procNet string) []string {
+	var out []string
+	for _, f := range []struct{ file, family string }{{"ip_tables_names", "ip"}, {"ip6_tables_names", "ip6"}} {
+		data, err := os.ReadFile(filepath.Join(procNet, f.file))
+		if err != nil {
+			continue // no x_tables module loaded: no legacy table
+		}
+		for _, name := range strings.Fields(string(data)) {
+			out = append(out, f.family+" "+name)
+		}
+	}
+	sort.Strings(out)
+	return out
 }

@@ -3,6 +3,8 @@ package probe
 import (
 	"context"
 	"encoding/binary"
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 
@@ -111,5 +113,22 @@ add rule inet site forward udp dport 4804 reject
 	}
 	if !has("ip6", "filter", "INPUT", 51871, "reject") {
 		t.Errorf("drops %+v, want ip6tables' ip6 filter INPUT 51871 reject", drops)
+	}
+}
+
+// TestLegacyTablesAreNamed: the tables of legacy iptables and ip6tables a kernel lists.
+func TestLegacyTablesAreNamed(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "ip_tables_names"), []byte("nat\nfilter\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "ip6_tables_names"), []byte("filter\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := legacyTables(dir); !slices.Equal(got, []string{"ip filter", "ip nat", "ip6 filter"}) {
+		t.Errorf("legacy tables %q", got)
+	}
+	if got := legacyTables(filepath.Join(dir, "none")); len(got) != 0 {
+		t.Errorf("no x_tables: %q", got)
 	}
 }

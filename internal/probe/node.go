@@ -36,6 +36,9 @@ type NodeFacts struct {
 	// Drops are the rules of the node's other ip, ip6 and inet tables that drop UDP to
 	// a port asked about (the cable's, vx-strait's).
 	Drops []Drop `json:"drops,omitempty"`
+	// LegacyTables are the node's legacy iptables and ip6tables tables ("ip filter"),
+	// whose rules Drops does not read.
+	LegacyTables []string `json:"legacyTables,omitempty"`
 	// NFTError says why the chains, fences or rules could not be listed.
 	NFTError string `json:"nftError,omitempty"`
 }
@@ -79,6 +82,7 @@ func Node(ctx context.Context, kubeProxyMetrics string, tables Tables, udpPorts 
 	} else {
 		f.Fences, f.Drops, errFW = firewall(c, tables.Fence, udpPorts)
 	}
+	f.LegacyTables = legacyTables("/proc/net")
 	if err := errors.Join(err, err6, errFW); err != nil {
 		f.NFTError = err.Error()
 	}

@@ -30,6 +30,23 @@ func TestProbesOverIPv6(t *testing.T) {
 	client.AddAddr(t, "eth0", "fd42:3fb::1/64")
 	server.AddAddr(t, "eth0", "fd42:3fb::2/64")
 	addr := "[fd42:3fb::2]:4243"
+	// An IPv6 address is tentative until its link has a carrier, even without DAD: bind
+	// once it is usable.
+	var bindErr error
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if bindErr = server.Do(func() error {
+			ln, err := net.Listen("tcp", addr)
+			if err == nil {
+				ln.Close()
+			}
+			return err
+		}); bindErr == nil {
+			break
+		}
+	}
+	if bindErr != nil {
+		t.Fatal(bindErr)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	log := &logBuffer{}

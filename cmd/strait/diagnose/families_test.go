@@ -155,6 +155,11 @@ func TestFirewallFindsDropsAndFencesPerFamily(t *testing.T) {
 	if r.Status != Pass || !strings.Contains(r.Detail, "no rule drops UDP 51871 or 4804 on 2 nodes") || !strings.Contains(r.Detail, "the fence (ip, ip6) lets 51871 through on c1-gw") {
 		t.Errorf("an IPv6 drop and an empty ip6 fence beside a cable over IPv4: %+v", r)
 	}
+	facts("c1-node", func(f *probe.NodeFacts) { f.LegacyTables = []string{"ip filter"} })
+	if r := firewall(c1, o); !strings.Contains(r.Detail, "legacy iptables tables, whose rules are not read, on c1-node (ip filter)") {
+		t.Errorf("legacy iptables on c1-node: %+v", r)
+	}
+	facts("c1-node", func(f *probe.NodeFacts) { f.LegacyTables = nil })
 	c1.gateways[0].Spec.IP = "fd10:1ab:0:200::b" // the cable over IPv6
 	r = firewall(c1, o)
 	if r.Status != Fail || !strings.Contains(r.Detail, "IPv6: node c1-gw drops UDP 51871, the cable's port: table ip6 site chain input (rule handle 4, drop)") ||

@@ -125,7 +125,7 @@ func underlays(m *member, gw *straitv1.Gateway) (cable, tunnel []corev1.IPFamily
 func nodeDrops(m *member, gw *straitv1.Gateway) (bad, fixes []string, read string) {
 	cablePort := int(m.membership.Spec.Cable.Port)
 	cable, tunnel := underlays(m, gw)
-	readOn, unread := 0, []string{}
+	readOn, unread, legacy := 0, []string{}, []string{}
 	for _, n := range m.nodes {
 		f, ok := m.facts[n.Name]
 		switch {
@@ -136,6 +136,9 @@ func nodeDrops(m *member, gw *straitv1.Gateway) (bad, fixes []string, read strin
 			continue
 		}
 		readOn++
+		if len(f.LegacyTables) > 0 {
+			legacy = append(legacy, fmt.Sprintf("%s (%s)", n.Name, strings.Join(f.LegacyTables, ", ")))
+		}
 		gateway := m.gatewayCapable(n.Name)
 		for _, d := range f.Drops {
 			what, families := "", tunnel
@@ -180,6 +183,9 @@ func nodeDrops(m *member, gw *straitv1.Gateway) (bad, fixes []string, read strin
 			fams = append(fams, fence.Family)
 		}
 		read += fmt.Sprintf(", the fence (%s) lets %d through on %s", strings.Join(fams, ", "), cablePort, gw.Spec.NodeName)
+	}
+	if len(legacy) > 0 {
+		read += "; legacy iptables tables, whose rules are not read, on " + strings.Join(legacy, ", ")
 	}
 	if len(unread) > 0 {
 		read += "; not read: " + strings.Join(unread, "; ")
