@@ -202,6 +202,16 @@ func TestDNSJudgesARecordsAndAAAARecords(t *testing.T) {
 	if r := dnsCheck(c1, o); r.Status != Pass || !strings.Contains(r.Detail, "A 10.99.0.7, AAAA fd10:1ab:0:100::7") {
 		t.Errorf("a dual-stack service answered in both: %+v", r)
 	}
+	// An IPv6-only service: its A must be NOERROR with no answer.
+	o.lookups["c1"][0].families = []corev1.IPFamily{corev1.IPv6Protocol}
+	o.lookups["c1"][0].records[0] = probe.Records{Type: "A", Rcode: "NXDOMAIN"}
+	if r := dnsCheck(c1, o); r.Status != Fail || !strings.Contains(r.Detail, "IPv4: A "+name+" (ServiceImport ipFamilies IPv6) is NXDOMAIN, want NOERROR with no answer") {
+		t.Errorf("NXDOMAIN for the A of an IPv6-only service: %+v", r)
+	}
+	o.lookups["c1"][0].records[0] = probe.Records{Type: "A", Rcode: "NOERROR"}
+	if r := dnsCheck(c1, o); r.Status != Pass || !strings.Contains(r.Detail, name+" A none (NOERROR), AAAA fd10:1ab:0:100::7") {
+		t.Errorf("an IPv6-only service: %+v", r)
+	}
 }
 
 // TestVerifyConnectsOnlyInSharedFamilies: an IPv4-only and an IPv6-only member share no
