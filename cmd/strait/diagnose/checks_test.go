@@ -53,8 +53,8 @@ func TestCNIFailsWhenAMasqueradeRewritesThePodsAddress(t *testing.T) {
 	c1, c2 := twoMembers()
 	to := probePod{name: "p", node: "c2-node", ip: "10.9.2.5"}
 	o := observed{members: []*member{c1, c2}, across: []across{
-		{from: "c1", to: "c2", fromPod: probePod{node: "c1-gw", ip: "10.8.1.4"}, toPod: to, arrived: []string{"10.8.1.4"}},
-		{from: "c1", to: "c2", fromPod: probePod{node: "c1-node", ip: "10.8.2.4"}, toPod: to, arrived: []string{"10.8.2.4"}},
+		{from: "c1", to: "c2", family: corev1.IPv4Protocol, fromPod: probePod{node: "c1-gw", ip: "10.8.1.4"}, toPod: to, arrived: []string{"10.8.1.4"}},
+		{from: "c1", to: "c2", family: corev1.IPv4Protocol, fromPod: probePod{node: "c1-node", ip: "10.8.2.4"}, toPod: to, arrived: []string{"10.8.2.4"}},
 	}}
 	if r := cni(c1, o); r.Status != Pass {
 		t.Errorf("the bypass on every node: %+v", r)
@@ -227,9 +227,11 @@ func TestFiringAlertsAreLinesWithTheirRunbooks(t *testing.T) {
 // table ip6 strait, whose bypass chain the fix names; the ip table's says nothing of it.
 func TestCNINamesTheIP6TableForAnIPv6Pod(t *testing.T) {
 	c1, c2 := twoMembers()
+	c1.membership.Spec.PodCIDRs = []string{"2001:db8:8::/48"}
+	c2.membership.Spec.PodCIDRs = []string{"2001:db8:9::/48"}
 	to := probePod{name: "p", node: "c2-node", ip: "2001:db8:9:2::5"}
 	o := observed{members: []*member{c1, c2}, across: []across{
-		{from: "c1", to: "c2", fromPod: probePod{node: "c1-node", ip: "2001:db8:8:2::4"}, toPod: to, arrived: []string{"2001:db8:250::13"}},
+		{from: "c1", to: "c2", family: corev1.IPv6Protocol, fromPod: probePod{node: "c1-node", ip: "2001:db8:8:2::4"}, toPod: to, arrived: []string{"2001:db8:250::13"}},
 	}}
 	r := cni(c1, o)
 	if r.Status != Fail || !strings.Contains(r.Fix, "node c1-node lacks the agent's masquerade bypass (nftables chain ip6 strait keep-remote-source)") {
