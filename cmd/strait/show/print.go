@@ -99,9 +99,10 @@ func printTable(w io.Writer, r *Report, view string, now time.Time) error {
 			row(g.Cluster, g.Node, string(g.HAState), orDash(g.Endpoint), string(g.Driver), g.Ready, age(g.LastHeartbeat, now))
 		}
 	case viewEndpoints:
-		row("CLUSTER", "ACTIVE GATEWAY", "ENDPOINT", "DRIVER", "HEALTH CHECK IP", "PUBLIC KEY")
+		row("CLUSTER", "ACTIVE GATEWAY", "ENDPOINT", "DRIVER", "HEALTH CHECK IPS", "PUBLIC KEY")
 		for _, e := range r.Endpoints {
-			row(e.Cluster, e.Gateway, orDash(e.Endpoint), string(e.Driver), orDash(e.HealthCheckIP), orDash(e.PublicKey))
+			hc := strings.Trim(e.HealthCheckIP+","+e.HealthCheckIPv6, ",")
+			row(e.Cluster, e.Gateway, orDash(e.Endpoint), string(e.Driver), orDash(hc), orDash(e.PublicKey))
 		}
 	case viewNetworks:
 		row("CLUSTER", "POD CIDRS", "SERVICE CIDRS", "GLOBAL CIDR", "EGRESS IPS")

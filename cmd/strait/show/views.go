@@ -83,7 +83,10 @@ type Endpoint struct {
 	Endpoint      string               `json:"endpoint"`
 	Driver        straitv1.CableDriver `json:"driver"`
 	HealthCheckIP string               `json:"healthCheckIP,omitempty"`
-	PublicKey     string               `json:"publicKey,omitempty"`
+	// HealthCheckIPv6 is the gateway's IPv6 health-check address (dual-stack and
+	// IPv6-only members).
+	HealthCheckIPv6 string `json:"healthCheckIPv6,omitempty"`
+	PublicKey       string `json:"publicKey,omitempty"`
 }
 
 // Network is a member's address ranges.
@@ -265,7 +268,8 @@ func endpoints(st *State) ([]Endpoint, []string) {
 			}
 			found = true
 			out = append(out, Endpoint{Cluster: m.Name, Gateway: g.Spec.NodeName, Endpoint: hostPort(g.Spec.IP, g.Spec.Port),
-				Driver: g.Spec.Driver, HealthCheckIP: g.Spec.HealthCheckIP, PublicKey: g.Spec.PublicKey})
+				Driver: g.Spec.Driver, HealthCheckIP: g.Spec.HealthCheckIP, HealthCheckIPv6: g.Spec.HealthCheckIPv6,
+				PublicKey: g.Spec.PublicKey})
 		}
 		if !found {
 			findings = append(findings, m.Name+": no active gateway, so no endpoint")

@@ -40,7 +40,7 @@ func TestDualStackRendersBothFamilies(t *testing.T) {
 		Membership: &straitv1.Membership{Spec: straitv1.MembershipSpec{PodCIDRs: []string{"10.8.0.0/16", "fd10:1ab:0:8000::/56"},
 			ServiceCIDRs: []string{"10.88.0.0/16", "fd10:1ab:0:100::/112"}}},
 		Gateways: []straitv1.Gateway{{Spec: straitv1.GatewaySpec{NodeName: "c1-gw-1", HAState: straitv1.HAActive, IP: "fd10:1ab:0:200::b", Port: 51871,
-			Driver: straitv1.CableWireGuard, HealthCheckIP: "10.8.255.255"}}},
+			Driver: straitv1.CableWireGuard, HealthCheckIP: "10.8.255.255", HealthCheckIPv6: "fd10:1ab:0:80ff:ffff:ffff:ffff:ffff"}}},
 		Imports: []mcsv1.ServiceImport{
 			{ObjectMeta: metav1.ObjectMeta{Namespace: "sample", Name: "whereami-cs"}, Spec: mcsv1.ServiceImportSpec{Type: mcsv1.ClusterSetIP,
 				IPFamilies: []corev1.IPFamily{corev1.IPv4Protocol, corev1.IPv6Protocol}, IPs: []string{"10.88.3.4", "fd10:1ab:0:100::3:4"}},
@@ -59,7 +59,7 @@ func TestDualStackRendersBothFamilies(t *testing.T) {
 	}
 	for _, want := range []string{
 		"c1        c1-gw-1   active   [fd10:1ab:0:200::b]:51871",
-		"c1        c1-gw-1          [fd10:1ab:0:200::b]:51871   wireguard   10.8.255.255",
+		"c1        c1-gw-1          [fd10:1ab:0:200::b]:51871   wireguard   10.8.255.255,fd10:1ab:0:80ff:ffff:ffff:ffff:ffff",
 		"c1        10.8.0.0/16,fd10:1ab:0:8000::/56   10.88.0.0/16,fd10:1ab:0:100::/112",
 		"c1        sample      whereami-cs   ClusterSetIP   IPv4,IPv6   10.88.3.4,fd10:1ab:0:100::3:4   c2",
 		"c1        sample      whereami-ss   Headless       IPv6        -",
