@@ -288,8 +288,9 @@ bench-gate-local: k8s-binaries $(COREDNS)
 	@# One failover of each kind (1x is the benchmark's first run alone; 3x ran four): the
 	@# crash's gap is the Lease's timing, 1009 ms in each of the calibration runs' rounds.
 	$(TIMED) "agent failover (envtest)" bash -o pipefail -c "$(GO) test -count=1 -run '^\$$' -bench 'BenchmarkFailover\$$' -benchtime 1x ./nodeagent/agent/ | tee -a $(BENCH_GATE_OUT)"
-	@# The hub's heap and allocations at 64 members x 10,000 exports (35 s).
-	$(TIMED) "hub at 64 members" bash -o pipefail -c "STRAIT_HUB_MEMBERS=64 $(GO) test -count=1 -run '^\$$' -bench BenchmarkHubScale -benchtime 1x -timeout 10m ./controllers/ | tee -a $(BENCH_GATE_OUT)"
+	@# The hub's heap and allocations at 64 members x 10,000 exports (35 s); not its cold
+	@# start, a minute of its own that the gate holds no floor for (make bench runs it).
+	$(TIMED) "hub at 64 members" bash -o pipefail -c "STRAIT_HUB_MEMBERS=64 $(GO) test -count=1 -run '^\$$' -bench 'BenchmarkHubScale/members=64/(one-member-change|full-reconcile|hub-heap)' -benchtime 1x -timeout 10m ./controllers/ | tee -a $(BENCH_GATE_OUT)"
 	$(TIMED) "export to import (11 API servers)" bash -o pipefail -c "$(GO) test -count=1 -run '^\$$' -bench BenchmarkExportToImport -benchtime 1x -timeout 10m ./controllers/ | tee -a $(BENCH_GATE_OUT)"
 	@# The gate holds the QPS ratio to CoreDNS hosts and strait dns's own memory, so it runs
 	@# those two servers at full load only: CoreDNS file and the fixed-load latency rounds,

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/netip"
 	"sort"
+	"strings"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -229,7 +230,7 @@ func (p *Plan) objects(cluster string, groups map[string]bool) []client.Object {
 		objs = append(objs, p.membership(cluster))
 		for _, r := range p.clusters {
 			if r != cluster {
-				objs = append(objs, p.peer(cluster, r))
+				objs = append(objs, p.peer(p.views[cluster].pods, r))
 			}
 		}
 	}
@@ -298,15 +299,12 @@ func (p *Plan) membership(cluster string) *straitv1.Membership {
 	return m
 }
 
-// peer is what member cluster routes to remote and how it reaches it.
-func (p *Plan) peer(cluster, remote string) *straitv1.Peer {
+// peer is what a member of pod families local routes to remote and how it reaches it:
+// every member of the same families holds the same Peer.
+func (p *Plan) peer(local Families, remote string) *straitv1.Peer {
 	r := p.byName[remote]
-	var cidrs []string
-	if a := p.alloc[remote]; a != nil {
-		cidrs = []string{a.GlobalCIDR.String()}
-	} else {
-		cidrs = append(canonicalCIDRs(r.PodCIDRs), canonicalCIDRs(r.ServiceCIDRs)...)
-	}
+	cidrs := routedCIDRs(append(canonicalCIDRs(r.PodCIDRs), canonicalCIDRs(r.ServiceCIDRs)...),
+		local, p.alloc[remote])
 	peer := &straitv1.Peer{
 		TypeMeta: metav1.TypeMeta{APIVersion: straitv1.GroupVersion.String(), Kind: "Peer"},
 		ObjectMeta: metav1.ObjectMeta{Name: remote, Namespace: straitv1.SystemNamespace,
@@ -394,6 +392,24 @@ func (p *Plan) ipsecPSK() *corev1.Secret {
 		ObjectMeta: metav1.ObjectMeta{Name: IPsecPSKSecretName, Namespace: straitv1.SystemNamespace},
 		Type:       corev1.SecretTypeOpaque,
 	}
+}
+
+// routedCIDRs is what a member of families local routes to a remote cluster of ranges
+// cidrs: the ranges of the families it has (an IPv4-only member has no use for a
+// dual-stack one's IPv6 ranges), and under globalnet (alloc, the remote's global CIDR) the
+// global CIDR for IPv4, its IPv6 ranges routed as they are.
+func routedCIDRs(cidrs []string, local Families, alloc *ClusterAllocation) []string {
+	var out []string
+	if alloc != nil && local.V4 {
+		out = append(out, alloc.GlobalCIDR.String())
+	}
+	for _, c := range cidrs {
+		v6 := strings.IndexByte(c, ':') >= 0
+		if local.Has(v6) && (alloc == nil || v6) {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 func canonicalCIDRs(in []string) []string {

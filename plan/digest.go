@@ -44,7 +44,8 @@ func (p *Plan) baseDigest(cluster string) uint64 {
 	if psk := p.ipsecPSK(); psk != nil {
 		h.json(psk)
 	}
-	h.u64(p.digests.peers - mix(p.digests.peer[cluster]))
+	f := p.views[cluster].pods
+	h.u64(p.digests.peers[f] - mix(p.digests.peer[f][cluster]))
 	return h.sum()
 }
 
@@ -81,9 +82,11 @@ func (p *Plan) Groups(cluster string) Groups {
 
 // digests are the per-plan parts of MemberDigest.
 type digests struct {
-	keys  []string          // BaseGroup, then every export's key (Groups.Keys)
-	peer  map[string]uint64 // remote cluster -> its Peer object, as every other member holds it
-	peers uint64            // sum of mix(peer) over all clusters
+	keys []string // BaseGroup, then every export's key (Groups.Keys)
+	// peer[f][c]: remote cluster c's Peer object as every other member of pod families f
+	// holds it; peers[f] the sum of mix(peer[f]) over all clusters.
+	peer  map[Families]map[string]uint64
+	peers map[Families]uint64
 	// remote[v][i]: export i as a cluster of view v that does not export it sees it.
 	remote   map[view][]uint64
 	exports  map[view]uint64  // per view, sum of mix(remote[v])
@@ -91,12 +94,20 @@ type digests struct {
 }
 
 func (p *Plan) prepareDigests() {
-	d := &digests{peer: map[string]uint64{}, remote: map[view][]uint64{}, exports: map[view]uint64{}, involved: map[string][]int{}}
-	for _, c := range p.clusters {
-		h := newHasher()
-		h.json(p.peer("", c))
-		d.peer[c] = h.sum()
-		d.peers += mix(d.peer[c])
+	d := &digests{peer: map[Families]map[string]uint64{}, peers: map[Families]uint64{}, remote: map[view][]uint64{},
+		exports: map[view]uint64{}, involved: map[string][]int{}}
+	for _, local := range p.clusters {
+		f := p.views[local].pods
+		if _, done := d.peer[f]; done {
+			continue
+		}
+		d.peer[f] = make(map[string]uint64, len(p.clusters))
+		for _, c := range p.clusters {
+			h := newHasher()
+			h.json(p.peer(f, c))
+			d.peer[f][c] = h.sum()
+			d.peers[f] += mix(d.peer[f][c])
+		}
 	}
 	for _, c := range p.clusters {
 		v := p.views[c]

@@ -21,12 +21,13 @@ func peerEndpoint(ep *straitv1.GatewayEndpoint, f *MemberFacts) *straitv1.PeerEn
 		return nil
 	}
 	out := &straitv1.PeerEndpoint{
-		Gateway:       gw.Spec.NodeName,
-		IP:            gw.Spec.IP,
-		Port:          gw.Spec.Port,
-		PublicKey:     gw.Spec.PublicKey,
-		HealthCheckIP: gw.Spec.HealthCheckIP,
-		Driver:        gw.Spec.Driver,
+		Gateway:         gw.Spec.NodeName,
+		IP:              gw.Spec.IP,
+		Port:            gw.Spec.Port,
+		PublicKey:       gw.Spec.PublicKey,
+		HealthCheckIP:   gw.Spec.HealthCheckIP,
+		HealthCheckIPv6: gw.Spec.HealthCheckIPv6,
+		Driver:          gw.Spec.Driver,
 	}
 	typ := straitv1.EndpointInternalIP
 	if ep != nil {

@@ -61,11 +61,10 @@ func dualStackFacts(families ...corev1.IPFamily) Observed {
 	}}}
 }
 
-// computeWithIPv6 computes a plan of a ClusterSet with IPv6, which Check refuses while
-// the data path does not carry it.
+// computeWithIPv6 checks and computes a plan of a ClusterSet with IPv6 ranges.
 func computeWithIPv6(t *testing.T, cs *straitv1.ClusterSet, obs Observed) *Plan {
 	t.Helper()
-	v, errs := check(cs, true)
+	v, errs := Check(cs)
 	if len(errs) > 0 {
 		t.Fatal(errs.ToAggregate())
 	}
@@ -203,5 +202,39 @@ func TestSummarise(t *testing.T) {
 		if got := Summarise(tc.in); !slices.Equal(got, tc.want) {
 			t.Errorf("Summarise(%v) = %q, want %q", tc.in, got, tc.want)
 		}
+	}
+}
+
+// A member routes the ranges of its own families to a peer: c3 (IPv4 only) none of c1's
+// IPv6 ones; under globalnet, c1's IPv4 is its global CIDR and its IPv6 is routed as it
+// is. Members of the same families hold the same Peers, which the digests assume.
+func TestPeersRouteTheFamiliesTheMemberHas(t *testing.T) {
+	peerCIDRs := func(p *Plan, member, remote string) []string {
+		pe := find[*straitv1.Peer](p.Objects(member), straitv1.SystemNamespace, remote)
+		if pe == nil {
+			t.Fatalf("%s has no Peer %s", member, remote)
+		}
+		return pe.Spec.CIDRs
+	}
+	p := computeWithIPv6(t, dualStackSet(false), dualStackFacts(corev1.IPv4Protocol, corev1.IPv6Protocol))
+	for _, c := range []struct {
+		member, remote string
+		want           []string
+	}{
+		{"c2", "c1", []string{"10.8.0.0/16", "fd10:8::/56", "10.88.0.0/16", "fd10:88::/112"}},
+		{"c3", "c1", []string{"10.8.0.0/16", "10.88.0.0/16"}},
+		{"c1", "c3", []string{"10.7.0.0/16", "10.77.0.0/16"}},
+	} {
+		if got := peerCIDRs(p, c.member, c.remote); !slices.Equal(got, c.want) {
+			t.Errorf("%s routes %v to %s, want %v", c.member, got, c.remote, c.want)
+		}
+	}
+	p = computeWithIPv6(t, dualStackSet(true), dualStackFacts(corev1.IPv4Protocol, corev1.IPv6Protocol))
+	global := p.Allocation("c1").GlobalCIDR.String()
+	if got, want := peerCIDRs(p, "c2", "c1"), []string{global, "fd10:8::/56", "fd10:88::/112"}; !slices.Equal(got, want) {
+		t.Errorf("under globalnet c2 routes %v to c1, want %v", got, want)
+	}
+	if got, want := peerCIDRs(p, "c3", "c1"), []string{global}; !slices.Equal(got, want) {
+		t.Errorf("under globalnet c3 (IPv4 only) routes %v to c1, want %v", got, want)
 	}
 }

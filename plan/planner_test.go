@@ -37,7 +37,7 @@ func TestPlannerEqualsCompute(t *testing.T) {
 					what = w.change()
 				}
 				cs, obs := w.clusterSet(), w.observed()
-				v, errs := check(cs, true)
+				v, errs := Check(cs)
 				if len(errs) > 0 {
 					t.Fatalf("step %d (%s): the random ClusterSet is invalid: %v", step, what, errs.ToAggregate())
 				}
@@ -85,7 +85,7 @@ func TestPlannerResolvesObjectsWithoutVersions(t *testing.T) {
 			f.ServiceExports[i].ResourceVersion = ""
 		}
 	}
-	v, errs := check(w.clusterSet(), true)
+	v, errs := Check(w.clusterSet())
 	if len(errs) > 0 {
 		t.Fatal(errs.ToAggregate())
 	}

@@ -50,24 +50,18 @@ type ValidSpec struct {
 // Check defaults cs's spec and validates it; it returns no ValidSpec when there are
 // errors.
 func Check(cs *straitv1.ClusterSet) (*ValidSpec, field.ErrorList) {
-	return check(cs, ipv6Carried)
-}
-
-// check is Check, refusing IPv6 unless v6 (the data path carries it): the tests of the
-// IPv6 plans check with v6 true.
-func check(cs *straitv1.ClusterSet, v6 bool) (*ValidSpec, field.ErrorList) {
 	spec := WithDefaults(cs.Spec)
-	if errs := validateSpec(&spec, v6); len(errs) > 0 {
+	if errs := validateSpec(&spec); len(errs) > 0 {
 		return nil, errs
 	}
 	return &ValidSpec{clusterSet: types.NamespacedName{Namespace: cs.Namespace, Name: cs.Name}, spec: spec}, nil
 }
 
 // validateSpec checks a defaulted spec.
-func validateSpec(spec *straitv1.ClusterSetSpec, v6 bool) field.ErrorList {
+func validateSpec(spec *straitv1.ClusterSetSpec) field.ErrorList {
 	specPath := field.NewPath("spec")
 	var errs field.ErrorList
-	errs = append(errs, validateClusters(spec, specPath.Child("clusters"), v6)...)
+	errs = append(errs, validateClusters(spec, specPath.Child("clusters"))...)
 	errs = append(errs, validateCable(&spec.Cable, specPath.Child("cable"))...)
 	errs = append(errs, validateGlobalnet(spec, specPath)...)
 	errs = append(errs, validateExports(spec, specPath.Child("exports"))...)
@@ -90,7 +84,7 @@ type namedPrefix struct {
 	path    *field.Path
 }
 
-func validateClusters(spec *straitv1.ClusterSetSpec, path *field.Path, v6 bool) field.ErrorList {
+func validateClusters(spec *straitv1.ClusterSetSpec, path *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	if len(spec.Clusters) == 0 {
 		errs = append(errs, field.Required(path, "a clusterset needs at least one cluster"))
@@ -139,9 +133,6 @@ func validateClusters(spec *straitv1.ClusterSetSpec, path *field.Path, v6 bool) 
 		errs = append(errs, overlaps(inFamily(prefixes, true))...)
 	}
 	errs = append(errs, validateFamilies(spec, path)...)
-	if !v6 {
-		errs = append(errs, ipv6NotCarriedYet(spec, path)...)
-	}
 	return errs
 }
 

@@ -99,6 +99,16 @@ func validateEndpoint(ep *straitv1.GatewayEndpoint, driver straitv1.CableDriver,
 			errs = append(errs, field.Invalid(path.Child("type"), ep.Type,
 				"the vxlan cable derives each gateway's VTEP from its advertised address, which the gateway itself must know: use type Address, ExternalIP or InternalIP, or the wireguard or ipsec driver"))
 		}
+		v6 := func(addr string, at *field.Path) {
+			if a, err := netip.ParseAddr(addr); err == nil && a.Is6() && !a.Is4In6() {
+				errs = append(errs, field.Invalid(at, addr,
+					"the vxlan cable runs over IPv4 only (it carries IPv6 inside): give the gateway an IPv4 address, or use the wireguard or ipsec driver, which also run over IPv6"))
+			}
+		}
+		v6(ep.Address, path.Child("address"))
+		for k, na := range ep.NodeAddresses {
+			v6(na.Address, path.Child("nodeAddresses").Index(k).Child("address"))
+		}
 	}
 	return errs
 }

@@ -42,10 +42,16 @@ type GatewaySpec struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=64
 	PublicKey string `json:"publicKey,omitempty"`
-	// HealthCheckIP answers ICMP echo through the tunnel.
+	// HealthCheckIP answers ICMP echo through the tunnel: the gateway's IPv4 health-check
+	// address, empty in an IPv6-only cluster.
 	// +optional
 	// +kubebuilder:validation:MaxLength=45
 	HealthCheckIP string `json:"healthCheckIP,omitempty"`
+	// HealthCheckIPv6 answers ICMPv6 echo through the tunnel: the gateway's IPv6
+	// health-check address, in dual-stack and IPv6-only clusters.
+	// +optional
+	// +kubebuilder:validation:MaxLength=45
+	HealthCheckIPv6 string `json:"healthCheckIPv6,omitempty"`
 	// Driver the gateway runs.
 	// +required
 	Driver CableDriver `json:"driver"`

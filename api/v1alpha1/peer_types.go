@@ -1,6 +1,7 @@
 package v1alpha1
 
 import (
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -60,9 +61,37 @@ type PeerEndpoint struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=45
 	HealthCheckIP string `json:"healthCheckIP,omitempty"`
+	// HealthCheckIPv6 is HealthCheckIP's IPv6 counterpart, inside the remote cluster's
+	// IPv6 CIDRs: health is measured in each family the two clusters share.
+	// +optional
+	// +kubebuilder:validation:MaxLength=45
+	HealthCheckIPv6 string `json:"healthCheckIPv6,omitempty"`
 	// Driver the remote gateway runs; the same for the whole clusterset.
 	// +required
 	Driver CableDriver `json:"driver"`
+}
+
+// PeerHealthCheck is one address family's health-check round through the cable.
+type PeerHealthCheck struct {
+	// Family: IPv4 or IPv6.
+	// +required
+	// +kubebuilder:validation:Enum=IPv4;IPv6
+	Family corev1.IPFamily `json:"family"`
+	// Address is the remote gateway's health-check address of this family.
+	// +required
+	// +kubebuilder:validation:MaxLength=45
+	Address string `json:"address"`
+	// Sent and Received count the round's echo requests and their answers.
+	// +required
+	Sent int32 `json:"sent"`
+	// +required
+	Received int32 `json:"received"`
+	// LatencyMicros is the mean round-trip time of the answered ones; empty when none was.
+	// +optional
+	LatencyMicros int64 `json:"latencyMicros,omitempty"`
+	// LossPercent is the share of them unanswered.
+	// +optional
+	LossPercent int32 `json:"lossPercent,omitempty"`
 }
 
 // PeerStatus is written by the local active gateway.
@@ -81,7 +110,8 @@ type PeerStatus struct {
 	// LatencyMicros is the round-trip time through the tunnel of the last health-check
 	// round: the mean of its answered echo requests (five, 100 ms apart, every
 	// --health-interval of the active gateway's agent). It is not smoothed: every round
-	// replaces it, and a round with no answer leaves it empty.
+	// replaces it, and a round with no answer leaves it empty. It is the first family's
+	// the two clusters share (IPv4 where they share it); HealthChecks has each family's.
 	// +optional
 	LatencyMicros int64 `json:"latencyMicros,omitempty"`
 	// LossPercent is the share of the last health-check round's echo requests that went
@@ -89,6 +119,13 @@ type PeerStatus struct {
 	// one round's, not an average.
 	// +optional
 	LossPercent int32 `json:"lossPercent,omitempty"`
+	// HealthChecks is the last round's result in each address family the two clusters
+	// share: the peer is Connected when every one of them answers.
+	// +optional
+	// +listType=map
+	// +listMapKey=family
+	// +kubebuilder:validation:MaxItems=2
+	HealthChecks []PeerHealthCheck `json:"healthChecks,omitempty"`
 	// Endpoint is the remote address and port the cable sends to now: the advertised one,
 	// or, behind a NAT, where the remote's authenticated packets come from.
 	// +optional

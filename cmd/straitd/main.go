@@ -10,6 +10,7 @@ import (
 	"github.com/straitnet/strait/internal/cli"
 	"github.com/straitnet/strait/internal/probe"
 	"github.com/straitnet/strait/nodeagent/agentcmd"
+	"github.com/straitnet/strait/nodeagent/kernel"
 	"github.com/straitnet/strait/nodeagent/route"
 )
 
@@ -27,6 +28,6 @@ charon (the agent's IPsec sidecar on gateway nodes) and dns (clusterset.local in
 member); probe is what strait diagnose runs in the members. People run strait (render, lab).`,
 	}
 	root.AddCommand(hubcmd.NewCommand(), agentcmd.NewCommand(), agentcmd.NewCharonCommand(), dnscmd.NewCommand(),
-		cli.NewVersionCommand("straitd"), probe.NewCommand(route.NFTable))
+		cli.NewVersionCommand("straitd"), probe.NewCommand(probe.Tables{Strait: route.NFTable, Fence: kernel.FenceTable}))
 	return root
 }

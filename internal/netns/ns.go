@@ -13,6 +13,7 @@ import (
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
 )
 
 // NS is a named network namespace created for one test.
@@ -190,7 +191,8 @@ func (n *NS) Enslave(t TB, dev, br string) {
 	}
 }
 
-// AddAddr adds cidr (like "10.0.0.1/24") to dev.
+// AddAddr adds cidr (like "10.0.0.1/24" or "fd00::1/64", without duplicate address
+// detection) to dev.
 func (n *NS) AddAddr(t TB, dev, cidr string) {
 	t.Helper()
 	l, err := n.NL.LinkByName(dev)
@@ -200,6 +202,9 @@ func (n *NS) AddAddr(t TB, dev, cidr string) {
 	a, err := netlink.ParseAddr(cidr)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if a.IP.To4() == nil {
+		a.Flags |= unix.IFA_F_NODAD // usable at once: a test never waits for duplicate detection
 	}
 	if err := n.NL.AddrAdd(l, a); err != nil {
 		t.Fatalf("%s: addr %s on %s: %v", n.Name, cidr, dev, err)

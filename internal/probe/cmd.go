@@ -19,7 +19,7 @@ import (
 
 // NewCommand is `straitd probe`: the subcommands strait diagnose runs in probe pods and
 // in the agents' containers.
-func NewCommand(straitTable string) *cobra.Command {
+func NewCommand(tables Tables) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "probe serve|dial|watch|mtu|lookup|throughput|latency|node|flows",
 		Short: "What strait diagnose runs in a member: serve and dial probes, look names up, read a node's facts",
@@ -32,9 +32,10 @@ its probe pods. Each prints one JSON object and changes nothing.`,
   straitd probe mtu 10.9.2.7:4243           # {"pathMTU":1370,"fullAnswered":true,"smallAnswered":true}
   straitd probe watch --for 20s 10.9.2.7:4243   # {"tries":180,"answers":171,"longestGapMillis":930,"sourceKept":true}
   straitd probe lookup whereami.sample.svc.clusterset.local
+  straitd probe lookup --records A,AAAA whereami.sample.svc.clusterset.local   # {"addresses":[...],"records":[{"type":"A","rcode":"NOERROR","addresses":[...]},{"type":"AAAA","rcode":"NOERROR"}]}
   straitd probe throughput --for 5s 10.9.2.7:4244   # {"bytes":612368384,"seconds":4.99,"bitsPerSecond":981753472}
   straitd probe latency --count 200 10.9.2.7:4244   # {"count":200,"minMicros":61.2,"avgMicros":88.4,...}
-  straitd probe node                        # kube-proxy's mode, the links' MTUs, Strait's nftables chains
+  straitd probe node --udp-ports 51871,4804 # kube-proxy's mode, the links' MTUs, Strait's nftables chains and fences, rules dropping those ports
   straitd probe flows --to 10.9.2.7         # [{"protocol":6,"src":"10.8.1.5","dst":"10.9.2.7","replyDst":"10.250.1.13"}]: masqueraded`,
 	}
 	timeout := 3 * time.Second
@@ -104,11 +105,23 @@ its probe pods. Each prints one JSON object and changes nothing.`,
 	}
 	watch.Flags().DurationVar(&total, "for", total, "how long to watch")
 	watch.Flags().DurationVar(&every, "every", every, "the interval between tries")
+	var records []string
 	lookup := &cobra.Command{
-		Use: "lookup NAME", Short: "Resolve NAME with the pod's resolver", Args: cobra.ExactArgs(1),
+		Use: "lookup NAME", Short: "Resolve NAME with the pod's resolver; with --records, ask its DNS servers for each type and print the response codes", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, cancel := context.WithTimeout(cli.Context(cmd), timeout)
 			defer cancel()
+			if len(records) > 0 {
+				rs, err := LookupRecords(ctx, ResolvConf, args[0], records, timeout/time.Duration(len(records)))
+				if err != nil {
+					return err
+				}
+				addrs := []string{}
+				for _, r := range rs {
+					addrs = append(addrs, r.Addresses...)
+				}
+				return printJSON(cmd.OutOrStdout(), map[string]any{"addresses": addrs, "records": rs})
+			}
 			addrs, err := Lookup(ctx, args[0])
 			if err != nil {
 				return err
@@ -116,13 +129,16 @@ its probe pods. Each prints one JSON object and changes nothing.`,
 			return printJSON(cmd.OutOrStdout(), map[string][]string{"addresses": addrs})
 		},
 	}
+	lookup.Flags().StringSliceVar(&records, "records", nil, "A, AAAA: query the pod's DNS servers for these record types, the name taken as fully qualified")
 	kubeProxy := DefaultKubeProxyMetrics
+	var udpPorts []int
 	node := &cobra.Command{
-		Use: "node", Short: "Print this node's facts: kube-proxy's mode and masquerade bit, the links' MTUs, Strait's nftables chains", Args: cobra.NoArgs,
+		Use: "node", Short: "Print this node's facts: kube-proxy's mode and masquerade bit, the links' MTUs, Strait's nftables chains and fences, rules that drop --udp-ports", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return printJSON(cmd.OutOrStdout(), Node(cli.Context(cmd), kubeProxy, straitTable))
+			return printJSON(cmd.OutOrStdout(), Node(cli.Context(cmd), kubeProxy, tables, udpPorts))
 		},
 	}
+	node.Flags().IntSliceVar(&udpPorts, "udp-ports", nil, "UDP ports whose drops to look for in the node's ip, ip6 and inet tables (the cable's, vx-strait's)")
 	var to []string
 	flows := &cobra.Command{
 		Use: "flows --to IP,...", Short: "Print this node's conntrack entries towards the addresses: the source each left with", Args: cobra.NoArgs,

@@ -30,8 +30,23 @@ type NodeFacts struct {
 	// StraitChains6 are the chains of its table ip6 strait, which a node has where it
 	// routes IPv6 to other clusters, sorted.
 	StraitChains6 []string `json:"straitChains6,omitempty"`
-	// NFTError says why the chains could not be listed.
+	// Fences are the gateway fence's tables (ip and ip6 strait-fence) the node holds,
+	// with the ports their sets let through now; none on a node that runs no cable.
+	Fences []Fence `json:"fences,omitempty"`
+	// Drops are the rules of the node's other ip, ip6 and inet tables that drop UDP to
+	// a port asked about (the cable's, vx-strait's).
+	Drops []Drop `json:"drops,omitempty"`
+	// LegacyTables are the node's legacy iptables and ip6tables tables ("ip filter"),
+	// whose rules Drops does not read.
+	LegacyTables []string `json:"legacyTables,omitempty"`
+	// NFTError says why the chains, fences or rules could not be listed.
 	NFTError string `json:"nftError,omitempty"`
+}
+
+// Tables are the nftables tables of Strait's that Node reads: the agent's (ip and ip6)
+// and the gateway fence's.
+type Tables struct {
+	Strait, Fence string
 }
 
 // KubeProxy is kube-proxy's mode and masquerade settings as it reports them.
@@ -49,8 +64,9 @@ type Link struct {
 }
 
 // Node reads the facts of the node whose network namespace this runs in (the agent's
-// container: host network, NET_ADMIN to list nftables).
-func Node(ctx context.Context, kubeProxyMetrics, straitTable string) NodeFacts {
+// container: host network, NET_ADMIN to list nftables): udpPorts are the ports whose
+// drops it looks for (the cable's, vx-strait's).
+func Node(ctx context.Context, kubeProxyMetrics string, tables Tables, udpPorts []int) NodeFacts {
 	var f NodeFacts
 	f.KubeProxy = readKubeProxy(ctx, kubeProxyMetrics)
 	if ifs, err := net.Interfaces(); err == nil {
@@ -58,9 +74,16 @@ func Node(ctx context.Context, kubeProxyMetrics, straitTable string) NodeFacts {
 			f.Links = append(f.Links, Link{Name: i.Name, MTU: i.MTU})
 		}
 	}
-	chains, err := tableChains(straitTable, nftables.TableFamilyIPv4)
-	chains6, err6 := tableChains(straitTable, nftables.TableFamilyIPv6)
-	if err := errors.Join(err, err6); err != nil {
+	chains, err := tableChains(tables.Strait, nftables.TableFamilyIPv4)
+	chains6, err6 := tableChains(tables.Strait, nftables.TableFamilyIPv6)
+	var errFW error
+	if c, err := nftables.New(); err != nil {
+		errFW = err
+	} else {
+		f.Fences, f.Drops, errFW = firewall(c, tables.Fence, udpPorts)
+	}
+	f.LegacyTables = legacyTables("/proc/net")
+	if err := errors.Join(err, err6, errFW); err != nil {
 		f.NFTError = err.Error()
 	}
 	f.StraitChains, f.StraitChains6 = chains, chains6
@@ -151,22 +174,24 @@ type Flow struct {
 	ReplyDst string `json:"replyDst"`
 }
 
-// Flows are the node's IPv4 conntrack entries towards any of dsts.
+// Flows are the node's conntrack entries, IPv4 and IPv6, towards any of dsts.
 func Flows(dsts []string) ([]Flow, error) {
 	want := map[string]bool{}
 	for _, d := range dsts {
 		want[d] = true
 	}
-	flows, err := netlink.ConntrackTableList(netlink.ConntrackTable, netlink.FAMILY_V4)
-	if err != nil {
-		return nil, fmt.Errorf("reading conntrack: %w", err)
-	}
 	out := []Flow{}
-	for _, f := range flows {
-		if !want[f.Forward.DstIP.String()] {
-			continue
+	for _, family := range []netlink.InetFamily{netlink.FAMILY_V4, netlink.FAMILY_V6} {
+		flows, err := netlink.ConntrackTableList(netlink.ConntrackTable, family)
+		if err != nil {
+			return nil, fmt.Errorf("reading conntrack: %w", err)
 		}
-		out = append(out, Flow{Protocol: f.Forward.Protocol, Src: f.Forward.SrcIP.String(), Dst: f.Forward.DstIP.String(), ReplyDst: f.Reverse.DstIP.String()})
+		for _, f := range flows {
+			if !want[f.Forward.DstIP.String()] {
+				continue
+			}
+			out = append(out, Flow{Protocol: f.Forward.Protocol, Src: f.Forward.SrcIP.String(), Dst: f.Forward.DstIP.String(), ReplyDst: f.Reverse.DstIP.String()})
+		}
 	}
 	return out, nil
 }

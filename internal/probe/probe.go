@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
@@ -107,34 +108,41 @@ func Dial(ctx context.Context, addr, nonce string, timeout time.Duration) (Seen,
 	return Seen{Local: local, Seen: strings.TrimSpace(line)}, nil
 }
 
-// udpOverhead is the IP and UDP headers: a datagram of MTU-28 bytes fills an IPv4
-// packet, one of MTU-48 an IPv6 packet.
-func udpOverhead(v6 bool) int {
-	if v6 {
-		return 48
+// The IP and UDP headers a datagram of the path MTU leaves room for: IPv4's 20 bytes
+// and UDP's 8, IPv6's 40 and UDP's 8. IPv6 routers never fragment: a datagram that
+// does not fit is dropped with an ICMPv6 "packet too big", or silently.
+const (
+	udpIPv4Overhead = 28
+	udpIPv6Overhead = 48
+)
+
+// UDPOverhead is what the IP and UDP headers of a datagram to addr take of the path MTU.
+func UDPOverhead(addr netip.Addr) int {
+	if addr.Is4() || addr.Is4In6() {
+		return udpIPv4Overhead
 	}
-	return 28
+	return udpIPv6Overhead
 }
 
 // PathMTU sends datagrams with don't fragment set to a probe server: a small one, then
 // one as large as the kernel lets leave (each "message too long" means an ICMP lowered
 // the path MTU, and the next try is that size). A full-sized datagram that goes unanswered
 // while a small one is answered is a black hole: packets of that size vanish on the way
-// and no ICMP says so. addr is of either family: an IPv6 pod's path is measured with
-// IPv6's socket options and headers.
+// and no ICMP says so. The server's family is the family probed: an IPv6 address is
+// probed with IPv6's headers and its own path MTU (IPV6_MTU).
 func PathMTU(ctx context.Context, addr string, timeout time.Duration) MTU {
 	var out MTU
-	raddr, err := net.ResolveUDPAddr("udp", addr)
+	ap, err := netip.ParseAddrPort(addr)
 	if err != nil {
 		out.Error = err.Error()
 		return out
 	}
-	v6 := raddr.IP.To4() == nil
-	network, level, discover, do, mtuOpt := "udp4", unix.IPPROTO_IP, unix.IP_MTU_DISCOVER, unix.IP_PMTUDISC_DO, unix.IP_MTU
-	if v6 {
-		network, level, discover, do, mtuOpt = "udp6", unix.IPPROTO_IPV6, unix.IPV6_MTU_DISCOVER, unix.IPV6_PMTUDISC_DO, unix.IPV6_MTU
+	ap = netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
+	network, level, discover, probeMTU, mtuOpt := "udp4", unix.IPPROTO_IP, unix.IP_MTU_DISCOVER, unix.IP_PMTUDISC_DO, unix.IP_MTU
+	if ap.Addr().Is6() {
+		network, level, discover, probeMTU, mtuOpt = "udp6", unix.IPPROTO_IPV6, unix.IPV6_MTU_DISCOVER, unix.IPV6_PMTUDISC_DO, unix.IPV6_MTU
 	}
-	c, err := net.DialUDP(network, nil, raddr)
+	c, err := net.DialUDP(network, nil, net.UDPAddrFromAddrPort(ap))
 	if err != nil {
 		out.Error = err.Error()
 		return out
@@ -147,7 +155,7 @@ func PathMTU(ctx context.Context, addr string, timeout time.Duration) MTU {
 	}
 	var sockErr error
 	if err := raw.Control(func(fd uintptr) {
-		sockErr = unix.SetsockoptInt(int(fd), level, discover, do)
+		sockErr = unix.SetsockoptInt(int(fd), level, discover, probeMTU)
 	}); err != nil || sockErr != nil {
 		out.Error = fmt.Sprintf("setting don't fragment: %v", errors.Join(err, sockErr))
 		return out
@@ -163,7 +171,7 @@ func PathMTU(ctx context.Context, addr string, timeout time.Duration) MTU {
 	}
 	for try := 0; try < 6 && ctx.Err() == nil; try++ {
 		out.PathMTU = pathMTU()
-		ok, err := echo(c, out.PathMTU-udpOverhead(v6), timeout)
+		ok, err := echo(c, out.PathMTU-UDPOverhead(ap.Addr()), timeout)
 		if errors.Is(err, syscall.EMSGSIZE) {
 			continue // an ICMP taught the kernel a smaller path MTU: try that
 		}

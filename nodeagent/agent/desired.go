@@ -196,12 +196,20 @@ func readNetwork(m *straitv1.Membership, peers []straitv1.Peer, resolved map[str
 // NAT.
 func gatewayPlane(s Snapshot, pl placement, n network, overhead int, routes kernel.State) (cable.Local, []kernel.State, error) {
 	m := s.Membership
-	hc := healthCheckIP(m, n.globalCIDR)
+	hc := healthCheckIPs(m, n.globalCIDR)
 	addrs, err := GatewayAddresses(m, pl.self, s.Links)
 	local := cable.Local{ClusterID: m.Spec.ClusterID, NodeName: s.NodeName, IP: addrs.Local, Advertised: addrs.Advertised,
-		BehindMasquerade: behindMasquerade(m), Port: m.Spec.Cable.Port, CIDRs: n.localCIDRs, HealthCheckIP: hc, PSK: s.PSK}
+		BehindMasquerade: behindMasquerade(m), Port: m.Spec.Cable.Port, CIDRs: n.localCIDRs, HealthCheckIP: hc.v4,
+		HealthCheckIPv6: hc.v6, PSK: s.PSK}
 	if n.globalnet != nil {
+		// IPv4 is translated into the global CIDR; a dual-stack cluster's IPv6 is routed
+		// as it is.
 		local.CIDRs = []netip.Prefix{n.globalCIDR}
+		for _, p := range n.localCIDRs {
+			if p.Addr().Is6() {
+				local.CIDRs = append(local.CIDRs, p)
+			}
+		}
 	}
 	parts := []kernel.State{{Routes: gateway.Routes(s.Driver, n.remotes, route.RouteMTU(pl.underlay.MTU, overhead, true))}}
 	if n.globalnet != nil {
@@ -210,39 +218,50 @@ func gatewayPlane(s Snapshot, pl placement, n network, overhead int, routes kern
 		parts = append(parts, globalnet.Compute(globalnet.Input{LocalCIDRs: n.localCIDRs,
 			RemoteGlobalCIDRs: n.remoteCIDRs, EgressIPs: egress, Ingress: ingresses(s.Ingresses, s.Endpoints, s.Ports, s.Sticky)}))
 	}
-	// The health-check address is ours to add, on vx-strait of the active gateway only,
-	// so it moves with a failover.
-	if hc.IsValid() && len(routes.Links) == 1 {
-		parts = append(parts, kernel.State{Links: []kernel.Link{{Name: route.VXLANDevice,
-			Addrs: []netip.Prefix{netip.PrefixFrom(hc, 32)}}}})
+	// The health-check addresses are ours to add, on vx-strait of the active gateway
+	// only, so they move with a failover.
+	if len(routes.Links) == 1 {
+		var own []netip.Prefix
+		for _, a := range []netip.Addr{hc.v4, hc.v6} {
+			if a.IsValid() {
+				own = append(own, netip.PrefixFrom(a, a.BitLen()))
+			}
+		}
+		if len(own) > 0 {
+			parts = append(parts, kernel.State{Links: []kernel.Link{{Name: route.VXLANDevice, Addrs: own}}})
+		}
 	}
 	return local, parts, err
 }
 
-// healthCheckIP is the address the active gateway answers and sends health checks from:
-// the last address of the global CIDR under globalnet, else of the first pod CIDR. The
-// hub never hands out the former; pod IPAM leaves the IPv4 broadcast address of a node's
-// range alone, and the cluster CIDR's last address is that of its last range. It is
-// the agent's own rather than the CNI bridge's: a gateway with no pod on it, or a CNI
-// that puts no address on the node, has none there, and health was then never measured.
-func healthCheckIP(m *straitv1.Membership, globalCIDR netip.Prefix) netip.Addr {
+// healthChecks are the addresses the active gateway answers and sends health checks
+// from, one per family the cluster has.
+type healthChecks struct{ v4, v6 netip.Addr }
+
+// healthCheckIPs: for IPv4 the last address of the global CIDR under globalnet, else of
+// the first IPv4 pod CIDR; for IPv6 the last address of the first IPv6 pod CIDR. The hub
+// never hands out the global CIDR's last address; pod IPAM leaves the IPv4 broadcast
+// address of a node's range alone, and the cluster CIDR's last address is that of its
+// last range. In IPv6 a node's range has no broadcast address, but IPAM hands a /64's
+// addresses out from its start (host-local, Calico, Cilium alike): its last of 2^64 is
+// never reached. They are the agent's own rather than the CNI bridge's: a gateway with
+// no pod on it, or a CNI that puts no address on the node, has none there, and health
+// was then never measured.
+func healthCheckIPs(m *straitv1.Membership, globalCIDR netip.Prefix) healthChecks {
+	var hc healthChecks
 	if globalCIDR.IsValid() {
-		return lastAddr(globalCIDR)
+		hc.v4 = kernel.LastAddr(globalCIDR)
 	}
 	pods, _ := prefixes(m.Spec.PodCIDRs)
 	for _, p := range pods {
-		if p.Addr().Is4() {
-			return lastAddr(p)
+		switch {
+		case p.Addr().Is4() && !hc.v4.IsValid():
+			hc.v4 = kernel.LastAddr(p)
+		case p.Addr().Is6() && !hc.v6.IsValid():
+			hc.v6 = kernel.LastAddr(p)
 		}
 	}
-	return netip.Addr{}
-}
-
-func lastAddr(p netip.Prefix) netip.Addr {
-	a := p.Masked().Addr().As4()
-	host := uint32(1)<<(32-p.Bits()) - 1
-	v := (uint32(a[0])<<24 | uint32(a[1])<<16 | uint32(a[2])<<8 | uint32(a[3])) | host
-	return netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)})
+	return hc
 }
 
 // ingresses turns GlobalIngresses into NAT mappings: a headless service's pods map one

@@ -259,15 +259,18 @@ func failoverScenario(t testing.TB, cfg *rest.Config) (graceful, crash time.Dura
 		if p.Status.State != "Connected" || p.Status.Gateway != first || p.Status.LatencyMicros != 1500 || p.Status.LossPercent != 20 {
 			return fmt.Errorf("peer status %+v", p.Status)
 		}
+		if hc := p.Status.HealthChecks; len(hc) != 1 || hc[0].Family != corev1.IPv4Protocol || hc[0].Received != 4 || hc[0].LatencyMicros != 1500 {
+			return fmt.Errorf("peer health checks %+v, want the IPv4 round only (an IPv4 clusterset)", hc)
+		}
 		return nil
 	})
 	require.Eventually(t, 5*time.Second, "the same in the active gateway's metrics, none in the passive one's", func() error {
 		got, passive := gathered(t, agents[first].metrics), gathered(t, agents[second].metrics)
 		for series, want := range map[string]float64{
-			"strait_agent_gateway_active":                  1,
-			`strait_agent_peer_connected{peer="c2"}`:       1,
-			`strait_agent_peer_latency_seconds{peer="c2"}`: 0.0015,
-			`strait_agent_peer_loss_ratio{peer="c2"}`:      0.2,
+			"strait_agent_gateway_active":                                1,
+			`strait_agent_peer_connected{peer="c2"}`:                     1,
+			`strait_agent_peer_latency_seconds{family="ipv4",peer="c2"}`: 0.0015,
+			`strait_agent_peer_loss_ratio{family="ipv4",peer="c2"}`:      0.2,
 			// A pass may fail now and then (a write conflict); the last one must not.
 			"strait_agent_last_sync_ok": 1,
 		} {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
@@ -69,42 +70,54 @@ func (a *Agent) timeFailover(ctx context.Context, from time.Time, previous strin
 		}
 	}
 	type answer struct {
-		peer string
-		at   time.Time
-		err  error
+		peer   string
+		family corev1.IPFamily
+		at     time.Time
+		err    error
 	}
-	answers := make(chan answer, len(peers))
+	answers := make(chan answer, 2*len(peers))
 	asked := 0
 	for _, p := range peers {
 		if p.Spec.Endpoint == nil {
 			continue // a peer that has no gateway cannot answer: not this failover's
 		}
-		hc, err := parseAddr(p.Spec.Endpoint.HealthCheckIP)
-		if err != nil {
-			continue
+		// Every family the two clusters share: the failover is done when each carries.
+		for _, c := range healthCheckPairs(want.Local, p.Spec.Endpoint) {
+			src := want.Local.HealthCheckIP
+			if c.family == corev1.IPv6Protocol {
+				src = want.Local.HealthCheckIPv6
+			}
+			asked++
+			go func() {
+				at, err := fr.FirstReply(ctx, src, c.dst, failoverProbeEvery)
+				answers <- answer{p.Spec.ClusterID, c.family, at, err}
+			}()
 		}
-		asked++
-		go func() {
-			at, err := fr.FirstReply(ctx, want.Local.HealthCheckIP, hc, failoverProbeEvery)
-			answers <- answer{p.Spec.ClusterID, at, err}
-		}()
 	}
 	var last time.Time
+	perFamily := map[corev1.IPFamily]time.Time{}
 	for range asked {
 		r := <-answers
 		if r.err != nil {
-			log.FromContext(ctx).V(1).Info("failover not timed: a peer did not answer through the cable", "peer", r.peer, "error", r.err.Error())
+			log.FromContext(ctx).V(1).Info("failover not timed: a peer did not answer through the cable", "peer", r.peer,
+				"family", r.family, "error", r.err.Error())
 			return
 		}
 		last = later(last, r.at)
+		perFamily[r.family] = later(perFamily[r.family], r.at)
 	}
 	if asked == 0 || !a.stillActive() {
 		return
 	}
 	took := last.Sub(from)
 	a.metrics.failedOver(string(driver.Name()), previous, took)
-	log.FromContext(ctx).Info("failover done: every peer answers through this node's cable",
-		"from", previous, "took", took.String(), "driver", driver.Name())
+	kv := []any{"from", previous, "took", took.String(), "driver", driver.Name()}
+	for _, f := range []corev1.IPFamily{corev1.IPv4Protocol, corev1.IPv6Protocol} {
+		if at, ok := perFamily[f]; ok {
+			kv = append(kv, metricFamily(f), at.Sub(from).String())
+		}
+	}
+	log.FromContext(ctx).Info("failover done: every peer answers through this node's cable, in every family", kv...)
 }
 
 func later(a, b time.Time) time.Time {

@@ -65,8 +65,9 @@ func (c *cableBytes) set(round []peerHealth) {
 // The remote cluster of a per-peer series is its "peer" label: "cluster" is the
 // scrape's, the member whose Prometheus reads this agent (docs/observability.md).
 func newMetrics(reg prometheus.Registerer, holding func() bool) (*metrics, error) {
-	perPeer := func(name, help string) *prometheus.GaugeVec {
-		return prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: "On the active gateway: " + help}, []string{"peer"})
+	perPeer := func(name, help string, labels ...string) *prometheus.GaugeVec {
+		return prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: "On the active gateway: " + help},
+			append([]string{"peer"}, labels...))
 	}
 	m := &metrics{
 		active: prometheus.NewGauge(prometheus.GaugeOpts{
@@ -99,11 +100,11 @@ func newMetrics(reg prometheus.Registerer, holding func() bool) (*metrics, error
 			Help: "1 when the last pass converged without error; a node stuck at 0 is not converging.",
 		}),
 		peerConnected: perPeer("strait_agent_peer_connected",
-			"1 while the remote cluster answers health checks through the cable."),
+			"1 while the remote cluster answers health checks through the cable, in every address family the two share."),
 		peerLatency: perPeer("strait_agent_peer_latency_seconds",
-			"round-trip time of the last health checks to the remote gateway, through the cable."),
+			"round-trip time of the last health checks to the remote gateway, through the cable, per address family.", "family"),
 		peerLoss: perPeer("strait_agent_peer_loss_ratio",
-			"share of the last round's health checks that went unanswered."),
+			"share of the last round's health checks that went unanswered, per address family.", "family"),
 		failover: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "strait_agent_failover_seconds",
 			Help:    "On the agent that took the gateway over: from the old holder's term running out (or its release) to this node's cable carrying a health check answered by every peer (this node's clock).",
@@ -132,11 +133,9 @@ func newMetrics(reg prometheus.Registerer, holding func() bool) (*metrics, error
 type peerHealth struct {
 	peer      string
 	connected bool
-	// probed: latency and loss were measured this round.
-	probed      bool
-	latencySecs float64
-	lossRatio   float64
-	conn        *cable.Connection
+	// families are the round's health checks, one per family the two clusters share.
+	families familyChecks
+	conn     *cable.Connection
 }
 
 // synced records one pass.
@@ -187,9 +186,11 @@ func (m *metrics) setPeers(round []peerHealth) {
 	}
 	for _, p := range round {
 		m.peerConnected.WithLabelValues(p.peer).Set(boolValue(p.connected))
-		if p.probed {
-			m.peerLatency.WithLabelValues(p.peer).Set(p.latencySecs)
-			m.peerLoss.WithLabelValues(p.peer).Set(p.lossRatio)
+		for _, f := range p.families {
+			if f.err == nil {
+				m.peerLatency.WithLabelValues(p.peer, metricFamily(f.family)).Set(f.r.RTT.Seconds())
+				m.peerLoss.WithLabelValues(p.peer, metricFamily(f.family)).Set(f.r.LossRatio())
+			}
 		}
 	}
 	m.cableBytes.set(round)

@@ -8,8 +8,10 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/straitnet/strait/nodeagent/cable"
+	"github.com/straitnet/strait/nodeagent/health"
 	"github.com/straitnet/strait/test/promcheck"
 )
 
@@ -55,25 +57,31 @@ func TestPeerMetricsFollowTheRound(t *testing.T) {
 		t.Fatal(err)
 	}
 	m.setPeers([]peerHealth{
-		{peer: "c2", connected: true, probed: true, latencySecs: 0.002, lossRatio: 0,
+		{peer: "c2", connected: true, families: familyChecks{
+			{family: corev1.IPv4Protocol, r: health.Result{Sent: 5, Received: 5, RTT: 2 * time.Millisecond}},
+			{family: corev1.IPv6Protocol, r: health.Result{Sent: 5, Received: 4, RTT: 3 * time.Millisecond}},
+		},
 			conn: &cable.Connection{ClusterID: "c2", Connected: true, RxBytes: 1000, TxBytes: 2000}},
 		{peer: "c3"},
 	})
 	got := gathered(t, reg)
 	for series, want := range map[string]float64{
-		`strait_agent_peer_connected{peer="c2"}`:       1,
-		`strait_agent_peer_latency_seconds{peer="c2"}`: 0.002,
-		`strait_agent_peer_loss_ratio{peer="c2"}`:      0,
-		`strait_agent_cable_rx_bytes_total{peer="c2"}`: 1000,
-		`strait_agent_cable_tx_bytes_total{peer="c2"}`: 2000,
-		`strait_agent_peer_connected{peer="c3"}`:       0,
+		`strait_agent_peer_connected{peer="c2"}`:                     1,
+		`strait_agent_peer_latency_seconds{family="ipv4",peer="c2"}`: 0.002,
+		`strait_agent_peer_loss_ratio{family="ipv4",peer="c2"}`:      0,
+		`strait_agent_peer_latency_seconds{family="ipv6",peer="c2"}`: 0.003,
+		`strait_agent_peer_loss_ratio{family="ipv6",peer="c2"}`:      0.2,
+		`strait_agent_cable_rx_bytes_total{peer="c2"}`:               1000,
+		`strait_agent_cable_tx_bytes_total{peer="c2"}`:               2000,
+		`strait_agent_peer_connected{peer="c3"}`:                     0,
 	} {
 		if v, ok := got[series]; !ok || v != want {
 			t.Errorf("%s = %v (present: %v), want %v", series, v, ok, want)
 		}
 	}
 	// c3 was never probed and has no cable: no latency or bytes to report.
-	for _, series := range []string{`strait_agent_peer_latency_seconds{peer="c3"}`, `strait_agent_cable_rx_bytes_total{peer="c3"}`} {
+	for _, series := range []string{`strait_agent_peer_latency_seconds{family="ipv4",peer="c3"}`,
+		`strait_agent_peer_latency_seconds{family="ipv6",peer="c3"}`, `strait_agent_cable_rx_bytes_total{peer="c3"}`} {
 		if _, ok := got[series]; ok {
 			t.Errorf("%s reported for a peer without a measurement", series)
 		}

@@ -41,6 +41,9 @@ func (a *Agent) publishGateway(ctx context.Context, m *straitv1.Membership, self
 	if hc := want.Local.HealthCheckIP; hc.IsValid() {
 		spec.HealthCheckIP = hc.String()
 	}
+	if hc := want.Local.HealthCheckIPv6; hc.IsValid() {
+		spec.HealthCheckIPv6 = hc.String()
+	}
 	err := a.updateLive(ctx, gw, func() { gw.Spec = spec }, func() error {
 		_, err := controllerutil.CreateOrUpdate(ctx, a.client, gw, func() error {
 			gw.Spec = spec
@@ -237,16 +240,12 @@ func (a *Agent) checkPeers(ctx context.Context) error {
 				p.Spec.ClusterID, ep.Port)
 		} else if ep != nil {
 			msg = "the cable reports no connection"
-			if hc, err := parseAddr(ep.HealthCheckIP); err == nil {
-				r, err := a.cfg.Prober.Probe(ctx, want.Local.HealthCheckIP, hc)
-				if err != nil {
-					msg = err.Error()
-				} else {
-					st.LossPercent = r.LossPercent()
-					st.LatencyMicros = r.RTT.Microseconds()
-					reachable = r.Received > 0
-					health.probed, health.latencySecs, health.lossRatio = true, r.RTT.Seconds(), r.LossRatio()
-					msg = fmt.Sprintf("%d of %d health checks to %s answered", r.Received, r.Sent, hc)
+			if checks := a.probeFamilies(ctx, want.Local, ep); len(checks) > 0 {
+				reachable, msg = checks.reachable(reachable)
+				st.HealthChecks = checks.status()
+				health.families = checks
+				if first := checks[0]; first.err == nil {
+					st.LossPercent, st.LatencyMicros = first.r.LossPercent(), first.r.RTT.Microseconds()
 				}
 			}
 		}

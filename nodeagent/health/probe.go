@@ -13,6 +13,7 @@ import (
 	"github.com/vishvananda/netns"
 	"golang.org/x/net/icmp"
 	"golang.org/x/net/ipv4"
+	"golang.org/x/net/ipv6"
 )
 
 // Result of one probe round.
@@ -58,8 +59,24 @@ func NewICMP(ns netns.NsHandle, count int, interval, timeout time.Duration) *ICM
 	return &ICMP{ns: ns, count: count, interval: interval, timeout: timeout}
 }
 
+// echo is what an ICMP echo exchange differs in between the families: the raw socket,
+// the message types and the protocol number replies are parsed with. The kernel fills in
+// an ICMPv6 message's checksum (its pseudo-header has the addresses the route picks).
+type echo struct {
+	network        string
+	request, reply icmp.Type
+	protocol       int
+}
+
+func echoOf(a netip.Addr) echo {
+	if a.Is4() || a.Is4In6() {
+		return echo{network: "ip4:icmp", request: ipv4.ICMPTypeEcho, reply: ipv4.ICMPTypeEchoReply, protocol: 1}
+	}
+	return echo{network: "ip6:ipv6-icmp", request: ipv6.ICMPTypeEchoRequest, reply: ipv6.ICMPTypeEchoReply, protocol: 58}
+}
+
 func (p *ICMP) listen(src netip.Addr) (*icmp.PacketConn, error) {
-	open := func() (*icmp.PacketConn, error) { return icmp.ListenPacket("ip4:icmp", src.String()) }
+	open := func() (*icmp.PacketConn, error) { return icmp.ListenPacket(echoOf(src).network, src.Unmap().String()) }
 	if !p.ns.IsOpen() {
 		return open()
 	}
@@ -81,8 +98,13 @@ func (p *ICMP) listen(src netip.Addr) (*icmp.PacketConn, error) {
 	return r.c, r.err
 }
 
-// Probe sends the round's echo requests from src to dst and collects the replies.
+// Probe sends the round's echo requests from src to dst and collects the replies; src
+// and dst are of one family, ICMPv6 for IPv6.
 func (p *ICMP) Probe(ctx context.Context, src, dst netip.Addr) (Result, error) {
+	if err := sameFamily(src, dst); err != nil {
+		return Result{}, err
+	}
+	e := echoOf(dst)
 	conn, err := p.listen(src)
 	if err != nil {
 		return Result{}, fmt.Errorf("icmp socket on %s: %w", src, err)
@@ -96,7 +118,7 @@ func (p *ICMP) Probe(ctx context.Context, src, dst netip.Addr) (Result, error) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		readReplies(conn, dst, id, func(seq int, at time.Time) bool {
+		readReplies(conn, e, dst, id, func(seq int, at time.Time) bool {
 			mu.Lock()
 			t0, ok := sent[seq]
 			delete(sent, seq)
@@ -109,7 +131,7 @@ func (p *ICMP) Probe(ctx context.Context, src, dst netip.Addr) (Result, error) {
 		})
 	}()
 	for i := 0; i < p.count; i++ {
-		b, _ := (&icmp.Message{Type: ipv4.ICMPTypeEcho, Body: &icmp.Echo{ID: id, Seq: i, Data: []byte("strait-health")}}).Marshal(nil)
+		b, _ := (&icmp.Message{Type: e.request, Body: &icmp.Echo{ID: id, Seq: i, Data: []byte("strait-health")}}).Marshal(nil)
 		mu.Lock()
 		sent[i] = time.Now()
 		mu.Unlock()
@@ -144,6 +166,10 @@ type FirstReplier interface {
 
 // FirstReply implements FirstReplier: its precision is every, whatever the round trip.
 func (p *ICMP) FirstReply(ctx context.Context, src, dst netip.Addr, every time.Duration) (time.Time, error) {
+	if err := sameFamily(src, dst); err != nil {
+		return time.Time{}, err
+	}
+	e := echoOf(dst)
 	conn, err := p.listen(src)
 	if err != nil {
 		return time.Time{}, fmt.Errorf("icmp socket on %s: %w", src, err)
@@ -151,14 +177,14 @@ func (p *ICMP) FirstReply(ctx context.Context, src, dst netip.Addr, every time.D
 	defer conn.Close() // ends the reader below
 	id := int(p.seq.Add(1)&0xffff) ^ 0x5354
 	answered := make(chan time.Time, 1)
-	go readReplies(conn, dst, id, func(_ int, at time.Time) bool {
+	go readReplies(conn, e, dst, id, func(_ int, at time.Time) bool {
 		answered <- at
 		return false
 	})
 	tick := time.NewTicker(every)
 	defer tick.Stop()
 	for seq := 0; ; seq++ {
-		b, _ := (&icmp.Message{Type: ipv4.ICMPTypeEcho, Body: &icmp.Echo{ID: id, Seq: seq & 0xffff, Data: []byte("strait-failover")}}).Marshal(nil)
+		b, _ := (&icmp.Message{Type: e.request, Body: &icmp.Echo{ID: id, Seq: seq & 0xffff, Data: []byte("strait-failover")}}).Marshal(nil)
 		_, _ = conn.WriteTo(b, &net.IPAddr{IP: dst.AsSlice()}) // a path not up yet refuses: try on
 		select {
 		case at := <-answered:
@@ -172,7 +198,7 @@ func (p *ICMP) FirstReply(ctx context.Context, src, dst netip.Addr, every time.D
 
 // readReplies hands each echo reply from dst to echo requests of id to reply, with its
 // sequence number and when it arrived, until reply returns false or conn is closed.
-func readReplies(conn *icmp.PacketConn, dst netip.Addr, id int, reply func(seq int, at time.Time) bool) {
+func readReplies(conn *icmp.PacketConn, e echo, dst netip.Addr, id int, reply func(seq int, at time.Time) bool) {
 	buf := make([]byte, 1500)
 	for {
 		n, from, err := conn.ReadFrom(buf)
@@ -180,12 +206,20 @@ func readReplies(conn *icmp.PacketConn, dst netip.Addr, id int, reply func(seq i
 			return
 		}
 		at := time.Now()
-		m, err := icmp.ParseMessage(1, buf[:n])
-		if err != nil || m.Type != ipv4.ICMPTypeEchoReply || from.String() != dst.String() {
+		m, err := icmp.ParseMessage(e.protocol, buf[:n])
+		if err != nil || m.Type != e.reply || from.String() != dst.Unmap().String() {
 			continue
 		}
 		if e, ok := m.Body.(*icmp.Echo); ok && e.ID == id && !reply(e.Seq, at) {
 			return
 		}
 	}
+}
+
+// sameFamily refuses a probe between families: no route carries it.
+func sameFamily(src, dst netip.Addr) error {
+	if src.Unmap().Is4() != dst.Unmap().Is4() {
+		return fmt.Errorf("health check from %s to %s: the addresses are of different families", src, dst)
+	}
+	return nil
 }

@@ -2,7 +2,9 @@ package health
 
 import (
 	"context"
+	"fmt"
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 
@@ -85,5 +87,46 @@ func TestFirstReplyTimesAPathComingUp(t *testing.T) {
 	defer cancel2()
 	if _, err := p.FirstReply(short, src, netip.MustParseAddr("10.98.0.3"), 20*time.Millisecond); err == nil {
 		t.Error("a reply from an address nobody has")
+	}
+}
+
+// An IPv6 health check is ICMPv6: answered, timed, and a dead address counted lost;
+// FirstReply times it too; a probe across families is refused before anything is sent.
+func TestICMPv6Probe(t *testing.T) {
+	require.Root(t)
+	a, b := netns.New(t, "v6a"), netns.New(t, "v6b")
+	netns.Veth(t, a, "eth0", b, "eth0")
+	a.AddAddr(t, "eth0", "fd99:0:0:1::1/64")
+	b.AddAddr(t, "eth0", "fd99:0:0:1::2/64")
+	p := NewICMP(a.Handle, 5, 20*time.Millisecond, 500*time.Millisecond)
+	src, dst := netip.MustParseAddr("fd99:0:0:1::1"), netip.MustParseAddr("fd99:0:0:1::2")
+	ctx := context.Background()
+	// A new link carries IPv6 once the kernel has made it ready (carrier on both ends of
+	// the veth): under load, a moment after the addresses are there.
+	var r Result
+	require.Eventually(t, 5*time.Second, "a whole round answered over IPv6", func() error {
+		var err error
+		if r, err = p.Probe(ctx, src, dst); err != nil {
+			return err
+		}
+		if r.Sent != 5 || r.Received != 5 || r.LossPercent() != 0 || r.RTT <= 0 {
+			return fmt.Errorf("reachable IPv6 peer: %+v", r)
+		}
+		return nil
+	})
+	r, err := p.Probe(ctx, src, netip.MustParseAddr("fd99:0:0:1::3"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Received != 0 || r.LossPercent() != 100 {
+		t.Fatalf("unreachable IPv6 peer: %+v", r)
+	}
+	fctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	if _, err := p.FirstReply(fctx, src, dst, 20*time.Millisecond); err != nil {
+		t.Fatalf("first IPv6 reply: %v", err)
+	}
+	if _, err := p.Probe(ctx, netip.MustParseAddr("10.97.0.1"), dst); err == nil || !strings.Contains(err.Error(), "different families") {
+		t.Fatalf("a probe from IPv4 to IPv6: got %v, want a refusal naming the families", err)
 	}
 }

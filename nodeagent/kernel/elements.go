@@ -22,7 +22,7 @@ func IntervalElementsOf(f Family, ps []netip.Prefix) []NFTElement {
 			continue
 		}
 		p = p.Masked()
-		spans = append(spans, span{p.Addr(), lastOf(p)})
+		spans = append(spans, span{p.Addr(), LastAddr(p)})
 	}
 	slices.SortFunc(spans, func(a, b span) int { return a.first.Compare(b.first) })
 	var merged []span
@@ -44,4 +44,17 @@ func IntervalElementsOf(f Family, ps []netip.Prefix) []NFTElement {
 		out[i] = NFTElement{Key: RangeText(s.first, s.last)}
 	}
 	return out
+}
+
+// LastAddr is the last address of p, in p's family.
+func LastAddr(p netip.Prefix) netip.Addr {
+	p = p.Masked()
+	b := p.Addr().AsSlice()
+	for i := range b {
+		if keep := p.Bits() - 8*i; keep < 8 {
+			b[i] |= 0xff >> max(keep, 0)
+		}
+	}
+	a, _ := netip.AddrFromSlice(b)
+	return a
 }

@@ -485,7 +485,7 @@ func decodeElements(f Family, s NFTSet, els []nftables.SetElement) ([]NFTElement
 func RangeText(first, last netip.Addr) string {
 	for bits := 0; bits <= first.BitLen(); bits++ {
 		p := netip.PrefixFrom(first, bits)
-		if p.Masked().Addr() == first && lastOf(p) == last {
+		if p.Masked().Addr() == first && LastAddr(p) == last {
 			if bits == first.BitLen() {
 				return first.String()
 			}
@@ -495,23 +495,10 @@ func RangeText(first, last netip.Addr) string {
 	return first.String() + "-" + last.String()
 }
 
-// lastOf is the last address of p, in p's family.
-func lastOf(p netip.Prefix) netip.Addr {
-	p = p.Masked()
-	b := p.Addr().AsSlice()
-	for i := range b {
-		if keep := p.Bits() - 8*i; keep < 8 {
-			b[i] |= 0xff >> max(keep, 0)
-		}
-	}
-	a, _ := netip.AddrFromSlice(b)
-	return a
-}
-
 // maxAddr is the family's last address.
 func maxAddr(f Family) netip.Addr {
 	if f.Or4() == IPv6 {
-		return lastOf(netip.MustParsePrefix("::/0"))
+		return LastAddr(netip.MustParsePrefix("::/0"))
 	}
 	return netip.MustParseAddr("255.255.255.255")
 }
@@ -530,7 +517,7 @@ func parseRange(s string) (netip.Addr, netip.Addr, error) {
 		if err != nil {
 			return netip.Addr{}, netip.Addr{}, err
 		}
-		return p.Masked().Addr(), lastOf(p), nil
+		return p.Masked().Addr(), LastAddr(p), nil
 	}
 	a, err := netip.ParseAddr(s)
 	return a, a, err

@@ -87,6 +87,20 @@ func TestDiagnoseFindsEachFault(t *testing.T) {
 		if strings.Contains(out, "WHAT TO DO") {
 			t.Error("a healthy lab got something to do")
 		}
+		// On a lab whose ClusterSet carries IPv6 (a dual-stack lab), the per-family
+		// checks name both families; on an IPv4 one, neither.
+		dual := ipv6Carried(env.ClusterSet(t))
+		for _, check := range []string{"cni", "mtu"} {
+			for _, c := range members() {
+				_, d := verdict(out, check, c)
+				if got := strings.Contains(d, "IPv6: ") && strings.Contains(d, "IPv4: "); got != dual {
+					t.Errorf("%s %s: %q names both families: %v, want %v (the ClusterSet carries IPv6: %v)", check, c, d, got, dual, dual)
+				}
+			}
+		}
+		if _, d := verdict(out, "dns", "c1"); !strings.Contains(d, "AAAA") {
+			t.Errorf("dns c1: %q says nothing of AAAA (an IPv4-only service's is NOERROR with no answer)", d)
+		}
 	})
 
 	// strait verify on the healthy lab: pod → pod and pod → ClusterIP across with the
@@ -255,6 +269,8 @@ add rule ip diag-masq postrouting masquerade
 		for _, c := range members() {
 			want(t, out, "firewall", c, "fail", gw.Name)
 		}
+		// The rule itself, read from the gateway's nftables, in the cable's family.
+		want(t, out, "firewall", "c2", "fail", fmt.Sprintf("IPv4: node %s drops UDP %d, the cable's port: table ip diag-block chain input", gw.Name, port))
 		if !strings.Contains(out, fmt.Sprintf("open UDP port %d", port)) {
 			t.Errorf("the fix does not say to open UDP port %d", port)
 		}
@@ -552,4 +568,16 @@ func TestDiagnoseNeverHangs(t *testing.T) {
 			}
 		}
 	})
+}
+
+// ipv6Carried says whether the ClusterSet lists an IPv6 pod CIDR for a member.
+func ipv6Carried(cs *straitv1.ClusterSet) bool {
+	for _, c := range cs.Spec.Clusters {
+		for _, p := range c.PodCIDRs {
+			if strings.Contains(p, ":") {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"os/exec"
-	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -95,7 +94,7 @@ func TestPeerHealthIsMeasured(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		ratio, err := peerMetric(t, "c1", "strait_agent_peer_loss_ratio", "c2")
+		ratio, err := peerMetric(t, "c1", "strait_agent_peer_loss_ratio", "ipv4", "c2")
 		if err != nil {
 			return err
 		}
@@ -120,15 +119,11 @@ type healthRound struct {
 	sent, received int
 }
 
-// answeredChecks reads the active gateway's Connected message, "N of M health checks to
-// IP answered".
-var answeredChecks = regexp.MustCompile(`^(\d+) of (\d+) health checks to `)
-
 // healthRounds reads cluster's Peer remote until it has seen n health-check rounds that
 // began after the call. Each round is one status write of the active gateway, which
 // changes the cable's byte counters (the probes cross the cable, answered or not: two
-// rounds that lost every probe differ in what was sent) and says in its Connected
-// message how many probes it sent and how many were answered. The first write seen may
+// rounds that lost every probe differ in what was sent) and says in its healthChecks
+// how many probes it sent and how many were answered (the first family's: IPv4 here). The first write seen may
 // be of a round that began before the call, and does not count.
 // It reads through c, a client of cluster, and reports through t only with Logf and
 // Errorf, so that it can run beside another.
@@ -156,18 +151,12 @@ func healthRounds(t *testing.T, c client.Client, cluster, remote string, n int) 
 		if seen++; seen <= 2 {
 			continue // the status as it was, then a round that may have begun before
 		}
-		var m []string
-		if c := apimeta.FindStatusCondition(st.Conditions, straitv1.ConditionConnected); c != nil {
-			m = answeredChecks.FindStringSubmatch(c.Message)
-		}
-		if m == nil {
-			t.Errorf("%s's Peer %s: a status write without a count of health checks: %s", cluster, remote, connectedMessage(st))
+		if len(st.HealthChecks) == 0 {
+			t.Errorf("%s's Peer %s: a status write without a health-check round: %s", cluster, remote, connectedMessage(st))
 			continue
 		}
-		r := healthRound{lossPercent: st.LossPercent}
-		r.received, _ = strconv.Atoi(m[1])
-		r.sent, _ = strconv.Atoi(m[2])
-		rounds = append(rounds, r)
+		hc := st.HealthChecks[0]
+		rounds = append(rounds, healthRound{lossPercent: st.LossPercent, sent: int(hc.Sent), received: int(hc.Received)})
 	}
 	return rounds, nil
 }
@@ -199,7 +188,7 @@ func latencyMeasured(t *testing.T, cluster, remote string, driver straitv1.Cable
 		if st.LatencyMicros <= 0 || st.LossPercent != 0 {
 			return fmt.Errorf("latency %dµs, loss %d%%: %s", st.LatencyMicros, st.LossPercent, connectedMessage(st))
 		}
-		v, err := peerMetric(t, cluster, "strait_agent_peer_latency_seconds", remote)
+		v, err := peerMetric(t, cluster, "strait_agent_peer_latency_seconds", "ipv4", remote)
 		if err != nil {
 			return err
 		}
@@ -238,13 +227,13 @@ func connectedMessage(st straitv1.PeerStatus) string {
 }
 
 // peerMetric scrapes one per-peer series from cluster's active gateway.
-func peerMetric(t *testing.T, cluster, name, remote string) (float64, error) {
+func peerMetric(t *testing.T, cluster, name, family, remote string) (float64, error) {
 	gw := env.ActiveGateway(t, cluster)
 	body, err := labtest.GetWithin(gw.Namespace, "http://127.0.0.1:9342/metrics", 5*time.Second)
 	if err != nil {
 		return 0, err
 	}
-	prefix := fmt.Sprintf("%s{peer=%q} ", name, remote)
+	prefix := fmt.Sprintf("%s{family=%q,peer=%q} ", name, family, remote)
 	for _, line := range strings.Split(string(body), "\n") {
 		if v, ok := strings.CutPrefix(line, prefix); ok {
 			return strconv.ParseFloat(v, 64)

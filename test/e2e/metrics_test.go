@@ -28,8 +28,8 @@ func TestGatewayMetrics(t *testing.T) {
 		for _, want := range []string{
 			"strait_agent_gateway_active 1\n",
 			`strait_agent_peer_connected{peer="c2"} 1` + "\n",
-			`strait_agent_peer_loss_ratio{peer="c2"} 0` + "\n",
-			`strait_agent_peer_latency_seconds{peer="c2"} `,
+			`strait_agent_peer_loss_ratio{family="ipv4",peer="c2"} 0` + "\n",
+			`strait_agent_peer_latency_seconds{family="ipv4",peer="c2"} `,
 			`strait_agent_cable_tx_bytes_total{peer="c2"} `,
 			"strait_agent_sync_duration_seconds_count ",
 			"strait_agent_last_sync_ok 1\n",

@@ -47,6 +47,13 @@ func TestShowAllAndVersionWithTheHubKubeconfigAlone(t *testing.T) {
 		}
 	}
 
+	// The sample's import in c1: its families (the sample's Services are IPv4's, also
+	// on a dual-stack lab) and a clusterset IP of each, exported by c2.
+	if r := fields(sections["IMPORTS"], "c1", "sample", "whereami-cs", "ClusterSetIP"); len(r) < 7 || !strings.HasPrefix(r[4], "IPv4") ||
+		strings.Count(r[5], ",") != strings.Count(r[4], ",") || r[5] == "-" || r[6] != "c2" {
+		t.Errorf("imports: c1's sample/whereami-cs %q; want ClusterSetIP, IPv4 first, a clusterset IP a family, exported by c2", r)
+	}
+
 	out, errOut, code = exitCode(t, env.Strait, "version", "--kubeconfig", hub)
 	t.Logf("strait version: exit %d\n%s%s", code, out, errOut)
 	if code != 0 || errOut != "" {

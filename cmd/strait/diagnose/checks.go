@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/version"
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
-	"github.com/straitnet/strait/dns/corefile"
+	"github.com/straitnet/strait/internal/probe"
 	"github.com/straitnet/strait/nodeagent/route"
 	"github.com/straitnet/strait/plan"
 )
@@ -176,61 +176,128 @@ func nodeOf(o observed, addr string) string {
 }
 
 func cni(m *member, o observed) Result {
-	var bad, ok []string
-	var fix []string
-	crossed := 0
-	for _, a := range o.across {
-		if a.from != m.name {
+	var bad, passed, fix []string
+	missing := missingFamilies(m, o)
+	unmeasured := 0
+	for _, f := range m.families() {
+		if !sharesWithAnother(m, o, f) {
+			passed = append(passed, labelled(m, f, "no other member carries "+string(f)))
 			continue
 		}
-		arrived := a.arrived
-		if len(arrived) == 0 && a.dialErr == nil {
-			arrived = []string{a.seen.Seen}
+		var ok []string
+		crossed := 0
+		for _, a := range o.across {
+			if a.from != m.name || a.family != f {
+				continue
+			}
+			how, arrived := masqueraded(m, o, a)
+			if !arrived {
+				continue
+			}
+			crossed++
+			if len(how) == 0 {
+				ok = appendNew(ok, a.fromPod.node)
+				continue
+			}
+			bad = append(bad, labelled(m, f, fmt.Sprintf("remote traffic is masqueraded: from pod %s on %s to %s's pod %s: %s", a.fromPod.ip, a.fromPod.node, a.to, a.toPod.ip, strings.Join(how, ", "))))
+			if fx, read := m.facts[a.fromPod.node]; read {
+				chains := fx.StraitChains
+				if f == corev1.IPv6Protocol {
+					chains = fx.StraitChains6 // an IPv6 pod's bypass is in table ip6 strait
+				}
+				if !contains(chains, route.SourceChain) {
+					fix = appendNew(fix, fmt.Sprintf("node %s lacks the agent's masquerade bypass (nftables chain %s %s %s)", a.fromPod.node, nftFamily(f), route.NFTable, route.SourceChain))
+				}
+			}
 		}
-		// A masqueraded source may never arrive (the cable admits only the other
-		// cluster's CIDRs, or the answers go astray): the conntrack of the nodes on
-		// the way says what it left with.
-		translated := translations(m, a)
-		if len(arrived) == 0 && len(translated) == 0 {
+		if crossed == 0 {
+			unmeasured++
+			passed = append(passed, labelled(m, f, "no probe reached another member, so the source address could not be compared"))
 			continue
 		}
-		crossed++
-		var other []string
-		for _, addr := range arrived {
-			if addr != a.fromPod.ip {
-				other = append(other, addr+" ("+whose(o, addr)+")")
-			}
-		}
-		if len(other) == 0 && len(translated) == 0 {
-			ok = appendNew(ok, a.fromPod.node)
-			continue
-		}
-		var how []string
-		if len(other) > 0 {
-			how = append(how, "arrived from "+strings.Join(other, ", "))
-		}
-		for _, t := range translated {
-			how = append(how, fmt.Sprintf("left node %s as %s (%s)", t.node, t.addr, whose(o, t.addr)))
-		}
-		bad = append(bad, fmt.Sprintf("from pod %s on %s to %s's pod %s: %s", a.fromPod.ip, a.fromPod.node, a.to, a.toPod.ip, strings.Join(how, ", ")))
-		if f, read := m.facts[a.fromPod.node]; read {
-			chains, family := f.StraitChains, "ip"
-			if ip, err := netip.ParseAddr(a.fromPod.ip); err == nil && ip.Is6() && !ip.Is4In6() {
-				chains, family = f.StraitChains6, "ip6" // an IPv6 pod's bypass is in table ip6 strait
-			}
-			if !contains(chains, route.SourceChain) {
-				fix = appendNew(fix, fmt.Sprintf("node %s lacks the agent's masquerade bypass (nftables chain %s %s %s)", a.fromPod.node, family, route.NFTable, route.SourceChain))
-			}
+		if len(ok) > 0 {
+			passed = append(passed, labelled(m, f, "the pod's own address arrives in the other members, from "+strings.Join(ok, ", ")))
 		}
 	}
 	switch {
-	case len(bad) > 0:
-		return result(checkCNI, m, Fail, "remote traffic is masqueraded: "+strings.Join(bad, "; ")+leftOut(m),
-			strings.Join(append(fix, "a masquerade on the way (the CNI's, kube-proxy's) rewrites the pod's address and the other cluster's answers go astray; Strait's agent keeps every masquerade off remote CIDRs with its chain "+route.SourceChain+" (priority srcnat-10): check that the agent runs on those nodes (strait diagnose deployment) and read its log"), "; "))
-	case crossed == 0:
-		return result(checkCNI, m, Warn, "no probe reached another member, so the source address could not be compared"+leftOut(m), "see the connections check")
+	case len(missing) > 0 || len(bad) > 0:
+		var fixes []string
+		if len(missing) > 0 {
+			fixes = append(fixes, "every node of a member needs a pod CIDR of each family the member carries (kube-controller-manager's --cluster-cidr with a range of each, --allocate-node-cidrs; a node keeps the spec.podCIDRs it registered with, so an older node must be registered again) and the CNI must give each pod an address of each (its IPAM ranges); or take the family's ranges out of the ClusterSet")
+		}
+		if len(bad) > 0 {
+			fixes = append(fixes, strings.Join(append(fix, "a masquerade on the way (the CNI's, kube-proxy's) rewrites the pod's address and the other cluster's answers go astray; Strait's agent keeps every masquerade off remote CIDRs with its chain "+route.SourceChain+" (priority srcnat-10, in table ip strait and, for IPv6, ip6 strait): check that the agent runs on those nodes (strait diagnose deployment) and read its log"), "; "))
+		}
+		return result(checkCNI, m, Fail, joinDetails(append(missing, bad...))+leftOut(m), strings.Join(fixes, "; "))
+	case unmeasured > 0:
+		return result(checkCNI, m, Warn, joinDetails(passed)+leftOut(m), "see the connections check")
 	}
-	return result(checkCNI, m, Pass, "the pod's own address arrives in the other members, from "+strings.Join(ok, ", ")+leftOut(m), "")
+	return result(checkCNI, m, Pass, joinDetails(passed)+leftOut(m), "")
+}
+
+// masqueraded says how a probe's source was rewritten on the way (nothing when the
+// pod's own address arrived), and whether it can be told at all: a masqueraded source
+// may never arrive (the cable admits only the other cluster's CIDRs, or the answers go
+// astray), so the conntrack of the nodes on the way says what it left with.
+func masqueraded(m *member, o observed, a across) ([]string, bool) {
+	arrived := a.arrived
+	if len(arrived) == 0 && a.dialErr == nil {
+		arrived = []string{a.seen.Seen}
+	}
+	translated := translations(m, a)
+	if len(arrived) == 0 && len(translated) == 0 {
+		return nil, false
+	}
+	var how, other []string
+	for _, addr := range arrived {
+		if addr != a.fromPod.ip {
+			other = append(other, addr+" ("+whose(o, addr)+")")
+		}
+	}
+	if len(other) > 0 {
+		how = append(how, "arrived from "+strings.Join(other, ", "))
+	}
+	for _, t := range translated {
+		how = append(how, fmt.Sprintf("left node %s as %s (%s)", t.node, t.addr, whose(o, t.addr)))
+	}
+	return how, true
+}
+
+// sharesWithAnother says whether another member carries family f too.
+func sharesWithAnother(m *member, o observed, f corev1.IPFamily) bool {
+	for _, x := range o.members {
+		if x != m && x.membership != nil && slices.Contains(x.families(), f) {
+			return true
+		}
+	}
+	return false
+}
+
+// missingFamilies names, per family the member carries, its nodes without a pod CIDR
+// of the family and its probe pods without an address of it: their pods cannot reach
+// the other members in that family.
+func missingFamilies(m *member, o observed) []string {
+	var out []string
+	for _, f := range m.families() {
+		for _, n := range m.nodes {
+			if m.nodeError(n.Name) != nil || len(n.Spec.PodCIDRs) == 0 {
+				continue
+			}
+			if !slices.ContainsFunc(n.Spec.PodCIDRs, func(c string) bool { return familyOf(c) == f }) {
+				out = append(out, labelled(m, f, fmt.Sprintf("node %s has no %s pod CIDR (spec.podCIDRs %s), while the member's podCIDRs hold %s", n.Name, f, strings.Join(n.Spec.PodCIDRs, ","), strings.Join(m.membership.Spec.PodCIDRs, ","))))
+			}
+		}
+		for _, p := range o.probes[m.name] {
+			if p.ipOf(f) == "" {
+				addrs := p.ips
+				if len(addrs) == 0 {
+					addrs = []string{p.ip}
+				}
+				out = append(out, labelled(m, f, fmt.Sprintf("pod %s on %s has no %s address (status.podIPs %s)", p.name, p.node, f, strings.Join(addrs, ","))))
+			}
+		}
+	}
+	return out
 }
 
 // leftOut names, for a check's detail, the nodes of m that did not answer ("" when all
@@ -268,29 +335,77 @@ func whose(o observed, addr string) string {
 	if n := nodeOf(o, addr); n != "" {
 		return "node " + n
 	}
+	if n := vtepOf(o, addr); n != "" {
+		return "vx-strait of node " + n
+	}
 	return "not the pod's"
 }
 
+// vtepOf names the node (of any member) whose vx-strait address, IPv4 or IPv6, addr is:
+// what a masquerade on a node gives a packet that leaves through vx-strait.
+func vtepOf(o observed, addr string) string {
+	ip, err := netip.ParseAddr(addr)
+	if err != nil {
+		return ""
+	}
+	for _, m := range o.members {
+		for _, n := range m.nodes {
+			for _, a := range n.Status.Addresses {
+				if under, err := netip.ParseAddr(a.Address); err == nil && a.Type == corev1.NodeInternalIP &&
+					(route.VTEP6(under) == ip || under.Unmap().Is4() && route.VTEP(under) == ip) {
+					return m.name + "/" + n.Name
+				}
+			}
+		}
+	}
+	return ""
+}
+
+// ipv6MinMTU is the least MTU IPv6 allows a link (RFC 8200): a path that carries less
+// breaks IPv6, which routers never fragment.
+const ipv6MinMTU = 1280
+
+// mtu judges, for each other member and each family the two share, the path MTU
+// measured from m's probe pod on a plain node: a full-sized datagram (the path MTU less
+// the family's IP and UDP headers: 28 bytes for IPv4, 48 for IPv6) must cross, and an
+// IPv6 path must carry IPv6's 1280 bytes.
 func mtu(m *member, o observed) Result {
+	var bad, warn, ok []string
+	var fixes []string
 	for _, a := range o.across {
 		if a.from != m.name || (a.mtu == nil && a.mtuErr == nil) {
 			continue
 		}
-		path := fmt.Sprintf("from %s to %s's pod %s", a.fromPod.node, a.to, a.toPod.ip)
+		path := labelled(m, a.family, fmt.Sprintf("from %s to %s's pod %s", a.fromPod.node, a.to, a.toPod.ip))
 		switch {
 		case a.mtuErr != nil:
-			return result(checkMTU, m, Warn, path+": "+a.mtuErr.Error(), "see the connections check")
+			warn = append(warn, path+": "+a.mtuErr.Error())
 		case a.mtu.Error != "":
-			return result(checkMTU, m, Warn, path+": "+a.mtu.Error, "")
+			warn = append(warn, path+": "+a.mtu.Error)
 		case !a.mtu.Small:
-			return result(checkMTU, m, Warn, path+": no datagram crossed", "see the connections and firewall checks")
+			warn = append(warn, path+": no datagram crossed")
 		case !a.mtu.FullAnswered:
-			return result(checkMTU, m, Fail, fmt.Sprintf("%s: datagrams of the path MTU %d with don't fragment vanish while small ones cross", path, a.mtu.PathMTU),
-				"a black hole: the path between the gateways carries less than their links' MTU, from which the agent sizes the cable, and no ICMP says so; set the gateway nodes' link MTU to what the path carries, or let ICMP fragmentation-needed through the firewalls on the way")
+			to, _ := netip.ParseAddr(a.toPod.ip)
+			headers := probe.UDPOverhead(to)
+			bad = append(bad, fmt.Sprintf("%s: datagrams of the path MTU %d (%d bytes of data, %d of %s and UDP headers) with don't fragment vanish while small ones cross",
+				path, a.mtu.PathMTU, a.mtu.PathMTU-headers, headers, a.family))
+			fixes = appendNew(fixes, "a black hole: the path between the gateways carries less than their links' MTU, from which the agent sizes the cable, and no ICMP says so; set the gateway nodes' link MTU to what the path carries, or let ICMP fragmentation-needed (IPv4) and packet-too-big (ICMPv6 type 2) through the firewalls on the way")
+		case a.family == corev1.IPv6Protocol && a.mtu.PathMTU < ipv6MinMTU:
+			bad = append(bad, fmt.Sprintf("%s: path MTU %d, less than the %d IPv6 needs", path, a.mtu.PathMTU, ipv6MinMTU))
+			fixes = appendNew(fixes, fmt.Sprintf("IPv6 needs a path MTU of %d and routers do not fragment it: the cable's overhead (over an IPv6 underlay 20 bytes more than over IPv4) leaves less; raise the gateway nodes' link MTU (and the underlay's) so that the cable carries %d", ipv6MinMTU, ipv6MinMTU))
+		default:
+			ok = append(ok, fmt.Sprintf("%s: path MTU %d, full-sized datagrams with don't fragment cross", path, a.mtu.PathMTU))
 		}
-		return result(checkMTU, m, Pass, fmt.Sprintf("%s: path MTU %d, full-sized datagrams with don't fragment cross", path, a.mtu.PathMTU), "")
 	}
-	return result(checkMTU, m, Warn, "no probe pod to measure from", "see the connections check")
+	switch {
+	case len(bad) > 0:
+		return result(checkMTU, m, Fail, joinDetails(append(bad, warn...)), strings.Join(fixes, "; "))
+	case len(warn) > 0:
+		return result(checkMTU, m, Warn, joinDetails(append(warn, ok...)), "see the connections and firewall checks")
+	case len(ok) == 0:
+		return result(checkMTU, m, Warn, "no probe pod to measure from", "see the connections check")
+	}
+	return result(checkMTU, m, Pass, joinDetails(ok), "")
 }
 
 // activeGateway is a member's active Gateway, nil without one.
@@ -317,60 +432,6 @@ func memberNamed(o observed, name string) *member {
 		}
 	}
 	return nil
-}
-
-// handshakeStale is how old a handshake may be: WireGuard renews it every two minutes
-// while traffic flows, and the health checks are traffic.
-const handshakeStale = 3 * time.Minute
-
-func firewall(m *member, o observed) Result {
-	gw := activeGateway(m)
-	if gw == nil {
-		return result(checkFirewall, m, Warn, "no active gateway: the cable could not be judged", "see the connections check")
-	}
-	port := m.membership.Spec.Cable.Port
-	var bad, ok, unchecked []string
-	for _, p := range m.peers {
-		st := p.Status
-		if notChecked(p) {
-			unchecked = append(unchecked, p.Spec.ClusterID)
-			continue
-		}
-		remote := p.Spec.ClusterID
-		if r := memberNamed(o, remote); r != nil {
-			remote += " (" + endpointOf(r) + ")"
-		}
-		between := fmt.Sprintf("%s ↔ %s", endpointOf(m), remote)
-		var hs string
-		if st.LastHandshake != nil {
-			hs = fmt.Sprintf(", last handshake %s ago", o.now.Sub(st.LastHandshake.Time).Round(time.Second))
-		}
-		switch {
-		case st.State != "Connected" || st.LossPercent >= 100:
-			bad = append(bad, fmt.Sprintf("%s: %s, %d%% of health checks lost%s (%s)", between, orDash(st.State), st.LossPercent, hs, conditionMessage(p)))
-		case st.LastHandshake != nil && o.now.Sub(st.LastHandshake.Time) > handshakeStale:
-			bad = append(bad, fmt.Sprintf("%s: no handshake for %s", between, o.now.Sub(st.LastHandshake.Time).Round(time.Second)))
-		case st.LatencyMicros == 0 && st.LossPercent == 0:
-			// No round measured (a round with an answer has a latency, one without loses
-			// 100 %): the gateways have no health-check address of a family they share,
-			// as an IPv6-only pair until the agent checks IPv6. The cable's own state
-			// (Connected, the handshake) is all there is to judge.
-			ok = append(ok, fmt.Sprintf("%s: Connected, not health-checked%s", p.Spec.ClusterID, hs))
-		default:
-			ok = append(ok, fmt.Sprintf("%s: %d%% lost%s", p.Spec.ClusterID, st.LossPercent, hs))
-		}
-	}
-	if len(bad) > 0 {
-		return result(checkFirewall, m, Fail, strings.Join(bad, "; "),
-			fmt.Sprintf("nothing comes back through the cable: open UDP port %d both ways between the active gateways' endpoints (firewalls, security groups, the nodes' own nftables), then read the agents' logs there", port))
-	}
-	if len(unchecked) > 0 {
-		return result(checkFirewall, m, Warn, notCheckedDetail(unchecked), notCheckedFix)
-	}
-	if len(ok) == 0 {
-		return result(checkFirewall, m, Warn, "no Peer", "see the connections check")
-	}
-	return result(checkFirewall, m, Pass, fmt.Sprintf("UDP %d through %s: %s", port, gw.Spec.NodeName, strings.Join(ok, "; ")), "")
 }
 
 // notChecked is a Peer whose status nobody wrote yet: the active gateway's agent writes
@@ -424,18 +485,18 @@ func connections(m *member, o observed) Result {
 			bad = append(bad, fmt.Sprintf("%s: %s (%s)", x.name, orDash(p.Status.State), conditionMessage(p)))
 		}
 	}
-	crossed, failed := 0, 0
+	var crossedFrom []string // nodes, once whatever the families
 	for _, a := range o.across {
 		if a.from != m.name {
 			continue
 		}
 		if a.dialErr != nil {
-			failed++
-			bad = append(bad, fmt.Sprintf("pod → pod from %s to %s's pod %s on %s: %v", a.fromPod.node, a.to, a.toPod.ip, a.toPod.node, a.dialErr))
+			bad = append(bad, labelled(m, a.family, fmt.Sprintf("pod → pod from %s to %s's pod %s on %s: %v", a.fromPod.node, a.to, a.toPod.ip, a.toPod.node, a.dialErr)))
 			continue
 		}
-		crossed++
+		crossedFrom = appendNew(crossedFrom, a.fromPod.node)
 	}
+	crossed := len(crossedFrom)
 	if len(bad) > 0 {
 		return result(checkConnections, m, Fail, strings.Join(bad, "; "),
 			"strait show connections shows each tunnel's state; the firewall, deployment and cni checks say where it breaks; the active gateways' agent logs say why")
@@ -510,32 +571,6 @@ func podReady(p corev1.Pod) bool {
 		}
 	}
 	return false
-}
-
-func dnsCheck(m *member, o observed) Result {
-	var bad []string
-	switch {
-	case m.corefileErr != nil:
-		bad = append(bad, fmt.Sprintf("CoreDNS's Corefile (%s): %v", corefile.DefaultConfigMap, m.corefileErr))
-	case !strings.Contains(m.corefile, corefile.BeginMarker) || !strings.Contains(m.corefile, corefile.EndMarker):
-		bad = append(bad, fmt.Sprintf("no strait-dns block in CoreDNS's Corefile (%s): clusterset.local is not forwarded to strait dns", corefile.DefaultConfigMap))
-	}
-	var answered []string
-	for _, l := range o.lookups[m.name] {
-		if l.err != nil || len(l.addrs) == 0 {
-			bad = append(bad, fmt.Sprintf("%s from pod %s: %v", l.name, l.pod, l.err))
-			continue
-		}
-		answered = append(answered, l.name+" "+strings.Join(l.addrs, ","))
-	}
-	if len(bad) > 0 {
-		return result(checkDNS, m, Fail, strings.Join(bad, "; "),
-			"strait dns keeps the block in the Corefile: check that its pods run (strait diagnose deployment) and read their log; CoreDNS must load the ConfigMap again (its reload plugin)")
-	}
-	if len(answered) == 0 {
-		return result(checkDNS, m, Pass, "the Corefile's strait-dns block is in place (no imported service to look up)", "")
-	}
-	return result(checkDNS, m, Pass, "Corefile block in place; answered: "+strings.Join(answered, "; "), "")
 }
 
 func cidrCheck(m *member, o observed) Result {

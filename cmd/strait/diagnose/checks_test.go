@@ -54,8 +54,8 @@ func TestCNIFailsWhenAMasqueradeRewritesThePodsAddress(t *testing.T) {
 	c1, c2 := twoMembers()
 	to := probePod{name: "p", node: "c2-node", ip: "10.9.2.5"}
 	o := observed{members: []*member{c1, c2}, across: []across{
-		{from: "c1", to: "c2", fromPod: probePod{node: "c1-gw", ip: "10.8.1.4"}, toPod: to, arrived: []string{"10.8.1.4"}},
-		{from: "c1", to: "c2", fromPod: probePod{node: "c1-node", ip: "10.8.2.4"}, toPod: to, arrived: []string{"10.8.2.4"}},
+		{from: "c1", to: "c2", family: corev1.IPv4Protocol, fromPod: probePod{node: "c1-gw", ip: "10.8.1.4"}, toPod: to, arrived: []string{"10.8.1.4"}},
+		{from: "c1", to: "c2", family: corev1.IPv4Protocol, fromPod: probePod{node: "c1-node", ip: "10.8.2.4"}, toPod: to, arrived: []string{"10.8.2.4"}},
 	}}
 	if r := cni(c1, o); r.Status != Pass {
 		t.Errorf("the bypass on every node: %+v", r)
@@ -159,16 +159,10 @@ func TestFirewallFailsWhenNothingComesBackThroughTheCable(t *testing.T) {
 	}
 	now := time.Now()
 	hs := metav1.NewTime(now.Add(-10 * time.Second))
-	c1.peers = []straitv1.Peer{{Spec: straitv1.PeerSpec{ClusterID: "c2"}, Status: straitv1.PeerStatus{State: "Connected", LastHandshake: &hs, LatencyMicros: 420}}}
+	c1.peers = []straitv1.Peer{{Spec: straitv1.PeerSpec{ClusterID: "c2"}, Status: straitv1.PeerStatus{State: "Connected", LastHandshake: &hs}}}
 	o := observed{members: []*member{c1, c2}, now: now}
-	if r := firewall(c1, o); r.Status != Pass || !strings.Contains(r.Detail, "c2: 0% lost, last handshake 10s ago") {
+	if r := firewall(c1, o); r.Status != Pass {
 		t.Errorf("connected: %+v", r)
-	}
-	// No health-check round (an IPv6-only pair has no health-check address yet): the
-	// cable's state passes, and the detail does not claim a loss it never measured.
-	c1.peers[0].Status.LatencyMicros = 0
-	if r := firewall(c1, o); r.Status != Pass || !strings.Contains(r.Detail, "c2: Connected, not health-checked, last handshake 10s ago") {
-		t.Errorf("connected, not health-checked: %+v", r)
 	}
 	c1.peers[0].Status = straitv1.PeerStatus{State: "Connecting", LossPercent: 100, LastHandshake: &hs}
 	if r := firewall(c1, o); r.Status != Fail || !strings.Contains(r.Fix, "open UDP port 51871") || !strings.Contains(r.Detail, "c2-gw") {
@@ -255,9 +249,11 @@ func TestFiringAlertsAreLinesWithTheirRunbooks(t *testing.T) {
 // table ip6 strait, whose bypass chain the fix names; the ip table's says nothing of it.
 func TestCNINamesTheIP6TableForAnIPv6Pod(t *testing.T) {
 	c1, c2 := twoMembers()
+	c1.membership.Spec.PodCIDRs = []string{"2001:db8:8::/48"}
+	c2.membership.Spec.PodCIDRs = []string{"2001:db8:9::/48"}
 	to := probePod{name: "p", node: "c2-node", ip: "2001:db8:9:2::5"}
 	o := observed{members: []*member{c1, c2}, across: []across{
-		{from: "c1", to: "c2", fromPod: probePod{node: "c1-node", ip: "2001:db8:8:2::4"}, toPod: to, arrived: []string{"2001:db8:250::13"}},
+		{from: "c1", to: "c2", family: corev1.IPv6Protocol, fromPod: probePod{node: "c1-node", ip: "2001:db8:8:2::4"}, toPod: to, arrived: []string{"2001:db8:250::13"}},
 	}}
 	r := cni(c1, o)
 	if r.Status != Fail || !strings.Contains(r.Fix, "node c1-node lacks the agent's masquerade bypass (nftables chain ip6 strait keep-remote-source)") {

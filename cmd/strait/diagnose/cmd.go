@@ -197,7 +197,7 @@ func diagnoseMembers(ctx context.Context, members []*member, checks []string, o 
 	if err := o.expected(&obs); err != nil {
 		return err
 	}
-	if needs(checks, checkKubeProxy, checkCNI) {
+	if needs(checks, checkKubeProxy, checkCNI, checkFirewall) {
 		progress("reading every node's facts in its agent (straitd probe node), each node within %s", o.timeouts.node)
 		readFacts(ctx, obs.members)
 	}
@@ -239,12 +239,10 @@ func (o *options) expected(obs *observed) error {
 // removes the pods.
 func probeAcross(ctx context.Context, obs *observed, measureMTU bool, progress func(string, ...any)) error {
 	run := strconv.FormatInt(time.Now().UnixNano(), 36)
-	var names []string
 	var errs []error
 	progress("starting probe pods (straitd probe serve) on every node that answers")
 	started := map[*member]bool{}
 	for _, m := range obs.members {
-		names = append(names, m.name)
 		if err := m.startProbes(ctx, run); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", m.name, err))
 			continue
@@ -270,7 +268,7 @@ func probeAcross(ctx context.Context, obs *observed, measureMTU bool, progress f
 	}
 	progress("probing across: pod → pod, the source address that arrives, the path MTU, clusterset.local")
 	for _, m := range obs.members {
-		obs.across = append(obs.across, dialAcross(ctx, m, obs.probes[m.name], obs.probes, names, measureMTU)...)
+		obs.across = append(obs.across, dialAcross(ctx, m, obs.probes[m.name], obs.probes, obs.members, measureMTU)...)
 		obs.lookups[m.name] = lookups(ctx, m, obs.probes[m.name])
 	}
 	readArrivals(ctx, obs)

@@ -11,7 +11,10 @@
 //     `straitd probe flows`), and starts probe pods of Strait's own image on every node
 //     (`straitd probe serve`; probes.go), from which it dials the other members' probe
 //     pods: the source address that arrives tells a masquerading CNI, a don't-fragment
-//     datagram the path MTU, a lookup whether clusterset.local is answered. It writes
+//     datagram the path MTU, a lookup whether clusterset.local is answered; each in every
+//     IP family two members share (families.go: a member's are its pod ranges'), the
+//     firewall check also from the nodes' nftables rules and fences of both families
+//     (firewall.go), the dns check from A and AAAA answers (dns.go). It writes
 //     its probe pods in strait-system and nothing else, and removes them (and those a
 //     killed run left) before it returns. The judging (checks.go) is pure: it takes
 //     what was read and returns the results; the reading holds the clients.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -306,7 +307,7 @@ func eachNode(members []*member, ask func(m *member, node string)) {
 }
 
 // readFacts execs `straitd probe node` in every node's agent container, on all members'
-// nodes at once.
+// nodes at once, asking for the rules that drop the member's cable and vx-strait ports.
 func readFacts(ctx context.Context, members []*member) {
 	for _, m := range members {
 		m.facts, m.factsErr = map[string]probe.NodeFacts{}, map[string]error{}
@@ -315,7 +316,14 @@ func readFacts(ctx context.Context, members []*member) {
 		var f probe.NodeFacts
 		err := errors.New("no running agent on the node to read it from")
 		if pod := m.agentOn(node); pod != nil {
-			err = m.execJSON(ctx, node, pod.Name, agentContainer, []string{"/straitd", "probe", "node"}, nodeFactsRuns, &f)
+			var ports []string
+			for _, p := range udpPorts(m) {
+				ports = append(ports, strconv.Itoa(p))
+			}
+			err = m.execJSON(ctx, node, pod.Name, agentContainer, []string{"/straitd", "probe", "node", "--udp-ports", strings.Join(ports, ",")}, nodeFactsRuns, &f)
+			if olderProbe(err) {
+				err = m.execJSON(ctx, node, pod.Name, agentContainer, []string{"/straitd", "probe", "node"}, nodeFactsRuns, &f)
+			}
 		}
 		m.mu.Lock()
 		defer m.mu.Unlock()

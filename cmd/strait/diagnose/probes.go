@@ -9,6 +9,7 @@ import (
 	"hash/crc32"
 	"io"
 	"net"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -18,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/ptr"
+	mcsv1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
 	"github.com/straitnet/strait/internal/probe"
@@ -47,7 +49,8 @@ func probePodName(run, node string) string {
 // probePod is one of diagnose's probe pods, Running with an IP, on a node of a member.
 type probePod struct {
 	name, node, ip string
-	gateway        bool // on a gateway-capable node
+	ips            []string // every address of the pod, one a family (status.podIPs)
+	gateway        bool     // on a gateway-capable node
 }
 
 // image is the agent's image, which every node holds already.
@@ -128,7 +131,11 @@ func (m *member) waitProbes(ctx context.Context, run string) ([]probePod, error)
 				case p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded:
 					m.failNode(node, &podStartError{node: node, pod: p.Name, state: podMessage(p), ended: true})
 				case p.Status.Phase == corev1.PodRunning && p.Status.PodIP != "":
-					out = append(out, probePod{name: p.Name, node: node, ip: p.Status.PodIP, gateway: m.gatewayCapable(node)})
+					pp := probePod{name: p.Name, node: node, ip: p.Status.PodIP, gateway: m.gatewayCapable(node)}
+					for _, ip := range p.Status.PodIPs {
+						pp.ips = append(pp.ips, ip.IP)
+					}
+					out = append(out, pp)
 				case !takenUp(p) && since > m.timeouts.node:
 					m.failNode(node, &unansweredError{node: node, what: "probe pod " + p.Name + " never taken up by the node's kubelet", after: since})
 				case takenUp(p) && since > m.timeouts.node+m.timeouts.podStart:
@@ -247,9 +254,11 @@ const (
 	lookupRuns = 4 * time.Second
 )
 
-// across is what one probe pod saw dialling another member's probe pod.
+// across is what one probe pod saw dialling another member's probe pod in one family:
+// fromPod's and toPod's ip are that family's addresses.
 type across struct {
 	from, to string // members
+	family   corev1.IPFamily
 	fromPod  probePod
 	toPod    probePod
 	nonce    string
@@ -261,26 +270,37 @@ type across struct {
 }
 
 // dialAcross dials, from every probe pod of m, the probe pod of every other member on
-// a plain node (a gateway node's when there is none), and measures the path MTU from
-// m's probe pod on a plain node, the longest way (node, gateway, cable).
-func dialAcross(ctx context.Context, m *member, mine []probePod, others map[string][]probePod, names []string, measureMTU bool) []across {
+// a plain node (a gateway node's when there is none), in each family the two share,
+// and measures the path MTU in each from m's probe pod on a plain node, the longest way
+// (node, gateway, cable). A pod without an address of a family is not dialled from or
+// to in it: the cni check names it.
+func dialAcross(ctx context.Context, m *member, mine []probePod, others map[string][]probePod, members []*member, measureMTU bool) []across {
 	var out []across
-	for _, other := range names {
-		if other == m.name || len(others[other]) == 0 {
+	for _, other := range members {
+		if other == m || len(others[other.name]) == 0 {
 			continue
 		}
-		to := pickPlain(others[other])
-		for _, p := range mine {
-			a := across{from: m.name, to: other, fromPod: p, toPod: to, nonce: m.name + "/" + p.name}
-			addr := net.JoinHostPort(to.ip, strconv.Itoa(probe.Port))
-			a.dialErr = m.execJSON(ctx, p.node, p.name, "probe", []string{"/straitd", "probe", "dial", "--nonce", a.nonce, "--timeout", "3s", addr}, dialRuns, &a.seen)
-			if measureMTU && p == pickPlain(mine) {
-				var mtu probe.MTU
-				if a.mtuErr = m.execJSON(ctx, p.node, p.name, "probe", []string{"/straitd", "probe", "mtu", "--timeout", "1s", addr}, mtuRuns, &mtu); a.mtuErr == nil {
-					a.mtu = &mtu
-				}
+		for _, f := range sharedFamilies(m, other) {
+			to, ok := pickPlain(others[other.name]).inFamily(f)
+			if !ok {
+				continue
 			}
-			out = append(out, a)
+			for _, p := range mine {
+				from, ok := p.inFamily(f)
+				if !ok {
+					continue
+				}
+				a := across{from: m.name, to: other.name, family: f, fromPod: from, toPod: to, nonce: m.name + "/" + p.name + "/" + string(f)}
+				addr := net.JoinHostPort(to.ip, strconv.Itoa(probe.Port))
+				a.dialErr = m.execJSON(ctx, p.node, p.name, "probe", []string{"/straitd", "probe", "dial", "--nonce", a.nonce, "--timeout", "3s", addr}, dialRuns, &a.seen)
+				if measureMTU && p.name == pickPlain(mine).name {
+					var mtu probe.MTU
+					if a.mtuErr = m.execJSON(ctx, p.node, p.name, "probe", []string{"/straitd", "probe", "mtu", "--timeout", "1s", addr}, mtuRuns, &mtu); a.mtuErr == nil {
+						a.mtu = &mtu
+					}
+				}
+				out = append(out, a)
+			}
 		}
 	}
 	return out
@@ -295,7 +315,8 @@ func pickPlain(pods []probePod) probePod {
 	return pods[0]
 }
 
-// lookups resolves every ServiceImport's clusterset.local name from a probe pod of m.
+// lookups asks, from a probe pod of m, for every ServiceImport's clusterset.local name's
+// A and AAAA records, through the pod's resolver (the cluster's DNS).
 func lookups(ctx context.Context, m *member, mine []probePod) []lookup {
 	if len(mine) == 0 {
 		return nil
@@ -304,18 +325,50 @@ func lookups(ctx context.Context, m *member, mine []probePod) []lookup {
 	for _, si := range m.imports {
 		name := si.Name + "." + si.Namespace + ".svc.clusterset.local"
 		var res struct {
-			Addresses []string `json:"addresses"`
+			Addresses []string        `json:"addresses"`
+			Records   []probe.Records `json:"records"`
 		}
-		err := m.execJSON(ctx, mine[0].node, mine[0].name, "probe", []string{"/straitd", "probe", "lookup", name}, lookupRuns, &res)
-		out = append(out, lookup{name: name, pod: mine[0].name, addrs: res.Addresses, err: err})
+		err := m.execJSON(ctx, mine[0].node, mine[0].name, "probe", []string{"/straitd", "probe", "lookup", "--records", "A,AAAA", name}, lookupRuns, &res)
+		if olderProbe(err) {
+			err = m.execJSON(ctx, mine[0].node, mine[0].name, "probe", []string{"/straitd", "probe", "lookup", name}, lookupRuns, &res)
+		}
+		out = append(out, lookup{name: name, pod: mine[0].name, addrs: res.Addresses, records: res.Records, families: importFamilies(m, si), err: err})
 	}
 	return out
 }
 
-// lookup is one clusterset.local name looked up from a probe pod.
+// olderProbe says whether err is a straitd of an older build refusing a flag this
+// strait asks it for (the daemons are upgraded after the CLI): the probe is asked again
+// without it, and judged on what it can tell.
+func olderProbe(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "unknown flag")
+}
+
+// importFamilies are the families a ServiceImport is answered in: its ipFamilies, else
+// its IPs', else the member's.
+func importFamilies(m *member, si mcsv1.ServiceImport) []corev1.IPFamily {
+	if len(si.Spec.IPFamilies) > 0 {
+		return si.Spec.IPFamilies
+	}
+	var out []corev1.IPFamily
+	for _, ip := range si.Spec.IPs {
+		if f := familyOf(ip); f != "" && !slices.Contains(out, f) {
+			out = append(out, f)
+		}
+	}
+	if len(out) == 0 {
+		return m.families()
+	}
+	return out
+}
+
+// lookup is one clusterset.local name looked up from a probe pod: the addresses of
+// both types, and each type's answer.
 type lookup struct {
 	name, pod string
 	addrs     []string
+	records   []probe.Records
+	families  []corev1.IPFamily // the ServiceImport's
 	err       error
 }
 

@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
 	"github.com/straitnet/strait/internal/cli"
@@ -117,7 +118,7 @@ func runVerify(ctx context.Context, o *verifyOptions, stdout, stderr io.Writer) 
 	}
 	run := strconv.FormatInt(time.Now().UnixNano(), 36)
 	progress("starting probe pods and a probe Service in every member")
-	services := map[string]string{} // member -> ClusterIP
+	services := map[string][]string{} // member -> ClusterIPs, one a family
 	defer func() {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 20*time.Second)
 		defer cancel()
@@ -130,11 +131,11 @@ func runVerify(ctx context.Context, o *verifyOptions, stdout, stderr io.Writer) 
 		if err := m.startProbes(ctx, run); err != nil {
 			return &cli.ExitStatus{Code: exitError, Err: fmt.Errorf("%s: %w", m.name, err)}
 		}
-		ip, err := m.probeService(ctx, run)
+		ips, err := m.probeService(ctx, run)
 		if err != nil {
 			return &cli.ExitStatus{Code: exitError, Err: fmt.Errorf("%s: %w", m.name, err)}
 		}
-		services[m.name] = ip
+		services[m.name] = ips
 	}
 	for _, m := range obs.members {
 		pods, err := m.waitProbes(ctx, run)
@@ -162,19 +163,33 @@ func runVerify(ctx context.Context, o *verifyOptions, stdout, stderr io.Writer) 
 	return exitOf(rep)
 }
 
-// probeService puts a ClusterIP Service in front of this run's probe pods.
-func (m *member) probeService(ctx context.Context, run string) (string, error) {
+// probeService puts a ClusterIP Service in front of this run's probe pods, of every
+// family the cluster has (PreferDualStack), and returns its ClusterIPs.
+func (m *member) probeService(ctx context.Context, run string) ([]string, error) {
 	svc := &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Name: "strait-verify-" + run, Namespace: straitv1.SystemNamespace, Labels: map[string]string{probeLabel: "true"}},
 		Spec: corev1.ServiceSpec{Selector: map[string]string{probeLabel: "true", "run": run}, Ports: []corev1.ServicePort{
 			{Name: "tcp", Protocol: corev1.ProtocolTCP, Port: probe.Port, TargetPort: intstr.FromInt32(probe.Port)},
-		}},
+		}, IPFamilyPolicy: ptr.To(corev1.IPFamilyPolicyPreferDualStack)},
 	}
 	created, err := m.kube.CoreV1().Services(straitv1.SystemNamespace).Create(ctx, svc, metav1.CreateOptions{})
 	if err != nil {
-		return "", fmt.Errorf("creating the probe Service: %w", err)
+		return nil, fmt.Errorf("creating the probe Service: %w", err)
 	}
-	return created.Spec.ClusterIP, nil
+	if len(created.Spec.ClusterIPs) == 0 {
+		return []string{created.Spec.ClusterIP}, nil
+	}
+	return created.Spec.ClusterIPs, nil
+}
+
+// ipOfFamily is the one of ips of family f, "" without one.
+func ipOfFamily(ips []string, f corev1.IPFamily) string {
+	for _, ip := range ips {
+		if familyOf(ip) == f {
+			return ip
+		}
+	}
+	return ""
 }
 
 // sources are a member's probe pods to dial from: one on a gateway node, one on a plain node.
@@ -195,7 +210,7 @@ func sources(pods []probePod) []probePod {
 // timeouts: a connection and a read of 2 s each.
 const verifyDialRuns = 5 * time.Second
 
-func verifyConnections(ctx context.Context, obs observed, services map[string]string) []Result {
+func verifyConnections(ctx context.Context, obs observed, services map[string][]string) []Result {
 	var out []Result
 	for _, a := range obs.members {
 		for _, b := range obs.members {
@@ -208,39 +223,74 @@ func verifyConnections(ctx context.Context, obs observed, services map[string]st
 					Fix:    "make the nodes answer (the nodes lines say what to do), then verify again"})
 				continue
 			}
-			to := pickPlain(obs.probes[b.name])
 			var bad, good []string
-			for _, p := range sources(obs.probes[a.name]) {
-				for _, target := range []struct{ what, ip string }{{"pod " + to.ip, to.ip}, {"ClusterIP " + services[b.name], services[b.name]}} {
-					var seen probe.Seen
-					// The first tries may meet kube-proxy before it programmed the new Service.
-					var err error
-					for try := 0; try < 5; try++ {
-						if err = a.execJSON(ctx, p.node, p.name, "probe", []string{"/straitd", "probe", "dial", "--timeout", "2s", net.JoinHostPort(target.ip, strconv.Itoa(probe.Port))}, verifyDialRuns, &seen); err == nil || nodeFailed(err) {
-							break // a node that does not answer is asked no more
-						}
-						time.Sleep(time.Second)
-					}
-					from := fmt.Sprintf("%s (%s) → %s", p.node, p.ip, target.what)
-					switch {
-					case err != nil:
-						bad = append(bad, from+": "+err.Error())
-					case seen.Seen != p.ip:
-						bad = append(bad, fmt.Sprintf("%s: answered, but the caller arrived as %s", from, seen.Seen))
-					default:
-						good = append(good, from)
-					}
+			for _, f := range sharedFamilies(a, b) {
+				fbad, fgood := connectFamily(ctx, a, obs.probes[a.name], pickPlain(obs.probes[b.name]), ipOfFamily(services[b.name], f), f)
+				for _, x := range fbad {
+					bad = append(bad, labelled(a, f, x))
+				}
+				if len(fgood) > 0 {
+					good = append(good, labelled(a, f, strings.Join(fgood, "; ")))
 				}
 			}
 			r := Result{Check: verifyConnectivity, Cluster: a.name + "→" + b.name, Status: Pass, Detail: strings.Join(good, "; ") + ": caller's IP kept"}
-			if len(bad) > 0 {
+			switch {
+			case len(bad) > 0:
 				r.Status, r.Detail = Fail, strings.Join(bad, "; ")
 				r.Fix = "strait diagnose says where the path breaks (cni, firewall, connections)"
+			case len(good) == 0:
+				r.Status, r.Detail = Fail, fmt.Sprintf("%s and %s share no IP family (%s: %s; %s: %s)", a.name, b.name, a.name, familyList(a.families()), b.name, familyList(b.families()))
+				r.Fix = "the ClusterSet refuses two members of no common family: read the Memberships (strait show networks)"
 			}
 			out = append(out, r)
 		}
 	}
 	return out
+}
+
+// connectFamily connects, in family f, from a gateway node's and a plain node's probe
+// pod of a to the pod to and to the ClusterIP svc (of f; "" when the Service got none),
+// and says which connections failed or did not keep the caller's address, and which
+// did.
+func connectFamily(ctx context.Context, a *member, pods []probePod, to probePod, svc string, f corev1.IPFamily) (bad, good []string) {
+	toPod, ok := to.inFamily(f)
+	if !ok {
+		return []string{fmt.Sprintf("%s's probe pod %s has no %s address", to.node, to.name, f)}, nil
+	}
+	targets := []struct{ what, ip string }{{"pod " + toPod.ip, toPod.ip}}
+	if svc != "" {
+		targets = append(targets, struct{ what, ip string }{"ClusterIP " + svc, svc})
+	} else {
+		bad = append(bad, fmt.Sprintf("the probe Service got no %s ClusterIP (its cluster has no %s service CIDR?)", f, f))
+	}
+	for _, src := range sources(pods) {
+		p, ok := src.inFamily(f)
+		if !ok {
+			bad = append(bad, fmt.Sprintf("%s's probe pod %s has no %s address", src.node, src.name, f))
+			continue
+		}
+		for _, target := range targets {
+			var seen probe.Seen
+			// The first tries may meet kube-proxy before it programmed the new Service.
+			var err error
+			for try := 0; try < 5; try++ {
+				if err = a.execJSON(ctx, p.node, p.name, "probe", []string{"/straitd", "probe", "dial", "--timeout", "2s", net.JoinHostPort(target.ip, strconv.Itoa(probe.Port))}, verifyDialRuns, &seen); err == nil || nodeFailed(err) {
+					break // a node that does not answer is asked no more
+				}
+				time.Sleep(time.Second)
+			}
+			from := fmt.Sprintf("%s (%s) → %s", p.node, p.ip, target.what)
+			switch {
+			case err != nil:
+				bad = append(bad, from+": "+err.Error())
+			case seen.Seen != p.ip:
+				bad = append(bad, fmt.Sprintf("%s: answered, but the caller arrived as %s", from, seen.Seen))
+			default:
+				good = append(good, from)
+			}
+		}
+	}
+	return bad, good
 }
 
 // noProbes names those of the members that have no probe pod running.
@@ -267,9 +317,12 @@ func verifyNamesResolve(ctx context.Context, obs observed) []Result {
 		r := Result{Check: verifyServiceDiscovery, Cluster: m.name, Status: Pass}
 		var bad, good []string
 		for _, l := range ls {
+			_, wrong, _ := judgeRecords(l)
 			switch owner := ownerOf(obs, l.addrs); {
 			case l.err != nil || len(l.addrs) == 0:
 				bad = append(bad, fmt.Sprintf("%s: %v", l.name, l.err))
+			case len(wrong) > 0:
+				bad = append(bad, wrong...)
 			case owner == "":
 				bad = append(bad, fmt.Sprintf("%s: %s, in no member's CIDRs", l.name, strings.Join(l.addrs, ",")))
 			default:
@@ -350,21 +403,47 @@ func verifyFailover(ctx context.Context, obs observed) Result {
 		r.Status, r.Detail = Fail, "no running agent on the active gateway "+gw.Spec.NodeName
 		return r
 	}
+	// One watch a family the two share, at once: the failover's gap in each.
 	type watched struct {
+		f   corev1.IPFamily
 		w   probe.Watch
 		err error
 	}
-	done := make(chan watched, 1)
-	go func() {
-		var w probe.Watch
-		err := a.execJSON(ctx, from.node, from.name, "probe", []string{"/straitd", "probe", "watch", "--for", "20s", "--every", "100ms", "--timeout", "500ms",
-			net.JoinHostPort(to.ip, strconv.Itoa(probe.Port))}, watchRuns, &w)
-		done <- watched{w, err}
-	}()
+	var watches []chan watched
+	for _, f := range sharedFamilies(a, b) {
+		src, ok1 := from.inFamily(f)
+		dst, ok2 := to.inFamily(f)
+		if !ok1 || !ok2 {
+			continue
+		}
+		done := make(chan watched, 1)
+		watches = append(watches, done)
+		go func() {
+			var w probe.Watch
+			err := a.execJSON(ctx, src.node, src.name, "probe", []string{"/straitd", "probe", "watch", "--for", "20s", "--every", "100ms", "--timeout", "500ms",
+				net.JoinHostPort(dst.ip, strconv.Itoa(probe.Port))}, watchRuns, &w)
+			done <- watched{f, w, err}
+		}()
+	}
+	if len(watches) == 0 {
+		r.Status, r.Detail = Fail, fmt.Sprintf("no probe pod of %s and %s has an address of a family both carry", a.name, b.name)
+		return r
+	}
 	time.Sleep(3 * time.Second)
 	stopped := time.Now()
 	err := b.kube.CoreV1().Pods(straitv1.SystemNamespace).Delete(ctx, agent.Name, metav1.DeleteOptions{})
-	res := <-done
+	var gaps []string
+	var longest time.Duration
+	var errs []error
+	for _, done := range watches {
+		res := <-done
+		gap := time.Duration(res.w.LongestGap) * time.Millisecond
+		longest = max(longest, gap)
+		gaps = append(gaps, labelled(a, res.f, fmt.Sprintf("longest gap %s (%d of %d tries answered)", gap, res.w.Answers, res.w.Tries)))
+		if res.err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", res.f, res.err))
+		}
+	}
 	newActive := ""
 	gws := &straitv1.GatewayList{}
 	if lerr := b.c.List(ctx, gws); lerr == nil {
@@ -374,13 +453,12 @@ func verifyFailover(ctx context.Context, obs observed) Result {
 			}
 		}
 	}
-	gap := time.Duration(res.w.LongestGap) * time.Millisecond
-	r.Detail = fmt.Sprintf("stopped %s's active gateway %s at %s; longest gap %s (%d of %d tries answered); active now %s",
-		b.name, gw.Spec.NodeName, stopped.Format("15:04:05"), gap, res.w.Answers, res.w.Tries, orDash(newActive))
+	r.Detail = fmt.Sprintf("stopped %s's active gateway %s at %s; %s; active now %s",
+		b.name, gw.Spec.NodeName, stopped.Format("15:04:05"), strings.Join(gaps, "; "), orDash(newActive))
 	switch {
-	case errors.Join(err, res.err) != nil:
-		r.Status, r.Detail = Fail, errors.Join(err, res.err).Error()
-	case gap > failoverBound || newActive == "" || newActive == gw.Spec.NodeName:
+	case errors.Join(append(errs, err)...) != nil:
+		r.Status, r.Detail = Fail, errors.Join(append(errs, err)...).Error()
+	case longest > failoverBound || newActive == "" || newActive == gw.Spec.NodeName:
 		r.Status, r.Fix = Fail, "strait show gateways; the agents' logs on both gateway nodes say why the standby did not take over"
 	default:
 		r.Status = Pass

@@ -17,7 +17,6 @@ import (
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
 	"github.com/straitnet/strait/internal/cli"
-	"github.com/straitnet/strait/plan"
 	"github.com/straitnet/strait/plan/file"
 )
 
@@ -189,17 +188,17 @@ func runJoin(ctx context.Context, o *joinOptions, name string, stdout, stderr io
 	r.Observed = &obs
 	entry := file.Member{Name: name, SecretName: secretName, PodCIDRs: o.podCIDRs, ServiceCIDRs: o.serviceCIDRs}
 	if len(entry.PodCIDRs) == 0 {
-		entry.PodCIDRs = carried(obs.PodCIDRs, "pod", progress)
+		entry.PodCIDRs = obs.PodCIDRs
 		if len(entry.PodCIDRs) == 0 {
-			return fmt.Errorf("%s: no node has an IPv4 spec.podCIDRs to summarise (kube-controller-manager without --allocate-node-cidrs?): give --pod-cidr", name)
+			return fmt.Errorf("%s: no node has a spec.podCIDRs to summarise (kube-controller-manager without --allocate-node-cidrs?): give --pod-cidr", name)
 		}
 		progress("pod CIDRs %s, the smallest prefix per family holding the nodes' %s (write kube-controller-manager's --cluster-cidr with --pod-cidr if it is wider)",
 			strings.Join(entry.PodCIDRs, ", "), strings.Join(obs.NodePodCIDRs, ", "))
 	}
 	if len(entry.ServiceCIDRs) == 0 {
-		entry.ServiceCIDRs = carried(obs.ServiceCIDRs, "service", progress)
+		entry.ServiceCIDRs = obs.ServiceCIDRs
 		if len(entry.ServiceCIDRs) == 0 {
-			return fmt.Errorf("%s: the ServiceCIDR API lists no IPv4 service CIDR: give --service-cidr", name)
+			return fmt.Errorf("%s: the ServiceCIDR API lists no service CIDR: give --service-cidr", name)
 		}
 		progress("service CIDRs %s, from the ServiceCIDR API", strings.Join(entry.ServiceCIDRs, ", "))
 	}
@@ -325,21 +324,4 @@ func (o *joinOptions) writeSOPS(r *Result, namespace, secretName string, kc []by
 		}
 	}
 	return nil
-}
-
-// carried are the observed CIDRs of the families this version's data path carries; the
-// others are named in a progress line, left out of the member's entry.
-func carried(cidrs []string, kind string, progress func(string, ...any)) []string {
-	var in, out []string
-	for _, c := range cidrs {
-		if p, err := netip.ParsePrefix(c); err == nil && plan.Carried(p) {
-			in = append(in, c)
-		} else {
-			out = append(out, c)
-		}
-	}
-	if len(out) > 0 {
-		progress("%s CIDRs %s left out: IPv6 is not carried yet by this version's node agents", kind, strings.Join(out, ", "))
-	}
-	return in
 }

@@ -53,11 +53,11 @@ func (o *showOptions) completeClusters(cmd *cobra.Command, _ []string, _ string)
 func NewShowCommand() *cobra.Command {
 	o := &showOptions{}
 	cmd := &cobra.Command{
-		Use:   "show connections|gateways|endpoints|networks|exports|versions|all|slo",
-		Short: "Show what the clusterset is doing, per member: connections, gateways, networks, exports, versions",
+		Use:   "show connections|gateways|endpoints|networks|exports|imports|versions|all|slo",
+		Short: "Show what the clusterset is doing, per member: connections, gateways, networks, exports, imports, versions",
 		Long: `show reads the hub's ClusterSet and, through the kubeconfig Secrets it names there (the
-hub's own member credentials), every member's Peers, Gateways, Membership and
-ServiceExports, and prints one view of them. It needs only the hub's kubeconfig, and
+hub's own member credentials), every member's Peers, Gateways, Membership,
+ServiceExports and ServiceImports, and prints one view of them. It needs only the hub's kubeconfig, and
 reads nothing in a member the hub may not already read. It writes nothing.
 
   connections  each member's tunnel to every other: the local gateway reporting it, the
@@ -68,6 +68,8 @@ reads nothing in a member the hub may not already read. It writes nothing.
   endpoints    each member's active gateway, where the other members' cables go
   networks     pod and service CIDRs, global CIDR and egress IPs (globalnet)
   exports      every ServiceExport with its Valid, Ready and Conflict conditions
+  imports      every ServiceImport: its type, IP families (A for IPv4, AAAA for IPv6),
+               clusterset IPs one a family, and the clusters exporting it
   versions     the hub's and every agent's and strait dns's build, and this strait's
   all          all of them
   slo          (from Prometheus, --prometheus URL) the cross-cluster SLOs' percentiles
@@ -75,7 +77,7 @@ reads nothing in a member the hub may not already read. It writes nothing.
 
 Output: aligned tables, or -o json|yaml for scripts. What should be looked at (a
 connection that is not Connected, a member without an active gateway, an export that is
-not ready or in conflict, a daemon of another build than this strait) is printed as a
+not ready or in conflict, an import listing a family it has no clusterset IP of, a daemon of another build than this strait) is printed as a
 "warning:" line on standard error. Exit status: 0 all is well, 1 warnings, 2 an error (the
 hub, or a member, could not be read; the views of the others are printed).`,
 		Example: `  # Everything, from the hub of the current kubeconfig context:
@@ -116,6 +118,7 @@ func viewShort(v string) string {
 		viewEndpoints:   "each member's active gateway and the endpoint the other members' cables reach",
 		viewNetworks:    "each member's pod and service CIDRs, global CIDR and egress IPs",
 		viewExports:     "every ServiceExport with its Valid, Ready and Conflict conditions",
+		viewImports:     "every ServiceImport in each member: its type, IP families, clusterset IPs and exporting clusters",
 		viewVersions:    "the build of the hub, every agent and strait dns, and of this strait",
 		viewAll:         "every view",
 	}[v]

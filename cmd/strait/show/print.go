@@ -21,6 +21,7 @@ type Report struct {
 	Endpoints   []Endpoint    `json:"endpoints,omitempty"`
 	Networks    []Network     `json:"networks,omitempty"`
 	Exports     []Export      `json:"exports,omitempty"`
+	Imports     []Import      `json:"imports,omitempty"`
 	Versions    []Version     `json:"versions,omitempty"`
 	// Findings are what an operator should look at: each one makes the exit status 1.
 	Findings []string `json:"findings,omitempty"`
@@ -44,6 +45,8 @@ func report(st *State, views []string, client straitv1.Build) *Report {
 			r.Networks, f = networks(st)
 		case viewExports:
 			r.Exports, f = exports(st)
+		case viewImports:
+			r.Imports, f = imports(st)
 		case viewVersions:
 			r.Versions, f = versions(st, client)
 			r.Client = &Version{Cluster: "client", Daemon: "strait", Version: client.Version, Revision: client.Revision}
@@ -107,9 +110,10 @@ func printTable(w io.Writer, r *Report, view string, now time.Time) error {
 			row(g.Cluster, g.Node, string(g.HAState), orDash(g.Endpoint), string(g.Driver), g.Ready, age(g.LastHeartbeat, now))
 		}
 	case viewEndpoints:
-		row("CLUSTER", "ACTIVE GATEWAY", "ENDPOINT", "DRIVER", "HEALTH CHECK IP", "PUBLIC KEY")
+		row("CLUSTER", "ACTIVE GATEWAY", "ENDPOINT", "DRIVER", "HEALTH CHECK IPS", "PUBLIC KEY")
 		for _, e := range r.Endpoints {
-			row(e.Cluster, e.Gateway, orDash(e.Endpoint), string(e.Driver), orDash(e.HealthCheckIP), orDash(e.PublicKey))
+			hc := strings.Trim(e.HealthCheckIP+","+e.HealthCheckIPv6, ",")
+			row(e.Cluster, e.Gateway, orDash(e.Endpoint), string(e.Driver), orDash(hc), orDash(e.PublicKey))
 		}
 	case viewNetworks:
 		row("CLUSTER", "POD CIDRS", "SERVICE CIDRS", "GLOBAL CIDR", "EGRESS IPS")
@@ -120,6 +124,11 @@ func printTable(w io.Writer, r *Report, view string, now time.Time) error {
 		row("CLUSTER", "NAMESPACE", "NAME", "VALID", "READY", "CONFLICT", "MESSAGE")
 		for _, e := range r.Exports {
 			row(e.Cluster, e.Namespace, e.Name, e.Valid, e.Ready, e.Conflict, orDash(e.Message))
+		}
+	case viewImports:
+		row("CLUSTER", "NAMESPACE", "NAME", "TYPE", "FAMILIES", "CLUSTERSET IPS", "EXPORTED BY")
+		for _, i := range r.Imports {
+			row(i.Cluster, i.Namespace, i.Name, i.Type, orDash(strings.Join(i.IPFamilies, ",")), orDash(strings.Join(i.IPs, ",")), orDash(strings.Join(i.Clusters, ",")))
 		}
 	case viewVersions:
 		row("CLUSTER", "DAEMON", "NODE", "POD", "VERSION", "REVISION", "AGE")

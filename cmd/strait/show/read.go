@@ -47,6 +47,7 @@ type Member struct {
 	Peers      []straitv1.Peer
 	Gateways   []straitv1.Gateway
 	Exports    []mcsv1.ServiceExport
+	Imports    []mcsv1.ServiceImport
 }
 
 // hubConfig loads the hub's kubeconfig as kubectl would: --kubeconfig, else KUBECONFIG,
@@ -181,7 +182,7 @@ func memberClient(ctx context.Context, hub client.Reader, hubCfg *rest.Config, n
 
 // readMember reads what the hub's member role lets it read: the Membership (by name),
 // Peers and Gateways (lists: the role has no get on Gateways) in strait-system, and
-// ServiceExports in every namespace.
+// ServiceExports and ServiceImports in every namespace.
 func readMember(ctx context.Context, mc client.Client, m *Member) error {
 	ns := straitv1.SystemNamespace
 	mem := &straitv1.Membership{}
@@ -203,11 +204,18 @@ func readMember(ctx context.Context, mc client.Client, m *Member) error {
 	if err := mc.List(ctx, exports); err != nil {
 		return fmt.Errorf("listing ServiceExports: %w", err)
 	}
-	m.Peers, m.Gateways, m.Exports = peers.Items, gws.Items, exports.Items
+	imports := &mcsv1.ServiceImportList{}
+	if err := mc.List(ctx, imports); err != nil {
+		return fmt.Errorf("listing ServiceImports: %w", err)
+	}
+	m.Peers, m.Gateways, m.Exports, m.Imports = peers.Items, gws.Items, exports.Items, imports.Items
 	sort.Slice(m.Peers, func(i, j int) bool { return m.Peers[i].Spec.ClusterID < m.Peers[j].Spec.ClusterID })
 	sort.Slice(m.Gateways, func(i, j int) bool { return m.Gateways[i].Name < m.Gateways[j].Name })
 	sort.Slice(m.Exports, func(i, j int) bool {
 		return m.Exports[i].Namespace+"/"+m.Exports[i].Name < m.Exports[j].Namespace+"/"+m.Exports[j].Name
+	})
+	sort.Slice(m.Imports, func(i, j int) bool {
+		return m.Imports[i].Namespace+"/"+m.Imports[i].Name < m.Imports[j].Namespace+"/"+m.Imports[j].Name
 	})
 	return nil
 }

@@ -333,6 +333,30 @@ func TestShowExportsWithTheirConditions(t *testing.T) {
 	}
 }
 
+// The import the hub wrote in every member for c2's export: its type, its family and
+// c2 as the exporting cluster.
+func TestShowImportsWithTheirFamilies(t *testing.T) {
+	needEnv(t)
+	var out string
+	require.Eventually(t, 20*time.Second, "the hub's ServiceImports in both members", func() error {
+		_, out, _ = strait(t, "show", "imports")
+		for _, c := range []string{"c1", "c2"} {
+			if row(out, c, "shop", "cart", "ClusterSetIP", "IPv4") == nil {
+				return fmt.Errorf("no import of shop/cart in %s:\n%s", c, out)
+			}
+		}
+		return nil
+	})
+	_, out, _ = strait(t, "show", "imports", "-o", "json")
+	var r Report
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Imports) != 2 || r.Imports[0].IPFamilies[0] != "IPv4" || len(r.Imports[0].Clusters) != 1 || r.Imports[0].Clusters[0] != "c2" {
+		t.Errorf("-o json: %+v; want shop/cart in c1 and c2, IPv4, exported by c2", r.Imports)
+	}
+}
+
 // Every daemon's build beside this strait's: equal, exit 0; a dns of another build is
 // named in a warning, exit 1.
 func TestVersionShowsEveryDaemonAndWarnsOnAnother(t *testing.T) {
@@ -380,7 +404,7 @@ func TestShowAllAndItsExitStatus(t *testing.T) {
 	if code != exitFindings {
 		t.Errorf("exit %d, want %d (c2 → c1 is not up)", code, exitFindings)
 	}
-	for _, h := range []string{"CONNECTIONS", "GATEWAYS", "ENDPOINTS", "NETWORKS", "EXPORTS", "VERSIONS"} {
+	for _, h := range []string{"CONNECTIONS", "GATEWAYS", "ENDPOINTS", "NETWORKS", "EXPORTS", "IMPORTS", "VERSIONS"} {
 		if !strings.Contains(out, "\n"+h+"\n") && !strings.HasPrefix(out, h+"\n") {
 			t.Errorf("no section %s", h)
 		}

@@ -3,11 +3,14 @@ package show
 import (
 	"fmt"
 	"net"
+	"net/netip"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	mcsv1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
@@ -22,11 +25,12 @@ const (
 	viewEndpoints   = "endpoints"
 	viewNetworks    = "networks"
 	viewExports     = "exports"
+	viewImports     = "imports"
 	viewVersions    = "versions"
 	viewAll         = "all"
 )
 
-var viewNames = []string{viewConnections, viewGateways, viewEndpoints, viewNetworks, viewExports, viewVersions, viewAll}
+var viewNames = []string{viewConnections, viewGateways, viewEndpoints, viewNetworks, viewExports, viewImports, viewVersions, viewAll}
 
 // Connection is one member's tunnel to another, as its active gateway reports it in the
 // Peer's status.
@@ -79,7 +83,10 @@ type Endpoint struct {
 	Endpoint      string               `json:"endpoint"`
 	Driver        straitv1.CableDriver `json:"driver"`
 	HealthCheckIP string               `json:"healthCheckIP,omitempty"`
-	PublicKey     string               `json:"publicKey,omitempty"`
+	// HealthCheckIPv6 is the gateway's IPv6 health-check address (dual-stack and
+	// IPv6-only members).
+	HealthCheckIPv6 string `json:"healthCheckIPv6,omitempty"`
+	PublicKey       string `json:"publicKey,omitempty"`
 }
 
 // Network is a member's address ranges.
@@ -101,6 +108,21 @@ type Export struct {
 	Conflict  string `json:"conflict"`
 	// Message joins the messages of the conditions that are not as they should be.
 	Message string `json:"message,omitempty"`
+}
+
+// Import is one ServiceImport in a member: what its clusterset name answers there, in
+// each family.
+type Import struct {
+	Cluster   string `json:"cluster"`
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	Type      string `json:"type"`
+	// IPFamilies are the families the name is answered in here (A for IPv4, AAAA for
+	// IPv6); IPs the clusterset IPs, one a family (none for a headless service).
+	IPFamilies []string `json:"ipFamilies,omitempty"`
+	IPs        []string `json:"ips,omitempty"`
+	// Clusters are the exporting clusters.
+	Clusters []string `json:"clusters,omitempty"`
 }
 
 // Version is one daemon's build; Cluster is "hub" for the hub.
@@ -246,7 +268,8 @@ func endpoints(st *State) ([]Endpoint, []string) {
 			}
 			found = true
 			out = append(out, Endpoint{Cluster: m.Name, Gateway: g.Spec.NodeName, Endpoint: hostPort(g.Spec.IP, g.Spec.Port),
-				Driver: g.Spec.Driver, HealthCheckIP: g.Spec.HealthCheckIP, PublicKey: g.Spec.PublicKey})
+				Driver: g.Spec.Driver, HealthCheckIP: g.Spec.HealthCheckIP, HealthCheckIPv6: g.Spec.HealthCheckIPv6,
+				PublicKey: g.Spec.PublicKey})
 		}
 		if !found {
 			findings = append(findings, m.Name+": no active gateway, so no endpoint")
@@ -308,6 +331,47 @@ func exports(st *State) ([]Export, []string) {
 		}
 	}
 	return out, findings
+}
+
+// imports are every member's ServiceImports with their families and clusterset IPs; a
+// finding for a ClusterSetIP import that lists a family it has no clusterset IP of
+// (its AAAA or A would go unanswered).
+func imports(st *State) ([]Import, []string) {
+	var out []Import
+	var findings []string
+	for _, m := range readable(st) {
+		for _, si := range m.Imports {
+			x := Import{Cluster: m.Name, Namespace: si.Namespace, Name: si.Name, Type: string(si.Spec.Type), IPs: si.Spec.IPs}
+			for _, f := range si.Spec.IPFamilies {
+				x.IPFamilies = append(x.IPFamilies, string(f))
+			}
+			for _, c := range si.Status.Clusters {
+				x.Clusters = append(x.Clusters, c.Cluster)
+			}
+			if si.Spec.Type == mcsv1.ClusterSetIP && len(si.Spec.IPs) > 0 {
+				for _, f := range si.Spec.IPFamilies {
+					if !slices.ContainsFunc(si.Spec.IPs, func(ip string) bool { return ipFamily(ip) == f }) {
+						findings = append(findings, fmt.Sprintf("%s: import %s/%s lists %s in ipFamilies but has no %s clusterset IP (ips %s)",
+							m.Name, si.Namespace, si.Name, f, f, strings.Join(si.Spec.IPs, ",")))
+					}
+				}
+			}
+			out = append(out, x)
+		}
+	}
+	return out, findings
+}
+
+// ipFamily is an address's family.
+func ipFamily(ip string) corev1.IPFamily {
+	a, err := netip.ParseAddr(ip)
+	switch {
+	case err != nil:
+		return ""
+	case a.Unmap().Is4():
+		return corev1.IPv4Protocol
+	}
+	return corev1.IPv6Protocol
 }
 
 // versions are the hub's build and every member daemon's; a finding for each that is

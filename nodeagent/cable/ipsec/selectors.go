@@ -9,6 +9,7 @@ import (
 
 	"github.com/vishvananda/netlink"
 
+	"github.com/straitnet/strait/nodeagent/kernel"
 	"github.com/straitnet/strait/nodeagent/nldump"
 )
 
@@ -25,24 +26,12 @@ func selectorAddrs(owned []netip.Addr, cidrs []netip.Prefix) []netip.Prefix {
 		if slices.ContainsFunc(owned, c.Contains) {
 			continue
 		}
-		p := netip.PrefixFrom(lastAddr(c), c.Addr().BitLen())
+		p := netip.PrefixFrom(kernel.LastAddr(c), c.Addr().BitLen())
 		if !slices.Contains(out, p) {
 			out = append(out, p)
 		}
 	}
 	return out
-}
-
-// lastAddr is the highest address of p.
-func lastAddr(p netip.Prefix) netip.Addr {
-	b := p.Masked().Addr().AsSlice()
-	for i := range b {
-		if netBits := p.Bits() - i*8; netBits < 8 {
-			b[i] |= 0xff >> max(netBits, 0)
-		}
-	}
-	a, _ := netip.AddrFromSlice(b)
-	return a
 }
 
 // syncSelectorAddrs makes the addresses on libipsec's TUN exactly selectorAddrs for
