@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -26,7 +27,8 @@ import (
 
 // TestIPv6OnlyClusters: two IPv6-only clusters joined by Strait over an IPv6 underlay.
 // Every sample pod has one address, IPv6, in its cluster's pod CIDR; each member's Peer
-// of the other is Connected, and the cable runs over IPv6: the active Gateway advertises
+// of the other is Connected, health-checked over ICMPv6 alone, and the cable runs over
+// IPv6: the active Gateway advertises
 // its IPv6 WAN address and the Peer's endpoint is the remote gateway's. From c1's pods on
 // a plain and a gateway node, c2's pod, c2's ClusterIP and the clusterset names answer
 // over IPv6 seeing the caller's own IPv6 address; whereami-cs's clusterset name has an
@@ -147,16 +149,20 @@ func cableOverIPv6(t *testing.T, cluster, remote string) {
 		if err != nil || ep.Addr() != remoteGW.WANAddr6.Addr() {
 			return fmt.Errorf("endpoint %q, want %s's gateway %s at [%s]", peer.Status.Endpoint, remote, remoteGW.Name, remoteGW.WANAddr6.Addr())
 		}
+		// Health-checked over ICMPv6 alone, answered: IPv6 is the one family they share.
+		if hc := peer.Status.HealthChecks; len(hc) != 1 || hc[0].Family != corev1.IPv6Protocol || hc[0].Received == 0 || hc[0].LatencyMicros == 0 {
+			return fmt.Errorf("health checks %+v, want one round of IPv6's, answered", hc)
+		}
 		return nil
 	})
-	t.Logf("%s: Peer %s %s via %s, endpoint %s, gateway %s advertises %s", cluster, remote, peer.Status.State,
-		peer.Status.Gateway, peer.Status.Endpoint, g.Name, g.Spec.IP)
+	t.Logf("%s: Peer %s %s via %s, endpoint %s, gateway %s advertises %s; health checks %+v", cluster, remote, peer.Status.State,
+		peer.Status.Gateway, peer.Status.Endpoint, g.Name, g.Spec.IP, peer.Status.HealthChecks)
 }
 
 // throughTheCable checks that traffic sent by send crossed the WireGuard cable: the
 // device on from's active gateway sent, and the one on to's received, at least 30
-// packets more (10 HTTP exchanges, each more than 3 packets a way). With no IPv4
-// health-check address nothing else uses an IPv6-only cable meanwhile.
+// packets more (10 HTTP exchanges, each more than 3 packets a way; the gateways'
+// ICMPv6 health checks only add to the counts, never make up for GETs the routers took).
 func throughTheCable(t *testing.T, from, to string, send func()) {
 	t.Helper()
 	out, in := env.ActiveGateway(t, from).Namespace, env.ActiveGateway(t, to).Namespace
