@@ -110,7 +110,7 @@ func inFamily(prefixes []namedPrefix, v6 bool) []namedPrefix {
 // ipv6Carried says whether this version's node agents route and tunnel IPv6. Until they
 // do, Validate refuses IPv6 ranges and gateway addresses (ipv6NotCarriedYet), and
 // strait join leaves out the IPv6 ranges it observes.
-const ipv6Carried = false
+const ipv6Carried = true
 
 // Carried says whether this version's data path carries the prefix's family.
 func Carried(p netip.Prefix) bool { return p.Addr().Is4() || ipv6Carried }
