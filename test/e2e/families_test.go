@@ -7,8 +7,11 @@ import (
 	"net/netip"
 	"slices"
 	"testing"
+	"time"
 
+	"github.com/miekg/dns"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -17,6 +20,7 @@ import (
 	mcsv1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
+	"github.com/straitnet/strait/internal/netns"
 	"github.com/straitnet/strait/lab"
 	"github.com/straitnet/strait/lab/workload"
 	"github.com/straitnet/strait/plan"
@@ -30,7 +34,7 @@ import (
 const whereamiDS = "whereami-ds"
 
 // families are the lab's, in the order a dual-stack pod lists its addresses.
-var families = []corev1.IPFamily{corev1.IPv4Protocol, corev1.IPv6Protocol}
+func families() []corev1.IPFamily { return []corev1.IPFamily{corev1.IPv4Protocol, corev1.IPv6Protocol} }
 
 // TestAcrossInBothFamilies: from a client pod on a plain node of c1 (its traffic goes
 // to the active gateway through vx-strait) and from one on a gateway node, over IPv4
@@ -46,7 +50,7 @@ func TestAcrossInBothFamilies(t *testing.T) {
 	remoteIPs := podIPs(t, remote)
 	for _, src := range env.SourcePods(t, "c1") {
 		callers := podIPs(t, sourcePod(t, "c1", src))
-		for i, f := range families {
+		for i, f := range families() {
 			where := fmt.Sprintf("from %s on %s (gateway node: %v) over %s", src.Name, src.Node, src.Gateway, f)
 			to := net.JoinHostPort(remoteIPs[i].String(), "8080")
 			a, err := labtest.TryWhereami(src.NS, to)
@@ -70,8 +74,9 @@ func TestAcrossInBothFamilies(t *testing.T) {
 // imported in both with the families [IPv4, IPv6] and a clusterset IP of each (the
 // ServiceImport's spec.ips, the derived Service's clusterIPs, inside the member's service
 // ranges); its clusterset.local name answers A with the IPv4 one and AAAA with the IPv6
-// one; and 100 connections from the client pod to each, new ones each time, are answered
-// by both clusters, every one seeing the client's own address of that family.
+// one (while the IPv4-only whereami-cs's AAAA is NOERROR with no address); and 100
+// connections from the client pod to each, new ones each time, are answered by both
+// clusters, every one seeing the client's own address of that family.
 func TestClusterSetNameInBothFamilies(t *testing.T) {
 	env.Require(t)
 	env.RestoreClusterSetSpec(t)
@@ -103,15 +108,26 @@ func TestClusterSetNameInBothFamilies(t *testing.T) {
 				return err
 			})
 		}
-		require.Eventually(t, labtest.Converge, cluster+": both clusters in the derived slices", func() error {
-			got, err := env.DerivedSliceClusters(t, cluster, whereamiDS)
-			if err == nil && !slices.Equal(got, []string{"c1", "c2"}) {
-				err = fmt.Errorf("derived slices hold %v", got)
-			}
-			return err
-		})
-		for i, f := range families {
+		v4only := lab.WhereamiCS + "." + lab.SampleNamespace + ".svc.clusterset.local."
+		if rcode, got, err := aaaa(ns, v4only); err != nil || rcode != dns.RcodeSuccess || len(got) != 0 {
+			t.Errorf("%s: AAAA %s (an IPv4 export): %s %v, %v; want NOERROR and no address", cluster, v4only, dns.RcodeToString[rcode], got, err)
+		}
+		for i, f := range families() {
+			typ := discoveryv1.AddressType(f)
+			require.Eventually(t, labtest.Converge, cluster+": both clusters in the derived "+string(typ)+" slices", func() error {
+				got, err := env.DerivedSliceClusters(t, cluster, whereamiDS, typ)
+				if err == nil && !slices.Equal(got, []string{"c1", "c2"}) {
+					err = fmt.Errorf("derived %s slices hold %v", typ, got)
+				}
+				return err
+			})
 			to := net.JoinHostPort(ips[i].String(), "80")
+			// kube-proxy programs each family's endpoints on its own (tables ip and ip6),
+			// a moment after the slices: the first answer, then the count.
+			require.Eventually(t, labtest.Converge, cluster+" → "+to, func() error {
+				_, err := labtest.TryWhereami(ns, to)
+				return err
+			})
 			s := labtest.Connect(100, func() (workload.Answer, error) { return labtest.TryWhereami(ns, to) })
 			t.Logf("%s → its %s clusterset IP %s, 100 connections: %s", cluster, f, ips[i], s)
 			s.CheckBalanced(t, 0.2, "c1", "c2")
@@ -140,7 +156,7 @@ func dualStackService(t *testing.T, cluster string) *corev1.Service {
 			t.Errorf("%s: deleting %s: %v", cluster, whereamiDS, err)
 		}
 	})
-	if !slices.Equal(svc.Spec.IPFamilies, families) || len(svc.Spec.ClusterIPs) != 2 {
+	if !slices.Equal(svc.Spec.IPFamilies, families()) || len(svc.Spec.ClusterIPs) != 2 {
 		t.Fatalf("%s: PreferDualStack Service: families %v, ClusterIPs %v; want one of each, IPv4 first", cluster, svc.Spec.IPFamilies, svc.Spec.ClusterIPs)
 	}
 	return svc
@@ -163,7 +179,7 @@ func clusterSetIPs(t *testing.T, cluster, name string) []netip.Addr {
 		if err != nil {
 			return err
 		}
-		if !slices.Equal(imp.Spec.IPFamilies, families) || !slices.Equal(imp.Spec.IPs, svc.Spec.ClusterIPs) || len(imp.Spec.IPs) != 2 {
+		if !slices.Equal(imp.Spec.IPFamilies, families()) || !slices.Equal(imp.Spec.IPs, svc.Spec.ClusterIPs) || len(imp.Spec.IPs) != 2 {
 			return fmt.Errorf("ServiceImport families %v, spec.ips %v; derived Service %s's cluster IPs %v",
 				imp.Spec.IPFamilies, imp.Spec.IPs, svc.Name, svc.Spec.ClusterIPs)
 		}
@@ -181,6 +197,34 @@ func clusterSetIPs(t *testing.T, cluster, name string) []netip.Addr {
 		return nil
 	})
 	return out
+}
+
+// aaaa asks the nameserver of the pod's resolv.conf for name's AAAA records, from inside
+// the pod's network namespace: the answer's rcode and addresses (a resolver would not
+// tell NOERROR without an address from NXDOMAIN).
+func aaaa(ns, name string) (rcode int, ips []netip.Addr, err error) {
+	server, _ := labtest.PodResolvConf(ns)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	c, err := netns.Dial(ctx, ns, "udp", net.JoinHostPort(server, "53"))
+	if err != nil {
+		return 0, nil, err
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	q := new(dns.Msg)
+	q.SetQuestion(name, dns.TypeAAAA)
+	r, _, err := (&dns.Client{}).ExchangeWithConnContext(ctx, q, &dns.Conn{Conn: c})
+	if err != nil {
+		return 0, nil, err
+	}
+	for _, rr := range r.Answer {
+		if a, ok := rr.(*dns.AAAA); ok {
+			ip, _ := netip.AddrFromSlice(a.AAAA)
+			ips = append(ips, ip)
+		}
+	}
+	return r.Rcode, ips, nil
 }
 
 // podIPs are a dual-stack pod's addresses: IPv4 then IPv6.
