@@ -223,6 +223,11 @@ func ensureNetwork(ctx context.Context, t *topology.Lab) error {
 		if err := ensureRoutes(ctx, t.Internet.Namespace, t.Internet.Routes); err != nil {
 			return fmt.Errorf("internet routes: %w", err)
 		}
+		if script := t.Internet.FenceRuleset(); script != "" {
+			if err := runIn(ctx, t.Internet.Namespace, script, "nft", "-f", "-"); err != nil {
+				return fmt.Errorf("table %s: %w", topology.InternetTable, err)
+			}
+		}
 	}
 	if t.HostLink != nil {
 		if err := hostnet.Ensure(*t.HostLink); err != nil {

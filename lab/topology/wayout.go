@@ -1,8 +1,10 @@
 package topology
 
 import (
+	"fmt"
 	"net/netip"
 	"slices"
+	"strings"
 )
 
 // Names of the way out.
@@ -16,6 +18,9 @@ const (
 	// RouterTable is the nftables table (family ip) of a router's NAT, in the router's
 	// namespace (Router.NATRuleset): only a router whose gateways are behind NAT has it.
 	RouterTable = "lab-router"
+	// InternetTable is the nftables table (family inet) of the internet namespace: its
+	// fence (Internet.FenceRuleset).
+	InternetTable = "lab-internet"
 	// EchoPort is where the internet namespace answers HTTP with the caller's address.
 	EchoPort = 80
 )
@@ -64,6 +69,44 @@ type Internet struct {
 	// pod and service CIDR no other member shares (overlapping ones have no way back
 	// without NAT); the hub's address and CIDRs through the first member's router.
 	Routes []Route
+	// Fenced are the members' pod and service CIDRs among Routes: the internet forwards
+	// to them only what comes from the host's link (FenceRuleset), so traffic between
+	// clusters that misses Strait's cables is dropped instead of arriving anyway.
+	Fenced []netip.Prefix
+}
+
+// FenceRuleset is the nft script of the internet's table InternetTable, empty when
+// nothing is fenced. It replaces the table whole, so it can be applied again. A packet
+// forwarded to a fenced range is dropped unless it came in on the host's link: the host
+// keeps its way to every pod and ClusterIP (and their answers come back, addressed to
+// the host's link), a pod of one member reaches another member's pods and Services only
+// through Strait, as between real sites whose private ranges the internet does not
+// route.
+func (in Internet) FenceRuleset() string {
+	var v4, v6 []string
+	for _, p := range in.Fenced {
+		if p.Addr().Is4() {
+			v4 = append(v4, p.String())
+		} else {
+			v6 = append(v6, p.String())
+		}
+	}
+	if len(v4)+len(v6) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "add table inet %[1]s\ndelete table inet %[1]s\ntable inet %[1]s {\n", InternetTable)
+	b.WriteString("\tchain forward {\n\t\ttype filter hook forward priority filter; policy accept;\n")
+	for _, f := range []struct {
+		family string
+		ranges []string
+	}{{"ip", v4}, {"ip6", v6}} {
+		if len(f.ranges) > 0 {
+			fmt.Fprintf(&b, "\t\tiifname != %q %s daddr { %s } drop\n", HostLinkPeer, f.family, strings.Join(f.ranges, ", "))
+		}
+	}
+	b.WriteString("\t}\n}\n")
+	return b.String()
 }
 
 // HostLink is the veth from the host's namespace to the internet namespace, with routes
@@ -122,11 +165,17 @@ func (l *Lab) wireWayOut(cs []netip.Prefix) {
 		for _, p := range []netip.Prefix{c.LANSubnet6, c.PodCIDR6, c.ServiceCIDR6} {
 			in.Routes = appendRoute6(in.Routes, p, r.WANAddr6)
 		}
+		for _, p := range []netip.Prefix{c.PodCIDR6, c.ServiceCIDR6} {
+			if p.IsValid() && r.WANAddr6.IsValid() {
+				in.Fenced = append(in.Fenced, p)
+			}
+		}
 		via := r.WANAddr.Addr()
 		in.Routes = append(in.Routes, Route{Dst: c.LANSubnet, Via: via})
 		for _, p := range []netip.Prefix{c.PodCIDR, c.ServiceCIDR} {
 			if p.IsValid() && !shared[p] {
 				in.Routes = append(in.Routes, Route{Dst: p, Via: via})
+				in.Fenced = append(in.Fenced, p)
 			}
 		}
 		if l.Hub != nil {

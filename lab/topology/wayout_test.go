@@ -247,3 +247,50 @@ func labAddresses(l *Lab, cs *straitv1.ClusterSet) []labAddress {
 	}
 	return out
 }
+
+// TestInternetFence: the internet forwards to the members' pod and service CIDRs only
+// from the host's link, so traffic between clusters that misses Strait is dropped; a
+// range two members share (globalnet) is not routed there at all, so not fenced either.
+func TestInternetFence(t *testing.T) {
+	for _, tc := range []struct {
+		example string
+		spec    Spec
+		want    string
+	}{
+		{"basic", DefaultSpec(""), `add table inet lab-internet
+delete table inet lab-internet
+table inet lab-internet {
+	chain forward {
+		type filter hook forward priority filter; policy accept;
+		iifname != "sl-host" ip daddr { 10.8.0.0/16, 10.88.0.0/16, 10.9.0.0/16, 10.99.0.0/16 } drop
+	}
+}
+`},
+		{"basic", Spec{Hub: true, Gateways: 1, Workers: 1, IPFamilies: []string{IPv4, IPv6}}, `add table inet lab-internet
+delete table inet lab-internet
+table inet lab-internet {
+	chain forward {
+		type filter hook forward priority filter; policy accept;
+		iifname != "sl-host" ip daddr { 10.8.0.0/16, 10.88.0.0/16, 10.9.0.0/16, 10.99.0.0/16 } drop
+		iifname != "sl-host" ip6 daddr { fd10:1ab:0:8000::/56, fd10:1ab:0:100::/112, fd10:1ab:0:8100::/56, fd10:1ab:0:101::/112 } drop
+	}
+}
+`},
+		{"globalnet", Spec{Hub: true, Gateways: 1, Workers: 1}, ""},
+	} {
+		t.Run(tc.example+strings.Join(tc.spec.IPFamilies, ""), func(t *testing.T) {
+			l, errs := Compute(loadExample(t, tc.example), tc.spec)
+			if len(errs) > 0 {
+				t.Fatal(errs)
+			}
+			if got := l.Internet.FenceRuleset(); got != tc.want {
+				t.Errorf("\n got %s\nwant %s", got, tc.want)
+			}
+			for _, p := range l.Internet.Fenced {
+				if !slices.ContainsFunc(l.Internet.Routes, func(r Route) bool { return r.Dst == p }) {
+					t.Errorf("%s fenced but not routed by the internet", p)
+				}
+			}
+		})
+	}
+}

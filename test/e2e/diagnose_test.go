@@ -127,7 +127,7 @@ func TestDiagnoseFindsEachFault(t *testing.T) {
 	})
 
 	t.Run("wrong pod CIDR in the ClusterSet", func(t *testing.T) {
-		data, err := os.ReadFile(filepath.Join(env.Root, basicClusterSet))
+		data, err := os.ReadFile(filepath.Join(env.Root, labClusterSet))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -28,7 +28,7 @@ var stressClusters = []string{"c2", "c1", "c2", "c1"}
 // TestFailoverStaysFast: crash failovers round after round (20: five blocks of four),
 // across cable driver switches (commits to the lab's repo, as a person would make them)
 // and both clusters; every round's outage, from the SIGKILL on, stays within
-// labtest.CrashFailoverBound. One round ran alone proves little: the outages this found
+// labtest.CrashFailoverBound, over IPv4 and over IPv6 (one prober each, at once). One round ran alone proves little: the outages this found
 // before came after a switch or a handful of handovers had left some state behind.
 func TestFailoverStaysFast(t *testing.T) {
 	env.Require(t)
@@ -44,7 +44,7 @@ func TestFailoverStaysFast(t *testing.T) {
 		}
 	}
 	var rounds []string
-	var outages []time.Duration
+	var outages, outages6 []time.Duration
 	for _, driver := range stressDrivers {
 		if env.ClusterSet(t).Spec.Cable.Driver != driver {
 			for _, c := range members() {
@@ -61,14 +61,20 @@ func TestFailoverStaysFast(t *testing.T) {
 		}
 		for _, cluster := range stressClusters {
 			back(cluster)
-			src, target := env.CrossTraffic(t, "c1", "c2")
-			h := env.StopActiveAgent(t, cluster, syscall.SIGKILL, src, target)
+			src, targets := env.CrossTrafficFamilies(t, "c1", "c2")
+			h := env.StopActiveAgent(t, cluster, syscall.SIGKILL, src, targets[0], targets[1:]...)
 			pending[cluster] = h
 			outages = append(outages, h.Outage.Longest)
-			round := fmt.Sprintf("round %d, %s, %s: %s → %s: %s", len(outages), driver, cluster, h.From, h.To, h.Outage)
+			round := fmt.Sprintf("round %d, %s, %s: %s → %s: IPv4 %s", len(outages), driver, cluster, h.From, h.To, h.Outage)
+			ok := labtest.BoundOutage(t, fmt.Sprintf("round %d (%s, %s) over IPv4", len(outages), driver, cluster), h.Outage, labtest.CrashFailoverBound)
+			for _, o := range h.Also {
+				outages6 = append(outages6, o.Longest)
+				round += "; IPv6 " + o.String()
+				ok = labtest.BoundOutage(t, fmt.Sprintf("round %d (%s, %s) over IPv6", len(outages), driver, cluster), o, labtest.CrashFailoverBound) && ok
+			}
 			rounds = append(rounds, round)
 			t.Log(round)
-			if !labtest.BoundOutage(t, fmt.Sprintf("round %d (%s, %s)", len(outages), driver, cluster), h.Outage, labtest.CrashFailoverBound) {
+			if !ok {
 				env.LogAgents(t)
 			}
 		}
@@ -79,6 +85,9 @@ func TestFailoverStaysFast(t *testing.T) {
 	t.Logf("%d crash failovers over %d driver blocks in %s; outages %s to %s",
 		len(outages), len(stressDrivers), time.Since(start).Round(time.Second),
 		slices.Min(outages).Round(time.Millisecond), slices.Max(outages).Round(time.Millisecond))
+	if len(outages6) > 0 {
+		t.Logf("over IPv6: outages %s to %s", slices.Min(outages6).Round(time.Millisecond), slices.Max(outages6).Round(time.Millisecond))
+	}
 	if t.Failed() {
 		t.Logf("every round:\n%s", strings.Join(rounds, "\n"))
 	}

@@ -16,7 +16,7 @@ import (
 
 // TestGatewayFailover: the active gateway's agent stops (SIGTERM: it releases the
 // Lease); the other gateway takes over and cross-cluster traffic resumes within the
-// graceful failover's bound, in either cluster. Crashes (SIGKILL: the Lease must expire)
+// graceful failover's bound, in either cluster, over IPv4 and IPv6 alike. Crashes (SIGKILL: the Lease must expire)
 // are TestFailoverStaysFast's twenty rounds, ten in each cluster, under the same bound
 // and measurement; BenchmarkGatewayFailover, which make test runs for the bench gate,
 // times both kinds again in c2.
@@ -27,8 +27,9 @@ func TestGatewayFailover(t *testing.T) {
 		sig     syscall.Signal
 	}{{"c2", syscall.SIGTERM}, {"c1", syscall.SIGTERM}} {
 		t.Run(fmt.Sprintf("%s %s", tc.cluster, tc.sig), func(t *testing.T) {
-			src, target := env.CrossTraffic(t, "c1", "c2")
-			env.FailOver(t, tc.cluster, tc.sig, src, target)
+			// Both families at once: one handover moves both.
+			src, targets := env.CrossTrafficFamilies(t, "c1", "c2")
+			env.FailOver(t, tc.cluster, tc.sig, src, targets[0], targets[1:]...)
 		})
 	}
 }

@@ -18,17 +18,19 @@ import (
 // minute, so TestMain does it once.
 var env labtest.Env
 
-// basicClusterSet is the lab's ClusterSet.
-const basicClusterSet = "examples/clusterset/basic/clusterset.yaml"
+// labClusterSet is the lab's ClusterSet: the basic one (c1, c2, c2 exporting the sample
+// services) in both families.
+const labClusterSet = "examples/clusterset/dualstack/clusterset.yaml"
 
 func TestMain(m *testing.M) {
 	os.Exit(labtest.Main(m, labtest.Config{
-		ClusterSet: basicClusterSet,
+		ClusterSet: labClusterSet,
 		// Two gateway-capable nodes for failover, and a plain node whose pods reach the
 		// other cluster through vx-strait; a Prometheus in every cluster, so that the
-		// fault tests see their faults' alerts fire and resolve.
-		Spec: topology.Spec{ClusterSet: "basic", Hub: true, Gateways: 2, Workers: 1, SampleWorkloads: true,
-			Monitoring: true},
+		// fault tests see their faults' alerts fire and resolve; dual-stack clusters under
+		// a dual-stack ClusterSet, so that every test runs where both families are carried.
+		Spec: topology.Spec{ClusterSet: "dualstack", Hub: true, Gateways: 2, Workers: 1, SampleWorkloads: true,
+			Monitoring: true, IPFamilies: []string{topology.IPv4, topology.IPv6}},
 		PortBase: 26443,
 		BeforeUp: crashUpThenDown,
 	}, &env))
@@ -38,7 +40,7 @@ func TestMain(m *testing.M) {
 // starting, then checks that "lab down" leaves nothing behind.
 func crashUpThenDown(e *labtest.Env) error {
 	l := e.Lab
-	up := exec.Command(e.Strait, "lab", "up", "--example", "basic", "--state", l.State().Dir, "--port-base", "26443",
+	up := exec.Command(e.Strait, "lab", "up", "--example", "dualstack", "--state", l.State().Dir, "--port-base", "26443",
 		"--k8s-bin", e.K8sBin, "--coredns", e.CoreDNS)
 	up.Dir = e.Root
 	up.Stdout, up.Stderr = os.Stderr, os.Stderr

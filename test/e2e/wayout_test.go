@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"path/filepath"
 	"strconv"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/straitnet/strait/lab"
 	"github.com/straitnet/strait/lab/topology"
 	"github.com/straitnet/strait/lab/workload"
 	"github.com/straitnet/strait/test/labtest"
@@ -53,9 +55,9 @@ func TestHostReachesTheLabOnlyThroughItsLink(t *testing.T) {
 func TestStraitDiffWithTheHubKubeconfigAlone(t *testing.T) {
 	env.Require(t)
 	env.RestoreClusterSetSpec(t)
-	out, errOut, code := straitDiff(t, filepath.Join(env.Root, basicClusterSet))
+	out, errOut, code := straitDiff(t, filepath.Join(env.Root, labClusterSet))
 	if code > 1 || errOut != "" {
-		t.Errorf("strait diff -f %s --kubeconfig <hub>: exit %d, want 0 or 1 and nothing on stderr:\n%s%s", basicClusterSet, code, out, errOut)
+		t.Errorf("strait diff -f %s --kubeconfig <hub>: exit %d, want 0 or 1 and nothing on stderr:\n%s%s", labClusterSet, code, out, errOut)
 	}
 }
 
@@ -97,5 +99,37 @@ func TestInternetSeesWhoCalls(t *testing.T) {
 					n.Name, a.Caller, n.LANAddr.Addr(), c.Router.Namespace)
 			}
 		}
+	}
+}
+
+// TestTheInternetCarriesNothingBetweenClusters: the lab's internet routes every
+// member's pod and service ranges (the host reaches them through it) but forwards to
+// them only what comes from the host's link, so traffic between clusters that misses
+// Strait is dropped, as between real sites: from c1's router, whose only way to c2 is
+// the internet, c2's pod does not answer in either family, while from the host it does.
+func TestTheInternetCarriesNothingBetweenClusters(t *testing.T) {
+	env.Require(t)
+	remote := env.SamplePods(t, "c2", lab.WhereamiSS)[0]
+	c1, _ := env.Topo.Cluster("c1")
+	hc := &http.Client{Timeout: 5 * time.Second}
+	// The router's way to the internet works in both families: what is dropped is the
+	// way on to c2.
+	for _, in := range []netip.Addr{env.Topo.Internet.Addr, env.Topo.Internet.Addr6} {
+		echo := net.JoinHostPort(in.String(), strconv.Itoa(topology.EchoPort))
+		if _, err := labtest.TryWhereami(c1.Router.Namespace, echo); err != nil {
+			t.Errorf("%s → the internet's echo %s: %v", c1.Router.Namespace, echo, err)
+		}
+	}
+	for _, ip := range remote.Status.PodIPs {
+		to := net.JoinHostPort(ip.IP, strconv.Itoa(workload.WhereamiPort))
+		if a, err := labtest.TryWhereamiWithin(c1.Router.Namespace, to, 2*time.Second); err == nil {
+			t.Errorf("%s → c2's pod %s through the internet: answered by %s; want it dropped", c1.Router.Namespace, to, a.Pod)
+		}
+		resp, err := hc.Get("http://" + to + "/")
+		if err != nil {
+			t.Errorf("host → c2's pod %s: %v", to, err)
+			continue
+		}
+		resp.Body.Close()
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	mcsv1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
@@ -56,8 +57,10 @@ func ExportWhereamiFrom(clusters ...string) func(*straitv1.ClusterSet) {
 }
 
 // DerivedSliceClusters are the clusters with ready endpoints in the EndpointSlices of
-// the Service the hub derived in cluster for the sample import name, sorted.
-func (e *Env) DerivedSliceClusters(t testing.TB, cluster, name string) ([]string, error) {
+// the Service the hub derived in cluster for the sample import name, sorted; with types,
+// in the slices of those address types alone (a dual-stack import has a slice of each
+// family per source cluster).
+func (e *Env) DerivedSliceClusters(t testing.TB, cluster, name string, types ...discoveryv1.AddressType) ([]string, error) {
 	t.Helper()
 	list, err := e.HostClient(t, cluster).DiscoveryV1().EndpointSlices(lab.SampleNamespace).List(context.Background(),
 		metav1.ListOptions{LabelSelector: "kubernetes.io/service-name=" + plan.DerivedServiceName(name)})
@@ -66,6 +69,9 @@ func (e *Env) DerivedSliceClusters(t testing.TB, cluster, name string) ([]string
 	}
 	var out []string
 	for _, s := range list.Items {
+		if len(types) > 0 && !slices.Contains(types, s.AddressType) {
+			continue
+		}
 		src := s.Labels[straitv1.LabelSourceCluster]
 		for _, ep := range s.Endpoints {
 			if (ep.Conditions.Ready == nil || *ep.Conditions.Ready) && !slices.Contains(out, src) {

@@ -51,11 +51,30 @@ func (e *Env) CrossTraffic(t testing.TB, from, to string) (src Source, target st
 	return src, target
 }
 
+// CrossTrafficFamilies is CrossTraffic in every family the target pod has: its targets
+// are the whereami pod's address of each, in the pod's order (IPv4 then IPv6 in a
+// dual-stack lab), once the client reaches every one.
+func (e *Env) CrossTrafficFamilies(t testing.TB, from, to string) (src Source, targets []string) {
+	t.Helper()
+	src = e.SourcePods(t, from)[0]
+	for _, ip := range e.PodOn(t, to, e.NodeOfKind(t, to, false), WhereamiImage).Status.PodIPs {
+		target := net.JoinHostPort(ip.IP, "8080")
+		require.Eventually(t, Converge, from+" → "+to+" "+target, func() error {
+			_, err := TryWhereami(src.NS, target)
+			return err
+		})
+		targets = append(targets, target)
+	}
+	return src, targets
+}
+
 // Handover is one failover a test caused: the gateway whose agent it stopped, the one
-// that took over, and what the watched GETs saw from the signal on.
+// that took over, and what the watched GETs saw from the signal on: Outage of the target,
+// Also of each other target watched beside it (another family's address), in order.
 type Handover struct {
 	Cluster, From, To string
 	Outage            Outage
+	Also              []Outage
 	env               *Env
 	// agent is the stopped agent's pod and restarts its container's count before.
 	agent    corev1.Pod
@@ -63,11 +82,12 @@ type Handover struct {
 }
 
 // StopActiveAgent stops the agent container on the cluster's active gateway with sig
-// while src GETs target (CrossTraffic) and that node's kubelet is paused, waits until
-// another gateway is active and a GET sent after the signal is answered, and measures
-// the outage from the signal. It resumes the kubelet before it returns; WaitBack waits
-// for the stopped agent to run again.
-func (e *Env) StopActiveAgent(t testing.TB, cluster string, sig syscall.Signal, src Source, target string) Handover {
+// while src GETs target (CrossTraffic), and each of also beside it, and that node's
+// kubelet is paused, waits until another gateway is active and a GET sent after the
+// signal is answered by every target, and measures the outages from the signal. It
+// resumes the kubelet before it returns; WaitBack waits for the stopped agent to run
+// again.
+func (e *Env) StopActiveAgent(t testing.TB, cluster string, sig syscall.Signal, src Source, target string, also ...string) Handover {
 	t.Helper()
 	h := Handover{Cluster: cluster, From: e.ActiveGateway(t, cluster).Name, env: e}
 	h.agent = e.AgentPod(t, cluster, h.From)
@@ -78,6 +98,10 @@ func (e *Env) StopActiveAgent(t testing.TB, cluster string, sig syscall.Signal, 
 	defer resume()
 	devices := e.VXLANIndexes(t, cluster)
 	p := StartProber(src.NS, target)
+	others := make([]*Prober, len(also))
+	for i, a := range also {
+		others[i] = StartProber(src.NS, a)
+	}
 	time.Sleep(300 * time.Millisecond)
 	e.SignalContainer(t, h.agent, "agent", sig)
 	fault := time.Now()
@@ -89,6 +113,11 @@ func (e *Env) StopActiveAgent(t testing.TB, cluster string, sig syscall.Signal, 
 		if !p.AnsweredAfter(fault) {
 			return fmt.Errorf("no answer from %s since the %s", target, sig)
 		}
+		for i, o := range others {
+			if !o.AnsweredAfter(fault) {
+				return fmt.Errorf("no answer from %s since the %s", also[i], sig)
+			}
+		}
 		return nil
 	}); err != nil {
 		e.LogAgents(t)
@@ -97,6 +126,9 @@ func (e *Env) StopActiveAgent(t testing.TB, cluster string, sig syscall.Signal, 
 	// Half a second more: traffic that comes back and stops again is an outage too.
 	time.Sleep(500 * time.Millisecond)
 	h.To, h.Outage = taken.Name, p.Since(fault)
+	for _, o := range others {
+		h.Also = append(h.Also, o.Since(fault))
+	}
 	// Taking over converges the standby's vx-strait; it must not make it again (a pass
 	// that saw the node's own Lease before its elector said so used to tear it down).
 	if was, now := devices[taken.Name], e.VXLANIndexes(t, cluster)[taken.Name]; was != now {
@@ -112,13 +144,21 @@ func (h Handover) WaitBack(t testing.TB) {
 	h.env.WaitRestarted(t, h.Cluster, h.agent, "agent", h.restarts, 2*time.Minute)
 }
 
-// FailOver is one StopActiveAgent, its outage bounded by FailoverBound, once the
-// stopped agent is back.
-func (e *Env) FailOver(t testing.TB, cluster string, sig syscall.Signal, src Source, target string) Handover {
+// FailOver is one StopActiveAgent, every target's outage bounded by FailoverBound, once
+// the stopped agent is back.
+func (e *Env) FailOver(t testing.TB, cluster string, sig syscall.Signal, src Source, target string, also ...string) Handover {
 	t.Helper()
-	h := e.StopActiveAgent(t, cluster, sig, src, target)
-	t.Logf("%s: %s's agent %s, %s took over: %s", cluster, h.From, sig, h.To, h.Outage)
-	if !BoundOutage(t, fmt.Sprintf("%s: %s → %s after %s's agent was %s", cluster, src.Name, target, h.From, sig), h.Outage, FailoverBound(sig)) {
+	h := e.StopActiveAgent(t, cluster, sig, src, target, also...)
+	ok := true
+	for i, to := range append([]string{target}, also...) {
+		o := h.Outage
+		if i > 0 {
+			o = h.Also[i-1]
+		}
+		t.Logf("%s: %s's agent %s, %s took over; %s → %s: %s", cluster, h.From, sig, h.To, src.Name, to, o)
+		ok = BoundOutage(t, fmt.Sprintf("%s: %s → %s after %s's agent was %s", cluster, src.Name, to, h.From, sig), o, FailoverBound(sig)) && ok
+	}
+	if !ok {
 		e.LogAgents(t)
 	}
 	h.WaitBack(t)

@@ -173,8 +173,8 @@ A lab file is YAML:
 
 --example NAME uses examples/clusterset/NAME with a hub, 2 gateways, 1 worker and the
 sample workloads, or the lab file examples/clusterset/NAME/lab.yaml when there is one
-(dualstack: the basic clusterset on dual-stack clusters; ipv6only: two IPv6-only
-clusters over an IPv6 underlay).
+(dualstack: the basic clusterset in both families, on dual-stack clusters; ipv6only:
+two IPv6-only clusters over an IPv6 underlay).
 
 Every node (and one for the hub) is a real node: kubelet, containerd, runc and a CNI
 bridge (make node-binaries images); the sample workloads run the local images, and

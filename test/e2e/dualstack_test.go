@@ -1,4 +1,4 @@
-package dualstack
+package e2e
 
 import (
 	"context"
@@ -20,9 +20,9 @@ import (
 	"github.com/straitnet/strait/test/labtest"
 )
 
-// TestDualStackClusters: the lab's clusters are dual-stack underneath Strait (whose
-// ClusterSet stays IPv4): in each member every sample pod has an IPv4 and an IPv6
-// address (in that order, the IPv6 one in the cluster's IPv6 pod CIDR), a
+// TestDualStackClusters: the lab's clusters are dual-stack inside, as the ClusterSet
+// lists them: in each member every sample pod has an IPv4 and an IPv6 address (in that
+// order, the IPv6 one in the IPv6 pod CIDR the ClusterSet lists for it), a
 // PreferDualStack Service gets a ClusterIP of each family, and from the client pod
 // another node's pod and the Service's IPv6 ClusterIP answer over IPv6 seeing the
 // client's own IPv6 address, and CoreDNS answers the Service's AAAA with that
@@ -34,6 +34,9 @@ func TestDualStackClusters(t *testing.T) {
 			c, ok := env.Topo.Cluster(cluster)
 			if !ok || !c.PodCIDR6.IsValid() {
 				t.Fatalf("%s is not dual-stack in the lab's topology", cluster)
+			}
+			if listed := listedCIDRs(t, cluster); !slices.Equal(listed, []netip.Prefix{c.PodCIDR, c.PodCIDR6, c.ServiceCIDR, c.ServiceCIDR6}) {
+				t.Fatalf("%s: the lab's ranges %v %v %v %v, the ClusterSet's %v", cluster, c.PodCIDR, c.PodCIDR6, c.ServiceCIDR, c.ServiceCIDR6, listed)
 			}
 			client := env.HostClient(t, cluster)
 			ctx := context.Background()
