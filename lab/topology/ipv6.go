@@ -275,18 +275,21 @@ func firstIPv6(cidrs []string) (netip.Prefix, int, bool) {
 // its clusters would have no IPv6 to give them.
 func refuseIPv6CIDRs(cs *straitv1.ClusterSet) field.ErrorList {
 	var errs field.ErrorList
+	cidrLists(cs, func(at *field.Path, _ string, cidrs []string) {
+		// The first CIDR is refused as the lab's first, which must be IPv4.
+		if p, j, ok := firstIPv6(cidrs); ok && j > 0 {
+			errs = append(errs, field.Invalid(at.Index(j), p.String(), "an IPv6 CIDR needs a lab with IPv6 (ipFamilies: [IPv4, IPv6] or [IPv6])"))
+		}
+	})
+	return errs
+}
+
+// cidrLists calls visit with each cluster's podCIDRs and serviceCIDRs, their path and
+// their field's name.
+func cidrLists(cs *straitv1.ClusterSet, visit func(at *field.Path, kind string, cidrs []string)) {
 	for i, c := range cs.Spec.Clusters {
 		cp := field.NewPath("spec", "clusters").Index(i)
-		for _, k := range []struct {
-			kind  string
-			cidrs []string
-		}{{"podCIDRs", c.PodCIDRs}, {"serviceCIDRs", c.ServiceCIDRs}} {
-			kind := k.kind
-			// The first CIDR is refused as the lab's first, which must be IPv4.
-			if p, j, ok := firstIPv6(k.cidrs); ok && j > 0 {
-				errs = append(errs, field.Invalid(cp.Child(kind).Index(j), p.String(), "an IPv6 CIDR needs a lab with IPv6 (ipFamilies: [IPv4, IPv6] or [IPv6])"))
-			}
-		}
+		visit(cp.Child("podCIDRs"), "podCIDRs", c.PodCIDRs)
+		visit(cp.Child("serviceCIDRs"), "serviceCIDRs", c.ServiceCIDRs)
 	}
-	return errs
 }

@@ -68,22 +68,16 @@ func (n Node) GatewayIP() netip.Addr {
 // routes), and globalnet (it translates IPv4 only).
 func checkIPv6Only(cs *straitv1.ClusterSet) field.ErrorList {
 	var errs field.ErrorList
-	for i, c := range cs.Spec.Clusters {
-		cp := field.NewPath("spec", "clusters").Index(i)
-		for _, k := range []struct {
-			kind  string
-			cidrs []string
-		}{{"podCIDRs", c.PodCIDRs}, {"serviceCIDRs", c.ServiceCIDRs}} {
-			for j, s := range k.cidrs {
-				if p, err := netip.ParsePrefix(s); err == nil && p.Addr().Is4() {
-					errs = append(errs, field.Invalid(cp.Child(k.kind).Index(j), s, "an IPv6-only lab's clusters have no IPv4 (ipFamilies: [IPv6])"))
-				}
-			}
-			if _, _, ok := firstIPv6(k.cidrs); !ok {
-				errs = append(errs, field.Required(cp.Child(k.kind), "an IPv6-only lab needs the cluster's IPv6 "+k.kind))
+	cidrLists(cs, func(at *field.Path, kind string, cidrs []string) {
+		for j, s := range cidrs {
+			if p, err := netip.ParsePrefix(s); err == nil && p.Addr().Is4() {
+				errs = append(errs, field.Invalid(at.Index(j), s, "an IPv6-only lab's clusters have no IPv4 (ipFamilies: [IPv6])"))
 			}
 		}
-	}
+		if _, _, ok := firstIPv6(cidrs); !ok {
+			errs = append(errs, field.Required(at, "an IPv6-only lab needs the cluster's IPv6 "+kind))
+		}
+	})
 	if g := cs.Spec.Globalnet; g != nil && g.Enabled {
 		errs = append(errs, field.Invalid(field.NewPath("spec", "globalnet", "enabled"), true,
 			"an IPv6-only lab's clusters have no IPv4 for globalnet to translate (ipFamilies: [IPv6])"))
