@@ -172,17 +172,31 @@ func (n *Node) StartKubelet(ctx context.Context, kubeconfig []byte) (retErr erro
 		return err
 	}
 	start := time.Now()
-	var err error
-	n.kubelet, err = startComponent("kubelet", n.cfg, n.layout, n.env(), append([]string{n.cfg.Kubelet}, kubeletArgs(n.cfg, n.layout)...)...)
-	if err != nil {
-		return err
-	}
-	if err := n.kubelet.waitFor(ctx, "healthz", 60*time.Second, n.healthz); err != nil {
-		return err
+	// A kubelet that exits before it is healthy is started again, as systemd's
+	// Restart=always does on a real node: it once ended at start on the creation of its
+	// pod-resources socket ("failed to remove temporary file: ... no such file or
+	// directory", 2026-11-29 in CI), which a second start does not meet.
+	for attempt := 1; ; attempt++ {
+		var err error
+		n.kubelet, err = startComponent("kubelet", n.cfg, n.layout, n.env(), append([]string{n.cfg.Kubelet}, kubeletArgs(n.cfg, n.layout)...)...)
+		if err != nil {
+			return err
+		}
+		err = n.kubelet.waitFor(ctx, "healthz", 60*time.Second, n.healthz)
+		if err == nil {
+			break
+		}
+		if !n.kubelet.ended() || attempt == kubeletStarts || ctx.Err() != nil {
+			return err
+		}
 	}
 	n.timings.Kubelet = time.Since(start)
 	return nil
 }
+
+// kubeletStarts is how many times StartKubelet starts a kubelet that exits before it is
+// healthy.
+const kubeletStarts = 3
 
 // env is the environment of the node's daemons.
 func (n *Node) env() []string {

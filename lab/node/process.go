@@ -72,6 +72,16 @@ func (p *component) err() error {
 	return fmt.Errorf("%s ended early (%w); log %s:\n%s", p.name, p.exited, p.log, Tail(p.log, 15))
 }
 
+// ended says whether the process has exited.
+func (p *component) ended() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
 // waitFor polls ready until it succeeds, the component ends, ctx ends or timeout passes.
 func (p *component) waitFor(ctx context.Context, what string, timeout time.Duration, ready func() error) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
