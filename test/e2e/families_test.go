@@ -70,6 +70,41 @@ func TestAcrossInBothFamilies(t *testing.T) {
 	}
 }
 
+// TestHealthCheckedInBothFamilies: each member's active gateway health-checks the other
+// through the cable in both families at once, from a health-check address of each
+// family inside its own pod ranges: the Peer lists an answered round per family (what
+// `kubectl get peer -o yaml` shows), and the agent's latency series has a family label
+// each.
+func TestHealthCheckedInBothFamilies(t *testing.T) {
+	env.Require(t)
+	for _, pair := range [][2]string{{"c1", "c2"}, {"c2", "c1"}} {
+		cluster, remote := pair[0], pair[1]
+		ranges := listedCIDRs(t, remote)
+		require.Eventually(t, labtest.Converge, cluster+"'s Peer "+remote+" health-checked in both families", func() error {
+			st, err := peerStatus(t, cluster, remote)
+			if err != nil {
+				return err
+			}
+			if len(st.HealthChecks) != 2 {
+				return fmt.Errorf("health checks %+v, want one IPv4 and one IPv6 round", st.HealthChecks)
+			}
+			for i, hc := range st.HealthChecks {
+				a, err := netip.ParseAddr(hc.Address)
+				if err != nil || hc.Family != families()[i] || hc.Received == 0 || hc.LatencyMicros <= 0 ||
+					!slices.ContainsFunc(ranges, func(p netip.Prefix) bool { return p.Contains(a) }) {
+					return fmt.Errorf("health check %+v: want %s answered, to an address inside %s's ranges %v", hc, families()[i], remote, ranges)
+				}
+			}
+			for _, f := range []string{"ipv4", "ipv6"} {
+				if v, err := peerMetric(t, cluster, "strait_agent_peer_latency_seconds", f, remote); err != nil || v <= 0 {
+					return fmt.Errorf("strait_agent_peer_latency_seconds{family=%q,peer=%q} = %g, %v", f, remote, v, err)
+				}
+			}
+			return nil
+		})
+	}
+}
+
 // TestClusterSetNameInBothFamilies: a PreferDualStack Service exported by c1 and c2 is
 // imported in both with the families [IPv4, IPv6] and a clusterset IP of each (the
 // ServiceImport's spec.ips, the derived Service's clusterIPs, inside the member's service
