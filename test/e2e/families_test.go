@@ -96,8 +96,12 @@ func TestHealthCheckedInBothFamilies(t *testing.T) {
 				}
 			}
 			for _, f := range []string{"ipv4", "ipv6"} {
-				if v, err := peerMetric(t, cluster, "strait_agent_peer_latency_seconds", f, remote); err != nil || v <= 0 {
-					return fmt.Errorf("strait_agent_peer_latency_seconds{family=%q,peer=%q} = %g, %v", f, remote, v, err)
+				v, err := peerMetric(t, cluster, "strait_agent_peer_latency_seconds", f, remote)
+				if err != nil {
+					return err
+				}
+				if v <= 0 {
+					return fmt.Errorf("strait_agent_peer_latency_seconds{family=%q,peer=%q} = %g, want above zero", f, remote, v)
 				}
 			}
 			return nil
