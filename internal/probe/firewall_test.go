@@ -62,7 +62,7 @@ func TestDropsUDPReadsWhatARuleDrops(t *testing.T) {
 // drops of the cable's port by nft in an ip6 table and by ip6tables-nft, beside a rule
 // for another port.
 func TestFirewallReadsTheFencesAndTheDropsOfBothFamilies(t *testing.T) {
-	require.Root(t, "nft")
+	require.Root(t, "nft", "ip6tables")
 	ns := netns.New(t, "pfw")
 	ruleset := `
 add table ip strait-fence
@@ -106,7 +106,7 @@ add rule inet site forward udp dport 4804 reject
 		t.Errorf("drops %+v, want ip6 site input 51871 drop and inet site forward 4804 reject", drops)
 	}
 	if _, err := netns.Exec(context.Background(), ns.Name, "", "ip6tables", "-A", "INPUT", "-p", "udp", "--dport", "51871", "-j", "REJECT"); err != nil {
-		t.Skipf("ip6tables: %v", err)
+		t.Fatalf("ip6tables: %v", err)
 	}
 	if _, drops, err = firewall(c, "strait-fence", []int{51871}); err != nil {
 		t.Fatal(err)

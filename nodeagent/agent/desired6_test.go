@@ -161,11 +161,11 @@ func TestHealthChecksPerFamily(t *testing.T) {
 		want   bool
 		msg    string
 	}{
-		{"both answer", familyChecks{{corev1.IPv4Protocol, v4, answered, nil}, {corev1.IPv6Protocol, v6, answered, nil}}, false, true,
+		{"both answer", familyChecks{{family: corev1.IPv4Protocol, dst: v4, r: answered}, {family: corev1.IPv6Protocol, dst: v6, r: answered}}, false, true,
 			"IPv4: 5 of 5 health checks to 10.8.255.255 answered; IPv6: 5 of 5 health checks to fd10:8::ffff answered"},
-		{"IPv6 lost", familyChecks{{corev1.IPv4Protocol, v4, answered, nil}, {corev1.IPv6Protocol, v6, lost, nil}}, true, false,
+		{"IPv6 lost", familyChecks{{family: corev1.IPv4Protocol, dst: v4, r: answered}, {family: corev1.IPv6Protocol, dst: v6, r: lost}}, true, false,
 			"IPv6: 0 of 5 health checks to fd10:8::ffff answered"},
-		{"IPv6 not probed, cable up", familyChecks{{corev1.IPv4Protocol, v4, answered, nil}, {corev1.IPv6Protocol, v6, health.Result{}, errors.New("icmp socket on fd10:7::ffff: cannot assign requested address")}}, true, true,
+		{"IPv6 not probed, cable up", familyChecks{{family: corev1.IPv4Protocol, dst: v4, r: answered}, {family: corev1.IPv6Protocol, dst: v6, err: errors.New("icmp socket on fd10:7::ffff: cannot assign requested address")}}, true, true,
 			"IPv6: icmp socket"},
 	} {
 		ok, msg := tc.checks.reachable(tc.cable)

@@ -83,13 +83,9 @@ func (a *Agent) timeFailover(ctx context.Context, from time.Time, previous strin
 		}
 		// Every family the two clusters share: the failover is done when each carries.
 		for _, c := range healthCheckPairs(want.Local, p.Spec.Endpoint) {
-			src := want.Local.HealthCheckIP
-			if c.family == corev1.IPv6Protocol {
-				src = want.Local.HealthCheckIPv6
-			}
 			asked++
 			go func() {
-				at, err := fr.FirstReply(ctx, src, c.dst, failoverProbeEvery)
+				at, err := fr.FirstReply(ctx, c.src, c.dst, failoverProbeEvery)
 				answers <- answer{p.Spec.ClusterID, c.family, at, err}
 			}()
 		}

@@ -15,10 +15,10 @@ import (
 
 // familyCheck is one address family's health-check round to a peer's gateway.
 type familyCheck struct {
-	family corev1.IPFamily
-	dst    netip.Addr
-	r      health.Result
-	err    error
+	family   corev1.IPFamily
+	src, dst netip.Addr
+	r        health.Result
+	err      error
 }
 
 // familyChecks are a peer's rounds, IPv4 first: one per family both gateways have a
@@ -40,7 +40,7 @@ func healthCheckPairs(local cable.Local, ep *straitv1.PeerEndpoint) []familyChec
 		if err != nil || !f.src.IsValid() || dst.Is4() != f.src.Is4() {
 			continue
 		}
-		out = append(out, familyCheck{family: f.family, dst: dst})
+		out = append(out, familyCheck{family: f.family, src: f.src, dst: dst})
 	}
 	return out
 }
@@ -52,11 +52,7 @@ func (a *Agent) probeFamilies(ctx context.Context, local cable.Local, ep *strait
 	done := make(chan struct{}, len(checks))
 	for i := range checks {
 		go func(c *familyCheck) {
-			src := local.HealthCheckIP
-			if c.family == corev1.IPv6Protocol {
-				src = local.HealthCheckIPv6
-			}
-			c.r, c.err = a.cfg.Prober.Probe(ctx, src, c.dst)
+			c.r, c.err = a.cfg.Prober.Probe(ctx, c.src, c.dst)
 			done <- struct{}{}
 		}(&checks[i])
 	}

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/straitnet/strait/plan"
 )
 
 // familyOf is the IP family of an address or a CIDR ("" when it is neither).
@@ -27,14 +29,16 @@ func familyOf(s string) corev1.IPFamily {
 // families are the IP families a member carries: its pod ranges' in the Membership
 // (a cluster's families are its pod ranges'), IPv4 first.
 func (m *member) families() []corev1.IPFamily {
-	var out []corev1.IPFamily
 	if m.membership == nil {
 		return nil
 	}
-	for _, f := range []corev1.IPFamily{corev1.IPv4Protocol, corev1.IPv6Protocol} {
-		if slices.ContainsFunc(m.membership.Spec.PodCIDRs, func(c string) bool { return familyOf(c) == f }) {
-			out = append(out, f)
-		}
+	var out []corev1.IPFamily
+	fs := plan.FamiliesOf(m.membership.Spec.PodCIDRs)
+	if fs.V4 {
+		out = append(out, corev1.IPv4Protocol)
+	}
+	if fs.V6 {
+		out = append(out, corev1.IPv6Protocol)
 	}
 	return out
 }
