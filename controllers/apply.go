@@ -341,8 +341,15 @@ func (w *memberWriter) apply(ctx context.Context, k objKey, o client.Object) (in
 		return 0, err
 	}
 	hash := hashOf(data)
-	if e, ok := w.table.get(k); ok && e.hash == hash {
+	switch e, ok := w.table.get(k); {
+	case ok && e.hash == hash:
 		if cur := w.current(ctx, k, o); cur != nil && e.holds(k.kind, cur) {
+			return 0, nil
+		}
+	case !ok:
+		// No record: a new object, or a hub that started over members in place.
+		if cur := w.current(ctx, k, o); cur != nil && adoptable(cur, o, hash) {
+			w.table.set(k, entryOf(k.kind, cur, cur.GetResourceVersion(), hash))
 			return 0, nil
 		}
 	}
@@ -445,8 +452,23 @@ func applyBody(data []byte, o client.Object) (*unstructured.Unstructured, map[st
 		}
 	}
 	delete(m, "status")
-	return &unstructured.Unstructured{Object: m}, status, nil
+	u := &unstructured.Unstructured{Object: m}
+	// Not on a Secret: the digest of a key is no business of anyone who may read the
+	// Secret's metadata, and the hub writes the PSK Secret at every pass anyway.
+	if _, secret := o.(*corev1.Secret); !secret {
+		ann := u.GetAnnotations()
+		if ann == nil {
+			ann = map[string]string{}
+		}
+		ann[straitv1.AnnotationDigest] = digestOf(hashOf(data))
+		u.SetAnnotations(ann)
+	}
+	return u, status, nil
 }
+
+// digestOf is the value of the digest annotation for an object whose content hashes to
+// hash.
+func digestOf(hash uint64) string { return fmt.Sprintf("%016x", hash) }
 
 // applyMap decodes an encoded object into the map an apply sends, without the
 // creationTimestamp the API server sets.

@@ -97,6 +97,7 @@ func NewClusterSetReconciler(mgr ctrl.Manager, metrics *Metrics, cfg Config) *Cl
 		ProbeInterval: cfg.ProbeInterval,
 		OnChange:      r.memberChanged,
 		Prints:        memberPrints,
+		FieldManager:  straitv1.FieldManager,
 		Log:           mgr.GetLogger().WithName("members"),
 	})
 	return r

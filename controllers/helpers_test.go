@@ -52,7 +52,7 @@ func serveService(t *testing.T, m *clusters.Cluster, ns, name, clusterIP string,
 	})
 }
 
-// gauge reads a hub series of cs as a scrape would: the family name's series whose
+// gauge reads a hub series of cs (a gauge or a counter) as a scrape would: the family name's series whose
 // clusterset label is cs's and, when member is given, whose member label is it. It
 // fails g when there is none.
 func (f *fixture) gauge(g Gomega, name string, cs *straitv1.ClusterSet, member ...string) float64 {
@@ -76,6 +76,9 @@ func (f *fixture) gauge(g Gomega, name string, cs *straitv1.ClusterSet, member .
 				if labels[k] != v {
 					continue series
 				}
+			}
+			if c := m.GetCounter(); c != nil {
+				return c.GetValue()
 			}
 			return m.GetGauge().GetValue()
 		}

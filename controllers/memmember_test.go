@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -24,8 +25,8 @@ import (
 
 // memMember stands in for a member's API server and informers in the scale benchmark,
 // where 255 members holding 20,000 objects each cannot run on one machine. It keeps,
-// per object the hub wrote, its resourceVersion (and a ServiceExport's status), and
-// counts writes. It answers the calls the hub's write path makes; any other call panics
+// per object the hub wrote, its resourceVersion and digest annotation (and a
+// ServiceExport's or ServiceImport's status), and counts writes. It answers the calls the hub's write path makes; any other call panics
 // through the nil embedded interfaces. Reads hand out fresh objects like an informer's
 // deep copy, but smaller: metadata only. Every change, the hub's writes and deletes and
 // those made behind its back (touch, remove), is handed to the member's print handlers
@@ -38,9 +39,12 @@ type memMember struct {
 
 	mu      sync.Mutex
 	rv      int64
-	objs    map[string]map[objKey]int64 // kind -> object -> resourceVersion
-	exports map[objKey]map[string]any   // ServiceExport -> status
-	writes  int
+	objs    map[string]map[objKey]memObj // kind -> object
+	exports map[objKey]map[string]any    // ServiceExport -> status
+	// statuses are the ServiceImport statuses written, by their encoding: a few hundred
+	// distinct ones (one per set of exporting clusters) for 10,000 imports.
+	statuses map[string]*mcsv1.ServiceImportStatus
+	writes   int
 	// labels are those of the hub's objects (all of them carry the same), given back on
 	// reads so that prune by name recognizes them.
 	labels map[string]string
@@ -54,8 +58,16 @@ func newMemMember(key members.Key) *memMember {
 	for _, pk := range prunable() {
 		kinds = append(kinds, pk.kind)
 	}
-	return &memMember{scheme: scheme.New(), objs: map[string]map[objKey]int64{}, exports: map[objKey]map[string]any{},
-		prints: members.NewPrints(memberPrints(key), kinds...)}
+	return &memMember{scheme: scheme.New(), objs: map[string]map[objKey]memObj{}, exports: map[objKey]map[string]any{},
+		statuses: map[string]*mcsv1.ServiceImportStatus{}, prints: members.NewPrints(memberPrints(key), kinds...)}
+}
+
+// memObj is what a stand-in keeps of an object: its resourceVersion, the digest the
+// hub's annotation carried (0: none), and a ServiceImport's status.
+type memObj struct {
+	rv     int64
+	digest uint64
+	status *mcsv1.ServiceImportStatus
 }
 
 // informed hands a change of an object to its kind's print handler, as the informer
@@ -94,14 +106,20 @@ func (m *memMember) Get(_ context.Context, k client.ObjectKey, obj client.Object
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	key := objKey{kind: kind, namespace: k.Namespace, name: k.Name}
-	rv, ok := m.objs[kind][key]
+	mo, ok := m.objs[kind][key]
 	if !ok {
 		return apierrors.NewNotFound(schema.GroupResource{Resource: kind}, k.Name)
 	}
 	obj.SetName(k.Name)
 	obj.SetNamespace(k.Namespace)
-	obj.SetResourceVersion(strconv.FormatInt(rv, 10))
+	obj.SetResourceVersion(strconv.FormatInt(mo.rv, 10))
 	obj.SetLabels(m.labels)
+	if mo.digest != 0 {
+		obj.SetAnnotations(map[string]string{straitv1.AnnotationDigest: digestOf(mo.digest)})
+	}
+	if si, ok := obj.(*mcsv1.ServiceImport); ok && mo.status != nil {
+		si.Status = *mo.status
+	}
 	if se, ok := obj.(*mcsv1.ServiceExport); ok && m.exports[key] != nil {
 		st := &mcsv1.ServiceExportStatus{}
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(m.exports[key], st); err != nil {
@@ -135,14 +153,14 @@ func (m *memMember) List(_ context.Context, list client.ObjectList, opts ...clie
 			service = plan.DerivedServiceName(v) + "-"
 		}
 	}
-	for k, rv := range m.objs[kind] {
+	for k, mo := range m.objs[kind] {
 		if lo.Namespace != "" && k.namespace != lo.Namespace || !strings.HasPrefix(k.name, service) {
 			continue
 		}
 		o, _ := item.DeepCopyObject().(client.Object)
 		o.SetName(k.name)
 		o.SetNamespace(k.namespace)
-		o.SetResourceVersion(strconv.FormatInt(rv, 10))
+		o.SetResourceVersion(strconv.FormatInt(mo.rv, 10))
 		o.SetLabels(m.labels)
 		items = append(items, o)
 	}
@@ -188,9 +206,9 @@ func (m *memMember) Delete(_ context.Context, obj client.Object, _ ...client.Del
 	defer m.mu.Unlock()
 	kind := kindOf(obj)
 	k := objKey{kind: kind, namespace: obj.GetNamespace(), name: obj.GetName()}
-	if rv, ok := m.objs[kind][k]; ok {
+	if mo, ok := m.objs[kind][k]; ok {
 		delete(m.objs[kind], k)
-		m.informed(k, rv, 0)
+		m.informed(k, mo.rv, 0)
 	}
 	m.writes++
 	return nil
@@ -227,16 +245,31 @@ func (m *memMember) store(obj runtime.ApplyConfiguration, status bool) error {
 	kind := u.GetKind()
 	k := objKey{kind: kind, namespace: u.GetNamespace(), name: u.GetName()}
 	if m.objs[kind] == nil {
-		m.objs[kind] = map[objKey]int64{}
+		m.objs[kind] = map[objKey]memObj{}
 	}
 	m.rv++
-	was := m.objs[kind][k]
-	m.objs[kind][k] = m.rv
-	m.informed(k, was, m.rv)
-	if status && kind == "ServiceExport" {
-		st, _ := u.UnstructuredContent()["status"].(map[string]any)
+	mo := m.objs[kind][k]
+	was := mo.rv
+	mo.rv = m.rv
+	st, _ := u.UnstructuredContent()["status"].(map[string]any)
+	switch {
+	case !status:
+		mo.digest = 0
+		if md, ok := u.UnstructuredContent()["metadata"].(map[string]any); ok {
+			ann, _ := md["annotations"].(map[string]any)
+			d, _ := ann[straitv1.AnnotationDigest].(string)
+			mo.digest, _ = strconv.ParseUint(d, 16, 64)
+		}
+	case kind == "ServiceExport":
 		m.exports[k] = runtime.DeepCopyJSON(st)
+	case kind == "ServiceImport":
+		var err error
+		if mo.status, err = m.importStatus(st); err != nil {
+			return err
+		}
 	}
+	m.objs[kind][k] = mo
+	m.informed(k, was, m.rv)
 	u.SetResourceVersion(strconv.FormatInt(m.rv, 10))
 	m.writes++
 	return nil
@@ -246,13 +279,17 @@ func (m *memMember) Status() client.SubResourceWriter { return memStatus{m: m} }
 
 // touch changes an object behind the hub's back, as someone editing it would. The
 // informer sees it (the print changes); the hub's watch does not (no ChangeFunc is
-// called), as when the hub was down or the change stripped the hub's labels.
+// called), as when the hub was down or the change stripped the hub's labels. The
+// object's digest is forgotten: a real edit keeps the annotation but adds the editor's
+// managed fields entry, which keeps a new hub from adopting it (adoptable) just as well.
 func (m *memMember) touch(k objKey) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.rv++
-	was := m.objs[k.kind][k]
-	m.objs[k.kind][k] = m.rv
+	mo := m.objs[k.kind][k]
+	was := mo.rv
+	mo.rv, mo.digest = m.rv, 0
+	m.objs[k.kind][k] = mo
 	m.informed(k, was, m.rv)
 }
 
@@ -261,10 +298,28 @@ func (m *memMember) touch(k objKey) {
 func (m *memMember) remove(k objKey) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if rv, ok := m.objs[k.kind][k]; ok {
+	if mo, ok := m.objs[k.kind][k]; ok {
 		delete(m.objs[k.kind], k)
-		m.informed(k, rv, 0)
+		m.informed(k, mo.rv, 0)
 	}
+}
+
+// importStatus is a ServiceImport status as written, shared with every import written
+// the same one; m.mu is held.
+func (m *memMember) importStatus(st map[string]any) (*mcsv1.ServiceImportStatus, error) {
+	data, err := json.Marshal(st)
+	if err != nil {
+		return nil, err
+	}
+	if s, ok := m.statuses[string(data)]; ok {
+		return s, nil
+	}
+	s := &mcsv1.ServiceImportStatus{}
+	if err := json.Unmarshal(data, s); err != nil {
+		return nil, err
+	}
+	m.statuses[string(data)] = s
+	return s, nil
 }
 
 func (m *memMember) writeCount() int {

@@ -42,6 +42,13 @@ const (
 	// says what it is for, so that nobody takes it for their own.
 	AnnotationDerivedFrom = "strait.io/derived-from"
 
+	// AnnotationDigest, on every object the hub writes into a member, is the digest
+	// (16 hex digits) of the content the hub wrote, status included. A hub that starts
+	// over members already in place (a restart, a new leader) has no record of its
+	// writes: an object whose digest is the one it would write, and whose fields nobody
+	// else owns, is taken as written instead of written again.
+	AnnotationDigest = "strait.io/digest"
+
 	// AnnotationTargetCluster names the member cluster an object is meant for in the
 	// output of `strait render`.
 	AnnotationTargetCluster = "strait.io/target-cluster"

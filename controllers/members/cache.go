@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
@@ -51,7 +52,11 @@ type Options struct {
 	// the watched objects with: Member.Print then tells, per kind, the count and the
 	// fingerprint sum of those that count, kept from the events without a list.
 	Prints func(Key) PrintFunc
-	Log    logr.Logger
+	// FieldManager is the hub's own field manager: the informers drop every managed
+	// fields entry but those of other managers on the main resource, which they keep
+	// without their fields (see KeepOthersManagers).
+	FieldManager string
+	Log          logr.Logger
 }
 
 // Watch is one watched kind.
@@ -178,11 +183,11 @@ func (c *Cache) newMember(key Key, cfg *rest.Config, version string) (*Member, e
 			byObject[w.Object] = cache.ByObject{Namespaces: map[string]cache.Config{w.Namespace: {}}}
 		}
 	}
-	// Managed fields are most of a small object and nothing the hub reads: the informers
-	// drop them. A member's API server that comes back is followed within seconds
+	// Managed fields are most of a small object: the informers keep only who else, besides
+	// the hub, owns fields outside the status (see KeepOthersManagers). A member's API server that comes back is followed within seconds
 	// (kubewatch), not after client-go's back-off of up to a minute.
 	informers, err := cache.New(cfg, cache.Options{Scheme: c.opts.Scheme, ByObject: byObject, ReaderFailOnMissingInformer: true,
-		DefaultTransform: cache.TransformStripManagedFields(), NewInformer: kubewatch.NewSharedIndexInformer})
+		DefaultTransform: KeepOthersManagers(c.opts.FieldManager), NewInformer: kubewatch.NewSharedIndexInformer})
 	if err != nil {
 		return nil, fmt.Errorf("informers for %s: %w", key, err)
 	}
@@ -254,5 +259,32 @@ func (m *Member) handler() toolscache.ResourceEventHandler {
 		AddFunc:    func(obj any) { notify(obj, false) },
 		UpdateFunc: func(_, obj any) { notify(obj, false) },
 		DeleteFunc: func(obj any) { notify(obj, true) },
+	}
+}
+
+// KeepOthersManagers is the informers' transform: of an object's managed fields it keeps
+// only the entries of managers other than own on the object itself (not its status),
+// without their fields: an edit by someone else shows as an entry, and an object the hub
+// alone wrote has none. Whose fields they are is all the hub reads from them (see
+// controllers' adoption of a cold start); the fields would be most of a small object.
+func KeepOthersManagers(own string) toolscache.TransformFunc {
+	return func(in any) (any, error) {
+		o, ok := in.(client.Object)
+		if !ok {
+			return in, nil
+		}
+		mf := o.GetManagedFields()
+		if len(mf) == 0 {
+			return in, nil
+		}
+		var kept []metav1.ManagedFieldsEntry
+		for _, e := range mf {
+			if e.Manager == own || e.Subresource != "" {
+				continue
+			}
+			kept = append(kept, metav1.ManagedFieldsEntry{Manager: e.Manager, Operation: e.Operation})
+		}
+		o.SetManagedFields(kept)
+		return in, nil
 	}
 }

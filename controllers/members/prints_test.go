@@ -5,6 +5,7 @@ import (
 	"errors"
 	"hash/fnv"
 	"maps"
+	"reflect"
 	"slices"
 	"strconv"
 	"sync"
@@ -224,5 +225,33 @@ func TestPrintsDeleteByName(t *testing.T) {
 	h.OnDelete("no object") // nothing to take out
 	if got, ok := p.Print("ConfigMap"); !ok || got != (Print{}) {
 		t.Errorf("after every delete: %+v (ok %v), want none", got, ok)
+	}
+}
+
+// TestKeepOthersManagers: the informers keep, of an object's managed fields, only who
+// else owns fields of the object itself, without the fields.
+func TestKeepOthersManagers(t *testing.T) {
+	fields := &metav1.FieldsV1{Raw: []byte(`{"f:spec":{}}`)}
+	o := &metav1.PartialObjectMetadata{}
+	o.SetManagedFields([]metav1.ManagedFieldsEntry{
+		{Manager: "strait-hub", Operation: metav1.ManagedFieldsOperationApply, FieldsV1: fields},
+		{Manager: "strait-hub", Operation: metav1.ManagedFieldsOperationApply, Subresource: "status", FieldsV1: fields},
+		{Manager: "strait-agent", Operation: metav1.ManagedFieldsOperationApply, Subresource: "status", FieldsV1: fields},
+		{Manager: "kubectl-edit", Operation: metav1.ManagedFieldsOperationUpdate, FieldsV1: fields},
+	})
+	if _, err := KeepOthersManagers("strait-hub")(o); err != nil {
+		t.Fatal(err)
+	}
+	want := []metav1.ManagedFieldsEntry{{Manager: "kubectl-edit", Operation: metav1.ManagedFieldsOperationUpdate}}
+	if got := o.GetManagedFields(); !reflect.DeepEqual(got, want) {
+		t.Errorf("kept %+v, want %+v", got, want)
+	}
+	hubOnly := &metav1.PartialObjectMetadata{}
+	hubOnly.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: "strait-hub", FieldsV1: fields}})
+	if _, err := KeepOthersManagers("strait-hub")(hubOnly); err != nil {
+		t.Fatal(err)
+	}
+	if got := hubOnly.GetManagedFields(); len(got) != 0 {
+		t.Errorf("an object the hub alone wrote kept %+v", got)
 	}
 }

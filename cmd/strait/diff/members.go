@@ -247,6 +247,13 @@ func view(m map[string]any) map[string]any {
 		for _, k := range []string{"managedFields", "resourceVersion", "generation", "uid", "creationTimestamp", "selfLink"} {
 			delete(md, k)
 		}
+		// The digest of what the hub wrote changes with every change it sums up.
+		if ann, ok := md["annotations"].(map[string]any); ok {
+			delete(ann, straitv1.AnnotationDigest)
+			if len(ann) == 0 {
+				delete(md, "annotations")
+			}
+		}
 	}
 	if out["kind"] != "ServiceImport" {
 		delete(out, "status")
