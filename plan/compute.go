@@ -36,6 +36,9 @@ type Plan struct {
 	facts      map[string]*memberIndex // per cluster, of observed
 	alloc      map[string]*ClusterAllocation
 	exports    []*exportPlan // sorted by namespace/name
+	// kept are the planner's resolutions this plan took over or made, by export key
+	// (nil without a planner): they also keep each export's remote digests.
+	kept map[string]*keptExport
 	// digests are computed on the first MemberDigest; the hub asks from many goroutines.
 	digestOnce sync.Once
 	digests    *digests
@@ -101,6 +104,7 @@ func (v *ValidSpec) compute(observed Observed, pl *Planner) (*Plan, field.ErrorL
 		resolve = func(e *exportPlan) *exportPlan { return pl.resolved(p, e, kept) }
 	}
 	p.exports = p.planExports(resolve)
+	p.kept = kept
 	if errs := p.allocate(); len(errs) > 0 {
 		return nil, errs
 	}

@@ -3,6 +3,8 @@ package plan
 import (
 	"encoding/json"
 	"net/netip"
+	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -28,7 +30,7 @@ func (p *Plan) MemberDigest(cluster string) uint64 {
 	exports := d.exports[v]
 	for _, i := range d.involved[cluster] {
 		e := p.exports[i]
-		exports += mix(p.exportDigest(e, cluster, v)) - mix(d.remote[v][i])
+		exports += mix(p.cachedDigest(e, cluster, v, d.allocs)) - mix(d.remote[v][i])
 	}
 	h.u64(exports)
 	return h.sum()
@@ -75,7 +77,7 @@ func (p *Plan) Groups(cluster string) Groups {
 	out.Digests[0] = p.baseDigest(cluster)
 	copy(out.Digests[1:], d.remote[v])
 	for _, i := range d.involved[cluster] {
-		out.Digests[1+i] = p.exportDigest(p.exports[i], cluster, v)
+		out.Digests[1+i] = p.cachedDigest(p.exports[i], cluster, v, d.allocs)
 	}
 	return out
 }
@@ -91,6 +93,7 @@ type digests struct {
 	remote   map[view][]uint64
 	exports  map[view]uint64  // per view, sum of mix(remote[v])
 	involved map[string][]int // cluster -> the exports it exports (they have conditions, its own view)
+	allocs   map[string]uint64 // allocationSums
 }
 
 func (p *Plan) prepareDigests() {
@@ -109,6 +112,7 @@ func (p *Plan) prepareDigests() {
 			d.peers[f] += mix(d.peer[f][c])
 		}
 	}
+	d.allocs = p.allocationSums()
 	for _, c := range p.clusters {
 		v := p.views[c]
 		if _, done := d.remote[v]; done {
@@ -116,7 +120,7 @@ func (p *Plan) prepareDigests() {
 		}
 		remote := make([]uint64, len(p.exports))
 		for i, e := range p.exports {
-			remote[i] = p.exportDigest(e, "", v)
+			remote[i] = p.cachedDigest(e, "", v, d.allocs)
 			d.exports[v] += mix(remote[i])
 		}
 		d.remote[v] = remote
@@ -130,6 +134,82 @@ func (p *Plan) prepareDigests() {
 		}
 	}
 	p.digests = d
+}
+
+// cachedDigest is exportDigest(e, cluster, v), taken from the planner's last plans when
+// e's resolution was taken over from them (the same *exportPlan, whose inputs include
+// the ServiceExport's version in each cluster it is exported from) and what else the
+// digest reads is the same: the source clusters' families and their globalnet
+// allocations (allocs, by export key, allocationSums). The hub asks for every export's
+// digests at every plan; a change touches a few.
+func (p *Plan) cachedDigest(e *exportPlan, cluster string, v view, allocs map[string]uint64) uint64 {
+	k := p.kept[e.key()]
+	if k == nil || k.plan != e {
+		return p.exportDigest(e, cluster, v)
+	}
+	h := newHasher()
+	h.u64(allocs[e.key()])
+	for _, s := range e.sources {
+		h.bool(p.views[s.cluster].pods.V4)
+		h.bool(p.views[s.cluster].pods.V6)
+		h.bool(p.alloc[s.cluster] != nil)
+	}
+	inputs := h.sum()
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for _, r := range k.digests {
+		if r.cluster == cluster && r.view == v && r.inputs == inputs {
+			return r.digest
+		}
+	}
+	d := p.exportDigest(e, cluster, v)
+	k.digests = append(slices.DeleteFunc(k.digests, func(r keptDigest) bool { return r.cluster == cluster && r.view == v }),
+		keptDigest{cluster: cluster, view: v, inputs: inputs, digest: d})
+	return d
+}
+
+// allocationSums sums, per export key, the globalnet allocations of every cluster for
+// it: its service's global IP and its endpoints'. nil without globalnet.
+func (p *Plan) allocationSums() map[string]uint64 {
+	if !p.globalnet() {
+		return nil
+	}
+	out := make(map[string]uint64, len(p.exports))
+	for _, c := range p.clusters {
+		a := p.alloc[c]
+		if a == nil {
+			continue
+		}
+		for key, ip := range a.Services {
+			h := newHasher()
+			h.str(c)
+			h.str(key)
+			h.addr(ip)
+			out[key] += mix(h.sum())
+		}
+		for key, ip := range a.Endpoints {
+			h := newHasher()
+			h.str(c)
+			h.str(key)
+			h.addr(ip)
+			// key is "namespace/name/owner", and an owner (a pod's name or an IP) has
+			// no slash.
+			if i := strings.LastIndexByte(key, '/'); i > 0 {
+				out[key[:i]] += mix(h.sum())
+			}
+		}
+	}
+	return out
+}
+
+// keptDigest is one of an export's digests, kept with its resolution
+// (keptExport.digests): as cluster ("": any that does not export it) of view holds it,
+// from the inputs beside the resolution it read.
+type keptDigest struct {
+	cluster string
+	view    view
+	inputs  uint64
+	digest  uint64
 }
 
 // exportDigest is everything about export e that member cluster, of view v, holds: its

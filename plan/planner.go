@@ -2,6 +2,7 @@ package plan
 
 import (
 	"maps"
+	"sync"
 
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -35,6 +36,12 @@ type Planner struct {
 // keptExport is one export's resolution with the versions of the facts it came from.
 type keptExport struct {
 	plan *exportPlan
+	// digests are the export's digests as the plans that took it over computed them,
+	// one per view and cluster that exports it, and one per view for the others
+	// (Plan.cachedDigest); mu guards them: the hub asks for digests from a goroutine
+	// per member.
+	mu      sync.Mutex
+	digests []keptDigest
 	// from are plan.exportedFrom's clusters, sorted.
 	from []string
 	// versions are, per cluster of plan.exportedFrom in sorted order, its Service's,
