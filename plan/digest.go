@@ -91,8 +91,8 @@ type digests struct {
 	peers map[Families]uint64
 	// remote[v][i]: export i as a cluster of view v that does not export it sees it.
 	remote   map[view][]uint64
-	exports  map[view]uint64  // per view, sum of mix(remote[v])
-	involved map[string][]int // cluster -> the exports it exports (they have conditions, its own view)
+	exports  map[view]uint64   // per view, sum of mix(remote[v])
+	involved map[string][]int  // cluster -> the exports it exports (they have conditions, its own view)
 	allocs   map[string]uint64 // allocationSums
 }
 
