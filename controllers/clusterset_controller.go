@@ -186,8 +186,9 @@ func (r *ClusterSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	}
 
 	// Objects from git may arrive before the webhook is installed: an invalid spec is a
-	// terminal state, not a retry loop. The spec is validated and defaulted here, once.
-	spec, errs := plan.Check(obj)
+	// terminal state, not a retry loop. The spec is validated and defaulted here, once
+	// per generation (the planner keeps the last valid one).
+	spec, errs := r.plannerFor(req.NamespacedName).Check(obj)
 	if len(errs) > 0 {
 		r.stalled(obj, straitv1.ReasonValidationFailed, errs.ToAggregate().Error())
 		r.metrics.errors.WithLabelValues(csLabel, "validation").Inc()

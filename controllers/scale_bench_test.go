@@ -56,6 +56,7 @@ import (
 func BenchmarkHubScale(b *testing.B) {
 	ctx := context.Background()
 	cs, obs := bigset.New(hubMembers(b), bigset.Exports)
+	cs.UID, cs.Generation = "hub-scale", 1 // as the API server gives it: checked once
 	h := newScaleHub(b, cs)
 	if n := h.reconcile(ctx, cs, obs); n == 0 {
 		b.Fatal("the first reconcile wrote nothing")
@@ -252,7 +253,7 @@ func newScaleHub(b testing.TB, cs *straitv1.ClusterSet) *scaleHub {
 // writes it made.
 func (h *scaleHub) reconcile(ctx context.Context, cs *straitv1.ClusterSet, obs plan.Observed) int {
 	before := h.writes()
-	spec, errs := plan.Check(cs)
+	spec, errs := h.planner.Check(cs)
 	if len(errs) > 0 {
 		panic(errs.ToAggregate())
 	}

@@ -103,14 +103,18 @@ func (v *ValidSpec) compute(observed Observed, pl *Planner) (*Plan, field.ErrorL
 		kept = make(map[string]*keptExport, len(pl.kept))
 		resolve = func(e *exportPlan) *exportPlan { return pl.resolved(p, e, kept) }
 	}
-	p.exports = p.planExports(resolve)
+	if pl != nil && pl.gathersAsLast(v) {
+		p.exports = pl.takeOver(p, kept)
+	} else {
+		p.exports = p.planExports(resolve)
+	}
 	p.kept = kept
 	if errs := p.allocate(); len(errs) > 0 {
 		return nil, errs
 	}
 	p.Status = p.status()
 	if pl != nil {
-		pl.kept = kept
+		pl.done(v, p, kept)
 	}
 	return p, nil
 }

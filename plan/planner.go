@@ -6,6 +6,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	straitv1 "github.com/straitnet/strait/api/v1alpha1"
 )
 
 // Planner computes the plans of one ClusterSet one after another, as the hub does at
@@ -28,6 +30,14 @@ import (
 // computed in full each time. A Planner is not safe for concurrent use.
 type Planner struct {
 	kept map[string]*keptExport
+	// last are the last plan's exports' resolutions in its order (by key), and spec
+	// the ValidSpec it was computed from: a plan of the same spec under the Declared
+	// policy gathers the same exports, and takes them over one by one (takeOver).
+	last []*keptExport
+	spec *ValidSpec
+	// checked is the last spec Check took as valid, for the ClusterSet of that UID and
+	// generation.
+	checked checkedSpec
 	// Reused and Resolved count, over the last plan, the exports taken over and those
 	// resolved again.
 	Reused, Resolved int
@@ -64,6 +74,73 @@ func (v objectVersion) known() bool { return !v.present || v.uid != "" && v.rv !
 // NewPlanner returns a planner with nothing kept: its first plan resolves every export.
 func NewPlanner() *Planner { return &Planner{} }
 
+// checkedSpec is a ClusterSet generation found valid.
+type checkedSpec struct {
+	uid        types.UID
+	generation int64
+	spec       *ValidSpec
+}
+
+// Check is plan.Check(cs), but for a ClusterSet whose UID and generation are those of the
+// last one it found valid, whose ValidSpec it returns: the API server gives every change
+// of a ClusterSet's spec a new generation, and the hub reconciles a ClusterSet far more
+// often for its members' changes than for its own (validating 10,000 exports costs some
+// 8 ms and 2 MB). A ClusterSet without a UID or a generation (not from an API server) is
+// always checked.
+func (pl *Planner) Check(cs *straitv1.ClusterSet) (*ValidSpec, field.ErrorList) {
+	c := pl.checked
+	if c.spec != nil && cs.UID != "" && cs.Generation != 0 && c.uid == cs.UID && c.generation == cs.Generation &&
+		c.spec.clusterSet == (types.NamespacedName{Namespace: cs.Namespace, Name: cs.Name}) {
+		return c.spec, nil
+	}
+	v, errs := Check(cs)
+	if len(errs) > 0 {
+		pl.checked = checkedSpec{}
+		return nil, errs
+	}
+	pl.checked = checkedSpec{uid: cs.UID, generation: cs.Generation, spec: v}
+	return v, nil
+}
+
+// takeOver is planExports for a plan of the spec of the last one under the Declared
+// policy: the same exports, from the same clusters, so each is the last plan's
+// resolution while the facts it read are the same, and resolved again from the spec's
+// part of it otherwise; next records them for the next plan. It allocates nothing for
+// an export taken over, where gathering them anew made 10,000 exports' maps each time.
+func (pl *Planner) takeOver(p *Plan, next map[string]*keptExport) []*exportPlan {
+	out := make([]*exportPlan, 0, len(pl.last))
+	for _, k := range pl.last {
+		old := k.plan
+		if k.sameVersions(p, old) {
+			pl.Reused++
+			next[old.key()] = k
+			out = append(out, old)
+			continue
+		}
+		e := &exportPlan{namespace: old.namespace, name: old.name, nsName: old.nsName,
+			exportedFrom: maps.Clone(old.exportedFrom), declared: maps.Clone(old.declared), preferLocal: old.preferLocal}
+		out = append(out, pl.resolveNew(p, e, next))
+	}
+	return out
+}
+
+// gathersAsLast says whether a plan of v gathers the exports of the last plan: the same
+// spec under the Declared policy (under MemberExports, the members' ServiceExports add
+// exports).
+func (pl *Planner) gathersAsLast(v *ValidSpec) bool {
+	return pl.spec == v && pl.last != nil && v.spec.ExportPolicy == straitv1.ExportPolicyDeclared
+}
+
+// done records a plan computed without errors: what it resolved or took over (next),
+// in its order, for the next plan.
+func (pl *Planner) done(v *ValidSpec, p *Plan, next map[string]*keptExport) {
+	pl.kept, pl.spec = next, v
+	pl.last = make([]*keptExport, len(p.exports))
+	for i, e := range p.exports {
+		pl.last[i] = next[e.key()]
+	}
+}
+
 // Compute is v.Compute(observed), reusing what the last plan resolved where its inputs
 // are unchanged. A plan refused (field errors) keeps nothing new.
 func (pl *Planner) Compute(v *ValidSpec, observed Observed) (*Plan, field.ErrorList) {
@@ -79,6 +156,11 @@ func (pl *Planner) resolved(p *Plan, e *exportPlan, next map[string]*keptExport)
 		next[e.key()] = k
 		return k.plan
 	}
+	return pl.resolveNew(p, e, next)
+}
+
+// resolveNew resolves e and records it, with the versions of the facts it read, in next.
+func (pl *Planner) resolveNew(p *Plan, e *exportPlan, next map[string]*keptExport) *exportPlan {
 	pl.Resolved++
 	p.resolve(e)
 	k := &keptExport{plan: e, from: sortedKeys(e.exportedFrom)}
@@ -97,6 +179,12 @@ func (k *keptExport) matches(p *Plan, e *exportPlan) bool {
 	if old.preferLocal != e.preferLocal || !maps.Equal(old.declared, e.declared) || !maps.Equal(old.exportedFrom, e.exportedFrom) {
 		return false
 	}
+	return k.sameVersions(p, e)
+}
+
+// sameVersions says whether the facts of p that the resolution of e reads are those k
+// was resolved from.
+func (k *keptExport) sameVersions(p *Plan, e *exportPlan) bool {
 	i := 0
 	same := true
 	visitVersions(p, e.objectKey(), k.from, func(v objectVersion) bool {

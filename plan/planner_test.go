@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	mcsv1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
@@ -29,19 +30,34 @@ func TestPlannerEqualsCompute(t *testing.T) {
 		t.Run(fmt.Sprintf("seed%d", seed), func(t *testing.T) {
 			w := newRandomWorld(seed)
 			pl := NewPlanner()
-			reused := 0
+			reused, takenOver := 0, 0
 			var prev *Plan
+			var prevSpec *straitv1.ClusterSetSpec
+			var generation int64
 			for step := range 60 {
 				what := "nothing"
 				if step > 0 {
 					what = w.change()
 				}
 				cs, obs := w.clusterSet(), w.observed()
-				v, errs := Check(cs)
+				// As an API server: a new generation for every change of the spec.
+				if prevSpec == nil || !apiequality.Semantic.DeepEqual(*prevSpec, cs.Spec) {
+					generation++
+				}
+				prevSpec = cs.Spec.DeepCopy()
+				cs.UID, cs.Generation = types.UID(fmt.Sprintf("uid-%d", seed)), generation
+				want0, errs := Check(cs)
 				if len(errs) > 0 {
 					t.Fatalf("step %d (%s): the random ClusterSet is invalid: %v", step, what, errs.ToAggregate())
 				}
-				want, wantErrs := v.Compute(obs)
+				v, errs := pl.Check(cs)
+				if len(errs) > 0 {
+					t.Fatalf("step %d (%s): the planner's Check refused what Check took: %v", step, what, errs.ToAggregate())
+				}
+				if pl.gathersAsLast(v) {
+					takenOver++
+				}
+				want, wantErrs := want0.Compute(obs)
 				got, gotErrs := pl.Compute(v, obs)
 				if fmt.Sprint(gotErrs) != fmt.Sprint(wantErrs) {
 					t.Fatalf("step %d (%s): planner errors %v, Compute's %v", step, what, gotErrs, wantErrs)
@@ -63,6 +79,9 @@ func TestPlannerEqualsCompute(t *testing.T) {
 			}
 			if reused == 0 {
 				t.Fatal("the planner never reused a resolution")
+			}
+			if takenOver == 0 && w.policy == straitv1.ExportPolicyDeclared {
+				t.Fatal("no plan took the last plan's exports over, though some had its spec")
 			}
 		})
 	}
