@@ -79,6 +79,18 @@ func connections(peers []straitv1.Peer, limit int) ([]straitv1.ConnectionStatus,
 	return out, fmt.Sprintf("%d/%d", len(up), total)
 }
 
+// exportStatus is an export's entry in the ClusterSet's status.
+func exportStatus(e *exportPlan) straitv1.ExportStatus {
+	es := straitv1.ExportStatus{Namespace: e.namespace, Name: e.name, Conflict: e.conflictSummary()}
+	if len(e.sources) > 0 {
+		es.Type = string(e.typ)
+	}
+	for _, s := range e.sources {
+		es.Clusters = append(es.Clusters, s.cluster)
+	}
+	return es
+}
+
 // status is the ClusterSet status the plan implies: per cluster its active gateway,
 // global CIDR, connections and the kube-system UID observed there; per export its type,
 // sources and conflicts; and the export counts of the summary. What only the hub observes while it reconciles (whether
@@ -106,33 +118,28 @@ func (p *Plan) status() straitv1.ClusterSetStatus {
 		st.Clusters = append(st.Clusters, cs)
 	}
 	conflicts, invalid := int32(0), int32(0)
-	var healthy []straitv1.ExportStatus
 	for _, e := range p.exports {
-		es := straitv1.ExportStatus{Namespace: e.namespace, Name: e.name, Conflict: e.conflictSummary()}
-		if len(e.sources) > 0 {
-			es.Type = string(e.typ)
-		}
-		for _, s := range e.sources {
-			es.Clusters = append(es.Clusters, s.cluster)
-		}
 		if len(e.conflicts) > 0 {
 			conflicts++
 		}
 		if len(e.noService) > 0 || len(e.invalidType) > 0 {
 			invalid++
 		}
-		if len(e.conflicts) > 0 || len(e.sources) == 0 {
-			st.Exports = append(st.Exports, es)
-		} else {
-			healthy = append(healthy, es)
-		}
 	}
 	// Exports that need attention come first; the list is capped so that a clusterset
 	// with 10,000 exports still fits in one etcd object. Per-export detail is also on
-	// each member's ServiceExport conditions.
-	st.Exports = append(st.Exports, healthy...)
-	if len(st.Exports) > MaxStatusExports {
-		st.Exports = st.Exports[:MaxStatusExports]
+	// each member's ServiceExport conditions. Only the entries shown are built: the hub
+	// computes the status at every reconcile.
+	needsAttention := func(e *exportPlan) bool { return len(e.conflicts) > 0 || len(e.sources) == 0 }
+	for _, attention := range []bool{true, false} {
+		for _, e := range p.exports {
+			if len(st.Exports) == MaxStatusExports {
+				break
+			}
+			if needsAttention(e) == attention {
+				st.Exports = append(st.Exports, exportStatus(e))
+			}
+		}
 	}
 	st.Summary = straitv1.ClusterSetSummary{
 		Exports:   int32(len(p.exports)),
