@@ -71,15 +71,17 @@ func (m *Metrics) recordPropagation(cs string, gen int64, exports []string, seen
 	if gen != st.generation {
 		st.generation, st.seen, st.timed = gen, seen, false
 	}
-	current := make(map[string]*exportSeen, len(exports))
-	for _, e := range exports {
-		if s, ok := st.exports[e]; ok {
-			current[e] = s
-		} else {
-			current[e] = &exportSeen{seen: seen}
+	if !sameKeys(st.exports, exports) {
+		current := make(map[string]*exportSeen, len(exports))
+		for _, e := range exports {
+			if s, ok := st.exports[e]; ok {
+				current[e] = s
+			} else {
+				current[e] = &exportSeen{seen: seen}
+			}
 		}
+		st.exports = current
 	}
-	st.exports = current
 	if !everyMemberHolds {
 		return
 	}
@@ -93,4 +95,19 @@ func (m *Metrics) recordPropagation(cs string, gen int64, exports []string, seen
 			s.timed = true
 		}
 	}
+}
+
+// sameKeys says whether m's keys are exactly keys (which holds no duplicates): most
+// reconciles serve the exports the last one did, and a map of 10,000 need not be made
+// again for them.
+func sameKeys[V any](m map[string]V, keys []string) bool {
+	if len(m) != len(keys) {
+		return false
+	}
+	for _, k := range keys {
+		if _, ok := m[k]; !ok {
+			return false
+		}
+	}
+	return true
 }
