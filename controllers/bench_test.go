@@ -174,20 +174,7 @@ func (w *importWatch) watch(ctx context.Context, b *testing.B, m *clusters.Clust
 		return err
 	}
 	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{AddFunc: func(obj any) {
-		now := time.Now()
-		si := obj.(*mcsv1.ServiceImport)
-		w.mu.Lock()
-		if w.at[si.Name] == nil {
-			w.at[si.Name] = map[string]time.Time{}
-		}
-		if _, ok := w.at[si.Name][m.Name]; !ok {
-			w.at[si.Name][m.Name] = now
-		}
-		w.mu.Unlock()
-		select {
-		case w.wake <- struct{}{}:
-		default:
-		}
+		w.saw(obj.(*mcsv1.ServiceImport).Name, m.Name, time.Now())
 	}}); err != nil {
 		return err
 	}
@@ -198,6 +185,22 @@ func (w *importWatch) watch(ctx context.Context, b *testing.B, m *clusters.Clust
 		return fmt.Errorf("watch on %s did not sync", m.Name)
 	}
 	return nil
+}
+
+// saw records that member holds the import name since at, unless it did already.
+func (w *importWatch) saw(name, member string, at time.Time) {
+	w.mu.Lock()
+	if w.at[name] == nil {
+		w.at[name] = map[string]time.Time{}
+	}
+	if _, ok := w.at[name][member]; !ok {
+		w.at[name][member] = at
+	}
+	w.mu.Unlock()
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
 }
 
 // waitAll returns when n members hold the import, the time the last one saw it.

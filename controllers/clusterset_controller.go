@@ -71,6 +71,10 @@ type ClusterSetReconciler struct {
 	// planners keep each ClusterSet's export resolutions from one reconcile to the
 	// next (plan.Planner); a ClusterSet is reconciled by one worker at a time.
 	planners sync.Map // types.NamespacedName -> *plan.Planner
+	// standIns, which only tests set (useStandIns), gives the connection of a member
+	// that an in-memory stand-in answers for in place of an API server, nil for the
+	// others (see connectMember). Always nil in straitd.
+	standIns func(members.Key) *members.Member
 }
 
 // NewClusterSetReconciler builds the reconciler from a manager.

@@ -108,7 +108,7 @@ func (r *ClusterSetReconciler) connectOne(ctx context.Context, obj *straitv1.Clu
 			if c.member == nil {
 				return
 			}
-		} else if c.member, err = r.members.Connect(key, cfg, version); err != nil {
+		} else if c.member, err = r.connectMember(key, cfg, version); err != nil {
 			c.err = err
 			return
 		}
@@ -126,6 +126,18 @@ func (r *ClusterSetReconciler) connectOne(ctx context.Context, obj *straitv1.Clu
 		}
 	}
 	c.err = err
+}
+
+// connectMember is the connection to a member from the cache (members.Cache.Connect),
+// or, for a member a test stands in for (standIns), its stand-in: the kubeconfig Secret
+// is read all the same, and the stand-in is probed and written as a connection is.
+func (r *ClusterSetReconciler) connectMember(key members.Key, cfg *rest.Config, version string) (*members.Member, error) {
+	if r.standIns != nil {
+		if m := r.standIns(key); m != nil {
+			return m, nil
+		}
+	}
+	return r.members.Connect(key, cfg, version)
 }
 
 // restConfig reads a member's kubeconfig. Without a reference, the member is the hub's

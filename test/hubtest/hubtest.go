@@ -112,6 +112,13 @@ func ServeWebhook(ctx context.Context, env *clusters.Env) (stop func(), retErr e
 // as a scrape would passes a registry it gathers; nil registers them in a fresh one).
 // stop stops it and waits for it to end.
 func RunController(env *clusters.Env, probe time.Duration, reg prometheus.Registerer) (stop func(), err error) {
+	return RunControllerWith(env, probe, reg, nil)
+}
+
+// RunControllerWith is RunController with setup, when not nil, handed the reconciler
+// before it starts: a test of package controllers sets there what only tests set (its
+// benchmark's stand-in members).
+func RunControllerWith(env *clusters.Env, probe time.Duration, reg prometheus.Registerer, setup func(*controllers.ClusterSetReconciler)) (stop func(), err error) {
 	mgr, err := ctrl.NewManager(env.Hub.Config, ctrl.Options{
 		Scheme:                 env.Scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
@@ -131,6 +138,9 @@ func RunController(env *clusters.Env, probe time.Duration, reg prometheus.Regist
 	// This process's build in status.hub, as straitd hub puts its own.
 	self := daemonbuild.Self(straitv1.DaemonHub, "", "hubtest", time.Now())
 	r := controllers.NewClusterSetReconciler(mgr, metrics, controllers.Config{ProbeInterval: probe, RetryInterval: 5 * time.Second, Self: &self})
+	if setup != nil {
+		setup(r)
+	}
 	if err := r.SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
