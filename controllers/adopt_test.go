@@ -76,3 +76,34 @@ func (f *fixture) restartHub(t *testing.T) {
 	}
 	f.stop, f.metrics = stop, reg
 }
+
+// TestTheEchoOfANewImportIsTheHubsOwn: a new export is one pass over each member. The
+// watch hands on the echo of the ServiceImport's first write (its spec) before the hub
+// has written its status, and echoes may come before a write returns: the hub knows
+// them by the digest it recorded before writing. Taking them for someone else's change
+// made a second pass, a full one, over every member for every export.
+func TestTheEchoOfANewImportIsTheHubsOwn(t *testing.T) {
+	f := hub(t)
+	g := NewWithT(t)
+	serveService(t, f.env.Member("c1"), "echo", "web", "10.0.0.31", "10.1.0.31")
+	cs := f.newClusterSet(t, "c1", "c2", "c3")
+	f.create(t, cs)
+	f.waitReady(t, cs)
+	before := f.settledApplies(t, cs, "c1", "c2", "c3")
+
+	f.update(t, cs, func(cur *straitv1.ClusterSet) {
+		cur.Spec.Exports = []straitv1.ExportSpec{{Namespace: "echo", Name: "web"}}
+	})
+	for _, m := range []string{"c1", "c2", "c3"} {
+		g.Eventually(func(g Gomega) {
+			si := &mcsv1.ServiceImport{}
+			g.Expect(f.env.Member(m).Client.Get(context.Background(), types.NamespacedName{Namespace: "echo", Name: "web"}, si)).To(Succeed())
+			g.Expect(si.Status.Clusters).NotTo(BeEmpty())
+		}, 15*time.Second, 100*time.Millisecond).Should(Succeed(), "member %s", m)
+	}
+	f.waitReady(t, cs)
+	after := f.settledApplies(t, cs, "c1", "c2", "c3")
+	for _, m := range []string{"c1", "c2", "c3"} {
+		g.Expect(after[m]-before[m]).To(Equal(1.0), "passes over %s for one new export", m)
+	}
+}

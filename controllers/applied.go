@@ -9,6 +9,7 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	straitv1 "github.com/straitnet/strait/api/v1alpha1"
 	"github.com/straitnet/strait/controllers/members"
 	"github.com/straitnet/strait/internal/keytable"
 	"github.com/straitnet/strait/plan"
@@ -289,7 +290,11 @@ func (t *appliedTable) setNamespace(ns string, ok bool) {
 // isOwnWrite says whether an informer event about the hub's object o changes nothing
 // the hub wrote: the echo of its own write (see appliedEntry.holds, which also lets a
 // Peer's status written by its agent pass), or of its own prune (a deleted object the
-// table no longer wants; prune drops the entry before deleting).
+// table no longer wants; prune drops the entry before deleting). An echo that arrives
+// before the write returned, or of the first of an object's two writes (a
+// ServiceImport's spec, then its status), is not yet at the recorded resourceVersion:
+// it is known by the digest the hub recorded before writing (expect), which the object
+// carries, and by nobody else owning fields of it.
 func (t *appliedTable) isOwnWrite(k objKey, o client.Object, deleted bool) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -297,7 +302,38 @@ func (t *appliedTable) isOwnWrite(k objKey, o client.Object, deleted bool) bool 
 	if deleted {
 		return !ok
 	}
-	return ok && e.holds(k.kind, o)
+	return ok && (e.holds(k.kind, o) ||
+		o.GetAnnotations()[straitv1.AnnotationDigest] == digestOf(e.hash) && len(o.GetManagedFields()) == 0)
+}
+
+// expect records, before the hub writes an object, the hash of what it writes, so
+// that the write's echo is known as its own whenever it arrives (isOwnWrite); the
+// write's answer then completes the entry (set), and a write that fails puts back what
+// was recorded before (the returned undo). Its fingerprint is none the member can hold
+// until then: the member's prints differ from the record while the write is on its
+// way, as they would anyway.
+func (t *appliedTable) expect(k objKey, hash uint64) (undo func()) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	es, id := t.entries[k.kind], nameHash(k)
+	if es == nil {
+		es = &keytable.Table[appliedEntry]{}
+		t.entries[k.kind] = es
+	}
+	old, had := es.Get(id)
+	if had {
+		t.unprint(k, old)
+	}
+	e := appliedEntry{hash: hash}
+	es.Set(id, e)
+	t.print(k, e)
+	return func() {
+		if had {
+			t.set(k, old)
+		} else {
+			t.drop(k)
+		}
+	}
 }
 
 func hashOf(data []byte) uint64 {

@@ -359,7 +359,11 @@ func (w *memberWriter) apply(ctx context.Context, k objKey, o client.Object) (in
 	}
 	writes := 0
 	opts := []client.ApplyOption{client.FieldOwner(straitv1.FieldManager), client.ForceOwnership}
+	// Recorded first: the informer may hand the write's echo on before the write
+	// returns.
+	undo := w.table.expect(k, hash)
 	if err := w.m.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(body), opts...); err != nil {
+		undo()
 		if apierrors.IsNotFound(err) {
 			w.table.setNamespace(k.namespace, false)
 		}
