@@ -50,6 +50,12 @@ func (r *ClusterSetReconciler) writeMembers(ctx context.Context, obj *straitv1.C
 	results := make(map[string]*memberResult, len(conns))
 	now, resync := time.Now(), r.resyncInterval(obj)
 	sem := make(chan struct{}, r.cfg.MaxConcurrentMembers)
+	full := make(chan struct{}, r.cfg.fullPasses())
+	fullPass := func(f func() error) error {
+		full <- struct{}{}
+		defer func() { <-full }()
+		return f()
+	}
 	var wg sync.WaitGroup
 	for name, c := range conns {
 		res := &memberResult{}
@@ -92,10 +98,10 @@ func (r *ClusterSetReconciler) writeMembers(ctx context.Context, obj *straitv1.C
 				case w.table.resyncDue(state):
 					var checked bool
 					if checked, err = w.check(ctx, p, name, psk, res); err == nil && !checked {
-						err = w.write(ctx, p, name, psk, res)
+						err = fullPass(func() error { return w.write(ctx, p, name, psk, res) })
 					}
 				default:
-					err = w.write(ctx, p, name, psk, res)
+					err = fullPass(func() error { return w.write(ctx, p, name, psk, res) })
 				}
 				if err == nil {
 					w.table.passed(state, res.inventory, groups, !partial)

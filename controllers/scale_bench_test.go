@@ -234,7 +234,7 @@ func newScaleHub(b testing.TB, cs *straitv1.ClusterSet) *scaleHub {
 		// one-member-change, however long the seed took (over 10 minutes, the default
 		// interval, at 1,000 members).
 		r: &ClusterSetReconciler{recorder: &events.FakeRecorder{}, metrics: metrics,
-			cfg: Config{RetryInterval: time.Minute, MaxConcurrentMembers: 8, ResyncInterval: scaleResync}},
+			cfg: Config{RetryInterval: time.Minute, MaxConcurrentMembers: DefaultMaxConcurrentMembers, ResyncInterval: scaleResync}},
 		planner: plan.NewPlanner(),
 		members: map[string]*memMember{},
 		conns:   map[string]*conn{},

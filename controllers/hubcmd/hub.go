@@ -92,7 +92,7 @@ Several replicas can run; one leads (--leader-elect), all serve the webhook.`,
 	f.StringVar(&o.webhookConfig, "webhook-configuration", "strait-hub", "ValidatingWebhookConfiguration whose caBundle the hub keeps (with --webhook-certs=self)")
 	f.DurationVar(&o.memberProbe, "member-probe-interval", 5*time.Second, "how often each member's API server is health-checked")
 	f.DurationVar(&o.retryInterval, "retry-interval", 30*time.Second, "when a ClusterSet with unreachable or failing members is retried")
-	f.IntVar(&o.concurrentMembers, "max-concurrent-members", 8, "members written in parallel within one reconcile")
+	f.IntVar(&o.concurrentMembers, "max-concurrent-members", controllers.DefaultMaxConcurrentMembers, "members written in parallel within one reconcile (full passes over members: a quarter of it)")
 	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info or error")
 	f.BoolVar(&o.logJSON, "log-json", true, "log JSON lines (false: human-readable)")
 	return cmd
