@@ -250,16 +250,22 @@ func (t *appliedTable) entry(k objKey) (appliedEntry, bool) {
 func (t *appliedTable) set(k objKey, e appliedEntry) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.put(k, e)
+}
+
+// put records e for k and returns what it replaces; t.mu is held.
+func (t *appliedTable) put(k objKey, e appliedEntry) (old appliedEntry, had bool) {
 	es, id := t.entries[k.kind], nameHash(k)
 	if es == nil {
 		es = &keytable.Table[appliedEntry]{}
 		t.entries[k.kind] = es
 	}
-	if old, ok := es.Get(id); ok {
+	if old, had = es.Get(id); had {
 		t.unprint(k, old)
 	}
 	es.Set(id, e)
 	t.print(k, e)
+	return old, had
 }
 
 func (t *appliedTable) drop(k objKey) {
@@ -315,18 +321,7 @@ func (t *appliedTable) isOwnWrite(k objKey, o client.Object, deleted bool) bool 
 func (t *appliedTable) expect(k objKey, hash uint64) (undo func()) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	es, id := t.entries[k.kind], nameHash(k)
-	if es == nil {
-		es = &keytable.Table[appliedEntry]{}
-		t.entries[k.kind] = es
-	}
-	old, had := es.Get(id)
-	if had {
-		t.unprint(k, old)
-	}
-	e := appliedEntry{hash: hash}
-	es.Set(id, e)
-	t.print(k, e)
+	old, had := t.put(k, appliedEntry{hash: hash})
 	return func() {
 		if had {
 			t.set(k, old)

@@ -13,8 +13,6 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	mcsv1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
@@ -189,17 +187,10 @@ func (w *importWatch) lastOf(name string, members []string) time.Time {
 // a real member's: the hub reads it every reconcile. It names a server nobody answers
 // at; the stand-in answers instead.
 func standInSecret(ctx context.Context, env *clusters.Env, name string) error {
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters[name] = &clientcmdapi.Cluster{Server: "https://" + name + ".standin.invalid:6443"}
-	kc.AuthInfos["strait-hub"] = &clientcmdapi.AuthInfo{Token: "standin"}
-	kc.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: "strait-hub"}
-	kc.CurrentContext = name
-	data, err := clientcmd.Write(*kc)
+	sec, err := clusters.StandInKubeConfigSecret(env.HubNamespace, name)
 	if err != nil {
-		return fmt.Errorf("kubeconfig of stand-in %s: %w", name, err)
+		return err
 	}
-	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name + "-kubeconfig", Namespace: env.HubNamespace},
-		Data: map[string][]byte{clusters.KubeConfigKey: data}}
 	if err := env.Hub.Client.Create(ctx, sec); err != nil {
 		return fmt.Errorf("kubeconfig Secret of stand-in %s: %w", name, err)
 	}

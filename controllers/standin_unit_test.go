@@ -11,8 +11,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -21,6 +19,7 @@ import (
 	"github.com/straitnet/strait/controllers/members"
 	"github.com/straitnet/strait/internal/scheme"
 	"github.com/straitnet/strait/plan"
+	"github.com/straitnet/strait/test/clusters"
 )
 
 // The hub reaches a stand-in (UseStandIns) as it reaches a member through a kubeconfig:
@@ -92,15 +91,9 @@ func TestStandInsAreConnectedAndWritten(t *testing.T) {
 
 func kubeConfigSecret(t *testing.T, ns, name string) *corev1.Secret {
 	t.Helper()
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters[name] = &clientcmdapi.Cluster{Server: "https://" + name + ".standin.invalid:6443"}
-	kc.AuthInfos["hub"] = &clientcmdapi.AuthInfo{Token: "x"}
-	kc.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: "hub"}
-	kc.CurrentContext = name
-	data, err := clientcmd.Write(*kc)
+	sec, err := clusters.StandInKubeConfigSecret(ns, name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name + "-kubeconfig", Namespace: ns},
-		Data: map[string][]byte{plan.DefaultKubeConfigKey: data}}
+	return sec
 }

@@ -14,6 +14,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
@@ -311,4 +313,21 @@ func RepoRoot() (string, error) {
 func containsModule(gomod []byte) bool {
 	const want = "module github.com/straitnet/strait\n"
 	return len(gomod) >= len(want) && string(gomod[:len(want)]) == want
+}
+
+// StandInKubeConfigSecret is the kubeconfig Secret, in the hub's namespace ns, of a
+// member that an in-memory stand-in answers for (controllers.StandIns): it names a
+// server nobody answers at, <name>.standin.invalid.
+func StandInKubeConfigSecret(ns, name string) (*corev1.Secret, error) {
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters[name] = &clientcmdapi.Cluster{Server: "https://" + name + ".standin.invalid:6443"}
+	kc.AuthInfos["strait-hub"] = &clientcmdapi.AuthInfo{Token: "standin"}
+	kc.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: "strait-hub"}
+	kc.CurrentContext = name
+	data, err := clientcmd.Write(*kc)
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig of stand-in %s: %w", name, err)
+	}
+	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name + "-kubeconfig", Namespace: ns},
+		Data: map[string][]byte{KubeConfigKey: data}}, nil
 }
