@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"reflect"
 	"sort"
 	"sync"
 	"time"
@@ -427,7 +428,9 @@ func (w *memberWriter) current(ctx context.Context, k objKey, o client.Object) c
 	if k.kind == "Secret" {
 		return nil // Secrets are not watched: the PSK is written every time
 	}
-	cur, ok := o.DeepCopyObject().(client.Object)
+	// An empty object of o's type for the informer to fill: a copy of o would be thrown
+	// away (a new member's first pass asks for each of its tens of thousands of objects).
+	cur, ok := reflect.New(reflect.TypeOf(o).Elem()).Interface().(client.Object)
 	if !ok {
 		return nil
 	}
