@@ -41,12 +41,10 @@ type memMember struct {
 	rv      int64
 	objs    map[string]map[objKey]memObj // kind -> object
 	exports map[objKey]map[string]any    // ServiceExport -> status
-	// statuses are the ServiceImport statuses written, by their encoding, as an index
-	// into statusList (from 1): a few hundred distinct ones (one per set of exporting
-	// clusters) for 10,000 imports.
-	statuses   map[string]uint32
-	statusList []*mcsv1.ServiceImportStatus
-	writes     int
+	// statuses are the ServiceImport statuses written, shared by the stand-ins of one
+	// hub.
+	statuses *importStatuses
+	writes   int
 	// labels are those of the hub's objects (all of them carry the same), given back on
 	// reads so that prune by name recognizes them.
 	labels map[string]string
@@ -54,14 +52,15 @@ type memMember struct {
 	prints *members.Prints
 }
 
-// newMemMember is a member whose prints fingerprint with the hub's function for key.
-func newMemMember(key members.Key) *memMember {
+// newMemMember is a member whose prints fingerprint with the hub's function for key,
+// keeping the ServiceImport statuses written in statuses (shared by a hub's stand-ins).
+func newMemMember(key members.Key, statuses *importStatuses) *memMember {
 	var kinds []string
 	for _, pk := range prunable() {
 		kinds = append(kinds, pk.kind)
 	}
 	return &memMember{scheme: scheme.New(), objs: map[string]map[objKey]memObj{}, exports: map[objKey]map[string]any{},
-		statuses: map[string]uint32{}, prints: members.NewPrints(memberPrints(key), kinds...)}
+		statuses: statuses, prints: members.NewPrints(memberPrints(key), kinds...)}
 }
 
 // memObj is what a stand-in keeps of an object, in 16 bytes (40 million of them at
@@ -121,7 +120,7 @@ func (m *memMember) Get(_ context.Context, k client.ObjectKey, obj client.Object
 		obj.SetAnnotations(map[string]string{straitv1.AnnotationDigest: digestOf(mo.digest)})
 	}
 	if si, ok := obj.(*mcsv1.ServiceImport); ok && mo.status != 0 {
-		si.Status = *m.statusList[mo.status-1]
+		si.Status = m.statuses.get(mo.status)
 	}
 	if se, ok := obj.(*mcsv1.ServiceExport); ok && m.exports[key] != nil {
 		st := &mcsv1.ServiceExportStatus{}
@@ -307,23 +306,54 @@ func (m *memMember) remove(k objKey) {
 	}
 }
 
-// importStatus is a ServiceImport status as written, shared with every import written
-// the same one, as its index in statusList (from 1); m.mu is held.
+// importStatus is a ServiceImport status as written, as its index in m.statuses.
 func (m *memMember) importStatus(st map[string]any) (uint32, error) {
+	return m.statuses.add(st)
+}
+
+// importStatuses are the distinct ServiceImport statuses a hub's stand-ins were written,
+// without the conditions' times (which the hub does not compare): one per set of
+// exporting clusters, where one per import (a time each) in every stand-in took
+// gigabytes at 1,000 members.
+type importStatuses struct {
+	mu    sync.Mutex
+	index map[string]uint32 // by encoding, into list (from 1)
+	list  []*mcsv1.ServiceImportStatus
+}
+
+func newImportStatuses() *importStatuses { return &importStatuses{index: map[string]uint32{}} }
+
+// add keeps a status written (as an apply's unstructured status) and returns its index.
+func (s *importStatuses) add(st map[string]any) (uint32, error) {
 	data, err := json.Marshal(st)
 	if err != nil {
 		return 0, err
 	}
-	if i, ok := m.statuses[string(data)]; ok {
-		return i, nil
-	}
-	s := &mcsv1.ServiceImportStatus{}
-	if err := json.Unmarshal(data, s); err != nil {
+	is := &mcsv1.ServiceImportStatus{}
+	if err := json.Unmarshal(data, is); err != nil {
 		return 0, err
 	}
-	m.statusList = append(m.statusList, s)
-	m.statuses[string(data)] = uint32(len(m.statusList))
-	return uint32(len(m.statusList)), nil
+	for i := range is.Conditions {
+		is.Conditions[i].LastTransitionTime = metav1.Time{}
+	}
+	if data, err = json.Marshal(is); err != nil {
+		return 0, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if i, ok := s.index[string(data)]; ok {
+		return i, nil
+	}
+	s.list = append(s.list, is)
+	s.index[string(data)] = uint32(len(s.list))
+	return uint32(len(s.list)), nil
+}
+
+// get is the status of index i (from 1).
+func (s *importStatuses) get(i uint32) mcsv1.ServiceImportStatus {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return *s.list[i-1]
 }
 
 func (m *memMember) writeCount() int {

@@ -240,9 +240,10 @@ func newScaleHub(b testing.TB, cs *straitv1.ClusterSet) *scaleHub {
 		conns:   map[string]*conn{},
 	}
 	key := types.NamespacedName{Namespace: cs.Namespace, Name: cs.Name}
+	statuses := newImportStatuses()
 	for _, c := range cs.Spec.Clusters {
 		mk := members.Key{ClusterSet: key, Cluster: c.Name}
-		m := newMemMember(mk)
+		m := newMemMember(mk, statuses)
 		h.members[c.Name] = m
 		h.conns[c.Name] = &conn{name: c.Name, member: &members.Member{Key: mk, Client: m, Reader: m, Prints: m.prints}}
 	}

@@ -40,6 +40,8 @@ type StandIns struct {
 	// imported is told when the status of a ServiceImport has been written to a
 	// stand-in: the hub's write of that import has reached the member.
 	imported func(cluster, name string, at time.Time)
+	// statuses are the ServiceImport statuses the stand-ins were written.
+	statuses *importStatuses
 }
 
 // SetLatency sets the wait of every request to a stand-in from now on.
@@ -50,7 +52,7 @@ func (s *StandIns) SetLatency(d time.Duration) { s.latency.Store(int64(d)) }
 // namespace has the UID "standin-<cluster>". imported is told when a ServiceImport's
 // status was written to a stand-in.
 func (r *ClusterSetReconciler) UseStandIns(ctx context.Context, clusters []string, imported func(cluster, name string, at time.Time)) *StandIns {
-	s := &StandIns{imported: imported}
+	s := &StandIns{imported: imported, statuses: newImportStatuses()}
 	named := map[string]bool{}
 	for _, name := range clusters {
 		named[name] = true
@@ -88,7 +90,7 @@ type echo struct {
 }
 
 func (s *StandIns) newStandIn(ctx context.Context, r *ClusterSetReconciler, key members.Key) *members.Member {
-	si := &standIn{memMember: newMemMember(key), set: s, key: key, uid: types.UID("standin-" + key.Cluster),
+	si := &standIn{memMember: newMemMember(key, s.statuses), set: s, key: key, uid: types.UID("standin-" + key.Cluster),
 		echoes: make(chan echo, 1024), done: ctx.Done()}
 	go func() {
 		for {
