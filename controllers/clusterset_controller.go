@@ -73,7 +73,7 @@ type ClusterSetReconciler struct {
 	relevance sync.Map // types.NamespacedName -> *relevance
 	// recordWriters write each ClusterSet's ClusterSetMembers behind its reconciles.
 	recordWriters sync.Map // types.NamespacedName -> *recordWriter
-	applied       sync.Map // members.Key -> *appliedTable
+	applied   sync.Map // members.Key -> *appliedTable
 	// planners keep each ClusterSet's export resolutions from one reconcile to the
 	// next (plan.Planner); a ClusterSet is reconciled by one worker at a time.
 	planners sync.Map // types.NamespacedName -> *plan.Planner
