@@ -71,8 +71,6 @@ type ClusterSetReconciler struct {
 
 	queue     atomic.Pointer[workqueue.TypedRateLimitingInterface[reconcile.Request]]
 	relevance sync.Map // types.NamespacedName -> *relevance
-	// recordWriters write each ClusterSet's ClusterSetMembers behind its reconciles.
-	recordWriters sync.Map // types.NamespacedName -> *recordWriter
 	applied   sync.Map // members.Key -> *appliedTable
 	// planners keep each ClusterSet's export resolutions from one reconcile to the
 	// next (plan.Planner); a ClusterSet is reconciled by one worker at a time.
@@ -246,7 +244,9 @@ func (r *ClusterSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	results := r.writeMembers(ctx, obj, p, conns)
 	r.releaseLeftClusters(obj, results)
 	all := r.setStatus(obj, p, conns, results, known, start)
-	r.recordWriterFor(req.NamespacedName).submit(ctx, r, obj, all)
+	if err := r.writeRecords(ctx, obj, rec, all); err != nil {
+		return ctrl.Result{}, err
+	}
 	return r.result(obj, results), nil
 }
 
@@ -340,7 +340,6 @@ func (r *ClusterSetReconciler) forget(cs types.NamespacedName) {
 	}
 	r.relevance.Delete(cs)
 	r.planners.Delete(cs)
-	r.recordWriters.Delete(cs)
 	r.metrics.forget(plan.ClusterSetLabel(cs))
 }
 

@@ -27,10 +27,7 @@ func (r *ClusterSetReconciler) finalize(ctx context.Context, obj *straitv1.Clust
 	if !controllerutil.ContainsFinalizer(obj, straitv1.Finalizer) {
 		return ctrl.Result{}, nil
 	}
-	// No ClusterSetMember is written behind this any more, and those written last are
-	// read from the API server: the cache may not hold them yet.
-	r.recordWriterFor(clusterSetName(obj)).stop()
-	rec, err := r.readRecordsFrom(ctx, r.secrets, obj)
+	rec, err := r.readRecords(ctx, obj)
 	if err != nil {
 		return ctrl.Result{}, err
 	}

@@ -64,7 +64,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		}, []string{"clusterset"}),
 		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "strait_hub_errors_total",
-			Help: "Reconcile errors by kind: validation, unreachable, apply, prune, connect, records (the ClusterSetMembers, written behind the reconcile).",
+			Help: "Reconcile errors by kind: validation, unreachable, apply, prune, connect.",
 		}, []string{"clusterset", "kind"}),
 		applied: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "strait_hub_objects_applied_total",

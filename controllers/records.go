@@ -11,9 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
 	"github.com/straitnet/strait/plan"
@@ -26,13 +24,8 @@ type records map[string]*straitv1.ClusterSetMember
 // readRecords lists the ClusterSet's ClusterSetMembers. Those of an earlier ClusterSet
 // of the same name (another owner UID, about to be collected) are not its own.
 func (r *ClusterSetReconciler) readRecords(ctx context.Context, obj *straitv1.ClusterSet) (records, error) {
-	return r.readRecordsFrom(ctx, r.hub, obj)
-}
-
-// readRecordsFrom is readRecords through rd.
-func (r *ClusterSetReconciler) readRecordsFrom(ctx context.Context, rd client.Reader, obj *straitv1.ClusterSet) (records, error) {
 	list := &straitv1.ClusterSetMemberList{}
-	if err := rd.List(ctx, list, client.InNamespace(obj.Namespace),
+	if err := r.hub.List(ctx, list, client.InNamespace(obj.Namespace),
 		client.MatchingLabels{straitv1.LabelClusterSet: plan.ClusterSetLabel(clusterSetName(obj))}); err != nil {
 		return nil, fmt.Errorf("listing the ClusterSetMembers: %w", err)
 	}
@@ -153,82 +146,4 @@ func sameRecord(have, want *straitv1.ClusterSetMember) bool {
 		equality.Semantic.DeepEqual(have.OwnerReferences, want.OwnerReferences) &&
 		equality.Semantic.DeepEqual(have.Spec, want.Spec) &&
 		equality.Semantic.DeepEqual(have.Status, want.Status)
-}
-
-// recordWriter writes one ClusterSet's ClusterSetMembers behind its reconciles, the
-// latest wanted ones first: a reconcile hands them over (submit) and goes on. Each
-// export changes every member's inventory, and 255 ClusterSetMembers written inside
-// the reconcile held the next change back by some 0.65 s (BenchmarkExportToImportWithStandIns).
-// A write that fails is logged and counted (strait_hub_errors_total, kind records);
-// the next reconcile hands the records over again.
-type recordWriter struct {
-	mu      sync.Mutex
-	next    *recordJob
-	running bool
-	stopped bool
-	// busy is held while a job is written: stop waits for it.
-	busy sync.Mutex
-}
-
-// recordJob is what a reconcile wants: the ClusterSet (its name, namespace and UID
-// only) and every cluster's status.
-type recordJob struct {
-	obj      *straitv1.ClusterSet
-	clusters []straitv1.ClusterStatus
-}
-
-func (r *ClusterSetReconciler) recordWriterFor(cs types.NamespacedName) *recordWriter {
-	v, _ := r.recordWriters.LoadOrStore(cs, &recordWriter{})
-	return v.(*recordWriter)
-}
-
-// submit hands the ClusterSetMembers of clusters over to be written, replacing any not
-// yet started.
-func (w *recordWriter) submit(ctx context.Context, r *ClusterSetReconciler, obj *straitv1.ClusterSet, clusters []straitv1.ClusterStatus) {
-	ref := &straitv1.ClusterSet{ObjectMeta: metav1.ObjectMeta{Name: obj.Name, Namespace: obj.Namespace, UID: obj.UID}}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.stopped {
-		return
-	}
-	w.next = &recordJob{obj: ref, clusters: clusters}
-	if w.running {
-		return
-	}
-	w.running = true
-	go w.run(ctx, r)
-}
-
-func (w *recordWriter) run(ctx context.Context, r *ClusterSetReconciler) {
-	for {
-		w.mu.Lock()
-		job := w.next
-		w.next = nil
-		if job == nil {
-			w.running = false
-			w.mu.Unlock()
-			return
-		}
-		w.busy.Lock()
-		w.mu.Unlock()
-		rec, err := r.readRecords(ctx, job.obj)
-		if err == nil {
-			err = r.writeRecords(ctx, job.obj, rec, job.clusters)
-		}
-		w.busy.Unlock()
-		if err != nil && ctx.Err() == nil {
-			cs := clusterSetName(job.obj)
-			log.FromContext(ctx).Error(err, "writing the ClusterSetMembers", "clusterset", cs.String())
-			r.metrics.errors.WithLabelValues(plan.ClusterSetLabel(cs), "records").Inc()
-		}
-	}
-}
-
-// stop writes nothing more, and returns when what was being written is written.
-func (w *recordWriter) stop() {
-	w.mu.Lock()
-	w.stopped, w.next = true, nil
-	w.mu.Unlock()
-	w.busy.Lock()
-	defer w.busy.Unlock()
 }
