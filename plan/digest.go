@@ -112,7 +112,9 @@ func (p *Plan) prepareDigests() {
 			d.peers[f] += mix(d.peer[f][c])
 		}
 	}
-	d.allocs = p.allocationSums()
+	if p.kept != nil { // only a planner's plan takes digests over (cachedDigest)
+		d.allocs = p.allocationSums()
+	}
 	for _, c := range p.clusters {
 		v := p.views[c]
 		if _, done := d.remote[v]; done {
