@@ -25,7 +25,7 @@ import (
 // stopped between a ServiceImport's two writes leaves the new digest beside the old
 // status.
 func adoptable(cur, want client.Object, hash uint64) bool {
-	if cur.GetAnnotations()[straitv1.AnnotationDigest] != digestOf(hash) || len(cur.GetManagedFields()) > 0 {
+	if !carriesDigest(cur, hash) {
 		return false
 	}
 	if w, ok := want.(*mcsv1.ServiceImport); ok {
@@ -33,6 +33,13 @@ func adoptable(cur, want client.Object, hash uint64) bool {
 		return ok && sameImportStatus(c.Status, w.Status)
 	}
 	return true
+}
+
+// carriesDigest says whether the member's object o carries the digest of content that
+// hashes to hash, and nobody but the hub owns fields of it outside its status (the
+// member informers keep only other managers' entries, members.KeepOthersManagers).
+func carriesDigest(o client.Object, hash uint64) bool {
+	return o.GetAnnotations()[straitv1.AnnotationDigest] == digestOf(hash) && len(o.GetManagedFields()) == 0
 }
 
 // sameImportStatus compares a ServiceImport's status as held with the plan's: the same

@@ -9,7 +9,6 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	straitv1 "github.com/straitnet/strait/api/v1alpha1"
 	"github.com/straitnet/strait/controllers/members"
 	"github.com/straitnet/strait/internal/keytable"
 	"github.com/straitnet/strait/plan"
@@ -308,8 +307,7 @@ func (t *appliedTable) isOwnWrite(k objKey, o client.Object, deleted bool) bool 
 	if deleted {
 		return !ok
 	}
-	return ok && (e.holds(k.kind, o) ||
-		o.GetAnnotations()[straitv1.AnnotationDigest] == digestOf(e.hash) && len(o.GetManagedFields()) == 0)
+	return ok && (e.holds(k.kind, o) || carriesDigest(o, e.hash))
 }
 
 // expect records, before the hub writes an object, the hash of what it writes, so

@@ -129,13 +129,7 @@ func benchStandIns(b *testing.B, withAPIServers, total int) {
 	b.ResetTimer()
 	for it := 0; it < b.N; it++ {
 		b.StopTimer()
-		for k := range changes {
-			m := env.Members[k%withAPIServers]
-			name := fmt.Sprintf("svc-%d-%d", it, k)
-			if err := makeService(ctx, m.Client, "bench", name, fmt.Sprintf("10.0.0.%d", 10+it*changes+k)); err != nil {
-				b.Fatal(err)
-			}
-		}
+		makeServices(ctx, b, env.Members, it, changes)
 		b.StartTimer()
 		for k := range changes {
 			m := env.Members[k%withAPIServers]

@@ -82,14 +82,7 @@ func BenchmarkExportToImport(b *testing.B) {
 	b.ResetTimer()
 	for it := 0; it < b.N; it++ {
 		b.StopTimer()
-		// The services to export, each in one member, made before the clock starts.
-		for k := range changes {
-			m := env.Members[k%members]
-			name := fmt.Sprintf("svc-%d-%d", it, k)
-			if err := makeService(ctx, m.Client, "bench", name, fmt.Sprintf("10.0.0.%d", 10+it*changes+k)); err != nil {
-				b.Fatal(err)
-			}
-		}
+		makeServices(ctx, b, env.Members, it, changes)
 		b.StartTimer()
 		for k := range changes {
 			m := env.Members[k%members]
@@ -109,6 +102,18 @@ func BenchmarkExportToImport(b *testing.B) {
 	b.ReportMetric(ms(samples[0]), "min-ms")
 	b.ReportMetric(ms(samples[len(samples)-1]), "max-ms")
 	b.ReportMetric(0, "ns/op") // the per-op time of a whole iteration says nothing here
+}
+
+// makeServices makes iteration it's services to export, before the clock starts: change
+// k's service "svc-<it>-<k>" in member k modulo their number.
+func makeServices(ctx context.Context, b *testing.B, ms []*clusters.Cluster, it, changes int) {
+	b.Helper()
+	for k := range changes {
+		name := fmt.Sprintf("svc-%d-%d", it, k)
+		if err := makeService(ctx, ms[k%len(ms)].Client, "bench", name, fmt.Sprintf("10.0.0.%d", 10+it*changes+k)); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
