@@ -157,6 +157,11 @@ func benchStandIns(b *testing.B, withAPIServers, total int) {
 	const reconciles, applied = "strait_hub_reconcile_duration_seconds_count", "strait_hub_objects_applied_total"
 	b.ReportMetric((after[reconciles]-before[reconciles])/n, "reconciles/change")
 	b.ReportMetric((after[applied]-before[applied])/n, "member-writes/change")
+	// Where a change's reconciles spent their time (strait_hub_reconcile_phase_seconds).
+	for _, phase := range []string{"prepare", "connect", "observe", "plan", "write", "status", "records", "status-patch"} {
+		k := "strait_hub_reconcile_phase_seconds{" + phase + "}_sum"
+		b.ReportMetric((after[k]-before[k])*1000/n, phase+"-ms/change")
+	}
 	b.ReportMetric(0, "ns/op") // the per-op time of a whole iteration says nothing here
 }
 
@@ -242,12 +247,18 @@ func hubCounts(b *testing.B, reg *prometheus.Registry) map[string]float64 {
 	out := map[string]float64{}
 	for _, mf := range mfs {
 		for _, m := range mf.GetMetric() {
+			name := mf.GetName()
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "phase" {
+					name += "{" + l.GetValue() + "}"
+				}
+			}
 			switch {
 			case m.GetHistogram() != nil:
-				out[mf.GetName()+"_count"] += float64(m.GetHistogram().GetSampleCount())
-				out[mf.GetName()+"_sum"] += m.GetHistogram().GetSampleSum()
+				out[name+"_count"] += float64(m.GetHistogram().GetSampleCount())
+				out[name+"_sum"] += m.GetHistogram().GetSampleSum()
 			case m.GetCounter() != nil:
-				out[mf.GetName()] += m.GetCounter().GetValue()
+				out[name] += m.GetCounter().GetValue()
 			}
 		}
 	}

@@ -75,6 +75,10 @@ type ClusterSetReconciler struct {
 	// planners keep each ClusterSet's export resolutions from one reconcile to the
 	// next (plan.Planner); a ClusterSet is reconciled by one worker at a time.
 	planners sync.Map // types.NamespacedName -> *plan.Planner
+	// recordsWritten is when each ClusterSetMember was last written (writeRecords).
+	recordsWritten sync.Map // types.NamespacedName -> *recordTimes
+	// kubeConfigsRead is when each member's kubeconfig Secret was last read (connect).
+	kubeConfigsRead sync.Map // members.Key -> kubeConfigRead
 	// standIns, which only tests set (useStandIns), gives the connection of a member
 	// that an in-memory stand-in answers for in place of an API server, nil for the
 	// others (see connectMember). Always nil in straitd.
@@ -168,19 +172,38 @@ func (r *ClusterSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	}
 	csLabel := plan.ClusterSetLabel(req.NamespacedName)
 	defer func() { r.metrics.reconcileDuration.WithLabelValues(csLabel).Observe(time.Since(start).Seconds()) }()
+	clock := r.metrics.phaseClock(csLabel, start)
 
-	// Status is patched once, at the end, whatever happened.
+	// Status is patched once, at the end, whatever happened: after the announcement of
+	// a new generation, if there was one.
 	base := obj.DeepCopy()
+	var announced *announcement
 	defer func() {
+		if announced != nil {
+			switch wrote, err := announced.settle(); {
+			case err != nil:
+				retErr = errors.Join(retErr, err)
+			case wrote:
+				// From what the announcement wrote, at its resourceVersion: a merge
+				// patch between two resourceVersions carries obj's and would conflict.
+				base = announced.obj
+				obj.ResourceVersion = base.ResourceVersion
+			}
+		}
 		if !obj.DeletionTimestamp.IsZero() && !controllerutil.ContainsFinalizer(obj, straitv1.Finalizer) {
 			return
 		}
+		patched := time.Now()
 		if err := r.patchStatus(ctx, base, obj); err != nil {
 			retErr = errors.Join(retErr, err)
 		}
+		clock.observe("status-patch", time.Since(patched))
 	}()
 
+	// A reconcile someone asked for reads every member's kubeconfig again.
+	var requested bool
 	if v, ok := meta.ReconcileAnnotationValue(obj.GetAnnotations()); ok {
+		requested = v != obj.Status.LastHandledReconcileAt
 		obj.Status.SetLastHandledReconcileRequest(v)
 	}
 
@@ -209,16 +232,17 @@ func (r *ClusterSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		r.metrics.errors.WithLabelValues(csLabel, "validation").Inc()
 		return ctrl.Result{}, nil
 	}
-	// A new generation is announced at once (kstatus: InProgress), before members are
-	// contacted, so that `kubectl wait` and Flux health checks see it being worked on.
+	// A new generation whose reconcile takes longer than announceAfter is announced
+	// (Reconciling=True, Ready=Unknown), so that people see it being worked on.
+	// kstatus (Flux's health checks), kubectl wait and the Argo CD health check need no
+	// announcement: they pass over a status whose observedGeneration is older than the
+	// generation. A quick reconcile writes its status once; one that ends without a
+	// verdict (an error) leaves the announcement.
 	if obj.Status.ObservedGeneration != obj.Generation {
 		msg := fmt.Sprintf("reconciling generation %d", obj.Generation)
 		setCondition(obj, meta.ReconcilingCondition, metav1.ConditionTrue, straitv1.ReasonProgressing, msg)
 		setCondition(obj, meta.ReadyCondition, metav1.ConditionUnknown, straitv1.ReasonProgressing, msg)
-		if err := r.patchStatus(ctx, base, obj); err != nil {
-			return ctrl.Result{}, err
-		}
-		base = obj.DeepCopy()
+		announced = r.announce(ctx, base, obj.DeepCopy())
 	}
 
 	rec, err := r.readRecords(ctx, obj)
@@ -226,15 +250,19 @@ func (r *ClusterSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		return ctrl.Result{}, err
 	}
 	known := rec.known(obj)
-	conns := r.connect(ctx, obj, known)
+	clock.done("prepare")
+	conns := r.connect(ctx, obj, known, requested)
+	clock.done("connect")
 	observed := r.observe(ctx, obj, conns)
 	r.relevanceFor(req.NamespacedName).update(obj, observed)
+	clock.done("observe")
 	// What the members showed can make the spec invalid too (two entries reaching one
 	// cluster, a global CIDR full): Stalled as well, before anything is written, so
 	// every member keeps what it holds. A fix may come without a new generation (a
 	// kubeconfig Secret pointed at the right cluster; Secrets are not watched): it is
 	// looked at again on the interval.
 	p, errs := r.computePlan(req.NamespacedName, spec, observed)
+	clock.done("plan")
 	if len(errs) > 0 {
 		r.stalled(obj, straitv1.ReasonValidationFailed, errs.ToAggregate().Error())
 		r.metrics.errors.WithLabelValues(csLabel, "validation").Inc()
@@ -243,12 +271,24 @@ func (r *ClusterSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 
 	results := r.writeMembers(ctx, obj, p, conns)
 	r.releaseLeftClusters(obj, results)
+	clock.done("write")
 	all := r.setStatus(obj, p, conns, results, known, start)
-	if err := r.writeRecords(ctx, obj, rec, all); err != nil {
+	clock.done("status")
+	behind, err := r.writeRecords(ctx, obj, rec, all)
+	if err != nil {
 		return ctrl.Result{}, err
 	}
-	return r.result(obj, results), nil
+	clock.done("records")
+	res := r.result(obj, results)
+	if behind > 0 {
+		res.RequeueAfter = min(res.RequeueAfter, recordsCatchUp)
+	}
+	return res, nil
 }
+
+// recordsCatchUp is when the hub looks again while some ClusterSetMembers lag behind in
+// their counts (writeRecords).
+const recordsCatchUp = time.Second
 
 // result decides when to look again: on the interval when all is well, after
 // RetryInterval when a member was unreachable or refused a write.
@@ -308,6 +348,41 @@ func (r *ClusterSetReconciler) patchStatus(ctx context.Context, base, obj *strai
 	return nil
 }
 
+// announceAfter is how long a reconcile of a new generation runs before it is announced.
+// At 255 members the status is some 280 KB, and a patch of it took 150 ms of an
+// export's time.
+const announceAfter = time.Second
+
+// announcement is a status patch that starts beside the reconcile once it has run
+// announceAfter: the status patch at the end cancels it, or waits for it and goes from
+// what it wrote.
+type announcement struct {
+	timer *time.Timer
+	done  chan struct{}
+	obj   *straitv1.ClusterSet
+	err   error
+}
+
+// announce patches obj's status from base after announceAfter, in the background.
+func (r *ClusterSetReconciler) announce(ctx context.Context, base, obj *straitv1.ClusterSet) *announcement {
+	a := &announcement{done: make(chan struct{}), obj: obj}
+	a.timer = time.AfterFunc(announceAfter, func() {
+		defer close(a.done)
+		a.err = r.patchStatus(ctx, base, obj)
+	})
+	return a
+}
+
+// settle cancels the announcement if it has not started, else waits for it to end;
+// wrote says it ran.
+func (a *announcement) settle() (wrote bool, err error) {
+	if a.timer.Stop() {
+		return false, nil
+	}
+	<-a.done
+	return true, a.err
+}
+
 // enqueue asks for a reconcile of a ClusterSet.
 func (r *ClusterSetReconciler) enqueue(cs types.NamespacedName) {
 	if q := r.queue.Load(); q != nil {
@@ -335,12 +410,20 @@ func (r *ClusterSetReconciler) plannerFor(cs types.NamespacedName) *plan.Planner
 // forget drops everything kept for a ClusterSet that no longer exists.
 func (r *ClusterSetReconciler) forget(cs types.NamespacedName) {
 	for _, k := range r.members.Keys(cs) {
-		r.members.Forget(k)
-		r.applied.Delete(k)
+		r.release(k)
 	}
 	r.relevance.Delete(cs)
 	r.planners.Delete(cs)
+	r.recordsWritten.Delete(cs)
 	r.metrics.forget(plan.ClusterSetLabel(cs))
+}
+
+// release drops what the hub keeps of a member: its connection, its applied-object
+// table and when its kubeconfig was read.
+func (r *ClusterSetReconciler) release(k members.Key) {
+	r.members.Forget(k)
+	r.applied.Delete(k)
+	r.kubeConfigsRead.Delete(k)
 }
 
 func setCondition(obj *straitv1.ClusterSet, typ string, status metav1.ConditionStatus, reason, msg string) {

@@ -32,7 +32,7 @@ func (r *ClusterSetReconciler) finalize(ctx context.Context, obj *straitv1.Clust
 		return ctrl.Result{}, err
 	}
 	if !obj.Spec.Suspend {
-		conns := r.connect(ctx, obj, rec.known(obj))
+		conns := r.connect(ctx, obj, rec.known(obj), true)
 		var blocked []string
 		for _, c := range conns {
 			c.removed = true
@@ -54,7 +54,7 @@ func (r *ClusterSetReconciler) finalize(ctx context.Context, obj *straitv1.Clust
 	}
 	// The ClusterSetMembers are the ClusterSet's (owner references) and would go with it;
 	// they are deleted here so that nothing is left where no garbage collector runs.
-	if err := r.writeRecords(ctx, obj, rec, nil); err != nil {
+	if _, err := r.writeRecords(ctx, obj, rec, nil); err != nil {
 		return ctrl.Result{}, err
 	}
 	patch := client.MergeFrom(obj.DeepCopy())

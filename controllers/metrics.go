@@ -10,13 +10,15 @@ import (
 // Metrics are the hub's Prometheus metrics.
 type Metrics struct {
 	reconcileDuration *prometheus.HistogramVec
-	members           *prometheus.GaugeVec
-	membersConnected  *prometheus.GaugeVec
-	exports           *prometheus.GaugeVec
-	errors            *prometheus.CounterVec
-	applied           *prometheus.CounterVec
-	pruned            *prometheus.CounterVec
-	memberPasses      *prometheus.CounterVec
+	// reconcilePhases splits a reconcile into its phases (phaseClock).
+	reconcilePhases  *prometheus.HistogramVec
+	members          *prometheus.GaugeVec
+	membersConnected *prometheus.GaugeVec
+	exports          *prometheus.GaugeVec
+	errors           *prometheus.CounterVec
+	applied          *prometheus.CounterVec
+	pruned           *prometheus.CounterVec
+	memberPasses     *prometheus.CounterVec
 	// resolutions counts the exports each plan resolved again and those it took over
 	// from the last plan (plan.Planner), by outcome.
 	resolutions *prometheus.CounterVec
@@ -50,6 +52,11 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Help:    "Time of one ClusterSet reconcile, from reading it to writing its status.",
 			Buckets: []float64{0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30},
 		}, []string{"clusterset"}),
+		reconcilePhases: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "strait_hub_reconcile_phase_seconds",
+			Help:    "Time of one phase of a ClusterSet reconcile: prepare, connect, observe, plan, write, status, records, status-patch.",
+			Buckets: []float64{0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30},
+		}, []string{"clusterset", "phase"}),
 		members: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "strait_hub_members",
 			Help: "Member clusters of the ClusterSet.",
@@ -114,7 +121,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		propagating: map[string]*propagating{},
 	}
 	m.clusterSetPropagation, m.exportPropagation = newPropagationHistograms()
-	for _, c := range []prometheus.Collector{m.reconcileDuration, m.members, m.membersConnected, m.exports, m.errors, m.applied, m.pruned, m.memberPasses,
+	for _, c := range []prometheus.Collector{m.reconcileDuration, m.reconcilePhases, m.members, m.membersConnected, m.exports, m.errors, m.applied, m.pruned, m.memberPasses,
 		m.resolutions, m.generation, m.stalled, m.conflicts, m.invalid, m.memberConnected, m.memberGeneration, m.memberAppliedAt,
 		m.clusterSetPropagation, m.exportPropagation} {
 		if err := reg.Register(c); err != nil {
@@ -199,6 +206,7 @@ func (m *Metrics) forget(cs string) {
 	m.invalid.DeleteLabelValues(cs)
 	m.forgetMembers(cs)
 	m.reconcileDuration.DeleteLabelValues(cs)
+	m.reconcilePhases.DeletePartialMatch(prometheus.Labels{"clusterset": cs})
 	m.members.DeleteLabelValues(cs)
 	m.membersConnected.DeleteLabelValues(cs)
 	m.exports.DeleteLabelValues(cs)
@@ -207,4 +215,29 @@ func (m *Metrics) forget(cs string) {
 	m.pruned.DeletePartialMatch(prometheus.Labels{"clusterset": cs})
 	m.memberPasses.DeletePartialMatch(prometheus.Labels{"clusterset": cs})
 	m.resolutions.DeletePartialMatch(prometheus.Labels{"clusterset": cs})
+}
+
+// phaseClock times the phases of one reconcile, one after another, into
+// strait_hub_reconcile_phase_seconds: each phase from the end of the one before.
+type phaseClock struct {
+	phases *prometheus.HistogramVec
+	cs     string
+	last   time.Time
+}
+
+func (m *Metrics) phaseClock(cs string, start time.Time) *phaseClock {
+	return &phaseClock{phases: m.reconcilePhases, cs: cs, last: start}
+}
+
+// done ends a phase.
+func (c *phaseClock) done(phase string) {
+	now := time.Now()
+	c.observe(phase, now.Sub(c.last))
+	c.last = now
+}
+
+// observe records a phase timed apart (the status patch, which runs whatever path the
+// reconcile took).
+func (c *phaseClock) observe(phase string, d time.Duration) {
+	c.phases.WithLabelValues(c.cs, phase).Observe(d.Seconds())
 }

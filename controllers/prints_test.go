@@ -82,7 +82,7 @@ func TestMemberPrintsEqualAList(t *testing.T) {
 	cache := members.NewCache(members.Options{Scheme: f.env.Scheme, Watched: controllers.WatchedKinds(),
 		Prints: controllers.MemberPrints, ProbeInterval: 200 * time.Millisecond})
 	defer cache.Stop()
-	m, err := cache.Connect(key, gate.config(f.env.Member("c3").Config), "v1")
+	m, err := cache.Connect(key, "v1", func() (*rest.Config, error) { return gate.config(f.env.Member("c3").Config), nil })
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Eventually(func() bool { return m.Health().Connected }, 30*time.Second, 100*time.Millisecond).Should(BeTrue())
 

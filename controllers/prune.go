@@ -151,9 +151,7 @@ func (r *ClusterSetReconciler) releaseLeftClusters(obj *straitv1.ClusterSet, res
 			continue
 		}
 		r.event(obj, "Normal", straitv1.ReasonPruning, "Prune", "cluster %s left the clusterset: %d objects removed", name, res.pruned)
-		k := members.Key{ClusterSet: clusterSetName(obj), Cluster: name}
-		r.members.Forget(k)
-		r.applied.Delete(k)
+		r.release(members.Key{ClusterSet: clusterSetName(obj), Cluster: name})
 	}
 }
 

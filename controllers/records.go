@@ -5,12 +5,18 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sort"
 	"sync"
+	"time"
+
+	"github.com/fluxcd/pkg/apis/meta"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
@@ -56,13 +62,16 @@ func (rec records) known(obj *straitv1.ClusterSet) map[string]*straitv1.ClusterS
 // writeRecords makes the ClusterSet's ClusterSetMembers those of clusters (every
 // member's status and every leaving cluster's): it applies those that differ from what
 // the cache holds and deletes those of clusters no longer listed, MaxConcurrentMembers
-// at a time.
-func (r *ClusterSetReconciler) writeRecords(ctx context.Context, obj *straitv1.ClusterSet, rec records, clusters []straitv1.ClusterStatus) error {
+// at a time. A record whose only change is in counts (recordCounts) is written in one
+// wave of MaxConcurrentMembers a reconcile, those written longest ago first; behind
+// says how many are left for the next.
+func (r *ClusterSetReconciler) writeRecords(ctx context.Context, obj *straitv1.ClusterSet, rec records, clusters []straitv1.ClusterStatus) (behind int, _ error) {
 	var (
 		mu   sync.Mutex
 		errs []error
 		wg   sync.WaitGroup
 	)
+	written := r.recordTimes(clusterSetName(obj))
 	sem := make(chan struct{}, r.cfg.MaxConcurrentMembers)
 	do := func(f func() error) {
 		wg.Go(func() {
@@ -75,13 +84,8 @@ func (r *ClusterSetReconciler) writeRecords(ctx context.Context, obj *straitv1.C
 			}
 		})
 	}
-	listed := map[string]bool{}
-	for i := range clusters {
-		want := memberRecord(obj, &clusters[i])
-		listed[want.Spec.Cluster] = true
-		if have := rec[want.Spec.Cluster]; have != nil && sameRecord(have, want) {
-			continue
-		}
+	apply := func(want *straitv1.ClusterSetMember) {
+		written.wrote(want.Spec.Cluster)
 		do(func() error {
 			body, err := applyRecord(want)
 			if err == nil {
@@ -89,15 +93,36 @@ func (r *ClusterSetReconciler) writeRecords(ctx context.Context, obj *straitv1.C
 					client.FieldOwner(straitv1.FieldManager), client.ForceOwnership)
 			}
 			if err != nil {
+				written.forget(want.Spec.Cluster)
 				return fmt.Errorf("writing ClusterSetMember %s: %w", want.Name, err)
 			}
 			return nil
 		})
 	}
+	listed := map[string]bool{}
+	var counts []*straitv1.ClusterSetMember
+	for i := range clusters {
+		want := memberRecord(obj, &clusters[i])
+		listed[want.Spec.Cluster] = true
+		have := rec[want.Spec.Cluster]
+		switch {
+		case have != nil && sameRecord(have, want):
+		case have != nil && sameRecord(have, recordCounts(want, have)):
+			counts = append(counts, want)
+		default:
+			apply(want)
+		}
+	}
+	counts = written.oldestFirst(counts)
+	wave := min(len(counts), r.cfg.MaxConcurrentMembers)
+	for _, want := range counts[:wave] {
+		apply(want)
+	}
 	for name, have := range rec {
 		if listed[name] {
 			continue
 		}
+		written.forget(name)
 		do(func() error {
 			err := r.hub.Delete(ctx, have, client.Preconditions{UID: &have.UID})
 			if err != nil && !apierrors.IsNotFound(err) {
@@ -107,7 +132,72 @@ func (r *ClusterSetReconciler) writeRecords(ctx context.Context, obj *straitv1.C
 		})
 	}
 	wg.Wait()
-	return errors.Join(errs...)
+	return len(counts) - wave, errors.Join(errs...)
+}
+
+// recordCounts is want with the counts of have: its inventory, the conditions'
+// observedGeneration, and Ready's message while Ready stays Applied ("312 objects in
+// place"). Every export changes each member's counts; writing 255 records for it was
+// 0.7 s of an export's 1.9 s into 255 members. The ClusterSet's status.clusters has
+// them at once; a record follows within a few reconciles. Every other change (a
+// condition's status or reason, the gateway, the peers, which cluster it is) is
+// written at once.
+func recordCounts(want, have *straitv1.ClusterSetMember) *straitv1.ClusterSetMember {
+	out := *want
+	out.Status = *want.Status.DeepCopy()
+	out.Status.Inventory = have.Status.Inventory
+	for i := range out.Status.Conditions {
+		c := &out.Status.Conditions[i]
+		prev := apimeta.FindStatusCondition(have.Status.Conditions, c.Type)
+		if prev == nil {
+			continue
+		}
+		c.ObservedGeneration = prev.ObservedGeneration
+		if c.Type == meta.ReadyCondition && c.Reason == straitv1.ReasonApplied && prev.Reason == c.Reason {
+			c.Message = prev.Message
+		}
+	}
+	return &out
+}
+
+// recordTimes is when the hub last wrote each ClusterSetMember of one ClusterSet, in
+// this process. A ClusterSet is reconciled by one worker at a time, and writeRecords
+// touches it only from that worker's goroutine but for forget on a failed write.
+type recordTimes struct {
+	mu sync.Mutex
+	at map[string]time.Time
+}
+
+func (r *ClusterSetReconciler) recordTimes(cs types.NamespacedName) *recordTimes {
+	v, _ := r.recordsWritten.LoadOrStore(cs, &recordTimes{at: map[string]time.Time{}})
+	return v.(*recordTimes)
+}
+
+func (t *recordTimes) wrote(cluster string) {
+	t.mu.Lock()
+	t.at[cluster] = time.Now()
+	t.mu.Unlock()
+}
+
+func (t *recordTimes) forget(cluster string) {
+	t.mu.Lock()
+	delete(t.at, cluster)
+	t.mu.Unlock()
+}
+
+// oldestFirst sorts records by when they were last written, those never written in
+// this process first, then by cluster.
+func (t *recordTimes) oldestFirst(recs []*straitv1.ClusterSetMember) []*straitv1.ClusterSetMember {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	sort.Slice(recs, func(i, j int) bool {
+		a, b := t.at[recs[i].Spec.Cluster], t.at[recs[j].Spec.Cluster]
+		if !a.Equal(b) {
+			return a.Before(b)
+		}
+		return recs[i].Spec.Cluster < recs[j].Spec.Cluster
+	})
+	return recs
 }
 
 // memberRecord is the ClusterSetMember of one cluster's status.

@@ -42,7 +42,12 @@ type StandIns struct {
 	imported func(cluster, name string, at time.Time)
 	// statuses are the ServiceImport statuses the stand-ins were written.
 	statuses *importStatuses
+	// down are the clusters whose stand-ins answer no request (SetDown).
+	down sync.Map // string -> bool
 }
+
+// SetDown makes a stand-in fail every request from now on, as a member that went away.
+func (s *StandIns) SetDown(cluster string, down bool) { s.down.Store(cluster, down) }
 
 // SetLatency sets the wait of every request to a stand-in from now on.
 func (s *StandIns) SetLatency(d time.Duration) { s.latency.Store(int64(d)) }
@@ -108,6 +113,9 @@ func (s *StandIns) newStandIn(ctx context.Context, r *ClusterSetReconciler, key 
 // send is a request's round trip: its body encoded as the client encodes it and decoded
 // as the answer is, and the wait. It returns the encoding.
 func (s *standIn) send(ctx context.Context, body any) ([]byte, error) {
+	if down, _ := s.set.down.Load(s.key.Cluster); down == true {
+		return nil, fmt.Errorf("request to %s: connection refused", s.key)
+	}
 	var data []byte
 	if body != nil {
 		var err error

@@ -3,6 +3,8 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"sort"
+	"sync"
 	"testing"
 	"time"
 
@@ -50,7 +52,7 @@ func TestStandInsAreConnectedAndWritten(t *testing.T) {
 		cfg: Config{RetryInterval: time.Minute, MaxConcurrentMembers: 8}}
 	r.UseStandIns(ctx, []string{"s1", "s2", "s3"}, nil)
 
-	conns := r.connect(ctx, cs, nil)
+	conns := r.connect(ctx, cs, nil, false)
 	for _, name := range []string{"s1", "s2"} {
 		c := conns[name]
 		if !c.reachable() {
@@ -84,7 +86,7 @@ func TestStandInsAreConnectedAndWritten(t *testing.T) {
 			t.Errorf("%s: %d applied, %v", name, res.applied, res.err)
 		}
 	}
-	if again := r.connect(ctx, cs, nil); again["s1"].member != conns["s1"].member {
+	if again := r.connect(ctx, cs, nil, false); again["s1"].member != conns["s1"].member {
 		t.Error("s1 got another stand-in on the next reconcile")
 	}
 }
@@ -96,4 +98,90 @@ func kubeConfigSecret(t *testing.T, ns, name string) *corev1.Secret {
 		t.Fatal(err)
 	}
 	return sec
+}
+
+// A member that answers keeps its connection for kubeConfigRecheck without its Secret
+// read again; a reconcile someone asked for, a changed reference, an old read and a
+// member that does not answer read it.
+func TestKubeConfigSecretsAreReadAgainWhenDue(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	const ns = straitv1.SystemNamespace
+	cs := &straitv1.ClusterSet{ObjectMeta: metav1.ObjectMeta{Name: "set", Namespace: ns}}
+	var secrets []client.Object
+	for i, name := range []string{"s1", "s2", "s3"} {
+		cs.Spec.Clusters = append(cs.Spec.Clusters, straitv1.ClusterSpec{Name: name,
+			KubeConfig:   &meta.KubeConfigReference{SecretRef: &meta.SecretKeyReference{Name: name + "-kubeconfig"}},
+			PodCIDRs:     []string{fmt.Sprintf("10.%d.0.0/17", i+1)},
+			ServiceCIDRs: []string{fmt.Sprintf("10.%d.128.0/17", i+1)}})
+		secrets = append(secrets, kubeConfigSecret(t, ns, name))
+	}
+	secrets = append(secrets, kubeConfigSecret(t, ns, "s1-other"))
+	reads := &countingReader{Reader: fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(secrets...).Build()}
+	metrics, err := NewMetrics(prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &ClusterSetReconciler{secrets: reads, recorder: &events.FakeRecorder{}, metrics: metrics,
+		members: members.NewCache(members.Options{Scheme: scheme.New()}),
+		cfg:     Config{RetryInterval: time.Minute, MaxConcurrentMembers: 8}}
+	set := r.UseStandIns(ctx, []string{"s1", "s2", "s3"}, nil)
+
+	read := func(what string, reread bool, want ...string) {
+		t.Helper()
+		reads.reset()
+		for name, c := range r.connect(ctx, cs, nil, reread) {
+			if down, _ := set.down.Load(name); c.reachable() == (down == true) {
+				t.Errorf("%s: %s reachable %v: %v", what, name, c.reachable(), c.err)
+			}
+		}
+		if got := reads.names(); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("%s: Secrets read %v, want %v", what, got, want)
+		}
+	}
+	read("the first reconcile", false, "s1-kubeconfig", "s2-kubeconfig", "s3-kubeconfig")
+	read("the next one", false)
+	read("one someone asked for", true, "s1-kubeconfig", "s2-kubeconfig", "s3-kubeconfig")
+
+	cs.Spec.Clusters[0].KubeConfig.SecretRef.Name = "s1-other-kubeconfig"
+	read("after s1's reference changed", false, "s1-other-kubeconfig")
+
+	k2 := members.Key{ClusterSet: clusterSetName(cs), Cluster: "s2"}
+	v, _ := r.kubeConfigsRead.Load(k2)
+	last := v.(kubeConfigRead)
+	last.at = last.at.Add(-kubeConfigRecheck)
+	r.kubeConfigsRead.Store(k2, last)
+	read("after s2's read got old", false, "s2-kubeconfig")
+
+	set.SetDown("s3", true)
+	read("the reconcile that finds s3 gone", false)
+	read("the next one", false, "s3-kubeconfig")
+}
+
+// countingReader counts the Secrets read through it.
+type countingReader struct {
+	client.Reader
+	mu   sync.Mutex
+	read []string
+}
+
+func (c *countingReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	c.mu.Lock()
+	c.read = append(c.read, key.Name)
+	c.mu.Unlock()
+	return c.Reader.Get(ctx, key, obj, opts...)
+}
+
+func (c *countingReader) reset() {
+	c.mu.Lock()
+	c.read = nil
+	c.mu.Unlock()
+}
+
+func (c *countingReader) names() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := append([]string(nil), c.read...)
+	sort.Strings(out)
+	return out
 }

@@ -412,10 +412,10 @@ type ClusterSetStatus struct {
 	// +listMapKey=type
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 
-	// Clusters is the state of each member.
+	// Clusters is the state of each member. Only the hub writes it, whole (atomic: the
+	// API server tracks it as one field, not a field per member).
 	// +optional
-	// +listType=map
-	// +listMapKey=name
+	// +listType=atomic
 	Clusters []ClusterStatus `json:"clusters,omitempty"`
 
 	// Exports is the state of exported services: those with a conflict or without any

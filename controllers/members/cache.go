@@ -98,9 +98,11 @@ func RESTConfigFromKubeConfig(data []byte) (*rest.Config, error) {
 // Connect returns the connection for key, building it when there is none, when it was
 // built from another version of the kubeconfig (version is the Secret's
 // resourceVersion), or when the member has answered again after an outage (its
-// informers would catch up only after client-go's relist backoff). A new connection starts its informers and its probe in the
-// background; it is usable once Connected says so.
-func (c *Cache) Connect(key Key, cfg *rest.Config, version string) (*Member, error) {
+// informers would catch up only after client-go's relist backoff). cfg is called only
+// to build one: a kubeconfig is parsed once per version, not once per reconcile. A new
+// connection starts its informers and its probe in the background; it is usable once
+// Connected says so.
+func (c *Cache) Connect(key Key, version string, cfg func() (*rest.Config, error)) (*Member, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if m := c.conns[key]; m != nil {
@@ -110,7 +112,11 @@ func (c *Cache) Connect(key Key, cfg *rest.Config, version string) (*Member, err
 		m.stop()
 		delete(c.conns, key)
 	}
-	m, err := c.newMember(key, cfg, version)
+	rc, err := cfg()
+	if err != nil {
+		return nil, err
+	}
+	m, err := c.newMember(key, rc, version)
 	if err != nil {
 		return nil, err
 	}

@@ -122,6 +122,10 @@ func (m *Member) run(ctx context.Context, informers cache.Cache) {
 	}
 }
 
+// Stale says the member answered again after it had not: the cache builds its
+// connection anew (Cache.Connect).
+func (m *Member) Stale() bool { return m.stale.Load() }
+
 func (m *Member) setHealth(err error) {
 	m.mu.Lock()
 	prev := m.health

@@ -14,6 +14,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -21,6 +22,7 @@ import (
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
 	"github.com/straitnet/strait/controllers"
+	"github.com/straitnet/strait/internal/cli"
 	"github.com/straitnet/strait/internal/daemonbuild"
 	"github.com/straitnet/strait/test/clusters"
 	"github.com/straitnet/strait/test/freeport"
@@ -90,7 +92,11 @@ func ServeWebhook(ctx context.Context, env *clusters.Env) (stop func(), retErr e
 	if err := rotator.Ensure(ctx); err != nil {
 		return stop, fmt.Errorf("webhook certificate: %w", err)
 	}
-	mgr, err := ctrl.NewManager(env.Hub.Config, ctrl.Options{
+	// The client as straitd hub makes it (cli.RESTConfig), not envtest's 1,000 a second.
+	cfg := rest.CopyConfig(env.Hub.Config)
+	cfg.QPS, cfg.Burst = 0, 0
+	cli.Unthrottled(cfg)
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 env.Scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
