@@ -113,8 +113,10 @@ func (r *ClusterSetReconciler) writeMembers(ctx context.Context, obj *straitv1.C
 			}
 			res.err = err
 			// A member that went away between the probe and the writes is unreachable,
-			// not a member that refuses writes.
+			// not a member that refuses writes. Either way its kubeconfig is read again
+			// next time: the credentials may be what it refuses.
 			if err != nil {
+				r.kubeConfigsRead.Delete(members.Key{ClusterSet: cs, Cluster: name})
 				if perr := c.member.Probe(ctx); perr != nil {
 					c.err, res.err, res.unreachable = perr, perr, true
 				}

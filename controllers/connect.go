@@ -142,8 +142,9 @@ func (r *ClusterSetReconciler) connectOne(ctx context.Context, obj *straitv1.Clu
 // kubeConfigRecheck is how long a member that answers keeps the connection made from
 // its kubeconfig Secret before the Secret is read again. Secrets are not watched; the
 // hub read 255 of them every reconcile at 255 members, a tenth of an export's time.
-// A member that does not answer, a stale connection, a changed kubeConfig reference
-// and a reconcile someone asked for (reconcile.fluxcd.io/requestedAt) read it at once.
+// A member that does not answer or refused a write (its credentials may have been
+// rotated), a stale connection, a changed kubeConfig reference and a reconcile someone
+// asked for (reconcile.fluxcd.io/requestedAt) read it at once.
 const kubeConfigRecheck = 30 * time.Second
 
 // kubeConfigRead is when the hub last read a member's kubeconfig, and through which

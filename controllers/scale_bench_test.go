@@ -76,6 +76,7 @@ func (h *scaleHub) run(ctx context.Context, b *testing.B, cs *straitv1.ClusterSe
 		var cpu time.Duration
 		writes := 0
 		m := startMeasuring(b)
+		defer startCPUProfile(b)()
 		for b.Loop() {
 			bigset.ToggleServiceIP(obs, 7)
 			start := benchcpu.Used()
@@ -192,6 +193,27 @@ func writeHeapProfile(b *testing.B) {
 	defer f.Close()
 	if err := pprof.WriteHeapProfile(f); err != nil {
 		b.Fatal(err)
+	}
+}
+
+// startCPUProfile profiles the CPU into the file $STRAIT_CPU_PROFILE names, if any,
+// until the function it returns is called: one-member-change's reconciles alone,
+// without the seeding that -cpuprofile would take in.
+func startCPUProfile(b *testing.B) (stop func()) {
+	path := os.Getenv("STRAIT_CPU_PROFILE")
+	if path == "" {
+		return func() {}
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		b.Fatal(err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		_ = f.Close()
 	}
 }
 

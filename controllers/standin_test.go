@@ -3,12 +3,14 @@ package controllers
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -42,12 +44,17 @@ type StandIns struct {
 	imported func(cluster, name string, at time.Time)
 	// statuses are the ServiceImport statuses the stand-ins were written.
 	statuses *importStatuses
-	// down are the clusters whose stand-ins answer no request (SetDown).
-	down sync.Map // string -> bool
+	// down are the clusters whose stand-ins answer no request (SetDown); refusing, those
+	// that answer reads and refuse writes (SetRefusing).
+	down, refusing sync.Map // string -> bool
 }
 
 // SetDown makes a stand-in fail every request from now on, as a member that went away.
 func (s *StandIns) SetDown(cluster string, down bool) { s.down.Store(cluster, down) }
+
+// SetRefusing makes a stand-in refuse every write from now on and still answer reads
+// (its probe too), as a member that took the hub's rights away.
+func (s *StandIns) SetRefusing(cluster string, refusing bool) { s.refusing.Store(cluster, refusing) }
 
 // SetLatency sets the wait of every request to a stand-in from now on.
 func (s *StandIns) SetLatency(d time.Duration) { s.latency.Store(int64(d)) }
@@ -115,6 +122,9 @@ func (s *StandIns) newStandIn(ctx context.Context, r *ClusterSetReconciler, key 
 func (s *standIn) send(ctx context.Context, body any) ([]byte, error) {
 	if down, _ := s.set.down.Load(s.key.Cluster); down == true {
 		return nil, fmt.Errorf("request to %s: connection refused", s.key)
+	}
+	if refusing, _ := s.set.refusing.Load(s.key.Cluster); refusing == true && body != nil {
+		return nil, apierrors.NewForbidden(schema.GroupResource{}, s.key.Cluster, errors.New("the hub may not write here"))
 	}
 	var data []byte
 	if body != nil {

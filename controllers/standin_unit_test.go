@@ -153,6 +153,23 @@ func TestKubeConfigSecretsAreReadAgainWhenDue(t *testing.T) {
 	r.kubeConfigsRead.Store(k2, last)
 	read("after s2's read got old", false, "s2-kubeconfig")
 
+	// A member that refuses the hub's writes, its credentials perhaps rotated.
+	set.SetRefusing("s1", true)
+	spec, errs := plan.Check(cs)
+	if len(errs) > 0 {
+		t.Fatal(errs.ToAggregate())
+	}
+	conns := r.connect(ctx, cs, nil, false)
+	p, errs := r.computePlan(clusterSetName(cs), spec, r.observe(ctx, cs, conns))
+	if len(errs) > 0 {
+		t.Fatal(errs.ToAggregate())
+	}
+	if res := r.writeMembers(ctx, cs, p, conns)["s1"]; res.err == nil || res.unreachable {
+		t.Fatalf("s1 refusing writes: %v, unreachable %v", res.err, res.unreachable)
+	}
+	set.SetRefusing("s1", false)
+	read("after s1 refused a write", false, "s1-other-kubeconfig")
+
 	set.SetDown("s3", true)
 	read("the reconcile that finds s3 gone", false)
 	read("the next one", false, "s3-kubeconfig")

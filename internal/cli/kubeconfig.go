@@ -32,8 +32,8 @@ func RESTConfig(kubeconfig, userAgent string) (*rest.Config, error) {
 // Unthrottled turns client-go's client-side rate limit off in a daemon's configuration
 // that sets none, as controller-runtime's own config loader does: the API server's
 // Priority and Fairness limits a daemon instead. The default, 5 requests a second
-// with bursts of 10, held a hub over 255 members to some 50 s a reconcile (a kubeconfig
-// read and a ClusterSetMember write per member).
+// with bursts of 10, held a hub over 255 members to some 100 s a reconcile (a
+// kubeconfig read and a ClusterSetMember write per member).
 func Unthrottled(cfg *rest.Config) {
 	if cfg.QPS == 0 && cfg.RateLimiter == nil {
 		cfg.QPS = -1
