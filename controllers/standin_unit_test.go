@@ -31,18 +31,8 @@ import (
 func TestStandInsAreConnectedAndWritten(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	const ns = straitv1.SystemNamespace
-	cs := &straitv1.ClusterSet{ObjectMeta: metav1.ObjectMeta{Name: "set", Namespace: ns}}
-	var secrets []client.Object
-	for i, name := range []string{"s1", "s2", "s3"} {
-		cs.Spec.Clusters = append(cs.Spec.Clusters, straitv1.ClusterSpec{Name: name,
-			KubeConfig:   &meta.KubeConfigReference{SecretRef: &meta.SecretKeyReference{Name: name + "-kubeconfig"}},
-			PodCIDRs:     []string{fmt.Sprintf("10.%d.0.0/17", i+1)},
-			ServiceCIDRs: []string{fmt.Sprintf("10.%d.128.0/17", i+1)}})
-		if name != "s3" {
-			secrets = append(secrets, kubeConfigSecret(t, ns, name))
-		}
-	}
+	cs, secrets := standInSet(t, "s1", "s2", "s3")
+	secrets = secrets[:2] // s3 has no Secret
 	metrics, err := NewMetrics(prometheus.NewRegistry())
 	if err != nil {
 		t.Fatal(err)
@@ -91,6 +81,23 @@ func TestStandInsAreConnectedAndWritten(t *testing.T) {
 	}
 }
 
+// standInSet is a ClusterSet in strait-system of the clusters named, each with pods in
+// 10.<i+1>.0.0/17 and services in 10.<i+1>.128.0/17, and their kubeconfig Secrets.
+func standInSet(t *testing.T, names ...string) (*straitv1.ClusterSet, []client.Object) {
+	t.Helper()
+	const ns = straitv1.SystemNamespace
+	cs := &straitv1.ClusterSet{ObjectMeta: metav1.ObjectMeta{Name: "set", Namespace: ns}}
+	var secrets []client.Object
+	for i, name := range names {
+		cs.Spec.Clusters = append(cs.Spec.Clusters, straitv1.ClusterSpec{Name: name,
+			KubeConfig:   &meta.KubeConfigReference{SecretRef: &meta.SecretKeyReference{Name: name + "-kubeconfig"}},
+			PodCIDRs:     []string{fmt.Sprintf("10.%d.0.0/17", i+1)},
+			ServiceCIDRs: []string{fmt.Sprintf("10.%d.128.0/17", i+1)}})
+		secrets = append(secrets, kubeConfigSecret(t, ns, name))
+	}
+	return cs, secrets
+}
+
 func kubeConfigSecret(t *testing.T, ns, name string) *corev1.Secret {
 	t.Helper()
 	sec, err := clusters.StandInKubeConfigSecret(ns, name)
@@ -106,17 +113,8 @@ func kubeConfigSecret(t *testing.T, ns, name string) *corev1.Secret {
 func TestKubeConfigSecretsAreReadAgainWhenDue(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	const ns = straitv1.SystemNamespace
-	cs := &straitv1.ClusterSet{ObjectMeta: metav1.ObjectMeta{Name: "set", Namespace: ns}}
-	var secrets []client.Object
-	for i, name := range []string{"s1", "s2", "s3"} {
-		cs.Spec.Clusters = append(cs.Spec.Clusters, straitv1.ClusterSpec{Name: name,
-			KubeConfig:   &meta.KubeConfigReference{SecretRef: &meta.SecretKeyReference{Name: name + "-kubeconfig"}},
-			PodCIDRs:     []string{fmt.Sprintf("10.%d.0.0/17", i+1)},
-			ServiceCIDRs: []string{fmt.Sprintf("10.%d.128.0/17", i+1)}})
-		secrets = append(secrets, kubeConfigSecret(t, ns, name))
-	}
-	secrets = append(secrets, kubeConfigSecret(t, ns, "s1-other"))
+	cs, secrets := standInSet(t, "s1", "s2", "s3")
+	secrets = append(secrets, kubeConfigSecret(t, cs.Namespace, "s1-other"))
 	reads := &countingReader{Reader: fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(secrets...).Build()}
 	metrics, err := NewMetrics(prometheus.NewRegistry())
 	if err != nil {
