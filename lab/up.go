@@ -67,6 +67,11 @@ func (l *Lab) up(ctx context.Context, o UpOptions) error {
 	if err != nil {
 		return err
 	}
+	if lo, hi, err := ephemeralPorts(); err == nil {
+		if err := checkHostPorts(rec.PortBase, len(t.ControlPlanes()), lo, hi); err != nil {
+			return err
+		}
+	}
 	for _, bin := range []string{l.opts.bin("etcd"), l.opts.bin("kube-apiserver"), l.opts.bin("kube-proxy"), l.opts.CoreDNS} {
 		if _, err := os.Stat(bin); err != nil {
 			return fmt.Errorf("missing binary %s (make k8s-binaries coredns): %w", bin, err)

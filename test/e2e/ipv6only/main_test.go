@@ -18,6 +18,6 @@ func TestMain(m *testing.M) {
 		ClusterSet: "examples/clusterset/ipv6only/clusterset.yaml",
 		Spec: topology.Spec{ClusterSet: "ipv6only", Hub: true, Gateways: 1, Workers: 1, SampleWorkloads: true,
 			IPFamilies: []string{topology.IPv6}},
-		PortBase: 33443,
+		PortBase: 28443,
 	}, &env))
 }
