@@ -246,8 +246,9 @@ func (w *memberWriter) applyAll(ctx context.Context, objs []client.Object, psk p
 // its namespaces. The pass still fails, so it is retried, and the object is written
 // once the namespace is gone and made again.
 //
-// objectsAtOnce of them are applied at a time. The errors come sorted, whichever
-// write answered first.
+// objectsAtOnce of them are applied at a time, so a refusal that reveals a namespace
+// being deleted stops what follows it, not the writes already sent with it. The errors
+// come sorted, whichever write answered first.
 func (w *memberWriter) applyEach(ctx context.Context, objs []client.Object, terminating map[string]bool, res *memberResult) (desired map[objKey]bool, errs, going []error) {
 	type item struct {
 		k objKey
