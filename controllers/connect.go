@@ -176,10 +176,8 @@ func (r *ClusterSetReconciler) recentConnection(key members.Key, ref *meta.KubeC
 // connection is the member's connection as it stands: its stand-in in a test that has
 // one, else the cache's.
 func (r *ClusterSetReconciler) connection(key members.Key) *members.Member {
-	if r.standIns != nil {
-		if m := r.standIns(key); m != nil {
-			return m
-		}
+	if m := r.standIn(key); m != nil {
+		return m
 	}
 	return r.members.Get(key)
 }
@@ -188,12 +186,19 @@ func (r *ClusterSetReconciler) connection(key members.Key) *members.Member {
 // or, for a member a test stands in for (standIns), its stand-in: the kubeconfig Secret
 // is read all the same, and the stand-in is probed and written as a connection is.
 func (r *ClusterSetReconciler) connectMember(key members.Key, kc *kubeConfig) (*members.Member, error) {
-	if r.standIns != nil {
-		if m := r.standIns(key); m != nil {
-			return m, nil
-		}
+	if m := r.standIn(key); m != nil {
+		return m, nil
 	}
 	return r.members.Connect(key, kc.version, kc.restConfig)
+}
+
+// standIn is the stand-in a test put in place of the member, nil for the others and
+// always in straitd.
+func (r *ClusterSetReconciler) standIn(key members.Key) *members.Member {
+	if r.standIns == nil {
+		return nil
+	}
+	return r.standIns(key)
 }
 
 // kubeConfig is a member's kubeconfig as the hub read it: the Secret's content and its

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/fluxcd/pkg/apis/meta"
-
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"

@@ -8,7 +8,8 @@ import (
 )
 
 // hostPorts are the host loopback ports a lab listens on: its Prometheus (base-2), its
-// git server (base-1) and a forwarder per control plane (base and up).
+// git server (base-1) and a forwarder per control plane (base and up), with one port
+// to spare above them.
 func hostPorts(base, controlPlanes int) (lo, hi int) { return base - 2, base + controlPlanes }
 
 // checkHostPorts refuses host ports in the kernel's ephemeral range [ephLo, ephHi]: an

@@ -92,11 +92,7 @@ func ServeWebhook(ctx context.Context, env *clusters.Env) (stop func(), retErr e
 	if err := rotator.Ensure(ctx); err != nil {
 		return stop, fmt.Errorf("webhook certificate: %w", err)
 	}
-	// The client as straitd hub makes it (cli.RESTConfig), not envtest's 1,000 a second.
-	cfg := rest.CopyConfig(env.Hub.Config)
-	cfg.QPS, cfg.Burst = 0, 0
-	cli.Unthrottled(cfg)
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+	mgr, err := ctrl.NewManager(env.Hub.Config, ctrl.Options{
 		Scheme:                 env.Scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
@@ -125,7 +121,11 @@ func RunController(env *clusters.Env, probe time.Duration, reg prometheus.Regist
 // before it starts: a test of package controllers sets there what only tests set (its
 // benchmark's stand-in members).
 func RunControllerWith(env *clusters.Env, probe time.Duration, reg prometheus.Registerer, setup func(*controllers.ClusterSetReconciler)) (stop func(), err error) {
-	mgr, err := ctrl.NewManager(env.Hub.Config, ctrl.Options{
+	// The client as straitd hub makes it (cli.RESTConfig), not envtest's 1,000 a second.
+	cfg := rest.CopyConfig(env.Hub.Config)
+	cfg.QPS, cfg.Burst = 0, 0
+	cli.Unthrottled(cfg)
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 env.Scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
