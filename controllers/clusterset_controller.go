@@ -79,6 +79,8 @@ type ClusterSetReconciler struct {
 	recordsWritten sync.Map // types.NamespacedName -> *recordTimes
 	// kubeConfigsRead is when each member's kubeconfig Secret was last read (connect).
 	kubeConfigsRead sync.Map // members.Key -> kubeConfigRead
+	// facts are each member's facts as the last reconcile read them (observe).
+	facts sync.Map // members.Key -> *memberFacts
 	// standIns, which only tests set (useStandIns), gives the connection of a member
 	// that an in-memory stand-in answers for in place of an API server, nil for the
 	// others (see connectMember). Always nil in straitd.
@@ -419,11 +421,12 @@ func (r *ClusterSetReconciler) forget(cs types.NamespacedName) {
 }
 
 // release drops what the hub keeps of a member: its connection, its applied-object
-// table and when its kubeconfig was read.
+// table, when its kubeconfig was read and its facts.
 func (r *ClusterSetReconciler) release(k members.Key) {
 	r.members.Forget(k)
 	r.applied.Delete(k)
 	r.kubeConfigsRead.Delete(k)
+	r.facts.Delete(k)
 }
 
 func setCondition(obj *straitv1.ClusterSet, typ string, status metav1.ConditionStatus, reason, msg string) {

@@ -19,6 +19,7 @@ type Metrics struct {
 	applied          *prometheus.CounterVec
 	pruned           *prometheus.CounterVec
 	memberPasses     *prometheus.CounterVec
+	factsReads       *prometheus.CounterVec
 	// resolutions counts the exports each plan resolved again and those it took over
 	// from the last plan (plan.Planner), by outcome.
 	resolutions *prometheus.CounterVec
@@ -85,6 +86,10 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "strait_hub_member_applies_total",
 			Help: "Passes over a member: every object applied (those in place skipped) and leftovers pruned. A member whose inputs did not change is not passed over, except at the resync.",
 		}, []string{"clusterset", "member"}),
+		factsReads: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "strait_hub_member_facts_reads_total",
+			Help: "Reads of what the plan depends on in a member (its gateways, peers, allocations, exported services and their slices) from the hub's informers: only after the informers reported a change of those, a new connection or a new spec for the member.",
+		}, []string{"clusterset", "member"}),
 		generation: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "strait_hub_clusterset_generation",
 			Help: "The ClusterSet's metadata.generation the hub last reconciled.",
@@ -121,7 +126,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		propagating: map[string]*propagating{},
 	}
 	m.clusterSetPropagation, m.exportPropagation = newPropagationHistograms()
-	for _, c := range []prometheus.Collector{m.reconcileDuration, m.reconcilePhases, m.members, m.membersConnected, m.exports, m.errors, m.applied, m.pruned, m.memberPasses,
+	for _, c := range []prometheus.Collector{m.reconcileDuration, m.reconcilePhases, m.members, m.membersConnected, m.exports, m.errors, m.applied, m.pruned, m.memberPasses, m.factsReads,
 		m.resolutions, m.generation, m.stalled, m.conflicts, m.invalid, m.memberConnected, m.memberGeneration, m.memberAppliedAt,
 		m.clusterSetPropagation, m.exportPropagation} {
 		if err := reg.Register(c); err != nil {
@@ -214,6 +219,7 @@ func (m *Metrics) forget(cs string) {
 	m.applied.DeletePartialMatch(prometheus.Labels{"clusterset": cs})
 	m.pruned.DeletePartialMatch(prometheus.Labels{"clusterset": cs})
 	m.memberPasses.DeletePartialMatch(prometheus.Labels{"clusterset": cs})
+	m.factsReads.DeletePartialMatch(prometheus.Labels{"clusterset": cs})
 	m.resolutions.DeletePartialMatch(prometheus.Labels{"clusterset": cs})
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -32,30 +33,40 @@ func watchedKinds() []members.Watch {
 	}
 }
 
-// observe reads every member's facts from its informers. An unreachable member's facts
-// are what was last seen; a member never seen has none. Which cluster a member is (its
-// kube-system UID) is the connection's, read when it was made.
+// observe gives every member's facts, read from its informers when something they hold
+// changed since the last reconcile read them (memberFacts). An unreachable member's
+// facts are what was last seen; a member never seen has none. Which cluster a member is
+// (its kube-system UID) is the connection's, read when it was made. The facts handed to
+// the plan are never changed afterwards: a member read again gets new ones.
 func (r *ClusterSetReconciler) observe(ctx context.Context, obj *straitv1.ClusterSet, conns map[string]*conn) plan.Observed {
 	wanted := exportsByCluster(obj)
 	memberExports := obj.Spec.ExportPolicy == straitv1.ExportPolicyMemberExports
+	cs, now := clusterSetName(obj), time.Now()
 	out := plan.Observed{}
 	for i := range obj.Spec.Clusters {
 		name := obj.Spec.Clusters[i].Name
 		c := conns[name]
-		out[name] = &plan.MemberFacts{}
 		if c == nil || c.member == nil {
+			out[name] = &plan.MemberFacts{}
 			continue
 		}
-		if c.member.Synced() {
-			f, err := readFacts(ctx, c.member.Reader, wanted[c.name], memberExports, endpointService(&obj.Spec.Clusters[i]))
-			if err != nil && c.err == nil {
+		if !c.member.Synced() {
+			out[name] = &plan.MemberFacts{KubeSystemUID: c.member.KnownKubeSystemUID()}
+			continue
+		}
+		gw := endpointService(&obj.Spec.Clusters[i])
+		f, err := r.factsOf(members.Key{ClusterSet: cs, Cluster: name}).read(c.member,
+			factsInputs(wanted[name], memberExports, gw), now, func() (*plan.MemberFacts, error) {
+				r.metrics.factsReads.WithLabelValues(plan.ClusterSetLabel(cs), name).Inc()
+				return readFacts(ctx, c.member.Reader, wanted[name], memberExports, gw)
+			})
+		if err != nil {
+			if c.err == nil {
 				c.err = err
 			}
-			if err == nil {
-				out[name] = f
-			}
+			f = &plan.MemberFacts{KubeSystemUID: c.member.KnownKubeSystemUID()}
 		}
-		out[name].KubeSystemUID = c.member.KnownKubeSystemUID()
+		out[name] = f
 	}
 	return out
 }

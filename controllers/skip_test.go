@@ -78,11 +78,18 @@ func TestDriftTheWatchCannotTellIsRepairedAtTheResync(t *testing.T) {
 // two seconds) and returns their counts.
 func (f *fixture) settledApplies(t *testing.T, cs *straitv1.ClusterSet, clusters ...string) map[string]float64 {
 	t.Helper()
+	return f.settledCounts(t, "strait_hub_member_applies_total", cs, clusters...)
+}
+
+// settledCounts waits until a per-member counter of cs stops moving for the clusters
+// (no change for two seconds) and returns its values.
+func (f *fixture) settledCounts(t *testing.T, name string, cs *straitv1.ClusterSet, clusters ...string) map[string]float64 {
+	t.Helper()
 	g := NewWithT(t)
 	var last map[string]float64
 	stableSince := time.Now()
 	g.Eventually(func() bool {
-		cur := f.memberApplies(g, cs, clusters...)
+		cur := f.memberCounts(g, name, cs, clusters...)
 		if !equalCounts(cur, last) {
 			last, stableSince = cur, time.Now()
 		}
@@ -91,8 +98,8 @@ func (f *fixture) settledApplies(t *testing.T, cs *straitv1.ClusterSet, clusters
 	return last
 }
 
-// memberApplies reads strait_hub_member_applies_total per cluster of cs.
-func (f *fixture) memberApplies(g Gomega, cs *straitv1.ClusterSet, clusters ...string) map[string]float64 {
+// memberCounts reads a per-member counter of cs per cluster (0 where it has none).
+func (f *fixture) memberCounts(g Gomega, name string, cs *straitv1.ClusterSet, clusters ...string) map[string]float64 {
 	families, err := f.metrics.Gather()
 	g.Expect(err).NotTo(HaveOccurred())
 	out := map[string]float64{}
@@ -100,7 +107,7 @@ func (f *fixture) memberApplies(g Gomega, cs *straitv1.ClusterSet, clusters ...s
 		out[c] = 0
 	}
 	for _, fam := range families {
-		if fam.GetName() != "strait_hub_member_applies_total" {
+		if fam.GetName() != name {
 			continue
 		}
 		for _, m := range fam.GetMetric() {

@@ -110,7 +110,7 @@ func (s *StandIns) newStandIn(ctx context.Context, r *ClusterSetReconciler, key 
 			case <-ctx.Done():
 				return
 			case e := <-si.echoes:
-				r.memberChanged(key, e.obj, e.deleted)
+				r.memberChanged(key, nil, e.obj, e.deleted)
 			}
 		}
 	}()

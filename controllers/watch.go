@@ -60,12 +60,14 @@ func (rel *relevance) anyExport() bool {
 	return rel.services == nil || rel.memberExports
 }
 
-// memberChanged is called by the member informers and probes. It enqueues the ClusterSet
-// when the change can matter: health changes, gateways, exported services and their
-// slices, ServiceExports people make, and objects the hub wrote that someone else
-// changed or deleted (echoes of the hub's own writes are recognised and dropped).
-func (r *ClusterSetReconciler) memberChanged(key members.Key, obj client.Object, deleted bool) {
-	if obj == nil || r.relevantChange(key, obj, deleted) {
+// memberChanged is called by the member informers and probes. It notes what the
+// member's facts hold (factsChanged), and enqueues the ClusterSet when the change can
+// matter: health changes, gateways, exported services and their slices, ServiceExports
+// people make, a Peer's state, and objects the hub wrote that someone else changed or
+// deleted (echoes of the hub's own writes are recognised and dropped).
+func (r *ClusterSetReconciler) memberChanged(key members.Key, old, obj client.Object, deleted bool) {
+	r.factsChanged(key, old, obj)
+	if obj == nil || peerStateChanged(old, obj) || r.relevantChange(key, obj, deleted) {
 		r.enqueue(key.ClusterSet)
 	}
 }
@@ -96,6 +98,16 @@ func (r *ClusterSetReconciler) relevantChange(key members.Key, obj client.Object
 		return rel.anyExport() || rel.service(nn)
 	}
 	return false
+}
+
+// peerStateChanged says whether an update changed a Peer's state, which its cluster's
+// active gateway writes: the ClusterSet's status shows it (the connections), so it is
+// news, where the gateway's other writes of the status (latency, counters at every
+// health round) and the echoes of the hub's own writes are not.
+func peerStateChanged(old, obj client.Object) bool {
+	was, ok := old.(*straitv1.Peer)
+	is, ok2 := obj.(*straitv1.Peer)
+	return ok && ok2 && was.Status.State != is.Status.State
 }
 
 // kindOf names the kind of an object from the member informers (which carry no TypeMeta).

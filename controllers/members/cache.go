@@ -32,8 +32,9 @@ type Key struct {
 func (k Key) String() string { return k.ClusterSet.String() + "/" + k.Cluster }
 
 // ChangeFunc is called when something the hub watches changes in a member: obj is the
-// changed object (deleted says whether it went away), or nil for a change of health.
-type ChangeFunc func(key Key, obj client.Object, deleted bool)
+// changed object (deleted says whether it went away), or nil for a change of health;
+// old is the object before an update, nil for an add, a delete or a change of health.
+type ChangeFunc func(key Key, old, obj client.Object, deleted bool)
 
 // Options of a Cache.
 type Options struct {
@@ -81,7 +82,7 @@ func NewCache(opts Options) *Cache {
 		opts.ProbeTimeout = 3 * time.Second
 	}
 	if opts.OnChange == nil {
-		opts.OnChange = func(Key, client.Object, bool) {}
+		opts.OnChange = func(Key, client.Object, client.Object, bool) {}
 	}
 	return &Cache{opts: opts, conns: map[Key]*Member{}}
 }
@@ -250,21 +251,24 @@ func (m *Member) addHandlers(ctx context.Context, informers cache.Cache, obj cli
 }
 
 func (m *Member) handler() toolscache.ResourceEventHandler {
-	notify := func(obj any, deleted bool) {
+	notify := func(old, obj any, deleted bool) {
 		if !m.synced.Load() {
 			return // the initial list is reported once, when the informers have synced
 		}
 		if t, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
 			obj = t.Obj
 		}
-		if o, ok := obj.(client.Object); ok {
-			m.opts.OnChange(m.Key, o, deleted)
+		o, ok := obj.(client.Object)
+		if !ok {
+			return
 		}
+		prev, _ := old.(client.Object)
+		m.opts.OnChange(m.Key, prev, o, deleted)
 	}
 	return toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { notify(obj, false) },
-		UpdateFunc: func(_, obj any) { notify(obj, false) },
-		DeleteFunc: func(obj any) { notify(obj, true) },
+		AddFunc:    func(obj any) { notify(nil, obj, false) },
+		UpdateFunc: func(old, obj any) { notify(old, obj, false) },
+		DeleteFunc: func(obj any) { notify(nil, obj, true) },
 	}
 }
 

@@ -145,7 +145,7 @@ func (m *Member) setHealth(err error) {
 				m.stale.Store(true)
 			}
 		}
-		m.opts.OnChange(m.Key, nil, false)
+		m.opts.OnChange(m.Key, nil, nil, false)
 	}
 }
 
@@ -199,7 +199,7 @@ func NewStandIn(key Key, c client.Client, rd client.Reader, prints *Prints) *Mem
 	done := make(chan struct{})
 	close(done)
 	m := &Member{Key: key, Client: c, Reader: rd, Prints: prints, log: logr.Discard(), cancel: func() {}, done: done,
-		opts:     &Options{ProbeTimeout: 3 * time.Second, OnChange: func(Key, client.Object, bool) {}},
+		opts:     &Options{ProbeTimeout: 3 * time.Second, OnChange: func(Key, client.Object, client.Object, bool) {}},
 		syncedCh: make(chan struct{})}
 	m.synced.Store(true)
 	close(m.syncedCh)

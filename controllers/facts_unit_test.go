@@ -1,0 +1,103 @@
+package controllers
+
+import (
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	mcsv1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
+
+	straitv1 "github.com/straitnet/strait/api/v1alpha1"
+	"github.com/straitnet/strait/controllers/members"
+	"github.com/straitnet/strait/plan"
+)
+
+// What a member's change does to its facts: only what readFacts reads counts, and a
+// Peer's latency waits for peersRefresh.
+func TestFactsChangeIsWhatTheFactsHold(t *testing.T) {
+	rel := &relevance{services: map[types.NamespacedName]bool{{Namespace: "pay", Name: "api"}: true}}
+	meta := func(ns, name string) metav1.ObjectMeta { return metav1.ObjectMeta{Namespace: ns, Name: name} }
+	slice := func(svc string) *discoveryv1.EndpointSlice {
+		return &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Namespace: "pay", Name: svc + "-x",
+			Labels: map[string]string{discoveryv1.LabelServiceName: svc}}}
+	}
+	peer := func(gen int64, state string, latency int64) *straitv1.Peer {
+		p := &straitv1.Peer{ObjectMeta: metav1.ObjectMeta{Namespace: straitv1.SystemNamespace, Name: "c2", Generation: gen}}
+		p.Spec.ClusterID = "c2"
+		p.Status.State, p.Status.LatencyMicros = state, latency
+		return p
+	}
+	cases := []struct {
+		name     string
+		old, obj client.Object
+		want     factsChangeKind
+	}{
+		{"a change of health", nil, nil, factsHold},
+		{"an exported service", nil, &corev1.Service{ObjectMeta: meta("pay", "api")}, factsHold},
+		{"a service nobody exports", nil, &corev1.Service{ObjectMeta: meta("pay", "other")}, factsUnchanged},
+		{"a slice of an exported service", nil, slice("api"), factsHold},
+		{"a slice of another service", nil, slice("other"), factsUnchanged},
+		{"an exported service's ServiceExport", nil, &mcsv1.ServiceExport{ObjectMeta: meta("pay", "api")}, factsHold},
+		{"another ServiceExport under the Declared policy", nil, &mcsv1.ServiceExport{ObjectMeta: meta("pay", "other")}, factsUnchanged},
+		{"a ServiceImport", nil, &mcsv1.ServiceImport{ObjectMeta: meta("pay", "api")}, factsUnchanged},
+		{"a gateway", nil, &straitv1.Gateway{ObjectMeta: meta(straitv1.SystemNamespace, "node1")}, factsHold},
+		{"a global ingress", nil, &straitv1.GlobalIngress{ObjectMeta: meta(straitv1.SystemNamespace, "x")}, factsHold},
+		{"the membership", nil, &straitv1.Membership{ObjectMeta: meta(straitv1.SystemNamespace, straitv1.MembershipName)}, factsHold},
+		{"a new peer", nil, peer(1, "", 0), factsHold},
+		{"a peer's latency", peer(1, straitv1.PeerConnected, 10), peer(1, straitv1.PeerConnected, 20), peerStatusOnly},
+		{"a peer's state", peer(1, straitv1.PeerConnected, 10), peer(1, straitv1.PeerError, 10), factsHold},
+		{"a peer's spec", peer(1, straitv1.PeerConnected, 10), peer(2, straitv1.PeerConnected, 10), factsHold},
+	}
+	for _, c := range cases {
+		if got := factsChange(rel, c.old, c.obj); got != c.want {
+			t.Errorf("%s: %d, want %d", c.name, got, c.want)
+		}
+	}
+	rel.memberExports = true
+	if got := factsChange(rel, nil, &mcsv1.ServiceExport{ObjectMeta: meta("pay", "other")}); got != factsHold {
+		t.Errorf("a ServiceExport someone made under the MemberExports policy: %d, want %d", got, factsHold)
+	}
+}
+
+// A member's facts are kept while nothing they hold changed, and read again after a
+// change, including one reported while they were being read.
+func TestMemberFactsAreReadAgainAfterAChange(t *testing.T) {
+	m := members.NewStandIn(members.Key{Cluster: "c1"}, nil, nil, nil)
+	mf := &memberFacts{}
+	now := time.Now()
+	reads := 0
+	read := func() (*plan.MemberFacts, error) { reads++; return &plan.MemberFacts{}, nil }
+	first, _ := mf.read(m, 1, now, read)
+	if again, _ := mf.read(m, 1, now, read); again != first || reads != 1 {
+		t.Fatalf("nothing changed, yet the facts were read again (%d reads)", reads)
+	}
+	if _, _ = mf.read(m, 2, now, read); reads != 2 {
+		t.Fatal("the spec asks other facts of the member, yet they were not read again")
+	}
+	mf.changed.Store(true)
+	if _, _ = mf.read(m, 2, now, read); reads != 3 {
+		t.Fatal("a change was reported, yet the facts were not read again")
+	}
+	// A change reported while the facts are read may be missing from them.
+	during := func() (*plan.MemberFacts, error) { mf.changed.Store(true); return read() }
+	mf.changed.Store(true)
+	_, _ = mf.read(m, 2, now, during)
+	if _, _ = mf.read(m, 2, now, read); reads != 5 {
+		t.Fatal("a change reported during the read was lost")
+	}
+	mf.peersStale.Store(true)
+	if _, _ = mf.read(m, 2, now.Add(peersRefresh/2), read); reads != 5 {
+		t.Fatal("a Peer's latency made the facts be read again before peersRefresh")
+	}
+	if _, _ = mf.read(m, 2, now.Add(peersRefresh), read); reads != 6 {
+		t.Fatal("a Peer's latency was not read after peersRefresh")
+	}
+	other := members.NewStandIn(members.Key{Cluster: "c1"}, nil, nil, nil)
+	if _, _ = mf.read(other, 2, now.Add(peersRefresh), read); reads != 7 {
+		t.Fatal("a new connection to the member kept the old connection's facts")
+	}
+}
