@@ -1,0 +1,127 @@
+package controllers_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	mcsv1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
+
+	straitv1 "github.com/straitnet/strait/api/v1alpha1"
+	"github.com/straitnet/strait/controllers"
+	"github.com/straitnet/strait/controllers/members"
+	"github.com/straitnet/strait/test/clusters"
+)
+
+// BenchmarkReadMemberFacts is one read of a member's facts, as the hub made it for
+// every member at every reconcile until it kept them (memberFacts), through the
+// informer cache a hub's member connection has, on a real API server holding what a
+// member of a 1,000-member ClusterSet holds: a Peer per other member with its
+// status, and the exported services' slices among imports' slices in one namespace
+// (factsImports of them; a member holds 10,000 at 10,000 exports). A reconcile at
+// 1,000 members read 1,000 of these; it now reads those that changed.
+func BenchmarkReadMemberFacts(b *testing.B) {
+	const peers, exported, factsImports = 999, 10, 2000
+	ctx := context.Background()
+	m := clusters.NewCluster(b)
+	c := m.Client
+	for _, ns := range []string{straitv1.SystemNamespace, "shop"} {
+		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(16)
+	for i := range peers {
+		g.Go(func() error {
+			p := &straitv1.Peer{ObjectMeta: metav1.ObjectMeta{Namespace: straitv1.SystemNamespace, Name: fmt.Sprintf("c%04d", i)},
+				Spec: straitv1.PeerSpec{ClusterID: fmt.Sprintf("c%04d", i), CIDRs: []string{fmt.Sprintf("10.%d.%d.0/24", 100+i/250, i%250)},
+					Endpoint: &straitv1.PeerEndpoint{Gateway: "node1", IP: fmt.Sprintf("192.0.2.%d", i%250+1), Port: 51820,
+						Driver: straitv1.CableWireGuard, PublicKey: "dGhpcyBpcyBhIHB1YmxpYyBrZXkgb2YgMzIgYnl0ZXM=", HealthCheckIP: "10.99.0.1"}}}
+			if err := c.Create(gctx, p); err != nil {
+				return err
+			}
+			p.Status = straitv1.PeerStatus{Gateway: "node1", State: straitv1.PeerConnected, LatencyMicros: int64(300 + i),
+				RxBytes: int64(1e6 + i), TxBytes: int64(2e6 + i), Endpoint: fmt.Sprintf("192.0.2.%d:4500", i%250+1)}
+			return c.Status().Update(gctx, p)
+		})
+	}
+	ready := true
+	slice := func(name string, labels map[string]string, ip string) *discoveryv1.EndpointSlice {
+		return &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: name, Labels: labels},
+			AddressType: discoveryv1.AddressTypeIPv4,
+			Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{ip}, Conditions: discoveryv1.EndpointConditions{Ready: &ready}}},
+			Ports:       []discoveryv1.EndpointPort{{Name: ptr("http"), Port: ptr(int32(8080)), Protocol: ptr(corev1.ProtocolTCP)}}}
+	}
+	var exports []straitv1.ExportSpec
+	for i := range exported {
+		name := fmt.Sprintf("svc%02d", i)
+		exports = append(exports, straitv1.ExportSpec{Namespace: "shop", Name: name, Clusters: []string{"m"}})
+		g.Go(func() error {
+			if err := makeService(gctx, c, "shop", name, fmt.Sprintf("10.0.0.%d", 10+i)); err != nil {
+				return err
+			}
+			if err := c.Create(gctx, &mcsv1.ServiceExport{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: name}}); err != nil {
+				return err
+			}
+			return c.Create(gctx, slice(name+"-abcde", map[string]string{discoveryv1.LabelServiceName: name}, fmt.Sprintf("10.1.0.%d", 10+i)))
+		})
+	}
+	for i := range factsImports {
+		name := fmt.Sprintf("imp%05d", i)
+		g.Go(func() error {
+			return c.Create(gctx, slice(name+"-c0001", map[string]string{mcsv1.LabelServiceName: name}, fmt.Sprintf("10.2.%d.%d", i/250, i%250+1)))
+		})
+	}
+	if err := g.Wait(); err != nil {
+		b.Fatal(err)
+	}
+
+	// The hub's member connection: informers on what it reads, managed fields dropped.
+	informers, err := cache.New(m.Config, cache.Options{Scheme: c.Scheme(), DefaultTransform: members.KeepOthersManagers("strait-hub"),
+		ByObject: map[client.Object]cache.ByObject{
+			&straitv1.Gateway{}:       {Namespaces: map[string]cache.Config{straitv1.SystemNamespace: {}}},
+			&straitv1.Peer{}:          {Namespaces: map[string]cache.Config{straitv1.SystemNamespace: {}}},
+			&straitv1.Membership{}:    {Namespaces: map[string]cache.Config{straitv1.SystemNamespace: {}}},
+			&straitv1.GlobalIngress{}: {Namespaces: map[string]cache.Config{straitv1.SystemNamespace: {}}},
+		}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	b.Cleanup(cancel)
+	go func() { _ = informers.Start(cctx) }()
+	for _, o := range []client.Object{&straitv1.Gateway{}, &straitv1.Peer{}, &straitv1.Membership{}, &straitv1.GlobalIngress{},
+		&corev1.Service{}, &discoveryv1.EndpointSlice{}, &mcsv1.ServiceExport{}} {
+		if _, err := informers.GetInformer(cctx, o); err != nil {
+			b.Fatal(err)
+		}
+	}
+	syncCtx, done := context.WithTimeout(ctx, time.Minute)
+	defer done()
+	if !informers.WaitForCacheSync(syncCtx) {
+		b.Fatal("the informers did not sync")
+	}
+	cs := &straitv1.ClusterSet{Spec: straitv1.ClusterSetSpec{Clusters: []straitv1.ClusterSpec{{Name: "m"}}, Exports: exports}}
+	var got int
+	for b.Loop() {
+		f, err := controllers.ReadMemberFacts(ctx, informers, cs, "m")
+		if err != nil {
+			b.Fatal(err)
+		}
+		got = len(f.Peers)
+		if n := len(f.Services); n != exported {
+			b.Fatalf("read %d exported services, want %d", n, exported)
+		}
+	}
+	if got != peers {
+		b.Fatalf("read %d Peers, want %d", got, peers)
+	}
+}
