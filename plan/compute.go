@@ -93,7 +93,7 @@ func (v *ValidSpec) compute(observed Observed, pl *Planner) (*Plan, field.ErrorL
 		p.clusters = append(p.clusters, c.Name)
 		p.byName[c.Name] = c
 		p.views[c.Name] = viewOf(c.PodCIDRs, c.ServiceCIDRs)
-		p.facts[c.Name] = indexFacts(observed[c.Name])
+		p.facts[c.Name] = pl.index(c.Name, observed[c.Name])
 	}
 	sort.Strings(p.clusters)
 
