@@ -36,9 +36,6 @@ type Plan struct {
 	facts      map[string]*memberIndex // per cluster, of observed
 	alloc      map[string]*ClusterAllocation
 	exports    []*exportPlan // sorted by namespace/name
-	// kept are the planner's resolutions this plan took over or made, by export key
-	// (nil without a planner): they also keep each export's remote digests.
-	kept map[string]*keptExport
 	// digests are computed on the first MemberDigest; the hub asks from many goroutines.
 	digestOnce sync.Once
 	digests    *digests
@@ -97,24 +94,21 @@ func (v *ValidSpec) compute(observed Observed, pl *Planner) (*Plan, field.ErrorL
 	}
 	sort.Strings(p.clusters)
 
-	resolve := func(e *exportPlan) *exportPlan { p.resolve(e); return e }
-	var kept map[string]*keptExport
-	if pl != nil {
-		kept = make(map[string]*keptExport, len(pl.kept))
-		resolve = func(e *exportPlan) *exportPlan { return pl.resolved(p, e, kept) }
+	switch {
+	case pl == nil:
+		p.exports = p.planExports(func(e *exportPlan) *exportPlan { p.resolve(e); return e })
+	case pl.gathersAsLast(v):
+		p.exports = pl.takeOver(p)
+	default:
+		last := pl.lastByKey()
+		p.exports = p.planExports(func(e *exportPlan) *exportPlan { return pl.resolved(p, e, last[e.key()]) })
 	}
-	if pl != nil && pl.gathersAsLast(v) {
-		p.exports = pl.takeOver(p, kept)
-	} else {
-		p.exports = p.planExports(resolve)
-	}
-	p.kept = kept
 	if errs := p.allocate(); len(errs) > 0 {
 		return nil, errs
 	}
 	p.Status = p.status()
 	if pl != nil {
-		pl.done(v, p, kept)
+		pl.done(v, p)
 	}
 	return p, nil
 }

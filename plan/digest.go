@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"net/netip"
 	"slices"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -29,8 +28,7 @@ func (p *Plan) MemberDigest(cluster string) uint64 {
 	h.u64(p.baseDigest(cluster))
 	exports := d.exports[v]
 	for _, i := range d.involved[cluster] {
-		e := p.exports[i]
-		exports += mix(p.cachedDigest(e, cluster, v, d.allocs)) - mix(d.remote[v][i])
+		exports += mix(p.cachedDigest(d, i, cluster, v)) - mix(d.remote[v][i])
 	}
 	h.u64(exports)
 	return h.sum()
@@ -77,7 +75,7 @@ func (p *Plan) Groups(cluster string) Groups {
 	out.Digests[0] = p.baseDigest(cluster)
 	copy(out.Digests[1:], d.remote[v])
 	for _, i := range d.involved[cluster] {
-		out.Digests[1+i] = p.cachedDigest(p.exports[i], cluster, v, d.allocs)
+		out.Digests[1+i] = p.cachedDigest(d, i, cluster, v)
 	}
 	return out
 }
@@ -91,9 +89,10 @@ type digests struct {
 	peers map[Families]uint64
 	// remote[v][i]: export i as a cluster of view v that does not export it sees it.
 	remote   map[view][]uint64
-	exports  map[view]uint64   // per view, sum of mix(remote[v])
-	involved map[string][]int  // cluster -> the exports it exports (they have conditions, its own view)
-	allocs   map[string]uint64 // allocationSums
+	exports  map[view]uint64  // per view, sum of mix(remote[v])
+	involved map[string][]int // cluster -> the exports it exports (they have conditions, its own view)
+	// inputs[i]: digestInputs of export i, if a planner keeps its digests.
+	inputs []uint64
 }
 
 func (p *Plan) prepareDigests() {
@@ -112,8 +111,14 @@ func (p *Plan) prepareDigests() {
 			d.peers[f] += mix(d.peer[f][c])
 		}
 	}
-	if p.kept != nil { // only a planner's plan takes digests over (cachedDigest)
-		d.allocs = p.allocationSums()
+	// Once per export, not per view and member: what its kept digests were computed
+	// from besides its resolution.
+	d.inputs = make([]uint64, len(p.exports))
+	var buf []byte
+	for i, e := range p.exports {
+		if e.kept != nil {
+			d.inputs[i], buf = p.digestInputs(e, buf)
+		}
 	}
 	for _, c := range p.clusters {
 		v := p.views[c]
@@ -121,8 +126,8 @@ func (p *Plan) prepareDigests() {
 			continue
 		}
 		remote := make([]uint64, len(p.exports))
-		for i, e := range p.exports {
-			remote[i] = p.cachedDigest(e, "", v, d.allocs)
+		for i := range p.exports {
+			remote[i] = p.cachedDigest(d, i, "", v)
 			d.exports[v] += mix(remote[i])
 		}
 		d.remote[v] = remote
@@ -131,6 +136,12 @@ func (p *Plan) prepareDigests() {
 	d.keys[0] = BaseGroup
 	for i, e := range p.exports {
 		d.keys = append(d.keys, e.key())
+		if e.kept != nil { // its clusters sorted already, without a walk of the map
+			for _, c := range e.kept.from {
+				d.involved[c] = append(d.involved[c], i)
+			}
+			continue
+		}
 		for c := range e.exportedFrom {
 			d.involved[c] = append(d.involved[c], i)
 		}
@@ -138,25 +149,18 @@ func (p *Plan) prepareDigests() {
 	p.digests = d
 }
 
-// cachedDigest is exportDigest(e, cluster, v), taken from the planner's last plans when
-// e's resolution was taken over from them (the same *exportPlan, whose inputs include
-// the ServiceExport's version in each cluster it is exported from) and what else the
-// digest reads is the same: the source clusters' families and their globalnet
-// allocations (allocs, by export key, allocationSums). The hub asks for every export's
+// cachedDigest is exportDigest of export i for cluster of view v, taken from the
+// planner's last plans when its resolution was taken over from them (whose inputs
+// include the ServiceExport's version in each cluster it is exported from) and what
+// else the digest reads is the same (d.inputs). The hub asks for every export's
 // digests at every plan; a change touches a few.
-func (p *Plan) cachedDigest(e *exportPlan, cluster string, v view, allocs map[string]uint64) uint64 {
-	k := p.kept[e.key()]
-	if k == nil || k.plan != e {
+func (p *Plan) cachedDigest(d *digests, i int, cluster string, v view) uint64 {
+	e := p.exports[i]
+	k := e.kept
+	if k == nil {
 		return p.exportDigest(e, cluster, v)
 	}
-	h := newHasher()
-	h.u64(allocs[e.key()])
-	for _, s := range e.sources {
-		h.bool(p.views[s.cluster].pods.V4)
-		h.bool(p.views[s.cluster].pods.V6)
-		h.bool(p.alloc[s.cluster] != nil)
-	}
-	inputs := h.sum()
+	inputs := d.inputs[i]
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	for _, r := range k.digests {
@@ -164,44 +168,36 @@ func (p *Plan) cachedDigest(e *exportPlan, cluster string, v view, allocs map[st
 			return r.digest
 		}
 	}
-	d := p.exportDigest(e, cluster, v)
+	digest := p.exportDigest(e, cluster, v)
 	k.digests = append(slices.DeleteFunc(k.digests, func(r keptDigest) bool { return r.cluster == cluster && r.view == v }),
-		keptDigest{cluster: cluster, view: v, inputs: inputs, digest: d})
-	return d
+		keptDigest{cluster: cluster, view: v, inputs: inputs, digest: digest})
+	return digest
 }
 
-// allocationSums sums, per export key, the globalnet allocations of every cluster for
-// it: its service's global IP and its endpoints'. nil without globalnet.
-func (p *Plan) allocationSums() map[string]uint64 {
-	if !p.globalnet() {
-		return nil
-	}
-	out := make(map[string]uint64, len(p.exports))
-	for _, c := range p.clusters {
-		a := p.alloc[c]
+// digestInputs hashes what exportDigest reads of e besides its resolution and the
+// member's view: each source cluster's families and its globalnet allocations for e,
+// as hashSource reads them. buf is scratch space for the endpoints' allocation keys,
+// returned for the next call: a string made per endpoint would be garbage per plan.
+func (p *Plan) digestInputs(e *exportPlan, buf []byte) (uint64, []byte) {
+	h := newHasher()
+	for _, s := range e.sources {
+		f := p.views[s.cluster].pods
+		h.bool(f.V4)
+		h.bool(f.V6)
+		a := p.alloc[s.cluster]
+		h.bool(a != nil)
 		if a == nil {
 			continue
 		}
-		for key, ip := range a.Services {
-			h := newHasher()
-			h.str(c)
-			h.str(key)
-			h.addr(ip)
-			out[key] += mix(h.sum())
-		}
-		for key, ip := range a.Endpoints {
-			h := newHasher()
-			h.str(c)
-			h.str(key)
-			h.addr(ip)
-			// key is "namespace/name/owner", and an owner (a pod's name or an IP) has
-			// no slash.
-			if i := strings.LastIndexByte(key, '/'); i > 0 {
-				out[key[:i]] += mix(h.sum())
-			}
+		h.addr(a.Services[e.key()])
+		buf = append(append(buf[:0], e.key()...), '/')
+		n := len(buf)
+		for _, ep := range s.endpoints {
+			buf = append(buf[:n], ep.owner...)
+			h.addr(a.Endpoints[string(buf)])
 		}
 	}
-	return out
+	return h.sum(), buf
 }
 
 // keptDigest is one of an export's digests, kept with its resolution
@@ -339,8 +335,10 @@ func (h *hasher) bool(b bool) {
 	}
 }
 
+// addr hashes a's binary form (MarshalBinary's), made on the stack.
 func (h *hasher) addr(a netip.Addr) {
-	b, _ := a.MarshalBinary()
+	var buf [16]byte
+	b, _ := a.AppendBinary(buf[:0])
 	h.bytes(b)
 }
 

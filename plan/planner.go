@@ -35,11 +35,12 @@ import (
 // The rest of a plan (globalnet's allocations, the status) is computed in full each
 // time. A Planner is not safe for concurrent use.
 type Planner struct {
-	kept map[string]*keptExport
-	// last are the last plan's exports' resolutions in its order (by key), and spec
-	// the ValidSpec it was computed from: a plan of the same spec under the Declared
-	// policy gathers the same exports, and takes them over one by one (takeOver).
-	last []*keptExport
+	// last are the last plan's exports in its order (by key), each resolution with what
+	// it was resolved from (exportPlan.kept), and spec the ValidSpec it was computed
+	// from: a plan of the same spec under the Declared policy gathers the same exports,
+	// and takes them over one by one (takeOver); another looks them up by key
+	// (resolved).
+	last []*exportPlan
 	spec *ValidSpec
 	// indexes are the last plan's indexes of its members' facts, by cluster: each is
 	// used again while the member's facts are the same *MemberFacts.
@@ -53,18 +54,18 @@ type Planner struct {
 	Reused, Resolved, Visited int
 }
 
-// keptExport is one export's resolution with the versions of the facts it came from.
+// keptExport is what a planner keeps with an export's resolution (exportPlan.kept): the
+// versions of the facts it came from, and its digests.
 type keptExport struct {
-	plan *exportPlan
 	// digests are the export's digests as the plans that took it over computed them,
 	// one per view and cluster that exports it, and one per view for the others
 	// (Plan.cachedDigest); mu guards them: the hub asks for digests from a goroutine
 	// per member.
 	mu      sync.Mutex
 	digests []keptDigest
-	// from are plan.exportedFrom's clusters, sorted.
+	// from are the export's exportedFrom clusters, sorted.
 	from []string
-	// versions are, per cluster of plan.exportedFrom in sorted order, its Service's,
+	// versions are, per cluster of from, its Service's,
 	// its ServiceExport's and its EndpointSlices' versions, each cluster's closed by a
 	// "none" (a slice is never none, so the close is unambiguous).
 	versions []objectVersion
@@ -123,21 +124,19 @@ func (pl *Planner) Check(cs *straitv1.ClusterSet) (*ValidSpec, field.ErrorList) 
 // takeOver is planExports for a plan of the spec of the last one under the Declared
 // policy: the same exports, from the same clusters, so each is the last plan's
 // resolution while the facts it read are the same, and resolved again from the spec's
-// part of it otherwise; next records them for the next plan. It allocates nothing for
-// an export taken over, where gathering them anew made 10,000 exports' maps each time.
-func (pl *Planner) takeOver(p *Plan, next map[string]*keptExport) []*exportPlan {
+// part of it otherwise. It allocates nothing for an export taken over, where gathering
+// them anew made 10,000 exports' maps each time, and looks nothing up by key.
+func (pl *Planner) takeOver(p *Plan) []*exportPlan {
 	out := make([]*exportPlan, 0, len(pl.last))
-	for _, k := range pl.last {
-		old := k.plan
-		if pl.unchanged(p, k) {
+	for _, old := range pl.last {
+		if pl.unchanged(p, old) {
 			pl.Reused++
-			next[old.key()] = k
 			out = append(out, old)
 			continue
 		}
 		e := &exportPlan{namespace: old.namespace, name: old.name, nsName: old.nsName,
 			exportedFrom: maps.Clone(old.exportedFrom), declared: maps.Clone(old.declared), preferLocal: old.preferLocal}
-		out = append(out, pl.resolveNew(p, e, next))
+		out = append(out, pl.resolveNew(p, e))
 	}
 	return out
 }
@@ -149,14 +148,20 @@ func (pl *Planner) gathersAsLast(v *ValidSpec) bool {
 	return pl.spec == v && pl.last != nil && v.spec.ExportPolicy == straitv1.ExportPolicyDeclared
 }
 
-// done records a plan computed without errors: what it resolved or took over (next),
-// in its order, and its indexes of the facts, for the next plan.
-func (pl *Planner) done(v *ValidSpec, p *Plan, next map[string]*keptExport) {
-	pl.kept, pl.spec, pl.indexes = next, v, p.facts
-	pl.last = make([]*keptExport, len(p.exports))
-	for i, e := range p.exports {
-		pl.last[i] = next[e.key()]
+// done records a plan computed without errors: its exports, each resolved or taken
+// over, and its indexes of the facts, for the next plan.
+func (pl *Planner) done(v *ValidSpec, p *Plan) {
+	pl.last, pl.spec, pl.indexes = p.exports, v, p.facts
+}
+
+// lastByKey are the last plan's exports by key, for a plan that gathers its exports
+// anew (resolved).
+func (pl *Planner) lastByKey() map[string]*exportPlan {
+	out := make(map[string]*exportPlan, len(pl.last))
+	for _, e := range pl.last {
+		out[e.key()] = e
 	}
+	return out
 }
 
 // Compute is v.Compute(observed), reusing what the last plan resolved where its inputs
@@ -177,22 +182,21 @@ func (pl *Planner) index(cluster string, f *MemberFacts) *memberIndex {
 	return indexFacts(f)
 }
 
-// resolved returns the resolution of e, taken over from the last plan when its inputs
-// are the same, else resolved now; and records it for the next plan in next.
-func (pl *Planner) resolved(p *Plan, e *exportPlan, next map[string]*keptExport) *exportPlan {
-	if k := pl.kept[e.key()]; k != nil && pl.matches(p, k, e) {
+// resolved returns the resolution of e, taken over from old, the last plan's export of
+// its key (if any), when its inputs are the same, else resolved now.
+func (pl *Planner) resolved(p *Plan, e, old *exportPlan) *exportPlan {
+	if old != nil && pl.matches(p, old, e) {
 		pl.Reused++
-		next[e.key()] = k
-		return k.plan
+		return old
 	}
-	return pl.resolveNew(p, e, next)
+	return pl.resolveNew(p, e)
 }
 
-// resolveNew resolves e and records it, with the versions of the facts it read, in next.
-func (pl *Planner) resolveNew(p *Plan, e *exportPlan, next map[string]*keptExport) *exportPlan {
+// resolveNew resolves e and keeps with it the versions of the facts it read.
+func (pl *Planner) resolveNew(p *Plan, e *exportPlan) *exportPlan {
 	pl.Resolved++
 	p.resolve(e)
-	k := &keptExport{plan: e, from: sortedKeys(e.exportedFrom), known: true}
+	k := &keptExport{from: sortedKeys(e.exportedFrom), known: true}
 	visitVersions(p, e.objectKey(), k.from, func(v objectVersion) bool {
 		k.versions = append(k.versions, v)
 		k.known = k.known && v.known()
@@ -200,19 +204,20 @@ func (pl *Planner) resolveNew(p *Plan, e *exportPlan, next map[string]*keptExpor
 	})
 	k.facts = make([]*MemberFacts, len(k.from))
 	k.noteFacts(p)
-	next[e.key()] = k
+	e.kept = k
 	return e
 }
 
-// unchanged says whether the facts of p that k's resolution reads are those it was
+// unchanged says whether the facts of p that the resolution old reads are those it was
 // resolved from: without reading them when every cluster it is exported from holds
-// the facts k last found its versions in, else by comparing the versions.
-func (pl *Planner) unchanged(p *Plan, k *keptExport) bool {
+// the facts its versions were last found in, else by comparing the versions.
+func (pl *Planner) unchanged(p *Plan, old *exportPlan) bool {
+	k := old.kept
 	if k.sameFacts(p) {
 		return true
 	}
 	pl.Visited++
-	if !k.sameVersions(p) {
+	if !k.sameVersions(p, old.objectKey()) {
 		return false
 	}
 	k.noteFacts(p)
@@ -241,21 +246,20 @@ func (k *keptExport) noteFacts(p *Plan) {
 }
 
 // matches says whether e, gathered from the spec and the facts of p but not resolved,
-// has the inputs k was resolved from.
-func (pl *Planner) matches(p *Plan, k *keptExport, e *exportPlan) bool {
-	old := k.plan
+// has the inputs the resolution old was resolved from.
+func (pl *Planner) matches(p *Plan, old, e *exportPlan) bool {
 	if old.preferLocal != e.preferLocal || !maps.Equal(old.declared, e.declared) || !maps.Equal(old.exportedFrom, e.exportedFrom) {
 		return false
 	}
-	return pl.unchanged(p, k)
+	return pl.unchanged(p, old)
 }
 
-// sameVersions says whether the versions of the facts of p that k's resolution reads
-// are those it was resolved from, all known.
-func (k *keptExport) sameVersions(p *Plan) bool {
+// sameVersions says whether the versions of the facts of p that the resolution of the
+// export key reads are those k keeps, all known.
+func (k *keptExport) sameVersions(p *Plan, key types.NamespacedName) bool {
 	i := 0
 	same := true
-	visitVersions(p, k.plan.objectKey(), k.from, func(v objectVersion) bool {
+	visitVersions(p, key, k.from, func(v objectVersion) bool {
 		if i >= len(k.versions) || k.versions[i] != v || !v.known() {
 			same = false
 			return false
