@@ -39,6 +39,9 @@ type Plan struct {
 	// digests are computed on the first MemberDigest; the hub asks from many goroutines.
 	digestOnce sync.Once
 	digests    *digests
+	// handoff passes the digests on to the planner's next plan, which takes over what
+	// they share from prior, its last plan's (nil without a planner).
+	handoff, prior *digestHandoff
 	// Status is the ClusterSet status the plan implies: per cluster its gateway,
 	// global CIDR, connections and kube-system UID, the exports and their counts. The hub adds what it
 	// alone observes while it reconciles: per cluster Connected, Ready and the
@@ -108,6 +111,7 @@ func (v *ValidSpec) compute(observed Observed, pl *Planner) (*Plan, field.ErrorL
 	}
 	p.Status = p.status()
 	if pl != nil {
+		p.handoff, p.prior = &digestHandoff{}, pl.handoff
 		pl.done(v, p)
 	}
 	return p, nil

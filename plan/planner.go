@@ -42,6 +42,8 @@ type Planner struct {
 	// (resolved).
 	last []*exportPlan
 	spec *ValidSpec
+	// handoff brings the last plan's digests, once prepared, to the next.
+	handoff *digestHandoff
 	// indexes are the last plan's indexes of its members' facts, by cluster: each is
 	// used again while the member's facts are the same *MemberFacts.
 	indexes map[string]*memberIndex
@@ -151,7 +153,7 @@ func (pl *Planner) gathersAsLast(v *ValidSpec) bool {
 // done records a plan computed without errors: its exports, each resolved or taken
 // over, and its indexes of the facts, for the next plan.
 func (pl *Planner) done(v *ValidSpec, p *Plan) {
-	pl.last, pl.spec, pl.indexes = p.exports, v, p.facts
+	pl.last, pl.spec, pl.indexes, pl.handoff = p.exports, v, p.facts, p.handoff
 }
 
 // lastByKey are the last plan's exports by key, for a plan that gathers its exports

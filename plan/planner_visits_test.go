@@ -1,6 +1,9 @@
 package plan_test
 
 import (
+	"fmt"
+	"maps"
+	"sync"
 	"testing"
 
 	"github.com/straitnet/strait/plan"
@@ -46,4 +49,38 @@ func TestPlannerComparesOnlyTheChangedMembersExports(t *testing.T) {
 				step.name, pl.Visited, pl.Resolved, pl.Reused, step.visited, step.resolved, step.reused)
 		}
 	}
+}
+
+// TestPlannerDigestsAskedFromManyGoroutines: the hub asks a plan for its members'
+// digests from a goroutine per member, maybe while the planner computes the next plan,
+// which takes over what the last one's digests share with its own; the digests are
+// still Compute's (run with -race).
+func TestPlannerDigestsAskedFromManyGoroutines(t *testing.T) {
+	cs, obs := bigset.New(6, 60)
+	v, errs := plan.Check(cs)
+	if len(errs) > 0 {
+		t.Fatal(errs.ToAggregate())
+	}
+	pl := plan.NewPlanner()
+	var wg sync.WaitGroup
+	for step := range 8 {
+		obs = maps.Clone(obs) // the last plans still read theirs
+		bigset.ChangeServiceIP(obs, step%6, fmt.Sprintf("10.1.255.%d", step))
+		want, errs := v.Compute(obs)
+		if len(errs) > 0 {
+			t.Fatal(errs.ToAggregate())
+		}
+		got, errs := pl.Compute(v, obs)
+		if len(errs) > 0 {
+			t.Fatal(errs.ToAggregate())
+		}
+		for _, c := range got.Clusters() {
+			wg.Go(func() {
+				if a, b := want.MemberDigest(c), got.MemberDigest(c); a != b {
+					t.Errorf("step %d: %s's digest is %x, Compute's %x", step, c, b, a)
+				}
+			})
+		}
+	}
+	wg.Wait()
 }
