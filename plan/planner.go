@@ -32,8 +32,9 @@ import (
 // quarter of a reconcile's CPU. A new pointer falls back to comparing versions, so the
 // same objects listed anew are still taken over.
 //
-// The rest of a plan (globalnet's allocations, the status) is computed in full each
-// time. A Planner is not safe for concurrent use.
+// A plan's digests take over the last plan's for the exports taken over
+// (digestHandoff). The rest of a plan (globalnet's allocations, the status) is computed
+// in full each time. A Planner is not safe for concurrent use.
 type Planner struct {
 	// last are the last plan's exports in its order (by key), each resolution with what
 	// it was resolved from (exportPlan.kept), and spec the ValidSpec it was computed
@@ -67,9 +68,9 @@ type keptExport struct {
 	digests []keptDigest
 	// from are the export's exportedFrom clusters, sorted.
 	from []string
-	// versions are, per cluster of from, its Service's,
-	// its ServiceExport's and its EndpointSlices' versions, each cluster's closed by a
-	// "none" (a slice is never none, so the close is unambiguous).
+	// versions are, per cluster of from, its Service's, its ServiceExport's and its
+	// EndpointSlices' versions, each cluster's closed by a "none" (a slice is never
+	// none, so the close is unambiguous).
 	versions []objectVersion
 	// known says whether every one of versions is known: only then do the same
 	// versions, and so the same facts, make the export unchanged.
