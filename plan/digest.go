@@ -102,8 +102,9 @@ type digests struct {
 // digestHandoff hands a plan's digests, once prepared, to the planner's next plan,
 // which takes over the remote digests of the exports that did not change and their
 // sums, and the keys and involved clusters when no export came or went or moved: at
-// 10,000 exports, adding up every remote digest anew was a tenth of a one-member
-// change. The plans may be asked for digests from other goroutines.
+// 10,000 exports, looking every remote digest up and adding them anew was some 8% of
+// the planner's part of a one-member change (BenchmarkPlannerOneChangeDigests, 17.0 to
+// 15.5 ms). The plans may be asked for digests from other goroutines.
 type digestHandoff struct{ d atomic.Pointer[digests] }
 
 func (h *digestHandoff) load() *digests {

@@ -15,9 +15,9 @@ import (
 //
 // A *MemberFacts handed to Compute or a Planner is never changed afterwards: a plan
 // shares its slices and maps, and a Planner takes the same pointer at its next plan for
-// the same facts (it reads nothing of them again). A member whose facts changed comes
-// as a new *MemberFacts; one that did not may come as the same or as a new one with
-// the same content.
+// the same facts, which it neither indexes again nor compares object by object. A
+// member whose facts changed comes as a new *MemberFacts; one that did not may come as
+// the same or as a new one with the same content.
 type Observed map[string]*MemberFacts
 
 // MemberFacts is what one member holds that the plan depends on: for a member the hub
