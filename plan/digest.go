@@ -137,11 +137,12 @@ func (p *Plan) prepareDigests() {
 		}
 	}
 	// Once per export, not per view and member: what its kept digests were computed
-	// from besides its resolution.
-	d.inputs, d.of = make([]uint64, len(p.exports)), p.exports
-	var buf []byte
-	for i, e := range p.exports {
-		if e.kept != nil {
+	// from besides its resolution (a planner's plan's alone keeps any).
+	d.of = p.exports
+	if p.handoff != nil {
+		d.inputs = make([]uint64, len(p.exports))
+		var buf []byte
+		for i, e := range p.exports {
 			d.inputs[i], buf = p.digestInputs(e, buf)
 		}
 	}
