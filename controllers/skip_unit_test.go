@@ -51,7 +51,7 @@ func TestWhichMembersArePassedOver(t *testing.T) {
 	step("first reconcile", nothing, true, all...)
 	step("nothing changed", nothing, false)
 	step("a new cluster IP in c001 (globalnet)", func() { bigset.ChangeServiceIP(obs, 1, "10.1.255.1") }, true, "c001")
-	step("a gateway of c002 moved: every other member's Peer", func() { obs["c002"].Gateways[0].Spec.IP = "198.51.100.2" }, true,
+	step("a gateway of c002 moved: every other member's Peer", func() { bigset.MoveGateway(obs, 2, "198.51.100.2") }, true,
 		"c000", "c001", "c003", "c004", "c005")
 	gone := cs.Spec.Exports[5]
 	goneImport := objKey{kind: "ServiceImport", namespace: gone.Namespace, name: gone.Name}

@@ -37,6 +37,19 @@ func benchCompute(b *testing.B, clusters int) {
 // reconcile); BenchmarkCompute is the same plan from nothing.
 func BenchmarkPlannerOneChange(b *testing.B) { benchPlannerOneChange(b, bigset.Clusters) }
 
+// BenchmarkPlannerOneChangeDigests: BenchmarkPlannerOneChange and then every member's
+// digest, as the hub asks for them to find the members it can pass over: the planner's
+// part of BenchmarkHubScale/one-member-change.
+func BenchmarkPlannerOneChangeDigests(b *testing.B) {
+	benchPlannerOneChange(b, bigset.Clusters, func(p *plan.Plan) {
+		for _, c := range p.Clusters() {
+			if p.MemberDigest(c) == 0 {
+				b.Fatalf("no digest for %s", c)
+			}
+		}
+	})
+}
+
 // BenchmarkPlanScale: the plan of 10,000 exports over 64, 255 and 1,000 members (the
 // most the product takes), from nothing (compute) and after one change (one-change),
 // so that the growth with members shows.
@@ -48,16 +61,20 @@ func BenchmarkPlanScale(b *testing.B) {
 }
 
 // benchPlannerOneChange times a Planner's plan after one service of c007 changed, over
-// bigset's 10,000 exports from clusters clusters.
-func benchPlannerOneChange(b *testing.B, clusters int) {
+// bigset's 10,000 exports from clusters clusters, and what then asks each plan.
+func benchPlannerOneChange(b *testing.B, clusters int, then ...func(*plan.Plan)) {
 	cs, obs := bigset.New(clusters, bigset.Exports)
 	v, errs := plan.Check(cs)
 	if len(errs) > 0 {
 		b.Fatal(errs.ToAggregate())
 	}
 	pl := plan.NewPlanner()
-	if _, errs := pl.Compute(v, obs); len(errs) > 0 {
+	p, errs := pl.Compute(v, obs)
+	if len(errs) > 0 {
 		b.Fatal(errs.ToAggregate())
+	}
+	for _, f := range then {
+		f(p)
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -68,8 +85,12 @@ func benchPlannerOneChange(b *testing.B, clusters int) {
 		bigset.ToggleServiceIP(obs, 7)
 		cpu.Resume()
 		b.StartTimer()
-		if _, errs := pl.Compute(v, obs); len(errs) > 0 {
+		p, errs := pl.Compute(v, obs)
+		if len(errs) > 0 {
 			b.Fatal(errs.ToAggregate())
+		}
+		for _, f := range then {
+			f(p)
 		}
 		if pl.Resolved != 1 {
 			b.Fatalf("the change resolved %d exports again, want 1", pl.Resolved)

@@ -36,12 +36,12 @@ type Plan struct {
 	facts      map[string]*memberIndex // per cluster, of observed
 	alloc      map[string]*ClusterAllocation
 	exports    []*exportPlan // sorted by namespace/name
-	// kept are the planner's resolutions this plan took over or made, by export key
-	// (nil without a planner): they also keep each export's remote digests.
-	kept map[string]*keptExport
 	// digests are computed on the first MemberDigest; the hub asks from many goroutines.
 	digestOnce sync.Once
 	digests    *digests
+	// handoff passes the digests on to the planner's next plan, which takes over what
+	// they share from prior, its last plan's (nil without a planner).
+	handoff, prior *digestHandoff
 	// Status is the ClusterSet status the plan implies: per cluster its gateway,
 	// global CIDR, connections and kube-system UID, the exports and their counts. The hub adds what it
 	// alone observes while it reconciles: per cluster Connected, Ready and the
@@ -93,28 +93,26 @@ func (v *ValidSpec) compute(observed Observed, pl *Planner) (*Plan, field.ErrorL
 		p.clusters = append(p.clusters, c.Name)
 		p.byName[c.Name] = c
 		p.views[c.Name] = viewOf(c.PodCIDRs, c.ServiceCIDRs)
-		p.facts[c.Name] = indexFacts(observed[c.Name])
+		p.facts[c.Name] = pl.index(c.Name, observed[c.Name])
 	}
 	sort.Strings(p.clusters)
 
-	resolve := func(e *exportPlan) *exportPlan { p.resolve(e); return e }
-	var kept map[string]*keptExport
-	if pl != nil {
-		kept = make(map[string]*keptExport, len(pl.kept))
-		resolve = func(e *exportPlan) *exportPlan { return pl.resolved(p, e, kept) }
+	switch {
+	case pl == nil:
+		p.exports = p.planExports(func(e *exportPlan) *exportPlan { p.resolve(e); return e })
+	case pl.gathersAsLast(v):
+		p.exports = pl.takeOver(p)
+	default:
+		last := pl.lastByKey()
+		p.exports = p.planExports(func(e *exportPlan) *exportPlan { return pl.resolved(p, e, last[e.key()]) })
 	}
-	if pl != nil && pl.gathersAsLast(v) {
-		p.exports = pl.takeOver(p, kept)
-	} else {
-		p.exports = p.planExports(resolve)
-	}
-	p.kept = kept
 	if errs := p.allocate(); len(errs) > 0 {
 		return nil, errs
 	}
 	p.Status = p.status()
 	if pl != nil {
-		pl.done(v, p, kept)
+		p.handoff, p.prior = &digestHandoff{}, pl.handoff
+		pl.done(v, p)
 	}
 	return p, nil
 }

@@ -43,6 +43,9 @@ type exportPlan struct {
 	// preferLocal: an exporting member's clusterset IP leads to its own endpoints while
 	// it has a ready one (ExportSpec.ClusterSetIP PreferLocal).
 	preferLocal bool
+	// kept is what a Planner keeps with the resolution to take it over and its digests
+	// (nil without a planner).
+	kept *keptExport
 }
 
 // conflictNote is one reason of a Conflict condition and what it says.

@@ -12,6 +12,12 @@ import (
 // Observed is what the hub (or `strait render --observed`) saw in the members, keyed by
 // cluster name. A member missing from the map was not observed: its imports keep nothing
 // from it and its allocations are computed as if new, except where git pins them.
+//
+// A *MemberFacts handed to Compute or a Planner is never changed afterwards: a plan
+// shares its slices and maps, and a Planner takes the same pointer at its next plan for
+// the same facts, which it neither indexes again nor compares object by object. A
+// member whose facts changed comes as a new *MemberFacts; one that did not may come as
+// the same or as a new one with the same content.
 type Observed map[string]*MemberFacts
 
 // MemberFacts is what one member holds that the plan depends on: for a member the hub
@@ -83,8 +89,8 @@ func newerHeartbeat(a, b *straitv1.Gateway) bool {
 // up every export in every cluster that exports it, and a scan of the facts per lookup
 // made a member exporting 5,000 services cost a second per plan (2 clusters × 10,000
 // exports: 1.0 s, against 0.1 s for the same exports over 255 clusters). Built once per
-// plan: the facts are the caller's and may change between plans. It allocates its maps
-// and nothing per object.
+// facts: a Planner keeps it while a member's facts are the same *MemberFacts. It
+// allocates its maps and nothing per object.
 type memberIndex struct {
 	f        *MemberFacts
 	services map[types.NamespacedName]int32

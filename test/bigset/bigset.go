@@ -87,9 +87,10 @@ func ToggleServiceIP(obs plan.Observed, i int) {
 
 // ChangeServiceIP gives the first service member i of obs exports the cluster IP ip, as
 // an API server would change it: a new object with a new resourceVersion, in a new list
-// of the member's services (facts handed to a plan are not changed in place).
+// of the member's services, in new facts of the member, as the hub hands a changed
+// member's (facts handed to a plan are never changed: plan.Observed).
 func ChangeServiceIP(obs plan.Observed, i int, ip string) {
-	f := obs[Name(i)]
+	f := *obs[Name(i)]
 	svcs := slices.Clone(f.Services)
 	svc := svcs[0].DeepCopy()
 	rv, _ := strconv.Atoi(svc.ResourceVersion)
@@ -97,6 +98,16 @@ func ChangeServiceIP(obs plan.Observed, i int, ip string) {
 	svc.Spec.ClusterIP = ip
 	svcs[0] = *svc
 	f.Services = svcs
+	obs[Name(i)] = &f
+}
+
+// MoveGateway gives member i's first gateway in obs the address ip, in new facts of the
+// member, as the hub hands a changed member's.
+func MoveGateway(obs plan.Observed, i int, ip string) {
+	f := *obs[Name(i)]
+	f.Gateways = slices.Clone(f.Gateways)
+	f.Gateways[0].Spec.IP = ip
+	obs[Name(i)] = &f
 }
 
 // ServiceIP is the cluster IP New gives export i's service.
