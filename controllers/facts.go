@@ -1,16 +1,12 @@
 package controllers
 
 import (
-	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	mcsv1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
 	"github.com/straitnet/strait/controllers/members"
@@ -88,9 +84,6 @@ const (
 // nothing the plan reads. A change of the member's health (obj nil) is taken as one
 // of everything: a member back after a cut is listed anew by its informers.
 func factsChange(rel *relevance, old, obj client.Object) factsChangeKind {
-	nn := func(o client.Object) types.NamespacedName {
-		return types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()}
-	}
 	switch o := obj.(type) {
 	case nil:
 		return factsHold
@@ -102,26 +95,17 @@ func factsChange(rel *relevance, old, obj client.Object) factsChangeKind {
 		return factsHold
 	case *straitv1.Gateway, *straitv1.Membership, *straitv1.GlobalIngress:
 		return factsHold
-	case *corev1.Service:
-		if rel.service(nn(o)) {
-			return factsHold
-		}
-	case *discoveryv1.EndpointSlice:
-		if svc := o.Labels[discoveryv1.LabelServiceName]; svc != "" && rel.service(types.NamespacedName{Namespace: o.Namespace, Name: svc}) {
-			return factsHold
-		}
-	case *mcsv1.ServiceExport:
-		if rel.anyExport() || rel.service(nn(o)) {
-			return factsHold
-		}
+	}
+	if rel.input(obj) {
+		return factsHold
 	}
 	return factsUnchanged
 }
 
 // read returns the member's facts: those kept while they were read through the same
 // connection (which knows the same kube-system UID), for the same inputs, and nothing
-// they hold was reported changed since;
-// else those read now from the member's informers (and kept when read without error).
+// they hold was reported changed since; else those read now from the member's
+// informers (and kept when read without error).
 func (mf *memberFacts) read(m *members.Member, inputs uint64, now time.Time,
 	read func() (*plan.MemberFacts, error)) (*plan.MemberFacts, error) {
 	mf.mu.Lock()
@@ -143,20 +127,14 @@ func (mf *memberFacts) read(m *members.Member, inputs uint64, now time.Time,
 }
 
 // factsInputs hashes what the spec asks of a member's facts: the exports declared for
-// it, the export policy, and the Service its gateways are reached through.
+// it (summed, so in any order and without sorting them: this runs per member at every
+// reconcile), the export policy, and the Service its gateways are reached through.
 func factsInputs(declared map[types.NamespacedName]bool, memberExports bool, gwService *types.NamespacedName) uint64 {
-	keys := make([]types.NamespacedName, 0, len(declared))
+	var sum uint64
 	for k := range declared {
-		keys = append(keys, k)
+		sum += mix64(members.NameKey(k.Namespace, k.Name))
 	}
-	sort.Slice(keys, func(i, j int) bool {
-		return keys[i].Namespace < keys[j].Namespace || keys[i].Namespace == keys[j].Namespace && keys[i].Name < keys[j].Name
-	})
-	h := uint64(members.HashOffset)
-	for _, k := range keys {
-		h = members.HashString(members.HashString(h, k.Namespace), k.Name)
-	}
-	h = members.HashString(h, "")
+	h := mix64(sum ^ uint64(len(declared)))
 	if memberExports {
 		h = members.HashString(h, "member-exports")
 	}

@@ -1,28 +1,24 @@
-package controllers_test
+package controllers
 
 import (
 	"context"
 	"fmt"
 	"testing"
-	"time"
 
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	mcsv1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
-	"github.com/straitnet/strait/controllers"
 	"github.com/straitnet/strait/controllers/members"
 	"github.com/straitnet/strait/test/clusters"
 )
 
 // BenchmarkReadMemberFacts is one read of a member's facts, as the hub made it for
 // every member at every reconcile until it kept them (memberFacts), through the
-// informer cache a hub's member connection has, on a real API server holding what a
+// hub's own member connection (members.Cache), on a real API server holding what a
 // member of a 1,000-member ClusterSet holds: a Peer per other member with its
 // status, and the exported services' slices among imports' slices in one namespace
 // (factsImports of them; a member holds 10,000 at 10,000 exports). A reconcile at
@@ -65,7 +61,11 @@ func BenchmarkReadMemberFacts(b *testing.B) {
 		name := fmt.Sprintf("svc%02d", i)
 		exports = append(exports, straitv1.ExportSpec{Namespace: "shop", Name: name, Clusters: []string{"m"}})
 		g.Go(func() error {
-			if err := makeService(gctx, c, "shop", name, fmt.Sprintf("10.0.0.%d", 10+i)); err != nil {
+			if err := c.Create(gctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "shop"},
+				Spec: corev1.ServiceSpec{ClusterIP: fmt.Sprintf("10.0.0.%d", 10+i), Ports: []corev1.ServicePort{{Name: "http", Port: 80}}}}); err != nil {
+				return err
+			}
+			if err := c.Create(gctx, slice(name+"-x", map[string]string{discoveryv1.LabelServiceName: name}, "10.200.0.1")); err != nil {
 				return err
 			}
 			if err := c.Create(gctx, &mcsv1.ServiceExport{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: name}}); err != nil {
@@ -84,35 +84,12 @@ func BenchmarkReadMemberFacts(b *testing.B) {
 		b.Fatal(err)
 	}
 
-	// The hub's member connection: informers on what it reads, managed fields dropped.
-	informers, err := cache.New(m.Config, cache.Options{Scheme: c.Scheme(), DefaultTransform: members.KeepOthersManagers("strait-hub"),
-		ByObject: map[client.Object]cache.ByObject{
-			&straitv1.Gateway{}:       {Namespaces: map[string]cache.Config{straitv1.SystemNamespace: {}}},
-			&straitv1.Peer{}:          {Namespaces: map[string]cache.Config{straitv1.SystemNamespace: {}}},
-			&straitv1.Membership{}:    {Namespaces: map[string]cache.Config{straitv1.SystemNamespace: {}}},
-			&straitv1.GlobalIngress{}: {Namespaces: map[string]cache.Config{straitv1.SystemNamespace: {}}},
-		}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	cctx, cancel := context.WithCancel(ctx)
-	b.Cleanup(cancel)
-	go func() { _ = informers.Start(cctx) }()
-	for _, o := range []client.Object{&straitv1.Gateway{}, &straitv1.Peer{}, &straitv1.Membership{}, &straitv1.GlobalIngress{},
-		&corev1.Service{}, &discoveryv1.EndpointSlice{}, &mcsv1.ServiceExport{}} {
-		if _, err := informers.GetInformer(cctx, o); err != nil {
-			b.Fatal(err)
-		}
-	}
-	syncCtx, done := context.WithTimeout(ctx, time.Minute)
-	defer done()
-	if !informers.WaitForCacheSync(syncCtx) {
-		b.Fatal("the informers did not sync")
-	}
+	// The hub's own member connection (members.Cache), as straitd builds it.
+	conn := connectSynced(b, hubCache(b, m), members.Key{Cluster: "m"}, m)
 	cs := &straitv1.ClusterSet{Spec: straitv1.ClusterSetSpec{Clusters: []straitv1.ClusterSpec{{Name: "m"}}, Exports: exports}}
 	var got int
 	for b.Loop() {
-		f, err := controllers.ReadMemberFacts(ctx, informers, cs, "m")
+		f, err := ReadMemberFacts(ctx, conn.Reader, cs, "m")
 		if err != nil {
 			b.Fatal(err)
 		}

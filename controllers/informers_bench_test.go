@@ -56,29 +56,19 @@ func BenchmarkMemberInformers(b *testing.B) {
 	m := clusters.NewCluster(b)
 	seedMember(ctx, b, m.Client, objs)
 
-	cache := members.NewCache(members.Options{Scheme: m.Client.Scheme(), Watched: watchedKinds(),
-		Prints: memberPrints, FieldManager: straitv1.FieldManager})
-	b.Cleanup(cache.Stop)
+	cache := hubCache(b, m)
 	key := members.Key{ClusterSet: types.NamespacedName{Namespace: cs.Namespace, Name: cs.Name}, Cluster: member}
 	var held uint64
 	for b.Loop() {
-		before := liveHeap()
-		conn, err := cache.Connect(key, "1", func() (*rest.Config, error) { return m.Config, nil })
-		if err != nil {
-			b.Fatal(err)
-		}
-		deadline := time.Now().Add(5 * time.Minute)
-		for !conn.Synced() {
-			if time.Now().After(deadline) {
-				b.Fatalf("the member's informers did not sync in 5 minutes")
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+		runtime.GC()
+		before := heapLive()
+		conn := connectSynced(b, cache, key, m)
 		b.StopTimer()
 		if n, ok := conn.Print("ServiceImport"); !ok || n.N != exports {
 			b.Fatalf("the connection's informers hold %d ServiceImports, want %d", n.N, exports)
 		}
-		held = liveHeap() - before
+		runtime.GC()
+		held = heapLive() - before
 		cache.Forget(key)
 		b.StartTimer()
 	}
@@ -87,12 +77,30 @@ func BenchmarkMemberInformers(b *testing.B) {
 	b.ReportMetric(float64(held)/float64(len(objs)), "B/object")
 }
 
-// liveHeap collects and returns the heap in use.
-func liveHeap() uint64 {
-	runtime.GC()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	return ms.HeapAlloc
+// hubCache is a cache of member connections as straitd's hub builds it
+// (NewClusterSetReconciler): informers on watchedKinds, managed fields dropped, prints
+// kept. It is stopped when b ends.
+func hubCache(b *testing.B, m *clusters.Cluster) *members.Cache {
+	cache := members.NewCache(members.Options{Scheme: m.Client.Scheme(), Watched: watchedKinds(),
+		Prints: memberPrints, FieldManager: straitv1.FieldManager})
+	b.Cleanup(cache.Stop)
+	return cache
+}
+
+// connectSynced connects key to the member m through cache and waits until the
+// connection's informers have synced.
+func connectSynced(b *testing.B, cache *members.Cache, key members.Key, m *clusters.Cluster) *members.Member {
+	b.Helper()
+	conn, err := cache.Connect(key, "1", func() (*rest.Config, error) { return m.Config, nil })
+	if err != nil {
+		b.Fatal(err)
+	}
+	for deadline := time.Now().Add(5 * time.Minute); !conn.Synced(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			b.Fatal("the member's informers did not sync in 5 minutes")
+		}
+	}
+	return conn
 }
 
 // seedMember creates objs in a member as the hub's field manager, with their status

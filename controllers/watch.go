@@ -26,6 +26,9 @@ type relevance struct {
 }
 
 func (r *ClusterSetReconciler) relevanceFor(cs types.NamespacedName) *relevance {
+	if v, ok := r.relevance.Load(cs); ok {
+		return v.(*relevance) // every member event asks: no new relevance each time
+	}
 	v, _ := r.relevance.LoadOrStore(cs, &relevance{})
 	return v.(*relevance)
 }
@@ -81,21 +84,30 @@ func (r *ClusterSetReconciler) relevantChange(key members.Key, obj client.Object
 		t.changedByOthers()
 		return true
 	}
-	rel := r.relevanceFor(key.ClusterSet)
-	nn := types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()}
 	switch o := obj.(type) {
 	case *straitv1.Gateway:
 		return true
-	case *corev1.Service:
-		return rel.service(nn)
 	case *discoveryv1.EndpointSlice:
 		if o.Labels[discoveryv1.LabelManagedBy] == plan.EndpointSliceManagedBy {
 			return false
 		}
+	}
+	return r.relevanceFor(key.ClusterSet).input(obj)
+}
+
+// input says whether the plan reads obj, a Service, EndpointSlice or ServiceExport of
+// a member (readFacts): an exported Service or the Service a cluster's gateways are
+// reached through, a slice of one, or a ServiceExport that counts (any, under the
+// MemberExports policy).
+func (rel *relevance) input(obj client.Object) bool {
+	switch o := obj.(type) {
+	case *corev1.Service:
+		return rel.service(types.NamespacedName{Namespace: o.Namespace, Name: o.Name})
+	case *discoveryv1.EndpointSlice:
 		svc := o.Labels[discoveryv1.LabelServiceName]
 		return svc != "" && rel.service(types.NamespacedName{Namespace: o.Namespace, Name: svc})
 	case *mcsv1.ServiceExport:
-		return rel.anyExport() || rel.service(nn)
+		return rel.anyExport() || rel.service(types.NamespacedName{Namespace: o.Namespace, Name: o.Name})
 	}
 	return false
 }
