@@ -2,8 +2,6 @@ package controllers
 
 import (
 	"hash/fnv"
-	"maps"
-	"slices"
 	"sync"
 	"time"
 
@@ -11,6 +9,7 @@ import (
 
 	"github.com/straitnet/strait/controllers/members"
 	"github.com/straitnet/strait/internal/keytable"
+	"github.com/straitnet/strait/internal/memberprint"
 	"github.com/straitnet/strait/plan"
 )
 
@@ -36,10 +35,8 @@ type appliedEntry struct {
 }
 
 // statusByOthers says whether others write the status subresource of a kind the hub
-// writes: the active gateway's agent writes every Peer's status at each health round
-// (latency, loss, counters). A status write bumps the resourceVersion but not the
-// generation, and it changes nothing the hub wrote.
-func statusByOthers(kind string) bool { return kind == "Peer" || kind == "Membership" }
+// writes (memberprint.StatusByOthers).
+func statusByOthers(kind string) bool { return memberprint.StatusByOthers(kind) }
 
 // entryOf records the member's answer o (at resourceVersion rv) to a write of an
 // object of kind whose desired content hashes to hash.
@@ -57,17 +54,8 @@ func entryOf(kind string, o client.Object, rv string, hash uint64) appliedEntry 
 // spec) and the same labels and annotations (but for a 64-bit collision).
 func (e appliedEntry) holds(kind string, o client.Object) bool { return objectPrint(kind, o) == e.fp }
 
-// metaHash hashes an object's labels and annotations, in key order.
-func metaHash(o client.Object) uint64 {
-	h := uint64(members.HashOffset)
-	for _, m := range []map[string]string{o.GetLabels(), o.GetAnnotations()} {
-		for _, k := range slices.Sorted(maps.Keys(m)) {
-			h = members.HashString(members.HashString(h, k), m[k])
-		}
-		h = members.HashString(h, "") // ends the map
-	}
-	return h
-}
+// metaHash hashes an object's labels and annotations (memberprint.MetaHash).
+func metaHash(o client.Object) uint64 { return memberprint.MetaHash(o) }
 
 // appliedTable is one member connection's record of the hub's writes.
 type appliedTable struct {

@@ -7,6 +7,7 @@ import (
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
 	"github.com/straitnet/strait/controllers/members"
+	"github.com/straitnet/strait/internal/memberprint"
 	"github.com/straitnet/strait/plan"
 )
 
@@ -108,35 +109,15 @@ func memberPrints(key members.Key) members.PrintFunc {
 
 // objectPrint is the fingerprint of an object of kind as a member holds it, the one the
 // hub's record keeps for its write when the object is still what the hub wrote.
-func objectPrint(kind string, o client.Object) uint64 {
-	var meta uint64
-	if statusByOthers(kind) {
-		meta = metaHash(o)
-	}
-	return fingerprint(objKey{kind: kind, namespace: o.GetNamespace(), name: o.GetName()}, o.GetGeneration(), meta, o.GetResourceVersion())
-}
+func objectPrint(kind string, o client.Object) uint64 { return memberprint.Of(kind, o) }
 
-// fingerprint hashes an object's identity and version: its resourceVersion, or, for
-// kinds whose status others write, its generation with its labels and annotations.
+// fingerprint hashes an object's identity and version (memberprint.Fingerprint).
 func fingerprint(k objKey, gen int64, meta uint64, rv string) uint64 {
-	h := members.HashString(members.HashString(members.HashString(members.HashOffset, k.kind), k.namespace), k.name)
-	if statusByOthers(k.kind) && gen != 0 {
-		h = mix64(h ^ mix64(uint64(gen)^meta))
-	} else {
-		h = members.HashString(h, rv)
-	}
-	return mix64(h)
+	return memberprint.Fingerprint(k.kind, k.namespace, k.name, gen, meta, rv)
 }
 
-// mix64 is SplitMix64's finalizer: fingerprints are summed, so their bits must be
-// spread evenly.
-func mix64(x uint64) uint64 {
-	x ^= x >> 30
-	x *= 0xbf58476d1ce4e5b9
-	x ^= x >> 27
-	x *= 0x94d049bb133111eb
-	return x ^ x>>31
-}
+// mix64 spreads a hash's bits (memberprint.Mix64).
+func mix64(x uint64) uint64 { return memberprint.Mix64(x) }
 
 // resyncDue says whether the last pass would still hold but for its age: the same
 // inputs over the same healthy connection, and no foreign change seen since. Then the

@@ -10,6 +10,7 @@ import (
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
 	"github.com/straitnet/strait/controllers/members"
+	"github.com/straitnet/strait/internal/memberprint"
 	"github.com/straitnet/strait/plan"
 )
 
@@ -136,10 +137,10 @@ func factsInputs(declared map[types.NamespacedName]bool, memberExports bool, gwS
 	}
 	h := mix64(sum ^ uint64(len(declared)))
 	if memberExports {
-		h = members.HashString(h, "member-exports")
+		h = memberprint.HashString(h, "member-exports")
 	}
 	if gwService != nil {
-		h = members.HashString(members.HashString(h, gwService.Namespace), gwService.Name)
+		h = memberprint.HashString(memberprint.HashString(h, gwService.Namespace), gwService.Name)
 	}
 	return h
 }

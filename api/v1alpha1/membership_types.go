@@ -95,6 +95,42 @@ type MembershipStatus struct {
 	// +listMapKey=name
 	// +kubebuilder:validation:MaxItems=5000
 	Daemons []DaemonStatus `json:"daemons,omitempty"`
+
+	// Prints are what the member holds of the objects a hub wrote into it, per
+	// ClusterSet and kind, for the kinds the hub does not watch (ServiceImports and the
+	// Services and EndpointSlices it derives): written by strait dns from its own
+	// watches, so that the hub compares them with its record of its writes without
+	// holding every such object of every member (docs/design-decisions.md, step 4).
+	// +optional
+	// +listType=map
+	// +listMapKey=clusterSet
+	// +listMapKey=kind
+	// +kubebuilder:validation:MaxItems=64
+	Prints []MemberPrint `json:"prints,omitempty"`
+}
+
+// MemberPrint is a member's count and fingerprint sum of the objects of one kind that
+// carry one ClusterSet's labels (app.kubernetes.io/managed-by: strait-hub and
+// strait.io/clusterset), each object fingerprinted by its kind, namespace, name and
+// resourceVersion, as the hub fingerprints the member's answers to its writes.
+type MemberPrint struct {
+	// ClusterSet is the strait.io/clusterset label of the objects: "<namespace>.<name>"
+	// of the ClusterSet in the hub.
+	// +required
+	// +kubebuilder:validation:MaxLength=317
+	ClusterSet string `json:"clusterSet"`
+	// Kind of the objects: ServiceImport, Service or EndpointSlice.
+	// +required
+	// +kubebuilder:validation:MaxLength=63
+	Kind string `json:"kind"`
+	// Count of the objects.
+	// +required
+	// +kubebuilder:validation:Minimum=0
+	Count int32 `json:"count"`
+	// Sum of their fingerprints modulo 2^64, 16 hexadecimal digits.
+	// +required
+	// +kubebuilder:validation:Pattern=`^[0-9a-f]{16}$`
+	Sum string `json:"sum"`
 }
 
 // Membership is this cluster's identity in the clusterset; one per member, named

@@ -7,6 +7,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/straitnet/strait/internal/keytable"
+	"github.com/straitnet/strait/internal/memberprint"
 )
 
 // PrintFunc fingerprints a member's object of a kind (the Kind of its GroupVersionKind)
@@ -15,10 +16,7 @@ import (
 type PrintFunc func(kind string, obj client.Object) (fp uint64, ok bool)
 
 // Print is a kind's count of the objects that count and the sum of their fingerprints.
-type Print struct {
-	N   int
-	Sum uint64
-}
+type Print = memberprint.Print
 
 // Prints keeps, per kind, the Print of the objects an informer holds, from that
 // informer's events: the hub compares it with its record of its own writes without
@@ -112,8 +110,7 @@ func (k *kindPrints) saw(fp PrintFunc, kind string, obj any) {
 		return
 	}
 	k.fps.Set(key, f)
-	k.print.N++
-	k.print.Sum += f
+	k.print.Add(f)
 }
 
 // gone records an object deleted, also one whose delete the informer missed
@@ -144,24 +141,8 @@ func (k *kindPrints) takeOut(key uint64) {
 		return
 	}
 	k.fps.Delete(key)
-	k.print.N--
-	k.print.Sum -= f
+	k.print.Remove(f)
 }
 
-// NameKey is the 64-bit key of an object by its namespace and name, for maps of
-// millions of objects where strings as keys would cost more than the values.
-func NameKey(ns, name string) uint64 { return HashString(HashString(HashOffset, ns), name) }
-
-// HashOffset starts a HashString chain (FNV-1a's offset basis).
-const HashOffset = 14695981039346656037
-
-const hashPrime = 1099511628211
-
-// HashString is FNV-1a over s and a 0 separator, without allocating.
-func HashString(h uint64, s string) uint64 {
-	for i := 0; i < len(s); i++ {
-		h ^= uint64(s[i])
-		h *= hashPrime
-	}
-	return h * hashPrime // the separator: h ^= 0, then the multiply
-}
+// NameKey is the 64-bit key of an object by its namespace and name (memberprint.NameKey).
+func NameKey(ns, name string) uint64 { return memberprint.NameKey(ns, name) }
