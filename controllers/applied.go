@@ -74,6 +74,10 @@ type appliedTable struct {
 	// prints are, per kind, the count and the sum of the entries' fingerprints: the
 	// resync's check compares a member's whole list of a kind with them in one pass.
 	prints map[string]members.Print
+	// report is the member's own print of the kinds the hub does not watch, and
+	// lastWrite when the hub last wrote or deleted something there (see settle).
+	report    memberReport
+	lastWrite time.Time
 }
 
 // memberPass is the last complete, successful pass over a member: every object applied

@@ -16,12 +16,14 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	mcsv1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
 	"github.com/straitnet/strait/controllers/members"
+	"github.com/straitnet/strait/internal/memberprint"
 	"github.com/straitnet/strait/plan"
 )
 
@@ -37,6 +39,9 @@ type memberResult struct {
 	unreachable bool
 	// cleaned: a removed cluster holds nothing of the ClusterSet any more.
 	cleaned bool
+	// recheck: the member's report differs from the record but may not show the
+	// hub's last writes yet; look again after this long (appliedTable.settle).
+	recheck time.Duration
 }
 
 // writeMembers applies the plan to every reachable member and prunes, a bounded number
@@ -85,6 +90,8 @@ func (r *ClusterSetReconciler) writeMembers(ctx context.Context, obj *straitv1.C
 				res.pruned, err = w.prune(ctx, nil)
 				res.cleaned = err == nil
 			} else {
+				w.readReport(ctx)
+				res.recheck = w.table.settle(now)
 				state := passState{digest: memberDigest(p, name, psk), member: c.member,
 					since: c.member.Health().Since, now: now, resync: resync}
 				if res.inventory, res.skipped = w.table.current(state); res.skipped {
@@ -95,6 +102,7 @@ func (r *ClusterSetReconciler) writeMembers(ctx context.Context, obj *straitv1.C
 				last, partial := w.table.lastGroups(state)
 				switch {
 				case partial:
+					w.trustedKinds = w.table.trusted()
 					err = w.writeGroups(ctx, p, name, psk, changedGroups(last, groups), res)
 				case w.table.resyncDue(state):
 					var checked bool
@@ -194,12 +202,30 @@ type memberWriter struct {
 	cs    types.NamespacedName
 	m     *members.Member
 	table *appliedTable
+	// trustedKinds are, in a partial pass, the kinds the hub does not watch whose
+	// report was the record when the pass started (appliedTable.trusted): the member
+	// then holds exactly what the hub recorded, so an object recorded with the same
+	// content is in place and one not recorded is not there, and neither is read.
+	trustedKinds map[string]bool
+	// held are, in a full pass, the objects of those kinds the member holds with the
+	// ClusterSet's labels, listed once from its API server when the pass starts (see
+	// heldObjects) and dropped with the pass.
+	held map[objKey]client.Object
 }
+
+// trusts says whether the pass takes the record for what the member holds of kind.
+func (w *memberWriter) trusts(kind string) bool { return w.trustedKinds[kind] }
 
 func (w *memberWriter) write(ctx context.Context, p *plan.Plan, cluster string, psk pskData, res *memberResult) error {
 	if err := w.checkOwner(ctx); err != nil {
 		return err
 	}
+	held, err := w.heldObjects(ctx)
+	if err != nil {
+		return err
+	}
+	w.held = held
+	defer func() { w.held = nil }()
 	objs := withPSK(p.Objects(cluster), psk)
 	desired, errs, going, err := w.applyAll(ctx, objs, psk, res)
 	if err != nil {
@@ -393,10 +419,13 @@ func (w *memberWriter) apply(ctx context.Context, k objKey, o client.Object) (in
 	hash := hashOf(data)
 	switch e, ok := w.table.get(k); {
 	case ok && e.hash == hash:
+		if w.trusts(k.kind) {
+			return 0, nil
+		}
 		if cur := w.current(ctx, k, o); cur != nil && e.holds(k.kind, cur) {
 			return 0, nil
 		}
-	case !ok:
+	case !ok && !w.trusts(k.kind):
 		// No record: a new object, or a hub that started over members in place.
 		if cur := w.current(ctx, k, o); cur != nil && adoptable(cur, o, hash) {
 			w.table.set(k, entryOf(k.kind, cur, cur.GetResourceVersion(), hash))
@@ -420,9 +449,11 @@ func (w *memberWriter) apply(ctx context.Context, k objKey, o client.Object) (in
 		return 0, fmt.Errorf("applying %s %s/%s: %w", k.kind, k.namespace, k.name, err)
 	}
 	writes++
+	w.table.wrote(time.Now())
 	rv := body.GetResourceVersion()
 	if status != nil {
-		StampConditions(status, heldConditions(w.current(ctx, k, o)), time.Now())
+		// The apply's answer is the object as the member holds it, status included.
+		StampConditions(status, answeredConditions(body), time.Now())
 		st := &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": body.GetAPIVersion(), "kind": body.GetKind(),
 			"metadata": map[string]any{"name": k.name, "namespace": k.namespace},
@@ -432,6 +463,7 @@ func (w *memberWriter) apply(ctx context.Context, k objKey, o client.Object) (in
 			return writes, fmt.Errorf("applying the status of %s %s/%s: %w", k.kind, k.namespace, k.name, err)
 		}
 		writes++
+		w.table.wrote(time.Now())
 		rv = st.GetResourceVersion()
 	}
 	w.table.set(k, entryOf(k.kind, body, rv, hash))
@@ -457,19 +489,34 @@ func StampConditions(status map[string]any, held []metav1.Condition, now time.Ti
 	}
 }
 
-// heldConditions are the status conditions of the member's ServiceImport cur (nil: none).
-func heldConditions(cur client.Object) []metav1.Condition {
-	if si, ok := cur.(*mcsv1.ServiceImport); ok {
-		return si.Status.Conditions
+// answeredConditions are the status conditions of the object a member answered an
+// apply with (nil: none, or none readable).
+func answeredConditions(u *unstructured.Unstructured) []metav1.Condition {
+	raw, _, err := unstructured.NestedSlice(u.Object, "status", "conditions")
+	if err != nil {
+		return nil
 	}
-	return nil
+	var out []metav1.Condition
+	for _, c := range raw {
+		m, ok := c.(map[string]any)
+		var cond metav1.Condition
+		if !ok || runtime.DefaultUnstructuredConverter.FromUnstructured(m, &cond) != nil {
+			return nil
+		}
+		out = append(out, cond)
+	}
+	return out
 }
 
-// current is the object as the informers hold it, nil when unknown (then the object
-// is written).
+// current is the object as the member holds it, nil when unknown (then the object is
+// written): from the informers for the kinds the hub watches; for the others from the
+// full pass's listing (held), else from the member's API server.
 func (w *memberWriter) current(ctx context.Context, k objKey, o client.Object) client.Object {
 	if k.kind == "Secret" {
 		return nil // Secrets are not watched: the PSK is written every time
+	}
+	if memberprint.Reported(k.kind) && w.held != nil {
+		return w.held[k]
 	}
 	// An empty object of o's type for the informer to fill: a copy of o would be thrown
 	// away (a new member's first pass asks for each of its tens of thousands of objects).
@@ -477,10 +524,10 @@ func (w *memberWriter) current(ctx context.Context, k objKey, o client.Object) c
 	if !ok {
 		return nil
 	}
-	if err := w.m.Reader.Get(ctx, types.NamespacedName{Namespace: k.namespace, Name: k.name}, cur); err != nil {
+	if err := w.reader(k.kind).Get(ctx, types.NamespacedName{Namespace: k.namespace, Name: k.name}, cur); err != nil {
 		return nil
 	}
-	return cur
+	return w.asInformers(k.kind, cur)
 }
 
 // ApplyBody turns a typed object into the body of the hub's apply: no status, no null
@@ -603,4 +650,24 @@ func conditionsToMaps(conds, owned []metav1.Condition) []any {
 		out = append(out, m)
 	}
 	return out
+}
+
+// reader is where the member's objects of kind are read: the informers for the kinds
+// the hub watches, the member's API server for the others (memberprint.Reported).
+func (w *memberWriter) reader(kind string) client.Reader {
+	if memberprint.Reported(kind) {
+		return w.m.Client
+	}
+	return w.m.Reader
+}
+
+// asInformers is o, of kind, as the informers would hold it: an object read from the
+// API server keeps only other managers' entries of its managed fields, as the
+// informers' transform does (members.KeepOthersManagers), so that adoption reads both
+// alike.
+func (w *memberWriter) asInformers(kind string, o client.Object) client.Object {
+	if memberprint.Reported(kind) {
+		_, _ = members.KeepOthersManagers(straitv1.FieldManager)(o)
+	}
+	return o
 }

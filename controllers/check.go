@@ -41,7 +41,7 @@ func (w *memberWriter) check(ctx context.Context, p *plan.Plan, cluster string, 
 	for _, pk := range prunable() {
 		// An object the hub wrote gone, stripped of its labels or changed, or one more
 		// labelled, changes the count or the sum.
-		if got, ok := w.m.Print(pk.kind); !ok || got != w.table.printOf(pk.kind) {
+		if got, ok := w.print(pk.kind); !ok || got != w.table.printOf(pk.kind) {
 			return false, nil
 		}
 	}

@@ -282,6 +282,11 @@ func (r *ClusterSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	}
 	clock.done("records")
 	res := r.result(obj, results)
+	for _, m := range results {
+		if m.recheck > 0 {
+			res.RequeueAfter = min(res.RequeueAfter, m.recheck)
+		}
+	}
 	if behind > 0 {
 		res.RequeueAfter = min(res.RequeueAfter, recordsCatchUp)
 	}

@@ -94,7 +94,13 @@ func factsChange(rel *relevance, old, obj client.Object) factsChangeKind {
 			return peerStatusOnly
 		}
 		return factsHold
-	case *straitv1.Gateway, *straitv1.Membership, *straitv1.GlobalIngress:
+	case *straitv1.Membership:
+		// The plan reads its spec; its status is the member's daemons' and report.
+		if was, ok := old.(*straitv1.Membership); ok && was.Generation == o.Generation {
+			return factsUnchanged
+		}
+		return factsHold
+	case *straitv1.Gateway, *straitv1.GlobalIngress:
 		return factsHold
 	}
 	if rel.input(obj) {

@@ -19,6 +19,7 @@ import (
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
 	"github.com/straitnet/strait/controllers/members"
+	"github.com/straitnet/strait/internal/memberprint"
 	"github.com/straitnet/strait/internal/scheme"
 	"github.com/straitnet/strait/plan"
 )
@@ -100,6 +101,18 @@ func (m *memMember) informed(k objKey, was, is int64) {
 
 func (m *memMember) Scheme() *runtime.Scheme { return m.scheme }
 
+// report is the Membership's status.prints as strait dns would write it, without its
+// delay: the member's prints of the kinds the hub does not watch. m.mu is held.
+func (m *memMember) report() []straitv1.MemberPrint {
+	var out []straitv1.MemberPrint
+	for _, kind := range memberprint.ReportedKinds() {
+		p, _ := m.prints.Print(kind)
+		out = append(out, straitv1.MemberPrint{ClusterSet: m.labels[straitv1.LabelClusterSet], Kind: kind,
+			Count: int32(p.N), Sum: memberprint.FormatSum(p.Sum)})
+	}
+	return out
+}
+
 func (m *memMember) Get(_ context.Context, k client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
 	if _, ok := obj.(*corev1.Namespace); ok {
 		return nil // every namespace exists
@@ -121,6 +134,9 @@ func (m *memMember) Get(_ context.Context, k client.ObjectKey, obj client.Object
 	}
 	if si, ok := obj.(*mcsv1.ServiceImport); ok && mo.status != 0 {
 		si.Status = m.statuses.get(mo.status)
+	}
+	if ms, ok := obj.(*straitv1.Membership); ok {
+		ms.Status.Prints = m.report()
 	}
 	if se, ok := obj.(*mcsv1.ServiceExport); ok && m.exports[key] != nil {
 		st := &mcsv1.ServiceExportStatus{}

@@ -9,6 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	mcsv1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
@@ -19,18 +21,33 @@ import (
 )
 
 // watchedKinds are what the hub reads in members, and so watches: a change to any of them
-// can change the plan.
+// can change the plan. Of the kinds the hub writes, those a member holds per import
+// (ServiceImports, and the Services and EndpointSlices derived from them:
+// memberprint.Reported) are not watched: members × exports objects, some 74 MiB of
+// informers a member at 10,000 exports. The member reports its print of them in the
+// Membership's status (strait dns), and the hub reads them from the API server when a
+// pass needs them (heldObjects). Services and EndpointSlices are watched for what the
+// plan reads of them, people's, not the hub's.
 func watchedKinds() []members.Watch {
+	notTheHubs := labels.NewSelector().Add(notWrittenByTheHub())
 	return []members.Watch{
 		{Object: &straitv1.Gateway{}, Namespace: straitv1.SystemNamespace},
 		{Object: &straitv1.Peer{}, Namespace: straitv1.SystemNamespace},
 		{Object: &straitv1.Membership{}, Namespace: straitv1.SystemNamespace},
 		{Object: &straitv1.GlobalIngress{}, Namespace: straitv1.SystemNamespace},
-		{Object: &corev1.Service{}},
-		{Object: &discoveryv1.EndpointSlice{}},
+		{Object: &corev1.Service{}, Label: notTheHubs},
+		{Object: &discoveryv1.EndpointSlice{}, Label: notTheHubs},
 		{Object: &mcsv1.ServiceExport{}},
-		{Object: &mcsv1.ServiceImport{}},
 	}
+}
+
+// notWrittenByTheHub selects objects without the hub's managed-by label.
+func notWrittenByTheHub() labels.Requirement {
+	r, err := labels.NewRequirement(straitv1.LabelManagedBy, selection.NotEquals, []string{straitv1.ManagedByHub})
+	if err != nil { // a constant key and value: the tests would catch it first
+		panic(fmt.Sprintf("the hub's managed-by label does not select: %v", err))
+	}
+	return *r
 }
 
 // observe gives every member's facts, read from its informers when something they hold

@@ -101,7 +101,14 @@ func (w *memberWriter) pruneGroup(ctx context.Context, group string, desired map
 		return 0, err
 	}
 	for _, o := range eg.Named {
-		if err := w.m.Reader.Get(ctx, client.ObjectKeyFromObject(o), o); err == nil {
+		k := keyOf(kindOf(o), o)
+		if desired[k] {
+			continue // applied just now
+		}
+		if _, recorded := w.table.get(k); w.trusts(k.kind) && !recorded {
+			continue // the member holds what the record says: not there
+		}
+		if err := w.reader(k.kind).Get(ctx, client.ObjectKeyFromObject(o), o); err == nil {
 			held = append(held, o)
 		} else if client.IgnoreNotFound(err) != nil {
 			return 0, err
@@ -147,9 +154,14 @@ func (w *memberWriter) pruneHeld(ctx context.Context, desired map[objKey]bool, h
 	return n, errors.Join(errs...)
 }
 
-// list lists from the informers, the items as objects.
+// list lists from the informers, or the member's API server for the kinds the hub
+// does not watch, the items as objects.
 func (w *memberWriter) list(ctx context.Context, l client.ObjectList, opts ...client.ListOption) ([]client.Object, error) {
-	if err := w.m.Reader.List(ctx, l, opts...); err != nil {
+	rd := w.m.Reader
+	if _, slices := l.(*discoveryv1.EndpointSliceList); slices {
+		rd = w.m.Client
+	}
+	if err := rd.List(ctx, l, opts...); err != nil {
 		return nil, fmt.Errorf("listing %T: %w", l, err)
 	}
 	var out []client.Object

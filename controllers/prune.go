@@ -4,17 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	mcsv1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
 	"github.com/straitnet/strait/controllers/members"
+	"github.com/straitnet/strait/internal/memberprint"
 	"github.com/straitnet/strait/plan"
 )
 
@@ -52,23 +53,34 @@ type OwnedObject struct {
 // the hub would prune. A kind that cannot be listed is an error; the others are still
 // returned.
 func ListOwned(ctx context.Context, rd, direct client.Reader, cs types.NamespacedName) ([]OwnedObject, error) {
-	sel := client.MatchingLabels{straitv1.LabelManagedBy: straitv1.ManagedByHub, straitv1.LabelClusterSet: plan.ClusterSetLabel(cs)}
+	return listOwned(ctx, rd, direct, cs, nil)
+}
+
+// listOwned is ListOwned with the kinds the hub does not watch (memberprint.Reported)
+// listed page by page through direct, or taken from held when a full pass listed them.
+func listOwned(ctx context.Context, rd, direct client.Reader, cs types.NamespacedName, held map[objKey]client.Object) ([]OwnedObject, error) {
 	var errs []error
 	var out []OwnedObject
 	for _, pk := range prunable() {
-		if err := rd.List(ctx, pk.list, sel, client.InNamespace(pk.namespace)); err != nil {
+		if memberprint.Reported(pk.kind) && held != nil {
+			for k, o := range held {
+				if k.kind == pk.kind {
+					out = append(out, OwnedObject{Kind: pk.kind, Object: o})
+				}
+			}
+			continue
+		}
+		src := rd
+		if memberprint.Reported(pk.kind) {
+			src = direct
+		}
+		items, err := listPaged(ctx, src, pk.list, ownedBy(cs), client.InNamespace(pk.namespace))
+		if err != nil {
 			errs = append(errs, fmt.Errorf("listing %s: %w", pk.kind, err))
 			continue
 		}
-		items, err := meta.ExtractList(pk.list)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		for _, it := range items {
-			if o, ok := it.(client.Object); ok {
-				out = append(out, OwnedObject{Kind: pk.kind, Object: o})
-			}
+		for _, o := range items {
+			out = append(out, OwnedObject{Kind: pk.kind, Object: o})
 		}
 	}
 	switch s, err := ownedPSKSecret(ctx, direct, cs); {
@@ -105,7 +117,7 @@ func (w *memberWriter) prune(ctx context.Context, desired map[objKey]bool) (int,
 	if desired == nil {
 		rd = w.m.Client
 	}
-	owned, err := ListOwned(ctx, rd, w.m.Client, w.cs)
+	owned, err := listOwned(ctx, rd, w.m.Client, w.cs, w.held)
 	var errs []error
 	if err != nil {
 		errs = append(errs, err)
@@ -158,6 +170,7 @@ func (r *ClusterSetReconciler) releaseLeftClusters(obj *straitv1.ClusterSet, res
 func (w *memberWriter) delete(ctx context.Context, k objKey, o client.Object) error {
 	w.table.drop(k)
 	err := w.m.Client.Delete(ctx, o, client.Preconditions{UID: ptr(o.GetUID())}, client.PropagationPolicy("Background"))
+	w.table.wrote(time.Now())
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("pruning %s %s/%s: %w", k.kind, k.namespace, k.name, err)
 	}

@@ -70,6 +70,10 @@ func (rel *relevance) anyExport() bool {
 // deleted (echoes of the hub's own writes are recognised and dropped).
 func (r *ClusterSetReconciler) memberChanged(key members.Key, old, obj client.Object, deleted bool) {
 	r.factsChanged(key, old, obj)
+	if m, ok := obj.(*straitv1.Membership); ok && !deleted && r.reportChanged(key, old, m) {
+		r.enqueue(key.ClusterSet)
+		return
+	}
 	if obj == nil || peerStateChanged(old, obj) || r.relevantChange(key, obj, deleted) {
 		r.enqueue(key.ClusterSet)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/go-logr/logr"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
@@ -64,6 +65,9 @@ type Options struct {
 type Watch struct {
 	Object    client.Object
 	Namespace string
+	// Label, when set, keeps only the objects it selects: the API server sends no
+	// other, and the informer holds none.
+	Label labels.Selector
 }
 
 // Cache holds the member connections.
@@ -186,8 +190,13 @@ func (c *Cache) newMember(key Key, cfg *rest.Config, version string) (*Member, e
 	}
 	byObject := map[client.Object]cache.ByObject{}
 	for _, w := range c.opts.Watched {
+		var by cache.ByObject
 		if w.Namespace != "" {
-			byObject[w.Object] = cache.ByObject{Namespaces: map[string]cache.Config{w.Namespace: {}}}
+			by.Namespaces = map[string]cache.Config{w.Namespace: {}}
+		}
+		by.Label = w.Label
+		if by.Namespaces != nil || by.Label != nil {
+			byObject[w.Object] = by
 		}
 	}
 	// Managed fields are most of a small object: the informers keep only who else, besides

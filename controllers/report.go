@@ -1,0 +1,165 @@
+package controllers
+
+import (
+	"context"
+	"maps"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	straitv1 "github.com/straitnet/strait/api/v1alpha1"
+	"github.com/straitnet/strait/controllers/members"
+	"github.com/straitnet/strait/internal/memberprint"
+	"github.com/straitnet/strait/plan"
+)
+
+// reportSettle is how long after its last write into a member the hub waits for the
+// member's report (strait dns, memberprint) to show that write before it takes a report
+// that differs from its record for someone else's change. A report runs behind the
+// member by its informers' latency and a debounce of about 100 ms.
+const reportSettle = 2 * time.Second
+
+// memberReport is a member's last report of the kinds the hub does not watch
+// (memberprint.Reported), for one ClusterSet.
+type memberReport struct {
+	// known: a report was read; prints has every reported kind, or the member
+	// reports none for the ClusterSet (no strait dns runs there, or an old one).
+	known  bool
+	prints map[string]members.Print
+	// actedOn: this report made a full pass already. A report that still differs
+	// after the full pass put the member back is not acted on again until it changes:
+	// a member whose reporter stopped would otherwise get a full pass at every
+	// reconcile.
+	actedOn bool
+}
+
+// reportOf is the report a Membership carries for the ClusterSet labelled label: nil
+// unless it reports every reported kind.
+func reportOf(m *straitv1.Membership, label string) map[string]members.Print {
+	out := map[string]members.Print{}
+	for _, kind := range memberprint.ReportedKinds() {
+		p, ok := memberprint.FromStatus(m.Status.Prints, label, kind)
+		if !ok {
+			return nil
+		}
+		out[kind] = p
+	}
+	return out
+}
+
+// sawReport records the member's report (nil: it reports nothing usable) and says
+// whether it differs from the record.
+func (t *appliedTable) sawReport(prints map[string]members.Print) (differs bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.report.known || !maps.Equal(t.report.prints, prints) {
+		t.report = memberReport{known: true, prints: prints}
+	}
+	return !t.reportMatches()
+}
+
+// reportMatches says whether the member reports exactly the record, kind by kind;
+// t.mu is held.
+func (t *appliedTable) reportMatches() bool {
+	if t.report.prints == nil {
+		return false
+	}
+	for _, kind := range memberprint.ReportedKinds() {
+		if !t.inSync(kind) {
+			return false
+		}
+	}
+	return true
+}
+
+// inSync says whether the member's report of kind is the record's; t.mu is held.
+func (t *appliedTable) inSync(kind string) bool {
+	p, ok := t.report.prints[kind]
+	return ok && p == t.prints[kind]
+}
+
+// reportedPrint is the member's report of kind, ok false when there is none.
+func (t *appliedTable) reportedPrint(kind string) (members.Print, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	p, ok := t.report.prints[kind]
+	return p, ok
+}
+
+// trusted are the reported kinds whose report is the record: the member holds exactly
+// what the hub last wrote of them, so a pass need not read them (see memberWriter.trusts).
+func (t *appliedTable) trusted() map[string]bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := map[string]bool{}
+	for _, kind := range memberprint.ReportedKinds() {
+		out[kind] = t.inSync(kind)
+	}
+	return out
+}
+
+// settle takes a report that differs from the record, reportSettle after the hub's
+// last write into the member, for someone else's change (changedByOthers: the next
+// pass is a full one). Before that it returns how long to wait: the report may not
+// show the hub's own writes yet. A member without a report is left to the resync.
+func (t *appliedTable) settle(now time.Time) (recheck time.Duration) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.report.prints == nil || t.report.actedOn || t.reportMatches() {
+		return 0
+	}
+	if wait := reportSettle - now.Sub(t.lastWrite); wait > 0 {
+		return wait
+	}
+	t.report.actedOn = true
+	t.changes++
+	return 0
+}
+
+// wrote notes a write or delete into the member at now: its report shows it a little
+// later.
+func (t *appliedTable) wrote(now time.Time) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if now.After(t.lastWrite) {
+		t.lastWrite = now
+	}
+}
+
+// readReport reads the member's report from its Membership, as the informers hold it
+// (not copied: it is only read), at the start of every pass over the member.
+func (w *memberWriter) readReport(ctx context.Context) {
+	m := &straitv1.Membership{}
+	if err := w.m.Reader.Get(ctx, types.NamespacedName{Namespace: straitv1.SystemNamespace, Name: straitv1.MembershipName}, m,
+		client.UnsafeDisableDeepCopy); err != nil {
+		if client.IgnoreNotFound(err) == nil {
+			w.table.sawReport(nil)
+		}
+		return
+	}
+	w.table.sawReport(reportOf(m, plan.ClusterSetLabel(w.cs)))
+}
+
+// print is the member's print of kind: reported by the member for the kinds the hub
+// does not watch, kept by the informers for the others.
+func (w *memberWriter) print(kind string) (members.Print, bool) {
+	if memberprint.Reported(kind) {
+		return w.table.reportedPrint(kind)
+	}
+	return w.m.Print(kind)
+}
+
+// reportChanged takes a member's Membership from its informer: a new report that
+// differs from the record wakes the reconciler (which waits for it to settle).
+func (r *ClusterSetReconciler) reportChanged(key members.Key, old client.Object, m *straitv1.Membership) bool {
+	label := plan.ClusterSetLabel(key.ClusterSet)
+	if m.Labels[straitv1.LabelClusterSet] != label {
+		return false
+	}
+	now := reportOf(m, label)
+	if was, ok := old.(*straitv1.Membership); ok && maps.Equal(reportOf(was, label), now) {
+		return false
+	}
+	return r.appliedFor(key).sawReport(now)
+}
