@@ -10,6 +10,7 @@ import (
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
 	"github.com/straitnet/strait/controllers/members"
+	"github.com/straitnet/strait/internal/memberprint"
 	"github.com/straitnet/strait/plan"
 )
 
@@ -20,11 +21,14 @@ func WatchedKinds() []members.Watch { return watchedKinds() }
 // MemberPrints is the hub's members.Options.Prints.
 func MemberPrints(key members.Key) members.PrintFunc { return memberPrints(key) }
 
-// PrintedKinds are the kinds the resync's check compares by print.
+// PrintedKinds are the kinds whose print the member's informers keep (the resync's
+// check compares the others' with the member's report).
 func PrintedKinds() []string {
 	var out []string
 	for _, pk := range prunable() {
-		out = append(out, pk.kind)
+		if !memberprint.Reported(pk.kind) {
+			out = append(out, pk.kind)
+		}
 	}
 	return out
 }

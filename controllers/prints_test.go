@@ -14,7 +14,6 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -52,13 +51,15 @@ func TestMemberPrintsEqualAList(t *testing.T) {
 		return &straitv1.Peer{ObjectMeta: metav1.ObjectMeta{Namespace: straitv1.SystemNamespace, Name: name, Labels: l},
 			Spec: straitv1.PeerSpec{ClusterID: name, CIDRs: []string{"10.200.0.0/16"}}}
 	}
-	imp := func(name string) *mcsv1.ServiceImport {
-		return &mcsv1.ServiceImport{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels()},
-			Spec: mcsv1.ServiceImportSpec{Type: mcsv1.ClusterSetIP, Ports: []mcsv1.ServicePort{{Port: 80, Protocol: corev1.ProtocolTCP}}}}
+	// The kinds the hub writes and watches: a ServiceExport in any namespace, a
+	// GlobalIngress in strait-system. (ServiceImports and the derived Services and
+	// EndpointSlices are not watched: the member reports their print, dns/prints.)
+	exp := func(name string) *mcsv1.ServiceExport {
+		return &mcsv1.ServiceExport{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels()}}
 	}
-	slice := func(name string) *discoveryv1.EndpointSlice {
-		return &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels()},
-			AddressType: discoveryv1.AddressTypeIPv4}
+	ingress := func(name string) *straitv1.GlobalIngress {
+		return &straitv1.GlobalIngress{ObjectMeta: metav1.ObjectMeta{Namespace: straitv1.SystemNamespace, Name: name, Labels: labels()},
+			Spec: straitv1.GlobalIngressSpec{ServiceName: name, ServiceNamespace: ns}}
 	}
 	var made []client.Object
 	create := func(objs ...client.Object) {
@@ -76,7 +77,7 @@ func TestMemberPrintsEqualAList(t *testing.T) {
 		}
 	}()
 	// Before the connection: the informers' first list must count them.
-	create(peer("prints-p1", labels()), peer("prints-p0", nil), imp("i1"), slice("s1"))
+	create(peer("prints-p1", labels()), peer("prints-p0", nil), exp("i1"), ingress("s1"))
 
 	gate := &watchGate{}
 	cache := members.NewCache(members.Options{Scheme: f.env.Scheme, Watched: controllers.WatchedKinds(),
@@ -111,12 +112,12 @@ func TestMemberPrintsEqualAList(t *testing.T) {
 		return want
 	}
 	count := func(p map[string]members.Print) map[string]int {
-		return map[string]int{"Peer": p["Peer"].N, "ServiceImport": p["ServiceImport"].N, "EndpointSlice": p["EndpointSlice"].N}
+		return map[string]int{"Peer": p["Peer"].N, "ServiceExport": p["ServiceExport"].N, "GlobalIngress": p["GlobalIngress"].N}
 	}
-	g.Expect(count(same("the first list"))).To(Equal(map[string]int{"Peer": 1, "ServiceImport": 1, "EndpointSlice": 1}))
+	g.Expect(count(same("the first list"))).To(Equal(map[string]int{"Peer": 1, "ServiceExport": 1, "GlobalIngress": 1}))
 
-	create(peer("prints-p2", labels()), imp("i2"), slice("s2"))
-	g.Expect(count(same("creates"))).To(Equal(map[string]int{"Peer": 2, "ServiceImport": 2, "EndpointSlice": 2}))
+	create(peer("prints-p2", labels()), exp("i2"), ingress("s2"))
+	g.Expect(count(same("creates"))).To(Equal(map[string]int{"Peer": 2, "ServiceExport": 2, "GlobalIngress": 2}))
 
 	before := same("before updates")
 	update := func(o client.Object, change func()) {
@@ -129,37 +130,37 @@ func TestMemberPrintsEqualAList(t *testing.T) {
 	g.Expect(admin.Get(ctx, client.ObjectKeyFromObject(p1), p1)).To(Succeed())
 	p1.Status.LatencyMicros = 42
 	g.Expect(admin.Status().Update(ctx, p1)).To(Succeed())
-	i1 := &mcsv1.ServiceImport{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "i1"}}
-	update(i1, func() { i1.Spec.Ports[0].Port = 81 })
+	i1 := &mcsv1.ServiceExport{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "i1"}}
+	update(i1, func() { i1.Annotations = map[string]string{"changed": "yes"} })
 	after := same("updates")
 	g.Expect(after["Peer"]).To(Equal(before["Peer"]), "a Peer's status write changed the print")
-	g.Expect(after["ServiceImport"]).NotTo(Equal(before["ServiceImport"]), "an update left the print as it was")
+	g.Expect(after["ServiceExport"]).NotTo(Equal(before["ServiceExport"]), "an update left the print as it was")
 	update(p1, func() { p1.Annotations = map[string]string{"someone": "else"} })
 	g.Expect(same("a Peer annotated")["Peer"]).NotTo(Equal(before["Peer"]), "annotating a Peer left the print as it was")
 
-	s1 := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "s1"}}
+	s1 := &straitv1.GlobalIngress{ObjectMeta: metav1.ObjectMeta{Namespace: straitv1.SystemNamespace, Name: "s1"}}
 	update(s1, func() { s1.Labels = nil })
-	g.Expect(count(same("a label stripped"))["EndpointSlice"]).To(Equal(1))
+	g.Expect(count(same("a label stripped"))["GlobalIngress"]).To(Equal(1))
 
-	g.Expect(admin.Delete(ctx, imp("i2"))).To(Succeed())
+	g.Expect(admin.Delete(ctx, exp("i2"))).To(Succeed())
 	g.Expect(admin.Delete(ctx, peer("prints-p2", nil))).To(Succeed())
-	g.Expect(count(same("deletes"))).To(Equal(map[string]int{"Peer": 1, "ServiceImport": 1, "EndpointSlice": 1}))
+	g.Expect(count(same("deletes"))).To(Equal(map[string]int{"Peer": 1, "ServiceExport": 1, "GlobalIngress": 1}))
 
 	// The relist: once every informer of the kinds below has had a watch refused, they
 	// hear of nothing until they list again.
 	gate.hold(true)
 	g.Eventually(func() bool {
-		return gate.refusedAll("peers", "serviceimports", "endpointslices")
+		return gate.refusedAll("peers", "serviceexports", "globalingresses")
 	}, 30*time.Second, 100*time.Millisecond).Should(BeTrue(), "the informers' watches were not refused")
-	g.Expect(admin.Delete(ctx, imp("i1"))).To(Succeed())
+	g.Expect(admin.Delete(ctx, exp("i1"))).To(Succeed())
 	update(s1, func() { s1.Labels = labels() })
-	s2 := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "s2"}}
+	s2 := &straitv1.GlobalIngress{ObjectMeta: metav1.ObjectMeta{Namespace: straitv1.SystemNamespace, Name: "s2"}}
 	update(s2, func() { s2.Labels["extra"] = "label" })
-	create(imp("i3"), peer("prints-p3", labels()))
-	lists := gate.listed("serviceimports")
+	create(exp("i3"), peer("prints-p3", labels()))
+	lists := gate.listed("serviceexports")
 	gate.hold(false)
-	g.Expect(count(same("a relist"))).To(Equal(map[string]int{"Peer": 2, "ServiceImport": 1, "EndpointSlice": 2}))
-	g.Expect(gate.listed("serviceimports")).To(BeNumerically(">", lists), "the ServiceImport informer did not list again")
+	g.Expect(count(same("a relist"))).To(Equal(map[string]int{"Peer": 2, "ServiceExport": 1, "GlobalIngress": 2}))
+	g.Expect(gate.listed("serviceexports")).To(BeNumerically(">", lists), "the ServiceExport informer did not list again")
 }
 
 // watchGate stands between a connection and its API server: watches end after a
