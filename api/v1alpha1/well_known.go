@@ -15,6 +15,13 @@ const (
 	// managers own disjoint fields and neither apply takes the other's away.
 	FieldManagerClusterSetIP = "strait-clusterset-ip"
 
+	// FieldManagerPrints is the server-side apply field manager that writes a
+	// Membership's status.prints in a member (strait dns, dns/prints): the member's
+	// count and fingerprint sum of the hub's objects per ClusterSet and kind. Every
+	// strait dns replica applies under it the same values, so replicas converge instead
+	// of each adding its own.
+	FieldManagerPrints = "strait-dns-prints"
+
 	// LabelServiceImport, on a Service the hub derives from a ClusterSetIP import (and on
 	// its EndpointSlices' Service), names the ServiceImport in the same namespace whose
 	// clusterset IP the Service's cluster IP is.

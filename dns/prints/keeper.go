@@ -1,0 +1,195 @@
+package prints
+
+import (
+	"cmp"
+	"slices"
+	"sync"
+
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	straitv1 "github.com/straitnet/strait/api/v1alpha1"
+	"github.com/straitnet/strait/internal/keytable"
+	"github.com/straitnet/strait/internal/memberprint"
+)
+
+// MaxPrints is how many entries status.prints takes (the CRD's MaxItems).
+const MaxPrints = 64
+
+// Keeper keeps the member's print of the hub's objects per ClusterSet and kind, from
+// informer events. Each kind's state is the last fingerprint and ClusterSet of every
+// object, by namespace and name (the informer store's key, hashed: memberprint.NameKey),
+// that counted at its last event: an add or an update sets it (or takes it out when
+// the object no longer counts), a delete takes it out. The prints are a function of
+// that state, kept as it changes, so they converge on the informer's store whatever
+// the order of events (a relist's updates and DeletedFinalStateUnknown included), and
+// a delete takes out exactly what its object had put in even though a watch's delete
+// event carries the resourceVersion of the delete. It is safe for concurrent use.
+type Keeper struct {
+	mu     sync.Mutex
+	kinds  map[string]*keytable.Table[held] // fixed at NewKeeper
+	prints map[setKind]memberprint.Print    // no entry: count 0
+}
+
+// held is what the keeper holds of one object: 24 bytes with its key. The ClusterSet
+// shares the bytes of the object's label value.
+type held struct {
+	fp         uint64
+	clusterSet string
+}
+
+type setKind struct{ clusterSet, kind string }
+
+// NewKeeper keeps the prints of memberprint.ReportedKinds.
+func NewKeeper() *Keeper {
+	k := &Keeper{kinds: map[string]*keytable.Table[held]{}, prints: map[setKind]memberprint.Print{}}
+	for _, kind := range memberprint.ReportedKinds() {
+		k.kinds[kind] = &keytable.Table[held]{}
+	}
+	return k
+}
+
+// Handler is the event handler that keeps kind's prints; changed, when not nil, is
+// called after every event (the keeper's lock is not held).
+func (k *Keeper) Handler(kind string, changed func()) toolscache.ResourceEventHandler {
+	done := func() {
+		if changed != nil {
+			changed()
+		}
+	}
+	return toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { k.Saw(kind, obj); done() },
+		UpdateFunc: func(_, obj any) { k.Saw(kind, obj); done() },
+		DeleteFunc: func(obj any) { k.Gone(kind, obj); done() },
+	}
+}
+
+// Saw records an object of kind added or updated: its fingerprint when it counts,
+// nothing when it does not (any fingerprint it had is taken out). A kind the keeper
+// does not keep, or anything but an object, is ignored.
+func (k *Keeper) Saw(kind string, obj any) {
+	o, ok := obj.(client.Object)
+	if !ok {
+		return
+	}
+	fps := k.kinds[kind]
+	if fps == nil {
+		return
+	}
+	key := memberprint.NameKey(o.GetNamespace(), o.GetName())
+	clusterSet, counts := memberprint.Counted(o)
+	var fp uint64
+	if counts {
+		fp = memberprint.Of(kind, o)
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.takeOut(fps, kind, key)
+	if !counts {
+		return
+	}
+	fps.Set(key, held{fp: fp, clusterSet: clusterSet})
+	sk := setKind{clusterSet, kind}
+	p := k.prints[sk]
+	p.Add(fp)
+	k.prints[sk] = p
+}
+
+// Gone records an object of kind deleted, also one whose delete the informer missed
+// (DeletedFinalStateUnknown, from a relist).
+func (k *Keeper) Gone(kind string, obj any) {
+	var ns, name string
+	switch o := obj.(type) {
+	case client.Object:
+		ns, name = o.GetNamespace(), o.GetName()
+	case toolscache.DeletedFinalStateUnknown:
+		// The informer's key is namespace/name, whatever Obj holds.
+		var err error
+		if ns, name, err = toolscache.SplitMetaNamespaceKey(o.Key); err != nil {
+			return
+		}
+	default:
+		return
+	}
+	fps := k.kinds[kind]
+	if fps == nil {
+		return
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.takeOut(fps, kind, memberprint.NameKey(ns, name))
+}
+
+// takeOut takes an object's fingerprint out of its ClusterSet's print; k.mu is held.
+// A print that comes to nothing goes, so that a ClusterSet of which the member holds
+// nothing any more is not reported (but for the member's own, Report).
+func (k *Keeper) takeOut(fps *keytable.Table[held], kind string, key uint64) {
+	h, ok := fps.Get(key)
+	if !ok {
+		return
+	}
+	fps.Delete(key)
+	sk := setKind{h.clusterSet, kind}
+	p := k.prints[sk]
+	p.Remove(h.fp)
+	if p.N == 0 {
+		delete(k.prints, sk)
+		return
+	}
+	k.prints[sk] = p
+}
+
+// Report is status.prints: every kind of memberprint.ReportedKinds for the member's own
+// ClusterSet (own, the Membership's strait.io/clusterset label; "" for none) and for
+// every ClusterSet of which the member holds objects, a kind it holds none of with
+// count 0, sorted by ClusterSet and kind. The own ClusterSet comes first among those
+// kept when there are more than MaxPrints entries; omitted says how many ClusterSets
+// were left out then (the others in order of their names are kept).
+func (k *Keeper) Report(own string) (prints []straitv1.MemberPrint, omitted int) {
+	k.mu.Lock()
+	held := make(map[setKind]memberprint.Print, len(k.prints))
+	var others []string
+	for sk, p := range k.prints {
+		held[sk] = p
+		if sk.clusterSet != own && !slices.Contains(others, sk.clusterSet) {
+			others = append(others, sk.clusterSet)
+		}
+	}
+	k.mu.Unlock()
+	slices.Sort(others)
+	kinds := memberprint.ReportedKinds()
+	perSet := len(kinds)
+	sets := others
+	if own != "" {
+		sets = append([]string{own}, others...)
+	}
+	if keep := MaxPrints / perSet; len(sets) > keep {
+		omitted = len(sets) - keep
+		sets = sets[:keep]
+	}
+	prints = make([]straitv1.MemberPrint, 0, len(sets)*perSet)
+	for _, cs := range sets {
+		for _, kind := range kinds {
+			p := held[setKind{cs, kind}]
+			prints = append(prints, straitv1.MemberPrint{ClusterSet: cs, Kind: kind, Count: int32(p.N), Sum: memberprint.FormatSum(p.Sum)})
+		}
+	}
+	slices.SortFunc(prints, compare)
+	return prints, omitted
+}
+
+// compare orders prints by ClusterSet, then kind.
+func compare(a, b straitv1.MemberPrint) int {
+	return cmp.Or(cmp.Compare(a.ClusterSet, b.ClusterSet), cmp.Compare(a.Kind, b.Kind))
+}
+
+// Equal says whether two lists of prints hold the same entries, in whatever order.
+func Equal(a, b []straitv1.MemberPrint) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	a, b = slices.Clone(a), slices.Clone(b)
+	slices.SortFunc(a, compare)
+	slices.SortFunc(b, compare)
+	return slices.Equal(a, b)
+}
