@@ -56,6 +56,12 @@ func BenchmarkMemberInformers(b *testing.B) {
 	m := clusters.NewCluster(b)
 	seedMember(ctx, b, m.Client, objs)
 
+	peers := 0
+	for _, o := range objs {
+		if _, ok := o.(*straitv1.Peer); ok {
+			peers++
+		}
+	}
 	cache := hubCache(b, m)
 	key := members.Key{ClusterSet: types.NamespacedName{Namespace: cs.Namespace, Name: cs.Name}, Cluster: member}
 	var held uint64
@@ -64,8 +70,8 @@ func BenchmarkMemberInformers(b *testing.B) {
 		before := heapLive()
 		conn := connectSynced(b, cache, key, m)
 		b.StopTimer()
-		if n, ok := conn.Print("ServiceImport"); !ok || n.N != exports {
-			b.Fatalf("the connection's informers hold %d ServiceImports, want %d", n.N, exports)
+		if n, ok := conn.Print("Peer"); !ok || n.N != peers {
+			b.Fatalf("the connection's informers hold %d Peers, want %d", n.N, peers)
 		}
 		runtime.GC()
 		held = heapLive() - before

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -22,6 +23,7 @@ import (
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
 	"github.com/straitnet/strait/controllers"
+	"github.com/straitnet/strait/dns/prints"
 	"github.com/straitnet/strait/internal/cli"
 	"github.com/straitnet/strait/internal/daemonbuild"
 	"github.com/straitnet/strait/test/clusters"
@@ -150,7 +152,25 @@ func RunControllerWith(env *clusters.Env, probe time.Duration, reg prometheus.Re
 	if err := r.SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
-	return startManager(mgr), nil
+	stopReports := runReporters(env)
+	stopHub := startManager(mgr)
+	return func() { stopHub(); stopReports() }, nil
+}
+
+// runReporters runs, for each member, what strait dns runs there for the hub: the
+// report of the hub's objects the hub does not watch (dns/prints) in the Membership's
+// status.prints.
+func runReporters(env *clusters.Env) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for _, m := range env.Members {
+		wg.Go(func() {
+			if err := prints.Run(ctx, m.Config, prints.Options{Log: ctrl.Log.WithName("prints").WithValues("member", m.Name)}); err != nil {
+				ctrl.Log.Error(err, "the member's report did not start", "member", m.Name)
+			}
+		})
+	}
+	return func() { cancel(); wg.Wait() }
 }
 
 func startManager(mgr ctrl.Manager) func() {
