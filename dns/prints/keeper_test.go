@@ -10,6 +10,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
 	"github.com/straitnet/strait/internal/memberprint"
@@ -28,7 +29,7 @@ func object(ns, name, rv, clusterSet string) *metav1.PartialObjectMetadata {
 // printed is an object of a kind.
 type printed struct {
 	kind string
-	obj  *metav1.PartialObjectMetadata
+	obj  client.Object
 }
 
 // want is status.prints computed from scratch over what the member holds.
@@ -162,8 +163,8 @@ func TestARelistConvergesOnTheStore(t *testing.T) {
 	}
 	held := map[string]bool{}
 	for _, f := range final {
-		held[f.obj.Namespace+"/"+f.obj.Name] = true
-		event{kind: f.kind, obj: f.obj}.feed(k)
+		held[f.obj.GetNamespace()+"/"+f.obj.GetName()] = true
+		k.Saw(f.kind, f.obj)
 	}
 	for _, evs := range events[:30] {
 		e := evs[0]

@@ -238,4 +238,3 @@ func (s *sharedLabels) of(l map[string]string) map[string]string {
 	s.maps[p] = m
 	return m
 }
-
