@@ -104,7 +104,7 @@ func entry(prints []straitv1.MemberPrint, clusterSet, kind string) (straitv1.Mem
 
 // TestTheMembershipCarriesTheMembersPrint runs two reporters (two strait dns replicas)
 // against a real API server: status.prints follows the hub's objects of the member
-// through a delete, a relabel and an update, and nothing is written while nothing
+// through deletes, relabels and an update, and nothing is written while nothing
 // changes.
 func TestTheMembershipCarriesTheMembersPrint(t *testing.T) {
 	cl := clusters.NewCluster(t)
@@ -225,5 +225,14 @@ func TestTheMembershipCarriesTheMembersPrint(t *testing.T) {
 	got = reported(t, c, "after an update")
 	if after, _ := entry(got, own, "ServiceImport"); after.Count != before.Count || after.Sum == before.Sum {
 		t.Errorf("ServiceImports before %+v, after %+v: want the same count, another sum", before, after)
+	}
+
+	// The other ClusterSet's last object goes, and its entries with it.
+	if err := c.Delete(ctx, endpointSlice("db-c2", nil)); err != nil {
+		t.Fatal(err)
+	}
+	got = reported(t, c, "after the other ClusterSet's last object went")
+	if p, ok := entry(got, "ns2.other", "EndpointSlice"); ok {
+		t.Errorf("a ClusterSet the member holds nothing of is still reported: %+v", p)
 	}
 }
