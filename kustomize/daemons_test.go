@@ -31,6 +31,7 @@ import (
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
 	"github.com/straitnet/strait/controllers/hubcmd"
 	"github.com/straitnet/strait/dns/dnscmd"
+	"github.com/straitnet/strait/internal/memberprint"
 	"github.com/straitnet/strait/nodeagent/agent"
 	"github.com/straitnet/strait/nodeagent/cable"
 	"github.com/straitnet/strait/nodeagent/cable/wireguard"
@@ -237,15 +238,23 @@ func gauge(t *testing.T, reg *prometheus.Registry, name string) float64 {
 }
 
 // strait dns, installed from kustomize/member and authenticating as its ServiceAccount
-// (`straitd dns` itself, with a kubeconfig that acts as strait-dns), gets ready and
-// keeps its block in CoreDNS's Corefile: its informers, its Service and the coredns
-// ConfigMap are all within its role.
+// (`straitd dns` itself, with a kubeconfig that acts as strait-dns), gets ready, keeps
+// its block in CoreDNS's Corefile and the Membership's status.prints: its informers,
+// its Service, the coredns ConfigMap and the Membership's status are all within its
+// role.
 func TestDNSWorksUnderItsRole(t *testing.T) {
 	c := clusters.NewCluster(t)
 	install(t, c.Client, build(t, "member"))
 	ctx := context.Background()
+	const clusterSet = "strait-system.cs"
+	hub := map[string]string{straitv1.LabelManagedBy: straitv1.ManagedByHub, straitv1.LabelClusterSet: clusterSet}
 	mustCreate(t, c.Client, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "coredns", Namespace: "kube-system"},
-		Data: map[string]string{"Corefile": ".:53 {\n    forward . /etc/resolv.conf\n}\n"}})
+		Data: map[string]string{"Corefile": ".:53 {\n    forward . /etc/resolv.conf\n}\n"}},
+		&straitv1.Membership{ObjectMeta: metav1.ObjectMeta{Name: straitv1.MembershipName, Namespace: straitv1.SystemNamespace, Labels: hub},
+			Spec: straitv1.MembershipSpec{ClusterSet: "strait-system/cs", ClusterID: "c1", PodCIDRs: []string{"10.10.0.0/16"},
+				ServiceCIDRs: []string{"10.110.0.0/16"}, Cable: straitv1.MemberCable{Driver: straitv1.CableWireGuard, Port: 4500}}},
+		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web-derived", Namespace: "default", Labels: hub},
+			Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Protocol: corev1.ProtocolTCP, Port: 80}}}})
 
 	kc := actAsKubeConfig(t, c.KubeConfig, "strait-dns")
 	metrics := freeport.Addr(t)
@@ -279,6 +288,16 @@ func TestDNSWorksUnderItsRole(t *testing.T) {
 		}
 		if !strings.Contains(cm.Data["Corefile"], "clusterset.local") || !strings.Contains(cm.Data["Corefile"], svc.Spec.ClusterIP+":53") {
 			return fmt.Errorf("corefile:\n%s", cm.Data["Corefile"])
+		}
+		return nil
+	})
+	require.Eventually(t, 20*time.Second, "the Membership's status.prints count the hub's Service", func() error {
+		m := &straitv1.Membership{}
+		if err := c.Client.Get(ctx, types.NamespacedName{Namespace: straitv1.SystemNamespace, Name: straitv1.MembershipName}, m); err != nil {
+			return err
+		}
+		if p, ok := memberprint.FromStatus(m.Status.Prints, clusterSet, "Service"); !ok || p.N != 1 {
+			return fmt.Errorf("status.prints %v", m.Status.Prints)
 		}
 		return nil
 	})

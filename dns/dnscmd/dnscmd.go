@@ -28,6 +28,7 @@ import (
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
 	"github.com/straitnet/strait/dns/clustersetip"
 	"github.com/straitnet/strait/dns/corefile"
+	"github.com/straitnet/strait/dns/prints"
 	"github.com/straitnet/strait/dns/resolver"
 	"github.com/straitnet/strait/dns/server"
 	"github.com/straitnet/strait/dns/source"
@@ -53,6 +54,7 @@ type dnsOptions struct {
 	cleanup        bool
 	clusterSetIPs  bool
 	publishBuild   bool
+	reportPrints   bool
 	changedTTL     bool
 	changedCluster bool
 }
@@ -81,6 +83,13 @@ balances over every exporting cluster's ready endpoints.
 Names of a service without a ready endpoint in a connected cluster are NXDOMAIN; names
 outside the zones are REFUSED. A remote cluster is connected while its Peer in
 strait-system has no Connected=False condition.
+
+With --report-prints (the default) it keeps the Membership's status.prints: per
+ClusterSet and kind, the count and fingerprint sum of the ServiceImports, Services and
+EndpointSlices the hub wrote into this member (app.kubernetes.io/managed-by: strait-hub),
+which the hub compares with its record of its writes instead of watching them. It holds
+a fingerprint an object, not the object. Every replica writes the same values under one
+field manager (strait-dns-prints).
 
 Zones, TTL and cluster names come from the Membership's spec.dns; flags given here win.
 With --coredns (the default) it keeps a marked server block in the Corefile of
@@ -118,6 +127,7 @@ Metrics (Prometheus) and /healthz, /readyz are served on --metrics-addr.`,
 	f.DurationVar(&o.corednsResync, "coredns-resync", time.Minute, "how often the Corefile block is checked and put back")
 	f.BoolVar(&o.cleanup, "cleanup", false, "remove the block from CoreDNS's Corefile and exit")
 	f.BoolVar(&o.clusterSetIPs, "clusterset-ips", true, "write the cluster IP of each ClusterSetIP import's derived Service into the ServiceImport's spec.ips")
+	f.BoolVar(&o.reportPrints, "report-prints", true, "keep the Membership's status.prints: the count and fingerprint sum of the hub's ServiceImports, Services and EndpointSlices in this member, per ClusterSet and kind")
 	f.BoolVar(&o.publishBuild, "publish-build", true, "keep this server's build in the Membership's status.daemons (what strait version reads), under its pod name (the hostname)")
 	return cmd
 }
@@ -199,7 +209,7 @@ func runDNS(ctx context.Context, o *dnsOptions) error {
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	errc := make(chan error, 5)
+	errc := make(chan error, 6)
 	run := func(name string, f func() error) {
 		go func() {
 			if err := f(); err != nil {
@@ -225,6 +235,12 @@ func runDNS(ctx context.Context, o *dnsOptions) error {
 	if o.publishBuild {
 		n++
 		run("build", func() error { return keepBuild(ctx, cfg, o.namespace, log) })
+	}
+	if o.reportPrints {
+		n++
+		run("prints", func() error {
+			return prints.Run(ctx, cfg, prints.Options{Namespace: o.namespace, Log: logr.FromSlogHandler(log.Handler()).WithName("prints")})
+		})
 	}
 	if o.coredns {
 		n++

@@ -17,7 +17,7 @@ import (
 const MaxPrints = 64
 
 // Keeper keeps the member's print of the hub's objects per ClusterSet and kind, from
-// informer events. Each kind's state is the last fingerprint and ClusterSet of every
+// informer events or a reflector's store operations. Each kind's state is the last fingerprint and ClusterSet of every
 // object, by namespace and name (the informer store's key, hashed: memberprint.NameKey),
 // that counted at its last event: an add or an update sets it (or takes it out when
 // the object no longer counts), a delete takes it out. The prints are a function of
@@ -26,9 +26,10 @@ const MaxPrints = 64
 // a delete takes out exactly what its object had put in even though a watch's delete
 // event carries the resourceVersion of the delete. It is safe for concurrent use.
 type Keeper struct {
+	// kinds' keys and pointers are fixed at NewKeeper; the tables, behind mu.
+	kinds  map[string]*keytable.Table[held]
 	mu     sync.Mutex
-	kinds  map[string]*keytable.Table[held] // fixed at NewKeeper
-	prints map[setKind]memberprint.Print    // no entry: count 0
+	prints map[setKind]memberprint.Print // no entry: count 0
 }
 
 // held is what the keeper holds of one object: 24 bytes with its key. The ClusterSet
@@ -68,26 +69,28 @@ func (k *Keeper) Handler(kind string, changed func()) toolscache.ResourceEventHa
 // nothing when it does not (any fingerprint it had is taken out). A kind the keeper
 // does not keep, or anything but an object, is ignored.
 func (k *Keeper) Saw(kind string, obj any) {
-	o, ok := obj.(client.Object)
-	if !ok {
-		return
-	}
 	fps := k.kinds[kind]
 	if fps == nil {
 		return
 	}
-	key := memberprint.NameKey(o.GetNamespace(), o.GetName())
-	clusterSet, counts := memberprint.Counted(o)
-	var fp uint64
-	if counts {
-		fp = memberprint.Of(kind, o)
-	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
+	k.saw(fps, kind, obj)
+}
+
+// saw is Saw with k.mu held.
+func (k *Keeper) saw(fps *keytable.Table[held], kind string, obj any) {
+	o, ok := obj.(client.Object)
+	if !ok {
+		return
+	}
+	key := memberprint.NameKey(o.GetNamespace(), o.GetName())
 	k.takeOut(fps, kind, key)
+	clusterSet, counts := memberprint.Counted(o)
 	if !counts {
 		return
 	}
+	fp := memberprint.Of(kind, o)
 	fps.Set(key, held{fp: fp, clusterSet: clusterSet})
 	sk := setKind{clusterSet, kind}
 	p := k.prints[sk]
@@ -118,6 +121,27 @@ func (k *Keeper) Gone(kind string, obj any) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	k.takeOut(fps, kind, memberprint.NameKey(ns, name))
+}
+
+// Replace makes kind's objects those of list (a relist's, or the first list): the
+// objects the keeper had and list lacks are taken out. A report sees the prints from
+// before or from after, never between.
+func (k *Keeper) Replace(kind string, list []any) {
+	fps := k.kinds[kind]
+	if fps == nil {
+		return
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	*fps = keytable.Table[held]{}
+	for sk := range k.prints {
+		if sk.kind == kind {
+			delete(k.prints, sk)
+		}
+	}
+	for _, obj := range list {
+		k.saw(fps, kind, obj)
+	}
 }
 
 // takeOut takes an object's fingerprint out of its ClusterSet's print; k.mu is held.

@@ -2,20 +2,19 @@ package prints
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
@@ -40,16 +39,19 @@ const (
 	retryMax   = 30 * time.Second
 )
 
-// echoWait is how long after a write the Membership the informer holds may still be
+// echoWait is how long after a write the Membership the watch brought may still be
 // the one from before it: until then a difference between its prints and what was
 // written is taken for the write's echo on its way, after it for someone else's write
 // (another replica's, a Membership made again), and the prints are written again.
 const echoWait = 10 * time.Second
 
 // Run keeps the Membership's status.prints, through cfg, until ctx is done. It writes
-// once the informers have synced and the Membership exists, then whenever the prints
+// once every kind has been listed and the Membership exists, then whenever the prints
 // change; a failed write is logged and tried again. It returns an error only when it
 // cannot start.
+//
+// Its reflectors hand the objects to the Keeper, not to an informer's store: what it
+// holds of an object is the keeper's fingerprint (TestWhatTheReporterHoldsAnObject).
 func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	if o.Namespace == "" {
 		o.Namespace = straitv1.SystemNamespace
@@ -57,74 +59,56 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	if o.Debounce <= 0 {
 		o.Debounce = DefaultDebounce
 	}
+	meta, err := metadata.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("metadata client: %w", err)
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("dynamic client: %w", err)
+	}
 	scheme := runtime.NewScheme()
 	if err := straitv1.AddToScheme(scheme); err != nil {
 		return fmt.Errorf("building scheme: %w", err)
-	}
-	hubs := labels.SelectorFromSet(labels.Set{straitv1.LabelManagedBy: straitv1.ManagedByHub})
-	kinds := watchedKinds()
-	byObject := map[client.Object]cache.ByObject{
-		&straitv1.Membership{}: {
-			Namespaces: map[string]cache.Config{o.Namespace: {}},
-			Field:      fields.OneTermEqualSelector("metadata.name", straitv1.MembershipName),
-			Transform:  withoutManagedFields,
-		},
-	}
-	transform := printedOnly()
-	for _, obj := range kinds {
-		byObject[obj] = cache.ByObject{Label: hubs, Transform: transform}
-	}
-	informers, err := cache.New(cfg, cache.Options{Scheme: scheme, ByObject: byObject,
-		ReaderFailOnMissingInformer: true, NewInformer: newInformer})
-	if err != nil {
-		return fmt.Errorf("informers: %w", err)
 	}
 	writer, err := client.New(cfg, client.Options{Scheme: scheme})
 	if err != nil {
 		return fmt.Errorf("client: %w", err)
 	}
-	r := &reporter{opts: o, keeper: NewKeeper(), informers: informers, writer: writer, wake: make(chan struct{}, 1)}
+	r := &reporter{opts: o, keeper: NewKeeper(), writer: writer, wake: make(chan struct{}, 1)}
+	r.membership = &membershipStore{changed: r.changed}
+	transform := printedOnly()
+	var reflectors []*toolscache.Reflector
+	for kind, gvr := range resources() {
+		store := &keeperStore{keeper: r.keeper, kind: kind, transform: transform, changed: r.changed}
+		r.kinds = append(r.kinds, store)
+		reflectors = append(reflectors, toolscache.NewReflectorWithOptions(metadataOnly(meta, gvr),
+			&metav1.PartialObjectMetadata{}, store, toolscache.ReflectorOptions{Name: "strait-dns-prints/" + gvr.Resource}))
+	}
+	reflectors = append(reflectors, toolscache.NewReflectorWithOptions(theMembership(dyn, o.Namespace),
+		&unstructured.Unstructured{}, r.membership, toolscache.ReflectorOptions{Name: "strait-dns-prints/membership"}))
 
 	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	for kind, obj := range kinds {
-		if err := r.handle(ctx, obj, r.keeper.Handler(kind, r.changed)); err != nil {
-			return fmt.Errorf("%s informer: %w", kind, err)
-		}
-	}
-	wake := toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    func(any) { r.changed() },
-		UpdateFunc: func(_, _ any) { r.changed() },
-		DeleteFunc: func(any) { r.changed() },
-	}
-	if err := r.handle(ctx, &straitv1.Membership{}, wake); err != nil {
-		return fmt.Errorf("membership informer: %w", err)
-	}
-	started := make(chan error, 1)
-	go func() { started <- informers.Start(ctx) }()
-	go func() {
-		// The first report waits for every handler's initial list, which may bring no
-		// event at all.
-		if toolscache.WaitForCacheSync(ctx.Done(), r.synced...) {
-			r.changed()
-		}
+	var wg sync.WaitGroup
+	defer func() {
+		cancel()
+		wg.Wait()
 	}()
-	r.loop(ctx)
-	cancel()
-	if err := <-started; err != nil && !errors.Is(err, context.Canceled) {
-		return fmt.Errorf("informers: %w", err)
+	for _, rf := range reflectors {
+		wg.Go(func() { rf.RunWithContext(ctx) })
 	}
+	r.loop(ctx)
 	return nil
 }
 
 // reporter writes the keeper's prints into the Membership's status.
 type reporter struct {
-	opts      Options
-	keeper    *Keeper
-	informers cache.Cache
-	writer    client.Client
-	synced    []toolscache.InformerSynced
-	wake      chan struct{}
+	opts       Options
+	keeper     *Keeper
+	kinds      []*keeperStore
+	membership *membershipStore
+	writer     client.Client
+	wake       chan struct{}
 
 	// What the last successful write wrote, into which Membership, and when.
 	written   []straitv1.MemberPrint
@@ -132,19 +116,6 @@ type reporter struct {
 	writtenAt time.Time
 	// omitted is how many ClusterSets the last report left out.
 	omitted int
-}
-
-func (r *reporter) handle(ctx context.Context, obj client.Object, h toolscache.ResourceEventHandler) error {
-	inf, err := r.informers.GetInformer(ctx, obj, cache.BlockUntilSynced(false))
-	if err != nil {
-		return err
-	}
-	reg, err := inf.AddEventHandler(h)
-	if err != nil {
-		return err
-	}
-	r.synced = append(r.synced, reg.HasSynced)
-	return nil
 }
 
 func (r *reporter) changed() {
@@ -198,26 +169,28 @@ func (r *reporter) loop(ctx context.Context) {
 // pass writes the prints when they differ from what the Membership holds and from what
 // this reporter last wrote into it; it says whether it wrote.
 func (r *reporter) pass(ctx context.Context) (bool, error) {
-	for _, synced := range r.synced {
-		if !synced() {
+	for _, k := range r.kinds {
+		if !k.synced.Load() {
 			return false, nil
 		}
 	}
-	var m straitv1.Membership
-	err := r.informers.Get(ctx, client.ObjectKey{Namespace: r.opts.Namespace, Name: straitv1.MembershipName}, &m)
-	if apierrors.IsNotFound(err) {
-		r.written, r.writtenTo = nil, "" // the hub has not made it yet, or took it away
-		return false, nil
-	}
+	m, synced, err := r.membership.get()
 	if err != nil {
 		return false, err
+	}
+	if !synced {
+		return false, nil
+	}
+	if m == nil {
+		r.written, r.writtenTo = nil, "" // the hub has not made it yet, or took it away
+		return false, nil
 	}
 	prints, omitted := r.keeper.Report(m.Labels[straitv1.LabelClusterSet])
 	if omitted != r.omitted && omitted > 0 {
 		r.opts.Log.Info("the member holds objects of more ClusterSets than status.prints takes; left out", "clusterSets", omitted)
 	}
 	r.omitted = omitted
-	if !r.due(&m, prints) {
+	if !r.due(m, prints) {
 		return false, nil
 	}
 	if err := r.apply(ctx, prints); err != nil {

@@ -1,53 +1,187 @@
 package prints
 
 import (
+	"context"
+	"fmt"
 	"sync"
-	"time"
+	"sync/atomic"
 	"unique"
 
+	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/metadata"
 	toolscache "k8s.io/client-go/tools/cache"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	mcsv1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
 	"github.com/straitnet/strait/internal/kubewatch"
 )
 
-// watchedKinds are the kinds of memberprint.ReportedKinds as metadata-only objects:
-// the informers receive and keep nothing of the objects but their metadata.
-func watchedKinds() map[string]*metav1.PartialObjectMetadata {
-	gvks := map[string]schema.GroupVersionKind{
-		"EndpointSlice": discoveryv1.SchemeGroupVersion.WithKind("EndpointSlice"),
-		"Service":       schema.GroupVersion{Version: "v1"}.WithKind("Service"),
-		"ServiceImport": mcsv1.SchemeGroupVersion.WithKind("ServiceImport"),
+// resources are the kinds of memberprint.ReportedKinds by resource.
+func resources() map[string]schema.GroupVersionResource {
+	return map[string]schema.GroupVersionResource{
+		"EndpointSlice": discoveryv1.SchemeGroupVersion.WithResource("endpointslices"),
+		"Service":       corev1.SchemeGroupVersion.WithResource("services"),
+		"ServiceImport": mcsv1.SchemeGroupVersion.WithResource("serviceimports"),
 	}
-	out := make(map[string]*metav1.PartialObjectMetadata, len(gvks))
-	for kind, gvk := range gvks {
-		o := &metav1.PartialObjectMetadata{}
-		o.SetGroupVersionKind(gvk)
-		out[kind] = o
-	}
-	return out
 }
 
-// newInformer is the cache's informer: it follows an API server that comes back within
-// seconds (kubewatch), and it keeps no index. The informers feed the keeper's events
-// and nothing reads the cache's objects, so controller-runtime's namespace index would
-// only cost a set entry per object.
-func newInformer(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, _ toolscache.Indexers) toolscache.SharedIndexInformer {
-	return kubewatch.NewSharedIndexInformer(lw, obj, resync, toolscache.Indexers{})
+// metadataOnly lists and watches a resource's objects with the hub's labels in every
+// namespace, as metadata only: the API server sends nothing of their spec or status.
+func metadataOnly(c metadata.Interface, gvr schema.GroupVersionResource) toolscache.ListerWatcher {
+	hubs := labels.SelectorFromSet(labels.Set{straitv1.LabelManagedBy: straitv1.ManagedByHub}).String()
+	r := c.Resource(gvr)
+	return kubewatch.Resuming(&toolscache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			o.LabelSelector = hubs
+			return r.List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.LabelSelector = hubs
+			return r.Watch(ctx, o)
+		},
+	})
 }
 
-// printedOnly is the transform of the watched kinds' informers: of an object it keeps
-// what Keeper reads, its namespace, name, resourceVersion and the two labels that say
-// which ClusterSet's print it counts in, and nothing else (no managed fields, owner
+// theMembership lists and watches the one Membership in namespace.
+func theMembership(c dynamic.Interface, namespace string) toolscache.ListerWatcher {
+	r := c.Resource(straitv1.GroupVersion.WithResource("memberships")).Namespace(namespace)
+	name := fields.OneTermEqualSelector("metadata.name", straitv1.MembershipName).String()
+	return kubewatch.Resuming(&toolscache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			o.FieldSelector = name
+			return r.List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.FieldSelector = name
+			return r.Watch(ctx, o)
+		},
+	})
+}
+
+// keeperStore is a reflector's store for one kind: the Keeper, which holds a
+// fingerprint, not the object. Only while the reflector streams its first list does it
+// hold objects of its own, stripped down by Transformer.
+type keeperStore struct {
+	keeper    *Keeper
+	kind      string
+	transform toolscache.TransformFunc
+	changed   func()
+	synced    atomic.Bool
+}
+
+var _ toolscache.TransformingStore = (*keeperStore)(nil)
+
+// Add implements toolscache.ReflectorStore.
+func (s *keeperStore) Add(obj any) error { s.keeper.Saw(s.kind, obj); s.changed(); return nil }
+
+// Update implements toolscache.ReflectorStore.
+func (s *keeperStore) Update(obj any) error { s.keeper.Saw(s.kind, obj); s.changed(); return nil }
+
+// Delete implements toolscache.ReflectorStore.
+func (s *keeperStore) Delete(obj any) error { s.keeper.Gone(s.kind, obj); s.changed(); return nil }
+
+// Replace implements toolscache.ReflectorStore.
+func (s *keeperStore) Replace(list []any, _ string) error {
+	s.keeper.Replace(s.kind, list)
+	s.synced.Store(true)
+	s.changed()
+	return nil
+}
+
+// Resync implements toolscache.ReflectorStore; there is nothing to resync.
+func (s *keeperStore) Resync() error { return nil }
+
+// Transformer implements toolscache.TransformingStore.
+func (s *keeperStore) Transformer() toolscache.TransformFunc { return s.transform }
+
+// membershipStore is the Membership reflector's store: the one Membership, or nil.
+type membershipStore struct {
+	changed func()
+	mu      sync.Mutex
+	m       *straitv1.Membership
+	synced  bool
+	// err is the last object that could not be read as a Membership.
+	err error
+}
+
+var _ toolscache.ReflectorStore = (*membershipStore)(nil)
+
+// get is the Membership (nil: none) once the first list is in; ok says whether it is.
+func (s *membershipStore) get() (m *straitv1.Membership, ok bool, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.m, s.synced, s.err
+}
+
+func (s *membershipStore) set(obj any, deleted bool) {
+	var m *straitv1.Membership
+	var err error
+	if !deleted {
+		m, err = asMembership(obj)
+	}
+	s.mu.Lock()
+	if err == nil {
+		s.m = m
+	}
+	s.err = err
+	s.mu.Unlock()
+	s.changed()
+}
+
+// Add implements toolscache.ReflectorStore.
+func (s *membershipStore) Add(obj any) error { s.set(obj, false); return nil }
+
+// Update implements toolscache.ReflectorStore.
+func (s *membershipStore) Update(obj any) error { s.set(obj, false); return nil }
+
+// Delete implements toolscache.ReflectorStore.
+func (s *membershipStore) Delete(obj any) error { s.set(obj, true); return nil }
+
+// Replace implements toolscache.ReflectorStore.
+func (s *membershipStore) Replace(list []any, _ string) error {
+	var obj any
+	for _, o := range list {
+		obj = o // the field selector lets one through at most
+	}
+	s.set(obj, obj == nil)
+	s.mu.Lock()
+	s.synced = true
+	s.mu.Unlock()
+	s.changed()
+	return nil
+}
+
+// Resync implements toolscache.ReflectorStore; there is nothing to resync.
+func (s *membershipStore) Resync() error { return nil }
+
+func asMembership(obj any) (*straitv1.Membership, error) {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return nil, fmt.Errorf("membership: unexpected %T", obj)
+	}
+	m := &straitv1.Membership{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, m); err != nil {
+		return nil, fmt.Errorf("membership: %w", err)
+	}
+	return m, nil
+}
+
+// printedOnly is the transform of the watched kinds: of an object it keeps what Keeper
+// reads, its namespace, name, resourceVersion and the two labels that say which
+// ClusterSet's print it counts in, and nothing else (no managed fields, owner
 // references, annotations, UID or timestamps). Namespaces are interned, and objects
-// with the same two labels share one map of them: the informer holds some 40,000 such
-// objects at a thousand members with ten thousand exports.
+// with the same two labels share one map of them. The reflector's own store holds such
+// objects while it streams a first list (some 40,000 at a thousand members with ten
+// thousand exports); after it, only the keeper's fingerprints are held.
 func printedOnly() toolscache.TransformFunc {
 	var maps sharedLabels
 	return func(in any) (any, error) {
@@ -65,8 +199,8 @@ func printedOnly() toolscache.TransformFunc {
 }
 
 // sharedLabels hands out one map a pair of values of the two labels. Nobody writes to
-// an informer's objects (controller-runtime's reader hands out deep copies), so they
-// may share the map. A pair stays for the life of the process: there are as many as
+// the transformed objects, so they may share the map; the keeper holds the ClusterSet's
+// value, which shares its bytes. A pair stays for the life of the process: there are as many as
 // ClusterSets the member was ever written for.
 type sharedLabels struct {
 	mu   sync.Mutex
@@ -103,13 +237,4 @@ func (s *sharedLabels) of(l map[string]string) map[string]string {
 	}
 	s.maps[p] = m
 	return m
-}
-
-// withoutManagedFields is the Membership informer's transform: the managed fields would
-// be most of what it holds, and nothing here reads them.
-func withoutManagedFields(in any) (any, error) {
-	if o, ok := in.(client.Object); ok {
-		o.SetManagedFields(nil)
-	}
-	return in, nil
 }
