@@ -91,7 +91,14 @@ func (r *ClusterSetReconciler) writeMembers(ctx context.Context, obj *straitv1.C
 				res.cleaned = err == nil
 			} else {
 				w.readReport(ctx)
-				res.recheck = w.table.settle(now)
+				var drift bool
+				res.recheck, drift = w.table.settle(now)
+				lbl := plan.ClusterSetLabel(cs)
+				driftSeen := r.metrics.reportDrift.WithLabelValues(lbl, name) // from 0 on, as a counter should
+				if drift {
+					driftSeen.Inc()
+				}
+				r.showReporting(members.Key{ClusterSet: cs, Cluster: name}, w.table)
 				state := passState{digest: memberDigest(p, name, psk), member: c.member,
 					since: c.member.Health().Since, now: now, resync: resync}
 				if res.inventory, res.skipped = w.table.current(state); res.skipped {

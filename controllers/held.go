@@ -44,8 +44,9 @@ func ownedBy(cs types.NamespacedName) client.MatchingLabels {
 	return client.MatchingLabels{straitv1.LabelManagedBy: straitv1.ManagedByHub, straitv1.LabelClusterSet: plan.ClusterSetLabel(cs)}
 }
 
-// listPaged lists into copies of proto (an empty list of the kind), heldPage objects a
-// request, and returns the items.
+// listPaged lists from an API server into copies of proto (an empty list of the
+// kind), heldPage objects a request, and returns the items. Not for an informer cache,
+// which takes a limit but gives no continue token: it would return the first page only.
 func listPaged(ctx context.Context, rd client.Reader, proto client.ObjectList, opts ...client.ListOption) ([]client.Object, error) {
 	var out []client.Object
 	cont := ""
@@ -54,20 +55,35 @@ func listPaged(ctx context.Context, rd client.Reader, proto client.ObjectList, o
 		if !ok {
 			return nil, fmt.Errorf("listing %T: not a list", proto)
 		}
-		if err := rd.List(ctx, l, append(opts, client.Limit(heldPage), client.Continue(cont))...); err != nil {
-			return nil, err
+		page := append(opts, client.Limit(heldPage))
+		if cont != "" {
+			page = append(page, client.Continue(cont))
 		}
-		items, err := meta.ExtractList(l)
+		items, err := listAll(ctx, rd, l, page...)
 		if err != nil {
 			return nil, err
 		}
-		for _, it := range items {
-			if o, ok := it.(client.Object); ok {
-				out = append(out, o)
-			}
-		}
+		out = append(out, items...)
 		if cont = l.GetContinue(); cont == "" {
 			return out, nil
 		}
 	}
+}
+
+// listAll lists into l in one request and returns its items as objects.
+func listAll(ctx context.Context, rd client.Reader, l client.ObjectList, opts ...client.ListOption) ([]client.Object, error) {
+	if err := rd.List(ctx, l, opts...); err != nil {
+		return nil, err
+	}
+	items, err := meta.ExtractList(l)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]client.Object, 0, len(items))
+	for _, it := range items {
+		if o, ok := it.(client.Object); ok {
+			out = append(out, o)
+		}
+	}
+	return out, nil
 }

@@ -20,6 +20,10 @@ type Metrics struct {
 	pruned           *prometheus.CounterVec
 	memberPasses     *prometheus.CounterVec
 	factsReads       *prometheus.CounterVec
+	// reporting is 1 while a member reports its print of the kinds the hub does not
+	// watch (strait dns); reportDrift counts the full passes such a report asked for.
+	reporting   *prometheus.GaugeVec
+	reportDrift *prometheus.CounterVec
 	// resolutions counts the exports each plan resolved again and those it took over
 	// from the last plan (plan.Planner), by outcome.
 	resolutions *prometheus.CounterVec
@@ -90,6 +94,14 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "strait_hub_member_facts_reads_total",
 			Help: "Reads of what the plan depends on in a member (its gateways, peers, allocations, exported services and their slices) from the hub's informers: only after the informers reported a change of those, a new connection or a new spec for the member.",
 		}, []string{"clusterset", "member"}),
+		reporting: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "strait_hub_member_reporting",
+			Help: "1 while the member reports, in its Membership's status.prints (strait dns), what it holds of the hub's ServiceImports and derived Services and EndpointSlices, which the hub does not watch; 0 when it does not, and someone's change to those is then repaired at the resync only.",
+		}, []string{"clusterset", "member"}),
+		reportDrift: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "strait_hub_member_report_drift_total",
+			Help: "Full passes over a member because its report differed from the hub's record of its writes after the hub's own writes had had time to show (someone changed, deleted or labelled a ServiceImport or derived object there).",
+		}, []string{"clusterset", "member"}),
 		generation: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "strait_hub_clusterset_generation",
 			Help: "The ClusterSet's metadata.generation the hub last reconciled.",
@@ -126,7 +138,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		propagating: map[string]*propagating{},
 	}
 	m.clusterSetPropagation, m.exportPropagation = newPropagationHistograms()
-	for _, c := range []prometheus.Collector{m.reconcileDuration, m.reconcilePhases, m.members, m.membersConnected, m.exports, m.errors, m.applied, m.pruned, m.memberPasses, m.factsReads,
+	for _, c := range []prometheus.Collector{m.reconcileDuration, m.reconcilePhases, m.members, m.membersConnected, m.exports, m.errors, m.applied, m.pruned, m.memberPasses, m.factsReads, m.reporting, m.reportDrift,
 		m.resolutions, m.generation, m.stalled, m.conflicts, m.invalid, m.memberConnected, m.memberGeneration, m.memberAppliedAt,
 		m.clusterSetPropagation, m.exportPropagation} {
 		if err := reg.Register(c); err != nil {
@@ -220,6 +232,8 @@ func (m *Metrics) forget(cs string) {
 	m.pruned.DeletePartialMatch(prometheus.Labels{"clusterset": cs})
 	m.memberPasses.DeletePartialMatch(prometheus.Labels{"clusterset": cs})
 	m.factsReads.DeletePartialMatch(prometheus.Labels{"clusterset": cs})
+	m.reporting.DeletePartialMatch(prometheus.Labels{"clusterset": cs})
+	m.reportDrift.DeletePartialMatch(prometheus.Labels{"clusterset": cs})
 	m.resolutions.DeletePartialMatch(prometheus.Labels{"clusterset": cs})
 }
 

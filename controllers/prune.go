@@ -70,11 +70,12 @@ func listOwned(ctx context.Context, rd, direct client.Reader, cs types.Namespace
 			}
 			continue
 		}
+		list := listAll // the informers: every object at once (they do not page)
 		src := rd
 		if memberprint.Reported(pk.kind) {
-			src = direct
+			list, src = listPaged, direct
 		}
-		items, err := listPaged(ctx, src, pk.list, ownedBy(cs), client.InNamespace(pk.namespace))
+		items, err := list(ctx, src, pk.list, ownedBy(cs), client.InNamespace(pk.namespace))
 		if err != nil {
 			errs = append(errs, fmt.Errorf("listing %s: %w", pk.kind, err))
 			continue

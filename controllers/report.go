@@ -103,18 +103,25 @@ func (t *appliedTable) trusted() map[string]bool {
 // last write into the member, for someone else's change (changedByOthers: the next
 // pass is a full one). Before that it returns how long to wait: the report may not
 // show the hub's own writes yet. A member without a report is left to the resync.
-func (t *appliedTable) settle(now time.Time) (recheck time.Duration) {
+func (t *appliedTable) settle(now time.Time) (recheck time.Duration, drift bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.report.prints == nil || t.report.actedOn || t.reportMatches() {
-		return 0
+		return 0, false
 	}
 	if wait := reportSettle - now.Sub(t.lastWrite); wait > 0 {
-		return wait
+		return wait, false
 	}
 	t.report.actedOn = true
 	t.changes++
-	return 0
+	return 0, true
+}
+
+// reporting says whether the member reports a usable print.
+func (t *appliedTable) reporting() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.report.prints != nil
 }
 
 // wrote notes a write or delete into the member at now: its report shows it a little
@@ -161,5 +168,17 @@ func (r *ClusterSetReconciler) reportChanged(key members.Key, old client.Object,
 	if was, ok := old.(*straitv1.Membership); ok && maps.Equal(reportOf(was, label), now) {
 		return false
 	}
-	return r.appliedFor(key).sawReport(now)
+	t := r.appliedFor(key)
+	differs := t.sawReport(now)
+	r.showReporting(key, t)
+	return differs
+}
+
+// showReporting sets strait_hub_member_reporting for the member.
+func (r *ClusterSetReconciler) showReporting(key members.Key, t *appliedTable) {
+	v := 0.0
+	if t.reporting() {
+		v = 1
+	}
+	r.metrics.reporting.WithLabelValues(plan.ClusterSetLabel(key.ClusterSet), key.Cluster).Set(v)
 }

@@ -46,7 +46,7 @@ func TestAReportThatDiffersAfterTheSettleIsSomeoneElsesChange(t *testing.T) {
 	if !tab.trusted()["ServiceImport"] {
 		t.Error("a kind whose report is the record is not trusted")
 	}
-	if d := tab.settle(at.Add(time.Second)); d != 0 || tab.changes != 0 {
+	if d, _ := tab.settle(at.Add(time.Second)); d != 0 || tab.changes != 0 {
 		t.Errorf("a report equal to the record: recheck %v, changes %d", d, tab.changes)
 	}
 
@@ -57,23 +57,23 @@ func TestAReportThatDiffersAfterTheSettleIsSomeoneElsesChange(t *testing.T) {
 	if tab.trusted()["ServiceImport"] {
 		t.Error("a kind whose report differs is trusted")
 	}
-	if d := tab.settle(at.Add(500 * time.Millisecond)); d != reportSettle-500*time.Millisecond || tab.changes != 0 {
+	if d, drift := tab.settle(at.Add(500 * time.Millisecond)); d != reportSettle-500*time.Millisecond || drift || tab.changes != 0 {
 		t.Errorf("within the settle: recheck %v, changes %d", d, tab.changes)
 	}
 	// Still different after the settle: someone deleted it.
 	tab.sawReport(reportFor(""))
-	if d := tab.settle(at.Add(reportSettle)); d != 0 || tab.changes != 1 {
+	if d, drift := tab.settle(at.Add(reportSettle)); d != 0 || !drift || tab.changes != 1 {
 		t.Errorf("after the settle: recheck %v, changes %d; want a full pass", d, tab.changes)
 	}
 	// The same report again (the full pass found nothing to do, or the reporter
 	// stopped): not a second full pass.
 	tab.sawReport(reportFor(""))
-	if tab.settle(at.Add(10*time.Second)); tab.changes != 1 {
+	if _, drift := tab.settle(at.Add(10 * time.Second)); drift || tab.changes != 1 {
 		t.Errorf("the same report made another full pass: changes %d", tab.changes)
 	}
 	// A new report that differs is acted on again.
 	tab.sawReport(reportFor("9"))
-	if tab.settle(at.Add(10*time.Second)); tab.changes != 2 {
+	if _, drift := tab.settle(at.Add(10 * time.Second)); !drift || tab.changes != 2 {
 		t.Errorf("a new differing report: changes %d, want 2", tab.changes)
 	}
 }
@@ -81,10 +81,10 @@ func TestAReportThatDiffersAfterTheSettleIsSomeoneElsesChange(t *testing.T) {
 func TestAMemberWithoutAReportIsLeftToTheResync(t *testing.T) {
 	tab := recordedTable("7")
 	tab.sawReport(nil)
-	if d := tab.settle(time.Unix(1e6, 0)); d != 0 || tab.changes != 0 {
+	if d, drift := tab.settle(time.Unix(1e6, 0)); d != 0 || drift || tab.changes != 0 {
 		t.Errorf("no report: recheck %v, changes %d", d, tab.changes)
 	}
-	if tab.trusted()["ServiceImport"] {
+	if tab.trusted()["ServiceImport"] || tab.reporting() {
 		t.Error("a kind nobody reports is trusted")
 	}
 	if _, ok := tab.reportedPrint("ServiceImport"); ok {

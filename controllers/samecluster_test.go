@@ -108,7 +108,13 @@ func heldObjects(g Gomega, c *clusters.Cluster) map[string]string {
 		g.Expect(err).NotTo(HaveOccurred())
 		for _, it := range items {
 			o := it.(client.Object)
-			out[fmt.Sprintf("%T %s/%s", o, o.GetNamespace(), o.GetName())] = string(o.GetUID()) + " " + o.GetResourceVersion()
+			version := o.GetResourceVersion()
+			if m, ok := o.(*straitv1.Membership); ok {
+				// The member's daemons write its status (strait dns its report of the
+				// hub's objects): what the hub writes is its spec and metadata.
+				version = fmt.Sprintf("generation %d labels %v annotations %v", m.Generation, m.Labels, m.Annotations)
+			}
+			out[fmt.Sprintf("%T %s/%s", o, o.GetNamespace(), o.GetName())] = string(o.GetUID()) + " " + version
 		}
 	}
 	return out

@@ -39,6 +39,9 @@ const (
 	retryMax   = 30 * time.Second
 )
 
+// requestTimeout bounds each request of the reporter, watches included.
+const requestTimeout = 10 * time.Second
+
 // echoWait is how long after a write the Membership the watch brought may still be
 // the one from before it: until then a difference between its prints and what was
 // written is taken for the write's echo on its way, after it for someone else's write
@@ -58,6 +61,13 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	}
 	if o.Debounce <= 0 {
 		o.Debounce = DefaultDebounce
+	}
+	// Every request bounded, its watches included (they resume where they ended), as
+	// the hub's member connections are: an unbounded watch holds a stopping API server
+	// up to its own shutdown timeout, and one that hangs is never noticed.
+	cfg = rest.CopyConfig(cfg)
+	if cfg.Timeout == 0 {
+		cfg.Timeout = requestTimeout
 	}
 	meta, err := metadata.NewForConfig(cfg)
 	if err != nil {
