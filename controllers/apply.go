@@ -110,7 +110,7 @@ func (r *ClusterSetReconciler) writeMembers(ctx context.Context, obj *straitv1.C
 				switch {
 				case partial:
 					w.trustedKinds = w.table.trusted()
-					err = w.writeGroups(ctx, p, name, psk, changedGroups(last, groups), res)
+					err = w.writeGroups(ctx, p, name, psk, changedGroups(last, groups), last, res)
 				case w.table.resyncDue(state):
 					var checked bool
 					if checked, err = w.check(ctx, p, name, psk, res); err == nil && !checked {
@@ -222,6 +222,17 @@ type memberWriter struct {
 
 // trusts says whether the pass takes the record for what the member holds of kind.
 func (w *memberWriter) trusts(kind string) bool { return w.trustedKinds[kind] }
+
+// trustsAll says whether the pass takes the record for every kind the hub does not
+// watch.
+func (w *memberWriter) trustsAll() bool {
+	for _, kind := range memberprint.ReportedKinds() {
+		if !w.trusts(kind) {
+			return false
+		}
+	}
+	return true
+}
 
 func (w *memberWriter) write(ctx context.Context, p *plan.Plan, cluster string, psk pskData, res *memberResult) error {
 	if err := w.checkOwner(ctx); err != nil {

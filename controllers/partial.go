@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -48,9 +49,10 @@ func changedGroups(last, cur plan.Groups) map[string]bool {
 }
 
 // writeGroups is a pass over the changed groups of a member that holds what the last
-// pass left: only their objects are built, applied and pruned. The resync and any
-// doubt about the member (see appliedTable.lastGroups) make a full pass instead.
-func (w *memberWriter) writeGroups(ctx context.Context, p *plan.Plan, cluster string, psk pskData, changed map[string]bool, res *memberResult) error {
+// pass left (whose groups were last): only their objects are built, applied and pruned.
+// The resync and any doubt about the member (see appliedTable.lastGroups) make a full
+// pass instead.
+func (w *memberWriter) writeGroups(ctx context.Context, p *plan.Plan, cluster string, psk pskData, changed map[string]bool, last plan.Groups, res *memberResult) error {
 	if err := w.checkOwner(ctx); err != nil {
 		return err
 	}
@@ -67,6 +69,11 @@ func (w *memberWriter) writeGroups(ctx context.Context, p *plan.Plan, cluster st
 	errs = append(errs, w.exportConditions(ctx, conds)...)
 	if len(errs) == 0 {
 		for g := range changed {
+			if _, had := slices.BinarySearch(last.Keys, g); !had && w.trustsAll() {
+				// A group the last pass did not have left nothing there, and the member
+				// holds what the last pass left: a new export is written, not read.
+				continue
+			}
 			n, err := w.pruneGroup(ctx, g, desired)
 			res.pruned += n
 			if err != nil {
@@ -115,11 +122,11 @@ func (w *memberWriter) pruneGroup(ctx context.Context, group string, desired map
 		}
 	}
 	for _, labels := range eg.SliceLabels {
-		slices, err := w.list(ctx, &discoveryv1.EndpointSliceList{}, sel, client.InNamespace(eg.SliceNamespace), client.MatchingLabels(labels))
+		heldSlices, err := w.list(ctx, &discoveryv1.EndpointSliceList{}, sel, client.InNamespace(eg.SliceNamespace), client.MatchingLabels(labels))
 		if err != nil {
 			return 0, err
 		}
-		held = append(held, slices...)
+		held = append(held, heldSlices...)
 	}
 	return w.pruneHeld(ctx, desired, held)
 }
