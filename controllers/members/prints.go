@@ -116,22 +116,13 @@ func (k *kindPrints) saw(fp PrintFunc, kind string, obj any) {
 // gone records an object deleted, also one whose delete the informer missed
 // (DeletedFinalStateUnknown, from a relist).
 func (k *kindPrints) gone(obj any) {
-	var ns, name string
-	switch o := obj.(type) {
-	case client.Object:
-		ns, name = o.GetNamespace(), o.GetName()
-	case toolscache.DeletedFinalStateUnknown:
-		// The informer's key is namespace/name (or name), whatever Obj holds.
-		var err error
-		if ns, name, err = toolscache.SplitMetaNamespaceKey(o.Key); err != nil {
-			return
-		}
-	default:
+	key, ok := memberprint.KeyOfDeleted(obj)
+	if !ok {
 		return
 	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	k.takeOut(NameKey(ns, name))
+	k.takeOut(key)
 }
 
 // takeOut takes an object's fingerprint out of the print; k.mu is held.

@@ -101,26 +101,14 @@ func (k *Keeper) saw(fps *keytable.Table[held], kind string, obj any) {
 // Gone records an object of kind deleted, also one whose delete the informer missed
 // (DeletedFinalStateUnknown, from a relist).
 func (k *Keeper) Gone(kind string, obj any) {
-	var ns, name string
-	switch o := obj.(type) {
-	case client.Object:
-		ns, name = o.GetNamespace(), o.GetName()
-	case toolscache.DeletedFinalStateUnknown:
-		// The informer's key is namespace/name, whatever Obj holds.
-		var err error
-		if ns, name, err = toolscache.SplitMetaNamespaceKey(o.Key); err != nil {
-			return
-		}
-	default:
-		return
-	}
+	key, ok := memberprint.KeyOfDeleted(obj)
 	fps := k.kinds[kind]
-	if fps == nil {
+	if !ok || fps == nil {
 		return
 	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	k.takeOut(fps, kind, memberprint.NameKey(ns, name))
+	k.takeOut(fps, kind, key)
 }
 
 // Replace makes kind's objects those of list (a relist's, or the first list): the

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 
+	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
@@ -116,6 +117,24 @@ func FromStatus(prints []straitv1.MemberPrint, clusterSet, kind string) (Print, 
 		return Print{N: int(p.Count), Sum: sum}, true
 	}
 	return Print{}, false
+}
+
+// KeyOfDeleted is the NameKey of an object an informer or reflector hands to a
+// delete: the object, or a DeletedFinalStateUnknown from a relist that missed the
+// delete, whose key is namespace/name whatever its Obj holds. ok is false for anything
+// else.
+func KeyOfDeleted(obj any) (key uint64, ok bool) {
+	switch o := obj.(type) {
+	case client.Object:
+		return NameKey(o.GetNamespace(), o.GetName()), true
+	case toolscache.DeletedFinalStateUnknown:
+		ns, name, err := toolscache.SplitMetaNamespaceKey(o.Key)
+		if err != nil {
+			return 0, false
+		}
+		return NameKey(ns, name), true
+	}
+	return 0, false
 }
 
 // NameKey is the 64-bit key of an object by its namespace and name, for maps of
