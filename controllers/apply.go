@@ -90,15 +90,7 @@ func (r *ClusterSetReconciler) writeMembers(ctx context.Context, obj *straitv1.C
 				res.pruned, err = w.prune(ctx, nil)
 				res.cleaned = err == nil
 			} else {
-				w.readReport(ctx)
-				var drift bool
-				res.recheck, drift = w.table.settle(now)
-				lbl := plan.ClusterSetLabel(cs)
-				driftSeen := r.metrics.reportDrift.WithLabelValues(lbl, name) // from 0 on, as a counter should
-				if drift {
-					driftSeen.Inc()
-				}
-				r.showReporting(members.Key{ClusterSet: cs, Cluster: name}, w.table)
+				res.recheck = r.checkReport(ctx, w, name, now)
 				state := passState{digest: memberDigest(p, name, psk), member: c.member,
 					since: c.member.Health().Since, now: now, resync: resync}
 				if res.inventory, res.skipped = w.table.current(state); res.skipped {

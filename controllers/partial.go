@@ -89,7 +89,7 @@ func (w *memberWriter) writeGroups(ctx context.Context, p *plan.Plan, cluster st
 // wants: the base group's found by listing, an export group's where plan.ExportGroupOf
 // says the plan puts them.
 func (w *memberWriter) pruneGroup(ctx context.Context, group string, desired map[objKey]bool) (int, error) {
-	sel := client.MatchingLabels{straitv1.LabelManagedBy: straitv1.ManagedByHub, straitv1.LabelClusterSet: plan.ClusterSetLabel(w.cs)}
+	sel := ownedBy(w.cs)
 	var held []client.Object
 	if group == plan.BaseGroup {
 		for _, l := range []client.ObjectList{&straitv1.MembershipList{}, &straitv1.PeerList{}} {

@@ -174,6 +174,20 @@ func (r *ClusterSetReconciler) reportChanged(key members.Key, old client.Object,
 	return differs
 }
 
+// checkReport reads the member's report at the start of a pass over it, takes a
+// settled difference for someone's change (settle), and shows both in the metrics. It
+// returns when to look again, 0 for not before the usual.
+func (r *ClusterSetReconciler) checkReport(ctx context.Context, w *memberWriter, cluster string, now time.Time) time.Duration {
+	w.readReport(ctx)
+	recheck, drift := w.table.settle(now)
+	driftSeen := r.metrics.reportDrift.WithLabelValues(plan.ClusterSetLabel(w.cs), cluster) // from 0 on, as a counter should
+	if drift {
+		driftSeen.Inc()
+	}
+	r.showReporting(members.Key{ClusterSet: w.cs, Cluster: cluster}, w.table)
+	return recheck
+}
+
 // showReporting sets strait_hub_member_reporting for the member.
 func (r *ClusterSetReconciler) showReporting(key members.Key, t *appliedTable) {
 	v := 0.0
