@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
+	"github.com/straitnet/strait/internal/connections"
 )
 
 // MaxStatusExports caps ClusterSet status.exports; status.summary.exports counts them all.
@@ -52,31 +53,16 @@ func connectionsPerCluster(clusters int) int {
 	return max(1, MaxStatusConnections/max(1, clusters))
 }
 
-// connections are a member's Peers with a state as status lists them, those not
-// Connected first, at most limit; and the count of the connected of them all.
-func connections(peers []straitv1.Peer, limit int) ([]straitv1.ConnectionStatus, string) {
-	var down, up []straitv1.ConnectionStatus
-	for i := range peers {
-		peer := &peers[i]
-		if peer.Status.State == "" {
-			continue
-		}
-		c := straitv1.ConnectionStatus{Cluster: peer.Spec.ClusterID, State: peer.Status.State, LatencyMicros: peer.Status.LatencyMicros}
-		if c.State == straitv1.PeerConnected {
-			up = append(up, c)
-		} else {
-			down = append(down, c)
-		}
+// connections are a member's connections as the status lists them, at most limit,
+// those not Connected first, and the count of the connected of them all: from its
+// Peers when they were read (a member that reports no summary, an observed file), else
+// from the summary its Membership reports (strait dns).
+func (f *MemberFacts) connections(limit int) ([]straitv1.ConnectionStatus, string) {
+	if len(f.Peers) > 0 || f.Membership == nil {
+		s := connections.Summarize(connections.OfPeers(f.Peers))
+		return connections.List(&s, limit)
 	}
-	total := len(down) + len(up)
-	if total == 0 {
-		return nil, ""
-	}
-	out := append(down, up...)
-	if len(out) > limit {
-		out = out[:limit]
-	}
-	return out, fmt.Sprintf("%d/%d", len(up), total)
+	return connections.List(f.Membership.Status.Connections, limit)
 }
 
 // exportStatus is an export's entry in the ClusterSet's status.
@@ -112,7 +98,7 @@ func (p *Plan) status() straitv1.ClusterSetStatus {
 				gwc.Status, gwc.Reason, gwc.Message = metav1.ConditionTrue, straitv1.ReasonGatewayActive,
 					fmt.Sprintf("gateway %s is active at %s", gw.Spec.NodeName, gw.Spec.IP)
 			}
-			cs.Connections, cs.PeersConnected = connections(f.Peers, connectionsPerCluster(len(p.clusters)))
+			cs.Connections, cs.PeersConnected = f.connections(connectionsPerCluster(len(p.clusters)))
 		}
 		cs.Conditions = []metav1.Condition{gwc}
 		st.Clusters = append(st.Clusters, cs)

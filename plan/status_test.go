@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
+	"github.com/straitnet/strait/internal/connections"
 )
 
 // status.exports is capped so that the ClusterSet fits in etcd; the summary still counts
@@ -70,9 +71,17 @@ func TestStatusConnectionsPutTheDownFirstAndFitTheShare(t *testing.T) {
 		{"1,000 members: one each", []string{"Connected", "Error"}, 1000, []string{"c001=Error"}, "1/2"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, count := connections(peers(tc.states...), connectionsPerCluster(tc.clusters))
+			limit := connectionsPerCluster(tc.clusters)
+			got, count := (&MemberFacts{Peers: peers(tc.states...)}).connections(limit)
 			if fmt.Sprint(names(got)) != fmt.Sprint(tc.want) || count != tc.count {
-				t.Errorf("connections = %v, %q; want %v, %q", names(got), count, tc.want, tc.count)
+				t.Errorf("from the Peers: connections = %v, %q; want %v, %q", names(got), count, tc.want, tc.count)
+			}
+			// The same from the summary the member reports instead of its Peers.
+			summary := connections.Summarize(connections.OfPeers(peers(tc.states...)))
+			reported := &MemberFacts{Membership: &straitv1.Membership{Status: straitv1.MembershipStatus{Connections: &summary}}}
+			got, count = reported.connections(limit)
+			if fmt.Sprint(names(got)) != fmt.Sprint(tc.want) || count != tc.count {
+				t.Errorf("from the report: connections = %v, %q; want %v, %q", names(got), count, tc.want, tc.count)
 			}
 		})
 	}

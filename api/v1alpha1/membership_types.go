@@ -97,8 +97,8 @@ type MembershipStatus struct {
 	Daemons []DaemonStatus `json:"daemons,omitempty"`
 
 	// Prints are what the member holds of the objects a hub wrote into it, per
-	// ClusterSet and kind, for the kinds the hub does not watch (ServiceImports and the
-	// Services and EndpointSlices it derives): written by strait dns from its own
+	// ClusterSet and kind, for the kinds the hub does not watch (ServiceImports, the
+	// Services and EndpointSlices it derives, and Peers): written by strait dns from its own
 	// watches, so that the hub compares them with its record of its writes without
 	// holding every such object of every member (docs/design-decisions.md, step 4).
 	// +optional
@@ -107,19 +107,53 @@ type MembershipStatus struct {
 	// +listMapKey=kind
 	// +kubebuilder:validation:MaxItems=64
 	Prints []MemberPrint `json:"prints,omitempty"`
+
+	// Connections summarise the member's Peers as strait dns last saw them: the
+	// ClusterSet's status.clusters[].connections and peersConnected are read from here,
+	// so that the hub need not watch every member's Peers (members² objects). Written
+	// with the prints, under the same field manager; a change of latency alone is
+	// written at most every 30 s.
+	// +optional
+	Connections *MemberConnections `json:"connections,omitempty"`
+}
+
+// MaxReportedConnections is how many connections a member's report lists: as many as
+// the ClusterSet's status shows of one cluster at most, once it has more than 32
+// clusters (its share of the 1,000 there, plan.MaxStatusConnections); below that a
+// cluster has fewer peers.
+const MaxReportedConnections = 32
+
+// MemberConnections are a member's Peers that have a state (their active gateway
+// wrote one): how many, how many Connected, and the first of them, those not Connected
+// first, each group by cluster name.
+type MemberConnections struct {
+	// Total is how many of the member's Peers have a state.
+	// +required
+	// +kubebuilder:validation:Minimum=0
+	Total int32 `json:"total"`
+	// Connected is how many of them are Connected.
+	// +required
+	// +kubebuilder:validation:Minimum=0
+	Connected int32 `json:"connected"`
+	// Peers are the first MaxReportedConnections of them, those not Connected first.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=32
+	Peers []ConnectionStatus `json:"peers,omitempty"`
 }
 
 // MemberPrint is a member's count and fingerprint sum of the objects of one kind that
 // carry one ClusterSet's labels (app.kubernetes.io/managed-by: strait-hub and
 // strait.io/clusterset), each object fingerprinted by its kind, namespace, name and
-// resourceVersion, as the hub fingerprints the member's answers to its writes.
+// resourceVersion (a Peer, whose status its active gateway writes: by its generation,
+// labels and annotations), as the hub fingerprints the member's answers to its writes.
 type MemberPrint struct {
 	// ClusterSet is the strait.io/clusterset label of the objects: "<namespace>.<name>"
 	// of the ClusterSet in the hub.
 	// +required
 	// +kubebuilder:validation:MaxLength=317
 	ClusterSet string `json:"clusterSet"`
-	// Kind of the objects: ServiceImport, Service or EndpointSlice.
+	// Kind of the objects: ServiceImport, Service, EndpointSlice or Peer.
 	// +required
 	// +kubebuilder:validation:MaxLength=63
 	Kind string `json:"kind"`

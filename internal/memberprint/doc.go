@@ -4,9 +4,9 @@
 // what it holds. Equal counts and sums say the member holds exactly what the hub wrote
 // (but for a 64-bit collision), without the hub holding or listing the objects.
 //
-// For the kinds the hub does not watch (Reported: ServiceImports and the Services and
-// EndpointSlices derived from them) strait dns keeps the member's side and writes it to
-// the Membership's status.prints; the hub reads it there (FromStatus).
+// For the kinds the hub does not watch (Reported: ServiceImports, the Services and
+// EndpointSlices derived from them, and Peers) strait dns keeps the member's side and
+// writes it to the Membership's status.prints; the hub reads it there (FromStatus).
 //
 // It is pure: hashes of names, versions, labels and annotations; no I/O.
 package memberprint

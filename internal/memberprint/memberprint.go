@@ -26,13 +26,14 @@ func (p *Print) Remove(fp uint64) { p.N--; p.Sum -= fp }
 
 // Reported says whether the print of kind comes from the member's report (the
 // Membership's status.prints) rather than from the hub's own watch: the kinds of
-// which a member holds one or more objects per import, members × exports in all.
+// which a member holds one or more objects per import, members × exports in all, and
+// its Peers, one per other member (members² in all).
 func Reported(kind string) bool {
-	return kind == "ServiceImport" || kind == "Service" || kind == "EndpointSlice"
+	return kind == "ServiceImport" || kind == "Service" || kind == "EndpointSlice" || kind == "Peer"
 }
 
 // ReportedKinds are the kinds Reported says yes to, in a fixed order.
-func ReportedKinds() []string { return []string{"EndpointSlice", "Service", "ServiceImport"} }
+func ReportedKinds() []string { return []string{"EndpointSlice", "Peer", "Service", "ServiceImport"} }
 
 // StatusByOthers says whether others write the status subresource of a kind the hub
 // writes: the active gateway's agent writes every Peer's status at each health round
