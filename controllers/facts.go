@@ -5,11 +5,13 @@ import (
 	"sync/atomic"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
 	"github.com/straitnet/strait/controllers/members"
+	"github.com/straitnet/strait/internal/connections"
 	"github.com/straitnet/strait/internal/memberprint"
 	"github.com/straitnet/strait/plan"
 )
@@ -30,8 +32,10 @@ type memberFacts struct {
 	// changed: a change of something the facts hold was reported since they were read.
 	changed atomic.Bool
 	// peersStale: a Peer's status changed in what the plan reads of it only for the
-	// ClusterSet's status (its latency; its state counts as a change): the facts are
-	// read again when peersRefresh has passed since they were.
+	// ClusterSet's status (its latency in the member's summary; a state counts as a
+	// change), or the Peers were read from a member that reports no summary of them
+	// (whose Peers nobody watches): the facts are read again when peersRefresh has
+	// passed since they were.
 	peersStale atomic.Bool
 
 	mu     sync.Mutex
@@ -42,8 +46,10 @@ type memberFacts struct {
 }
 
 // peersRefresh is how long a Peer's latency, which every active gateway writes at each
-// health round (5 s), may be behind in the ClusterSet's status before the member's facts
-// are read again for it alone; a change of a Peer's state is read at the next reconcile.
+// health round (5 s) and strait dns reports at most every 30 s, may be behind in the
+// ClusterSet's status before the member's facts are read again for it alone; a change
+// of a Peer's state is read at the next reconcile. A member that reports no summary of
+// its Peers has them read again at the first reconcile past peersRefresh.
 const peersRefresh = 30 * time.Second
 
 // factsOf is the facts kept for a member connection.
@@ -74,11 +80,12 @@ type factsChangeKind int
 const (
 	factsUnchanged factsChangeKind = iota
 	factsHold                      // the facts hold what changed
-	peerStatusOnly                 // a Peer's status changed, its state did not
+	peerStatusOnly                 // a Peer's latency changed, no state did
 )
 
 // factsChange says what a change does to the facts readFacts reads: every Gateway,
-// Peer, Membership and GlobalIngress of the system namespace; the ServiceExports the
+// Membership (its summary of the member's Peers included) and GlobalIngress of the
+// system namespace; the ServiceExports the
 // plan counts (all of them under the MemberExports policy); the exported Services
 // and the gateways' LoadBalancer Service; and those Services' EndpointSlices. A
 // ServiceImport, or a Service or EndpointSlice of a service nobody exports, changes
@@ -88,18 +95,17 @@ func factsChange(rel *relevance, old, obj client.Object) factsChangeKind {
 	switch o := obj.(type) {
 	case nil:
 		return factsHold
-	case *straitv1.Peer:
-		if was, ok := old.(*straitv1.Peer); ok && was.Generation == o.Generation && was.Status.State == o.Status.State &&
-			was.Spec.ClusterID == o.Spec.ClusterID {
+	case *straitv1.Membership:
+		// The plan reads its spec and the summary of the member's Peers in its status;
+		// the rest of the status is the member's daemons' and the prints.
+		was, ok := old.(*straitv1.Membership)
+		switch {
+		case !ok || was.Generation != o.Generation || !connections.SameStates(was.Status.Connections, o.Status.Connections):
+			return factsHold
+		case !equality.Semantic.DeepEqual(was.Status.Connections, o.Status.Connections):
 			return peerStatusOnly
 		}
-		return factsHold
-	case *straitv1.Membership:
-		// The plan reads its spec; its status is the member's daemons' and report.
-		if was, ok := old.(*straitv1.Membership); ok && was.Generation == o.Generation {
-			return factsUnchanged
-		}
-		return factsHold
+		return factsUnchanged
 	case *straitv1.Gateway, *straitv1.GlobalIngress:
 		return factsHold
 	}
@@ -130,6 +136,9 @@ func (mf *memberFacts) read(m *members.Member, inputs uint64, now time.Time,
 	}
 	f.KubeSystemUID = m.KnownKubeSystemUID()
 	mf.member, mf.inputs, mf.f, mf.readAt = m, inputs, f, now
+	if !reportsConnections(f.Membership) {
+		mf.peersStale.Store(true) // read from the API server: nobody watches them
+	}
 	return f, nil
 }
 

@@ -13,11 +13,12 @@ import (
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
 	"github.com/straitnet/strait/controllers/members"
+	"github.com/straitnet/strait/internal/connections"
 	"github.com/straitnet/strait/plan"
 )
 
 // What a member's change does to its facts: only what readFacts reads counts, and a
-// Peer's latency waits for peersRefresh.
+// Peer's latency in the member's summary waits for peersRefresh.
 func TestFactsChangeIsWhatTheFactsHold(t *testing.T) {
 	rel := &relevance{services: map[types.NamespacedName]bool{{Namespace: "pay", Name: "api"}: true}}
 	meta := func(ns, name string) metav1.ObjectMeta { return metav1.ObjectMeta{Namespace: ns, Name: name} }
@@ -25,12 +26,17 @@ func TestFactsChangeIsWhatTheFactsHold(t *testing.T) {
 		return &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Namespace: "pay", Name: svc + "-x",
 			Labels: map[string]string{discoveryv1.LabelServiceName: svc}}}
 	}
-	peer := func(gen int64, state string, latency int64) *straitv1.Peer {
-		p := &straitv1.Peer{ObjectMeta: metav1.ObjectMeta{Namespace: straitv1.SystemNamespace, Name: "c2", Generation: gen}}
-		p.Spec.ClusterID = "c2"
-		p.Status.State, p.Status.LatencyMicros = state, latency
-		return p
+	// The membership, its generation and its summary of the member's Peers.
+	membership := func(gen int64, state string, latency int64) *straitv1.Membership {
+		m := &straitv1.Membership{ObjectMeta: metav1.ObjectMeta{Namespace: straitv1.SystemNamespace, Name: straitv1.MembershipName, Generation: gen}}
+		if state != "" {
+			s := connections.Summarize([]straitv1.ConnectionStatus{{Cluster: "c2", State: state, LatencyMicros: latency}})
+			m.Status.Connections = &s
+		}
+		return m
 	}
+	printed := membership(1, straitv1.PeerConnected, 10)
+	printed.Status.Prints = []straitv1.MemberPrint{{ClusterSet: "ns.cs", Kind: "Service", Count: 1, Sum: "0000000000000001"}}
 	cases := []struct {
 		name     string
 		old, obj client.Object
@@ -46,11 +52,12 @@ func TestFactsChangeIsWhatTheFactsHold(t *testing.T) {
 		{"a ServiceImport", nil, &mcsv1.ServiceImport{ObjectMeta: meta("pay", "api")}, factsUnchanged},
 		{"a gateway", nil, &straitv1.Gateway{ObjectMeta: meta(straitv1.SystemNamespace, "node1")}, factsHold},
 		{"a global ingress", nil, &straitv1.GlobalIngress{ObjectMeta: meta(straitv1.SystemNamespace, "x")}, factsHold},
-		{"the membership", nil, &straitv1.Membership{ObjectMeta: meta(straitv1.SystemNamespace, straitv1.MembershipName)}, factsHold},
-		{"a new peer", nil, peer(1, "", 0), factsHold},
-		{"a peer's latency", peer(1, straitv1.PeerConnected, 10), peer(1, straitv1.PeerConnected, 20), peerStatusOnly},
-		{"a peer's state", peer(1, straitv1.PeerConnected, 10), peer(1, straitv1.PeerError, 10), factsHold},
-		{"a peer's spec", peer(1, straitv1.PeerConnected, 10), peer(2, straitv1.PeerConnected, 10), factsHold},
+		{"the membership", nil, membership(1, "", 0), factsHold},
+		{"the membership's spec", membership(1, "", 0), membership(2, "", 0), factsHold},
+		{"a first summary of the peers", membership(1, "", 0), membership(1, straitv1.PeerConnected, 10), factsHold},
+		{"a peer's latency in the summary", membership(1, straitv1.PeerConnected, 10), membership(1, straitv1.PeerConnected, 20), peerStatusOnly},
+		{"a peer's state in the summary", membership(1, straitv1.PeerConnected, 10), membership(1, straitv1.PeerError, 10), factsHold},
+		{"the member's prints", membership(1, straitv1.PeerConnected, 10), printed, factsUnchanged},
 	}
 	for _, c := range cases {
 		if got := factsChange(rel, c.old, c.obj); got != c.want {
@@ -70,7 +77,8 @@ func TestMemberFactsAreReadAgainAfterAChange(t *testing.T) {
 	mf := &memberFacts{}
 	now := time.Now()
 	reads := 0
-	read := func() (*plan.MemberFacts, error) { reads++; return &plan.MemberFacts{}, nil }
+	reporting := &straitv1.Membership{Status: straitv1.MembershipStatus{Connections: &straitv1.MemberConnections{}}}
+	read := func() (*plan.MemberFacts, error) { reads++; return &plan.MemberFacts{Membership: reporting}, nil }
 	first, _ := mf.read(m, 1, now, read)
 	if again, _ := mf.read(m, 1, now, read); again != first || reads != 1 {
 		t.Fatalf("nothing changed, yet the facts were read again (%d reads)", reads)
@@ -99,5 +107,22 @@ func TestMemberFactsAreReadAgainAfterAChange(t *testing.T) {
 	other := members.NewStandIn(members.Key{Cluster: "c1"}, nil, nil, nil)
 	if _, _ = mf.read(other, 2, now.Add(peersRefresh), read); reads != 7 {
 		t.Fatal("a new connection to the member kept the old connection's facts")
+	}
+}
+
+// A member that reports no summary of its Peers has them read from its API server, and
+// since nobody watches them, read again at the first reconcile past peersRefresh.
+func TestPeersWithoutASummaryAreReadAgainAfterTheRefresh(t *testing.T) {
+	m := members.NewStandIn(members.Key{Cluster: "c1"}, nil, nil, nil)
+	mf := &memberFacts{}
+	now := time.Now()
+	reads := 0
+	read := func() (*plan.MemberFacts, error) { reads++; return &plan.MemberFacts{}, nil }
+	_, _ = mf.read(m, 1, now, read)
+	if _, _ = mf.read(m, 1, now.Add(peersRefresh/2), read); reads != 1 {
+		t.Fatalf("read %d times before peersRefresh, want once", reads)
+	}
+	if _, _ = mf.read(m, 1, now.Add(peersRefresh), read); reads != 2 {
+		t.Fatal("the Peers of a member without a summary were not read again after peersRefresh")
 	}
 }

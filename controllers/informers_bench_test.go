@@ -30,7 +30,8 @@ import (
 // ServiceImport with its status, an MCS EndpointSlice, a derived Service and its
 // slice, as plan.Objects builds them), and the hub's own connection to it
 // (members.Cache, its informers on watchedKinds with managed fields dropped, and the
-// prints its events keep). informer-heap-MiB is the live heap the connection holds once
+// prints its events keep): of the hub's objects, it watches the Membership and the
+// GlobalIngresses, not the per-import kinds nor the Peers, which the member reports. informer-heap-MiB is the live heap the connection holds once
 // its informers have synced; B/object that over the objects; ns/op the time from
 // connecting to synced, a member's share of a new hub's cold start, which
 // BenchmarkHubScale's stand-ins do not list. BenchmarkHubScale's hub-live-heap-MiB
@@ -56,10 +57,10 @@ func BenchmarkMemberInformers(b *testing.B) {
 	m := clusters.NewCluster(b)
 	seedMember(ctx, b, m.Client, objs)
 
-	peers := 0
+	ingresses := 0
 	for _, o := range objs {
-		if _, ok := o.(*straitv1.Peer); ok {
-			peers++
+		if _, ok := o.(*straitv1.GlobalIngress); ok {
+			ingresses++
 		}
 	}
 	cache := hubCache(b, m)
@@ -70,8 +71,8 @@ func BenchmarkMemberInformers(b *testing.B) {
 		before := heapLive()
 		conn := connectSynced(b, cache, key, m)
 		b.StopTimer()
-		if n, ok := conn.Print("Peer"); !ok || n.N != peers {
-			b.Fatalf("the connection's informers hold %d Peers, want %d", n.N, peers)
+		if n, _ := conn.Print("GlobalIngress"); n.N != ingresses {
+			b.Fatalf("the connection's informers hold %d GlobalIngresses, want %d", n.N, ingresses)
 		}
 		runtime.GC()
 		held = heapLive() - before

@@ -22,17 +22,17 @@ import (
 
 // watchedKinds are what the hub reads in members, and so watches: a change to any of them
 // can change the plan. Of the kinds the hub writes, those a member holds per import
-// (ServiceImports, and the Services and EndpointSlices derived from them:
-// memberprint.Reported) are not watched: members × exports objects, some 74 MiB of
-// informers a member at 10,000 exports. The member reports its print of them in the
-// Membership's status (strait dns), and the hub reads them from the API server when a
-// pass needs them (heldObjects). Services and EndpointSlices are watched for what the
-// plan reads of them, people's, not the hub's.
+// (ServiceImports, and the Services and EndpointSlices derived from them) and its Peers
+// (memberprint.Reported) are not watched: members × exports objects, some 74 MiB of
+// informers a member at 10,000 exports, and members² Peers, 2.4 GiB at 1,000 members.
+// The member reports its print of them in the Membership's status, and a summary of its
+// Peers' connections there too (strait dns); the hub reads them from the API server
+// when a pass needs them (heldObjects). Services and EndpointSlices are watched for
+// what the plan reads of them, people's, not the hub's.
 func watchedKinds() []members.Watch {
 	notTheHubs := labels.NewSelector().Add(notWrittenByTheHub())
 	return []members.Watch{
 		{Object: &straitv1.Gateway{}, Namespace: straitv1.SystemNamespace},
-		{Object: &straitv1.Peer{}, Namespace: straitv1.SystemNamespace},
 		{Object: &straitv1.Membership{}, Namespace: straitv1.SystemNamespace},
 		{Object: &straitv1.GlobalIngress{}, Namespace: straitv1.SystemNamespace},
 		{Object: &corev1.Service{}, Label: notTheHubs},
@@ -75,7 +75,7 @@ func (r *ClusterSetReconciler) observe(ctx context.Context, obj *straitv1.Cluste
 		f, err := r.factsOf(members.Key{ClusterSet: cs, Cluster: name}).read(c.member,
 			factsInputs(wanted[name], memberExports, gw), now, func() (*plan.MemberFacts, error) {
 				r.metrics.factsReads.WithLabelValues(plan.ClusterSetLabel(cs), name).Inc()
-				return readFacts(ctx, c.member.Reader, wanted[name], memberExports, gw)
+				return readFacts(ctx, c.member.Reader, c.member.Client, wanted[name], memberExports, gw)
 			})
 		if err != nil {
 			if c.err == nil {
@@ -126,7 +126,7 @@ func ReadMemberFacts(ctx context.Context, rd client.Reader, obj *straitv1.Cluste
 			svc = endpointService(&obj.Spec.Clusters[i])
 		}
 	}
-	return readFacts(ctx, rd, exportsByCluster(obj)[cluster], obj.Spec.ExportPolicy == straitv1.ExportPolicyMemberExports, svc)
+	return readFacts(ctx, rd, rd, exportsByCluster(obj)[cluster], obj.Spec.ExportPolicy == straitv1.ExportPolicyMemberExports, svc)
 }
 
 // endpointService is the Service a cluster's gateways are reached through (endpoint type
@@ -148,7 +148,10 @@ func declaredExports(obj *straitv1.ClusterSet) map[types.NamespacedName]bool {
 	return out
 }
 
-func readFacts(ctx context.Context, rd client.Reader, declared map[types.NamespacedName]bool, memberExports bool, gwService *types.NamespacedName) (*plan.MemberFacts, error) {
+// readFacts reads a member's facts through rd (the hub's informers), and the Peers,
+// which the hub does not watch, through direct (its API server) when the member reports
+// no summary of them.
+func readFacts(ctx context.Context, rd, direct client.Reader, declared map[types.NamespacedName]bool, memberExports bool, gwService *types.NamespacedName) (*plan.MemberFacts, error) {
 	f := &plan.MemberFacts{}
 	if gwService != nil {
 		svc := &corev1.Service{}
@@ -166,17 +169,25 @@ func readFacts(ctx context.Context, rd client.Reader, declared map[types.Namespa
 		return nil, fmt.Errorf("listing gateways: %w", err)
 	}
 	f.Gateways = gws.Items
-	var peers straitv1.PeerList
-	if err := rd.List(ctx, &peers, inSystem); err != nil {
-		return nil, fmt.Errorf("listing peers: %w", err)
-	}
-	f.Peers = peers.Items
 	m := &straitv1.Membership{}
 	switch err := rd.Get(ctx, types.NamespacedName{Namespace: straitv1.SystemNamespace, Name: straitv1.MembershipName}, m); {
 	case err == nil:
 		f.Membership = m
 	case !apierrors.IsNotFound(err):
 		return nil, fmt.Errorf("reading the membership: %w", err)
+	}
+	if !reportsConnections(f.Membership) {
+		// No summary of its Peers (no strait dns there, or an older one): the Peers
+		// themselves, from the API server, since the hub does not watch them.
+		peers, err := listPaged(ctx, direct, &straitv1.PeerList{}, inSystem)
+		if err != nil {
+			return nil, fmt.Errorf("listing peers: %w", err)
+		}
+		for _, p := range peers {
+			if p, ok := p.(*straitv1.Peer); ok {
+				f.Peers = append(f.Peers, *p)
+			}
+		}
 	}
 	var gis straitv1.GlobalIngressList
 	if err := rd.List(ctx, &gis, inSystem); err != nil {
@@ -231,3 +242,9 @@ func sortFacts(f *plan.MemberFacts) {
 }
 
 func key(o client.Object) string { return o.GetNamespace() + "/" + o.GetName() }
+
+// reportsConnections says whether the member's Membership carries strait dns's summary
+// of its Peers (status.connections), which the plan lists the connections from.
+func reportsConnections(m *straitv1.Membership) bool {
+	return m != nil && m.Status.Connections != nil
+}

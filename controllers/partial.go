@@ -92,7 +92,11 @@ func (w *memberWriter) pruneGroup(ctx context.Context, group string, desired map
 	sel := ownedBy(w.cs)
 	var held []client.Object
 	if group == plan.BaseGroup {
-		for _, l := range []client.ObjectList{&straitv1.MembershipList{}, &straitv1.PeerList{}} {
+		lists := []client.ObjectList{&straitv1.MembershipList{}}
+		if w.mayHoldOtherPeers(desired) {
+			lists = append(lists, &straitv1.PeerList{})
+		}
+		for _, l := range lists {
 			items, err := w.list(ctx, l, sel, client.InNamespace(straitv1.SystemNamespace))
 			if err != nil {
 				return 0, err
@@ -131,6 +135,24 @@ func (w *memberWriter) pruneGroup(ctx context.Context, group string, desired map
 	return w.pruneHeld(ctx, desired, held)
 }
 
+// mayHoldOtherPeers says whether the member may hold Peers of the ClusterSet besides
+// the desired ones, which the pass just applied: unless the report of Peers was the
+// record when the pass began, and the record now counts no more Peers than are desired
+// (a member added to the ClusterSet, the Peers' common case, adds one to each member
+// and takes none away), their listing is needed to find those to prune.
+func (w *memberWriter) mayHoldOtherPeers(desired map[objKey]bool) bool {
+	if !w.trusts("Peer") {
+		return true
+	}
+	n := 0
+	for k := range desired {
+		if k.kind == "Peer" {
+			n++
+		}
+	}
+	return w.table.printOf("Peer").N > n
+}
+
 // prunePSK prunes the held objects and, unless desired, the PSK Secret.
 func (w *memberWriter) prunePSK(ctx context.Context, desired map[objKey]bool, held []client.Object) (int, error) {
 	n, err := w.pruneHeld(ctx, desired, held)
@@ -165,7 +187,8 @@ func (w *memberWriter) pruneHeld(ctx context.Context, desired map[objKey]bool, h
 // does not watch, the items as objects.
 func (w *memberWriter) list(ctx context.Context, l client.ObjectList, opts ...client.ListOption) ([]client.Object, error) {
 	rd := w.m.Reader
-	if _, slices := l.(*discoveryv1.EndpointSliceList); slices {
+	switch l.(type) {
+	case *discoveryv1.EndpointSliceList, *straitv1.PeerList: // the hub's are not watched
 		rd = w.m.Client
 	}
 	if err := rd.List(ctx, l, opts...); err != nil {

@@ -30,7 +30,7 @@ import (
 // TestMemberPrintsEqualAList: the prints a member connection's informers keep from
 // their events (what the resync's check compares with the hub's record) equal those a
 // list from the API server gives, after the informers' first list, creates, updates, a
-// Peer's status write (no change to the print), a label stripped, deletes, and a relist:
+// label stripped, deletes, and a relist:
 // the connection's watches are refused with 410 Expired while objects are deleted,
 // changed and made, so that the informers learn of them only from their next list.
 func TestMemberPrintsEqualAList(t *testing.T) {
@@ -47,13 +47,10 @@ func TestMemberPrintsEqualAList(t *testing.T) {
 	if err := admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
-	peer := func(name string, l map[string]string) *straitv1.Peer {
-		return &straitv1.Peer{ObjectMeta: metav1.ObjectMeta{Namespace: straitv1.SystemNamespace, Name: name, Labels: l},
-			Spec: straitv1.PeerSpec{ClusterID: name, CIDRs: []string{"10.200.0.0/16"}}}
-	}
 	// The kinds the hub writes and watches: a ServiceExport in any namespace, a
 	// GlobalIngress in strait-system. (ServiceImports and the derived Services and
-	// EndpointSlices are not watched: the member reports their print, dns/prints.)
+	// EndpointSlices, and Peers, are not watched: the member reports their print,
+	// dns/prints.)
 	exp := func(name string) *mcsv1.ServiceExport {
 		return &mcsv1.ServiceExport{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels()}}
 	}
@@ -77,7 +74,9 @@ func TestMemberPrintsEqualAList(t *testing.T) {
 		}
 	}()
 	// Before the connection: the informers' first list must count them.
-	create(peer("prints-p1", labels()), peer("prints-p0", nil), exp("i1"), ingress("s1"))
+	unlabelled := exp("i0")
+	unlabelled.Labels = nil
+	create(unlabelled, exp("i1"), ingress("s1"))
 
 	gate := &watchGate{}
 	cache := members.NewCache(members.Options{Scheme: f.env.Scheme, Watched: controllers.WatchedKinds(),
@@ -112,12 +111,12 @@ func TestMemberPrintsEqualAList(t *testing.T) {
 		return want
 	}
 	count := func(p map[string]members.Print) map[string]int {
-		return map[string]int{"Peer": p["Peer"].N, "ServiceExport": p["ServiceExport"].N, "GlobalIngress": p["GlobalIngress"].N}
+		return map[string]int{"ServiceExport": p["ServiceExport"].N, "GlobalIngress": p["GlobalIngress"].N}
 	}
-	g.Expect(count(same("the first list"))).To(Equal(map[string]int{"Peer": 1, "ServiceExport": 1, "GlobalIngress": 1}))
+	g.Expect(count(same("the first list"))).To(Equal(map[string]int{"ServiceExport": 1, "GlobalIngress": 1}))
 
-	create(peer("prints-p2", labels()), exp("i2"), ingress("s2"))
-	g.Expect(count(same("creates"))).To(Equal(map[string]int{"Peer": 2, "ServiceExport": 2, "GlobalIngress": 2}))
+	create(exp("i2"), ingress("s2"))
+	g.Expect(count(same("creates"))).To(Equal(map[string]int{"ServiceExport": 2, "GlobalIngress": 2}))
 
 	before := same("before updates")
 	update := func(o client.Object, change func()) {
@@ -126,40 +125,31 @@ func TestMemberPrintsEqualAList(t *testing.T) {
 		change()
 		g.Expect(admin.Update(ctx, o)).To(Succeed())
 	}
-	p1 := &straitv1.Peer{ObjectMeta: metav1.ObjectMeta{Namespace: straitv1.SystemNamespace, Name: "prints-p1"}}
-	g.Expect(admin.Get(ctx, client.ObjectKeyFromObject(p1), p1)).To(Succeed())
-	p1.Status.LatencyMicros = 42
-	g.Expect(admin.Status().Update(ctx, p1)).To(Succeed())
 	i1 := &mcsv1.ServiceExport{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "i1"}}
 	update(i1, func() { i1.Annotations = map[string]string{"changed": "yes"} })
 	after := same("updates")
-	g.Expect(after["Peer"]).To(Equal(before["Peer"]), "a Peer's status write changed the print")
 	g.Expect(after["ServiceExport"]).NotTo(Equal(before["ServiceExport"]), "an update left the print as it was")
-	update(p1, func() { p1.Annotations = map[string]string{"someone": "else"} })
-	g.Expect(same("a Peer annotated")["Peer"]).NotTo(Equal(before["Peer"]), "annotating a Peer left the print as it was")
 
 	s1 := &straitv1.GlobalIngress{ObjectMeta: metav1.ObjectMeta{Namespace: straitv1.SystemNamespace, Name: "s1"}}
 	update(s1, func() { s1.Labels = nil })
 	g.Expect(count(same("a label stripped"))["GlobalIngress"]).To(Equal(1))
 
 	g.Expect(admin.Delete(ctx, exp("i2"))).To(Succeed())
-	g.Expect(admin.Delete(ctx, peer("prints-p2", nil))).To(Succeed())
-	g.Expect(count(same("deletes"))).To(Equal(map[string]int{"Peer": 1, "ServiceExport": 1, "GlobalIngress": 1}))
+	g.Expect(admin.Delete(ctx, ingress("s2"))).To(Succeed())
+	g.Expect(count(same("deletes"))).To(Equal(map[string]int{"ServiceExport": 1, "GlobalIngress": 0}))
 
 	// The relist: once every informer of the kinds below has had a watch refused, they
 	// hear of nothing until they list again.
 	gate.hold(true)
 	g.Eventually(func() bool {
-		return gate.refusedAll("peers", "serviceexports", "globalingresses")
+		return gate.refusedAll("serviceexports", "globalingresses")
 	}, 30*time.Second, 100*time.Millisecond).Should(BeTrue(), "the informers' watches were not refused")
 	g.Expect(admin.Delete(ctx, exp("i1"))).To(Succeed())
 	update(s1, func() { s1.Labels = labels() })
-	s2 := &straitv1.GlobalIngress{ObjectMeta: metav1.ObjectMeta{Namespace: straitv1.SystemNamespace, Name: "s2"}}
-	update(s2, func() { s2.Labels["extra"] = "label" })
-	create(exp("i3"), peer("prints-p3", labels()))
+	create(exp("i3"), ingress("s3"))
 	lists := gate.listed("serviceexports")
 	gate.hold(false)
-	g.Expect(count(same("a relist"))).To(Equal(map[string]int{"Peer": 2, "ServiceExport": 1, "GlobalIngress": 2}))
+	g.Expect(count(same("a relist"))).To(Equal(map[string]int{"ServiceExport": 1, "GlobalIngress": 2}))
 	g.Expect(gate.listed("serviceexports")).To(BeNumerically(">", lists), "the ServiceExport informer did not list again")
 }
 

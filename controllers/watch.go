@@ -11,6 +11,7 @@ import (
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
 	"github.com/straitnet/strait/controllers/members"
+	"github.com/straitnet/strait/internal/connections"
 	"github.com/straitnet/strait/plan"
 )
 
@@ -66,7 +67,7 @@ func (rel *relevance) anyExport() bool {
 // memberChanged is called by the member informers and probes. It notes what the
 // member's facts hold (factsChanged), and enqueues the ClusterSet when the change can
 // matter: health changes, gateways, exported services and their slices, ServiceExports
-// people make, a Peer's state, and objects the hub wrote that someone else changed or
+// people make, a connection's state, and objects the hub wrote that someone else changed or
 // deleted (echoes of the hub's own writes are recognised and dropped).
 func (r *ClusterSetReconciler) memberChanged(key members.Key, old, obj client.Object, deleted bool) {
 	r.factsChanged(key, old, obj)
@@ -74,7 +75,7 @@ func (r *ClusterSetReconciler) memberChanged(key members.Key, old, obj client.Ob
 		r.enqueue(key.ClusterSet)
 		return
 	}
-	if obj == nil || peerStateChanged(old, obj) || r.relevantChange(key, obj, deleted) {
+	if obj == nil || connectionsChanged(old, obj) || r.relevantChange(key, obj, deleted) {
 		r.enqueue(key.ClusterSet)
 	}
 }
@@ -116,14 +117,14 @@ func (rel *relevance) input(obj client.Object) bool {
 	return false
 }
 
-// peerStateChanged says whether an update changed a Peer's state, which its cluster's
-// active gateway writes: the ClusterSet's status shows it (the connections), so it is
-// news, where the gateway's other writes of the status (latency, counters at every
-// health round) and the echoes of the hub's own writes are not.
-func peerStateChanged(old, obj client.Object) bool {
-	was, ok := old.(*straitv1.Peer)
-	is, ok2 := obj.(*straitv1.Peer)
-	return ok && ok2 && was.Status.State != is.Status.State
+// connectionsChanged says whether an update of the Membership changed a connection's
+// state in the member's summary of its Peers (strait dns): the ClusterSet's status
+// shows the connections, so it is news, where a change of latency alone (written at
+// most every 30 s) and the rest of the Membership's status are not.
+func connectionsChanged(old, obj client.Object) bool {
+	was, ok := old.(*straitv1.Membership)
+	is, ok2 := obj.(*straitv1.Membership)
+	return ok && ok2 && !connections.SameStates(was.Status.Connections, is.Status.Connections)
 }
 
 // kindOf names the kind of an object from the member informers (which carry no TypeMeta).
