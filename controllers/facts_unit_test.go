@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -9,12 +10,15 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	mcsv1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
 	"github.com/straitnet/strait/controllers/members"
 	"github.com/straitnet/strait/internal/connections"
+	"github.com/straitnet/strait/internal/scheme"
 	"github.com/straitnet/strait/plan"
+	"github.com/straitnet/strait/test/bigset"
 )
 
 // What a member's change does to its facts: only what readFacts reads counts, and a
@@ -124,5 +128,49 @@ func TestPeersWithoutASummaryAreReadAgainAfterTheRefresh(t *testing.T) {
 	}
 	if _, _ = mf.read(m, 1, now.Add(peersRefresh), read); reads != 2 {
 		t.Fatal("the Peers of a member without a summary were not read again after peersRefresh")
+	}
+}
+
+// The connections come from the member's summary when it reports one, from its Peers,
+// listed from its API server since the hub does not watch them, when it does not.
+func TestPeersAreListedOnlyWithoutASummary(t *testing.T) {
+	ctx := context.Background()
+	peer := &straitv1.Peer{ObjectMeta: metav1.ObjectMeta{Namespace: straitv1.SystemNamespace, Name: "c2"},
+		Spec: straitv1.PeerSpec{ClusterID: "c2"}, Status: straitv1.PeerStatus{State: straitv1.PeerError}}
+	membership := func(summary *straitv1.MemberConnections) *straitv1.Membership {
+		return &straitv1.Membership{ObjectMeta: metav1.ObjectMeta{Namespace: straitv1.SystemNamespace, Name: straitv1.MembershipName},
+			Status: straitv1.MembershipStatus{Connections: summary}}
+	}
+	up := connections.Summarize([]straitv1.ConnectionStatus{{Cluster: "c2", State: straitv1.PeerConnected}})
+	for _, tc := range []struct {
+		name      string
+		summary   *straitv1.MemberConnections
+		listed    int
+		wantState string
+	}{
+		{"no summary", nil, 1, straitv1.PeerError},
+		{"a summary", &up, 0, straitv1.PeerConnected},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			informers := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(membership(tc.summary)).Build()
+			api := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(peer).WithStatusSubresource(peer).Build()
+			f, err := readFacts(ctx, informers, api, nil, false, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(f.Peers) != tc.listed {
+				t.Errorf("%d Peers listed, want %d", len(f.Peers), tc.listed)
+			}
+			cs, obs := bigset.New(2, 1)
+			obs[bigset.Name(0)] = f
+			p, errs := plan.Compute(cs, obs)
+			if len(errs) > 0 {
+				t.Fatal(errs.ToAggregate())
+			}
+			st := p.Status.Clusters[0]
+			if len(st.Connections) != 1 || st.Connections[0].State != tc.wantState {
+				t.Errorf("%s's connections in the status %+v, want c2 %s", st.Name, st.Connections, tc.wantState)
+			}
+		})
 	}
 }
