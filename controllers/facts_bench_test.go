@@ -4,11 +4,14 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	mcsv1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
@@ -22,7 +25,9 @@ import (
 // member of a 1,000-member ClusterSet holds: a Peer per other member with its
 // status, and the exported services' slices among imports' slices in one namespace
 // (factsImports of them; a member holds 10,000 at 10,000 exports). A reconcile at
-// 1,000 members read 1,000 of these; it now reads those that changed.
+// 1,000 members read 1,000 of these; it now reads those that changed. peers-listed is
+// a member without strait dns's summary of its Peers, which are then listed from its
+// API server; summary, one with it (the Peers are not read).
 func BenchmarkReadMemberFacts(b *testing.B) {
 	const peers, exported, factsImports = 999, 10, 2000
 	ctx := context.Background()
@@ -87,18 +92,48 @@ func BenchmarkReadMemberFacts(b *testing.B) {
 	// The hub's own member connection (members.Cache), as straitd builds it.
 	conn := connectSynced(b, hubCache(b, m), members.Key{Cluster: "m"}, m)
 	cs := &straitv1.ClusterSet{Spec: straitv1.ClusterSetSpec{Clusters: []straitv1.ClusterSpec{{Name: "m"}}, Exports: exports}}
-	var got int
-	for b.Loop() {
-		f, err := ReadMemberFacts(ctx, conn.Reader, cs, "m")
-		if err != nil {
+	read := func(b *testing.B, wantPeers int) {
+		var got int
+		for b.Loop() {
+			f, err := readFacts(ctx, conn.Reader, conn.Client, exportsByCluster(cs)["m"], false, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			got = len(f.Peers)
+			if n := len(f.Services); n != exported {
+				b.Fatalf("read %d exported services, want %d", n, exported)
+			}
+		}
+		if got != wantPeers {
+			b.Fatalf("read %d Peers, want %d", got, wantPeers)
+		}
+	}
+	// Without strait dns's summary in the Membership, the Peers are listed from the
+	// API server (the hub does not watch them).
+	b.Run("peers-listed", func(b *testing.B) { read(b, peers) })
+	ms := &straitv1.Membership{ObjectMeta: metav1.ObjectMeta{Namespace: straitv1.SystemNamespace, Name: straitv1.MembershipName},
+		Spec: straitv1.MembershipSpec{ClusterID: "m"}}
+	if err := c.Create(ctx, ms); err != nil {
+		b.Fatal(err)
+	}
+	ms.Status.Connections = &straitv1.MemberConnections{Total: peers, Connected: peers}
+	if err := c.Status().Update(ctx, ms); err != nil {
+		b.Fatal(err)
+	}
+	for !reportsConnections(membershipIn(ctx, b, conn.Reader)) {
+		time.Sleep(10 * time.Millisecond) // the informer's copy
+	}
+	b.Run("summary", func(b *testing.B) { read(b, 0) })
+}
+
+// membershipIn is the Membership rd holds, nil when none.
+func membershipIn(ctx context.Context, b *testing.B, rd client.Reader) *straitv1.Membership {
+	m := &straitv1.Membership{}
+	if err := rd.Get(ctx, types.NamespacedName{Namespace: straitv1.SystemNamespace, Name: straitv1.MembershipName}, m); err != nil {
+		if client.IgnoreNotFound(err) != nil {
 			b.Fatal(err)
 		}
-		got = len(f.Peers)
-		if n := len(f.Services); n != exported {
-			b.Fatalf("read %d exported services, want %d", n, exported)
-		}
+		return nil
 	}
-	if got != peers {
-		b.Fatalf("read %d Peers, want %d", got, peers)
-	}
+	return m
 }
