@@ -112,7 +112,8 @@ func BenchmarkReadMemberFacts(b *testing.B) {
 	// API server (the hub does not watch them).
 	b.Run("peers-listed", func(b *testing.B) { read(b, peers) })
 	ms := &straitv1.Membership{ObjectMeta: metav1.ObjectMeta{Namespace: straitv1.SystemNamespace, Name: straitv1.MembershipName},
-		Spec: straitv1.MembershipSpec{ClusterID: "m"}}
+		Spec: straitv1.MembershipSpec{ClusterSet: "m", ClusterID: "m", PodCIDRs: []string{"10.1.0.0/16"}, ServiceCIDRs: []string{"10.0.0.0/16"},
+			Cable: straitv1.MemberCable{Driver: straitv1.CableWireGuard, Port: 51820}}}
 	if err := c.Create(ctx, ms); err != nil {
 		b.Fatal(err)
 	}
