@@ -18,9 +18,9 @@ const MaxPrints = 64
 
 // Keeper keeps the member's print of the hub's objects per ClusterSet and kind, and the
 // connections of its Peers, from informer events or a reflector's store operations.
-// Each kind's state is the last fingerprint and ClusterSet of every
-// object, by namespace and name (the informer store's key, hashed: memberprint.NameKey),
-// that counted at its last event: an add or an update sets it (or takes it out when
+// Each kind's state is the last fingerprint and ClusterSet of every object, by
+// namespace and name (the informer store's key, hashed: memberprint.NameKey), that
+// counted at its last event: an add or an update sets it (or takes it out when
 // the object no longer counts), a delete takes it out. The prints are a function of
 // that state, kept as it changes, so they converge on the informer's store whatever
 // the order of events (a relist's updates and DeletedFinalStateUnknown included), and
@@ -33,7 +33,7 @@ type Keeper struct {
 	mu     sync.Mutex
 	prints map[setKind]memberprint.Print // no entry: count 0
 	// peers are the connections of the Peers that have a state, by NameKey: a
-	// member has one Peer a member of its ClusterSets, a thousand at most.
+	// member has a Peer for each other member of its ClusterSets, a thousand at most.
 	peers map[uint64]straitv1.ConnectionStatus
 }
 

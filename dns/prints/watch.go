@@ -70,7 +70,8 @@ func theMembership(c dynamic.Interface, namespace string) toolscache.ListerWatch
 
 // thePeers lists and watches every Peer in namespace, the hub's or not, whole: the
 // connections read their spec.clusterID and status, which a metadata-only watch does
-// not send. There is one Peer a member of the member's ClusterSets, a thousand at most.
+// not send. There is a Peer for each other member of the member's ClusterSets, a
+// thousand at most.
 func thePeers(c dynamic.Interface, namespace string) toolscache.ListerWatcher {
 	r := c.Resource(straitv1.GroupVersion.WithResource("peers")).Namespace(namespace)
 	return kubewatch.Resuming(&toolscache.ListWatch{
