@@ -15,12 +15,14 @@
 //     (the hub writes it, the member's API server allocates its IP) into the import's
 //     spec.ips, under its own field manager.
 //   - prints: the member's count and fingerprint sum of the objects the hub wrote into
-//     it, per ClusterSet and kind, kept from metadata-only watches and written into the
-//     Membership's status.prints, under its own field manager, for the hub to compare
-//     with its record of its writes.
+//     it, per ClusterSet and kind, kept from metadata-only watches (the Peers' whole)
+//     and written into the Membership's status.prints, under its own field manager, for
+//     the hub to compare with its record of its writes; with them, status.connections,
+//     the summary of the Peers' connections, for the ClusterSet's status.
 //   - dnscmd: the `straitd dns` command, which puts the others together.
 //
 // None of these packages touches the kernel. The MCS objects belong to the hub, but for
 // one field: clustersetip writes spec.ips of ServiceImports, and nothing else. Of the
-// Membership, strait dns writes its own entry of status.daemons and status.prints.
+// Membership, strait dns writes its own entry of status.daemons, status.prints and
+// status.connections.
 package dns

@@ -85,11 +85,14 @@ outside the zones are REFUSED. A remote cluster is connected while its Peer in
 strait-system has no Connected=False condition.
 
 With --report-prints (the default) it keeps the Membership's status.prints: per
-ClusterSet and kind, the count and fingerprint sum of the ServiceImports, Services and
-EndpointSlices the hub wrote into this member (app.kubernetes.io/managed-by: strait-hub),
-which the hub compares with its record of its writes instead of watching them. It holds
-a fingerprint an object, not the object. Every replica writes the same values under one
-field manager (strait-dns-prints).
+ClusterSet and kind, the count and fingerprint sum of the ServiceImports, Services,
+EndpointSlices and Peers the hub wrote into this member (app.kubernetes.io/managed-by:
+strait-hub), which the hub compares with its record of its writes instead of watching
+them; and status.connections, the summary of the Peers' connections (how many have a
+state, how many are Connected, the first 32), which the hub shows in the ClusterSet's
+status. It holds a fingerprint an object, not the object. A change of latency alone is
+written at most every 30 s. Every replica writes the same values under one field
+manager (strait-dns-prints).
 
 Zones, TTL and cluster names come from the Membership's spec.dns; flags given here win.
 With --coredns (the default) it keeps a marked server block in the Corefile of
@@ -127,7 +130,7 @@ Metrics (Prometheus) and /healthz, /readyz are served on --metrics-addr.`,
 	f.DurationVar(&o.corednsResync, "coredns-resync", time.Minute, "how often the Corefile block is checked and put back")
 	f.BoolVar(&o.cleanup, "cleanup", false, "remove the block from CoreDNS's Corefile and exit")
 	f.BoolVar(&o.clusterSetIPs, "clusterset-ips", true, "write the cluster IP of each ClusterSetIP import's derived Service into the ServiceImport's spec.ips")
-	f.BoolVar(&o.reportPrints, "report-prints", true, "keep the Membership's status.prints: the count and fingerprint sum of the hub's ServiceImports, Services and EndpointSlices in this member, per ClusterSet and kind")
+	f.BoolVar(&o.reportPrints, "report-prints", true, "keep the Membership's status.prints (the count and fingerprint sum of the hub's ServiceImports, Services, EndpointSlices and Peers in this member, per ClusterSet and kind) and status.connections (the summary of the Peers' connections)")
 	f.BoolVar(&o.publishBuild, "publish-build", true, "keep this server's build in the Membership's status.daemons (what strait version reads), under its pod name (the hostname)")
 	return cmd
 }

@@ -16,20 +16,25 @@ import (
 // MaxPrints is how many entries status.prints takes (the CRD's MaxItems).
 const MaxPrints = 64
 
-// Keeper keeps the member's print of the hub's objects per ClusterSet and kind, from
-// informer events or a reflector's store operations. Each kind's state is the last fingerprint and ClusterSet of every
-// object, by namespace and name (the informer store's key, hashed: memberprint.NameKey),
-// that counted at its last event: an add or an update sets it (or takes it out when
+// Keeper keeps the member's print of the hub's objects per ClusterSet and kind, and the
+// connections of its Peers, from informer events or a reflector's store operations.
+// Each kind's state is the last fingerprint and ClusterSet of every object, by
+// namespace and name (the informer store's key, hashed: memberprint.NameKey), that
+// counted at its last event: an add or an update sets it (or takes it out when
 // the object no longer counts), a delete takes it out. The prints are a function of
 // that state, kept as it changes, so they converge on the informer's store whatever
 // the order of events (a relist's updates and DeletedFinalStateUnknown included), and
 // a delete takes out exactly what its object had put in even though a watch's delete
-// event carries the resourceVersion of the delete. It is safe for concurrent use.
+// event carries the resourceVersion of the delete. Of every Peer, the hub's or not, it
+// also keeps the connection (Connections). It is safe for concurrent use.
 type Keeper struct {
 	// kinds' keys and pointers are fixed at NewKeeper; the tables, behind mu.
 	kinds  map[string]*keytable.Table[held]
 	mu     sync.Mutex
 	prints map[setKind]memberprint.Print // no entry: count 0
+	// peers are the connections of the Peers that have a state, by NameKey: a
+	// member has a Peer for each other member of its ClusterSets, a thousand at most.
+	peers map[uint64]straitv1.ConnectionStatus
 }
 
 // held is what the keeper holds of one object: 24 bytes with its key. The ClusterSet
@@ -43,7 +48,8 @@ type setKind struct{ clusterSet, kind string }
 
 // NewKeeper keeps the prints of memberprint.ReportedKinds.
 func NewKeeper() *Keeper {
-	k := &Keeper{kinds: map[string]*keytable.Table[held]{}, prints: map[setKind]memberprint.Print{}}
+	k := &Keeper{kinds: map[string]*keytable.Table[held]{}, prints: map[setKind]memberprint.Print{},
+		peers: map[uint64]straitv1.ConnectionStatus{}}
 	for _, kind := range memberprint.ReportedKinds() {
 		k.kinds[kind] = &keytable.Table[held]{}
 	}
@@ -66,8 +72,9 @@ func (k *Keeper) Handler(kind string, changed func()) toolscache.ResourceEventHa
 }
 
 // Saw records an object of kind added or updated: its fingerprint when it counts,
-// nothing when it does not (any fingerprint it had is taken out). A kind the keeper
-// does not keep, or anything but an object, is ignored.
+// nothing when it does not (any fingerprint it had is taken out); of a Peer, its
+// connection too. A kind the keeper does not keep, or anything but an object, is
+// ignored.
 func (k *Keeper) Saw(kind string, obj any) {
 	fps := k.kinds[kind]
 	if fps == nil {
@@ -86,6 +93,9 @@ func (k *Keeper) saw(fps *keytable.Table[held], kind string, obj any) {
 	}
 	key := memberprint.NameKey(o.GetNamespace(), o.GetName())
 	k.takeOut(fps, kind, key)
+	if kind == peerKind {
+		k.sawPeer(key, obj)
+	}
 	clusterSet, counts := memberprint.Counted(o)
 	if !counts {
 		return
@@ -109,6 +119,9 @@ func (k *Keeper) Gone(kind string, obj any) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	k.takeOut(fps, kind, key)
+	if kind == peerKind {
+		delete(k.peers, key)
+	}
 }
 
 // Replace makes kind's objects those of list (a relist's, or the first list): the
@@ -122,6 +135,9 @@ func (k *Keeper) Replace(kind string, list []any) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	*fps = keytable.Table[held]{}
+	if kind == peerKind {
+		clear(k.peers)
+	}
 	for sk := range k.prints {
 		if sk.kind == kind {
 			delete(k.prints, sk)

@@ -3,6 +3,7 @@ package prints
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -18,17 +19,29 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
+	"github.com/straitnet/strait/internal/connections"
 )
 
 // DefaultDebounce is how long the reporter gathers changes before it writes.
 const DefaultDebounce = 100 * time.Millisecond
 
+// DefaultLatencyEvery is how often at most a change of the connections' latencies alone
+// is written. Every active gateway rewrites its Peers' latencies at each health round
+// (5 s), so that the 32 listed connections' latencies change several times a second in
+// a member of a large ClusterSet; written at once, they would make a Membership write,
+// and an event to the hub, which watches every member's Membership, every debounce. A
+// change of state, or of the prints, is written at once.
+const DefaultLatencyEvery = 30 * time.Second
+
 // Options of Run.
 type Options struct {
-	// Namespace of the Membership; empty is strait-system.
+	// Namespace of the Membership and the Peers; empty is strait-system.
 	Namespace string
 	// Debounce gathers a burst of changes into one write; 0 is DefaultDebounce.
 	Debounce time.Duration
+	// LatencyEvery is how long a change of the connections' latencies alone waits after
+	// the Membership last held the report; 0 is DefaultLatencyEvery.
+	LatencyEvery time.Duration
 	// Log is told about failed writes and ClusterSets left out of the report.
 	Log logr.Logger
 }
@@ -48,10 +61,10 @@ const requestTimeout = 10 * time.Second
 // (another replica's, a Membership made again), and the prints are written again.
 const echoWait = 10 * time.Second
 
-// Run keeps the Membership's status.prints, through cfg, until ctx is done. It writes
-// once every kind has been listed and the Membership exists, then whenever the prints
-// change; a failed write is logged and tried again. It returns an error only when it
-// cannot start.
+// Run keeps the Membership's status.prints and status.connections, through cfg, until
+// ctx is done. It writes once every kind has been listed and the Membership exists, then
+// whenever they change (a change of latencies alone at most every LatencyEvery); a
+// failed write is logged and tried again. It returns an error only when it cannot start.
 //
 // Its reflectors hand the objects to the Keeper, not to an informer's store: what it
 // holds of an object is the keeper's fingerprint (TestWhatTheReporterHoldsAnObject).
@@ -61,6 +74,9 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	}
 	if o.Debounce <= 0 {
 		o.Debounce = DefaultDebounce
+	}
+	if o.LatencyEvery <= 0 {
+		o.LatencyEvery = DefaultLatencyEvery
 	}
 	// Every request bounded, its watches included (they resume where they ended), as
 	// the hub's member connections are: an unbounded watch holds a stopping API server
@@ -95,6 +111,10 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		reflectors = append(reflectors, toolscache.NewReflectorWithOptions(metadataOnly(meta, gvr),
 			&metav1.PartialObjectMetadata{}, store, toolscache.ReflectorOptions{Name: "strait-dns-prints/" + gvr.Resource}))
 	}
+	peers := &keeperStore{keeper: r.keeper, kind: peerKind, changed: r.changed}
+	r.kinds = append(r.kinds, peers)
+	reflectors = append(reflectors, toolscache.NewReflectorWithOptions(thePeers(dyn, o.Namespace),
+		&unstructured.Unstructured{}, peers, toolscache.ReflectorOptions{Name: "strait-dns-prints/peers"}))
 	reflectors = append(reflectors, toolscache.NewReflectorWithOptions(theMembership(dyn, o.Namespace),
 		&unstructured.Unstructured{}, r.membership, toolscache.ReflectorOptions{Name: "strait-dns-prints/membership"}))
 
@@ -111,7 +131,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	return nil
 }
 
-// reporter writes the keeper's prints into the Membership's status.
+// reporter writes the keeper's prints and connections into the Membership's status.
 type reporter struct {
 	opts       Options
 	keeper     *Keeper
@@ -120,12 +140,38 @@ type reporter struct {
 	writer     client.Client
 	wake       chan struct{}
 
-	// What the last successful write wrote, into which Membership, and when.
-	written   []straitv1.MemberPrint
+	// What the last successful write wrote, into which Membership, and when (zero once
+	// the Membership was seen holding it).
+	written   report
 	writtenTo types.UID
 	writtenAt time.Time
+	// heldAt is when the Membership last held this reporter's report, its own write or
+	// another replica's: a change of latencies alone waits LatencyEvery after it.
+	heldAt time.Time
 	// omitted is how many ClusterSets the last report left out.
 	omitted int
+}
+
+// report is what the reporter writes, or what a Membership holds: status.prints and
+// status.connections.
+type report struct {
+	prints []straitv1.MemberPrint
+	conns  *straitv1.MemberConnections
+}
+
+// same says whether a and b hold the same prints and connections.
+func (a report) same(b report) bool {
+	if (a.conns == nil) != (b.conns == nil) {
+		return false
+	}
+	return Equal(a.prints, b.prints) && (a.conns == nil ||
+		a.conns.Total == b.conns.Total && a.conns.Connected == b.conns.Connected && slices.Equal(a.conns.Peers, b.conns.Peers))
+}
+
+// sameStates says whether a and b hold the same prints and connections but for
+// latencies.
+func (a report) sameStates(b report) bool {
+	return Equal(a.prints, b.prints) && connections.SameStates(a.conns, b.conns)
 }
 
 func (r *reporter) changed() {
@@ -135,12 +181,19 @@ func (r *reporter) changed() {
 	}
 }
 
-// loop writes after every burst of changes, and again when a write failed or its echo
-// is due, until ctx is done.
+// loop writes after every burst of changes, and again when a write failed, its echo is
+// due or a change of latencies alone was held back, until ctx is done.
 func (r *reporter) loop(ctx context.Context) {
 	retry := retryFirst
 	later := time.NewTimer(0)
 	<-later.C
+	var next time.Time // when later fires; zero: it is not set
+	passAt := func(at time.Time) {
+		if next.IsZero() || at.Before(next) {
+			next = at
+			later.Reset(time.Until(at))
+		}
+	}
 	debounce := time.NewTimer(0)
 	<-debounce.C
 	for {
@@ -160,91 +213,120 @@ func (r *reporter) loop(ctx context.Context) {
 			default:
 			}
 		case <-later.C:
+			next = time.Time{}
 		}
-		wrote, err := r.pass(ctx)
+		wrote, held, err := r.pass(ctx)
 		switch {
 		case err != nil && ctx.Err() == nil:
-			r.opts.Log.Error(err, "writing the member's prints", "retryIn", retry)
-			later.Reset(retry)
+			r.opts.Log.Error(err, "writing the member's prints and connections", "retryIn", retry)
+			passAt(time.Now().Add(retry))
 			retry = min(2*retry, retryMax)
 		case err == nil:
 			retry = retryFirst
 			if wrote {
-				later.Reset(echoWait) // see that the write stayed
+				passAt(time.Now().Add(echoWait)) // see that the write stayed
+			}
+			if !held.IsZero() {
+				passAt(held) // no change may come to wake the loop then
 			}
 		}
 	}
 }
 
-// pass writes the prints when they differ from what the Membership holds and from what
-// this reporter last wrote into it; it says whether it wrote.
-func (r *reporter) pass(ctx context.Context) (bool, error) {
+// pass writes the report when it differs from what the Membership holds and from what
+// this reporter last wrote into it; it says whether it wrote, or, when it held back a
+// change of latencies alone, when that is due.
+func (r *reporter) pass(ctx context.Context) (wrote bool, held time.Time, err error) {
 	for _, k := range r.kinds {
 		if !k.synced.Load() {
-			return false, nil
+			return false, time.Time{}, nil
 		}
 	}
 	m, synced, err := r.membership.get()
 	if err != nil {
-		return false, err
+		return false, time.Time{}, err
 	}
 	if !synced {
-		return false, nil
+		return false, time.Time{}, nil
 	}
 	if m == nil {
-		r.written, r.writtenTo = nil, "" // the hub has not made it yet, or took it away
-		return false, nil
+		r.written, r.writtenTo = report{}, "" // the hub has not made it yet, or took it away
+		return false, time.Time{}, nil
 	}
 	prints, omitted := r.keeper.Report(m.Labels[straitv1.LabelClusterSet])
 	if omitted != r.omitted && omitted > 0 {
 		r.opts.Log.Info("the member holds objects of more ClusterSets than status.prints takes; left out", "clusterSets", omitted)
 	}
 	r.omitted = omitted
-	if !r.due(m, prints) {
-		return false, nil
+	conns := r.keeper.Connections()
+	rep := report{prints: prints, conns: &conns}
+	now := time.Now()
+	write, held := r.due(m, rep, now)
+	if !write {
+		return false, held, nil
 	}
-	if err := r.apply(ctx, prints); err != nil {
-		return false, err
+	if err := r.apply(ctx, rep); err != nil {
+		return false, time.Time{}, err
 	}
-	r.written, r.writtenTo, r.writtenAt = prints, m.UID, time.Now()
-	return true, nil
+	r.wrote(m.UID, rep, now)
+	return true, time.Time{}, nil
 }
 
-// due says whether prints are to be written into m: m holds others, and they are not
-// what was last written into it or that write's echo is overdue. Prints that m holds
-// already (another replica's write, or this one's before a restart) are taken as
-// written.
-func (r *reporter) due(m *straitv1.Membership, prints []straitv1.MemberPrint) bool {
-	if Equal(m.Status.Prints, prints) {
-		r.written, r.writtenTo, r.writtenAt = prints, m.UID, time.Time{}
-		return false
-	}
-	if m.UID != r.writtenTo || !Equal(prints, r.written) {
-		return true
-	}
-	return r.writtenAt.IsZero() || time.Since(r.writtenAt) >= echoWait
+// wrote records a successful write of rep into the Membership of UID uid.
+func (r *reporter) wrote(uid types.UID, rep report, at time.Time) {
+	r.written, r.writtenTo, r.writtenAt, r.heldAt = rep, uid, at, at
 }
 
-// apply writes status.prints, and nothing else, under FieldManagerPrints.
-func (r *reporter) apply(ctx context.Context, prints []straitv1.MemberPrint) error {
-	list := make([]any, len(prints))
-	for i, p := range prints {
+// due says whether rep is to be written into m: m holds another, and rep is not what
+// was last written into it or that write's echo is overdue. A report that m holds
+// already (another replica's write, or this one's before a restart) is taken as
+// written. One that differs in latencies alone from what m holds, or from what it is
+// about to hold (the last write, whose echo is on its way), waits until LatencyEvery
+// after m last held this reporter's report: held is when.
+func (r *reporter) due(m *straitv1.Membership, rep report, now time.Time) (write bool, held time.Time) {
+	holds := report{prints: m.Status.Prints, conns: m.Status.Connections}
+	if rep.same(holds) {
+		r.written, r.writtenTo, r.writtenAt, r.heldAt = rep, m.UID, time.Time{}, now
+		return false, time.Time{}
+	}
+	echoing := m.UID == r.writtenTo && !r.writtenAt.IsZero() && now.Sub(r.writtenAt) < echoWait
+	if echoing && rep.same(r.written) {
+		return false, time.Time{}
+	}
+	if rep.sameStates(holds) || echoing && rep.sameStates(r.written) {
+		if at := r.heldAt.Add(r.opts.LatencyEvery); now.Before(at) {
+			return false, at
+		}
+	}
+	return true, time.Time{}
+}
+
+// apply writes status.prints and status.connections, and nothing else, under
+// FieldManagerPrints. Connections of no Peer with a state are written as such (total
+// and connected 0), so that the hub tells "none" from "no report".
+func (r *reporter) apply(ctx context.Context, rep report) error {
+	list := make([]any, len(rep.prints))
+	for i, p := range rep.prints {
 		entry, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&p)
 		if err != nil {
 			return err
 		}
 		list[i] = entry
 	}
+	conns, err := runtime.DefaultUnstructuredConverter.ToUnstructured(rep.conns)
+	if err != nil {
+		return err
+	}
 	u := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": straitv1.GroupVersion.String(),
 		"kind":       "Membership",
 		"metadata":   map[string]any{"name": straitv1.MembershipName, "namespace": r.opts.Namespace},
-		"status":     map[string]any{"prints": list},
+		"status":     map[string]any{"prints": list, "connections": conns},
 	}}
-	err := r.writer.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u),
+	err = r.writer.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u),
 		client.FieldOwner(straitv1.FieldManagerPrints), client.ForceOwnership)
 	if err != nil {
-		return fmt.Errorf("membership status.prints: %w", err)
+		return fmt.Errorf("membership status.prints and status.connections: %w", err)
 	}
 	return nil
 }

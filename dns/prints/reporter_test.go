@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"sync"
 	"testing"
 	"time"
@@ -16,6 +17,7 @@ import (
 	mcsv1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
+	"github.com/straitnet/strait/internal/connections"
 	"github.com/straitnet/strait/internal/memberprint"
 	"github.com/straitnet/strait/test/clusters"
 	"github.com/straitnet/strait/test/require"
@@ -42,15 +44,17 @@ func endpointSlice(name string, l map[string]string) *discoveryv1.EndpointSlice 
 		AddressType: discoveryv1.AddressTypeIPv4, Endpoints: []discoveryv1.Endpoint{{Addresses: []string{"10.1.0.10"}}}}
 }
 
-// fromTheAPIServer is status.prints computed over the objects as the API server lists
-// them.
-func fromTheAPIServer(ctx context.Context, c client.Client) ([]straitv1.MemberPrint, error) {
+// fromTheAPIServer is status.prints and status.connections computed over the objects
+// as the API server lists them, the typed Peers as the hub reads them back.
+func fromTheAPIServer(ctx context.Context, c client.Client) ([]straitv1.MemberPrint, straitv1.MemberConnections, error) {
 	var held []printed
 	var imports mcsv1.ServiceImportList
 	var services corev1.ServiceList
 	var slices discoveryv1.EndpointSliceList
-	if err := errors.Join(c.List(ctx, &imports), c.List(ctx, &services), c.List(ctx, &slices)); err != nil {
-		return nil, err
+	var peers straitv1.PeerList
+	if err := errors.Join(c.List(ctx, &imports), c.List(ctx, &services), c.List(ctx, &slices),
+		c.List(ctx, &peers, client.InNamespace(straitv1.SystemNamespace))); err != nil {
+		return nil, straitv1.MemberConnections{}, err
 	}
 	for i := range imports.Items {
 		held = append(held, printed{"ServiceImport", &imports.Items[i]})
@@ -61,7 +65,10 @@ func fromTheAPIServer(ctx context.Context, c client.Client) ([]straitv1.MemberPr
 	for i := range slices.Items {
 		held = append(held, printed{"EndpointSlice", &slices.Items[i]})
 	}
-	return want(own, held), nil
+	for i := range peers.Items {
+		held = append(held, printed{"Peer", &peers.Items[i]})
+	}
+	return want(own, held), connections.Summarize(connections.OfPeers(peers.Items)), nil
 }
 
 func membership(ctx context.Context, c client.Client) (*straitv1.Membership, error) {
@@ -70,27 +77,37 @@ func membership(ctx context.Context, c client.Client) (*straitv1.Membership, err
 	return &m, err
 }
 
-// reported waits until the Membership's status.prints are what the API server's
-// objects make, and returns them.
-func reported(t *testing.T, c client.Client, what string) []straitv1.MemberPrint {
+// reported waits until the Membership's status.prints and status.connections are what
+// the API server's objects make, and returns its status.
+func reported(t *testing.T, c client.Client, what string) straitv1.MembershipStatus {
 	t.Helper()
-	ctx := context.Background()
-	var got []straitv1.MemberPrint
-	require.Eventually(t, 20*time.Second, what, func() error {
-		wanted, err := fromTheAPIServer(ctx, c)
-		if err != nil {
-			return err
-		}
-		m, err := membership(ctx, c)
-		if err != nil {
-			return err
-		}
-		if got = m.Status.Prints; !Equal(got, wanted) {
-			return fmt.Errorf("status.prints %v, want %v", got, wanted)
-		}
-		return nil
+	var got straitv1.MembershipStatus
+	require.Eventually(t, 20*time.Second, what, func() (err error) {
+		got, err = asTheAPIServer(c)
+		return err
 	})
 	return got
+}
+
+// asTheAPIServer is the Membership's status when its prints and connections are what
+// the API server's objects make, else an error saying how they differ.
+func asTheAPIServer(c client.Client) (straitv1.MembershipStatus, error) {
+	ctx := context.Background()
+	prints, conns, err := fromTheAPIServer(ctx, c)
+	if err != nil {
+		return straitv1.MembershipStatus{}, err
+	}
+	m, err := membership(ctx, c)
+	if err != nil {
+		return straitv1.MembershipStatus{}, err
+	}
+	if !Equal(m.Status.Prints, prints) {
+		return m.Status, fmt.Errorf("status.prints %v, want %v", m.Status.Prints, prints)
+	}
+	if m.Status.Connections == nil || !reflect.DeepEqual(*m.Status.Connections, conns) {
+		return m.Status, fmt.Errorf("status.connections %+v, want %+v", m.Status.Connections, conns)
+	}
+	return m.Status, nil
 }
 
 func entry(prints []straitv1.MemberPrint, clusterSet, kind string) (straitv1.MemberPrint, bool) {
@@ -150,12 +167,16 @@ func TestTheMembershipCarriesTheMembersPrint(t *testing.T) {
 		Spec: straitv1.MembershipSpec{ClusterSet: "ns1/cs1", ClusterID: "c1", PodCIDRs: []string{"10.1.0.0/16"},
 			ServiceCIDRs: []string{"10.101.0.0/16"}, Cable: straitv1.MemberCable{Driver: straitv1.CableWireGuard, Port: 4500}}})
 
-	got := reported(t, c, "the first report")
+	first := reported(t, c, "the first report")
+	got := first.Prints
 	if p, _ := entry(got, own, "EndpointSlice"); p.Count != 2 {
 		t.Errorf("%s EndpointSlices: %+v, want 2", own, p)
 	}
 	if p, ok := entry(got, "ns2.other", "Service"); !ok || p.Count != 0 || p.Sum != memberprint.FormatSum(0) {
 		t.Errorf("ns2.other holds no Service: got %+v, %v; want count 0", p, ok)
+	}
+	if c := first.Connections; c == nil || c.Total != 0 || c.Connected != 0 {
+		t.Errorf("no Peer has a state: status.connections %+v, want total and connected 0 (a report of none)", c)
 	}
 	m, err := membership(ctx, c)
 	if err != nil {
@@ -184,7 +205,7 @@ func TestTheMembershipCarriesTheMembersPrint(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	got = reported(t, c, "after deleting the member's ClusterSet's EndpointSlices")
+	got = reported(t, c, "after deleting the member's ClusterSet's EndpointSlices").Prints
 	if p, ok := entry(got, own, "EndpointSlice"); !ok || p.Count != 0 {
 		t.Errorf("%s holds no EndpointSlice: got %+v, %v; want count 0", own, p, ok)
 	}
@@ -207,7 +228,7 @@ func TestTheMembershipCarriesTheMembersPrint(t *testing.T) {
 	if err := c.Update(ctx, &db); err != nil {
 		t.Fatal(err)
 	}
-	got = reported(t, c, "after a relabel")
+	got = reported(t, c, "after a relabel").Prints
 	if p, _ := entry(got, own, "ServiceImport"); p.Count != 2 {
 		t.Errorf("%s ServiceImports: %+v, want 2", own, p)
 	}
@@ -222,7 +243,7 @@ func TestTheMembershipCarriesTheMembersPrint(t *testing.T) {
 	if err := c.Update(ctx, &web); err != nil {
 		t.Fatal(err)
 	}
-	got = reported(t, c, "after an update")
+	got = reported(t, c, "after an update").Prints
 	if after, _ := entry(got, own, "ServiceImport"); after.Count != before.Count || after.Sum == before.Sum {
 		t.Errorf("ServiceImports before %+v, after %+v: want the same count, another sum", before, after)
 	}
@@ -231,7 +252,7 @@ func TestTheMembershipCarriesTheMembersPrint(t *testing.T) {
 	if err := c.Delete(ctx, endpointSlice("db-c2", nil)); err != nil {
 		t.Fatal(err)
 	}
-	got = reported(t, c, "after the other ClusterSet's last object went")
+	got = reported(t, c, "after the other ClusterSet's last object went").Prints
 	if p, ok := entry(got, "ns2.other", "EndpointSlice"); ok {
 		t.Errorf("a ClusterSet the member holds nothing of is still reported: %+v", p)
 	}

@@ -25,7 +25,8 @@ import (
 	"github.com/straitnet/strait/internal/kubewatch"
 )
 
-// resources are the kinds of memberprint.ReportedKinds by resource.
+// resources are the kinds of memberprint.ReportedKinds watched as metadata only, by
+// resource: all but the Peers (thePeers).
 func resources() map[string]schema.GroupVersionResource {
 	return map[string]schema.GroupVersionResource{
 		"EndpointSlice": discoveryv1.SchemeGroupVersion.WithResource("endpointslices"),
@@ -67,9 +68,26 @@ func theMembership(c dynamic.Interface, namespace string) toolscache.ListerWatch
 	})
 }
 
+// thePeers lists and watches every Peer in namespace, the hub's or not, whole: the
+// connections read their spec.clusterID and status, which a metadata-only watch does
+// not send. There is a Peer for each other member of the member's ClusterSets, a
+// thousand at most.
+func thePeers(c dynamic.Interface, namespace string) toolscache.ListerWatcher {
+	r := c.Resource(straitv1.GroupVersion.WithResource("peers")).Namespace(namespace)
+	return kubewatch.Resuming(&toolscache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			return r.List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			return r.Watch(ctx, o)
+		},
+	})
+}
+
 // keeperStore is a reflector's store for one kind: the Keeper, which holds a
 // fingerprint, not the object. Only while the reflector streams its first list does it
-// hold objects of its own, stripped down by Transformer.
+// hold objects of its own, stripped down by Transformer (none for the Peers: printedOnly
+// would drop what they are read for).
 type keeperStore struct {
 	keeper    *Keeper
 	kind      string
@@ -181,7 +199,8 @@ func asMembership(obj any) (*straitv1.Membership, error) {
 // references, annotations, UID or timestamps). Namespaces are interned, and objects
 // with the same two labels share one map of them. The reflector's own store holds such
 // objects while it streams a first list (some 40,000 at a thousand members with ten
-// thousand exports); after it, only the keeper's fingerprints are held.
+// thousand exports); after it, only the keeper's fingerprints are held. It is not the
+// Peers' transform: their print reads their generation and annotations, which it drops.
 func printedOnly() toolscache.TransformFunc {
 	var maps sharedLabels
 	return func(in any) (any, error) {
