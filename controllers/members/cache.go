@@ -237,26 +237,49 @@ func (c *Cache) newMember(key Key, cfg *rest.Config, version string) (*Member, e
 	return m, nil
 }
 
-// addHandlers registers the member's event handlers on the informer of obj's kind:
-// the one that reports changes and, with Options.Prints, the one that keeps the
-// kind's print from the informer's first list on.
+// addHandlers registers the member's event handler on the informer of obj's kind: the
+// one that reports changes and, with Options.Prints, keeps the kind's print from the
+// informer's first list on, first. One handler, not two: an informer holds a buffer of
+// 1,024 events for each (16 KB), and a connection has an informer per watched kind.
 func (m *Member) addHandlers(ctx context.Context, informers cache.Cache, obj client.Object, kind string) error {
 	inf, err := informers.GetInformer(ctx, obj, cache.BlockUntilSynced(false))
 	if err != nil {
 		return err
 	}
-	if _, err := inf.AddEventHandler(m.handler()); err != nil {
-		return err
+	h := m.handler()
+	var prints toolscache.ResourceEventHandler
+	if m.Prints != nil {
+		prints = m.Prints.Handler(kind)
 	}
-	if m.Prints == nil {
-		return nil
+	if prints != nil {
+		h = inTurn(prints, h)
 	}
-	reg, err := inf.AddEventHandler(m.Prints.Handler(kind))
+	reg, err := inf.AddEventHandler(h)
 	if err != nil {
 		return err
 	}
-	m.Prints.setSynced(kind, reg.HasSynced)
+	if m.Prints != nil {
+		m.Prints.setSynced(kind, reg.HasSynced)
+	}
 	return nil
+}
+
+// inTurn hands every event to first, then to then.
+func inTurn(first, then toolscache.ResourceEventHandler) toolscache.ResourceEventHandler {
+	return toolscache.ResourceEventHandlerDetailedFuncs{
+		AddFunc: func(obj any, initial bool) {
+			first.OnAdd(obj, initial)
+			then.OnAdd(obj, initial)
+		},
+		UpdateFunc: func(old, obj any) {
+			first.OnUpdate(old, obj)
+			then.OnUpdate(old, obj)
+		},
+		DeleteFunc: func(obj any) {
+			first.OnDelete(obj)
+			then.OnDelete(obj)
+		},
+	}
 }
 
 func (m *Member) handler() toolscache.ResourceEventHandler {
