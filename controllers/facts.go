@@ -5,7 +5,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -102,7 +101,7 @@ func factsChange(rel *relevance, old, obj client.Object) factsChangeKind {
 		switch {
 		case !ok || was.Generation != o.Generation || !connections.SameStates(was.Status.Connections, o.Status.Connections):
 			return factsHold
-		case !equality.Semantic.DeepEqual(was.Status.Connections, o.Status.Connections):
+		case !connections.Same(was.Status.Connections, o.Status.Connections):
 			return peerStatusOnly
 		}
 		return factsUnchanged

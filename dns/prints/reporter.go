@@ -3,7 +3,6 @@ package prints
 import (
 	"context"
 	"fmt"
-	"slices"
 	"sync"
 	"time"
 
@@ -161,11 +160,7 @@ type report struct {
 
 // same says whether a and b hold the same prints and connections.
 func (a report) same(b report) bool {
-	if (a.conns == nil) != (b.conns == nil) {
-		return false
-	}
-	return Equal(a.prints, b.prints) && (a.conns == nil ||
-		a.conns.Total == b.conns.Total && a.conns.Connected == b.conns.Connected && slices.Equal(a.conns.Peers, b.conns.Peers))
+	return Equal(a.prints, b.prints) && connections.Same(a.conns, b.conns)
 }
 
 // sameStates says whether a and b hold the same prints and connections but for

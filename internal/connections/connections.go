@@ -63,6 +63,14 @@ func List(s *straitv1.MemberConnections, limit int) ([]straitv1.ConnectionStatus
 	return out, fmt.Sprintf("%d/%d", s.Connected, s.Total)
 }
 
+// Same says whether a and b are the same summary, latencies included.
+func Same(a, b *straitv1.MemberConnections) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.Total == b.Total && a.Connected == b.Connected && slices.Equal(a.Peers, b.Peers)
+}
+
 // SameStates says whether a and b list the same connections in the same states, with
 // the same counts, whatever their latencies: a change of latency alone, which every
 // active gateway writes at each health round, is written and read less often than a

@@ -96,5 +96,7 @@ func TestSameStatesLooksPastLatency(t *testing.T) {
 		t.Fatal("Connected → Error not seen")
 	case SameStates(&a, nil) || !SameStates(nil, nil):
 		t.Fatal("a summary and none compared wrong")
+	case Same(&a, &b) || !Same(&a, &a) || Same(&a, nil) || !Same(nil, nil):
+		t.Fatal("Same did not tell a change of latency, or a summary from none")
 	}
 }
