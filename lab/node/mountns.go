@@ -121,15 +121,23 @@ func setUpMountNS(l layout, keep []string) error {
 			return fmt.Errorf("bind %s back: %w", k, err)
 		}
 	}
-	// The kubelet's pod-resources socket on a tmpfs of its own: the kubelet renames it
-	// into place, which fails now and then with EXDEV on the host's file system
-	// (k3s-io/k3s#4042; it ended a lab's kubelet in CI once), and the kubelet exits.
-	podResources := filepath.Join(l.kubeletRoot(), "pod-resources")
-	if err := os.MkdirAll(podResources, 0o750); err != nil {
+	// The kubelet's root, a shared mount point of its own before the kubelet starts. The
+	// kubelet makes its root rshared at start, and when it is not yet, it binds the root
+	// onto itself (not recursively) in its Run goroutine, while other goroutines are
+	// creating their sockets under it (pod-resources, pods-api): a socket made before the
+	// bind and renamed after it is gone (ENOENT) or on another mount (EXDEV), and the
+	// kubelet exits (CI lost a lab three times to it, the last on a tmpfs meant to
+	// avoid it). Already shared, the kubelet leaves it as it is, as on a systemd host,
+	// where / is shared.
+	root := l.kubeletRoot()
+	if err := os.MkdirAll(root, 0o750); err != nil {
 		return err
 	}
-	if err := unix.Mount("tmpfs", podResources, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=750"); err != nil {
-		return fmt.Errorf("tmpfs on %s: %w", podResources, err)
+	if err := unix.Mount(root, root, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+		return fmt.Errorf("bind %s: %w", root, err)
+	}
+	if err := unix.Mount("", root, "", unix.MS_SHARED|unix.MS_REC, ""); err != nil {
+		return fmt.Errorf("make %s rshared: %w", root, err)
 	}
 	for _, s := range protectedSysctls() {
 		file := filepath.Join(l.sysctlDir(), strings.ReplaceAll(s, "/", "."))

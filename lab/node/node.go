@@ -173,9 +173,9 @@ func (n *Node) StartKubelet(ctx context.Context, kubeconfig []byte) (retErr erro
 	}
 	start := time.Now()
 	// A kubelet that exits before it is healthy is started again, as systemd's
-	// Restart=always does on a real node: it once ended at start on the creation of its
-	// pod-resources socket ("failed to remove temporary file: ... no such file or
-	// directory", 2026-11-29 in CI), which a second start does not meet.
+	// Restart=always does on a real node. Its sockets' race with its own bind of its root
+	// ended it at start three times in CI; the root is now shared before it starts
+	// (setUpMountNS), and this stays for what else may end a kubelet at start.
 	for attempt := 1; ; attempt++ {
 		var err error
 		n.kubelet, err = startComponent("kubelet", n.cfg, n.layout, n.env(), append([]string{n.cfg.Kubelet}, kubeletArgs(n.cfg, n.layout)...)...)
