@@ -28,9 +28,11 @@ func keyOf(kind string, o client.Object) objKey {
 type appliedEntry struct {
 	hash uint64 // of the object as the plan wants it, status included
 	// fp is the object's fingerprint as the member answered the write (objectPrint):
-	// of its resourceVersion, or, for kinds whose status others write (statusByOthers),
-	// of its generation, labels and annotations, which, not the resourceVersion, tell
-	// whether the hub's part is still in place.
+	// of its resourceVersion; for kinds whose status others write (statusByOthers), of
+	// its generation, labels and annotations; for the digested kinds, which Strait's own
+	// writers in the member touch too (memberprint.Digested), of the digest it carries
+	// and who else owns its fields. Those, not the resourceVersion, tell whether the
+	// hub's part is still in place.
 	fp uint64
 }
 
@@ -39,8 +41,14 @@ type appliedEntry struct {
 func statusByOthers(kind string) bool { return memberprint.StatusByOthers(kind) }
 
 // entryOf records the member's answer o (at resourceVersion rv) to a write of an
-// object of kind whose desired content hashes to hash.
+// object of kind whose desired content hashes to hash. An object of a digested kind
+// (memberprint.Digested) is recorded by the digest it carries and who else owns its
+// fields, whatever its resourceVersion: a status write after it, or strait dns's
+// clusterset IPs, do not make the member's print differ from the record.
 func entryOf(kind string, o client.Object, rv string, hash uint64) appliedEntry {
+	if memberprint.Digested(kind) {
+		return appliedEntry{hash: hash, fp: objectPrint(kind, o)}
+	}
 	var gen int64
 	var meta uint64
 	if statusByOthers(kind) {
@@ -204,7 +212,7 @@ func (t *appliedTable) setRV(k objKey, rv string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	es, id := t.entries[k.kind], nameHash(k)
-	if es == nil || rv == "" || statusByOthers(k.kind) {
+	if es == nil || rv == "" || statusByOthers(k.kind) || memberprint.Digested(k.kind) {
 		return
 	}
 	if e, ok := es.Get(id); ok {

@@ -74,28 +74,37 @@ type memObj struct {
 }
 
 // informed hands a change of an object to its kind's print handler, as the informer
-// would: from the resourceVersion was (0: it did not exist) to is (0: deleted). m.mu is
-// held.
-func (m *memMember) informed(k objKey, was, is int64) {
+// would: from was (rv 0: it did not exist) to is (rv 0: deleted), each with the digest
+// the hub's annotation carried. m.mu is held.
+func (m *memMember) informed(k objKey, was, is memObj) {
 	h := m.prints.Handler(k.kind)
 	if h == nil {
 		return
 	}
-	obj := func(rv int64) client.Object {
+	obj := func(mo memObj) client.Object {
 		o := &metav1.PartialObjectMetadata{}
-		o.SetName(k.name)
-		o.SetNamespace(k.namespace)
-		o.SetResourceVersion(strconv.FormatInt(rv, 10))
-		o.SetLabels(m.labels)
+		m.fill(o, k, mo)
 		return o
 	}
 	switch {
-	case was == 0 && is != 0:
+	case was.rv == 0 && is.rv != 0:
 		h.OnAdd(obj(is), false)
-	case is != 0:
+	case is.rv != 0:
 		h.OnUpdate(obj(was), obj(is))
-	case was != 0:
+	case was.rv != 0:
 		h.OnDelete(obj(was))
+	}
+}
+
+// fill gives o the name, resourceVersion, labels and digest annotation of a stand-in's
+// object, as the member's API server would answer it.
+func (m *memMember) fill(o client.Object, k objKey, mo memObj) {
+	o.SetName(k.name)
+	o.SetNamespace(k.namespace)
+	o.SetResourceVersion(strconv.FormatInt(int64(mo.rv), 10))
+	o.SetLabels(m.labels)
+	if mo.digest != 0 {
+		o.SetAnnotations(map[string]string{straitv1.AnnotationDigest: digestOf(mo.digest)})
 	}
 }
 
@@ -125,13 +134,7 @@ func (m *memMember) Get(_ context.Context, k client.ObjectKey, obj client.Object
 	if !ok {
 		return apierrors.NewNotFound(schema.GroupResource{Resource: kind}, k.Name)
 	}
-	obj.SetName(k.Name)
-	obj.SetNamespace(k.Namespace)
-	obj.SetResourceVersion(strconv.FormatInt(int64(mo.rv), 10))
-	obj.SetLabels(m.labels)
-	if mo.digest != 0 {
-		obj.SetAnnotations(map[string]string{straitv1.AnnotationDigest: digestOf(mo.digest)})
-	}
+	m.fill(obj, key, mo)
 	if si, ok := obj.(*mcsv1.ServiceImport); ok && mo.status != 0 {
 		si.Status = m.statuses.get(mo.status)
 	}
@@ -176,10 +179,7 @@ func (m *memMember) List(_ context.Context, list client.ObjectList, opts ...clie
 			continue
 		}
 		o, _ := item.DeepCopyObject().(client.Object)
-		o.SetName(k.name)
-		o.SetNamespace(k.namespace)
-		o.SetResourceVersion(strconv.FormatInt(int64(mo.rv), 10))
-		o.SetLabels(m.labels)
+		m.fill(o, k, mo)
 		items = append(items, o)
 	}
 	m.mu.Unlock()
@@ -226,7 +226,7 @@ func (m *memMember) Delete(_ context.Context, obj client.Object, _ ...client.Del
 	k := objKey{kind: kind, namespace: obj.GetNamespace(), name: obj.GetName()}
 	if mo, ok := m.objs[kind][k]; ok {
 		delete(m.objs[kind], k)
-		m.informed(k, int64(mo.rv), 0)
+		m.informed(k, mo, memObj{})
 	}
 	m.writes++
 	return nil
@@ -267,7 +267,7 @@ func (m *memMember) store(obj runtime.ApplyConfiguration, status bool) error {
 	}
 	m.rv++
 	mo := m.objs[kind][k]
-	was := int64(mo.rv)
+	was := mo
 	mo.rv = uint32(m.rv)
 	st, _ := u.UnstructuredContent()["status"].(map[string]any)
 	switch {
@@ -287,7 +287,7 @@ func (m *memMember) store(obj runtime.ApplyConfiguration, status bool) error {
 		}
 	}
 	m.objs[kind][k] = mo
-	m.informed(k, was, m.rv)
+	m.informed(k, was, mo)
 	u.SetResourceVersion(strconv.FormatInt(m.rv, 10))
 	m.writes++
 	return nil
@@ -305,10 +305,10 @@ func (m *memMember) touch(k objKey) {
 	defer m.mu.Unlock()
 	m.rv++
 	mo := m.objs[k.kind][k]
-	was := int64(mo.rv)
+	was := mo
 	mo.rv, mo.digest = uint32(m.rv), 0
 	m.objs[k.kind][k] = mo
-	m.informed(k, was, m.rv)
+	m.informed(k, was, mo)
 }
 
 // remove deletes an object behind the hub's back: the informer sees it, the hub's
@@ -318,7 +318,7 @@ func (m *memMember) remove(k objKey) {
 	defer m.mu.Unlock()
 	if mo, ok := m.objs[k.kind][k]; ok {
 		delete(m.objs[k.kind], k)
-		m.informed(k, int64(mo.rv), 0)
+		m.informed(k, mo, memObj{})
 	}
 }
 

@@ -10,9 +10,11 @@
 // Service and EndpointSlice in every namespace, Peer in the Membership's:
 // memberprint.ReportedKinds), is the count of the member's objects of that kind the hub
 // wrote for that ClusterSet (memberprint.Counted) and the sum of their fingerprints
-// (memberprint.Of: kind, namespace, name and resourceVersion; of a Peer, whose status
-// the active gateway rewrites at each health round, its generation, labels and
-// annotations instead of the resourceVersion). The connections are
+// (memberprint.Of: kind, namespace, name, the digest the hub wrote on the object and
+// who else owns its fields, the managers other than Strait's own with the time each
+// last changed them, so that strait dns's own clusterset IPs in a ServiceImport leave
+// it as the hub wrote it; of a Peer, whose status the active gateway rewrites at each
+// health round, its generation, labels and annotations). The connections are
 // connections.Summarize over every Peer with a state, the hub's or not: how many, how
 // many Connected, and the first 32, those not Connected first.
 //

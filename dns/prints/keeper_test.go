@@ -224,16 +224,25 @@ func TestAnotherClusterSetsObjectsHaveTheirOwnEntries(t *testing.T) {
 	}
 }
 
-func TestANewResourceVersionChangesTheSum(t *testing.T) {
+// TestTheSumFollowsWhatTheHubWrote: a new resourceVersion alone (strait dns's own
+// clusterset-IP write, a status write) leaves a Service's sum as it was; another digest
+// from the hub changes it.
+func TestTheSumFollowsWhatTheHubWrote(t *testing.T) {
 	k := NewKeeper()
 	k.Saw("Service", object("shop", "web", "5", "ns1.cs1"))
 	before := printsOf(t, k, "ns1.cs1")
 	k.Saw("Service", object("shop", "web", "9", "ns1.cs1"))
+	if after := printsOf(t, k, "ns1.cs1"); !reflect.DeepEqual(before, after) {
+		t.Fatalf("a new resourceVersion alone changed the sum: %v, then %v", before, after)
+	}
+	rewritten := object("shop", "web", "10", "ns1.cs1")
+	rewritten.Annotations = map[string]string{straitv1.AnnotationDigest: "0123456789abcdef"}
+	k.Saw("Service", rewritten)
 	after := printsOf(t, k, "ns1.cs1")
 	if reflect.DeepEqual(before, after) {
-		t.Fatal("the sum stayed the same over a new resourceVersion")
+		t.Fatal("the sum stayed the same over a new digest")
 	}
-	if wanted := want("ns1.cs1", []printed{{"Service", object("shop", "web", "9", "ns1.cs1")}}); !reflect.DeepEqual(after, wanted) {
+	if wanted := want("ns1.cs1", []printed{{"Service", rewritten}}); !reflect.DeepEqual(after, wanted) {
 		t.Fatalf("got %v, want %v", after, wanted)
 	}
 }

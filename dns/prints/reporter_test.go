@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	mcsv1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
@@ -233,19 +235,35 @@ func TestTheMembershipCarriesTheMembersPrint(t *testing.T) {
 		t.Errorf("%s ServiceImports: %+v, want 2", own, p)
 	}
 
-	// An update: a new resourceVersion, the same count, another sum.
+	// strait dns's writer sets the clusterset IPs: a new resourceVersion, the same sum.
+	// Then someone else's hand in the import: the same count, another sum.
 	before, _ := entry(got, own, "ServiceImport")
+	ips := &unstructured.Unstructured{Object: map[string]any{"apiVersion": mcsv1.GroupVersion.String(), "kind": "ServiceImport",
+		"metadata": map[string]any{"namespace": "shop", "name": "web"}, "spec": map[string]any{"ips": []any{"10.96.0.9"}}}}
+	if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(ips), client.FieldOwner(straitv1.FieldManagerClusterSetIP), client.ForceOwnership); err != nil {
+		t.Fatal(err)
+	}
 	var web mcsv1.ServiceImport
 	if err := c.Get(ctx, client.ObjectKey{Namespace: "shop", Name: "web"}, &web); err != nil {
 		t.Fatal(err)
 	}
+	if !slices.Equal(web.Spec.IPs, []string{"10.96.0.9"}) {
+		t.Fatalf("spec.ips %v after the clusterset-IP writer's apply", web.Spec.IPs)
+	}
+	// The report is written at the next debounce after a change of a print; give it
+	// that long and more to show none.
+	time.Sleep(time.Second)
+	got = reported(t, c, "after the clusterset IPs").Prints
+	if after, _ := entry(got, own, "ServiceImport"); after != before {
+		t.Errorf("ServiceImports before %+v, after strait dns set the clusterset IPs %+v: want the same", before, after)
+	}
 	web.Annotations = map[string]string{"touched": "yes"}
-	if err := c.Update(ctx, &web); err != nil {
+	if err := c.Update(ctx, &web, client.FieldOwner("kubectl-edit")); err != nil {
 		t.Fatal(err)
 	}
-	got = reported(t, c, "after an update").Prints
+	got = reported(t, c, "after someone's edit").Prints
 	if after, _ := entry(got, own, "ServiceImport"); after.Count != before.Count || after.Sum == before.Sum {
-		t.Errorf("ServiceImports before %+v, after %+v: want the same count, another sum", before, after)
+		t.Errorf("ServiceImports before %+v, after someone's edit %+v: want the same count, another sum", before, after)
 	}
 
 	// The other ClusterSet's last object goes, and its entries with it.

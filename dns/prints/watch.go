@@ -194,13 +194,15 @@ func asMembership(obj any) (*straitv1.Membership, error) {
 }
 
 // printedOnly is the transform of the watched kinds: of an object it keeps what Keeper
-// reads, its namespace, name, resourceVersion and the two labels that say which
-// ClusterSet's print it counts in, and nothing else (no managed fields, owner
-// references, annotations, UID or timestamps). Namespaces are interned, and objects
-// with the same two labels share one map of them. The reflector's own store holds such
-// objects while it streams a first list (some 40,000 at a thousand members with ten
-// thousand exports); after it, only the keeper's fingerprints are held. It is not the
-// Peers' transform: their print reads their generation and annotations, which it drops.
+// reads, its namespace, name, resourceVersion, the two labels that say which
+// ClusterSet's print it counts in, the digest the hub wrote and who owns its fields
+// (each managed fields entry's manager, operation, subresource and time, without the
+// fields: memberprint.Of), and nothing else (no owner references, other annotations,
+// UID or creation time). Namespaces and managers are interned, and objects with the
+// same two labels share one map of them. The reflector's own store holds such objects
+// while it streams a first list (some 40,000 at a thousand members with ten thousand
+// exports); after it, only the keeper's fingerprints are held. It is not the Peers'
+// transform: their print reads their generation and annotations, which it drops.
 func printedOnly() toolscache.TransformFunc {
 	var maps sharedLabels
 	return func(in any) (any, error) {
@@ -208,11 +210,22 @@ func printedOnly() toolscache.TransformFunc {
 		if !ok {
 			return in, nil
 		}
+		var digest map[string]string
+		if d, ok := o.Annotations[straitv1.AnnotationDigest]; ok {
+			digest = map[string]string{straitv1.AnnotationDigest: d}
+		}
+		managers := make([]metav1.ManagedFieldsEntry, len(o.ManagedFields))
+		for i, e := range o.ManagedFields {
+			managers[i] = metav1.ManagedFieldsEntry{Manager: unique.Make(e.Manager).Value(), Operation: e.Operation,
+				Subresource: e.Subresource, Time: e.Time}
+		}
 		return &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{
 			Namespace:       unique.Make(o.Namespace).Value(),
 			Name:            o.Name,
 			ResourceVersion: o.ResourceVersion,
 			Labels:          maps.of(o.Labels),
+			Annotations:     digest,
+			ManagedFields:   managers,
 		}}, nil
 	}
 }

@@ -8,5 +8,6 @@
 // EndpointSlices derived from them, and Peers) strait dns keeps the member's side and
 // writes it to the Membership's status.prints; the hub reads it there (FromStatus).
 //
-// It is pure: hashes of names, versions, labels and annotations; no I/O.
+// It is pure: hashes of names, versions, digests, managers, labels and annotations; no
+// I/O.
 package memberprint

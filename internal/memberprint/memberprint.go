@@ -42,8 +42,61 @@ func ReportedKinds() []string { return []string{"EndpointSlice", "Peer", "Servic
 // wrote, so such a kind is fingerprinted by generation, labels and annotations.
 func StatusByOthers(kind string) bool { return kind == "Peer" || kind == "Membership" }
 
+// Digested says whether a kind is fingerprinted by the digest the hub wrote on the
+// object (straitv1.AnnotationDigest) and the managers other than Strait's own that own
+// its fields, rather than by its resourceVersion: ServiceImports and the Services and
+// EndpointSlices derived from them. Strait's own writers in the member change them
+// after the hub (strait dns sets a ClusterSetIP import's spec.ips), which moves the
+// resourceVersion but not what the hub wrote: by the resourceVersion each new
+// ClusterSetIP import read as someone else's change in every member importing it, and
+// the hub passed over all of them in full.
+func Digested(kind string) bool {
+	return kind == "ServiceImport" || kind == "Service" || kind == "EndpointSlice"
+}
+
+// ownManager says whether a field manager is Strait's in a member: the hub's, and the
+// writer of the clusterset IPs in strait dns.
+func ownManager(manager string) bool {
+	return manager == straitv1.FieldManager || manager == straitv1.FieldManagerClusterSetIP
+}
+
+// OthersHash hashes who besides Strait owns fields of o outside its status, and when
+// each last changed them: the manager, operation and time of each of its managed
+// fields entries not of a subresource, in order. A new hand in the object (kubectl
+// edit, someone's apply), or a later change by one already there (its entry's time
+// moves, to the second, when it changes a field or takes one over from the hub),
+// changes it; a write by Strait's own managers, or to the status, does not.
+func OthersHash(o client.Object) uint64 {
+	var others []string
+	for _, e := range o.GetManagedFields() {
+		if e.Subresource == "" && !ownManager(e.Manager) {
+			var at int64
+			if e.Time != nil {
+				at = e.Time.Unix()
+			}
+			others = append(others, e.Manager+"\x00"+string(e.Operation)+"\x00"+strconv.FormatInt(at, 10))
+		}
+	}
+	slices.Sort(others)
+	h := uint64(HashOffset)
+	for _, m := range slices.Compact(others) {
+		h = HashString(h, m)
+	}
+	return h
+}
+
+// DigestPrint is the fingerprint of an object of a Digested kind: its identity, the
+// digest the hub wrote on it and the hash of the other managers (OthersHash).
+func DigestPrint(kind, namespace, name, digest string, others uint64) uint64 {
+	h := HashString(HashString(HashString(HashString(HashOffset, kind), namespace), name), digest)
+	return Mix64(h ^ Mix64(others))
+}
+
 // Of is the fingerprint of a member's object of kind as the member holds it.
 func Of(kind string, o client.Object) uint64 {
+	if Digested(kind) {
+		return DigestPrint(kind, o.GetNamespace(), o.GetName(), o.GetAnnotations()[straitv1.AnnotationDigest], OthersHash(o))
+	}
 	var meta uint64
 	if StatusByOthers(kind) {
 		meta = MetaHash(o)

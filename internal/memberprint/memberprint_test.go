@@ -1,10 +1,12 @@
 package memberprint
 
 import (
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	mcsv1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
 )
@@ -38,11 +40,11 @@ func TestParseSumRefusesWhatFormatSumDoesNotWrite(t *testing.T) {
 }
 
 func TestFingerprintFollowsTheVersionTheHubKeeps(t *testing.T) {
-	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "n", Name: "s", ResourceVersion: "5", Generation: 1}}
-	a := Of("Service", svc)
-	svc.ResourceVersion = "6"
-	if Of("Service", svc) == a {
-		t.Error("a Service's fingerprint must change with its resourceVersion")
+	gi := &straitv1.GlobalIngress{ObjectMeta: metav1.ObjectMeta{Namespace: "n", Name: "s", ResourceVersion: "5", Generation: 1}}
+	a := Of("GlobalIngress", gi)
+	gi.ResourceVersion = "6"
+	if Of("GlobalIngress", gi) == a {
+		t.Error("a GlobalIngress's fingerprint must change with its resourceVersion")
 	}
 	m := &straitv1.Membership{ObjectMeta: metav1.ObjectMeta{Namespace: "n", Name: "m", ResourceVersion: "5", Generation: 1}}
 	b := Of("Membership", m)
@@ -65,5 +67,43 @@ func TestCountedIsTheHubsObjectsOnly(t *testing.T) {
 	o.Labels[straitv1.LabelManagedBy] = "someone"
 	if _, ok := Counted(o); ok {
 		t.Error("someone else's object must not count")
+	}
+}
+
+// TestADigestedPrintIsWhatTheHubWrote: a ServiceImport's print follows the digest the
+// hub wrote and who else owns its fields, not its resourceVersion. strait dns's writer
+// setting spec.ips, or the hub's status write, leaves it as it was; another digest, or
+// a new hand in the object (kubectl edit), changes it.
+func TestADigestedPrintIsWhatTheHubWrote(t *testing.T) {
+	entry := func(manager string, op metav1.ManagedFieldsOperationType, sub string) metav1.ManagedFieldsEntry {
+		return metav1.ManagedFieldsEntry{Manager: manager, Operation: op, Subresource: sub}
+	}
+	si := &mcsv1.ServiceImport{ObjectMeta: metav1.ObjectMeta{Namespace: "n", Name: "web", ResourceVersion: "5",
+		Annotations:   map[string]string{straitv1.AnnotationDigest: "0123456789abcdef"},
+		ManagedFields: []metav1.ManagedFieldsEntry{entry(straitv1.FieldManager, metav1.ManagedFieldsOperationApply, "")}}}
+	hub := Of("ServiceImport", si)
+	si.ResourceVersion = "6"
+	si.ManagedFields = append(si.ManagedFields, entry(straitv1.FieldManagerClusterSetIP, metav1.ManagedFieldsOperationApply, ""),
+		entry(straitv1.FieldManager, metav1.ManagedFieldsOperationApply, "status"), entry("kubectl-edit", metav1.ManagedFieldsOperationUpdate, "status"))
+	if Of("ServiceImport", si) != hub {
+		t.Error("spec.ips by strait dns, or a status write, must leave the print as the hub wrote it")
+	}
+	if Of("Service", si) == hub {
+		t.Error("the kind is part of the print")
+	}
+	edited := si.DeepCopy()
+	edited.ManagedFields = append(edited.ManagedFields, entry("kubectl-edit", metav1.ManagedFieldsOperationUpdate, ""))
+	if Of("ServiceImport", edited) == hub {
+		t.Error("someone else owning a field of the spec must change the print")
+	}
+	again := edited.DeepCopy()
+	again.ManagedFields = append(again.ManagedFields[:len(again.ManagedFields)-1], entry("kubectl-edit", metav1.ManagedFieldsOperationUpdate, ""))
+	slices.Reverse(again.ManagedFields)
+	if Of("ServiceImport", again) != Of("ServiceImport", edited) {
+		t.Error("the order of the managed fields must not matter")
+	}
+	si.Annotations[straitv1.AnnotationDigest] = "fedcba9876543210"
+	if Of("ServiceImport", si) == hub {
+		t.Error("another digest must change the print")
 	}
 }
