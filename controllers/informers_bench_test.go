@@ -66,8 +66,9 @@ func BenchmarkMemberInformers(b *testing.B) {
 	cache := hubCache(b, m)
 	key := members.Key{ClusterSet: types.NamespacedName{Namespace: cs.Namespace, Name: cs.Name}, Cluster: member}
 	var held uint64
+	idle := runtime.NumGoroutine()
+	settle(idle)
 	for b.Loop() {
-		runtime.GC()
 		before := heapLive()
 		conn := connectSynced(b, cache, key, m)
 		b.StopTimer()
@@ -77,11 +78,31 @@ func BenchmarkMemberInformers(b *testing.B) {
 		runtime.GC()
 		held = heapLive() - before
 		cache.Forget(key)
+		settle(idle)
 		b.StartTimer()
 	}
 	b.ReportMetric(float64(held)/(1<<20), "informer-heap-MiB")
 	b.ReportMetric(float64(len(objs)), "objects")
 	b.ReportMetric(float64(held)/float64(len(objs)), "B/object")
+}
+
+// settle waits until the goroutines of the connection the last iteration dropped have
+// ended (down to idle, or no fewer for a second: a connection with a transport of its
+// own leaves its idle HTTP/2 connection), then collects the garbage twice. A watch
+// stream's gzip reader (some 40 KB) goes back to the HTTP/2 transport's sync.Pool only
+// when its goroutine ends, and a pooled object outlives one collection: counted live
+// before the next connection, which takes it back, it made that connection's figure
+// some 250 KB low in one run and not in the next.
+func settle(idle int) {
+	last, since := runtime.NumGoroutine(), time.Now()
+	for n := last; n > idle && time.Since(since) < time.Second; n = runtime.NumGoroutine() {
+		if n != last {
+			last, since = n, time.Now()
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	runtime.GC()
+	runtime.GC()
 }
 
 // hubCache is a cache of member connections as straitd's hub builds it
