@@ -119,6 +119,7 @@ func NewClusterSetReconciler(mgr ctrl.Manager, metrics *Metrics, cfg Config) *Cl
 		OnChange:      r.memberChanged,
 		Prints:        memberPrints,
 		FieldManager:  straitv1.FieldManager,
+		Mapper:        memberMapper(),
 		Log:           mgr.GetLogger().WithName("members"),
 	})
 	return r

@@ -110,7 +110,7 @@ func settle(idle int) {
 // kept. It is stopped when b ends.
 func hubCache(b *testing.B, m *clusters.Cluster) *members.Cache {
 	cache := members.NewCache(members.Options{Scheme: m.Client.Scheme(), Watched: watchedKinds(),
-		Prints: memberPrints, FieldManager: straitv1.FieldManager})
+		Prints: memberPrints, FieldManager: straitv1.FieldManager, Mapper: memberMapper()})
 	b.Cleanup(cache.Stop)
 	return cache
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -58,7 +59,13 @@ type Options struct {
 	// fields entry but those of other managers on the main resource, which they keep
 	// without their fields (see KeepOthersManagers).
 	FieldManager string
-	Log          logr.Logger
+	// Mapper, when set, maps every kind the connections read or write to its resource,
+	// in place of the REST mappers their client and informers would each build from the
+	// member's discovery. A member that does not serve a watched kind is then not
+	// connected, with a "no matches for kind" error, as it was when the mappers found out
+	// (see Member.servesWatched).
+	Mapper meta.RESTMapper
+	Log    logr.Logger
 }
 
 // Watch is one watched kind.
@@ -184,7 +191,7 @@ func (c *Cache) newMember(key Key, cfg *rest.Config, version string) (*Member, e
 		cfg.Timeout = 10 * time.Second
 	}
 	cfg.QPS, cfg.Burst = 50, 100
-	direct, err := client.New(cfg, client.Options{Scheme: c.opts.Scheme})
+	direct, err := client.New(cfg, client.Options{Scheme: c.opts.Scheme, Mapper: c.opts.Mapper})
 	if err != nil {
 		return nil, fmt.Errorf("client for %s: %w", key, err)
 	}
@@ -202,7 +209,7 @@ func (c *Cache) newMember(key Key, cfg *rest.Config, version string) (*Member, e
 	// Managed fields are most of a small object: the informers keep only who else, besides
 	// the hub, owns fields outside the status (see KeepOthersManagers). A member's API server that comes back is followed within seconds
 	// (kubewatch), not after client-go's back-off of up to a minute.
-	informers, err := cache.New(cfg, cache.Options{Scheme: c.opts.Scheme, ByObject: byObject, ReaderFailOnMissingInformer: true,
+	informers, err := cache.New(cfg, cache.Options{Scheme: c.opts.Scheme, Mapper: c.opts.Mapper, ByObject: byObject, ReaderFailOnMissingInformer: true,
 		DefaultTransform: KeepOthersManagers(c.opts.FieldManager), NewInformer: kubewatch.NewSharedIndexInformer})
 	if err != nil {
 		return nil, fmt.Errorf("informers for %s: %w", key, err)
@@ -223,6 +230,7 @@ func (c *Cache) newMember(key Key, cfg *rest.Config, version string) (*Member, e
 			return nil, fmt.Errorf("kind of %T: %w", w.Object, err)
 		}
 		kinds[i] = gvk.Kind
+		m.watched = append(m.watched, gvk)
 	}
 	if c.opts.Prints != nil {
 		m.Prints = NewPrints(c.opts.Prints(key), kinds...)

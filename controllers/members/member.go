@@ -11,6 +11,7 @@ import (
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
@@ -42,10 +43,14 @@ type Member struct {
 	// stale: the member answered again after it had not; its informers may be waiting
 	// out client-go's relist backoff (up to 30 s after a long outage), so Cache.Connect
 	// builds the connection afresh, whose informers list at once.
-	stale  atomic.Bool
-	disco  *discovery.DiscoveryClient
-	mu     sync.Mutex
-	health Health
+	stale atomic.Bool
+	// watched are the kinds of Options.Watched; served: the member was found to serve
+	// them all (servesWatched).
+	watched []schema.GroupVersionKind
+	served  atomic.Bool
+	disco   *discovery.DiscoveryClient
+	mu      sync.Mutex
+	health  Health
 	// kubeSystemUID, once read, is which cluster this connection reaches; it cannot
 	// change while the connection stands (a new kubeconfig is a new connection).
 	kubeSystemUID types.UID
@@ -93,6 +98,9 @@ func (m *Member) run(ctx context.Context, informers cache.Cache) {
 		pctx, cancel := context.WithTimeout(ctx, m.opts.ProbeTimeout)
 		defer cancel()
 		err := m.disco.RESTClient().Get().AbsPath("/readyz").Do(pctx).Error()
+		if err == nil && !m.synced.Load() {
+			err = m.servesWatched(pctx)
+		}
 		if err == nil && !m.synced.Load() {
 			if informers.WaitForCacheSync(pctx) {
 				m.synced.Store(true)
@@ -164,6 +172,11 @@ func (m *Member) Probe(ctx context.Context) error {
 		return err
 	}
 	if !m.synced.Load() {
+		if err := m.servesWatched(pctx); err != nil {
+			err = fmt.Errorf("API server %s: %w", m.cfg.Host, err)
+			m.setHealth(err)
+			return err
+		}
 		select {
 		case <-m.syncedCh:
 		case <-pctx.Done():
