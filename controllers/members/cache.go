@@ -3,6 +3,7 @@ package members
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"sort"
 	"sync"
 	"time"
@@ -191,6 +192,7 @@ func (c *Cache) newMember(key Key, cfg *rest.Config, version string) (*Member, e
 		cfg.Timeout = 10 * time.Second
 	}
 	cfg.QPS, cfg.Burst = 50, 100
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return uncompressedWatches{rt} })
 	direct, err := client.New(cfg, client.Options{Scheme: c.opts.Scheme, Mapper: c.opts.Mapper})
 	if err != nil {
 		return nil, fmt.Errorf("client for %s: %w", key, err)
