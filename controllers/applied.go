@@ -72,8 +72,11 @@ type appliedTable struct {
 	// (nameHash), in a keytable of 24 bytes an object: a table of strings took 300
 	// bytes an object, 1.5 GiB at 255 members × 10,000 exports, and a Go map of the
 	// same numbers 84. Two names of one kind in one member that hash alike would share
-	// an entry, a 64-bit collision of the kind the prints already allow.
-	entries    map[string]*keytable.Table[appliedEntry]
+	// an entry, a 64-bit collision of the kind the prints already allow. The digested
+	// kinds, nearly all of the objects, are in digested instead, at 16 bytes.
+	entries map[string]*keytable.Table[appliedEntry]
+	// digested are the entries of the digested kinds (memberprint.Digested), by kind.
+	digested   map[string]*digestedTable
 	namespaces map[string]bool // namespaces known to exist in the member
 	pass       memberPass
 	// changes counts changes to the hub's objects in the member that were not the hub's
@@ -166,6 +169,11 @@ func (t *appliedTable) inventory() map[string]int32 {
 			out[kind] = int32(es.Len())
 		}
 	}
+	for kind, d := range t.digested {
+		if n := d.hashes.Len(); n > 0 {
+			out[kind] = int32(n)
+		}
+	}
 	return out
 }
 
@@ -224,9 +232,48 @@ func (t *appliedTable) setRV(k objKey, rv string) {
 }
 
 func (r *ClusterSetReconciler) appliedFor(key members.Key) *appliedTable {
-	v, _ := r.applied.LoadOrStore(key, &appliedTable{entries: map[string]*keytable.Table[appliedEntry]{}, namespaces: map[string]bool{},
-		prints: map[string]members.Print{}})
+	v, _ := r.applied.LoadOrStore(key, &appliedTable{entries: map[string]*keytable.Table[appliedEntry]{},
+		digested: map[string]*digestedTable{}, namespaces: map[string]bool{}, prints: map[string]members.Print{}})
 	return v.(*appliedTable)
+}
+
+// digestedTable records the hub's writes of one digested kind (memberprint.Digested)
+// in a member: the hash of each object's content, 16 bytes an object with its key.
+// The fingerprint the member holds follows from it (memberprint.DigestPrint of the
+// key and the hash, as the digest the hub wrote is that hash) unless the object is
+// odd: a write on its way, or another manager owning some of its fields.
+type digestedTable struct {
+	hashes keytable.Table[uint64]
+	odd    map[uint64]uint64 // key -> fingerprint, where it is not the one that follows
+}
+
+func (d *digestedTable) get(kind string, id uint64) (appliedEntry, bool) {
+	hash, ok := d.hashes.Get(id)
+	if !ok {
+		return appliedEntry{}, false
+	}
+	fp, odd := d.odd[id]
+	if !odd {
+		fp = memberprint.DigestPrint(kind, id, hash, memberprint.NoOthers)
+	}
+	return appliedEntry{hash: hash, fp: fp}, true
+}
+
+func (d *digestedTable) set(kind string, id uint64, e appliedEntry) {
+	d.hashes.Set(id, e.hash)
+	if e.fp == memberprint.DigestPrint(kind, id, e.hash, memberprint.NoOthers) {
+		delete(d.odd, id)
+		return
+	}
+	if d.odd == nil {
+		d.odd = map[uint64]uint64{}
+	}
+	d.odd[id] = e.fp
+}
+
+func (d *digestedTable) delete(id uint64) {
+	d.hashes.Delete(id)
+	delete(d.odd, id)
 }
 
 // nameHash is the key of an object's entry within its kind.
@@ -240,6 +287,9 @@ func (t *appliedTable) get(k objKey) (appliedEntry, bool) {
 
 // entry is k's entry; t.mu is held.
 func (t *appliedTable) entry(k objKey) (appliedEntry, bool) {
+	if d := t.digested[k.kind]; d != nil {
+		return d.get(k.kind, nameHash(k))
+	}
 	if es := t.entries[k.kind]; es != nil {
 		return es.Get(nameHash(k))
 	}
@@ -254,15 +304,25 @@ func (t *appliedTable) set(k objKey, e appliedEntry) {
 
 // put records e for k and returns what it replaces; t.mu is held.
 func (t *appliedTable) put(k objKey, e appliedEntry) (old appliedEntry, had bool) {
-	es, id := t.entries[k.kind], nameHash(k)
-	if es == nil {
-		es = &keytable.Table[appliedEntry]{}
-		t.entries[k.kind] = es
-	}
-	if old, had = es.Get(id); had {
+	if old, had = t.entry(k); had {
 		t.unprint(k, old)
 	}
-	es.Set(id, e)
+	id := nameHash(k)
+	if memberprint.Digested(k.kind) {
+		d := t.digested[k.kind]
+		if d == nil {
+			d = &digestedTable{}
+			t.digested[k.kind] = d
+		}
+		d.set(k.kind, id, e)
+	} else {
+		es := t.entries[k.kind]
+		if es == nil {
+			es = &keytable.Table[appliedEntry]{}
+			t.entries[k.kind] = es
+		}
+		es.Set(id, e)
+	}
 	t.print(k, e)
 	return old, had
 }
@@ -270,8 +330,14 @@ func (t *appliedTable) put(k objKey, e appliedEntry) (old appliedEntry, had bool
 func (t *appliedTable) drop(k objKey) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if old, ok := t.entry(k); ok {
-		t.unprint(k, old)
+	old, ok := t.entry(k)
+	if !ok {
+		return
+	}
+	t.unprint(k, old)
+	if d := t.digested[k.kind]; d != nil {
+		d.delete(nameHash(k))
+	} else {
 		t.entries[k.kind].Delete(nameHash(k))
 	}
 }

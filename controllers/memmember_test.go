@@ -49,19 +49,26 @@ type memMember struct {
 	// labels are those of the hub's objects (all of them carry the same), given back on
 	// reads so that prune by name recognizes them.
 	labels map[string]string
-	// prints are the member's prints, fed by informed.
-	prints *members.Prints
+	// prints are the hub's member informers' prints, of the kinds a real hub watches;
+	// reports are what strait dns keeps in the member for its report, of the kinds the
+	// hub does not watch (memberprint.Reported). Both are fed by informed. They are
+	// apart so that the hub's heap is measured without the member's (BenchmarkHubScale's
+	// hub-heap): a real hub holds no object of the reported kinds.
+	prints, reports *members.Prints
 }
 
 // newMemMember is a member whose prints fingerprint with the hub's function for key,
 // keeping the ServiceImport statuses written in statuses (shared by a hub's stand-ins).
 func newMemMember(key members.Key, statuses *importStatuses) *memMember {
-	var kinds []string
+	var watched []string
 	for _, pk := range prunable() {
-		kinds = append(kinds, pk.kind)
+		if !memberprint.Reported(pk.kind) {
+			watched = append(watched, pk.kind)
+		}
 	}
 	return &memMember{scheme: scheme.New(), objs: map[string]map[objKey]memObj{}, exports: map[objKey]map[string]any{},
-		statuses: statuses, prints: members.NewPrints(memberPrints(key), kinds...)}
+		statuses: statuses, prints: members.NewPrints(memberPrints(key), watched...),
+		reports: members.NewPrints(memberPrints(key), memberprint.ReportedKinds()...)}
 }
 
 // memObj is what a stand-in keeps of an object, in 16 bytes (40 million of them at
@@ -78,6 +85,9 @@ type memObj struct {
 // the hub's annotation carried. m.mu is held.
 func (m *memMember) informed(k objKey, was, is memObj) {
 	h := m.prints.Handler(k.kind)
+	if memberprint.Reported(k.kind) {
+		h = m.reports.Handler(k.kind)
+	}
 	if h == nil {
 		return
 	}
@@ -115,7 +125,7 @@ func (m *memMember) Scheme() *runtime.Scheme { return m.scheme }
 func (m *memMember) report() []straitv1.MemberPrint {
 	var out []straitv1.MemberPrint
 	for _, kind := range memberprint.ReportedKinds() {
-		p, _ := m.prints.Print(kind)
+		p, _ := m.reports.Print(kind)
 		out = append(out, straitv1.MemberPrint{ClusterSet: m.labels[straitv1.LabelClusterSet], Kind: kind,
 			Count: int32(p.N), Sum: memberprint.FormatSum(p.Sum)})
 	}

@@ -47,8 +47,9 @@ import (
 //     (wall-s/op its time); it adopts what is in place, and fails on any write.
 //   - hub-heap, last, as it takes the hub's state away: hub-live-heap-MiB is the live
 //     heap that dropping the hub's state frees (its record of its writes, its planner,
-//     the prints its member informers keep), stand-ins-live-heap-MiB what stays (the
-//     stand-in members' objects, and anything they share with the hub). A hub in a
+//     the prints its member informers keep of the kinds it watches),
+//     stand-ins-live-heap-MiB what stays (the stand-in members' objects, the prints of
+//     the kinds the members report, and anything they share with the hub). A hub in a
 //     process of its own would hold a little more: strings it shares with the stand-ins.
 //
 // $STRAIT_HUB_MEMBERS sets another number of members, named in the sub-benchmarks'
@@ -77,6 +78,7 @@ func (h *scaleHub) run(ctx context.Context, b *testing.B, cs *straitv1.ClusterSe
 		writes := 0
 		m := startMeasuring(b)
 		defer startCPUProfile(b)()
+		defer startAllocProfile(b)()
 		for b.Loop() {
 			bigset.ToggleServiceIP(obs, 7)
 			start := benchcpu.Used()
@@ -165,7 +167,9 @@ func (h *scaleHub) restart() {
 }
 
 // dropHubState lets go of everything the hub keeps between reconciles, and of the
-// stand-ins' prints, which are the hub's member informers' in a real hub.
+// stand-ins' prints of the kinds a real hub watches, which its member informers keep.
+// The stand-ins' prints of the kinds the members report (memberprint.Reported) stay:
+// in a real ClusterSet strait dns keeps them, in each member.
 func (h *scaleHub) dropHubState() {
 	h.r.applied.Clear()
 	h.r.planners.Clear()
@@ -215,6 +219,30 @@ func startCPUProfile(b *testing.B) (stop func()) {
 		pprof.StopCPUProfile()
 		_ = f.Close()
 	}
+}
+
+// startAllocProfile writes the allocations so far to $STRAIT_ALLOC_PROFILE.base, and
+// those when the function it returns is called to $STRAIT_ALLOC_PROFILE, if it is set:
+// `go tool pprof -sample_index=alloc_space -base X.base X` shows what the reconciles
+// between allocated, without the seeding.
+func startAllocProfile(b *testing.B) (stop func()) {
+	path := os.Getenv("STRAIT_ALLOC_PROFILE")
+	if path == "" {
+		return func() {}
+	}
+	write := func(name string) {
+		runtime.GC() // the profile shows allocations as of the last collection
+		f, err := os.Create(name)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer f.Close()
+		if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+			b.Fatal(err)
+		}
+	}
+	write(path + ".base")
+	return func() { write(path) }
 }
 
 // measuring is a sub-benchmark's report besides its CPU: the collections that ran

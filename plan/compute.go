@@ -29,6 +29,7 @@ const IPsecPSKKey = "psk"
 type Plan struct {
 	clusterSet types.NamespacedName
 	spec       straitv1.ClusterSetSpec // defaulted
+	checked    *ValidSpec              // what spec, clusterSet and byName are of
 	clusters   []string                // sorted
 	byName     map[string]*straitv1.ClusterSpec
 	views      map[string]view
@@ -82,6 +83,7 @@ func (v *ValidSpec) compute(observed Observed, pl *Planner) (*Plan, field.ErrorL
 	p := &Plan{
 		clusterSet: v.clusterSet,
 		spec:       v.spec,
+		checked:    v,
 		byName:     map[string]*straitv1.ClusterSpec{},
 		views:      map[string]view{},
 		observed:   observed,

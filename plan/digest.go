@@ -39,15 +39,65 @@ func (p *Plan) MemberDigest(cluster string) uint64 {
 // the IPsec key's Secret and every peer but itself. Digests must be prepared.
 func (p *Plan) baseDigest(cluster string) uint64 {
 	h := newHasher()
+	h.u64(p.digests.own[cluster].digest)
+	f := p.views[cluster].pods
+	h.u64(p.digests.peers[f] - mix(p.digests.peer[f][cluster]))
+	return h.sum()
+}
+
+// ownDigest hashes what a member's BaseGroup holds of its own: the ClusterSet, the
+// member, its Membership and the IPsec key's Secret.
+func (p *Plan) ownDigest(cluster string) uint64 {
+	h := newHasher()
 	h.str(ClusterSetLabel(p.clusterSet))
 	h.str(cluster)
 	h.json(p.membership(cluster))
 	if psk := p.ipsecPSK(); psk != nil {
 		h.json(psk)
 	}
-	f := p.views[cluster].pods
-	h.u64(p.digests.peers[f] - mix(p.digests.peer[f][cluster]))
 	return h.sum()
+}
+
+// peerInputs are what a cluster's Peer (Plan.peer) is made of besides the checked spec:
+// the member's facts (handed to a plan, never changed) and its global CIDR.
+type peerInputs struct {
+	facts  *MemberFacts
+	global netip.Prefix
+}
+
+// ownInputs are what a member's own digest (ownDigest) is made of besides the checked
+// spec: its globalnet allocation's CIDR and egress IPs.
+type ownInputs struct {
+	global netip.Prefix
+	egress []netip.Addr
+	digest uint64
+}
+
+func (p *Plan) peerInputs(cluster string) peerInputs {
+	in := peerInputs{facts: p.observed[cluster]}
+	if a := p.alloc[cluster]; a != nil {
+		in.global = a.GlobalCIDR
+	}
+	return in
+}
+
+// ownOf is cluster's own digest with its inputs: last's when it was of the same checked
+// spec and allocation (a one-member change leaves every other member's as it was; at
+// 1,000 members encoding each Membership anew was some 20 µs a member a plan), else
+// computed.
+func (p *Plan) ownOf(cluster string, last *digests) ownInputs {
+	in := ownInputs{}
+	if a := p.alloc[cluster]; a != nil {
+		in.global, in.egress = a.GlobalCIDR, a.EgressIPs
+	}
+	if last != nil && last.spec == p.checked {
+		if was, ok := last.own[cluster]; ok && was.global == in.global && slices.Equal(was.egress, in.egress) &&
+			(was.egress == nil) == (in.egress == nil) {
+			return was
+		}
+	}
+	in.digest = p.ownDigest(cluster)
+	return in
 }
 
 // Groups are a member's object groups and their digests: what MemberDigest covers,
@@ -88,6 +138,13 @@ type digests struct {
 	// holds it; peers[f] the sum of mix(peer[f]) over all clusters.
 	peer  map[Families]map[string]uint64
 	peers map[Families]uint64
+	// spec is the checked spec of the plan the digests are of; peerIn what each
+	// cluster's Peer was made of besides it, and own each member's own digest
+	// (ownDigest) with what it was made of: the planner's next plan takes over those
+	// whose inputs are the same.
+	spec   *ValidSpec
+	peerIn map[string]peerInputs
+	own    map[string]ownInputs
 	// remote[v][i]: export i as a cluster of view v that does not export it sees it.
 	remote   map[view][]uint64
 	exports  map[view]uint64  // per view, sum of mix(remote[v])
@@ -122,7 +179,18 @@ func (h *digestHandoff) store(d *digests) {
 
 func (p *Plan) prepareDigests() {
 	d := &digests{peer: map[Families]map[string]uint64{}, peers: map[Families]uint64{}, remote: map[view][]uint64{},
-		exports: map[view]uint64{}, involved: map[string][]int{}}
+		exports: map[view]uint64{}, involved: map[string][]int{}, spec: p.checked,
+		peerIn: make(map[string]peerInputs, len(p.clusters)), own: make(map[string]ownInputs, len(p.clusters))}
+	prior := p.prior.load()
+	p.prior = nil // nothing older stays reachable through this plan
+	last := prior
+	if last != nil && last.spec != p.checked {
+		last = nil // another spec: the Peers and Memberships are made anew
+	}
+	for _, c := range p.clusters {
+		d.peerIn[c] = p.peerInputs(c)
+		d.own[c] = p.ownOf(c, last)
+	}
 	for _, local := range p.clusters {
 		f := p.views[local].pods
 		if _, done := d.peer[f]; done {
@@ -130,9 +198,7 @@ func (p *Plan) prepareDigests() {
 		}
 		d.peer[f] = make(map[string]uint64, len(p.clusters))
 		for _, c := range p.clusters {
-			h := newHasher()
-			h.json(p.peer(f, c))
-			d.peer[f][c] = h.sum()
+			d.peer[f][c] = p.peerDigest(d, last, f, c)
 			d.peers[f] += mix(d.peer[f][c])
 		}
 	}
@@ -146,8 +212,6 @@ func (p *Plan) prepareDigests() {
 			d.inputs[i], buf = p.digestInputs(e, buf)
 		}
 	}
-	prior := p.prior.load()
-	p.prior = nil // nothing older stays reachable through this plan
 	if prior != nil && len(prior.of) != len(p.exports) {
 		prior = nil // not aligned: exports came or went
 	}
@@ -170,6 +234,19 @@ func (p *Plan) prepareDigests() {
 	p.groupsOf(d, prior)
 	p.digests = d
 	p.handoff.store(d)
+}
+
+// peerDigest is the digest of cluster c's Peer as members of pod families f hold it:
+// last's when it was made of the same inputs (d.peerIn[c]), else hashed anew.
+func (p *Plan) peerDigest(d, last *digests, f Families, c string) uint64 {
+	if last != nil && last.peerIn[c] == d.peerIn[c] {
+		if was, ok := last.peer[f][c]; ok {
+			return was
+		}
+	}
+	h := newHasher()
+	h.json(p.peer(f, c))
+	return h.sum()
 }
 
 // groupsOf sets d's keys and involved clusters: prior's when p's exports have the

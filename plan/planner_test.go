@@ -21,7 +21,7 @@ import (
 
 // TestPlannerEqualsCompute: through random changes to random ClusterSets and to what
 // their members hold (services added, removed, retyped, re-ported; endpoints, slices and
-// ServiceExports changed; exports declared, moved and dropped in the spec), the
+// ServiceExports changed; gateways moved; exports declared, moved and dropped in the spec), the
 // Planner's plan after each change equals Compute's: every member's objects, its
 // digest and group digests, its ServiceExports' conditions, and the status. A member
 // whose facts did not change comes as the same *MemberFacts, as the hub hands them, or
@@ -210,6 +210,8 @@ type randomWorld struct {
 	facts      map[string]*MemberFacts
 	touched    map[string]bool
 	handedAnew []string
+	// moves are how often each cluster's gateway moved to another address.
+	moves map[string]int
 }
 
 func newRandomWorld(seed uint64) *randomWorld {
@@ -219,7 +221,7 @@ func newRandomWorld(seed uint64) *randomWorld {
 		services: map[string]map[types.NamespacedName]*corev1.Service{},
 		slices:   map[string]map[types.NamespacedName][]*discoveryv1.EndpointSlice{},
 		sexports: map[string]map[types.NamespacedName]*mcsv1.ServiceExport{},
-		facts:    map[string]*MemberFacts{}, touched: map[string]bool{}}
+		facts:    map[string]*MemberFacts{}, touched: map[string]bool{}, moves: map[string]int{}}
 	if rng.IntN(3) == 0 {
 		w.policy = straitv1.ExportPolicyMemberExports
 	}
@@ -468,6 +470,11 @@ func (w *randomWorld) change() string {
 		}
 		w.putServiceExport(c, k, w.policy == straitv1.ExportPolicyDeclared || w.pick(2) == 0)
 		return fmt.Sprintf("ServiceExport %s in %s written", k, c)
+	case 7:
+		// Every other member's Peer of c changes, and nothing else.
+		w.moves[c]++
+		w.touched[c] = true
+		return fmt.Sprintf("the gateway of %s moved", c)
 	}
 	return "nothing"
 }
@@ -517,7 +524,7 @@ func (w *randomWorld) observed() Observed {
 		w.handedAnew = append(w.handedAnew, c)
 		delete(w.touched, c)
 		f := &MemberFacts{KubeSystemUID: types.UID("ks-" + c), Gateways: []straitv1.Gateway{{Spec: straitv1.GatewaySpec{
-			NodeName: c + "-gw", HAState: straitv1.HAActive, IP: fmt.Sprintf("192.0.2.%d", i+1), Port: 51871, Driver: straitv1.CableWireGuard}}}}
+			NodeName: c + "-gw", HAState: straitv1.HAActive, IP: fmt.Sprintf("192.0.2.%d", (i+w.moves[c]*16)%250+1), Port: 51871, Driver: straitv1.CableWireGuard}}}}
 		for _, k := range w.keys {
 			if s := w.services[c][k]; s != nil {
 				f.Services = append(f.Services, *s)

@@ -85,17 +85,37 @@ func OthersHash(o client.Object) uint64 {
 	return h
 }
 
-// DigestPrint is the fingerprint of an object of a Digested kind: its identity, the
-// digest the hub wrote on it and the hash of the other managers (OthersHash).
-func DigestPrint(kind, namespace, name, digest string, others uint64) uint64 {
-	h := HashString(HashString(HashString(HashString(HashOffset, kind), namespace), name), digest)
+// DigestPrint is the fingerprint of an object of a Digested kind: its kind, its name's
+// key (NameKey of its namespace and name), the digest the hub wrote on it (ParseDigest)
+// and the hash of the other managers (OthersHash). It is of numbers, so that the hub
+// computes the print of what it wrote from its record alone: the name's key and the
+// digest, 16 bytes an object (NoOthers when nobody else owns a field).
+func DigestPrint(kind string, name, digest, others uint64) uint64 {
+	h := Mix64(HashString(HashOffset, kind) ^ Mix64(name))
+	h = Mix64(h ^ digest)
 	return Mix64(h ^ Mix64(others))
+}
+
+// NoOthers is OthersHash of an object whose fields only Strait's managers own.
+const NoOthers uint64 = HashOffset
+
+// ParseDigest is the value of a digest annotation as the hash it was formatted from
+// (16 hexadecimal digits). Any other value, someone else's, is hashed: it counts as a
+// digest the hub did not write (but for a 64-bit collision), and so does none.
+func ParseDigest(s string) uint64 {
+	if len(s) == 16 {
+		if v, err := strconv.ParseUint(s, 16, 64); err == nil {
+			return v
+		}
+	}
+	return Mix64(HashString(HashOffset, s) ^ 0x5bd1e9955bd1e995)
 }
 
 // Of is the fingerprint of a member's object of kind as the member holds it.
 func Of(kind string, o client.Object) uint64 {
 	if Digested(kind) {
-		return DigestPrint(kind, o.GetNamespace(), o.GetName(), o.GetAnnotations()[straitv1.AnnotationDigest], OthersHash(o))
+		return DigestPrint(kind, NameKey(o.GetNamespace(), o.GetName()),
+			ParseDigest(o.GetAnnotations()[straitv1.AnnotationDigest]), OthersHash(o))
 	}
 	var meta uint64
 	if StatusByOthers(kind) {

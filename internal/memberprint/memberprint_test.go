@@ -107,3 +107,28 @@ func TestADigestedPrintIsWhatTheHubWrote(t *testing.T) {
 		t.Error("another digest must change the print")
 	}
 }
+
+// TestTheHubComputesADigestedPrintFromNumbers: what the hub keeps of an object it
+// wrote, the key of its name and the digest, gives the print the member computes from
+// the object, as long as nobody else owns a field; a digest that is not one the hub
+// formats (someone else's annotation, or none) counts as another.
+func TestTheHubComputesADigestedPrintFromNumbers(t *testing.T) {
+	const digest = 0x0123456789abcdef
+	si := &mcsv1.ServiceImport{ObjectMeta: metav1.ObjectMeta{Namespace: "n", Name: "web",
+		Annotations: map[string]string{straitv1.AnnotationDigest: "0123456789abcdef"},
+		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: straitv1.FieldManager, Operation: metav1.ManagedFieldsOperationApply}}}}
+	if got, want := Of("ServiceImport", si), DigestPrint("ServiceImport", NameKey("n", "web"), digest, NoOthers); got != want {
+		t.Errorf("the member's print %x, the hub's from its record %x", got, want)
+	}
+	if got := ParseDigest("0123456789abcdef"); got != digest {
+		t.Errorf("ParseDigest gave %x", got)
+	}
+	for _, s := range []string{"", "123", "0123456789abcdeg", "00123456789abcdef"} {
+		if ParseDigest(s) == digest || ParseDigest(s) == ParseDigest(s+"x") {
+			t.Errorf("ParseDigest(%q) must count as a digest of its own", s)
+		}
+	}
+	if DigestPrint("ServiceImport", NameKey("n", "web"), digest, NoOthers) == DigestPrint("ServiceImport", NameKey("n", "web2"), digest, NoOthers) {
+		t.Error("the name is part of the print")
+	}
+}
