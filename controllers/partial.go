@@ -19,8 +19,8 @@ import (
 // counted in the base group (Keys[0]).
 func groupDigests(p *plan.Plan, cluster string, psk pskData) plan.Groups {
 	groups := p.Groups(cluster)
-	if len(groups.Digests) > 0 {
-		groups.Digests[0] ^= pskDigest(psk)
+	if len(groups.Keys) > 0 {
+		groups = groups.WithBase(pskDigest(psk))
 	}
 	return groups
 }
@@ -39,7 +39,7 @@ func changedGroups(last, cur plan.Groups) map[string]bool {
 			out[cur.Keys[j]] = true // new
 			j++
 		default:
-			if last.Digests[i] != cur.Digests[j] {
+			if last.Digest(i) != cur.Digest(j) {
 				out[cur.Keys[j]] = true
 			}
 			i, j = i+1, j+1

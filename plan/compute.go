@@ -125,7 +125,7 @@ func (p *Plan) Clusters() []string { return p.clusters }
 // ServedExports are the exports that at least one cluster serves, each an import in
 // every member, as "namespace/name", sorted.
 func (p *Plan) ServedExports() []string {
-	var out []string
+	out := make([]string, 0, len(p.exports))
 	for _, e := range p.exports {
 		if len(e.sources) > 0 {
 			out = append(out, e.nsName)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/netip"
+	"slices"
 	"testing"
 
 	"github.com/fluxcd/pkg/apis/meta"
@@ -260,5 +261,50 @@ func TestMemberDigestFollowsTheServiceExportGeneration(t *testing.T) {
 	obs["g2"].ServiceExports[len(obs["g2"].ServiceExports)-1].Generation = 2
 	if mustCompute(t, cs, obs).MemberDigest("g2") == before {
 		t.Error("g2's digest did not change with its ServiceExport's generation")
+	}
+}
+
+// TestMembersShareTheirGroupDigests: the members of one view hold one slice of group
+// digests between them, and a member keeps its own digests of the exports it exports
+// alone, so that the hub's last groups of 1,000 members are not 1,000 copies of 10,000
+// digests.
+func TestMembersShareTheirGroupDigests(t *testing.T) {
+	shared := 0
+	for seed := range uint64(8) {
+		w := newRandomWorld(seed)
+		v, errs := Check(w.clusterSet())
+		if len(errs) > 0 {
+			t.Fatal(errs.ToAggregate())
+		}
+		p, errs := v.Compute(w.observed())
+		if len(errs) > 0 {
+			t.Fatal(errs.ToAggregate())
+		}
+		for _, a := range p.Clusters() {
+			for _, b := range p.Clusters() {
+				ga, gb := p.Groups(a), p.Groups(b)
+				if a == b || p.views[a] != p.views[b] || len(ga.shared) == 0 {
+					continue
+				}
+				if &ga.shared[0] != &gb.shared[0] {
+					t.Fatalf("seed %d: %s and %s, of one view, hold copies of the digests", seed, a, b)
+				}
+				shared++
+				for i := range ga.Keys {
+					ownA := slices.ContainsFunc(ga.own, func(o ownGroup) bool { return o.key == i })
+					ownB := slices.ContainsFunc(gb.own, func(o ownGroup) bool { return o.key == i })
+					if !ownA && !ownB && ga.Digest(i) != gb.Digest(i) && i > 0 {
+						t.Errorf("seed %d: group %s: %s and %s export nothing of it and hold other digests", seed, ga.Keys[i], a, b)
+					}
+				}
+			}
+			g := p.Groups(a)
+			if len(g.own) != len(p.digests.involved[a]) {
+				t.Errorf("seed %d: %s takes part in %d exports and keeps %d digests of its own", seed, a, len(p.digests.involved[a]), len(g.own))
+			}
+		}
+	}
+	if shared == 0 {
+		t.Fatal("no two members of one view: the test's premise is wrong")
 	}
 }

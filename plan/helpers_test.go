@@ -95,7 +95,7 @@ func heldBy(p *Plan, obs Observed) Observed {
 func groupMap(g Groups) map[string]uint64 {
 	out := make(map[string]uint64, len(g.Keys))
 	for i, k := range g.Keys {
-		out[k] = g.Digests[i]
+		out[k] = g.Digest(i)
 	}
 	return out
 }
