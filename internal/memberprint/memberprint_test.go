@@ -115,7 +115,7 @@ func TestADigestedPrintIsWhatTheHubWrote(t *testing.T) {
 func TestTheHubComputesADigestedPrintFromNumbers(t *testing.T) {
 	const digest = 0x0123456789abcdef
 	si := &mcsv1.ServiceImport{ObjectMeta: metav1.ObjectMeta{Namespace: "n", Name: "web",
-		Annotations: map[string]string{straitv1.AnnotationDigest: "0123456789abcdef"},
+		Annotations:   map[string]string{straitv1.AnnotationDigest: "0123456789abcdef"},
 		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: straitv1.FieldManager, Operation: metav1.ManagedFieldsOperationApply}}}}
 	if got, want := Of("ServiceImport", si), DigestPrint("ServiceImport", NameKey("n", "web"), digest, NoOthers); got != want {
 		t.Errorf("the member's print %x, the hub's from its record %x", got, want)
