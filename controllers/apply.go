@@ -581,7 +581,7 @@ func applyBody(data []byte, o client.Object) (*unstructured.Unstructured, map[st
 
 // digestOf is the value of the digest annotation for an object whose content hashes to
 // hash.
-func digestOf(hash uint64) string { return fmt.Sprintf("%016x", hash) }
+func digestOf(hash uint64) string { return memberprint.FormatDigest(hash) }
 
 // applyMap decodes an encoded object into the map an apply sends, without the
 // creationTimestamp the API server sets.

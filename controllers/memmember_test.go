@@ -84,10 +84,11 @@ type memObj struct {
 // would: from was (rv 0: it did not exist) to is (rv 0: deleted), each with the digest
 // the hub's annotation carried. m.mu is held.
 func (m *memMember) informed(k objKey, was, is memObj) {
-	h := m.prints.Handler(k.kind)
+	prints := m.prints
 	if memberprint.Reported(k.kind) {
-		h = m.reports.Handler(k.kind)
+		prints = m.reports
 	}
+	h := prints.Handler(k.kind)
 	if h == nil {
 		return
 	}

@@ -164,16 +164,6 @@ func (m *Metrics) recordMembers(cs string, gen int64, members []memberState, now
 	prev := m.held[cs]
 	held := make(map[string]heldState, len(members))
 	for _, ms := range members {
-		held[ms.name] = heldState{}
-	}
-	// The series of members that left go; the others are set in place: deleting and
-	// making 3 series a member again at every reconcile was some 9 KB a member.
-	for name := range prev {
-		if _, stays := held[name]; !stays {
-			m.forgetMember(cs, name)
-		}
-	}
-	for _, ms := range members {
 		h := prev[ms.name]
 		if ms.holds {
 			h = heldState{generation: gen, at: now}
@@ -186,6 +176,13 @@ func (m *Metrics) recordMembers(cs string, gen int64, members []memberState, now
 		m.memberConnected.WithLabelValues(cs, ms.name).Set(boolValue(ms.connected))
 		m.memberGeneration.WithLabelValues(cs, ms.name).Set(float64(h.generation))
 		m.memberAppliedAt.WithLabelValues(cs, ms.name).Set(at)
+	}
+	// The series of members that left go; the others were set in place: deleting and
+	// making 3 series a member again at every reconcile was some 9 KB a member.
+	for name := range prev {
+		if _, stays := held[name]; !stays {
+			m.forgetMember(cs, name)
+		}
 	}
 	m.held[cs] = held
 	m.generation.WithLabelValues(cs).Set(float64(gen))

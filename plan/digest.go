@@ -82,18 +82,18 @@ func (p *Plan) peerInputs(cluster string) peerInputs {
 	return in
 }
 
-// ownOf is cluster's own digest with its inputs: last's when it was of the same checked
-// spec and allocation (a one-member change leaves every other member's as it was; at
-// 1,000 members encoding each Membership anew was some 20 µs a member a plan), else
-// computed.
+// ownOf is cluster's own digest with its inputs: last's (nil, or of the same checked
+// spec) when it was of the same allocation (a one-member change leaves every other
+// member's as it was; at 1,000 members encoding each Membership anew was some 20 µs a
+// member a plan), else computed.
 func (p *Plan) ownOf(cluster string, last *digests) ownInputs {
 	in := ownInputs{}
 	if a := p.alloc[cluster]; a != nil {
 		in.global, in.egress = a.GlobalCIDR, a.EgressIPs
 	}
-	if last != nil && last.spec == p.checked {
-		if was, ok := last.own[cluster]; ok && was.global == in.global && slices.Equal(was.egress, in.egress) &&
-			(was.egress == nil) == (in.egress == nil) {
+	if last != nil {
+		// A member without an allocation has neither a global CIDR nor egress IPs.
+		if was, ok := last.own[cluster]; ok && was.global == in.global && slices.Equal(was.egress, in.egress) {
 			return was
 		}
 	}

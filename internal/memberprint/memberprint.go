@@ -99,6 +99,10 @@ func DigestPrint(kind string, name, digest, others uint64) uint64 {
 // NoOthers is OthersHash of an object whose fields only Strait's managers own.
 const NoOthers uint64 = HashOffset
 
+// FormatDigest is the value of the digest annotation for an object whose content hashes
+// to hash; ParseDigest reads it back.
+func FormatDigest(hash uint64) string { return fmt.Sprintf("%016x", hash) }
+
 // ParseDigest is the value of a digest annotation as the hash it was formatted from
 // (16 hexadecimal digits). Any other value, someone else's, is hashed: it counts as a
 // digest the hub did not write (but for a 64-bit collision), and so does none.
