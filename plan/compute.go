@@ -1,7 +1,6 @@
 package plan
 
 import (
-	"fmt"
 	"net/netip"
 	"sort"
 	"strings"
@@ -36,7 +35,8 @@ type Plan struct {
 	observed   Observed
 	facts      map[string]*memberIndex // per cluster, of observed
 	alloc      map[string]*ClusterAllocation
-	exports    []*exportPlan // sorted by namespace/name
+	kept       map[string]*keptAllocation // alloc with what it was made from, for the planner
+	exports    []*exportPlan              // sorted by namespace/name
 	// digests are computed on the first MemberDigest; the hub asks from many goroutines.
 	digestOnce sync.Once
 	digests    *digests
@@ -108,12 +108,14 @@ func (v *ValidSpec) compute(observed Observed, pl *Planner) (*Plan, field.ErrorL
 		last := pl.lastByKey()
 		p.exports = p.planExports(func(e *exportPlan) *exportPlan { return pl.resolved(p, e, last[e.key()]) })
 	}
-	if errs := p.allocate(); len(errs) > 0 {
+	allocated, errs := p.allocate(pl.lastAllocations())
+	if len(errs) > 0 {
 		return nil, errs
 	}
 	p.Status = p.status()
 	if pl != nil {
 		p.handoff, p.prior = &digestHandoff{}, pl.handoff
+		pl.Allocated = allocated
 		pl.done(v, p)
 	}
 	return p, nil
@@ -141,72 +143,6 @@ func (p *Plan) Allocation(cluster string) *ClusterAllocation { return p.alloc[cl
 func ClusterSetLabel(cs types.NamespacedName) string { return cs.Namespace + "." + cs.Name }
 
 func (p *Plan) globalnet() bool { return GlobalnetEnabled(&p.spec) }
-
-// allocate runs globalnet IPAM: global CIDRs, egress IPs, and global IPs for exported
-// services and headless endpoints, each sticky to what members already hold.
-func (p *Plan) allocate() field.ErrorList {
-	if !p.globalnet() {
-		return nil
-	}
-	prev := make(map[string]previousAllocation, len(p.clusters))
-	for _, c := range p.clusters {
-		prev[c] = readPrevious(p.observed[c])
-	}
-	cidrs, errs := allocateGlobalCIDRs(&p.spec, prev)
-	if len(errs) > 0 {
-		return errs
-	}
-	egress := p.spec.Globalnet.ClusterEgressIPs
-	wantServices, wantEndpoints := p.ingressOwners()
-	for _, c := range p.clusters {
-		cidr := cidrs[c]
-		a := &ClusterAllocation{GlobalCIDR: cidr, EgressIPs: egressIPs(cidr, egress)}
-		pool := newIPPool(cidr, egress)
-		// Every address still held is kept before any new one is handed out, so a new
-		// export never takes an address a pod of a headless service holds; then new
-		// services first: they are fewer and longer-lived than pods.
-		var freshSvc, freshEp []string
-		a.Services, freshSvc = keepIngress(pool, prev[c].services, wantServices[c])
-		a.Endpoints, freshEp = keepIngress(pool, prev[c].endpoints, wantEndpoints[c])
-		lost := allocateIngress(pool, a.Services, freshSvc)
-		lost = append(lost, allocateIngress(pool, a.Endpoints, freshEp)...)
-		if len(lost) > 0 {
-			errs = append(errs, field.Invalid(field.NewPath("spec", "globalnet", "clusterSize"), p.spec.Globalnet.ClusterSize,
-				fmt.Sprintf("cluster %s's global CIDR %s is full: %d exported services or endpoints got no global IP (first: %s)",
-					c, cidr, len(lost), lost[0])))
-		}
-		p.alloc[c] = a
-	}
-	return errs
-}
-
-// ingressOwners lists, per cluster and sorted, what needs a global IP there: every
-// exported ClusterSetIP service with an IPv4 cluster IP it contributes, and every ready
-// IPv4 endpoint of every exported headless service it contributes (globalnet
-// translates IPv4; IPv6 is routed as it is).
-func (p *Plan) ingressOwners() (services, endpoints map[string][]string) {
-	services, endpoints = map[string][]string{}, map[string][]string{}
-	for _, e := range p.exports { // sorted by key, so services come out sorted
-		key := e.key()
-		for _, src := range e.sources {
-			if !src.headless {
-				if src.clusterIPOf(corev1.IPv4Protocol) != "" {
-					services[src.cluster] = append(services[src.cluster], key)
-				}
-				continue
-			}
-			for _, ep := range src.endpoints {
-				if (ep.ready || src.publishNotReady) && !isV6(ep.ip) {
-					endpoints[src.cluster] = append(endpoints[src.cluster], key+"/"+ep.owner)
-				}
-			}
-		}
-	}
-	for _, eps := range endpoints {
-		sort.Strings(eps)
-	}
-	return services, endpoints
-}
 
 // Objects returns every object the hub keeps in member cluster: its Membership, its
 // Peers, its GlobalIngresses, its Multi-Cluster Services objects and, with the ipsec

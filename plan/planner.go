@@ -33,8 +33,9 @@ import (
 // same objects listed anew are still taken over.
 //
 // A plan's digests take over the last plan's for the exports taken over
-// (digestHandoff). The rest of a plan (globalnet's allocations, the status) is computed
-// in full each time. A Planner is not safe for concurrent use.
+// (digestHandoff), and its globalnet allocations the last plan's for every cluster
+// whose facts, global CIDR and exports are the same (keptAllocation). The status is
+// computed in full each time. A Planner is not safe for concurrent use.
 type Planner struct {
 	// last are the last plan's exports in its order (by key), each resolution with what
 	// it was resolved from (exportPlan.kept), and spec the ValidSpec it was computed
@@ -48,13 +49,17 @@ type Planner struct {
 	// indexes are the last plan's indexes of its members' facts, by cluster: each is
 	// used again while the member's facts are the same *MemberFacts.
 	indexes map[string]*memberIndex
+	// allocations are the last plan's globalnet allocations with what they were made
+	// from, by cluster (keptAllocation).
+	allocations map[string]*keptAllocation
 	// checked is the last spec Check took as valid, for the ClusterSet of that UID and
 	// generation.
 	checked checkedSpec
 	// Reused and Resolved count, over the last plan, the exports taken over and those
 	// resolved again; Visited the exports whose objects' versions it compared, those
-	// exported from a member whose facts came as a new *MemberFacts.
-	Reused, Resolved, Visited int
+	// exported from a member whose facts came as a new *MemberFacts; Allocated the
+	// clusters whose globalnet allocation it made anew.
+	Reused, Resolved, Visited, Allocated int
 }
 
 // keptExport is what a planner keeps with an export's resolution (exportPlan.kept): the
@@ -154,7 +159,7 @@ func (pl *Planner) gathersAsLast(v *ValidSpec) bool {
 // done records a plan computed without errors: its exports, each resolved or taken
 // over, and its indexes of the facts, for the next plan.
 func (pl *Planner) done(v *ValidSpec, p *Plan) {
-	pl.last, pl.spec, pl.indexes, pl.handoff = p.exports, v, p.facts, p.handoff
+	pl.last, pl.spec, pl.indexes, pl.handoff, pl.allocations = p.exports, v, p.facts, p.handoff, p.kept
 }
 
 // lastByKey are the last plan's exports by key, for a plan that gathers its exports
@@ -170,7 +175,7 @@ func (pl *Planner) lastByKey() map[string]*exportPlan {
 // Compute is v.Compute(observed), reusing what the last plan resolved where its inputs
 // are unchanged. A plan refused (field errors) keeps nothing new.
 func (pl *Planner) Compute(v *ValidSpec, observed Observed) (*Plan, field.ErrorList) {
-	pl.Reused, pl.Resolved, pl.Visited = 0, 0, 0
+	pl.Reused, pl.Resolved, pl.Visited, pl.Allocated = 0, 0, 0, 0
 	return v.compute(observed, pl)
 }
 

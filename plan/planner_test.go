@@ -33,7 +33,7 @@ func TestPlannerEqualsCompute(t *testing.T) {
 		t.Run(fmt.Sprintf("seed%d", seed), func(t *testing.T) {
 			w := newRandomWorld(seed)
 			pl := NewPlanner()
-			reused, takenOver := 0, 0
+			reused, takenOver, allocationsKept := 0, 0, 0
 			var prev *Plan
 			var prevSpec *straitv1.ClusterSetSpec
 			var generation int64
@@ -69,9 +69,19 @@ func TestPlannerEqualsCompute(t *testing.T) {
 				if step > 0 && !refused && len(w.handedAnew) == 0 && pl.Visited > 0 {
 					t.Fatalf("step %d (%s): every member's facts were the last plan's, but %d exports' versions were compared", step, what, pl.Visited)
 				}
+				if what == "nothing" && step > 0 && !refused && len(w.handedAnew) == 0 && pl.Allocated > 0 {
+					t.Fatalf("step %d: nothing changed and every member's facts were the last plan's, but %d clusters were allocated anew", step, pl.Allocated)
+				}
 				refused = want == nil
 				if want == nil {
 					continue
+				}
+				w.plans = append(w.plans, want)
+				if len(w.plans) > 5 {
+					w.plans = w.plans[1:]
+				}
+				if w.globalnet && step > 0 {
+					allocationsKept += len(w.clusters) - pl.Allocated
 				}
 				if d := planDifference(want, got); d != "" {
 					t.Fatalf("step %d (%s): the planner's plan differs from Compute's: %s", step, what, d)
@@ -90,6 +100,9 @@ func TestPlannerEqualsCompute(t *testing.T) {
 			}
 			if takenOver == 0 && w.policy == straitv1.ExportPolicyDeclared {
 				t.Fatal("no plan took the last plan's exports over, though some had its spec")
+			}
+			if w.globalnet && allocationsKept == 0 {
+				t.Fatal("no plan took a cluster's globalnet allocation over")
 			}
 		})
 	}
@@ -212,6 +225,15 @@ type randomWorld struct {
 	handedAnew []string
 	// moves are how often each cluster's gateway moved to another address.
 	moves map[string]int
+	// Under globalnet, clusterSize is the spec's (0: the default), small in some worlds
+	// so that a cluster's global CIDR runs full; held are the Membership and the
+	// GlobalIngresses a member holds, those a plan gave it (hold), pinned the clusters
+	// whose global CIDR the spec pins (pin), and plans the last
+	// few plans computed, the latest last.
+	clusterSize int32
+	pinned      map[string]bool
+	held        map[string]*MemberFacts
+	plans       []*Plan
 }
 
 func newRandomWorld(seed uint64) *randomWorld {
@@ -221,9 +243,16 @@ func newRandomWorld(seed uint64) *randomWorld {
 		services: map[string]map[types.NamespacedName]*corev1.Service{},
 		slices:   map[string]map[types.NamespacedName][]*discoveryv1.EndpointSlice{},
 		sexports: map[string]map[types.NamespacedName]*mcsv1.ServiceExport{},
-		facts:    map[string]*MemberFacts{}, touched: map[string]bool{}, moves: map[string]int{}}
+		facts:    map[string]*MemberFacts{}, touched: map[string]bool{}, moves: map[string]int{}, held: map[string]*MemberFacts{},
+		pinned: map[string]bool{}}
 	if rng.IntN(3) == 0 {
 		w.policy = straitv1.ExportPolicyMemberExports
+	}
+	if w.globalnet && rng.IntN(3) == 0 {
+		// 6 global IPs after the reserved one, the 8 egress IPs and the last: a plan
+		// is refused now and then (a cluster's CIDR is full), and the planner goes on from
+		// its last good one.
+		w.clusterSize = 16
 	}
 	mixed, v6only := rng.IntN(2) == 0, !w.globalnet && rng.IntN(2) == 0
 	for i := range 2 + rng.IntN(4) {
@@ -406,7 +435,7 @@ func (w *randomWorld) putServiceExport(c string, k types.NamespacedName, hub boo
 func (w *randomWorld) change() string {
 	c := w.clusters[w.pick(len(w.clusters))]
 	k := w.keys[w.pick(len(w.keys))]
-	switch w.pick(9) {
+	switch w.pick(11) {
 	case 0:
 		w.putService(c, k)
 		return fmt.Sprintf("service %s in %s replaced", k, c)
@@ -475,8 +504,42 @@ func (w *randomWorld) change() string {
 		w.moves[c]++
 		w.touched[c] = true
 		return fmt.Sprintf("the gateway of %s moved", c)
+	case 8:
+		if !w.globalnet || len(w.plans) == 0 {
+			return "nothing"
+		}
+		// Mostly the last plan's, as after the hub's writes; now and then an older
+		// one's, as a member that lagged behind or was restored from a backup.
+		back := 0
+		if w.pick(3) == 0 {
+			back = w.pick(len(w.plans))
+		}
+		w.hold(c, w.plans[len(w.plans)-1-back])
+		return fmt.Sprintf("%s holds what the plan %d back gave it", c, back)
+	case 9:
+		if !w.globalnet {
+			return "nothing"
+		}
+		w.pinned[c] = !w.pinned[c]
+		return fmt.Sprintf("%s's global CIDR pinned: %t", c, w.pinned[c])
 	}
 	return "nothing"
+}
+
+// hold makes c hold the Membership and the GlobalIngresses of plan p, as the hub's
+// writes would: its next plans keep what it holds.
+func (w *randomWorld) hold(c string, p *Plan) {
+	h := &MemberFacts{}
+	for _, o := range p.Objects(c) {
+		switch o := o.(type) {
+		case *straitv1.Membership:
+			h.Membership = o
+		case *straitv1.GlobalIngress:
+			h.GlobalIngresses = append(h.GlobalIngresses, *o)
+		}
+	}
+	w.held[c] = h
+	w.touched[c] = true
 }
 
 // clusterSet is the spec as it is now, exports sorted by key.
@@ -484,7 +547,7 @@ func (w *randomWorld) clusterSet() *straitv1.ClusterSet {
 	cs := &straitv1.ClusterSet{ObjectMeta: metav1.ObjectMeta{Name: "random", Namespace: straitv1.SystemNamespace},
 		Spec: straitv1.ClusterSetSpec{ExportPolicy: w.policy}}
 	if w.globalnet {
-		cs.Spec.Globalnet = &straitv1.GlobalnetSpec{Enabled: true}
+		cs.Spec.Globalnet = &straitv1.GlobalnetSpec{Enabled: true, ClusterSize: w.clusterSize}
 	}
 	for i, c := range w.clusters {
 		pod := fmt.Sprintf("10.%d.0.0/16", 10+i)
@@ -492,6 +555,12 @@ func (w *randomWorld) clusterSet() *straitv1.ClusterSet {
 			pod = "10.10.0.0/16"
 		}
 		cl := straitv1.ClusterSpec{Name: c}
+		if w.pinned[c] { // a block the allocation in order would give no cluster first
+			cl.GlobalCIDR = fmt.Sprintf("242.%d.0.0/16", 100+i)
+			if w.clusterSize != 0 {
+				cl.GlobalCIDR = fmt.Sprintf("242.0.%d.0/28", 100+i)
+			}
+		}
 		if w.families[i].V4 {
 			cl.PodCIDRs, cl.ServiceCIDRs = []string{pod}, []string{fmt.Sprintf("10.%d.0.0/16", 100+i)}
 		}
@@ -525,6 +594,9 @@ func (w *randomWorld) observed() Observed {
 		delete(w.touched, c)
 		f := &MemberFacts{KubeSystemUID: types.UID("ks-" + c), Gateways: []straitv1.Gateway{{Spec: straitv1.GatewaySpec{
 			NodeName: c + "-gw", HAState: straitv1.HAActive, IP: fmt.Sprintf("192.0.2.%d", (i+w.moves[c]*16)%250+1), Port: 51871, Driver: straitv1.CableWireGuard}}}}
+		if h := w.held[c]; h != nil {
+			f.Membership, f.GlobalIngresses = h.Membership, h.GlobalIngresses
+		}
 		for _, k := range w.keys {
 			if s := w.services[c][k]; s != nil {
 				f.Services = append(f.Services, *s)
