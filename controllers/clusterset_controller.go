@@ -179,7 +179,7 @@ func (r *ClusterSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 
 	// Status is patched once, at the end, whatever happened: after the announcement of
 	// a new generation, if there was one.
-	base := obj.DeepCopy()
+	base := statusOf(obj)
 	var announced *announcement
 	defer func() {
 		if announced != nil {
@@ -245,7 +245,7 @@ func (r *ClusterSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		msg := fmt.Sprintf("reconciling generation %d", obj.Generation)
 		setCondition(obj, meta.ReconcilingCondition, metav1.ConditionTrue, straitv1.ReasonProgressing, msg)
 		setCondition(obj, meta.ReadyCondition, metav1.ConditionUnknown, straitv1.ReasonProgressing, msg)
-		announced = r.announce(ctx, base, obj.DeepCopy())
+		announced = r.announce(ctx, base, statusOf(obj))
 	}
 
 	rec, err := r.readRecords(ctx, obj)
@@ -350,10 +350,31 @@ func (r *ClusterSetReconciler) patchStatus(ctx context.Context, base, obj *strai
 	if apiEqualStatus(base, obj) {
 		return nil
 	}
-	if err := r.hub.Status().Patch(ctx, obj, client.MergeFrom(base)); err != nil && !apierrors.IsNotFound(err) {
+	patched, patch := statusPatch(base, obj)
+	if err := r.hub.Status().Patch(ctx, patched, patch); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
 		return fmt.Errorf("patching status: %w", err)
 	}
+	obj.ResourceVersion = patched.ResourceVersion
 	return nil
+}
+
+// statusOf is a ClusterSet of obj's name and namespace and a copy of its status: what
+// a status patch is made from.
+func statusOf(obj *straitv1.ClusterSet) *straitv1.ClusterSet {
+	return &straitv1.ClusterSet{ObjectMeta: metav1.ObjectMeta{Name: obj.Name, Namespace: obj.Namespace},
+		Status: *obj.Status.DeepCopy()}
+}
+
+// statusPatch is the merge patch from base's status to obj's, and the object to send
+// it with (it takes the API server's answer). A merge patch is the difference of two
+// objects' JSON, so it is made from their status alone: with the spec of 1,000 members
+// and 10,000 exports in both, each patch cost 64 ms of CPU and 19 MB
+// (BenchmarkStatusPatch).
+func statusPatch(base, obj *straitv1.ClusterSet) (*straitv1.ClusterSet, client.Patch) {
+	return statusOf(obj), client.MergeFrom(statusOf(base))
 }
 
 // announceAfter is how long a reconcile of a new generation runs before it is announced.
