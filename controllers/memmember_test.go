@@ -55,6 +55,9 @@ type memMember struct {
 	// apart so that the hub's heap is measured without the member's (BenchmarkHubScale's
 	// hub-heap): a real hub holds no object of the reported kinds.
 	prints, reports *members.Prints
+	// reported is the Membership's status.prints as strait dns last wrote it, made
+	// from reports when it is read (nil: to be made).
+	reported []straitv1.MemberPrint
 }
 
 // newMemMember is a member whose prints fingerprint with the hub's function for key,
@@ -87,6 +90,7 @@ func (m *memMember) informed(k objKey, was, is memObj) {
 	prints := m.prints
 	if memberprint.Reported(k.kind) {
 		prints = m.reports
+		m.reported = nil // strait dns writes its report anew
 	}
 	h := prints.Handler(k.kind)
 	if h == nil {
@@ -122,15 +126,19 @@ func (m *memMember) fill(o client.Object, k objKey, mo memObj) {
 func (m *memMember) Scheme() *runtime.Scheme { return m.scheme }
 
 // report is the Membership's status.prints as strait dns would write it, without its
-// delay: the member's prints of the kinds the hub does not watch. m.mu is held.
+// delay: the member's prints of the kinds the hub does not watch. Every read shares
+// it, as the hub's reads from its informers' cache do (client.UnsafeDisableDeepCopy).
+// m.mu is held.
 func (m *memMember) report() []straitv1.MemberPrint {
-	var out []straitv1.MemberPrint
+	if m.reported != nil {
+		return m.reported
+	}
 	for _, kind := range memberprint.ReportedKinds() {
 		p, _ := m.reports.Print(kind)
-		out = append(out, straitv1.MemberPrint{ClusterSet: m.labels[straitv1.LabelClusterSet], Kind: kind,
+		m.reported = append(m.reported, straitv1.MemberPrint{ClusterSet: m.labels[straitv1.LabelClusterSet], Kind: kind,
 			Count: int32(p.N), Sum: memberprint.FormatSum(p.Sum)})
 	}
-	return out
+	return m.reported
 }
 
 func (m *memMember) Get(_ context.Context, k client.ObjectKey, obj client.Object, _ ...client.GetOption) error {

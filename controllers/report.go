@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"maps"
+	"slices"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -27,6 +28,10 @@ type memberReport struct {
 	// reports none for the ClusterSet (no strait dns runs there, or an old one).
 	known  bool
 	prints map[string]members.Print
+	// read is the Membership's status.prints the report was read from: a pass that
+	// finds the same takes the report as read (parsing every member's report at every
+	// reconcile cost 0.4 MB at 1,000 members).
+	read []straitv1.MemberPrint
 	// actedOn: this report made a full pass already. A report that still differs
 	// after the full pass put the member back is not acted on again until it changes:
 	// a member whose reporter stopped would otherwise get a full pass at every
@@ -51,12 +56,25 @@ func reportOf(m *straitv1.Membership, label string) map[string]members.Print {
 // sawReport records the member's report (nil: it reports nothing usable) and says
 // whether it differs from the record.
 func (t *appliedTable) sawReport(prints map[string]members.Print) (differs bool) {
+	return t.sawReportIn(prints, nil)
+}
+
+// sawReportIn is sawReport of a report read from a Membership's status.prints read.
+func (t *appliedTable) sawReportIn(prints map[string]members.Print, read []straitv1.MemberPrint) (differs bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if !t.report.known || !maps.Equal(t.report.prints, prints) {
 		t.report = memberReport{known: true, prints: prints}
 	}
+	t.report.read = slices.Clone(read)
 	return !t.reportMatches()
+}
+
+// readIn says whether the report was read from the status.prints read.
+func (t *appliedTable) readIn(read []straitv1.MemberPrint) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.report.known && t.report.read != nil && slices.Equal(t.report.read, read)
 }
 
 // reportMatches says whether the member reports exactly the record, kind by kind;
@@ -145,7 +163,10 @@ func (w *memberWriter) readReport(ctx context.Context) {
 		}
 		return
 	}
-	w.table.sawReport(reportOf(m, plan.ClusterSetLabel(w.cs)))
+	if w.table.readIn(m.Status.Prints) {
+		return
+	}
+	w.table.sawReportIn(reportOf(m, plan.ClusterSetLabel(w.cs)), m.Status.Prints)
 }
 
 // print is the member's print of kind: reported by the member for the kinds the hub
@@ -169,7 +190,7 @@ func (r *ClusterSetReconciler) reportChanged(key members.Key, old client.Object,
 		return false
 	}
 	t := r.appliedFor(key)
-	differs := t.sawReport(now)
+	differs := t.sawReportIn(now, m.Status.Prints)
 	r.showReporting(key, t)
 	return differs
 }

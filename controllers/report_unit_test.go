@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -106,5 +107,38 @@ func TestReportOfNeedsEveryReportedKind(t *testing.T) {
 	}
 	if reportOf(m, "ns.other") != nil {
 		t.Error("another ClusterSet's report read as this one's")
+	}
+}
+
+// A pass that reads the status.prints its report was read from takes the report as
+// read; other prints, or none since, are read anew.
+func TestAReportIsReadAgainOnlyWhenItsPrintsChange(t *testing.T) {
+	tab := recordedTable("7")
+	m := &straitv1.Membership{}
+	for kind, p := range reportFor("7") {
+		m.Status.Prints = append(m.Status.Prints, straitv1.MemberPrint{ClusterSet: "ns.cs", Kind: kind,
+			Count: int32(p.N), Sum: memberprint.FormatSum(p.Sum)})
+	}
+	if tab.readIn(m.Status.Prints) {
+		t.Fatal("a report never read is taken as read")
+	}
+	if tab.sawReportIn(reportOf(m, "ns.cs"), m.Status.Prints) {
+		t.Fatal("a report equal to the record differs")
+	}
+	if !tab.readIn(m.Status.Prints) {
+		t.Error("the prints just read are read again")
+	}
+	changed := slices.Clone(m.Status.Prints)
+	changed[0].Count++
+	if tab.readIn(changed) {
+		t.Error("other prints are taken as read")
+	}
+	m.Status.Prints[0].Count++ // the caller's slice: the table keeps its own copy
+	if tab.readIn(m.Status.Prints) {
+		t.Error("the table's copy of the prints changed with the caller's")
+	}
+	tab.sawReport(nil)
+	if tab.readIn(changed) {
+		t.Error("prints are taken as read after the member reported none")
 	}
 }

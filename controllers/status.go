@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -28,7 +29,10 @@ import (
 // propagation of what it saw first is timed from then.
 func (r *ClusterSetReconciler) setStatus(obj *straitv1.ClusterSet, p *plan.Plan, conns map[string]*conn, results map[string]*memberResult,
 	prev map[string]*straitv1.ClusterStatus, seen time.Time) []straitv1.ClusterStatus {
-	st := *p.Status.DeepCopy()
+	// The plan's entries are copied, not what they share with the plan: memberStatus
+	// sets an entry's fields and changes nothing they point to.
+	st := p.Status
+	st.Clusters = slices.Clone(p.Status.Clusters)
 	var t tally
 	for i := range st.Clusters {
 		c := &st.Clusters[i]
@@ -176,21 +180,17 @@ func (r *ClusterSetReconciler) recordStatus(cs string, members int, summary stra
 func mergeConditions(prev *straitv1.ClusterStatus, gen int64, conds ...metav1.Condition) []metav1.Condition {
 	var out []metav1.Condition
 	if prev != nil {
-		out = append(out, prev.Conditions...)
+		out = make([]metav1.Condition, len(prev.Conditions), len(prev.Conditions)+len(conds))
+		copy(out, prev.Conditions)
 	}
-	keep := map[string]bool{}
 	for _, c := range conds {
 		c.ObservedGeneration = gen
 		apimeta.SetStatusCondition(&out, c)
-		keep[c.Type] = true
 	}
-	filtered := out[:0]
-	for _, c := range out {
-		if keep[c.Type] {
-			filtered = append(filtered, c)
-		}
+	dropped := func(c metav1.Condition) bool {
+		return !slices.ContainsFunc(conds, func(k metav1.Condition) bool { return k.Type == c.Type })
 	}
-	return filtered
+	return slices.DeleteFunc(out, dropped)
 }
 
 func prevCondition(prev *straitv1.ClusterStatus, typ string) *metav1.Condition {

@@ -80,15 +80,17 @@ func (v *ValidSpec) compute(observed Observed, pl *Planner) (*Plan, field.ErrorL
 	if errs := sameClusters(v.spec.Clusters, observed); len(errs) > 0 {
 		return nil, errs
 	}
+	n := len(v.spec.Clusters)
 	p := &Plan{
 		clusterSet: v.clusterSet,
 		spec:       v.spec,
 		checked:    v,
-		byName:     map[string]*straitv1.ClusterSpec{},
-		views:      map[string]view{},
+		clusters:   make([]string, 0, n),
+		byName:     make(map[string]*straitv1.ClusterSpec, n),
+		views:      make(map[string]view, n),
 		observed:   observed,
-		facts:      map[string]*memberIndex{},
-		alloc:      map[string]*ClusterAllocation{},
+		facts:      make(map[string]*memberIndex, n),
+		alloc:      make(map[string]*ClusterAllocation, n),
 	}
 	for i := range p.spec.Clusters {
 		c := &p.spec.Clusters[i]

@@ -3,7 +3,6 @@ package plan
 import (
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/fluxcd/pkg/apis/meta"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
@@ -29,16 +28,20 @@ func StatusClusters(clusters []straitv1.ClusterStatus) []straitv1.ClusterStatus 
 	if len(clusters) <= MaxStatusClusters {
 		return clusters
 	}
-	var attention, rest []straitv1.ClusterStatus
-	for _, c := range clusters {
-		if apimeta.IsStatusConditionTrue(c.Conditions, meta.ReadyCondition) {
-			rest = append(rest, c)
-		} else {
-			attention = append(attention, c)
+	// By index, so that only the entries listed are copied, once.
+	picked := make([]int, 0, MaxStatusClusters)
+	for _, ready := range []bool{false, true} {
+		for i := range clusters {
+			if len(picked) < MaxStatusClusters && apimeta.IsStatusConditionTrue(clusters[i].Conditions, meta.ReadyCondition) == ready {
+				picked = append(picked, i)
+			}
 		}
 	}
-	out := append(attention, rest...)[:MaxStatusClusters]
-	slices.SortFunc(out, func(a, b straitv1.ClusterStatus) int { return strings.Compare(a.Name, b.Name) })
+	slices.Sort(picked) // clusters are sorted by name
+	out := make([]straitv1.ClusterStatus, len(picked))
+	for j, i := range picked {
+		out[j] = clusters[i]
+	}
 	return out
 }
 
@@ -82,7 +85,8 @@ func exportStatus(e *exportPlan) straitv1.ExportStatus {
 // sources and conflicts; and the export counts of the summary. What only the hub observes while it reconciles (whether
 // it reaches a member, what it wrote and pruned there) is the hub's to add.
 func (p *Plan) status() straitv1.ClusterSetStatus {
-	var st straitv1.ClusterSetStatus
+	st := straitv1.ClusterSetStatus{Clusters: make([]straitv1.ClusterStatus, 0, len(p.clusters)),
+		Exports: make([]straitv1.ExportStatus, 0, min(len(p.exports), MaxStatusExports))}
 	for _, c := range p.clusters {
 		f := p.observed[c]
 		cs := straitv1.ClusterStatus{Name: c}
