@@ -178,11 +178,12 @@ func (r *ClusterSetReconciler) recordStatus(cs string, members int, summary stra
 // mergeConditions sets conds over a cluster's previous conditions, so that
 // lastTransitionTime only moves when a status changes.
 func mergeConditions(prev *straitv1.ClusterStatus, gen int64, conds ...metav1.Condition) []metav1.Condition {
-	var out []metav1.Condition
+	var had []metav1.Condition
 	if prev != nil {
-		out = make([]metav1.Condition, len(prev.Conditions), len(prev.Conditions)+len(conds))
-		copy(out, prev.Conditions)
+		had = prev.Conditions
 	}
+	out := make([]metav1.Condition, len(had), len(had)+len(conds))
+	copy(out, had)
 	for _, c := range conds {
 		c.ObservedGeneration = gen
 		apimeta.SetStatusCondition(&out, c)
