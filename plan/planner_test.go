@@ -529,16 +529,7 @@ func (w *randomWorld) change() string {
 // hold makes c hold the Membership and the GlobalIngresses of plan p, as the hub's
 // writes would: its next plans keep what it holds.
 func (w *randomWorld) hold(c string, p *Plan) {
-	h := &MemberFacts{}
-	for _, o := range p.Objects(c) {
-		switch o := o.(type) {
-		case *straitv1.Membership:
-			h.Membership = o
-		case *straitv1.GlobalIngress:
-			h.GlobalIngresses = append(h.GlobalIngresses, *o)
-		}
-	}
-	w.held[c] = h
+	w.held[c] = heldBy(p, nil)[c]
 	w.touched[c] = true
 }
 
