@@ -99,29 +99,25 @@ func allocateCluster(cluster string, f *MemberFacts, cidr netip.Prefix, egress i
 // its allocation in last was made for.
 func (p *Plan) servedAnew(last map[string]*keptAllocation) map[string][]*exportPlan {
 	at := make(map[string]int, len(last))
-	changed := map[string]bool{}
+	out := map[string][]*exportPlan{} // the clusters that changed, each with nil first
 	for _, e := range p.exports {
 		for _, s := range e.sources {
 			k, i := last[s.cluster], at[s.cluster]
 			if k == nil || i >= len(k.served) || k.served[i] != e {
-				changed[s.cluster] = true
+				out[s.cluster] = nil
 			}
 			at[s.cluster] = i + 1
 		}
 	}
 	for c, k := range last {
 		if at[c] != len(k.served) {
-			changed[c] = true
+			out[c] = nil // serves fewer, or nothing now
 		}
-	}
-	out := make(map[string][]*exportPlan, len(changed))
-	for c := range changed {
-		out[c] = nil // a cluster that serves nothing now
 	}
 	for _, e := range p.exports {
 		for _, s := range e.sources {
-			if changed[s.cluster] {
-				out[s.cluster] = append(out[s.cluster], e)
+			if served, changed := out[s.cluster]; changed {
+				out[s.cluster] = append(served, e)
 			}
 		}
 	}
