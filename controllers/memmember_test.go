@@ -112,7 +112,7 @@ func (m *memMember) informed(k objKey, was, is memObj) {
 }
 
 // fill gives o the name, resourceVersion, labels and digest annotation of a stand-in's
-// object, as the member's API server would answer it.
+// object, and a ServiceImport its status, as the member's API server would answer it.
 func (m *memMember) fill(o client.Object, k objKey, mo memObj) {
 	o.SetName(k.name)
 	o.SetNamespace(k.namespace)
@@ -120,6 +120,9 @@ func (m *memMember) fill(o client.Object, k objKey, mo memObj) {
 	o.SetLabels(m.labels)
 	if mo.digest != 0 {
 		o.SetAnnotations(map[string]string{straitv1.AnnotationDigest: digestOf(mo.digest)})
+	}
+	if si, ok := o.(*mcsv1.ServiceImport); ok && mo.status != 0 {
+		si.Status = m.statuses.get(mo.status) // a List's items too: a new hub adopts from them
 	}
 }
 
@@ -154,9 +157,6 @@ func (m *memMember) Get(_ context.Context, k client.ObjectKey, obj client.Object
 		return apierrors.NewNotFound(schema.GroupResource{Resource: kind}, k.Name)
 	}
 	m.fill(obj, key, mo)
-	if si, ok := obj.(*mcsv1.ServiceImport); ok && mo.status != 0 {
-		si.Status = m.statuses.get(mo.status)
-	}
 	if ms, ok := obj.(*straitv1.Membership); ok {
 		ms.Status.Prints = m.report()
 	}
