@@ -1,15 +1,18 @@
 package controllers
 
 import (
+	"bytes"
 	"hash/fnv"
 	"sync"
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	straitv1 "github.com/straitnet/strait/api/v1alpha1"
 	"github.com/straitnet/strait/controllers/members"
 	"github.com/straitnet/strait/internal/keytable"
 	"github.com/straitnet/strait/internal/memberprint"
+	"github.com/straitnet/strait/internal/sharedtable"
 	"github.com/straitnet/strait/plan"
 )
 
@@ -75,8 +78,11 @@ type appliedTable struct {
 	// an entry, a 64-bit collision of the kind the prints already allow. The digested
 	// kinds, nearly all of the objects, are in digested instead, at 16 bytes.
 	entries map[string]*keytable.Table[appliedEntry]
-	// digested are the entries of the digested kinds (memberprint.Digested), by kind.
+	// digested are the entries of the digested kinds (memberprint.Digested), by kind,
+	// their nodes shared through pool with every other member's (sealed at the end of
+	// each pass).
 	digested   map[string]*digestedTable
+	pool       *sharedtable.Pool
 	namespaces map[string]bool // namespaces known to exist in the member
 	pass       memberPass
 	// changes counts changes to the hub's objects in the member that were not the hub's
@@ -196,12 +202,22 @@ func (t *appliedTable) passed(s passState, inventory map[string]int32, groups pl
 	}
 	t.pass = memberPass{done: true, digest: s.digest, member: s.member, since: s.since, at: at,
 		changes: s.changes, inventory: inventory, groups: groups}
+	t.seal()
 }
 
 func (t *appliedTable) failed() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.pass = memberPass{}
+	t.seal()
+}
+
+// seal shares what the pass recorded of the digested kinds with the other members'
+// records (sharedtable.Table.Seal); t.mu is held.
+func (t *appliedTable) seal() {
+	for _, d := range t.digested {
+		d.hashes.Seal()
+	}
 }
 
 // changedByOthers records that someone else changed or deleted one of the hub's
@@ -236,17 +252,19 @@ func (r *ClusterSetReconciler) appliedFor(key members.Key) *appliedTable {
 		return v.(*appliedTable) // a new table's maps made for every call were 650 bytes a member a reconcile
 	}
 	v, _ := r.applied.LoadOrStore(key, &appliedTable{entries: map[string]*keytable.Table[appliedEntry]{},
-		digested: map[string]*digestedTable{}, namespaces: map[string]bool{}, prints: map[string]members.Print{}})
+		digested: map[string]*digestedTable{}, pool: &r.shared, namespaces: map[string]bool{}, prints: map[string]members.Print{}})
 	return v.(*appliedTable)
 }
 
 // digestedTable records the hub's writes of one digested kind (memberprint.Digested)
-// in a member: the hash of each object's content, 16 bytes an object with its key.
-// The fingerprint the member holds follows from it (memberprint.DigestPrint of the
-// key and the hash, as the digest the hub wrote is that hash) unless the object is
+// in a member: the hash of each object's content by its key. The members of a view
+// hold the same objects but for those of the exports they are a source of, so the
+// hashes are in a sharedtable.Table: what a member holds as others do is held once.
+// The fingerprint the member holds follows from the hash (memberprint.DigestPrint of
+// the key and the hash, as the digest the hub wrote is that hash) unless the object is
 // odd: a write on its way, or another manager owning some of its fields.
 type digestedTable struct {
-	hashes keytable.Table[uint64]
+	hashes *sharedtable.Table
 	odd    map[uint64]uint64 // key -> fingerprint, where it is not the one that follows
 }
 
@@ -314,7 +332,7 @@ func (t *appliedTable) put(k objKey, e appliedEntry) (old appliedEntry, had bool
 	if memberprint.Digested(k.kind) {
 		d := t.digested[k.kind]
 		if d == nil {
-			d = &digestedTable{}
+			d = &digestedTable{hashes: sharedtable.New(t.pool)}
 			t.digested[k.kind] = d
 		}
 		d.set(k.kind, id, e)
@@ -398,8 +416,23 @@ func (t *appliedTable) expect(k objKey, hash uint64) (undo func()) {
 	}
 }
 
+// hashOf is the hash of an encoded object, the digest the hub writes on it: FNV-1a of
+// its JSON but for its target-cluster annotation (`"strait.io/target-cluster":"c1"`,
+// cut out of the bytes). That annotation is the member's own name, the same on every
+// object the member holds, so it tells no two contents of one member apart; without it
+// an object's digest is the same in every member that holds it, and so is the record's
+// part of it (appliedTable.digested shares it).
 func hashOf(data []byte) uint64 {
 	h := fnv.New64a()
+	if i := bytes.Index(data, []byte(targetKey)); i >= 0 {
+		if j := bytes.IndexByte(data[i+len(targetKey):], '"'); j >= 0 {
+			_, _ = h.Write(data[:i])
+			data = data[i+len(targetKey)+j+1:]
+		}
+	}
 	_, _ = h.Write(data)
 	return h.Sum64()
 }
+
+// targetKey starts the target-cluster annotation in an object's JSON, up to its value.
+const targetKey = `"` + straitv1.AnnotationTargetCluster + `":"`

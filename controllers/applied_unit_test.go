@@ -1,8 +1,11 @@
 package controllers
 
 import (
+	"bytes"
+	"encoding/json"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	mcsv1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
@@ -62,5 +65,31 @@ func TestTheRecordOfADigestedKindSumsWhatTheMemberPrints(t *testing.T) {
 	}
 	if inv := table.inventory(); inv["ServiceImport"] != 2 {
 		t.Errorf("inventory %v, want 2 ServiceImports", inv)
+	}
+}
+
+// TestAnObjectsDigestIsTheSameInEveryMember: the digest leaves out the target-cluster
+// annotation, the member's own name, so that the members' records share it; any other
+// difference changes it.
+func TestAnObjectsDigestIsTheSameInEveryMember(t *testing.T) {
+	obj := func(target, port string) []byte {
+		data, err := json.Marshal(&corev1.Service{
+			TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
+			ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop", Annotations: map[string]string{
+				straitv1.AnnotationDerivedFrom: "web", straitv1.AnnotationTargetCluster: target, "z": port}},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return data
+	}
+	if hashOf(obj("c1", "80")) != hashOf(obj("cluster-two", "80")) {
+		t.Error("one object's digest differs between two members")
+	}
+	if hashOf(obj("c1", "80")) == hashOf(obj("c1", "81")) {
+		t.Error("two contents of one member have one digest")
+	}
+	if !bytes.Contains(obj("c1", "80"), []byte(targetKey+"c1\"")) {
+		t.Error("the object's JSON does not hold the target-cluster annotation as hashOf looks for it")
 	}
 }

@@ -32,6 +32,7 @@ import (
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
 	"github.com/straitnet/strait/controllers/members"
+	"github.com/straitnet/strait/internal/sharedtable"
 	"github.com/straitnet/strait/plan"
 )
 
@@ -72,6 +73,9 @@ type ClusterSetReconciler struct {
 	queue     atomic.Pointer[workqueue.TypedRateLimitingInterface[reconcile.Request]]
 	relevance sync.Map // types.NamespacedName -> *relevance
 	applied   sync.Map // members.Key -> *appliedTable
+	// shared keeps the nodes of the members' records that are equal once
+	// (appliedTable.digested).
+	shared sharedtable.Pool
 	// planners keep each ClusterSet's export resolutions from one reconcile to the
 	// next (plan.Planner); a ClusterSet is reconciled by one worker at a time.
 	planners sync.Map // types.NamespacedName -> *plan.Planner

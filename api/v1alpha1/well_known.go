@@ -50,10 +50,12 @@ const (
 	AnnotationDerivedFrom = "strait.io/derived-from"
 
 	// AnnotationDigest, on every object the hub writes into a member, is the digest
-	// (16 hex digits) of the content the hub wrote, status included. A hub that starts
-	// over members already in place (a restart, a new leader) has no record of its
-	// writes: an object whose digest is the one it would write, and whose fields nobody
-	// else owns, is taken as written instead of written again.
+	// (16 hex digits) of the content the hub wrote, status included, but for the
+	// target-cluster annotation (the member's own name): one object's digest is the
+	// same in every member that holds it. A hub that starts over members already in
+	// place (a restart, a new leader) has no record of its writes: an object whose
+	// digest is the one it would write, and whose fields nobody else owns, is taken as
+	// written instead of written again.
 	AnnotationDigest = "strait.io/digest"
 
 	// AnnotationTargetCluster names the member cluster an object is meant for in the
