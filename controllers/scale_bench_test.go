@@ -18,6 +18,7 @@ import (
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
 	"github.com/straitnet/strait/controllers/members"
+	"github.com/straitnet/strait/internal/sharedtable"
 	"github.com/straitnet/strait/plan"
 	"github.com/straitnet/strait/test/benchcpu"
 	"github.com/straitnet/strait/test/bigset"
@@ -48,6 +49,9 @@ import (
 //   - hub-heap, last, as it takes the hub's state away: hub-live-heap-MiB is the live
 //     heap that dropping the hub's state frees (its record of its writes, its planner,
 //     the prints its member informers keep of the kinds it watches),
+//     record-nodes the nodes of the members' records the hub holds, each once
+//     (sharedtable.Pool): each also has a weak pointer's and a cleanup's record,
+//     which the runtime keeps outside the heap and the live heap does not count;
 //     stand-ins-live-heap-MiB what stays (the stand-in members' objects, the prints of
 //     the kinds the members report, and anything they share with the hub). A hub in a
 //     process of its own would hold a little more: strings it shares with the stand-ins.
@@ -131,7 +135,7 @@ func (h *scaleHub) run(ctx context.Context, b *testing.B, cs *straitv1.ClusterSe
 	})
 	b.Run("hub-heap", func(b *testing.B) {
 		runtime.GC()
-		before := heapLive()
+		before, nodes := heapLive(), h.r.shared.Nodes()
 		h.dropHubState()
 		runtime.GC()
 		after := heapLive()
@@ -139,6 +143,7 @@ func (h *scaleHub) run(ctx context.Context, b *testing.B, cs *straitv1.ClusterSe
 		}
 		b.ReportMetric(float64(before-after)/(1<<20), "hub-live-heap-MiB")
 		b.ReportMetric(float64(after)/(1<<20), "stand-ins-live-heap-MiB")
+		b.ReportMetric(float64(nodes), "record-nodes")
 		b.ReportMetric(0, "ns/op")
 	})
 }
@@ -172,6 +177,7 @@ func (h *scaleHub) restart() {
 // in a real ClusterSet strait dns keeps them, in each member.
 func (h *scaleHub) dropHubState() {
 	h.r.applied.Clear()
+	h.r.shared = sharedtable.Pool{} // its map of the nodes: the tables' nodes go with them
 	h.r.planners.Clear()
 	h.planner = nil
 	h.conns = nil

@@ -207,3 +207,35 @@ func nodes(root *node) int {
 	walk(root, func(*node) { n++ })
 	return n
 }
+
+// TestMembersSealAtOnce: the hub passes over members in parallel, each sealing its own
+// table through the one pool; tables of the same entries end up sharing one tree, and
+// each reads back what it was given (run with -race).
+func TestMembersSealAtOnce(t *testing.T) {
+	pool := &Pool{}
+	tabs := make([]*Table, 8)
+	done := make(chan struct{})
+	for i := range tabs {
+		tabs[i] = New(pool)
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for round := range uint64(3) {
+				for k := range uint64(3000) {
+					tabs[i].Set(mix(k), k+round)
+				}
+				tabs[i].Seal()
+			}
+		}()
+	}
+	for range tabs {
+		<-done
+	}
+	for i, tab := range tabs {
+		if tab.root != tabs[0].root {
+			t.Errorf("table %d does not share the tree of the others", i)
+		}
+		if v, ok := tab.Get(mix(7)); !ok || v != 9 {
+			t.Errorf("table %d: Get = %d, %v; want 9", i, v, ok)
+		}
+	}
+}
