@@ -92,32 +92,27 @@ func (nd *node) equal(o *node) bool {
 	return true
 }
 
-// mix is a 64-bit finaliser (splitmix64's).
-func mix(x uint64) uint64 {
-	x ^= x >> 30
-	x *= 0xbf58476d1ce4e5b9
-	x ^= x >> 27
-	x *= 0x94d049bb133111eb
-	return x ^ x>>31
-}
+// fold adds a word to a running hash, FNV's way with 64-bit words: the pool's hashes
+// only find candidates, which are then compared, so a collision costs a node shared
+// less, never a wrong one.
+func fold(h, w uint64) uint64 { return (h ^ w) * 1099511628211 }
 
 func leafHash(ents []entry) uint64 {
-	h := uint64(0x9e3779b97f4a7c15)
+	h := uint64(14695981039346656037)
 	for _, e := range ents {
-		h = mix(h ^ e.key)
-		h = mix(h ^ e.val)
+		h = fold(fold(h, e.key), e.val)
 	}
 	return h
 }
 
 func innerHash(kids *[fanout]*node) uint64 {
-	h := uint64(0x2545f4914f6cdd1d)
+	h := uint64(14695981039346656037) ^ 1 // not a leaf's of the same words
 	for _, k := range kids {
 		var kh uint64
 		if k != nil {
 			kh = k.hash
 		}
-		h = mix(h ^ kh)
+		h = fold(h, kh)
 	}
 	return h
 }
