@@ -76,7 +76,7 @@ type appliedTable struct {
 	// bytes an object, 1.5 GiB at 255 members × 10,000 exports, and a Go map of the
 	// same numbers 84. Two names of one kind in one member that hash alike would share
 	// an entry, a 64-bit collision of the kind the prints already allow. The digested
-	// kinds, nearly all of the objects, are in digested instead, at 16 bytes.
+	// kinds, nearly all of the objects, are in digested instead, shared between members.
 	entries map[string]*keytable.Table[appliedEntry]
 	// digested are the entries of the digested kinds (memberprint.Digested), by kind,
 	// their nodes shared through pool with every other member's (sealed at the end of
