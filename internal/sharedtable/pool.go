@@ -15,7 +15,8 @@ type Pool struct {
 	nodes map[uint64]weak.Pointer[node]
 }
 
-// Nodes is how many nodes the pool holds: those of every sealed table, each once.
+// Nodes is how many nodes the pool knows: those of every sealed table, each once,
+// and those collected whose cleanup has not run yet.
 func (p *Pool) Nodes() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
