@@ -24,21 +24,22 @@ type keptAllocation struct {
 	alloc  *ClusterAllocation
 }
 
-// lastAllocations are the allocations of the planner's last plan, by cluster; nil
-// without a planner or a last plan.
-func (pl *Planner) lastAllocations() map[string]*keptAllocation {
+// lastAllocations are the allocations of the planner's last plan, by cluster, and that
+// plan's exports, for which each was made or kept; nil without a planner or a last plan.
+func (pl *Planner) lastAllocations() (map[string]*keptAllocation, []*exportPlan) {
 	if pl == nil {
-		return nil
+		return nil, nil
 	}
-	return pl.allocations
+	return pl.allocations, pl.last
 }
 
 // allocate runs globalnet IPAM: global CIDRs, egress IPs, and global IPs for exported
 // services and headless endpoints, each sticky to what members already hold. A
 // cluster's allocation is last's (the planner's last plan's) where it was made from
-// the same facts, CIDR, egress IPs and exports; p.kept holds every cluster's for the
-// next plan. anew counts the clusters whose allocation was made anew.
-func (p *Plan) allocate(last map[string]*keptAllocation) (anew int, errs field.ErrorList) {
+// the same facts, CIDR, egress IPs and exports (prior: the exports of the plan last's
+// allocations were made or kept for); p.kept holds every cluster's for the next plan.
+// anew counts the clusters whose allocation was made anew.
+func (p *Plan) allocate(last map[string]*keptAllocation, prior []*exportPlan) (anew int, errs field.ErrorList) {
 	if !p.globalnet() {
 		return 0, nil
 	}
@@ -51,7 +52,10 @@ func (p *Plan) allocate(last map[string]*keptAllocation) (anew int, errs field.E
 		return 0, errs
 	}
 	egress := p.spec.Globalnet.ClusterEgressIPs
-	served := p.servedAnew(last)
+	served, ok := p.servedSpliced(last, prior)
+	if !ok {
+		served = p.servedAnew(last)
+	}
 	p.kept = make(map[string]*keptAllocation, len(p.clusters))
 	for _, c := range p.clusters {
 		k := last[c]

@@ -250,8 +250,9 @@ func (p *Plan) prepareDigests() {
 	if p.handoff != nil {
 		d.inputs, d.alloc = make([]uint64, len(p.exports)), p.alloc
 		var buf []byte
+		moved := p.allocationsMoved(prior)
 		for i, e := range p.exports {
-			if was, ok := p.inputsTakenOver(prior, i); ok {
+			if was, ok := p.inputsTakenOver(prior, moved, i); ok {
 				d.inputs[i] = was
 				continue
 			}
@@ -402,18 +403,41 @@ func (p *Plan) digestInputs(e *exportPlan, buf []byte) (uint64, []byte) {
 
 // inputsTakenOver are prior's digestInputs of export i when prior's export i is the
 // same resolution and was read with the same views and allocations: prior of the same
-// spec, and each of its source clusters' allocation the same (one taken over,
-// keptAllocation). Hashed anew, 10,000 exports' inputs cost 10 ms a plan.
-func (p *Plan) inputsTakenOver(prior *digests, i int) (uint64, bool) {
+// spec, and none of its source clusters among moved (allocationsMoved). Hashed anew,
+// 10,000 exports' inputs cost 10 ms a plan.
+func (p *Plan) inputsTakenOver(prior *digests, moved map[string]bool, i int) (uint64, bool) {
 	if prior == nil || prior.spec != p.checked || i >= len(prior.of) || i >= len(prior.inputs) || prior.of[i] != p.exports[i] {
 		return 0, false
 	}
-	for _, s := range p.exports[i].sources {
-		if p.alloc[s.cluster] != prior.alloc[s.cluster] {
-			return 0, false
+	if len(moved) > 0 {
+		for _, s := range p.exports[i].sources {
+			if moved[s.cluster] {
+				return 0, false
+			}
 		}
 	}
 	return prior.inputs[i], true
+}
+
+// allocationsMoved are the clusters whose allocation is not prior's (one taken over,
+// keptAllocation, is the same): found once a plan, not once an export's source, which
+// cost 2.7 ms a change at 10,000 exports and 1,000 members.
+func (p *Plan) allocationsMoved(prior *digests) map[string]bool {
+	if prior == nil {
+		return nil
+	}
+	moved := map[string]bool{}
+	for c, a := range p.alloc {
+		if prior.alloc[c] != a {
+			moved[c] = true
+		}
+	}
+	for c, a := range prior.alloc {
+		if p.alloc[c] != a {
+			moved[c] = true
+		}
+	}
+	return moved
 }
 
 // keptDigest is one of an export's digests, kept with its resolution
