@@ -29,31 +29,25 @@ func (p *Plan) servedSpliced(last map[string]*keptAllocation, prior []*exportPla
 		}
 	}
 	gone := make(map[*exportPlan]bool, len(slots))
-	touched := map[string]bool{}
+	adds := map[string][]*exportPlan{} // by the clusters touched: p's exports of the slots they serve, in order
 	for _, j := range slots {
 		gone[prior[j]] = true
 		for _, s := range prior[j].sources {
-			touched[s.cluster] = true
+			if _, ok := adds[s.cluster]; !ok {
+				adds[s.cluster] = nil // touched: it served the export gone
+			}
 		}
 		for _, s := range p.exports[j].sources {
-			touched[s.cluster] = true
+			adds[s.cluster] = append(adds[s.cluster], p.exports[j])
 		}
 	}
 	out = map[string][]*exportPlan{}
-	for c := range touched {
+	for c, added := range adds {
 		k := last[c]
 		if k == nil { // a source that is no member: never so in a plan made
 			return nil, false
 		}
 		was := k.served
-		var added []*exportPlan
-		for _, j := range slots {
-			for _, s := range p.exports[j].sources {
-				if s.cluster == c {
-					added = append(added, p.exports[j])
-				}
-			}
-		}
 		now := make([]*exportPlan, 0, len(was)+len(added))
 		for _, e := range was {
 			if gone[e] {
