@@ -95,6 +95,7 @@ type appliedTable struct {
 	// lastWrite when the hub last wrote or deleted something there (see settle).
 	report    memberReport
 	lastWrite time.Time
+	shown     seriesShown
 }
 
 // memberPass is the last complete, successful pass over a member: every object applied

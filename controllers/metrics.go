@@ -189,9 +189,14 @@ func (m *Metrics) recordMembers(cs string, gen int64, members []memberState, now
 	m.stalled.WithLabelValues(cs).Set(0)
 }
 
-// forgetMember removes the series of one member of ClusterSet cs.
+// forgetMember removes the series of one member of ClusterSet cs: a member that left
+// and holds nothing of it any more (its status and its record go in the same
+// reconcile, see releaseLeftClusters).
 func (m *Metrics) forgetMember(cs, member string) {
-	for _, p := range []*prometheus.GaugeVec{m.memberConnected, m.memberGeneration, m.memberAppliedAt} {
+	for _, p := range []*prometheus.GaugeVec{m.memberConnected, m.memberGeneration, m.memberAppliedAt, m.reporting} {
+		p.DeleteLabelValues(cs, member)
+	}
+	for _, p := range []*prometheus.CounterVec{m.applied, m.pruned, m.memberPasses, m.factsReads, m.reportDrift} {
 		p.DeleteLabelValues(cs, member)
 	}
 }

@@ -23,9 +23,23 @@ func TestAMemberThatLeftLosesItsSeries(t *testing.T) {
 	if n := testutil.CollectAndCount(m.memberConnected); n != 3 {
 		t.Fatalf("%d series of strait_hub_member_connected, want 3", n)
 	}
+	for _, c := range []string{"c1", "c2"} {
+		m.applied.WithLabelValues("ns.a", c).Add(3)
+		m.memberPasses.WithLabelValues("ns.a", c).Inc()
+		m.reporting.WithLabelValues("ns.a", c).Set(1)
+		m.reportDrift.WithLabelValues("ns.a", c)
+	}
 	m.recordMembers("ns.a", 2, []memberState{{name: "c1", connected: false, holds: false}}, now.Add(time.Minute))
 	if n := testutil.CollectAndCount(m.memberConnected); n != 2 {
 		t.Errorf("%d series of strait_hub_member_connected after c2 left, want 2 (c1, and x of the other ClusterSet)", n)
+	}
+	// Its passes' series go too; c1's stay.
+	for name, c := range map[string]prometheus.Collector{"strait_hub_objects_applied_total": m.applied,
+		"strait_hub_member_applies_total": m.memberPasses, "strait_hub_member_reporting": m.reporting,
+		"strait_hub_member_report_drift_total": m.reportDrift} {
+		if n := testutil.CollectAndCount(c); n != 1 {
+			t.Errorf("%d series of %s after c2 left, want 1 (c1's)", n, name)
+		}
 	}
 	if got := testutil.ToFloat64(m.memberConnected.WithLabelValues("ns.a", "c1")); got != 0 {
 		t.Errorf("c1 connected = %v, want 0", got)

@@ -11,7 +11,10 @@ import (
 
 // Propagation on the hub's own clock (docs/observability.md, "SLOs"): from the
 // reconcile that first sees a new ClusterSet generation, or a new export, to the first
-// reconcile that finds every member holding every object it implies. Only what comes
+// reconcile that finds every member holding every object it implies. A member's new
+// ServiceExport is timed from the member watch's event that brought it (exportArrived),
+// as strait dns times from its watch event: the wait behind a reconcile in progress is
+// part of what its owner waits for. Only what comes
 // after a process's first reconcile of a ClusterSet is timed: what that reconcile finds
 // was there before, and when it came is not known. Each observation carries an
 // exemplar naming its event: the generation, or the export (namespace/name).
@@ -28,7 +31,7 @@ func newPropagationHistograms() (clusterSet, export *prometheus.HistogramVec) {
 	}, []string{"clusterset"})
 	export = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "strait_hub_export_propagation_seconds",
-		Help:    "From the hub's first reconcile that saw an export served by a cluster (a ClusterSet entry or a member's ServiceExport) to the first that found every member holding its import and EndpointSlices (the hub's clock).",
+		Help:    "From the hub's first reconcile that saw an export served by a cluster (a ClusterSet entry), or from the hub's watch event of a member's new ServiceExport, to the first reconcile that found every member holding its import and EndpointSlices (the hub's clock).",
 		Buckets: propagationBuckets,
 	}, []string{"clusterset"})
 	return clusterSet, export
@@ -41,7 +44,14 @@ type propagating struct {
 	// timed: observed already, or there before the process's first reconcile.
 	timed   bool
 	exports map[string]*exportSeen
+	// arrived: a member's ServiceExport of an export not served yet, by name
+	// (namespace/name), and when the watch of that member delivered it first.
+	arrived map[string]time.Time
 }
+
+// arrivalMaxAge bounds how long a ServiceExport's arrival waits for a reconcile to
+// serve it: one that never counts (a policy that ignores it, a conflict) is forgotten.
+const arrivalMaxAge = 5 * time.Minute
 
 type exportSeen struct {
 	seen  time.Time
@@ -76,9 +86,16 @@ func (m *Metrics) recordPropagation(cs string, gen int64, exports []string, seen
 		for _, e := range exports {
 			if s, ok := st.exports[e]; ok {
 				current[e] = s
-			} else {
-				current[e] = &exportSeen{seen: seen}
+				continue
 			}
+			from := seen
+			if at, ok := st.arrived[e]; ok {
+				if at.Before(seen) {
+					from = at
+				}
+				delete(st.arrived, e)
+			}
+			current[e] = &exportSeen{seen: from}
 		}
 		st.exports = current
 	}
@@ -95,6 +112,35 @@ func (m *Metrics) recordPropagation(cs string, gen int64, exports []string, seen
 			s.timed = true
 		}
 	}
+}
+
+// exportArrived notes that the watch of a member delivered, at, a ServiceExport of
+// name (namespace/name) for ClusterSet cs: if a reconcile serves that export next, its
+// propagation is timed from at. Only names not served yet are noted, and only once
+// the ClusterSet was reconciled by this process (its first reconcile times nothing):
+// an informer's first list of a big member notes nothing.
+func (m *Metrics) exportArrived(cs, name string, at time.Time) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	st, known := m.propagating[cs]
+	if !known {
+		return
+	}
+	if _, served := st.exports[name]; served {
+		return
+	}
+	if _, noted := st.arrived[name]; noted {
+		return
+	}
+	if st.arrived == nil {
+		st.arrived = map[string]time.Time{}
+	}
+	for n, t := range st.arrived {
+		if at.Sub(t) > arrivalMaxAge {
+			delete(st.arrived, n)
+		}
+	}
+	st.arrived[name] = at
 }
 
 // sameKeys says whether m's keys are exactly keys (which holds no duplicates): most

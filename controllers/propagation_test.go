@@ -61,6 +61,25 @@ func TestPropagationIsTimedOnTheHubsClock(t *testing.T) {
 	m.recordPropagation(cs, 3, []string{"sample/b"}, at(40), true, at(40.25))
 	m.recordPropagation(cs, 4, []string{"sample/a", "sample/b"}, at(50), true, at(51))
 	check("a removed, then exported again", 3, 4.25, 2, 1.5)
+	// A member's ServiceExport is timed from the watch event that brought it, the wait
+	// for the reconcile that serves it included; one of an export served already
+	// changes nothing.
+	m.exportArrived(cs, "sample/c", at(59.6))
+	m.exportArrived(cs, "sample/a", at(59.7))
+	m.exportArrived(cs, "sample/c", at(59.8))
+	m.recordPropagation(cs, 4, []string{"sample/a", "sample/b", "sample/c"}, at(60), true, at(60.5))
+	check("c made in a member while a reconcile ran", 3, 4.25, 3, 2.4)
+	// An arrival that no reconcile served for longer than arrivalMaxAge is forgotten
+	// when the next comes: it does not stretch a later export of that name.
+	m.exportArrived(cs, "sample/d", at(70))
+	m.exportArrived(cs, "sample/e", at(70).Add(arrivalMaxAge+time.Second))
+	m.recordPropagation(cs, 4, []string{"sample/a", "sample/b", "sample/c", "sample/d"}, at(400), true, at(400.5))
+	check("d served long after its ServiceExport came", 3, 4.25, 4, 2.9)
 	m.forget(cs)
 	check("the ClusterSet gone", 0, 0, 0, 0)
+	// Before the process's first reconcile nothing is noted.
+	m.exportArrived(cs, "sample/f", at(500))
+	m.recordPropagation(cs, 5, []string{"sample/f"}, at(501), true, at(501.5))
+	m.recordPropagation(cs, 5, []string{"sample/f", "sample/g"}, at(510), true, at(510.5))
+	check("a new process", 0, 0, 1, 0.5)
 }

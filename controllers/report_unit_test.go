@@ -85,7 +85,7 @@ func TestAMemberWithoutAReportIsLeftToTheResync(t *testing.T) {
 	if d, drift := tab.settle(time.Unix(1e6, 0)); d != 0 || drift || tab.changes != 0 {
 		t.Errorf("no report: recheck %v, changes %d", d, tab.changes)
 	}
-	if tab.trusted()["ServiceImport"] || tab.reporting() {
+	if tab.trusted()["ServiceImport"] || tab.report.usable() {
 		t.Error("a kind nobody reports is trusted")
 	}
 	if _, ok := tab.reportedPrint("ServiceImport"); ok {

@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -71,6 +72,9 @@ func (rel *relevance) anyExport() bool {
 // deleted (echoes of the hub's own writes are recognised and dropped).
 func (r *ClusterSetReconciler) memberChanged(key members.Key, old, obj client.Object, deleted bool) {
 	r.factsChanged(key, old, obj)
+	if se, ok := obj.(*mcsv1.ServiceExport); ok && old == nil && !deleted {
+		r.metrics.exportArrived(plan.ClusterSetLabel(key.ClusterSet), se.Namespace+"/"+se.Name, time.Now())
+	}
 	if m, ok := obj.(*straitv1.Membership); ok && !deleted && r.reportChanged(key, old, m) {
 		r.enqueue(key.ClusterSet)
 		return

@@ -24,25 +24,16 @@ func (p *Plan) MemberDigest(cluster string) uint64 {
 		return 0
 	}
 	p.digestOnce.Do(p.prepareDigests)
-	d := p.digests
-	v := p.views[cluster]
-	h := newHasher()
-	h.u64(p.baseDigest(cluster))
-	exports := d.exports[v]
-	for _, i := range d.involved[cluster] {
-		exports += mix(p.cachedDigest(d, i, cluster, v)) - mix(d.remote[v][i])
-	}
-	h.u64(exports)
-	return h.sum()
+	return p.digests.member[cluster].digest
 }
 
 // baseDigest hashes a member's BaseGroup: the ClusterSet, the member, its Membership,
-// the IPsec key's Secret and every peer but itself. Digests must be prepared.
-func (p *Plan) baseDigest(cluster string) uint64 {
+// the IPsec key's Secret and every peer but itself.
+func (d *digests) baseDigest(p *Plan, cluster string) uint64 {
 	h := newHasher()
-	h.u64(p.digests.own[cluster].digest)
+	h.u64(d.own[cluster].digest)
 	f := p.views[cluster].pods
-	h.u64(p.digests.peers[f] - mix(p.digests.peer[f][cluster]))
+	h.u64(d.peers[f] - mix(d.peer[f][cluster]))
 	return h.sum()
 }
 
@@ -161,7 +152,7 @@ func (p *Plan) Groups(cluster string) Groups {
 	p.digestOnce.Do(p.prepareDigests)
 	d := p.digests
 	v := p.views[cluster]
-	out := Groups{Keys: d.keys, base: p.baseDigest(cluster), shared: d.remote[v]}
+	out := Groups{Keys: d.keys, base: d.member[cluster].base, shared: d.remote[v]}
 	if in := d.involved[cluster]; len(in) > 0 {
 		out.own = make([]ownGroup, len(in))
 		for j, i := range in {
@@ -189,6 +180,9 @@ type digests struct {
 	remote   map[view][]uint64
 	exports  map[view]uint64  // per view, sum of mix(remote[v])
 	involved map[string][]int // cluster -> the exports it exports (they have conditions, its own view)
+	// member: each member's MemberDigest and what it was made of (memberDigests).
+	member      map[string]memberInputs
+	membersKept int // of them prior's
 	// inputs[i]: digestInputs of export i, if a planner keeps its digests, and alloc
 	// the allocations they read (the plan's).
 	inputs []uint64
@@ -278,7 +272,10 @@ func (p *Plan) prepareDigests() {
 		}
 		d.remote[v] = remote
 	}
-	p.groupsOf(d, prior)
+	if !p.groupsOf(d, prior) {
+		prior = nil // the members' exports are found anew
+	}
+	d.member, d.membersKept = p.memberDigests(d, prior)
 	p.digests = d
 	p.handoff.store(d)
 }
@@ -298,10 +295,10 @@ func (p *Plan) peerDigest(d, last *digests, f Families, c string) uint64 {
 
 // groupsOf sets d's keys and involved clusters: prior's when p's exports have the
 // same keys and clusters as prior's (gathersAs), else found anew.
-func (p *Plan) groupsOf(d, prior *digests) {
+func (p *Plan) groupsOf(d, prior *digests) (takenOver bool) {
 	if prior != nil && p.gathersAs(prior) {
 		d.keys, d.involved = prior.keys, prior.involved
-		return
+		return true
 	}
 	d.keys = make([]string, 1, 1+len(p.exports))
 	d.keys[0] = BaseGroup
@@ -317,6 +314,7 @@ func (p *Plan) groupsOf(d, prior *digests) {
 			d.involved[c] = append(d.involved[c], i)
 		}
 	}
+	return false
 }
 
 // remoteTakenOver are the remote digests of view v and their sum: prior's (the

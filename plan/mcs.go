@@ -19,13 +19,10 @@ const EndpointSliceManagedBy = "strait-hub.strait.io"
 // mcsObjects are the Multi-Cluster Services objects of one member: the ServiceExports
 // declared for it in git, and a ServiceImport and an EndpointSlice per source cluster and
 // IP family for every export that has at least one source.
-func (p *Plan) mcsObjects(cluster string, want func(*exportPlan) bool) []client.Object {
+func (p *Plan) mcsObjects(cluster string, exports []*exportPlan) []client.Object {
 	var out []client.Object
 	v := p.views[cluster]
-	for _, e := range p.exports {
-		if !want(e) {
-			continue
-		}
+	for _, e := range exports {
 		if e.declared[cluster] {
 			out = append(out, &mcsv1.ServiceExport{
 				TypeMeta:   metav1.TypeMeta{APIVersion: mcsv1.GroupVersion.String(), Kind: "ServiceExport"},

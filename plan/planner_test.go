@@ -29,11 +29,11 @@ import (
 // resolves again only what it touched, and with every member's facts the same pointer
 // it compares no versions.
 func TestPlannerEqualsCompute(t *testing.T) {
-	for seed := range uint64(40) {
+	for seed := range randomWorlds() {
 		t.Run(fmt.Sprintf("seed%d", seed), func(t *testing.T) {
 			w := newRandomWorld(seed)
 			pl := NewPlanner()
-			reused, takenOver, allocationsKept := 0, 0, 0
+			reused, takenOver, allocationsKept, digestsKept := 0, 0, 0, 0
 			var prev *Plan
 			var prevSpec *straitv1.ClusterSetSpec
 			var generation int64
@@ -86,6 +86,7 @@ func TestPlannerEqualsCompute(t *testing.T) {
 				if d := planDifference(want, got); d != "" {
 					t.Fatalf("step %d (%s): the planner's plan differs from Compute's: %s", step, what, d)
 				}
+				digestsKept += got.digests.membersKept
 				if d := digestMissed(prev, want); d != "" {
 					t.Fatalf("step %d (%s): %s", step, what, d)
 				}
@@ -103,6 +104,9 @@ func TestPlannerEqualsCompute(t *testing.T) {
 			}
 			if w.globalnet && allocationsKept == 0 {
 				t.Fatal("no plan took a cluster's globalnet allocation over")
+			}
+			if takenOver > 0 && digestsKept == 0 {
+				t.Fatal("no plan took a member's digest over from the last, though some took its exports over")
 			}
 		})
 	}
@@ -182,7 +186,25 @@ func planDifference(want, got *Plan) string {
 	if a, b := js(want.Status), js(got.Status); a != b {
 		return fmt.Sprintf("status:\nwant %s\ngot  %s", a, b)
 	}
+	if a, b := want.ServedExports(), got.ServedExports(); !slices.Equal(a, b) {
+		return fmt.Sprintf("served exports: want %v, got %v", a, b)
+	}
 	for _, c := range want.Clusters() {
+		// What a pass over some groups applies (the hub's partial pass): each group
+		// alone, and every other one at once.
+		keys := want.Groups(c).Keys
+		some := map[string]bool{}
+		for i, k := range keys {
+			if a, b := js(want.ObjectsOf(c, map[string]bool{k: true})), js(got.ObjectsOf(c, map[string]bool{k: true})); a != b {
+				return fmt.Sprintf("%s's objects of group %s:\nwant %s\ngot  %s", c, k, a, b)
+			}
+			if i%2 == 1 {
+				some[k] = true
+			}
+		}
+		if a, b := js(want.ObjectsOf(c, some)), js(got.ObjectsOf(c, some)); a != b {
+			return fmt.Sprintf("%s's objects of groups %v:\nwant %s\ngot  %s", c, some, a, b)
+		}
 		if a, b := js(want.Objects(c)), js(got.Objects(c)); a != b {
 			return fmt.Sprintf("%s's objects:\nwant %s\ngot  %s", c, a, b)
 		}
@@ -236,7 +258,11 @@ type randomWorld struct {
 	plans       []*Plan
 }
 
-func newRandomWorld(seed uint64) *randomWorld {
+func newRandomWorld(seed uint64) *randomWorld { return newRandomWorldOf(seed, 12) }
+
+// newRandomWorldOf is a random world of keys exports' names (12 in most tests: enough
+// for every rule, small enough for 40 worlds of 60 plans).
+func newRandomWorldOf(seed uint64, keys int) *randomWorld {
 	rng := rand.New(rand.NewPCG(seed, seed^0x5eed))
 	w := &randomWorld{rng: rng, globalnet: rng.IntN(2) == 0, policy: straitv1.ExportPolicyDeclared,
 		exports:  map[types.NamespacedName]*straitv1.ExportSpec{},
@@ -270,7 +296,7 @@ func newRandomWorld(seed uint64) *randomWorld {
 		w.slices[c] = map[types.NamespacedName][]*discoveryv1.EndpointSlice{}
 		w.sexports[c] = map[types.NamespacedName]*mcsv1.ServiceExport{}
 	}
-	for i := range 12 {
+	for i := range keys {
 		w.keys = append(w.keys, types.NamespacedName{Namespace: fmt.Sprintf("ns%d", i%3), Name: fmt.Sprintf("svc%d", i)})
 	}
 	for _, k := range w.keys {
