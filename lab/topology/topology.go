@@ -77,6 +77,9 @@ type Spec struct {
 	// IPv6 CIDRs when it lists them, else the lab's own (Networks.IPv6). The hub stays
 	// IPv4.
 	IPFamilies []string `json:"ipFamilies,omitempty"`
+	// GatewayLease, when set, is the gateway Lease timing of every agent (lease.go);
+	// unset, the agents' defaults (1 s, renewed every 250 ms within 700 ms).
+	GatewayLease *GatewayLease `json:"gatewayLease,omitempty"`
 }
 
 // The GitOps controllers a lab's hub can sync its repo with (Spec.GitOps).
@@ -258,6 +261,9 @@ func Compute(cs *straitv1.ClusterSet, spec Spec) (*Lab, field.ErrorList) {
 	errs = append(errs, resolveShapes(spec.Clusters, names, sp.Child("clusters"))...)
 	errs = append(errs, checkUnjoined(spec.Unjoined, names, sp.Child("unjoined"))...)
 	errs = append(errs, checkFamilies(spec, sp)...)
+	if spec.GatewayLease != nil {
+		errs = append(errs, spec.GatewayLease.check(sp.Child("gatewayLease"))...)
+	}
 	if !spec.HasIPv6() {
 		errs = append(errs, refuseIPv6CIDRs(cs)...)
 	}

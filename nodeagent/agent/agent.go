@@ -445,13 +445,17 @@ type holderState struct{ active, settled, capable bool }
 // and on the new gateway at about one takeover in three. It waits
 //   - while a holder's release is younger than the term it left (one second): a standby
 //     takes over within it, and the released path carries traffic until then;
-//   - when the cache says this node holds the Lease and its elector does not say so yet
-//     but is about to: the previous process held it (the elector has not settled), or
-//     the elector has just taken it and the cache saw the write before the elector could
-//     say so. Only for a renewal younger than renewDeadline: a holder cut off from the
-//     API server reads its own name from a stale cache, and its data path must stop
-//     once it has stepped down, renewDeadline after its last renewal. Only this node
-//     writes its name, so that renewal time is on this node's clock.
+//   - when the cache says this node holds the Lease and its elector does not say so:
+//     the previous process held it (the elector has not settled), the elector has just
+//     taken it and the cache saw the write before the elector could say so, or it
+//     stepped down at its renew deadline and is taking its own Lease again (an API
+//     server that answers late). The kernel's fence keeps its data path to the Lease's
+//     term either way; tearing the data plane down for a retake remade vx-strait and
+//     the cable at every late renewal of a loaded machine. Only for a renewal younger
+//     than the Lease's term and renewDeadline (the retake's own time): a holder cut off
+//     from the API server reads its own name from a stale cache, and its data plane
+//     comes down once its fence has closed and its retake has run out of time. Only
+//     this node writes its name, so that renewal time is on this node's clock.
 func activeHolder(self string, l *coordinationv1.Lease, st holderState, renewDeadline time.Duration, now time.Time) (holder string, wait bool) {
 	if st.active {
 		// Also before the cache has the Lease this node's elector has just created.
@@ -472,10 +476,18 @@ func activeHolder(self string, l *coordinationv1.Lease, st holderState, renewDea
 		return "", false
 	case !st.settled:
 		return "", true
-	case l.Spec.RenewTime != nil && now.Sub(l.Spec.RenewTime.Time) < renewDeadline:
+	case l.Spec.RenewTime != nil && now.Sub(l.Spec.RenewTime.Time) < term(l)+renewDeadline:
 		return "", true
 	}
 	return "", false
+}
+
+// term is the Lease's duration as its holder wrote it (none: nothing).
+func term(l *coordinationv1.Lease) time.Duration {
+	if l.Spec.LeaseDurationSeconds == nil {
+		return 0
+	}
+	return time.Duration(*l.Spec.LeaseDurationSeconds) * time.Second
 }
 
 // released says whether l, which has no holder, was released less than its (released)
@@ -484,7 +496,7 @@ func released(l *coordinationv1.Lease, now time.Time) bool {
 	if l.Spec.RenewTime == nil || l.Spec.LeaseDurationSeconds == nil {
 		return false
 	}
-	return now.Sub(l.Spec.RenewTime.Time) < time.Duration(*l.Spec.LeaseDurationSeconds)*time.Second
+	return now.Sub(l.Spec.RenewTime.Time) < term(l)
 }
 
 // holding says whether this node holds the gateway through an API server that answers
@@ -510,7 +522,8 @@ func (a *Agent) ensureElection(capable bool) {
 			return // shutting down: never campaign again
 		}
 		ectx, cancel := context.WithCancel(log.IntoContext(parent, a.mgr.GetLogger().WithName("gateway-election")))
-		el := gateway.NewElector(a.kube, a.cfg.Namespace, a.cfg.NodeName, a.cfg.Election, func(bool) { a.Trigger() })
+		el := gateway.NewElector(a.kube, a.cfg.Namespace, a.cfg.NodeName, a.cfg.Election, func(bool) { a.Trigger() }).
+			WithReport(a.metrics.electionReport())
 		if a.cfg.PeerPort > 0 {
 			el.WithConfirm(a.noOtherGatewayReachesTheAPIServer)
 		}

@@ -15,6 +15,8 @@ func TestActiveHolder(t *testing.T) {
 		l := &coordinationv1.Lease{}
 		if holder != "" {
 			l.Spec.HolderIdentity = &holder
+			one := int32(1)
+			l.Spec.LeaseDurationSeconds = &one
 		}
 		rt := metav1.NewMicroTime(now.Add(-renewedAgo))
 		l.Spec.RenewTime = &rt
@@ -39,7 +41,9 @@ func TestActiveHolder(t *testing.T) {
 		{"the elector says active, the cache has not seen it", lease("gw-2", 900*time.Millisecond), holderState{active: true, settled: true, capable: true}, "gw-1", false},
 		{"the elector has just taken it, the cache saw the write first", lease("gw-1", 5*time.Millisecond), standby, "", true},
 		{"the previous process held it", lease("gw-1", 2*time.Second), holderState{capable: true}, "", true},
-		{"stepped down, a stale cache still names this node", lease("gw-1", renewDeadline), standby, "", false},
+		{"stepped down at its renew deadline, taking its own Lease again", lease("gw-1", renewDeadline+100*time.Millisecond), standby, "", true},
+		{"still taking it again as the term runs out", lease("gw-1", time.Second+renewDeadline-time.Millisecond), standby, "", true},
+		{"stepped down, its retake out of time: a stale cache still names this node", lease("gw-1", time.Second+renewDeadline), standby, "", false},
 		{"no longer gateway-capable", lease("gw-1", 5*time.Millisecond), holderState{settled: true}, "", false},
 		{"released a moment ago: a standby takes over within its term", released(300 * time.Millisecond), standby, "", true},
 		{"released a moment ago, seen by a plain node", released(300 * time.Millisecond), holderState{settled: true}, "", true},

@@ -8,6 +8,7 @@ import (
 
 	"github.com/straitnet/strait/internal/exemplar"
 	"github.com/straitnet/strait/nodeagent/cable"
+	"github.com/straitnet/strait/nodeagent/gateway"
 )
 
 // metrics are the agent's Prometheus metrics: what Submariner's gateway exports (its
@@ -18,8 +19,13 @@ type metrics struct {
 	// wasActive is the last setActive's; only the agent's sync loop calls it.
 	wasActive bool
 	// failover: the failover SLO, on the agent that took the gateway over (failover.go).
-	failover      *prometheus.HistogramVec
-	holding       prometheus.GaugeFunc
+	failover *prometheus.HistogramVec
+	holding  prometheus.GaugeFunc
+	// renewals and stepDowns: the gateway Lease's renewals by this node and its
+	// step-downs by reason (gateway.Report), where an API server too slow for the Lease
+	// timing shows before it costs a failover.
+	renewals      *prometheus.HistogramVec
+	stepDowns     *prometheus.CounterVec
 	syncDuration  prometheus.Histogram
 	syncErrors    prometheus.Counter
 	fenceErrors   prometheus.Counter
@@ -82,6 +88,15 @@ func newMetrics(reg prometheus.Registerer, holding func() bool) (*metrics, error
 			Name: "strait_agent_gateway_holding",
 			Help: "1 while this node stays the active gateway without renewing its Lease, because the API server answers no gateway.",
 		}, func() float64 { return boolValue(holding()) }),
+		renewals: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "strait_agent_gateway_lease_renewal_seconds",
+			Help:    "On the active gateway: round trip of each gateway Lease renewal, by result (ok, failed); one slower than the renew deadline (--renew-deadline, 700 ms by default) makes the gateway step down.",
+			Buckets: []float64{0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 0.7, 1, 1.5, 2.5, 5},
+		}, []string{"result"}),
+		stepDowns: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "strait_agent_gateway_step_downs_total",
+			Help: "Times this node stopped being the active gateway while it meant to hold it, by reason: renew-deadline (no renewal in time: an API server too slow for the Lease timing), other-holder, refused, not-confirmed, fence.",
+		}, []string{"reason"}),
 		syncDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "strait_agent_sync_duration_seconds",
 			Help:    "Time of one pass: reading the cluster's objects and the kernel, converging both, publishing the Gateway.",
@@ -120,7 +135,13 @@ func newMetrics(reg prometheus.Registerer, holding func() bool) (*metrics, error
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.active, m.takeovers, m.holding, m.failover, m.syncDuration, m.syncErrors, m.fenceErrors, m.lastSyncOK, m.peerConnected,
+	for _, r := range []string{"ok", "failed"} {
+		m.renewals.WithLabelValues(r)
+	}
+	for _, r := range gateway.StepDownReasons {
+		m.stepDowns.WithLabelValues(r) // at zero: the first step-down is an increase
+	}
+	for _, c := range []prometheus.Collector{m.active, m.takeovers, m.holding, m.renewals, m.stepDowns, m.failover, m.syncDuration, m.syncErrors, m.fenceErrors, m.lastSyncOK, m.peerConnected,
 		m.peerLatency, m.peerLoss, m.cableBytes} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
@@ -148,6 +169,20 @@ func (m *metrics) synced(took time.Duration, err error) {
 }
 
 func (m *metrics) fenceFailed() { m.fenceErrors.Inc() }
+
+// electionReport is what the gateway elector reports into the metrics.
+func (m *metrics) electionReport() gateway.Report {
+	return gateway.Report{
+		Renewal: func(took time.Duration, ok bool) {
+			result := "ok"
+			if !ok {
+				result = "failed"
+			}
+			m.renewals.WithLabelValues(result).Observe(took.Seconds())
+		},
+		StepDown: func(reason string) { m.stepDowns.WithLabelValues(reason).Inc() },
+	}
+}
 
 // setActive records whether this node is the active gateway, counting each time it
 // becomes it, and says whether it just did.

@@ -133,3 +133,36 @@ func TestTakeoversCountBecomingActive(t *testing.T) {
 		}
 	}
 }
+
+// The elector's reports land in the gateway's series: renewals by result and
+// step-downs by reason, every reason's series there at zero before its first.
+func TestElectionReportFeedsTheGatewaySeries(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m, err := newMetrics(reg, func() bool { return false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	const late, other = `strait_agent_gateway_step_downs_total{reason="renew-deadline"}`, `strait_agent_gateway_step_downs_total{reason="other-holder"}`
+	got := gathered(t, reg)
+	for _, s := range []string{late, other, `strait_agent_gateway_step_downs_total{reason="fence"}`} {
+		if v, ok := got[s]; !ok || v != 0 {
+			t.Errorf("before any step-down: %s = %v (present %v), want 0", s, v, ok)
+		}
+	}
+	r := m.electionReport()
+	r.Renewal(120*time.Millisecond, true)
+	r.Renewal(40*time.Millisecond, true)
+	r.Renewal(700*time.Millisecond, false)
+	r.StepDown("renew-deadline")
+	got = gathered(t, reg)
+	for s, want := range map[string]float64{
+		`strait_agent_gateway_lease_renewal_seconds{result="ok"}_count`:     2,
+		`strait_agent_gateway_lease_renewal_seconds{result="failed"}_count`: 1,
+		late:  1,
+		other: 0,
+	} {
+		if got[s] != want {
+			t.Errorf("%s = %v, want %v", s, got[s], want)
+		}
+	}
+}

@@ -26,6 +26,10 @@
 // reaches the API server, or its renewal shows another holder, as nobody can take the
 // Lease through an API server that answers no one.
 // Active() turns false by itself RenewDeadline after the last attempt, even if the
-// election goroutine is stalled. A Lease that disappears is waited out a whole term
-// too, since its holder recreates it while its term lasts.
+// election goroutine is stalled. A holder that steps down at its renew deadline leaves
+// its fence open to the end of the last renewal's term and campaigns at once: when the
+// API server answers again within that term, it takes its own Lease again and its data
+// path never stopped; the agent keeps its data plane in place through such a retake. A
+// Lease that disappears is waited out a whole term too, since its holder recreates it
+// while its term lasts.
 package gateway

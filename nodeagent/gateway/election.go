@@ -38,6 +38,8 @@ type Elector struct {
 	confirm func(ctx context.Context) bool
 	// fence, when set, is told the end of this node's term: see WithFence.
 	fence func(until time.Time) error
+	// report, when set, hears of renewals and step-downs: see WithReport.
+	report Report
 
 	mu sync.Mutex
 	// active and until: this node holds the Lease, and its last renewal lets it act as
@@ -85,6 +87,51 @@ func (e *Elector) WithConfirm(confirm func(ctx context.Context) bool) *Elector {
 	return e
 }
 
+// Report is what the elector tells about its term, from its goroutine, for metrics:
+// each renewal's round trip and whether the API server took it, and each step-down
+// with its reason (one of the StepDown constants). Either may be nil.
+type Report struct {
+	Renewal  func(took time.Duration, ok bool)
+	StepDown func(reason string)
+}
+
+// Why a holder stepped down (Report.StepDown).
+const (
+	// StepDownLate: no renewal within RenewDeadline (the API server or this agent slow,
+	// or the API server unreachable for this node alone).
+	StepDownLate = "renew-deadline"
+	// StepDownOtherHolder: a renewal found the Lease held by another node.
+	StepDownOtherHolder = "other-holder"
+	// StepDownRefused: the API server refused a renewal while the holder held through it.
+	StepDownRefused = "refused"
+	// StepDownNotConfirmed: holding through an unanswering API server, another gateway
+	// reached it or could not be asked.
+	StepDownNotConfirmed = "not-confirmed"
+	// StepDownFence: this node's fence could not be written.
+	StepDownFence = "fence"
+)
+
+// StepDownReasons are every reason Report.StepDown may be told.
+var StepDownReasons = []string{StepDownLate, StepDownOtherHolder, StepDownRefused, StepDownNotConfirmed, StepDownFence}
+
+// WithReport has the elector tell r of its renewals and step-downs. It returns e.
+func (e *Elector) WithReport(r Report) *Elector {
+	e.report = r
+	return e
+}
+
+func (e *Elector) renewed(took time.Duration, ok bool) {
+	if e.report.Renewal != nil {
+		e.report.Renewal(took, ok)
+	}
+}
+
+func (e *Elector) steppedDown(reason string) {
+	if e.report.StepDown != nil {
+		e.report.StepDown(reason)
+	}
+}
+
 // fenceMargin is how much earlier than a standby's own count the fence ends a term.
 const fenceMargin = 50 * time.Millisecond
 
@@ -93,10 +140,11 @@ const fenceMargin = 50 * time.Millisecond
 // the agent is gone. While the node renews, that is the end of the last renewal's term
 // as any standby counts it (LeaseDuration after the renewal was sent), less a margin;
 // while it holds through an API server that answers no one, as long as it stays active;
-// once it has stepped down (someone else holds the Lease, or it could not renew),
-// nothing: zero. Releasing the Lease on shutdown leaves the term as it was, so that the
-// old data path carries traffic until the new gateway has converged, for at most the
-// rest of the term.
+// once it has stepped down because someone else holds the Lease, nothing: zero.
+// Stepping down at the renew deadline (no renewal in time) and releasing the Lease on
+// shutdown leave the term as it was: the old data path carries traffic until the new
+// gateway has converged, or until this node has taken its own Lease again, for at most
+// the rest of the term.
 //
 // The fence fails closed: a node whose fence cannot be written is not active. When fence
 // returns an error for a term that would make or keep the node active, the elector does
@@ -197,8 +245,13 @@ func (e *Elector) campaign(ctx context.Context) (*coordinationv1.Lease, time.Tim
 	// releasedBy released the Lease when this campaign saw it at releasedAt.
 	var releasedBy string
 	var releasedAt time.Time
-	see := func(l *coordinationv1.Lease) {
+	// restart: a Lease may have been there since obs was taken without this campaign
+	// seeing it (see below), so the next sight starts a whole term, even of no Lease.
+	see := func(l *coordinationv1.Lease, restart bool) {
 		before := obs.holder()
+		if restart {
+			obs.at = time.Time{}
+		}
 		obs = obs.next(l, time.Now())
 		if before != "" && before != e.identity && obs.holder() == "" {
 			releasedBy, releasedAt = before, obs.at
@@ -212,10 +265,17 @@ func (e *Elector) campaign(ctx context.Context) (*coordinationv1.Lease, time.Tim
 	// recount: the API server did not answer a write; the holder may be holding through
 	// that (see lead), so its term counts afresh from the first answered read.
 	recount := false
+	// stale: a write was refused because the Lease was written since obs (a conflict, or
+	// one there when none was seen). Its holder may have found it deleted since and be
+	// about to recreate it, within its term: a read that shows none again must not
+	// count from the older sight of none.
+	stale := false
 	for ctx.Err() == nil {
 		if w, n := e.fromWatch(); n != seen {
-			see(w)
-			known, seen = true, n
+			// A deletion last: a Lease was there since the last sight, which may have
+			// been of none (a create and a delete seen at once).
+			see(w, w == nil || stale)
+			known, seen, stale = true, n, false
 		}
 		if !known {
 			l, err := e.get(ctx)
@@ -224,8 +284,8 @@ func (e *Elector) campaign(ctx context.Context) (*coordinationv1.Lease, time.Tim
 				e.sleep(ctx, e.timing.RetryPeriod)
 				continue
 			}
-			see(l)
-			known = true
+			see(l, stale)
+			known, stale = true, false
 			if recount {
 				obs, recount = observation{lease: l, at: time.Now()}, false
 			}
@@ -258,13 +318,18 @@ func (e *Elector) campaign(ctx context.Context) (*coordinationv1.Lease, time.Tim
 			case prev == "" && releasedBy != "":
 				log.Info("took over the released gateway Lease", "from", releasedBy, "releasedFor", sent.Sub(releasedAt))
 				e.tookOver(releasedAt, releasedBy)
+			default:
+				// Its own Lease again (after stepping down on a renewal that came too
+				// late), or a first one: no failover. An older takeover kept here was
+				// timed again from its start, and the failover SLO got 58 s and 2m45s.
+				e.tookOver(time.Time{}, "")
 			}
 			return l, sent
 		case apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err):
 			// Someone else wrote first, or the watch's first list came from a stale
 			// cache: read who holds it. Not settled yet: this standby has not seen the
 			// holder, so it could not time a release it is about to see.
-			known = false
+			known, stale = false, true
 		case unanswered(err):
 			// The API server does not answer, and a holder holds through that: once it
 			// answers again, the holder's next renewal (every RetryPeriod) must come
@@ -311,6 +376,7 @@ func (e *Elector) lead(ctx context.Context, held *coordinationv1.Lease, renewed 
 	// unfenced steps down from a term whose fence could not be written (see WithFence).
 	unfenced := func(err error) *coordinationv1.Lease {
 		e.holding(false)
+		e.steppedDown(StepDownFence)
 		log.Info("stepped down: this node's fence cannot be written", "error", err.Error())
 		e.release(ctx, held)
 		// Not straight back to campaigning (the release wakes it): a fence that takes a
@@ -346,7 +412,8 @@ func (e *Elector) lead(ctx context.Context, held *coordinationv1.Lease, renewed 
 				}
 			}
 			if refused || !e.mayHold(ctx) {
-				e.stepDown()
+				e.stepDownForTheTerm()
+				e.steppedDown(StepDownLate)
 				log.Info("stepped down: the gateway Lease was not renewed in time", "renewDeadline", e.timing.RenewDeadline)
 				return nil
 			}
@@ -365,6 +432,7 @@ func (e *Elector) lead(ctx context.Context, held *coordinationv1.Lease, renewed 
 		rctx, cancel := context.WithTimeout(ctx, e.timing.RenewDeadline)
 		l, err := e.renew(rctx, held)
 		cancel()
+		e.renewed(time.Since(sent), err == nil)
 		switch {
 		case err == nil:
 			refused = false
@@ -380,11 +448,13 @@ func (e *Elector) lead(ctx context.Context, held *coordinationv1.Lease, renewed 
 		case errors.Is(err, errLost):
 			e.holding(false)
 			e.stepDown()
+			e.steppedDown(StepDownOtherHolder)
 			log.Info("stepped down: the gateway Lease has another holder")
 			return nil
 		case holding && !unanswered(err):
 			e.holding(false)
 			e.stepDown()
+			e.steppedDown(StepDownRefused)
 			log.Info("stepped down: the API server refused to renew the gateway Lease", "error", err.Error())
 			return nil
 		case holding:
@@ -394,6 +464,7 @@ func (e *Elector) lead(ctx context.Context, held *coordinationv1.Lease, renewed 
 			if !e.mayHold(ctx) {
 				e.holding(false)
 				e.stepDown()
+				e.steppedDown(StepDownNotConfirmed)
 				log.Info("stepped down: another gateway reaches the API server, or could not be asked")
 				return nil
 			}
@@ -578,6 +649,22 @@ func (e *Elector) renewedAt(sent time.Time) error {
 // written keeps the term it last took, which runs out by itself; the campaign writes it
 // again before it takes the Lease (fenceWorks).
 func (e *Elector) stepDown() { _ = e.set(false, time.Time{}) }
+
+// stepDownForTheTerm makes this node not active and leaves its fence to the end of the
+// last renewal's term (no write), as a release does: no standby may take over before
+// that term has run out, so the data path may carry traffic meanwhile, and a node that
+// takes its own Lease again within it (its API server back from a restart, or past a
+// burst of 429s and 5xx) never stopped carrying it. Closing the fence at the step-down
+// cut the data path for the whole retake.
+func (e *Elector) stepDownForTheTerm() {
+	e.mu.Lock()
+	keep := e.termEnd
+	if keep.After(e.fenced) {
+		keep = e.fenced // what the fence holds: never open it wider than it is
+	}
+	e.mu.Unlock()
+	_ = e.setTerm(false, time.Time{}, keep)
+}
 
 // set makes this node active until until, or not active; its data path may carry
 // traffic as long as it is active and until its last renewal's term ends. An error: the

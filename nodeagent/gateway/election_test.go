@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -33,6 +34,7 @@ func TestElectionOnARealAPIServer(t *testing.T) {
 		{"a released Lease is taken at once", releasedLeaseIsTakenAtOnce},
 		{"a cut-off holder steps down and is replaced in time", cutOffHolderStepsDownAndIsReplaced},
 		{"a deleted Lease stays with its holder", deletedLeaseStaysWithItsHolder},
+		{"a holder that takes its own Lease again has taken nothing over", ownLeaseAgainIsNoTakeover},
 		{"an API server down for all keeps the holder", apiServerDownKeepsTheHolder},
 		{"a holder cut off alone steps down although it may hold", cutOffHolderThatMayHoldStepsDown},
 		{"a dead holder's data path is fenced off before the standby takes over", deadHolderIsFencedOff},
@@ -59,6 +61,18 @@ func (r *terms) add(who string, active bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.events = append(r.events, termEvent{who: who, active: active, at: time.Now()})
+}
+
+// saysActive is what who's onChange was told last.
+func (r *terms) saysActive(who string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, e := range slices.Backward(r.events) {
+		if e.who == who {
+			return e.active
+		}
+	}
+	return false
 }
 
 // overlaps lists every moment two candidates were active at once.
@@ -97,12 +111,51 @@ func (r *terms) overlaps(end time.Time) []string {
 // candidate is one gateway-capable node's elector with its own connection to the API
 // server, which the test can cut.
 type candidate struct {
-	name   string
-	cut    *clusters.Cut
-	el     *Elector
-	fence  *fence
-	cancel context.CancelFunc
-	done   chan struct{}
+	name    string
+	cut     *clusters.Cut
+	el      *Elector
+	fence   *fence
+	reports *reports
+	cancel  context.CancelFunc
+	done    chan struct{}
+}
+
+// reports counts what the elector reported (WithReport): renewals by result and
+// step-downs by reason.
+type reports struct {
+	mu        sync.Mutex
+	renewals  map[bool]int
+	stepDowns map[string]int
+}
+
+func (r *reports) report() Report {
+	r.renewals, r.stepDowns = map[bool]int{}, map[string]int{}
+	return Report{
+		Renewal: func(_ time.Duration, ok bool) {
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			r.renewals[ok]++
+		},
+		StepDown: func(reason string) {
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			r.stepDowns[reason]++
+		},
+	}
+}
+
+// sum adds up the counts of several candidates' reports.
+func sumReports(cs ...*candidate) (ok, failed int, stepDowns map[string]int) {
+	stepDowns = map[string]int{}
+	for _, c := range cs {
+		c.reports.mu.Lock()
+		ok, failed = ok+c.reports.renewals[true], failed+c.reports.renewals[false]
+		for k, v := range c.reports.stepDowns {
+			stepDowns[k] += v
+		}
+		c.reports.mu.Unlock()
+	}
+	return ok, failed, stepDowns
 }
 
 // fence stands in for the kernel's: it keeps the last term the elector told it, and
@@ -114,8 +167,9 @@ type fence struct {
 	until  time.Time
 	dead   bool
 	broken error
-	// writes counts the writes tried, failed ones included.
-	writes int
+	// writes counts the writes tried, failed ones included; closes, the writes that
+	// closed an open term.
+	writes, closes int
 }
 
 func (f *fence) tell(until time.Time) error {
@@ -125,10 +179,21 @@ func (f *fence) tell(until time.Time) error {
 	if f.broken != nil {
 		return f.broken
 	}
-	if !f.dead {
-		f.until = until
+	if f.dead {
+		return nil
 	}
+	if until.IsZero() && time.Now().Before(f.until) {
+		f.closes++
+	}
+	f.until = until
 	return nil
+}
+
+// closed counts the writes that closed the fence while its term was open.
+func (f *fence) closed() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.closes
 }
 
 // breakWith makes every write fail with err from now on; nil heals the fence.
@@ -174,12 +239,13 @@ func campaignAsking(t *testing.T, api *rest.Config, ns, name string, rec *terms,
 // campaignTimed is campaignAsking with the given election timing.
 func campaignTimed(t *testing.T, api *rest.Config, ns, name string, rec *terms, peers func() []*candidate, timing Timing) *candidate {
 	t.Helper()
-	c := &candidate{name: name, cut: &clusters.Cut{}, fence: &fence{}, done: make(chan struct{})}
+	c := &candidate{name: name, cut: &clusters.Cut{}, fence: &fence{}, reports: &reports{}, done: make(chan struct{})}
 	kube, err := kubernetes.NewForConfig(c.cut.Config(api))
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.el = NewElector(kube, ns, name, timing, func(active bool) { rec.add(name, active) }).WithFence(c.fence.tell)
+	c.el = NewElector(kube, ns, name, timing, func(active bool) { rec.add(name, active) }).WithFence(c.fence.tell).
+		WithReport(c.reports.report())
 	if peers != nil {
 		c.el.WithConfirm(func(ctx context.Context) bool {
 			for _, p := range peers() {
@@ -362,17 +428,29 @@ func cutOffHolderStepsDownAndIsReplaced(t *testing.T, api *rest.Config) {
 		holder.cut.Set(true)
 		stepped = append(stepped, until(t, 2*time.Second, holder.name+" steps down", func() bool { return !holder.el.Active() }))
 		// Active turns false by itself at the deadline; the elector's goroutine, waking
-		// then, empties the fence.
-		until(t, 50*time.Millisecond, holder.name+" empties its fence on stepping down", func() bool { return holder.fence.term().IsZero() })
+		// then, steps down and leaves its fence to the last renewal's term (no write),
+		// which a standby counts from its sight of that renewal: the data path closes
+		// before anyone can take over.
+		until(t, 50*time.Millisecond, holder.name+" steps down", func() bool { return !rec.saysActive(holder.name) })
+		fenced := holder.fence.term()
+		if fenced.IsZero() || fenced.After(start.Add(timing.LeaseDuration)) {
+			t.Errorf("%s stepped down with its fence's term at %s, want the last renewal's, ending within a term of the cut at %s",
+				holder.name, fenced.Format(time.StampMicro), start.Format(time.StampMicro))
+		}
 		until(t, 3*time.Second, other.name+" takes over", other.el.Active)
 		took = append(took, time.Since(start))
 		// The failover is timed from the cut-off holder's term running out, as the new
 		// holder counted it: a whole term after the last renewal it saw, which came at
 		// most a retry period (and an API server's answer) before the cut.
 		earliest := start.Add(timing.LeaseDuration - timing.RetryPeriod - 200*time.Millisecond)
-		if from, prev := other.el.Takeover(); prev != holder.name || from.Before(earliest) || from.After(time.Now()) {
+		from, prev := other.el.Takeover()
+		if prev != holder.name || from.Before(earliest) || from.After(time.Now()) {
 			t.Errorf("%s took over from %q whose term ended at %s; want %s, its term ending between %s and now",
 				other.name, prev, from.Format(time.StampMicro), holder.name, earliest.Format(time.StampMicro))
+		}
+		if !fenced.Before(from) {
+			t.Errorf("%s's fence stayed open to %s, past the end of its term as %s counted it (%s)",
+				holder.name, fenced.Format(time.StampMicro), other.name, from.Format(time.StampMicro))
 		}
 		holder.cut.Set(false)
 	}
@@ -385,6 +463,47 @@ func cutOffHolderStepsDownAndIsReplaced(t *testing.T, api *rest.Config) {
 	if m := slices.Max(took); m > timing.LeaseDuration+500*time.Millisecond {
 		t.Errorf("a cut-off holder was replaced after %v, want < lease %v + 500ms", m, timing.LeaseDuration)
 	}
+	requireNoOverlap(t, rec)
+	// What the metrics hear (strait_agent_gateway_step_downs_total and
+	// strait_agent_gateway_lease_renewal_seconds): every step-down a late one, a failed
+	// renewal in every round (each holder was cut within a retry period of taking
+	// over, before its first renewal was due), and the last holder's renewals ok.
+	until(t, 2*time.Second, "the last holder's renewals reported", func() bool { ok, _, _ := sumReports(cs["gw1"], cs["gw2"]); return ok > 0 })
+	_, failed, stepDowns := sumReports(cs["gw1"], cs["gw2"])
+	if want := map[string]int{StepDownLate: 4}; !maps.Equal(stepDowns, want) || failed < 4 {
+		t.Errorf("the electors reported %d failed renewals and step-downs %v; want at least 4 failed and %v", failed, stepDowns, want)
+	}
+}
+
+// A gateway that took the Lease over, stepped down (its renewals cut off) and then took
+// its own Lease again, nobody else campaigning, reports no takeover: the agent times a
+// failover from Takeover each time the node becomes active, and the one it had timed
+// already must not be timed again from its old start. Its fence was never closed by a
+// write in between: the step-down leaves it to the last renewal's term, and the retake
+// opens a new one (an API server that answered late cost no flap of the data path).
+func ownLeaseAgainIsNoTakeover(t *testing.T, api *rest.Config) {
+	ns := electionNamespace(t, api)
+	rec := &terms{}
+	gw1, gw2 := campaign(t, api, ns, "gw1", rec), campaign(t, api, ns, "gw2", rec)
+	holder := activeOne(t, 5*time.Second, gw1, gw2)
+	other := map[*candidate]*candidate{gw1: gw2, gw2: gw1}[holder]
+	holder.cut.Set(true)
+	until(t, 3*time.Second, other.name+" takes over", other.el.Active)
+	if _, prev := other.el.Takeover(); prev != holder.name {
+		t.Fatalf("%s took over from %q, want %s", other.name, prev, holder.name)
+	}
+	holder.stop()
+	other.cut.Set(true)
+	until(t, 2*time.Second, other.name+" steps down, cut off", func() bool { return !rec.saysActive(other.name) })
+	other.cut.Set(false)
+	until(t, 3*time.Second, other.name+" holds its own Lease again", other.el.Active)
+	if from, prev := other.el.Takeover(); !from.IsZero() || prev != "" {
+		t.Errorf("%s took its own Lease again and reports a takeover from %q at %s, want none", other.name, prev, from.Format(time.StampMicro))
+	}
+	if n := other.fence.closed(); n > 0 {
+		t.Errorf("%s closed its fence %d times while it stepped down and took its own Lease again, want none: the term runs out by itself", other.name, n)
+	}
+	other.stop()
 	requireNoOverlap(t, rec)
 }
 

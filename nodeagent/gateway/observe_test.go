@@ -1,11 +1,17 @@
 package gateway
 
 import (
+	"context"
+	"sync"
 	"testing"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 )
 
 func lease(rv, holder string, seconds int32) *coordinationv1.Lease {
@@ -50,5 +56,57 @@ func TestStandbyCountsTheTermFromItsOwnObservation(t *testing.T) {
 		if got := o.remaining("gw2", s, t0.Add(5*s)); got != tc.want {
 			t.Errorf("%s: wait %v, want %v", tc.name, got, tc.want)
 		}
+	}
+}
+
+// A standby that finds the Lease taken by another at the moment it writes (its create
+// refused: the Lease is there) and then reads none (the holder's Lease was deleted
+// since) counts a whole term from that read, not from its older sight of none: the
+// holder recreates its Lease within its renew deadline. Counting from the older sight,
+// it created the Lease at once, and the holder, finding it taken, stepped down (CI,
+// 2026-12-01: TestElectionOnARealAPIServer/a_deleted_Lease_stays_with_its_holder).
+// The API server here is client-go's fake, so that the Lease can appear and go between
+// two of the standby's requests every time; the real one is in election_test.go.
+func TestStandbyRefusedACreateCountsATermFromItsNextRead(t *testing.T) {
+	kube := fake.NewClientset()
+	var mu sync.Mutex
+	var creates []time.Time
+	kube.PrependReactor("create", "leases", func(k8stesting.Action) (bool, runtime.Object, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if creates = append(creates, time.Now()); len(creates) == 1 {
+			// gw2 took the Lease first, and it was deleted before gw1 read it.
+			return true, nil, apierrors.NewAlreadyExists(coordinationv1.Resource("leases"), LeaseName)
+		}
+		return false, nil, nil
+	})
+	timing := Timing{LeaseDuration: time.Second, RenewDeadline: 500 * time.Millisecond, RetryPeriod: 100 * time.Millisecond}
+	if err := timing.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	active := make(chan struct{})
+	el := NewElector(kube, "strait-system", "gw1", timing, func(on bool) {
+		if on {
+			close(active)
+		}
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); el.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	select {
+	case <-active:
+	case <-time.After(3 * timing.LeaseDuration):
+		t.Fatalf("gw1 did not take the free Lease within %v", 3*timing.LeaseDuration)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(creates) != 2 {
+		t.Fatalf("gw1 created the Lease %d times, want 2 (refused, then taken)", len(creates))
+	}
+	// The read that showed none again comes right after the refusal.
+	if waited := creates[1].Sub(creates[0]); waited < timing.LeaseDuration-100*time.Millisecond {
+		t.Errorf("gw1 created the Lease again %v after its create was refused, want a whole term (%v) after it read none",
+			waited.Round(time.Millisecond), timing.LeaseDuration)
 	}
 }
