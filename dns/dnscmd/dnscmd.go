@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -237,7 +238,8 @@ func runDNS(ctx context.Context, o *dnsOptions) error {
 	}
 	if o.publishBuild {
 		n++
-		run("build", func() error { return keepBuild(ctx, cfg, o.namespace, log) })
+		svc, _ := namespacedName(o.service) // checked above
+		run("build", func() error { return keepBuild(ctx, cfg, o.namespace, svc, log) })
 	}
 	if o.reportPrints {
 		n++
@@ -345,8 +347,9 @@ func serveMetrics(ctx context.Context, addr string, reg *prometheus.Registry, sr
 }
 
 // keepBuild keeps this server's build in the Membership's status until ctx ends, then
-// takes it out. The pod's hostname is its name.
-func keepBuild(ctx context.Context, cfg *rest.Config, namespace string, log *slog.Logger) error {
+// takes it out; meanwhile it takes out the entries of strait dns pods that are gone
+// without withdrawing theirs (pruneGone). The pod's hostname is its name.
+func keepBuild(ctx context.Context, cfg *rest.Config, namespace string, svc types.NamespacedName, log *slog.Logger) error {
 	pod, err := os.Hostname()
 	if err != nil {
 		return fmt.Errorf("the pod's name: %w", err)
@@ -356,16 +359,78 @@ func keepBuild(ctx context.Context, cfg *rest.Config, namespace string, log *slo
 		return err
 	}
 	self := daemonbuild.Self(straitv1.DaemonDNS, os.Getenv("NODE_NAME"), pod, time.Now())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(pruneInterval):
+			}
+			if err := pruneGone(ctx, c, namespace, svc, pod, time.Now()); err != nil && ctx.Err() == nil {
+				log.Error("pruning the entries of gone strait dns pods", "err", err)
+			}
+		}
+	}()
 	daemonbuild.Keep(ctx, c, namespace, self, buildInterval, buildRetry,
 		func(err error) { log.Error("publishing the build", "err", err) })
+	<-done
 	return nil
 }
 
+// pruneGone takes out of the Membership's status.daemons the strait dns entries whose
+// pod is not among svc's endpoints (ready or not): a pod killed with its containers, or
+// whose withdrawal at exit failed, left its entry, and strait version would list it as
+// running for good. Every replica does it; the prune's tests make two at once safe.
+// Read directly (list: the verbs the informers hold), once a pruneInterval.
+func pruneGone(ctx context.Context, c client.Client, namespace string, svc types.NamespacedName, self string, now time.Time) error {
+	ms := &straitv1.MembershipList{}
+	if err := c.List(ctx, ms, client.InNamespace(namespace)); err != nil {
+		return err
+	}
+	var m *straitv1.Membership
+	for i := range ms.Items {
+		if ms.Items[i].Name == straitv1.MembershipName {
+			m = &ms.Items[i]
+		}
+	}
+	if m == nil {
+		return nil
+	}
+	eps := &discoveryv1.EndpointSliceList{}
+	if err := c.List(ctx, eps, client.InNamespace(svc.Namespace), client.MatchingLabels{discoveryv1.LabelServiceName: svc.Name}); err != nil {
+		return err
+	}
+	gone := daemonbuild.GonePods(m, straitv1.DaemonDNS, endpointPods(eps.Items), self, now, pruneGrace)
+	if len(gone) == 0 {
+		return nil
+	}
+	return daemonbuild.Prune(ctx, c, m, gone)
+}
+
+// endpointPods are the pods the slices' endpoints name.
+func endpointPods(slices []discoveryv1.EndpointSlice) []string {
+	var pods []string
+	for _, s := range slices {
+		for _, e := range s.Endpoints {
+			if e.TargetRef != nil && e.TargetRef.Kind == "Pod" {
+				pods = append(pods, e.TargetRef.Name)
+			}
+		}
+	}
+	return pods
+}
+
 // buildInterval and buildRetry: how often the build is put back into the Membership
-// (a no-op apply while it is there), and how soon after a failure.
+// (a no-op apply while it is there), and how soon after a failure. pruneInterval: how
+// often the entries of gone pods are looked for; pruneGrace: how old an entry must be
+// to be taken for gone (a new pod publishes before its endpoint is listed).
 const (
 	buildInterval = 5 * time.Minute
 	buildRetry    = 5 * time.Second
+	pruneInterval = 30 * time.Second
+	pruneGrace    = time.Minute
 )
 
 func namespacedName(s string) (types.NamespacedName, error) {

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -147,6 +148,26 @@ func Gone(m *straitv1.Membership, nodes []corev1.Node, self string) []straitv1.D
 	return out
 }
 
+// GonePods are the entries of m of that daemon kind whose pod is not among pods, the
+// pods that serve now (a Service's EndpointSlices name them, ready or not): a daemon
+// whose pod was deleted while its node stayed (a SIGKILL, a node's runtime killed, a
+// withdrawal that timed out on a slow API server) could not take its own entry out.
+// An entry younger than grace is kept, since a pod's first publish can come before the
+// EndpointSlice controller lists it; and a list of pods that lacks self says nothing
+// (a view not complete yet), as in Gone.
+func GonePods(m *straitv1.Membership, daemon string, pods []string, self string, now time.Time, grace time.Duration) []straitv1.DaemonStatus {
+	if m == nil || !slices.Contains(pods, self) {
+		return nil
+	}
+	var out []straitv1.DaemonStatus
+	for _, d := range m.Status.Daemons {
+		if d.Daemon == daemon && d.Pod != "" && !slices.Contains(pods, d.Pod) && now.Sub(d.Since.Time) >= grace {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
 // Prune takes the gone entries out of the Membership's status with one JSON patch that
 // tests, before each removal, that the entry still stands where m's copy has it: when
 // another daemon's write moved the list in between, the API server refuses the whole
@@ -175,7 +196,7 @@ func Prune(ctx context.Context, c client.Client, m *straitv1.Membership, gone []
 		return err
 	}
 	if err := c.Status().Patch(ctx, m.DeepCopy(), client.RawPatch(types.JSONPatchType, body)); err != nil {
-		return fmt.Errorf("membership status, pruning the entries of daemons on gone nodes: %w", err)
+		return fmt.Errorf("membership status, pruning the entries of gone daemons: %w", err)
 	}
 	return nil
 }

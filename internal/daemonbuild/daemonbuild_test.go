@@ -148,3 +148,27 @@ func TestSelfNamesTheEntryByNodeForAgentsAndByPodOtherwise(t *testing.T) {
 		t.Errorf("field manager of %d characters, the API server takes 128", len(fm))
 	}
 }
+
+// A strait dns pod deleted without withdrawing its entry (its node still there) is gone
+// once its Service's endpoints no longer name it and its entry is older than the grace;
+// a new pod not listed yet, an agent and a list that lacks the caller are not.
+func TestGonePodsAreTheEntriesNoEndpointNames(t *testing.T) {
+	now := time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC)
+	old, fresh := now.Add(-10*time.Minute), now.Add(-10*time.Second)
+	m := &straitv1.Membership{Status: straitv1.MembershipStatus{Daemons: []straitv1.DaemonStatus{
+		Self(straitv1.DaemonDNS, "gw-1", "dns-a", old),
+		Self(straitv1.DaemonDNS, "gw-1", "dns-killed", old),
+		Self(straitv1.DaemonDNS, "gw-2", "dns-new", fresh),
+		Self(straitv1.DaemonAgent, "gw-1", "", old),
+	}}}
+	gone := GonePods(m, straitv1.DaemonDNS, []string{"dns-a", "dns-b"}, "dns-a", now, time.Minute)
+	if len(gone) != 1 || gone[0].Pod != "dns-killed" {
+		t.Errorf("GonePods: %+v, want dns-killed's entry alone", gone)
+	}
+	if g := GonePods(m, straitv1.DaemonDNS, []string{"dns-b"}, "dns-a", now, time.Minute); g != nil {
+		t.Errorf("GonePods with endpoints that lack the caller: %+v, want nothing", g)
+	}
+	if g := GonePods(m, straitv1.DaemonDNS, []string{"dns-a"}, "dns-a", now.Add(-9*time.Minute-30*time.Second), time.Minute); g != nil {
+		t.Errorf("GonePods within the grace of every entry: %+v, want nothing", g)
+	}
+}

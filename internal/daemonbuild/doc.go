@@ -7,7 +7,9 @@
 // read in its members.
 //
 // It owns only those entries: it never writes a Membership's spec (the hub's), and
-// another daemon's entry only to take it out once that daemon's node has left the
-// cluster (Gone, Prune: the active gateway's agent does it, since a daemon killed with
-// its node could not withdraw its own).
+// another daemon's entry only to take it out once that daemon is gone without
+// withdrawing it: its node left the cluster (Gone, Prune: the active gateway's agent does
+// it, since a daemon killed with its node could not withdraw its own), or its pod is no
+// longer among its Service's endpoints (GonePods: each strait dns does it for the
+// others).
 package daemonbuild
