@@ -43,8 +43,10 @@ const (
 // the locally built tag, and on members charon's --libipsec, since the lab's kernels have
 // no ESP (docs/cable-drivers.md tells users of such kernels to add it the same way).
 // A lab with monitoring adds the monitoring component (its relative path, or "") as
-// docs/install.md tells users to.
-func installOverlay(base string, member bool, monitoring string) ([]byte, error) {
+// docs/install.md tells users to; a lab with a gateway Lease timing (nil: the
+// defaults) adds its flags to the agent as docs/agent.md tells users of a stall-prone
+// API server to.
+func installOverlay(base string, member bool, monitoring string, lease *topology.GatewayLease) ([]byte, error) {
 	k := map[string]any{
 		"apiVersion": "kustomize.config.k8s.io/v1beta1",
 		"kind":       "Kustomization",
@@ -58,14 +60,27 @@ func installOverlay(base string, member bool, monitoring string) ([]byte, error)
 		k["components"] = []string{monitoring}
 	}
 	if member {
-		k["patches"] = []map[string]any{{
-			"target": map[string]string{"kind": "DaemonSet", "name": "strait-agent"},
-			"patch": `- op: test
+		patch := `- op: test
   path: /spec/template/spec/containers/1/name
   value: charon
 - op: add
   path: /spec/template/spec/containers/1/args/-
-  value: --libipsec`,
+  value: --libipsec`
+		if lease != nil {
+			patch += `
+- op: test
+  path: /spec/template/spec/containers/0/name
+  value: agent`
+			for _, a := range lease.Args() {
+				patch += `
+- op: add
+  path: /spec/template/spec/containers/0/args/-
+  value: ` + a
+			}
+		}
+		k["patches"] = []map[string]any{{
+			"target": map[string]string{"kind": "DaemonSet", "name": "strait-agent"},
+			"patch":  patch,
 		}}
 	}
 	return yaml.Marshal(k)
@@ -87,7 +102,7 @@ func (l *Lab) installStrait(ctx context.Context, cluster string) error {
 
 // writeInstallOverlay writes the lab's overlay for a cluster into its InstallDir: the
 // base kustomize/hub or kustomize/member with the lab's images and patches.
-func (l *Lab) writeInstallOverlay(cluster string, member, monitoring bool) error {
+func (l *Lab) writeInstallOverlay(cluster string, member, monitoring bool, lease *topology.GatewayLease) error {
 	base := "hub"
 	if member {
 		base = "member"
@@ -104,7 +119,7 @@ func (l *Lab) writeInstallOverlay(cluster string, member, monitoring bool) error
 			return err
 		}
 	}
-	overlay, err := installOverlay(rel, member, component)
+	overlay, err := installOverlay(rel, member, component, lease)
 	if err != nil {
 		return err
 	}

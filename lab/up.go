@@ -279,7 +279,7 @@ func (l *Lab) bootstrap(ctx context.Context, t *topology.Lab, rec *Record, cp to
 	if !member {
 		go func() { fluxApplied <- g.install(ctx) }()
 	}
-	if err := l.writeInstallOverlay(cp.Cluster, member, o.Spec.Monitoring); err != nil {
+	if err := l.writeInstallOverlay(cp.Cluster, member, o.Spec.Monitoring, o.Spec.GatewayLease); err != nil {
 		return err
 	}
 	if o.Spec.Monitoring {

@@ -3,7 +3,9 @@ package main
 import (
 	"os"
 
+	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/straitnet/strait/cmd/strait/diagnose"
 	"github.com/straitnet/strait/cmd/strait/diff"
@@ -16,6 +18,10 @@ import (
 )
 
 func main() {
+	// The commands say what they do themselves; controller-runtime's own log lines are
+	// not for people. Without a logger it printed a stack trace ("log.SetLogger(...) was
+	// never called") into a command that ran past 30 s, such as strait gather.
+	ctrllog.SetLogger(logr.Discard())
 	os.Exit(cli.Main(newRootCmd(), os.Args[1:], os.Stderr))
 }
 

@@ -49,6 +49,12 @@ func start(t *testing.T) *fixture {
 // startWith is start with the source's OnServed.
 func startWith(t *testing.T, onServed func(time.Duration)) *fixture {
 	t.Helper()
+	return startDebounced(t, 10*time.Millisecond, onServed)
+}
+
+// startDebounced is startWith with the source's debounce.
+func startDebounced(t *testing.T, debounce time.Duration, onServed func(time.Duration)) *fixture {
+	t.Helper()
 	scheme, err := source.Scheme()
 	if err != nil {
 		t.Fatal(err)
@@ -58,7 +64,7 @@ func startWith(t *testing.T, onServed func(time.Duration)) *fixture {
 		t.Fatal(err)
 	}
 	srv := server.New(server.Options{Addr: "127.0.0.1:0"}, nil)
-	src, err := source.New(restConfig, source.Options{Debounce: 10 * time.Millisecond,
+	src, err := source.New(restConfig, source.Options{Debounce: debounce,
 		OnError: func(err error) { t.Errorf("source: %v", err) }, OnServed: onServed}, srv.Publish)
 	if err != nil {
 		t.Fatal(err)
@@ -276,13 +282,21 @@ func TestAnswersFollowTheAPIServer(t *testing.T) {
 }
 
 // TestServedChangesAreTimed: a snapshot that takes in a change says how long the change
-// took from its watch event to being served, which is never longer than a client waited
-// from the write to the answer it brought; the first snapshot, of what the initial lists
-// found, is not timed.
+// took from its watch event to being served: never longer than a client waited from the
+// write to the answer it brought, and never shorter than the source's debounce, which it
+// waits after a change. Two debounces, 10 and 400 ms, so that neither a constant nor a
+// clock started at the rebuild passes both; the first snapshot, of what the initial
+// lists found, is not timed.
 func TestServedChangesAreTimed(t *testing.T) {
+	for _, debounce := range []time.Duration{10 * time.Millisecond, 400 * time.Millisecond} {
+		t.Run(debounce.String(), func(t *testing.T) { servedChangesAreTimed(t, debounce) })
+	}
+}
+
+func servedChangesAreTimed(t *testing.T, debounce time.Duration) {
 	var mu sync.Mutex
 	var served []time.Duration
-	f := startWith(t, func(d time.Duration) {
+	f := startDebounced(t, debounce, func(d time.Duration) {
 		mu.Lock()
 		defer mu.Unlock()
 		served = append(served, d)
@@ -293,23 +307,26 @@ func TestServedChangesAreTimed(t *testing.T) {
 		&straitv1.Membership{ObjectMeta: metav1.ObjectMeta{Namespace: straitv1.SystemNamespace, Name: straitv1.MembershipName},
 			Spec: straitv1.MembershipSpec{ClusterSet: "strait-system/lab", ClusterID: "c1", PodCIDRs: []string{"10.1.0.0/16"},
 				ServiceCIDRs: []string{"10.101.0.0/16"}, Cable: straitv1.MemberCable{Driver: straitv1.CableWireGuard, Port: 4500}}},
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "served"}},
 	} {
 		if err := f.c.Create(ctx, o); err != nil && !apierrors.IsAlreadyExists(err) {
 			t.Fatal(err)
 		}
 	}
 	f.eventually("dns-version.clusterset.local.", dns.TypeTXT, `NOERROR [dns-version.clusterset.local.	5	IN	TXT	"1.0.0"]`)
+	// Quiet: nothing left of the set-up that a snapshot could still be timing.
+	time.Sleep(2*debounce + 100*time.Millisecond)
 	mu.Lock()
 	before := len(served)
 	mu.Unlock()
 
-	const name = "timed.served.svc.clusterset.local."
+	svc := fmt.Sprintf("timed%d", debounce.Milliseconds())
+	name := svc + ".served.svc.clusterset.local."
 	port := []discoveryv1.EndpointPort{{Name: ptr("http"), Port: ptr[int32](80), Protocol: ptr(corev1.ProtocolTCP)}}
 	wrote := time.Now()
-	f.create(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "served"}},
-		&mcsv1.ServiceImport{ObjectMeta: metav1.ObjectMeta{Namespace: "served", Name: "timed"},
-			Spec: mcsv1.ServiceImportSpec{Type: mcsv1.Headless, Ports: []mcsv1.ServicePort{{Name: "http", Protocol: corev1.ProtocolTCP, Port: 80}}}},
-		mcsSlice("served", "timed", "c2", port, endpoint("10.2.0.7", true, "")))
+	f.create(&mcsv1.ServiceImport{ObjectMeta: metav1.ObjectMeta{Namespace: "served", Name: svc},
+		Spec: mcsv1.ServiceImportSpec{Type: mcsv1.Headless, Ports: []mcsv1.ServicePort{{Name: "http", Protocol: corev1.ProtocolTCP, Port: 80}}}},
+		mcsSlice("served", svc, "c2", port, endpoint("10.2.0.7", true, "")))
 	f.eventually(name, dns.TypeA, "NOERROR [10.2.0.7]")
 	waited := time.Since(wrote)
 	require.Eventually(t, time.Second, "a timed snapshot", func() error {
@@ -318,10 +335,15 @@ func TestServedChangesAreTimed(t *testing.T) {
 		if len(served) == before {
 			return fmt.Errorf("no snapshot timed since the change (%d before)", before)
 		}
+		longest := time.Duration(0)
 		for _, d := range served[before:] {
 			if d <= 0 || d > waited {
 				return fmt.Errorf("a change served %s after its watch event, but the answer came %s after the write", d, waited)
 			}
+			longest = max(longest, d)
+		}
+		if longest < debounce {
+			return fmt.Errorf("the changes were served %v after their watch events, none after the debounce of %s the source waited", served[before:], debounce)
 		}
 		return nil
 	})

@@ -43,6 +43,14 @@ package main
 //     under other sessions' load, which a mean over three rounds at 25 % (1388 ms)
 //     would not absorb; 1602 ms still fails a Lease term half as long again.
 //
+// Twice the work breaks every floor (TestTwiceTheWorkBreaksEveryFloor; a floor may be
+// marked Loose, saying why, and none is). The wall-time ns/op of ServeUDP and Rebuild,
+// which let 26 and 4 times the work pass, are no longer held: their cpu-ref/op floors
+// hold the same work. Margins of 100 % and more went to 90 %: Resolve's and Rebuild's
+// CPU (their calibration runs strayed 25 % and 13 % from their medians), the export's
+// p99, the envtest graceful handover and the lab's graceful gap (a fresh clone's CI run
+// of 2026-12-03 read 445 ms, 18 ms and 406.5 / 408 ms, each within 4 % of its median).
+//
 // Not held: strait dns's latency at a fixed rate and its ratios to CoreDNS (the ratio
 // flipped between 0.18 and 4.2 with the load), the VmRSS ratio (CoreDNS's binary's
 // resident pages moved it from 0.63 to 0.95), the cable throughput (its rounds swung
@@ -80,31 +88,29 @@ func floors() []floor {
 		// strait dns: the resolver, the server's answer and a UDP round trip, a rebuild.
 		{Bench: "Resolve", Unit: "allocs/op", Today: 1, Margin: 0.10},                                        // 1 in all three
 		{Bench: "Resolve", Unit: "B/op", Today: 80, Margin: 0.10},                                            // 80 in all three
-		{Bench: "Resolve", Unit: "cpu-ref/op", Today: 1.875, Margin: 1.00},                                   // 1.875, 1.926, 1.401
+		{Bench: "Resolve", Unit: "cpu-ref/op", Today: 1.875, Margin: 0.90},                                   // 1.875, 1.926, 1.401
 		{Bench: "Answer", Unit: "allocs/op", Today: 3, Margin: 0.10},                                         // 3 in all three
 		{Bench: "Answer", Unit: "B/op", Today: 248, Margin: 0.10},                                            // 248 in all three
 		{Bench: "Answer", Unit: "cpu-ref/op", Today: 3.548, Margin: 0.75},                                    // 3.548, 3.805, 3.099
 		{Bench: "ServeUDP", Unit: "allocs/op", Today: 18, Margin: 0.10},                                      // 18 in all three
 		{Bench: "ServeUDP", Unit: "B/op", Today: 1225, Margin: 0.10},                                         // 1224, 1282, 1225
-		{Bench: "ServeUDP", Unit: "ns/op", Today: 15996, Margin: 25.50},                                      // 15996, 218344, 14047: maxdev 1265 % (beside the helper's envtests)
 		{Bench: "ServeUDP", Unit: "cpu-ref/op", Today: 72.74, Margin: 0.75},                                  // 72.74, 72.92, 68.47
 		{Bench: "Rebuild", Unit: "allocs/op", Today: 79, Margin: 0.10},                                       // 79 in all three
 		{Bench: "Rebuild", Unit: "B/op", Today: 792144, Margin: 0.10},                                        // 792144, 792143, 792149
-		{Bench: "Rebuild", Unit: "ns/op", Today: 3322678, Margin: 3.00},                                      // 3.32 ms, 4.66 ms, 3.07 ms: maxdev 40 %
-		{Bench: "Rebuild", Unit: "cpu-ref/op", Today: 15780, Margin: 2.00},                                   // 13706, 17056, 15780
+		{Bench: "Rebuild", Unit: "cpu-ref/op", Today: 15780, Margin: 0.90},                                   // 13706, 17056, 15780
 		{Bench: "DNSAgainstCoreDNSHosts", Unit: "qps-ratio", Today: 2.059, Margin: 0.30, MoreIsBetter: true}, // 2.143, 2.059, 1.767: maxdev 14 %
 		{Bench: "DNSAgainstCoreDNSHosts", Unit: "anon-MiB", Today: 21.47, Margin: 0.50},                      // 21.47, 21.54, 21.45
 		// The hub: an export until every one of 10 members holds its ServiceImport.
-		{Bench: "ExportToImport", Unit: "p99-ms", Today: 461.8, Margin: 3.00}, // 461.8, 448.7, 510.6
+		{Bench: "ExportToImport", Unit: "p99-ms", Today: 461.8, Margin: 0.90}, // 461.8, 448.7, 510.6; 445 in a CI run of 2026-12-03
 		// Agents against an envtest API server: the plain node's routes follow the Lease.
 		{Bench: "Failover", Unit: "ms-crash", Today: 1009, Margin: 0.25},  // 1009, 1026, 1007: maxdev 2 %
-		{Bench: "Failover", Unit: "ms-graceful", Today: 19, Margin: 3.00}, // 15, 19, 29: maxdev 53 %
+		{Bench: "Failover", Unit: "ms-graceful", Today: 19, Margin: 0.90}, // 15, 19, 29: maxdev 53 %; 18 in a CI run of 2026-12-03
 		// The lab: c1 -> c2 GETs while c2's active gateway agent crashes or stops.
 		// Each of the benchmark's rounds also fails it over the tests' bounds (3 s, 1 s); the
 		// worst round is held here, a mean of two could hide one (issue 33).
 		{Bench: "GatewayFailover", Unit: "ms-gap-crash", Today: 1068, Margin: 0.50},         // 1063, 1074, 1068: maxdev 1 %; 1108-1129 on 2026-11-26
 		{Bench: "GatewayFailover", Unit: "ms-gap-crash-worst", Today: 1070, Margin: 0.50},   // 1064, 1075, 1070: maxdev 1 %
-		{Bench: "GatewayFailover", Unit: "ms-gap-graceful", Today: 404.5, Margin: 1.00},     // 404.5, 404.5, 334.5: maxdev 17 %; 157-415 on 2026-11-26
-		{Bench: "GatewayFailover", Unit: "ms-gap-graceful-worst", Today: 405, Margin: 1.00}, // 405, 406, 404: maxdev 0 %; rounds of 507 ms seen on 2026-11-26
+		{Bench: "GatewayFailover", Unit: "ms-gap-graceful", Today: 404.5, Margin: 0.90},     // 404.5, 404.5, 334.5: maxdev 17 %; 157-415 on 2026-11-26; 406.5 in a CI run of 2026-12-03
+		{Bench: "GatewayFailover", Unit: "ms-gap-graceful-worst", Today: 405, Margin: 0.90}, // 405, 406, 404: maxdev 0 %; rounds of 507 ms seen on 2026-11-26; 408 in a CI run of 2026-12-03
 	}
 }

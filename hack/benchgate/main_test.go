@@ -78,3 +78,23 @@ func median(vs []float64) float64 {
 	}
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
+
+// TestTwiceTheWorkBreaksEveryFloor: a run that does each gated figure's work twice (twice
+// the time, memory or allocations; half the throughput) breaks its floor, but for the
+// floors marked Loose, each with its reason; and no floor is marked Loose that holds.
+func TestTwiceTheWorkBreaksEveryFloor(t *testing.T) {
+	for _, f := range floors() {
+		twice := 2 * f.Today
+		if f.MoreIsBetter {
+			twice = f.Today / 2
+		}
+		switch {
+		case f.Loose == "" && !f.broken(twice):
+			t.Errorf("%s %s: twice the work (%v against %v) passes its floor %v (margin %.0f %%)", f.Bench, f.Unit, twice, f.Today, f.Limit(), f.Margin*100)
+		case f.Loose != "" && f.broken(twice):
+			t.Errorf("%s %s: marked Loose (%s), but twice the work breaks it: drop the mark", f.Bench, f.Unit, f.Loose)
+		case f.Loose != "":
+			t.Logf("%s %s: twice the work passes (margin %.0f %%): %s", f.Bench, f.Unit, f.Margin*100, f.Loose)
+		}
+	}
+}

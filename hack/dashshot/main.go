@@ -45,52 +45,134 @@ type series struct {
 	points []model.SamplePair
 }
 
+// recording is what the queries of a dashboard answered over a range: dashshot -record
+// writes it, -replay draws from it, so that a picture can be made again, byte for byte,
+// without the Prometheus it came from.
+type recording struct {
+	End   time.Time `json:"end"`
+	Range string    `json:"range"`
+	// Queries are each query's series, by its expression.
+	Queries map[string][]recordedSeries `json:"queries"`
+}
+
+type recordedSeries struct {
+	Metric model.Metric       `json:"metric"`
+	Points []model.SamplePair `json:"points"`
+}
+
 func main() {
 	url := flag.String("prometheus", "", "the Prometheus to query (the hub's)")
 	span := flag.Duration("range", 30*time.Minute, "how far back the time series reach")
+	record := flag.String("record", "", "also write what the queries answered to this file (JSON), for -replay")
+	replay := flag.String("replay", "", "draw from this recording instead of a Prometheus")
 	flag.Parse()
-	if *url == "" || flag.NArg() != 1 {
-		fmt.Fprintln(os.Stderr, "usage: dashshot -prometheus URL [-range 30m] DASHBOARD.json > picture.svg")
+	if (*url == "") == (*replay == "") || flag.NArg() != 1 {
+		fmt.Fprintln(os.Stderr, "usage: dashshot -prometheus URL [-range 30m] [-record data.json] DASHBOARD.json > picture.svg\n       dashshot -replay data.json DASHBOARD.json > picture.svg")
 		os.Exit(2)
 	}
-	if err := run(*url, flag.Arg(0), *span, os.Stdout); err != nil {
+	if err := run(*url, *replay, *record, flag.Arg(0), *span, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "dashshot:", err)
 		os.Exit(1)
 	}
 }
 
-func run(url, file string, span time.Duration, w io.Writer) error {
+// run draws the dashboard in file from the Prometheus at url over span, or from the
+// recording replay, and writes what it drew from to record when that is set.
+func run(url, replay, record, file string, span time.Duration, w io.Writer) error {
+	d, err := readDashboard(file)
+	if err != nil {
+		return err
+	}
+	var rec *recording
+	if replay != "" {
+		rec, err = readRecording(replay)
+	} else {
+		rec, err = query(url, d, span)
+	}
+	if err != nil {
+		return err
+	}
+	if record != "" {
+		data, err := json.Marshal(rec)
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(record, append(data, '\n'), 0o644); err != nil { //nolint:gosec // a picture's data, read by everyone
+			return err
+		}
+	}
+	return drawRecording(w, d, rec)
+}
+
+func readDashboard(file string) (dashboard, error) {
+	var d dashboard
 	data, err := os.ReadFile(file)
 	if err != nil {
-		return err
+		return d, err
 	}
-	var d dashboard
 	if err := json.Unmarshal(data, &d); err != nil {
-		return fmt.Errorf("%s: %w", file, err)
+		return d, fmt.Errorf("%s: %w", file, err)
 	}
+	return d, nil
+}
+
+func readRecording(file string) (*recording, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, err
+	}
+	rec := &recording{}
+	if err := json.Unmarshal(data, rec); err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
+	return rec, nil
+}
+
+// query asks the Prometheus at url each of d's queries over the span up to now.
+func query(url string, d dashboard, span time.Duration) (*recording, error) {
 	c, err := promapi.NewClient(promapi.Config{Address: url})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	api := promv1.NewAPI(c)
-	end := time.Now()
+	end := time.Now().UTC().Truncate(time.Second)
+	rec := &recording{End: end, Range: span.String(), Queries: map[string][]recordedSeries{}}
 	rng := promv1.Range{Start: end.Add(-span), End: end, Step: span / 120}
-	lines := map[int][]series{}
-	for i, p := range d.Panels {
+	for _, p := range d.Panels {
 		for _, t := range p.Targets {
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			v, _, _, err := api.QueryRange(ctx, t.Expr, rng)
 			cancel()
 			if err != nil {
-				return fmt.Errorf("panel %q: %s: %w", p.Title, t.Expr, err)
+				return nil, fmt.Errorf("panel %q: %s: %w", p.Title, t.Expr, err)
 			}
 			m, _ := v.(model.Matrix)
+			out := []recordedSeries{}
 			for _, s := range m {
-				lines[i] = append(lines[i], series{name: legend(t.LegendFormat, s.Metric), points: s.Values})
+				out = append(out, recordedSeries{Metric: s.Metric, Points: s.Values})
+			}
+			rec.Queries[t.Expr] = out
+		}
+	}
+	return rec, nil
+}
+
+// drawRecording draws d from what rec holds of each of its queries; a query rec does
+// not hold (a dashboard changed since the recording) is an error: record again.
+func drawRecording(w io.Writer, d dashboard, rec *recording) error {
+	lines := map[int][]series{}
+	for i, p := range d.Panels {
+		for _, t := range p.Targets {
+			got, ok := rec.Queries[t.Expr]
+			if !ok {
+				return fmt.Errorf("panel %q: the recording has no answer to %s: record it again from a Prometheus (make dashboard-picture)", p.Title, t.Expr)
+			}
+			for _, s := range got {
+				lines[i] = append(lines[i], series{name: legend(t.LegendFormat, s.Metric), points: s.Points})
 			}
 		}
 	}
-	return draw(w, d, lines, end)
+	return draw(w, d, lines, rec.End)
 }
 
 var legendLabel = regexp.MustCompile(`\{\{\s*(\w+)\s*\}\}`)

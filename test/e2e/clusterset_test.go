@@ -119,7 +119,17 @@ func TestBothClustersExport(t *testing.T) {
 			}
 			return err
 		})
-		s := labtest.Connect(100, func() (workload.Answer, error) { return labtest.TryWhereami(ns, net.JoinHostPort(ip, "80")) })
+		try := func() (workload.Answer, error) { return labtest.TryWhereami(ns, net.JoinHostPort(ip, "80")) }
+		// kube-proxy programs the slices a moment after the hub writes them (a sync took
+		// seconds on a loaded 2-core machine, and c1's 100 connections all went to c2):
+		// both clusters answering first, then the count.
+		require.Eventually(t, labtest.Converge, cluster+" → its clusterset IP reaches both clusters", func() error {
+			if s := labtest.Connect(20, try); s.Clusters["c1"] == 0 || s.Clusters["c2"] == 0 {
+				return fmt.Errorf("%s", s)
+			}
+			return nil
+		})
+		s := labtest.Connect(100, try)
 		t.Logf("%s → its clusterset IP %s, 100 connections: %s", cluster, ip, s)
 		s.CheckBalanced(t, 0.2, "c1", "c2")
 		resolvesTo(t, cluster, other+"."+name, []string{clusterIP(t, other, lab.WhereamiCS)})

@@ -197,9 +197,14 @@ func TestDiagnoseFindsEachFault(t *testing.T) {
 		node := env.NodeOfKind(t, "c1", false)
 		c1, _ := env.Topo.Cluster("c1")
 		ns := nodeNamespace(t, "c1", node)
-		// kindnet's masquerade as the lab's kindnet-masq shape puts it (nftables variant).
+		// kindnet's masquerade as the lab's kindnet-masq shape puts it (nftables variant),
+		// but ahead of the agent's bypass (SourceChainPriority, srcnat-10): the agent
+		// puts its chain back on each pass, and a probe whose first packet met it there
+		// was not masqueraded (a run of 2026-12-02 saw "pass" for c1). The first NAT
+		// chain to bind a connection wins, so this one masquerades whatever the agent
+		// does; the loop below keeps the chain away so that the node's facts lack it.
 		script := fmt.Sprintf(`add table ip diag-masq
-add chain ip diag-masq postrouting { type nat hook postrouting priority srcnat; }
+add chain ip diag-masq postrouting { type nat hook postrouting priority srcnat - 20; }
 add rule ip diag-masq postrouting fib daddr type local return
 add rule ip diag-masq postrouting ip daddr %s return
 add rule ip diag-masq postrouting masquerade
@@ -430,17 +435,24 @@ func nodeNamespace(t *testing.T, cluster, node string) string {
 	return ""
 }
 
-// hungBound is how long diagnose all, verify and gather may take with a node hung: a
-// minute, as issue 34 asks of diagnose all, against about 5 s, 25 s and a few seconds on
-// the healthy lab.
+// hungBound is how long diagnose all and gather may take with a node hung: a minute, as
+// issue 34 asks of diagnose all, against about 5 s, 25 s and a few seconds on the healthy
+// lab.
 const hungBound = time.Minute
+
+// verifyHungBound is verify's: hungBound and its probe pods' --pod-start-timeout (30 s
+// by default), which it waits out on a node that takes a pod up slowly before it dials
+// across. On CI's machine kind (2026-12-02), its probe pods took 28-40 s to run with the
+// lab's two cores saturated, and verify 74 s and 78 s with a node hung.
+const verifyHungBound = hungBound + 30*time.Second
 
 // TestDiagnoseNeverHangs: the active gateway node of c2 hangs (its kubelet and its agent
 // stopped with SIGSTOP, as on a node whose disk or kernel froze: the API server still
 // answers, but nothing it asks of the node does). strait diagnose all still ends within
 // a minute with the failure code, a failed nodes line names the node and says to look at
 // it with kubectl get node and at its kubelet, and every check prints its line for both
-// members; strait verify and strait gather end within the same bound, verify failing on
+// members; strait gather ends within the same bound and strait verify within it and its
+// probe pods' start timeout (verifyHungBound), verify failing on
 // the node, gather writing the rest and naming the node's missing part. Thawed, the node
 // is Ready again and both Peers Connected.
 func TestDiagnoseNeverHangs(t *testing.T) {
@@ -453,9 +465,13 @@ func TestDiagnoseNeverHangs(t *testing.T) {
 	run := func(t *testing.T, what string, argv ...string) (string, string, int, time.Duration) {
 		t.Helper()
 		start := time.Now()
-		out, errOut, code := exitCode(t, env.Strait, argv...)
+		// Standard error stamped line by line: where a slow run spent its time.
+		out, errOut, stamped, code := labtest.RunStamped(t, 2*time.Minute, env.Strait, argv...)
 		took := time.Since(start)
-		t.Logf("strait %s: exit %d in %s\n%s%s", what, code, took.Round(100*time.Millisecond), out, errOut)
+		t.Logf("strait %s: exit %d in %s\n%s%s", what, code, took.Round(100*time.Millisecond), out, stamped)
+		if strings.Contains(errOut, "was never called") {
+			t.Errorf("strait %s printed controller-runtime's stack trace for a logger never set", what)
+		}
 		return out, errOut, code, took
 	}
 	hubArg := []string{"--member-kubeconfig", topology.HubName + "=" + env.Lab.State().KubeconfigPath(topology.HubName)}
@@ -492,14 +508,41 @@ func TestDiagnoseNeverHangs(t *testing.T) {
 	t.Cleanup(func() { _ = syscall.Kill(agentPid, syscall.SIGCONT) })
 	hung := time.Now()
 	t.Logf("c2's active gateway %s hung: its kubelet and its agent (pid %d) stopped", gw.Name, agentPid)
-	// diagnose all, verify and gather run side by side, as people on call would (one
-	// after the other the three took 40 s of the lab's time): each run has probe pods of
-	// its own (strait-diagnose-<run>-<node>) and leaves the others' alone. They start
-	// once this function returns, and the cleanups above wait for them.
+	// gather, diagnose all and verify one after the other, as a person on call runs
+	// them, each within its bound. Side by side (until 2026-12-02) each ran three
+	// commands' probe pods, execs and log reads on CI's two saturated cores, and took
+	// 50-79 s where alone it takes 12-25 s healthy: the bound then measured the machine.
 	t.Cleanup(func() { t.Logf("the three ran within %s of the hang", time.Since(hung).Round(time.Second)) })
 
+	t.Run("gather", func(t *testing.T) {
+		argv := append([]string{"gather", "--dir", t.TempDir()}, hubArg...)
+		out, errOut, code, took := run(t, "gather, "+gw.Name+" hung", append(argv, args...)...)
+		t.Logf("gather took %s with %s hung (%s healthy)", took.Round(100*time.Millisecond), gw.Name, healthyGather.Round(100*time.Millisecond))
+		if took > hungBound {
+			t.Errorf("gather took %s with a hung node, want at most %s", took, hungBound)
+		}
+		if code != 1 {
+			t.Errorf("gather: exit %d, want 1 (something could not be gathered)", code)
+		}
+		files := untar(t, strings.TrimSpace(out))
+		// Its kubelet silent past the grace period, the node is NotReady and is then not
+		// asked at all: either names it.
+		named := strings.Contains(files["errors.txt"], "node "+gw.Name+" did not answer") || strings.Contains(files["errors.txt"], "node "+gw.Name+" is not Ready")
+		if !named || !strings.Contains(errOut, "dump/"+gw.Name+".txt") {
+			t.Errorf("errors.txt and standard error do not name %s's missing part:\n%s", gw.Name, files["errors.txt"])
+		}
+		for _, want := range []string{"c1/dump/", "c2/objects/memberships.yaml", topology.HubName + "/objects/clustersets.yaml"} {
+			found := false
+			for name := range files {
+				found = found || strings.Contains(name, want)
+			}
+			if !found {
+				t.Errorf("no %s in the tarball: the rest must be gathered", want)
+			}
+		}
+	})
+
 	t.Run("diagnose all", func(t *testing.T) {
-		t.Parallel()
 		out, _, code, took := run(t, "diagnose all, "+gw.Name+" hung", append([]string{"diagnose", "all"}, args...)...)
 		t.Logf("diagnose all took %s with %s hung (%s healthy)", took.Round(100*time.Millisecond), gw.Name, healthy.Round(100*time.Millisecond))
 		if took > hungBound {
@@ -524,11 +567,10 @@ func TestDiagnoseNeverHangs(t *testing.T) {
 	})
 
 	t.Run("verify", func(t *testing.T) {
-		t.Parallel()
 		out, _, code, took := run(t, "verify, "+gw.Name+" hung", append([]string{"verify"}, args...)...)
 		t.Logf("verify took %s with %s hung", took.Round(100*time.Millisecond), gw.Name)
-		if took > hungBound {
-			t.Errorf("verify took %s with a hung node, want at most %s", took, hungBound)
+		if took > verifyHungBound {
+			t.Errorf("verify took %s with a hung node, want at most %s", took, verifyHungBound)
 		}
 		if code != 2 {
 			t.Errorf("verify: exit %d, want 2 (a failure)", code)
@@ -543,31 +585,6 @@ func TestDiagnoseNeverHangs(t *testing.T) {
 		}
 	})
 
-	t.Run("gather", func(t *testing.T) {
-		t.Parallel()
-		argv := append([]string{"gather", "--dir", t.TempDir()}, hubArg...)
-		out, errOut, code, took := run(t, "gather, "+gw.Name+" hung", append(argv, args...)...)
-		t.Logf("gather took %s with %s hung (%s healthy)", took.Round(100*time.Millisecond), gw.Name, healthyGather.Round(100*time.Millisecond))
-		if took > hungBound {
-			t.Errorf("gather took %s with a hung node, want at most %s", took, hungBound)
-		}
-		if code != 1 {
-			t.Errorf("gather: exit %d, want 1 (something could not be gathered)", code)
-		}
-		files := untar(t, strings.TrimSpace(out))
-		if !strings.Contains(files["errors.txt"], "node "+gw.Name+" did not answer") || !strings.Contains(errOut, "dump/"+gw.Name+".txt") {
-			t.Errorf("errors.txt and standard error do not name %s's missing part:\n%s", gw.Name, files["errors.txt"])
-		}
-		for _, want := range []string{"c1/dump/", "c2/objects/memberships.yaml", topology.HubName + "/objects/clustersets.yaml"} {
-			found := false
-			for name := range files {
-				found = found || strings.Contains(name, want)
-			}
-			if !found {
-				t.Errorf("no %s in the tarball: the rest must be gathered", want)
-			}
-		}
-	})
 }
 
 // ipv6Carried says whether the ClusterSet lists an IPv6 pod CIDR for a member.

@@ -7,7 +7,6 @@ import (
 	"net/netip"
 	"slices"
 	"testing"
-	"time"
 
 	"github.com/miekg/dns"
 	corev1 "k8s.io/api/core/v1"
@@ -20,7 +19,6 @@ import (
 	mcsv1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
-	"github.com/straitnet/strait/internal/netns"
 	"github.com/straitnet/strait/lab"
 	"github.com/straitnet/strait/lab/workload"
 	"github.com/straitnet/strait/plan"
@@ -148,7 +146,7 @@ func TestClusterSetNameInBothFamilies(t *testing.T) {
 			})
 		}
 		v4only := lab.WhereamiCS + "." + lab.SampleNamespace + ".svc.clusterset.local."
-		if rcode, got, err := aaaa(ns, v4only); err != nil || rcode != dns.RcodeSuccess || len(got) != 0 {
+		if rcode, got, err := labtest.QueryInPod(ns, v4only, dns.TypeAAAA); err != nil || rcode != dns.RcodeSuccess || len(got) != 0 {
 			t.Errorf("%s: AAAA %s (an IPv4 export): %s %v, %v; want NOERROR and no address", cluster, v4only, dns.RcodeToString[rcode], got, err)
 		}
 		for i, f := range families() {
@@ -236,34 +234,6 @@ func clusterSetIPs(t *testing.T, cluster, name string) []netip.Addr {
 		return nil
 	})
 	return out
-}
-
-// aaaa asks the nameserver of the pod's resolv.conf for name's AAAA records, from inside
-// the pod's network namespace: the answer's rcode and addresses (a resolver would not
-// tell NOERROR without an address from NXDOMAIN).
-func aaaa(ns, name string) (rcode int, ips []netip.Addr, err error) {
-	server, _ := labtest.PodResolvConf(ns)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	c, err := netns.Dial(ctx, ns, "udp", net.JoinHostPort(server, "53"))
-	if err != nil {
-		return 0, nil, err
-	}
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
-	q := new(dns.Msg)
-	q.SetQuestion(name, dns.TypeAAAA)
-	r, _, err := (&dns.Client{}).ExchangeWithConnContext(ctx, q, &dns.Conn{Conn: c})
-	if err != nil {
-		return 0, nil, err
-	}
-	for _, rr := range r.Answer {
-		if a, ok := rr.(*dns.AAAA); ok {
-			ip, _ := netip.AddrFromSlice(a.AAAA)
-			ips = append(ips, ip)
-		}
-	}
-	return r.Rcode, ips, nil
 }
 
 // podIPs are a dual-stack pod's addresses: IPv4 then IPv6.

@@ -163,8 +163,15 @@ func gatewayMetric(t testing.TB, ns, name string) (float64, error) {
 // the change of health reconciles the ClusterSet, which sets the series.
 const memberProbeDetect = 5*time.Second + time.Second
 
+// holdingDetect bounds the time from the API server's going to the active gateway's
+// strait_agent_gateway_holding saying so (or from its coming back to the renewal that
+// ends the holding): a renew deadline (under 2 s in every lab), then the agent's next
+// look, a second.
+const holdingDetect = 3 * time.Second
+
 // TestMemberAPIServerDown: c2's control plane (kube-apiserver, controller manager,
-// scheduler) is killed for 15 s. c2's active gateway holds the gateway (it cannot renew
+// scheduler) is killed for 15 s, or until the hub's StraitHubMemberUnreachable and c2's
+// StraitGatewayHolding fire (about 30 s). c2's active gateway holds the gateway (it cannot renew
 // its Lease, and neither can anyone else), so c1 → c2 goes on and c1 keeps resolving
 // c2's exports without a lost GET or lookup (boundLost); once the API server is back the
 // same gateway renews.
@@ -184,7 +191,8 @@ func TestMemberAPIServerDown(t *testing.T) {
 		}
 		pids = append(pids, pid)
 	}
-	hub := env.WatchAlerts(t, labtest.HubCluster)
+	hub, member := env.WatchAlerts(t, labtest.HubCluster), env.WatchAlerts(t, "c2")
+	member.Quiet(t, time.Minute, "StraitGatewayHolding")
 	p := labtest.StartRetrying(50*time.Millisecond, labtest.RetryOnce(labtest.GetWhereami(src.NS, target)))
 	r := labtest.StartRetrying(100*time.Millisecond, labtest.RetryOnce(lookupAddress(src.NS, name, time.Second)))
 	time.Sleep(time.Second)
@@ -201,11 +209,14 @@ func TestMemberAPIServerDown(t *testing.T) {
 		}
 	})
 	// 15 s, and longer if need be until the hub's Prometheus fires
-	// StraitHubMemberUnreachable for c2.
+	// StraitHubMemberUnreachable for c2 and c2's fires StraitGatewayHolding for the
+	// gateway that holds on (its `for:` of 5 minutes is 25 s in the lab).
 	const window = 15 * time.Second
 	time.Sleep(window)
 	unreachable := map[string]string{"member": "c2"}
 	hub.Fired(t, "StraitHubMemberUnreachable", unreachable, killed, labtest.AlertBound(memberProbeDetect, 2*time.Minute))
+	holds := map[string]string{"node": gw.Name}
+	member.Fired(t, "StraitGatewayHolding", holds, killed, labtest.AlertBound(holdingDetect, 5*time.Minute))
 	holding, err := gatewayMetric(t, gw.Namespace, "strait_agent_gateway_holding")
 	if err != nil || holding != 1 {
 		t.Errorf("%s: strait_agent_gateway_holding %v (%v), want 1 while c2's API server is down", gw.Name, holding, err)
@@ -232,6 +243,7 @@ func TestMemberAPIServerDown(t *testing.T) {
 	restarted = true
 	// Restarting the control plane is the lab's time: the bound starts when lab up has.
 	hub.Resolved(t, "StraitHubMemberUnreachable", unreachable, undone, time.Since(undone)+labtest.ResolveBound(memberProbeDetect))
+	member.Resolved(t, "StraitGatewayHolding", holds, undone, time.Since(undone)+labtest.ResolveBound(holdingDetect))
 	require.Eventually(t, labtest.Converge, gw.Name+" renews its Lease again", func() error {
 		v, err := gatewayMetric(t, gw.Namespace, "strait_agent_gateway_holding")
 		if err == nil && v != 0 {

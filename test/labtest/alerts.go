@@ -16,8 +16,12 @@ import (
 	"github.com/straitnet/strait/lab/topology"
 )
 
-// alertPoll is how often an AlertWatch asks its Prometheus for the active alerts.
-const alertPoll = 250 * time.Millisecond
+// alertPoll is how often an AlertWatch asks its Prometheus for the active alerts;
+// maxInFlight bounds the polls waiting for an answer at once.
+const (
+	alertPoll   = 250 * time.Millisecond
+	maxInFlight = 8
+)
 
 // AlertBound is the longest a lab's alert may take to fire once its fault shows in a
 // metric (detect after the fault): Prometheus scrapes the change within an interval,
@@ -53,11 +57,22 @@ type AlertWatch struct {
 	cluster string
 	api     promv1.API
 
-	mu     sync.Mutex
-	seen   map[string]*SeenAlert
-	last   error
-	polled time.Time
+	mu   sync.Mutex
+	seen map[string]*SeenAlert
+	last error
+	// blind is the longest time between the starts of two polls in a row that answered
+	// (the first after the watch's first good poll), blindFrom when it began: what the
+	// watch could not have seen.
+	blind     time.Duration
+	blindFrom time.Time
+	// lastSent is when the last good poll was sent (zero before the first).
+	lastSent time.Time
 }
+
+// NeverGap is the longest time between two good polls in a row over which Never still
+// vouches for an alert's absence: an alert stays active at least an evaluation, and one
+// poll interval more lets a poll's own time pass.
+const NeverGap = lab.PrometheusInterval + alertPoll
 
 // SeenAlert is one alert (a rule's name with one set of labels) as a watch saw it.
 type SeenAlert struct {
@@ -88,17 +103,40 @@ func (e *Env) Prometheus(t testing.TB, cluster string) promv1.API {
 // t ends.
 func (e *Env) WatchAlerts(t testing.TB, cluster string) *AlertWatch {
 	t.Helper()
-	api := e.Prometheus(t, cluster)
+	return watchAlerts(t, cluster, e.Prometheus(t, cluster))
+}
+
+// watchAlerts starts an AlertWatch of api, cluster's Prometheus, until t ends, and
+// returns once its first poll answered.
+func watchAlerts(t testing.TB, cluster string, api promv1.API) *AlertWatch {
+	t.Helper()
 	w := &AlertWatch{cluster: cluster, api: api, seen: map[string]*SeenAlert{}}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
+	// A poll every alertPoll, each in its own goroutine (at most maxInFlight at once): a
+	// slow answer on a loaded machine does not hold back the next poll, so the gaps
+	// Never bounds are the answers', not the answers' latency summed.
 	go func() {
 		defer close(done)
+		var polls sync.WaitGroup
+		defer polls.Wait()
+		inFlight := make(chan struct{}, maxInFlight)
+		tick := time.NewTicker(alertPoll)
+		defer tick.Stop()
 		for ctx.Err() == nil {
-			w.poll(ctx)
+			select {
+			case inFlight <- struct{}{}:
+				polls.Add(1)
+				go func() {
+					defer polls.Done()
+					defer func() { <-inFlight }()
+					w.poll(ctx)
+				}()
+			default:
+			}
 			select {
 			case <-ctx.Done():
-			case <-time.After(alertPoll):
+			case <-tick.C:
 			}
 		}
 	}()
@@ -107,7 +145,7 @@ func (e *Env) WatchAlerts(t testing.TB, cluster string) *AlertWatch {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		w.mu.Lock()
-		polled, last := w.polled, w.last
+		polled, last := w.lastSent, w.last
 		w.mu.Unlock()
 		if !polled.IsZero() {
 			break
@@ -120,18 +158,26 @@ func (e *Env) WatchAlerts(t testing.TB, cluster string) *AlertWatch {
 	return w
 }
 
-func (w *AlertWatch) poll(ctx context.Context) {
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+func (w *AlertWatch) poll(watch context.Context) {
+	ctx, cancel := context.WithTimeout(watch, 2*time.Second)
 	defer cancel()
+	sent := time.Now()
 	res, err := w.api.Alerts(ctx)
 	now := time.Now()
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if err != nil {
-		w.last = err
+	if sent.Before(w.lastSent) {
+		// A later poll answered first: this answer is older than what the watch holds.
 		return
 	}
-	w.polled, w.last = now, nil
+	if err != nil {
+		if watch.Err() == nil {
+			w.last = err
+		}
+		return
+	}
+	w.noteGap(sent)
+	w.last = nil
 	active := map[string]bool{}
 	for _, a := range res.Alerts {
 		labels := map[string]string{}
@@ -288,13 +334,35 @@ func (w *AlertWatch) Quiet(t testing.TB, timeout time.Duration, names ...string)
 	}
 }
 
-// Never fails t if the watch saw the alert of that name pending or firing.
+// noteGap records a good poll sent at sent: the time since the last good poll's start,
+// if it is the longest yet. Called with mu held.
+func (w *AlertWatch) noteGap(sent time.Time) {
+	if !w.lastSent.IsZero() {
+		if gap := sent.Sub(w.lastSent); gap > w.blind {
+			w.blind, w.blindFrom = gap, w.lastSent
+		}
+	}
+	w.lastSent = sent
+}
+
+// Never fails t if the watch saw the alert of that name pending or firing, or if it
+// cannot vouch for the whole time since it started: a poll that failed last, or two
+// good polls in a row (the time since the last good one included) further apart than
+// NeverGap, over which an alert could have come and gone unseen.
 func (w *AlertWatch) Never(t testing.TB, name string) {
 	t.Helper()
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.last != nil {
 		t.Errorf("%s's Prometheus: %v", w.cluster, w.last)
+	}
+	blind, from := w.blind, w.blindFrom
+	if since := time.Since(w.lastSent); since > blind {
+		blind, from = since, w.lastSent
+	}
+	if blind > NeverGap {
+		t.Errorf("%s: the alerts watch went %s without a good poll from %s (at most %s between two): it cannot say %s never went active",
+			w.cluster, blind.Round(time.Millisecond), from.Format("15:04:05.000"), NeverGap, name)
 	}
 	for _, s := range w.seen {
 		if s.Name == name {

@@ -1,38 +1,55 @@
 package labtest
 
 import (
+	"context"
 	"fmt"
 	"net"
+	"net/netip"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/vishvananda/netlink"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	straitv1 "github.com/straitnet/strait/api/v1alpha1"
 	"github.com/straitnet/strait/internal/netns"
 	"github.com/straitnet/strait/lab/topology"
+	"github.com/straitnet/strait/nodeagent/gateway"
 	"github.com/straitnet/strait/nodeagent/route"
 	"github.com/straitnet/strait/test/require"
 )
 
-// Failover bounds, from the signal to the agent until the watched GETs are answered
-// again and at every later moment of the watch (issue 24). Today a crash costs 1.1-1.2 s
-// (the 1 s Lease runs out, then the new gateway converges) and a graceful stop 0.1-0.4 s
-// (the released Lease is taken at once); the bounds leave headroom for this shared
-// two-core machine and stay far under Submariner's 15 s Lease, so a longer Lease, a
-// missed release or a handover that remakes the data plane breaks them.
+// Failover bounds, from the signal to the agent. CrashFailoverBound bounds the outage:
+// until the watched GETs are answered again and at every later moment of the watch
+// (issue 24), for a crash and a graceful stop alike. A crash costs 1.1-1.2 s on an idle
+// machine (the 1 s Lease runs out, then the new gateway converges) and 0.5-2.5 s on CI's
+// loaded two-core machines (2026-12-02); a graceful stop 0.1-0.4 s idle and 0.6-1.8 s
+// there, the convergence after the takeover being the part that stretches with the load.
+// GracefulTakeoverBound bounds what sets a graceful stop apart, on no machine's speed:
+// the standby starts taking the released Lease (its AcquireTime) within it of the
+// SIGTERM, where a missed release leaves it waiting for the 1 s Lease to run out. The
+// outage bound stays far under Submariner's 15 s Lease, so a longer Lease or a
+// convergence that stalls breaks it; StopActiveAgent fails a handover that remakes the
+// data plane.
 const (
 	CrashFailoverBound    = 3 * time.Second
-	GracefulFailoverBound = time.Second
+	GracefulTakeoverBound = 500 * time.Millisecond
 )
 
-// FailoverBound is the bound for a stop of the agent with sig.
-func FailoverBound(sig syscall.Signal) time.Duration {
-	if sig == syscall.SIGTERM {
-		return GracefulFailoverBound
+// CrashBound is CrashFailoverBound for the lab's gateway Lease: as much longer as the
+// lab's Lease and retry period (topology.Spec.GatewayLease) are than the agents'
+// defaults (1 s, 250 ms), since a crashed gateway is replaced only once its Lease has run
+// out, counted from a renewal up to a retry period before the crash. The stall-prone
+// timing (2 s, 500 ms) gets 4.25 s: its crashes were seen at 2.3-3.97 s on the shapes lab.
+func (e *Env) CrashBound() time.Duration {
+	l := e.upOpts.Spec.GatewayLease
+	if l == nil {
+		return CrashFailoverBound
 	}
-	return CrashFailoverBound
+	def := gateway.FastTiming()
+	return CrashFailoverBound + max(l.Duration.Duration-def.LeaseDuration, 0) + max(l.RetryPeriod.Duration-def.RetryPeriod, 0)
 }
 
 // CrossTraffic is the first client pod of cluster from (on a plain node) and, as
@@ -51,13 +68,22 @@ func (e *Env) CrossTraffic(t testing.TB, from, to string) (src Source, target st
 	return src, target
 }
 
-// CrossTrafficFamilies is CrossTraffic in every family the target pod has: its targets
-// are the whereami pod's address of each, in the pod's order (IPv4 then IPv6 in a
-// dual-stack lab), once the client reaches every one.
+// CrossTrafficFamilies is CrossTraffic in every family the target cluster has: its
+// targets are the whereami pod's address of each, in the pod's order (IPv4 then IPv6 in
+// a dual-stack lab), once the client reaches every one. A pod without an address in one
+// of its cluster's pod ranges fails t: a family lost is not a family left out.
 func (e *Env) CrossTrafficFamilies(t testing.TB, from, to string) (src Source, targets []string) {
 	t.Helper()
 	src = e.SourcePods(t, from)[0]
-	for _, ip := range e.PodOn(t, to, e.NodeOfKind(t, to, false), WhereamiImage).Status.PodIPs {
+	c, ok := e.Topo.Cluster(to)
+	if !ok {
+		t.Fatalf("no cluster %s in the lab", to)
+	}
+	pod := e.PodOn(t, to, e.NodeOfKind(t, to, false), WhereamiImage)
+	if err := podInEveryFamily(pod.Status.PodIPs, c.PodCIDR, c.PodCIDR6); err != nil {
+		t.Fatalf("%s's pod %s: %v", to, pod.Name, err)
+	}
+	for _, ip := range pod.Status.PodIPs {
 		target := net.JoinHostPort(ip.IP, "8080")
 		require.Eventually(t, Converge, from+" → "+to+" "+target, func() error {
 			_, err := TryWhereami(src.NS, target)
@@ -68,6 +94,28 @@ func (e *Env) CrossTrafficFamilies(t testing.TB, from, to string) (src Source, t
 	return src, targets
 }
 
+// podInEveryFamily says what is wrong with a pod's addresses unless it has exactly one
+// in each valid range of ranges (its cluster's pod CIDRs, an IPv6 one in a dual-stack
+// lab), in that order.
+func podInEveryFamily(ips []corev1.PodIP, ranges ...netip.Prefix) error {
+	var want []netip.Prefix
+	for _, r := range ranges {
+		if r.IsValid() {
+			want = append(want, r)
+		}
+	}
+	if len(ips) != len(want) {
+		return fmt.Errorf("addresses %v, want one in each of %v", ips, want)
+	}
+	for i, r := range want {
+		a, err := netip.ParseAddr(ips[i].IP)
+		if err != nil || !r.Contains(a) {
+			return fmt.Errorf("address %d is %q, want one in %s (all: %v)", i, ips[i].IP, r, ips)
+		}
+	}
+	return nil
+}
+
 // Handover is one failover a test caused: the gateway whose agent it stopped, the one
 // that took over, and what the watched GETs saw from the signal on: Outage of the target,
 // Also of each other target watched beside it (another family's address), in order.
@@ -75,7 +123,10 @@ type Handover struct {
 	Cluster, From, To string
 	Outage            Outage
 	Also              []Outage
-	env               *Env
+	// Taken is how long after the signal the new gateway's agent began to take the
+	// Lease: its AcquireTime, written by the agent on the lab's one clock.
+	Taken time.Duration
+	env   *Env
 	// agent is the stopped agent's pod and restarts its container's count before.
 	agent    corev1.Pod
 	restarts int32
@@ -123,6 +174,7 @@ func (e *Env) StopActiveAgent(t testing.TB, cluster string, sig syscall.Signal, 
 		e.LogAgents(t)
 		t.Fatalf("%s: traffic after %s of %s's agent: %v; %s", cluster, sig, h.From, err, p.Since(fault))
 	}
+	h.Taken = e.takenAfter(t, cluster, taken.Name, fault)
 	// Half a second more: traffic that comes back and stops again is an outage too.
 	time.Sleep(500 * time.Millisecond)
 	h.To, h.Outage = taken.Name, p.Since(fault)
@@ -137,6 +189,20 @@ func (e *Env) StopActiveAgent(t testing.TB, cluster string, sig syscall.Signal, 
 	return h
 }
 
+// takenAfter is how long after fault holder began to take the cluster's gateway Lease,
+// by the Lease's AcquireTime; it fails t if holder does not hold the Lease.
+func (e *Env) takenAfter(t testing.TB, cluster, holder string, fault time.Time) time.Duration {
+	t.Helper()
+	l, err := e.HostClient(t, cluster).CoordinationV1().Leases(straitv1.SystemNamespace).Get(context.Background(), gateway.LeaseName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("%s: the gateway Lease: %v", cluster, err)
+	}
+	if l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity != holder || l.Spec.AcquireTime == nil {
+		t.Fatalf("%s: the gateway Lease names %v (acquired %v), want %s", cluster, l.Spec.HolderIdentity, l.Spec.AcquireTime, holder)
+	}
+	return max(l.Spec.AcquireTime.Sub(fault), 0)
+}
+
 // WaitBack waits until the kubelet has restarted the stopped agent and its pod is
 // ready, a standby again.
 func (h Handover) WaitBack(t testing.TB) {
@@ -144,8 +210,8 @@ func (h Handover) WaitBack(t testing.TB) {
 	h.env.WaitRestarted(t, h.Cluster, h.agent, "agent", h.restarts, 2*time.Minute)
 }
 
-// FailOver is one StopActiveAgent, every target's outage bounded by FailoverBound, once
-// the stopped agent is back.
+// FailOver is one StopActiveAgent, every target's outage bounded by CrashBound and a
+// SIGTERM's takeover by GracefulTakeoverBound, once the stopped agent is back.
 func (e *Env) FailOver(t testing.TB, cluster string, sig syscall.Signal, src Source, target string, also ...string) Handover {
 	t.Helper()
 	h := e.StopActiveAgent(t, cluster, sig, src, target, also...)
@@ -155,14 +221,27 @@ func (e *Env) FailOver(t testing.TB, cluster string, sig syscall.Signal, src Sou
 		if i > 0 {
 			o = h.Also[i-1]
 		}
-		t.Logf("%s: %s's agent %s, %s took over; %s → %s: %s", cluster, h.From, sig, h.To, src.Name, to, o)
-		ok = BoundOutage(t, fmt.Sprintf("%s: %s → %s after %s's agent was %s", cluster, src.Name, to, h.From, sig), o, FailoverBound(sig)) && ok
+		t.Logf("%s: %s's agent %s, %s took over %s after; %s → %s: %s", cluster, h.From, sig, h.To, h.Taken.Round(time.Millisecond), src.Name, to, o)
+		ok = BoundOutage(t, fmt.Sprintf("%s: %s → %s after %s's agent was %s", cluster, src.Name, to, h.From, sig), o, e.CrashBound()) && ok
 	}
+	ok = h.CheckTakeover(t, sig) && ok
 	if !ok {
 		e.LogAgents(t)
 	}
 	h.WaitBack(t)
 	return h
+}
+
+// CheckTakeover fails t, and says false, when the agent was stopped with a SIGTERM and
+// the new gateway took the Lease later than GracefulTakeoverBound after it.
+func (h Handover) CheckTakeover(t testing.TB, sig syscall.Signal) bool {
+	t.Helper()
+	if sig != syscall.SIGTERM || h.Taken <= GracefulTakeoverBound {
+		return true
+	}
+	t.Errorf("%s: %s took the gateway Lease %s after %s's agent was %s, want within %s: a released Lease is taken at once, one not released only once its term runs out",
+		h.Cluster, h.To, h.Taken.Round(time.Millisecond), h.From, sig, GracefulTakeoverBound)
+	return false
 }
 
 // LogAgents logs the last lines of every member's agents, for a failing bound.

@@ -21,6 +21,12 @@ const IPerf3Image = "strait.io/lab/iperf3"
 // hole that takes every full-sized packet) shows as an interval with nothing sent.
 const IPerf3Interval = 500 * time.Millisecond
 
+// BlackHoleStall is the stall that tells a black hole: two intervals in a row without a
+// byte. A black hole stalls every interval after the first window (33, 0, 0, 0 Mbit/s
+// in TestIPerf3TellsABlackHoleFromAPath); a userspace cable starved by a saturated
+// 2-core machine was seen to stall one half-second in a transfer of 102 Mbit/s.
+const BlackHoleStall = 2 * IPerf3Interval
+
 // IPerf3Client is one iperf3 client run (one TCP stream) from a network namespace.
 type IPerf3Client struct {
 	cmd            *exec.Cmd
@@ -36,6 +42,10 @@ type IPerf3Result struct {
 	// SlowestInterval is the fewest bits per second the client sent in any measured
 	// IPerf3Interval: 0 is a stall.
 	SlowestInterval float64
+	// LongestStall is the longest run of measured intervals in which the client sent
+	// nothing: a black hole stalls every interval after its first window, a machine
+	// that starves a userspace cable for a moment one.
+	LongestStall time.Duration
 }
 
 // StartIPerf3 starts iperf3 -c in network namespace ns (a real pod's /proc/<pid>/ns/net,
@@ -100,6 +110,7 @@ func parseIPerf3(what string, out []byte) (IPerf3Result, error) {
 	}
 	got := IPerf3Result{BitsPerSecond: r.End.SumReceived.BitsPerSecond, Bytes: r.End.SumReceived.Bytes, SlowestInterval: -1}
 	var intervals []string
+	var stall time.Duration
 	for _, in := range r.Intervals {
 		if in.Sum.Omitted {
 			continue
@@ -108,6 +119,12 @@ func parseIPerf3(what string, out []byte) (IPerf3Result, error) {
 		if got.SlowestInterval < 0 || in.Sum.BitsPerSecond < got.SlowestInterval {
 			got.SlowestInterval = in.Sum.BitsPerSecond
 		}
+		if in.Sum.BitsPerSecond > 0 {
+			stall = 0
+		} else {
+			stall += IPerf3Interval
+		}
+		got.LongestStall = max(got.LongestStall, stall)
 	}
 	if got.Bytes == 0 || got.SlowestInterval < 0 {
 		return got, fmt.Errorf("%s received nothing (%d intervals: %s Mbit/s)", what, len(intervals), strings.Join(intervals, " "))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os/exec"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -50,7 +51,34 @@ func TestIPerf3TellsABlackHoleFromAPath(t *testing.T) {
 	start := time.Now()
 	r, err = IPerf3(client.Name, "10.77.0.2", 2, 0, 10*time.Second)
 	t.Logf("a black hole: %+v, %v after %s", r, err, time.Since(start).Round(time.Millisecond))
-	if err == nil && r.SlowestInterval > 0 {
-		t.Errorf("a black hole for full-sized packets: %+v, no error and no stalled interval", r)
+	if err == nil && r.LongestStall < BlackHoleStall {
+		t.Errorf("a black hole for full-sized packets: %+v, no error and no stall of %s", r, BlackHoleStall)
+	}
+}
+
+// The longest stall is the longest run of measured half-seconds with nothing sent; the
+// omitted slow start counts for nothing.
+func TestIPerf3LongestStall(t *testing.T) {
+	report := func(mbits ...float64) []byte {
+		var in []string
+		for i, m := range mbits {
+			in = append(in, `{"sum":{"bits_per_second":`+strconv.FormatFloat(m*1e6, 'f', -1, 64)+`,"omitted":`+strconv.FormatBool(i == 0)+`}}`)
+		}
+		return []byte(`{"intervals":[` + strings.Join(in, ",") + `],"end":{"sum_received":{"bits_per_second":1e8,"bytes":1e6}}}`)
+	}
+	for _, c := range []struct {
+		name  string
+		mbits []float64
+		want  time.Duration
+	}{
+		{"a clear path", []float64{0, 120, 90, 110, 100}, 0},
+		{"one starved half-second", []float64{50, 120, 0, 110, 100}, IPerf3Interval},
+		{"a black hole after its first window", []float64{100, 33, 0, 0, 0}, 3 * IPerf3Interval},
+		{"two stalls, the longer counts", []float64{100, 0, 80, 0, 0}, 2 * IPerf3Interval},
+	} {
+		r, err := parseIPerf3("iperf3", report(c.mbits...))
+		if err != nil || r.LongestStall != c.want {
+			t.Errorf("%s %v: longest stall %s, %v; want %s", c.name, c.mbits, r.LongestStall, err, c.want)
+		}
 	}
 }

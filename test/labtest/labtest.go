@@ -214,7 +214,9 @@ func (e *Env) ImageBuild() (version, revision string) { return imageBuild(e.Root
 // restarts what is not running and changes nothing else.
 func (e *Env) UpAgain(t testing.TB) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	// Five minutes: a lab of four clusters, every kube-proxy restarting at once, was seen
+	// to take more than two on a saturated 2-core machine.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	if err := e.Lab.Up(ctx, e.upOpts); err != nil {
 		t.Fatalf("lab up again: %v", err)

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/miekg/dns"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -191,6 +192,42 @@ func PodResolvConf(ns string) (server string, search []string) {
 		}
 	}
 	return server, search
+}
+
+// QueryInPod asks the nameserver of the pod's resolv.conf for name's records of qtype
+// (dns.TypeA or dns.TypeAAAA), from inside the pod's network namespace: the answer's
+// rcode and addresses. A resolver would not tell NOERROR without an address from
+// NXDOMAIN or SERVFAIL; this does.
+func QueryInPod(ns, name string, qtype uint16) (rcode int, ips []netip.Addr, err error) {
+	server, _ := PodResolvConf(ns)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	c, err := netns.Dial(ctx, ns, "udp", net.JoinHostPort(server, "53"))
+	if err != nil {
+		return 0, nil, err
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	q := new(dns.Msg)
+	q.SetQuestion(name, qtype)
+	r, _, err := (&dns.Client{}).ExchangeWithConnContext(ctx, q, &dns.Conn{Conn: c})
+	if err != nil {
+		return 0, nil, err
+	}
+	for _, rr := range r.Answer {
+		var raw net.IP
+		switch rr := rr.(type) {
+		case *dns.A:
+			raw = rr.A
+		case *dns.AAAA:
+			raw = rr.AAAA
+		default:
+			continue
+		}
+		ip, _ := netip.AddrFromSlice(raw)
+		ips = append(ips, ip.Unmap())
+	}
+	return r.Rcode, ips, nil
 }
 
 // LookupInPod resolves a name as a program in the pod would: names with fewer than 5

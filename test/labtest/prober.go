@@ -102,6 +102,25 @@ func (p *Prober) Stop() {
 	p.mu.Unlock()
 }
 
+// Resumed is when the path came back after fault, as the tries can tell: after lo, the
+// send of the last try sent after fault that went unanswered before the first answer
+// (fault itself if none was), and by hi, that first answer. ok is false without one.
+func (p *Prober) Resumed(fault time.Time) (lo, hi time.Time, ok bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	lo = fault
+	for _, tr := range p.tries {
+		switch {
+		case tr.sent.Before(fault):
+		case tr.answered:
+			return lo, tr.at, true
+		default:
+			lo = tr.sent
+		}
+	}
+	return lo, time.Time{}, false
+}
+
 // AnsweredAfter says whether a try sent at or after t was answered.
 func (p *Prober) AnsweredAfter(t time.Time) bool {
 	p.mu.Lock()

@@ -88,3 +88,22 @@ func TestRodeOutPassesARiddenOutFault(t *testing.T) {
 		t.Errorf("RodeOut = %v, want nil", err)
 	}
 }
+
+// TestResumedIsBetweenTheLastMissAndTheFirstAnswer: tries every 50 ms, a fault after the
+// first; the path came back after the send of the last try that failed after the fault
+// and by the first answer; a try sent before the fault counts for neither.
+func TestResumedIsBetweenTheLastMissAndTheFirstAnswer(t *testing.T) {
+	p := probed(50*time.Millisecond, answered(5*time.Millisecond, false), failed(300*time.Millisecond),
+		failed(300*time.Millisecond), answered(5*time.Millisecond, false), answered(5*time.Millisecond, false))
+	fault := p.tries[0].at
+	lo, hi, ok := p.Resumed(fault)
+	if !ok || !lo.Equal(p.tries[2].sent) || !hi.Equal(p.tries[3].at) {
+		t.Errorf("Resumed = %v, %v, %v; want the third try's send and the fourth's answer (%v, %v)", lo, hi, ok, p.tries[2].sent, p.tries[3].at)
+	}
+	if lo, _, ok := p.Resumed(p.tries[3].sent); !ok || !lo.Equal(p.tries[3].sent) {
+		t.Errorf("Resumed from an answered try's send = %v, %v; want that moment itself", lo, ok)
+	}
+	if _, _, ok := p.Resumed(p.end); ok {
+		t.Error("Resumed after the last try: ok, want no answer")
+	}
+}

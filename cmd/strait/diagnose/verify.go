@@ -313,33 +313,41 @@ func verifyNamesResolve(ctx context.Context, obs observed) []Result {
 				Fix:    "make the nodes answer (the nodes lines say what to do), then verify again"})
 			continue
 		}
-		ls := lookups(ctx, m, obs.probes[m.name])
-		r := Result{Check: verifyServiceDiscovery, Cluster: m.name, Status: Pass}
-		var bad, good []string
-		for _, l := range ls {
-			_, wrong, _ := judgeRecords(l)
-			switch owner := ownerOf(obs, l.addrs); {
-			case l.err != nil || len(l.addrs) == 0:
-				bad = append(bad, fmt.Sprintf("%s: %v", l.name, l.err))
-			case len(wrong) > 0:
-				bad = append(bad, wrong...)
-			case owner == "":
-				bad = append(bad, fmt.Sprintf("%s: %s, in no member's CIDRs", l.name, strings.Join(l.addrs, ",")))
-			default:
-				good = append(good, fmt.Sprintf("%s → %s (%s)", l.name, strings.Join(l.addrs, ","), owner))
-			}
-		}
-		switch {
-		case len(bad) > 0:
-			r.Status, r.Detail, r.Fix = Fail, strings.Join(bad, "; "), "strait diagnose dns"
-		case len(good) == 0:
-			r.Status, r.Detail, r.Fix = Warn, "no imported service to look up", "export a service in the ClusterSet (strait export) to verify the names"
-		default:
-			r.Detail = strings.Join(good, "; ")
-		}
-		out = append(out, r)
+		out = append(out, judgeNames(obs, m.name, lookups(ctx, m, obs.probes[m.name])))
 	}
 	return out
+}
+
+// judgeNames is member's service-discovery line from its lookups of the clusterset
+// names.
+func judgeNames(obs observed, member string, ls []lookup) Result {
+	r := Result{Check: verifyServiceDiscovery, Cluster: member, Status: Pass}
+	var bad, good []string
+	for _, l := range ls {
+		_, wrong, _ := judgeRecords(l)
+		switch owner := ownerOf(obs, l.addrs); {
+		case l.err != nil:
+			bad = append(bad, fmt.Sprintf("%s: %v", l.name, l.err))
+		case len(wrong) > 0:
+			bad = append(bad, wrong...)
+		case len(l.addrs) == 0:
+			// Answered, with nothing in it (a probe that reads no records).
+			bad = append(bad, fmt.Sprintf("%s: answered with no address", l.name))
+		case owner == "":
+			bad = append(bad, fmt.Sprintf("%s: %s, in no member's CIDRs", l.name, strings.Join(l.addrs, ",")))
+		default:
+			good = append(good, fmt.Sprintf("%s → %s (%s)", l.name, strings.Join(l.addrs, ","), owner))
+		}
+	}
+	switch {
+	case len(bad) > 0:
+		r.Status, r.Detail, r.Fix = Fail, strings.Join(bad, "; "), "strait diagnose dns"
+	case len(good) == 0:
+		r.Status, r.Detail, r.Fix = Warn, "no imported service to look up", "export a service in the ClusterSet (strait export) to verify the names"
+	default:
+		r.Detail = strings.Join(good, "; ")
+	}
+	return r
 }
 
 // ownerOf names the members whose pod or service CIDRs hold the addresses ("" when one

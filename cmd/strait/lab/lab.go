@@ -170,6 +170,10 @@ A lab file is YAML:
     wan: 198.18.0.0/24
     internet: 198.18.1.0/24
     ipv6: fd10:1ab::/48   # the IPv6 range of a lab with IPv6 (a /48 of fc00::/7)
+  gatewayLease:      # optional: the agents' gateway Lease timing (default 1s, 700ms, 250ms)
+    duration: 2s     # for an API server that stalls past the renew deadline (docs/agent.md)
+    renewDeadline: 1500ms
+    retryPeriod: 500ms
 
 --example NAME uses examples/clusterset/NAME with a hub, 2 gateways, 1 worker and the
 sample workloads, or the lab file examples/clusterset/NAME/lab.yaml when there is one

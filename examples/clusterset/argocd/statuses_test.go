@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -26,14 +28,14 @@ import (
 var update = flag.Bool("update", false, "regenerate testdata/*.json from the hub controller on envtest")
 
 // TestGenerateStatuses drives a real hub controller over a real hub and members through
-// every state the health check tells apart and saves each ClusterSet as the hub's API
-// server returns it, so the health tests read what the controller really writes. No
+// every state the health check tells apart and compares each ClusterSet, as the hub's
+// API server returns it, with testdata/<state>.json, which the health tests read: a
+// change of what the hub writes fails here until the files are made again with -update
+// (and the health tests then judge the new statuses). What differs from run to run
+// (times, UIDs, resource versions, the hub's build) is left out of the comparison. No
 // webhook runs: a refused ClusterSet must get in to be Stalled, as when git syncs it
 // while the webhook is down.
 func TestGenerateStatuses(t *testing.T) {
-	if !*update {
-		t.Skip("regenerates testdata only with -update")
-	}
 	ctx := context.Background()
 	env, err := clusters.Start(ctx, clusters.Options{Members: []string{"c1", "c2"}})
 	if err != nil {
@@ -135,8 +137,9 @@ func change(t *testing.T, hub client.Client, cs *straitv1.ClusterSet, f func(*st
 	}
 }
 
-// save writes the ClusterSet as the hub's API server returns it (without managedFields,
-// which only make the file long) to testdata/<state>.json.
+// save compares the ClusterSet as the hub's API server returns it (without
+// managedFields, which only make the file long) with testdata/<state>.json, or with
+// -update writes it there.
 func save(t *testing.T, hub client.Client, cs *straitv1.ClusterSet, state string) {
 	t.Helper()
 	u := &unstructured.Unstructured{}
@@ -149,8 +152,74 @@ func save(t *testing.T, hub client.Client, cs *straitv1.ClusterSet, state string
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join("testdata", state+".json"), append(data, '\n'), 0o644); err != nil { //nolint:gosec // testdata is read by everyone
+	path := filepath.Join("testdata", state+".json")
+	if *update {
+		if err := os.WriteFile(path, append(data, '\n'), 0o644); err != nil { //nolint:gosec // testdata is read by everyone
+			t.Fatal(err)
+		}
+		t.Logf("%s: generation %d", path, u.GetGeneration())
+		return
+	}
+	committed, err := os.ReadFile(path)
+	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("testdata/%s.json: generation %d", state, u.GetGeneration())
+	want, got := comparable(t, committed), comparable(t, data)
+	if want != got {
+		t.Errorf("%s: the hub writes another status than the committed one, which the health tests judge; "+
+			"make it again with go test -run TestGenerateStatuses -update ./examples/clusterset/argocd/ and check the health tests:\ncommitted %s\nwritten   %s",
+			path, want, got)
+	}
+}
+
+// comparable is a ClusterSet's JSON without what differs from run to run: every time
+// (RFC 3339 strings), UID (the object's, the members' kube-system namespaces') and
+// loopback port (the envtest API servers'), the resource version and creation time, and
+// the hub's own build in status.hub (its revision is the commit's).
+func comparable(t *testing.T, data []byte) string {
+	t.Helper()
+	var obj map[string]any
+	if err := json.Unmarshal(data, &obj); err != nil {
+		t.Fatal(err)
+	}
+	if md, ok := obj["metadata"].(map[string]any); ok {
+		for _, k := range []string{"resourceVersion", "creationTimestamp"} {
+			delete(md, k)
+		}
+	}
+	if st, ok := obj["status"].(map[string]any); ok {
+		delete(st, "hub")
+	}
+	out, err := json.Marshal(withoutRunDetails("", obj))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(out)
+}
+
+// loopbackPort is an address of an envtest API server.
+var loopbackPort = regexp.MustCompile(`127\.0\.0\.1:[0-9]+`)
+
+// withoutRunDetails is v, the value of key, with every time, UID and loopback port
+// replaced.
+func withoutRunDetails(key string, v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		for k, x := range v {
+			v[k] = withoutRunDetails(k, x)
+		}
+	case []any:
+		for i, x := range v {
+			v[i] = withoutRunDetails(key, x)
+		}
+	case string:
+		if _, err := time.Parse(time.RFC3339, v); err == nil {
+			return "<time>"
+		}
+		if strings.HasSuffix(strings.ToLower(key), "uid") {
+			return "<uid>"
+		}
+		return loopbackPort.ReplaceAllString(v, "127.0.0.1:<port>")
+	}
+	return v
 }

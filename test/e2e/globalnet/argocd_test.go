@@ -9,12 +9,15 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
@@ -36,6 +39,11 @@ type appState struct {
 	Sync, Revision, Health, ReconciledAt string
 	// Conditions are the Application's conditions, "type: message".
 	Conditions []string
+	// Syncs is how many syncs status.history records (Argo CD keeps the last ten), and
+	// LastSync when the last operation (status.operationState) started: a sync, selfHeal's
+	// included, changes one or the other.
+	Syncs    int
+	LastSync string
 }
 
 func (s appState) String() string {
@@ -63,6 +71,8 @@ func readApplication(c client.Client) (appState, error) {
 		return v
 	}
 	s := appState{Sync: str("sync", "status"), Revision: str("sync", "revision"), Health: str("health", "status"), ReconciledAt: str("reconciledAt")}
+	history, _, _ := unstructured.NestedSlice(app.Object, "status", "history")
+	s.Syncs, s.LastSync = len(history), str("operationState", "startedAt")
 	conds, _, _ := unstructured.NestedSlice(app.Object, "status", "conditions")
 	for _, c := range conds {
 		m, _ := c.(map[string]any)
@@ -99,11 +109,18 @@ func TestArgoCDStaysSyncedThroughResyncs(t *testing.T) {
 		_ = env.Client(t, topology.HubName).Patch(context.Background(), undo, client.MergeFrom(touched))
 	})
 	compared := map[string]bool{}
+	// No sync may run meanwhile: with selfHeal, an OutOfSync that a sync heals between
+	// two polls would show only there.
+	first := application(t)
 	deadline := time.Now().Add(3*lab.ArgoCDResync + lab.ArgoCDResync/2)
 	for time.Now().Before(deadline) {
 		s := application(t)
 		if s.Sync != "Synced" || s.Health != "Healthy" || len(s.Conditions) > 0 {
 			t.Fatalf("application/%s: %s, want Synced and Healthy with no condition", argocd.AppName, s)
+		}
+		if s.Syncs != first.Syncs || s.LastSync != first.LastSync {
+			t.Fatalf("application/%s synced over the resyncs (history %d → %d, last operation started %q → %q): a comparison found it OutOfSync",
+				argocd.AppName, first.Syncs, s.Syncs, first.LastSync, s.LastSync)
 		}
 		compared[s.ReconciledAt] = true
 		time.Sleep(200 * time.Millisecond)
@@ -194,6 +211,7 @@ func TestArgoCDRefusesABadCommit(t *testing.T) {
 	env.RestoreClusterSetSpec(t)
 	good := env.RepoClusterSet(t)
 	before := env.ClusterSet(t)
+	app := application(t)
 	start := time.Now()
 	err := env.UpdateClusterSet(t, func(cs *straitv1.ClusterSet) {
 		cs.Spec.Exports[0].Clusters = []string{"g9"}
@@ -203,6 +221,12 @@ func TestArgoCDRefusesABadCommit(t *testing.T) {
 		t.Fatalf("a commit exporting from a cluster that is no member: %v, want Argo CD to report it refused", err)
 	}
 	t.Logf("bad commit → application/%s %s in %s: %s", argocd.AppName, refused.Status.Reason, time.Since(start).Round(time.Millisecond), refused.Status.Message)
+	// Refused where the design says: Argo CD's diff is the API server's dry-run apply,
+	// which the webhook judges, so the comparison fails and no sync of it is tried (a
+	// refusal at the sync's apply would say the diff ran client-side).
+	if refused.Status.Reason != "ComparisonError" {
+		t.Errorf("the bad commit was refused with %q, want ComparisonError (at the comparison, before any sync)", refused.Status.Reason)
+	}
 	for _, want := range []string{"spec.exports[0].clusters[0]", `"g9"`, "denied the request"} {
 		if !strings.Contains(refused.Status.Message, want) {
 			t.Errorf("the Application's message %q does not name %s", refused.Status.Message, want)
@@ -212,6 +236,10 @@ func TestArgoCDRefusesABadCommit(t *testing.T) {
 	t.Logf("application/%s after the bad commit: %s", argocd.AppName, s)
 	if s.Sync == "Synced" {
 		t.Errorf("application/%s says Synced at a commit the webhook refused: %s", argocd.AppName, s)
+	}
+	if s.Syncs != app.Syncs || s.LastSync != app.LastSync {
+		t.Errorf("application/%s ran a sync of a commit refused at its comparison (history %d → %d, last operation started %q → %q)",
+			argocd.AppName, app.Syncs, s.Syncs, app.LastSync, s.LastSync)
 	}
 	if after := env.ClusterSet(t); after.Generation != before.Generation {
 		t.Errorf("ClusterSet generation %d → %d after a refused commit", before.Generation, after.Generation)
@@ -342,4 +370,66 @@ func argoChanges(diff string) (gone, come []string) {
 	slices.Sort(gone)
 	slices.Sort(come)
 	return gone, come
+}
+
+// refreshWatch watches the lab's Application from its start until stop, and keeps when
+// it first carried Argo CD's refresh annotation: what argocd-server's /api/webhook
+// handler sets on a push event for its repo (the controller takes it off once it has
+// compared); Argo CD's own resync never sets it.
+type refreshWatch struct {
+	mu      sync.Mutex
+	first   time.Time
+	stopped chan struct{}
+	cancel  context.CancelFunc
+}
+
+func watchRefresh(t *testing.T) *refreshWatch {
+	t.Helper()
+	cfg, err := clientcmd.BuildConfigFromFlags("", env.Lab.State().KubeconfigPath(topology.HubName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dc, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	w, err := dc.Resource(schema.GroupVersionResource{Group: "argoproj.io", Version: "v1alpha1", Resource: "applications"}).
+		Namespace(argocd.Namespace).Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + argocd.AppName})
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	r := &refreshWatch{stopped: make(chan struct{}), cancel: cancel}
+	go func() {
+		defer close(r.stopped)
+		defer w.Stop()
+		for ev := range w.ResultChan() {
+			u, ok := ev.Object.(*unstructured.Unstructured)
+			if !ok {
+				continue
+			}
+			if _, refresh := u.GetAnnotations()["argocd.argoproj.io/refresh"]; refresh {
+				r.mu.Lock()
+				if r.first.IsZero() {
+					r.first = time.Now()
+				}
+				r.mu.Unlock()
+			}
+		}
+	}()
+	t.Cleanup(r.stop)
+	return r
+}
+
+func (r *refreshWatch) stop() { r.cancel(); <-r.stopped }
+
+// since is how long after from the webhook's refresh came first, and whether it did.
+func (r *refreshWatch) since(from time.Time) (time.Duration, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.first.IsZero() || r.first.Before(from) {
+		return 0, false
+	}
+	return r.first.Sub(from), true
 }

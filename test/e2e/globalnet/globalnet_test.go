@@ -17,6 +17,7 @@ import (
 
 	straitv1 "github.com/straitnet/strait/api/v1alpha1"
 	"github.com/straitnet/strait/lab"
+	"github.com/straitnet/strait/lab/argocd"
 	"github.com/straitnet/strait/lab/workload"
 	"github.com/straitnet/strait/test/labtest"
 	"github.com/straitnet/strait/test/require"
@@ -169,6 +170,17 @@ func TestGatewayNATIsMapsNotRules(t *testing.T) {
 	}
 }
 
+// webhookRefresh bounds the time from a push to Argo CD's refresh of the Application by
+// its webhook: the git server posts the push event as it answers the push, and
+// argocd-server annotates the Application at once (a resync would take up to 3 s and
+// sets no annotation).
+const webhookRefresh = 2 * time.Second
+
+// pushToDNS bounds a push's way into g1's answers through the webhook: Argo CD's
+// refresh, comparison and sync, strait hub's reconcile into both members, g1's strait
+// dns (0.83 s on an idle machine; a resync would add up to 3 s).
+const pushToDNS = 5 * time.Second
+
 // TestNewExportReachesG1: a service exported from g2 by a ClusterSet change gets a global
 // IP (g2's name for it in g1) that no pod holds, and a clusterset IP in g1 that g1
 // resolves and reaches (port 80 to the pods' 8080); unexported, the name goes.
@@ -186,6 +198,7 @@ func TestNewExportReachesG1(t *testing.T) {
 	env.RestoreClusterSetSpec(t)
 	ns, _ := env.ClientNamespace(t, "g1")
 	headless := lookupIn(t, ns, "whereami-ss.sample.svc.clusterset.local", globalCIDR(t, "g2"))
+	refreshed := watchRefresh(t)
 	start := time.Now()
 	if err := env.UpdateClusterSet(t, func(cs *straitv1.ClusterSet) {
 		cs.Spec.Exports = append(cs.Spec.Exports, straitv1.ExportSpec{Namespace: lab.SampleNamespace, Name: svc.Name,
@@ -195,7 +208,21 @@ func TestNewExportReachesG1(t *testing.T) {
 	}
 	name := "whereami-new.sample.svc.clusterset.local"
 	ips := lookupIn(t, ns, "g2."+name, globalCIDR(t, "g2"))
-	t.Logf("export → g1 resolves g2.%s: %s", name, time.Since(start).Round(time.Millisecond))
+	answered := time.Since(start)
+	t.Logf("export → g1 resolves g2.%s: %s", name, answered.Round(time.Millisecond))
+	// The push reached Argo CD through its webhook (the git server's push event to
+	// argocd-server's /api/webhook), which alone sets the refresh annotation: a broken
+	// webhook path would leave the commit to the 3-s resync, and this fails.
+	refreshed.stop()
+	took, ok := refreshed.since(start)
+	t.Logf("push → Argo CD's webhook refresh of application/%s: %s (seen: %v)", argocd.AppName, took.Round(time.Millisecond), ok)
+	if !ok || took > webhookRefresh {
+		t.Errorf("application/%s: Argo CD's webhook refresh %s after the push (seen: %v), want within %s: the push did not come through /api/webhook",
+			argocd.AppName, took.Round(time.Millisecond), ok, webhookRefresh)
+	}
+	if answered > pushToDNS {
+		t.Errorf("push → g1 answering g2.%s took %s, want within %s", name, answered.Round(time.Millisecond), pushToDNS)
+	}
 	lookupIn(t, ns, name, netip.PrefixFrom(netip.MustParseAddr(env.ClusterSetIP(t, "g1", svc.Name)), 32))
 	t.Logf("export → g1 resolves %s to its clusterset IP: %s", name, time.Since(start).Round(time.Millisecond))
 	if slices.Contains(headless, ips[0]) {

@@ -20,18 +20,23 @@ const (
 	bulkTimeout = 20 * time.Second
 )
 
-// CableFloor is the least one TCP stream through the cable must carry. Seen on the
-// 2-core machine with wireguard-go: about 770 Mbit/s against 6.75 Gbit/s pod → pod in
-// the cluster. The floor is far under that and far over what a wrong MTU leaves (a
-// black hole: nothing, or seconds-long stalls after every retransmission).
-const CableFloor = 100e6
+// CableFloorRatio is the least one TCP stream through the cable must carry, as a share
+// of what the same pod sends to a pod on another node of its own cluster in the same
+// run: the machine's load moves both (on the 2-core machine with wireguard-go, 875
+// Mbit/s against 6.88 Gbit/s, 0.127, with the machine quiet; 43 Mbit/s against 1.6
+// Gbit/s, 0.035, with the three-cluster lab saturating it, which failed an absolute
+// floor of 100 Mbit/s). The floor is far under either and far over what a wrong MTU
+// leaves (a black hole: nothing, or seconds-long stalls after every retransmission).
+// How fast the cable is belongs to the benchmarks (BenchmarkCableThroughput).
+const CableFloorRatio = 0.01
 
 // BulkTransferHasNoBlackHole sends, in every direction of edges, one TCP stream
 // (iperf3) from a pod on a plain node of the sending cluster to an iperf3 pod on a plain
 // node of the receiving one, through the cable with the CNIs' MTU underneath (flannel's
 // VXLAN takes 50 bytes off the pod's link), and from the same pod to one on a gateway
-// node of its own cluster. Both must complete, with no half-second without a byte sent,
-// and the cable above CableFloor; it logs both throughputs and their ratio.
+// node of its own cluster. Both must complete, with no stall of labtest.BlackHoleStall,
+// and the cable above CableFloorRatio of the in-cluster path; it logs both throughputs,
+// their ratio and any shorter stall.
 func BulkTransferHasNoBlackHole(t *testing.T, env *labtest.Env, edges []Edge) {
 	require.Root(t, "iperf3") // the client runs from the host, in the pod's namespace
 	for _, e := range edges {
@@ -45,8 +50,9 @@ func BulkTransferHasNoBlackHole(t *testing.T, env *labtest.Env, edges []Edge) {
 			t.Logf("figure: iperf3 %s → %s: cable %.0f Mbit/s, in-cluster (%s) %.0f Mbit/s, ratio %.3f; pod MTU %d in %s, %d in %s",
 				from, to, cable/1e6, from, own/1e6, cable/own,
 				podMTU(t, src.NS), from, podMTU(t, env.PodNetNS(t, to, remote)), to)
-			if cable < CableFloor {
-				t.Errorf("%s → %s through the cable: %.0f Mbit/s, want at least %.0f", from, to, cable/1e6, CableFloor/1e6)
+			if cable < own*CableFloorRatio {
+				t.Errorf("%s → %s through the cable: %.0f Mbit/s, want at least %.0f (%g of the in-cluster path's %.0f)",
+					from, to, cable/1e6, own*CableFloorRatio/1e6, CableFloorRatio, own/1e6)
 			}
 		})
 	}
@@ -62,8 +68,11 @@ func bulk(t *testing.T, what, ns, server string) float64 {
 		t.Errorf("%s: %v", what, err)
 		return 0
 	}
-	if r.SlowestInterval == 0 {
-		t.Errorf("%s: stalled: a %s with nothing sent (%.0f Mbit/s in all)", what, labtest.IPerf3Interval, r.BitsPerSecond/1e6)
+	switch {
+	case r.LongestStall >= labtest.BlackHoleStall:
+		t.Errorf("%s: stalled: %s with nothing sent (%.0f Mbit/s in all)", what, r.LongestStall, r.BitsPerSecond/1e6)
+	case r.LongestStall > 0:
+		t.Logf("%s: %s with nothing sent, under the %s of a black hole (%.0f Mbit/s in all)", what, r.LongestStall, labtest.BlackHoleStall, r.BitsPerSecond/1e6)
 	}
 	return r.BitsPerSecond
 }
