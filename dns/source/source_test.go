@@ -307,6 +307,9 @@ func servedChangesAreTimed(t *testing.T, debounce time.Duration) {
 		&straitv1.Membership{ObjectMeta: metav1.ObjectMeta{Namespace: straitv1.SystemNamespace, Name: straitv1.MembershipName},
 			Spec: straitv1.MembershipSpec{ClusterSet: "strait-system/lab", ClusterID: "c1", PodCIDRs: []string{"10.1.0.0/16"},
 				ServiceCIDRs: []string{"10.101.0.0/16"}, Cable: straitv1.MemberCable{Driver: straitv1.CableWireGuard, Port: 4500}}},
+		// strait dns answers with a cluster's endpoints only while it has a Peer for it.
+		&straitv1.Peer{ObjectMeta: metav1.ObjectMeta{Namespace: straitv1.SystemNamespace, Name: "c2"},
+			Spec: straitv1.PeerSpec{ClusterID: "c2", CIDRs: []string{"10.2.0.0/16"}}},
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "served"}},
 	} {
 		if err := f.c.Create(ctx, o); err != nil && !apierrors.IsAlreadyExists(err) {
