@@ -1,5 +1,17 @@
 package main
 
+// machineChange is the reason of the floors left loose (a margin twice the work passes)
+// until they are calibrated again on the machine CI now runs on. The development
+// machine, CI's too, changed on 2026-12-03 (an AMD EPYC of 2 cores in a Firecracker VM),
+// the code not; its first bench-gate run (raw: docs/bench/bench-gate-machine-2026-12-03.txt)
+// read MemberObjects, ServeUDP and Compute at 1.91, 2.27 and 1.44 times their calibrated
+// cpu-ref/op (the reference loop does not scale as their map walks do), and a graceful
+// handover at 942 ms (worst round 1101) after make test's suite and 687 (763) with the
+// lab alone, where the machine before read 405. Their margins are widened to keep about
+// 1.5 times this run's figure as headroom, Today kept at the calibration runs' median,
+// until three runs on this machine replace the calibration (TestFloorsAreTheCalibrationRuns).
+const machineChange = "the machine changed and the floor was widened, not yet calibrated again on it"
+
 // floors are make bench-gate's. Today is the median of each figure over the calibration
 // runs in docs/bench/bench-gate.txt: three of bench-gate-local made at 14:48-15:01 UTC on
 // 2026-11-30 (load average 3-6: a helper session ran envtests and builds beside them
@@ -44,7 +56,7 @@ package main
 //     would not absorb; 1602 ms still fails a Lease term half as long again.
 //
 // Twice the work breaks every floor (TestTwiceTheWorkBreaksEveryFloor; a floor may be
-// marked Loose, saying why, and none is). The wall-time ns/op of ServeUDP and Rebuild,
+// marked Loose, saying why: five are, for machineChange). The wall-time ns/op of ServeUDP and Rebuild,
 // which let 26 and 4 times the work pass, are no longer held: their cpu-ref/op floors
 // hold the same work. Margins of 100 % and more went to 90 %: Resolve's and Rebuild's
 // CPU (their calibration runs strayed 25 % and 13 % from their medians), the export's
@@ -59,18 +71,18 @@ package main
 func floors() []floor {
 	return []floor{
 		// plan, the hub's pure computation over 255 members x 10,000 exports.
-		{Bench: "Compute", Unit: "allocs/op", Today: 278192, Margin: 0.10},          // 278192 in all three
-		{Bench: "Compute", Unit: "B/op", Today: 27879997, Margin: 0.10},             // 27879997, 27880005, 27874712
-		{Bench: "Compute", Unit: "cpu-ref/op", Today: 338384, Margin: 0.75},         // 357702, 338014, 338384
-		{Bench: "PlannerOneChange", Unit: "allocs/op", Today: 2653, Margin: 0.10},   // 2653 in all three
-		{Bench: "PlannerOneChange", Unit: "B/op", Today: 477652, Margin: 0.10},      // 477650, 477652, 477652
-		{Bench: "PlannerOneChange", Unit: "cpu-ref/op", Today: 13949, Margin: 0.75}, // 15185, 13949, 12569
-		{Bench: "MemberObjects", Unit: "allocs/op", Today: 715240, Margin: 0.10},    // 715238, 715240, 715240
-		{Bench: "MemberObjects", Unit: "B/op", Today: 70650703, Margin: 0.10},       // 70650569, 70650737, 70650703
-		{Bench: "MemberObjects", Unit: "cpu-ref/op", Today: 603798, Margin: 0.75},   // 526708, 665415, 603798
-		{Bench: "MemberDigests", Unit: "allocs/op", Today: 103041, Margin: 0.10},    // 103040, 103041, 103041
-		{Bench: "MemberDigests", Unit: "B/op", Today: 4906415, Margin: 0.10},        // 4906335, 4906417, 4906415
-		{Bench: "MemberDigests", Unit: "cpu-ref/op", Today: 236547, Margin: 0.75},   // 233647, 236547, 283863
+		{Bench: "Compute", Unit: "allocs/op", Today: 278192, Margin: 0.10},                             // 278192 in all three
+		{Bench: "Compute", Unit: "B/op", Today: 27879997, Margin: 0.10},                                // 27879997, 27880005, 27874712
+		{Bench: "Compute", Unit: "cpu-ref/op", Today: 338384, Margin: 1.5, Loose: machineChange},       // 357702, 338014, 338384
+		{Bench: "PlannerOneChange", Unit: "allocs/op", Today: 2653, Margin: 0.10},                      // 2653 in all three
+		{Bench: "PlannerOneChange", Unit: "B/op", Today: 477652, Margin: 0.10},                         // 477650, 477652, 477652
+		{Bench: "PlannerOneChange", Unit: "cpu-ref/op", Today: 13949, Margin: 0.75},                    // 15185, 13949, 12569
+		{Bench: "MemberObjects", Unit: "allocs/op", Today: 715240, Margin: 0.10},                       // 715238, 715240, 715240
+		{Bench: "MemberObjects", Unit: "B/op", Today: 70650703, Margin: 0.10},                          // 70650569, 70650737, 70650703
+		{Bench: "MemberObjects", Unit: "cpu-ref/op", Today: 603798, Margin: 2.5, Loose: machineChange}, // 526708, 665415, 603798
+		{Bench: "MemberDigests", Unit: "allocs/op", Today: 103041, Margin: 0.10},                       // 103040, 103041, 103041
+		{Bench: "MemberDigests", Unit: "B/op", Today: 4906415, Margin: 0.10},                           // 4906335, 4906417, 4906415
+		{Bench: "MemberDigests", Unit: "cpu-ref/op", Today: 236547, Margin: 0.75},                      // 233647, 236547, 283863
 		// The hub at 64 members x 10,000 exports (BenchmarkHubScale, in-memory members):
 		// the heap the hub's state holds (its record, shared between members where it is
 		// equal, and its informers' prints, its planner, its last passes' group digests)
@@ -94,7 +106,7 @@ func floors() []floor {
 		{Bench: "Answer", Unit: "cpu-ref/op", Today: 3.548, Margin: 0.75},                                    // 3.548, 3.805, 3.099
 		{Bench: "ServeUDP", Unit: "allocs/op", Today: 18, Margin: 0.10},                                      // 18 in all three
 		{Bench: "ServeUDP", Unit: "B/op", Today: 1225, Margin: 0.10},                                         // 1224, 1282, 1225
-		{Bench: "ServeUDP", Unit: "cpu-ref/op", Today: 72.74, Margin: 0.75},                                  // 72.74, 72.92, 68.47
+		{Bench: "ServeUDP", Unit: "cpu-ref/op", Today: 72.74, Margin: 3.0, Loose: machineChange},             // 72.74, 72.92, 68.47
 		{Bench: "Rebuild", Unit: "allocs/op", Today: 79, Margin: 0.10},                                       // 79 in all three
 		{Bench: "Rebuild", Unit: "B/op", Today: 792144, Margin: 0.10},                                        // 792144, 792143, 792149
 		{Bench: "Rebuild", Unit: "cpu-ref/op", Today: 15780, Margin: 0.90},                                   // 13706, 17056, 15780
@@ -108,9 +120,9 @@ func floors() []floor {
 		// The lab: c1 -> c2 GETs while c2's active gateway agent crashes or stops.
 		// Each of the benchmark's rounds also fails it over the tests' bounds (3 s, 1 s); the
 		// worst round is held here, a mean of two could hide one (issue 33).
-		{Bench: "GatewayFailover", Unit: "ms-gap-crash", Today: 1068, Margin: 0.50},         // 1063, 1074, 1068: maxdev 1 %; 1108-1129 on 2026-11-26
-		{Bench: "GatewayFailover", Unit: "ms-gap-crash-worst", Today: 1070, Margin: 0.50},   // 1064, 1075, 1070: maxdev 1 %
-		{Bench: "GatewayFailover", Unit: "ms-gap-graceful", Today: 404.5, Margin: 0.90},     // 404.5, 404.5, 334.5: maxdev 17 %; 157-415 on 2026-11-26; 406.5 in a CI run of 2026-12-03
-		{Bench: "GatewayFailover", Unit: "ms-gap-graceful-worst", Today: 405, Margin: 0.90}, // 405, 406, 404: maxdev 0 %; rounds of 507 ms seen on 2026-11-26; 408 in a CI run of 2026-12-03
+		{Bench: "GatewayFailover", Unit: "ms-gap-crash", Today: 1068, Margin: 0.50},                              // 1063, 1074, 1068: maxdev 1 %; 1108-1129 on 2026-11-26
+		{Bench: "GatewayFailover", Unit: "ms-gap-crash-worst", Today: 1070, Margin: 0.50},                        // 1064, 1075, 1070: maxdev 1 %
+		{Bench: "GatewayFailover", Unit: "ms-gap-graceful", Today: 404.5, Margin: 3.0, Loose: machineChange},     // 404.5, 404.5, 334.5: maxdev 17 %; 157-415 on 2026-11-26; 406.5 in a CI run of 2026-12-03
+		{Bench: "GatewayFailover", Unit: "ms-gap-graceful-worst", Today: 405, Margin: 3.0, Loose: machineChange}, // 405, 406, 404: maxdev 0 %; rounds of 507 ms seen on 2026-11-26; 408 in a CI run of 2026-12-03
 	}
 }
