@@ -275,7 +275,14 @@ func TestClusterSetComesFromGit(t *testing.T) {
 // as `flux reconcile kustomization` would.
 func TestUpAgainRetriesAFailedSync(t *testing.T) {
 	env.Require(t)
-	t.Cleanup(func() { env.UpAgain(t) })
+	// Whatever happens below, the lab is whole again for the next test: here if the test
+	// stops before its own lab up again.
+	upAgain := false
+	t.Cleanup(func() {
+		if !upAgain {
+			env.UpAgain(t)
+		}
+	})
 	ctx := context.Background()
 	head, err := env.Lab.Repo().Head(ctx)
 	if err != nil {
@@ -297,6 +304,7 @@ func TestUpAgainRetriesAFailedSync(t *testing.T) {
 	})
 	start := time.Now()
 	env.UpAgain(t)
+	upAgain = true
 	s, err := env.Lab.Sync(ctx)
 	if err != nil {
 		t.Fatal(err)
