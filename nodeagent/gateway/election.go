@@ -273,9 +273,13 @@ func (e *Elector) campaign(ctx context.Context) (*coordinationv1.Lease, time.Tim
 	for ctx.Err() == nil {
 		if w, n := e.fromWatch(); n != seen {
 			// A deletion last: a Lease was there since the last sight, which may have
-			// been of none (a create and a delete seen at once).
-			see(w, w == nil || stale)
-			known, seen, stale = true, n, false
+			// been of none (a create and a delete seen at once). After an unanswered
+			// write the first sight counts a whole term, also when it is the watch's:
+			// an API server back from an outage is listed again, the Lease unchanged,
+			// and a term counted from the sight before the outage let this standby
+			// take the Lease before the holder's next renewal.
+			see(w, w == nil || stale || recount)
+			known, seen, stale, recount = true, n, false, false
 		}
 		if !known {
 			l, err := e.get(ctx)
@@ -284,11 +288,8 @@ func (e *Elector) campaign(ctx context.Context) (*coordinationv1.Lease, time.Tim
 				e.sleep(ctx, e.timing.RetryPeriod)
 				continue
 			}
-			see(l, stale)
-			known, stale = true, false
-			if recount {
-				obs, recount = observation{lease: l, at: time.Now()}, false
-			}
+			see(l, stale || recount)
+			known, stale, recount = true, false, false
 		}
 		checked := time.Now()
 		wait := obs.remaining(e.identity, e.timing.LeaseDuration, checked)
