@@ -182,13 +182,19 @@ func (d *Driver) Converge(_ context.Context, local cable.Local, remotes []cable.
 		d.advertised[key] = r
 	}
 	d.local = local
-	if err := d.configure(local, peers); err != nil {
-		errs = append(errs, err)
-	}
+	// Up before the peers are configured: WireGuard sends a peer given a persistent
+	// keepalive a keepalive at once only on a running device. That first packet is how
+	// a gateway that has just taken over reaches the remote gateways: its handshake
+	// moves their peer's endpoint to this node (the cluster's key is the same), where
+	// they would otherwise keep sending to the old gateway until the hub's Peer names
+	// the new one (a second or two, more under load) or a keepalive interval passed.
 	if link.Attrs().Flags&net.FlagUp == 0 {
 		if err := d.cfg.Netlink.LinkSetUp(link); err != nil {
 			errs = append(errs, fmt.Errorf("set %s up: %w", DeviceName, err))
 		}
+	}
+	if err := d.configure(local, peers); err != nil {
+		errs = append(errs, err)
 	}
 	if err := devroute.Sync(d.cfg.Netlink, link, d.cfg.Routing, routes); err != nil {
 		errs = append(errs, err)
