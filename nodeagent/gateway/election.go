@@ -263,7 +263,9 @@ func (e *Elector) campaign(ctx context.Context) (*coordinationv1.Lease, time.Tim
 		e.mu.Unlock()
 	}
 	// recount: the API server did not answer a write; the holder may be holding through
-	// that (see lead), so its term counts afresh from the first answered read.
+	// that (see lead), so its term counts afresh from the next sight of the Lease, a
+	// read's or the watch's (an API server back from an outage lists it again, unchanged:
+	// counted from the sight before, the term had run out before the holder could renew).
 	recount := false
 	// stale: a write was refused because the Lease was written since obs (a conflict, or
 	// one there when none was seen). Its holder may have found it deleted since and be
@@ -273,11 +275,7 @@ func (e *Elector) campaign(ctx context.Context) (*coordinationv1.Lease, time.Tim
 	for ctx.Err() == nil {
 		if w, n := e.fromWatch(); n != seen {
 			// A deletion last: a Lease was there since the last sight, which may have
-			// been of none (a create and a delete seen at once). After an unanswered
-			// write the first sight counts a whole term, also when it is the watch's:
-			// an API server back from an outage is listed again, the Lease unchanged,
-			// and a term counted from the sight before the outage let this standby
-			// take the Lease before the holder's next renewal.
+			// been of none (a create and a delete seen at once).
 			see(w, w == nil || stale || recount)
 			known, seen, stale, recount = true, n, false, false
 		}
