@@ -323,7 +323,7 @@ bench-gate-local: k8s-binaries $(COREDNS)
 # The gate's lab benchmark, under the lab lock; its lab comes down at the end (labtest).
 # The failover gap, not the cable throughput: the gap held at 1.104-1.109 s a round while
 # other sessions loaded the machine, where the throughput's rounds swung 5x and its CPU-s
-# per GB counted their work too (docs/bench/bench-gate.txt keeps one such run).
+# per GB counted their work too (docs/bench/bench-gate-2026-11-30.txt keeps one such run).
 # make test measures the same in its basic lab, after the tests (BENCH_GATE_LAB_FROM_TEST).
 GATE_LAB_BENCH := ^BenchmarkGatewayFailover$$
 GATE_LAB_BENCHTIME := 2x

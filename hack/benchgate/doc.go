@@ -15,4 +15,9 @@
 //	for i in 1 2 3; do make bench-gate-local BENCH_GATE_OUT=/tmp/gate-$i.txt; done
 //	for i in 1 2 3; do make bench-gate-lab BENCH_GATE_LAB_OUT=/tmp/gate-lab-$i.txt; done
 //	cat /tmp/gate-[123].txt /tmp/gate-lab-[123].txt > docs/bench/bench-gate.txt
+//
+// docs/performance.md shows every floor with its calibration runs, as this prints it
+// (a test holds the page to it):
+//
+//	go run ./hack/benchgate -calibration docs/bench/bench-gate.txt
 package main

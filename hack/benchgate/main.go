@@ -90,8 +90,14 @@ func limit(v float64) string {
 func main() { os.Exit(run(os.Args[1:], os.Stdout)) }
 
 // run reads the outputs named in args (stdin without any) and prints the floors' table:
-// 0 when every floor held, 1 when one broke, 2 when the output cannot be read.
+// 0 when every floor held, 1 when one broke, 2 when the output cannot be read. With
+// -calibration first, the outputs are the calibration runs and the table is the
+// performance page's (calibrationTable).
 func run(args []string, stdout io.Writer) int {
+	calibration := len(args) > 0 && args[0] == "-calibration"
+	if calibration {
+		args = args[1:]
+	}
 	var in io.Reader = os.Stdin
 	if len(args) > 0 {
 		var rs []io.Reader
@@ -110,6 +116,15 @@ func run(args []string, stdout io.Writer) int {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "benchgate:", err)
 		return 2
+	}
+	if calibration {
+		table, err := calibrationTable(floors(), got)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "benchgate:", err)
+			return 2
+		}
+		fmt.Fprint(stdout, table)
+		return 0
 	}
 	table, ok := check(floors(), got)
 	fmt.Fprint(stdout, table)

@@ -98,3 +98,33 @@ func TestTwiceTheWorkBreaksEveryFloor(t *testing.T) {
 		}
 	}
 }
+
+// TestPerformancePageShowsTheFloors: docs/performance.md's table of the floors is the
+// one floors.go and the calibration runs make, row for row.
+func TestPerformancePageShowsTheFloors(t *testing.T) {
+	f, err := os.Open(filepath.Join("..", "..", "docs", "bench", "bench-gate.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	runs, err := benchfmt.Parse(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := calibrationTable(floors(), runs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, err := os.ReadFile(filepath.Join("..", "..", "docs", "performance.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(page), want) {
+		for _, row := range strings.Split(strings.TrimSpace(want), "\n") {
+			if !strings.Contains(string(page), row+"\n") {
+				t.Errorf("docs/performance.md lacks the row %s", row)
+			}
+		}
+		t.Errorf("docs/performance.md's table of the floors is not floors.go's: paste what `go run ./hack/benchgate -calibration docs/bench/bench-gate.txt` prints")
+	}
+}
